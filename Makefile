@@ -1,0 +1,44 @@
+# Two commands on a fresh machine with Python 3.11:
+#   make report   executes every notebook (quick profile; PROFILE=full for the seed's settings)
+#                 into reports/runs/ and rebuilds reports/findings.md and the README table
+#   make test     runs the library tests (layers on TensorFlow, JAX and PyTorch) and every notebook
+# Both create the virtual environment .venv and install requirements.txt when needed.
+
+PYTHON ?= python3
+VENV ?= .venv
+PROFILE ?= quick
+WORKERS ?= 1
+ONLY ?=
+BIN := $(VENV)/bin
+
+export TF_CPP_MIN_LOG_LEVEL := 3
+export TF_ENABLE_ONEDNN_OPTS := 0
+
+.PHONY: report run test test-lib test-backends test-notebooks venv clean-runs
+
+venv: $(VENV)/.installed
+
+$(VENV)/.installed: requirements.txt pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -r requirements.txt
+	touch $@
+
+run: venv
+	$(BIN)/predcalc run --profile $(PROFILE) --workers $(WORKERS) $(if $(ONLY),--only $(ONLY))
+
+report: run
+	$(BIN)/predcalc report
+
+test: test-lib test-backends test-notebooks
+
+test-lib: venv
+	$(BIN)/python -m pytest -q tests
+
+test-backends: venv
+	KERAS_BACKEND=jax $(BIN)/python -m pytest -q tests/layers
+	KERAS_BACKEND=torch $(BIN)/python -m pytest -q tests/layers
+
+test-notebooks: venv
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -q --nbval-lax --nbval-current-env \
+		--nbval-cell-timeout=900 notebooks

@@ -1,0 +1,115 @@
+"""The ``predcalc`` command line.
+
+    predcalc run [--profile quick|full] [--only NAME ...] [--workers N]
+    predcalc report
+    predcalc predict "3 - -2 + 4" [--model PATH]
+    predcalc evaluate --model PATH --file FILE [--json]
+
+User errors (bad expressions, missing files, unknown names) print one line and exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+EXIT_USAGE = 2
+
+
+def _run(args) -> int:
+    from predcalc import runner
+
+    outcomes = runner.run(only=args.only, profile=args.profile, workers=args.workers)
+    width = max(len(o.notebook) for o in outcomes)
+    for outcome in outcomes:
+        status = "ok" if outcome.error is None else f"FAILED: {outcome.error}"
+        print(f"{outcome.notebook:<{width}}  {outcome.seconds:7.1f} s  {status}")
+    failed = [o.notebook for o in outcomes if o.error is not None]
+    print(f"{len(outcomes) - len(failed)} of {len(outcomes)} notebooks ran; outputs in {runner.RUNS}")
+    if failed:
+        print(f"failed: {', '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+def _report(args) -> int:
+    from predcalc import report
+
+    written = report.build()
+    print(f"wrote {written['findings']} and {written['html']} ({written['models']} table rows)"
+          + ("; README table updated" if written["readme"] else "; README has no findings markers"))
+    return 0
+
+
+def _predict(args) -> int:
+    from predcalc.data import canonical, evaluate
+    from predcalc.predictor import DEFAULT_MODEL, Predictor
+
+    expression = canonical(args.expression)
+    exact = evaluate(expression)
+    predictor = Predictor(args.model or DEFAULT_MODEL)
+    value = float(predictor.predict([expression])[0])
+    exact_text = str(exact) if exact.denominator == 1 else f"{exact} = {float(exact):.6g}"
+    print(f"{expression} = {value:.4f}  (predicted by {predictor.name}; rounded {round(value)}; exact {exact_text})")
+    return 0
+
+
+def _evaluate(args) -> int:
+    from predcalc.data import load_expression_file
+    from predcalc.metrics import regression_metrics
+    from predcalc.predictor import Predictor
+
+    split = load_expression_file(args.file)
+    predictor = Predictor(args.model)
+    predictions = predictor.predict(split.expressions)
+    result = {"model": str(args.model), "file": str(args.file), **regression_metrics(split.values, predictions)}
+    if args.json:
+        print(json.dumps(result, indent=1))
+    else:
+        print(f"{predictor.name} on {args.file}: n {result['n']}, MAE {result['mae']:.4g}, "
+              f"MRE {result['mre']:.4g}, exact accuracy {100 * result['accuracy']:.2f} %")
+    return 0
+
+
+def parser() -> argparse.ArgumentParser:
+    main_parser = argparse.ArgumentParser(prog="predcalc", description="A predictive calculator: "
+                                          "neural networks that read an arithmetic expression and predict its value.")
+    commands = main_parser.add_subparsers(dest="command", required=True)
+
+    run = commands.add_parser("run", help="execute the notebooks with papermill into reports/runs/")
+    run.add_argument("--profile", choices=["quick", "full"], default="quick",
+                     help="quick: the notebooks' cheap defaults; full: the seed's settings (200 epochs, 5 seeds)")
+    run.add_argument("--only", nargs="+", metavar="NAME", help="notebooks whose name starts with NAME (e.g. 01_fnn)")
+    run.add_argument("--workers", type=int, default=1, help="notebooks executed in parallel (default 1)")
+    run.set_defaults(handler=_run)
+
+    report = commands.add_parser("report", help="rebuild reports/findings.md and the README table from stored metrics")
+    report.set_defaults(handler=_report)
+
+    predict = commands.add_parser("predict", help="predict the value of an expression with an exported model")
+    predict.add_argument("expression", help='an expression such as "3 - -2 + 4"')
+    predict.add_argument("--model", help="a .tflite or .keras file with predcalc.json beside it "
+                                         "(default: the FNN2 exported by 01_fnn)")
+    predict.set_defaults(handler=_predict)
+
+    evaluate = commands.add_parser("evaluate", help="metrics of a model on a file of expression<TAB>answer lines")
+    evaluate.add_argument("--model", required=True, help="a .tflite or .keras file with predcalc.json beside it")
+    evaluate.add_argument("--file", required=True, help="one expression per line, optionally <TAB> answer")
+    evaluate.add_argument("--json", action="store_true", help="print the metrics as JSON")
+    evaluate.set_defaults(handler=_evaluate)
+    return main_parser
+
+
+def main(argv=None) -> int:
+    args = parser().parse_args(argv)
+    try:
+        return args.handler(args)
+    except (ValueError, FileNotFoundError, RuntimeError) as error:
+        # ExpressionError, TokenizerError and ExpressionFileError are ValueErrors
+        print(f"predcalc {args.command}: error: {error}", file=sys.stderr)
+        return EXIT_USAGE
+
+
+if __name__ == "__main__":
+    sys.exit(main())

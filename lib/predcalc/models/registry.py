@@ -1,0 +1,59 @@
+"""The model registry: every architecture the notebooks train, by name.
+
+A model is registered with the tokeniser it reads and, where the seed published a row for
+it, the name of that row in :mod:`predcalc.anchors`. Later architectures plug in with the
+same decorator; nothing else in the pipeline needs to change.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Callable
+
+import numpy as np
+
+
+def regression_values(model, inputs, batch_size: int = 256) -> np.ndarray:
+    """Predicted values of a regression model: its single output, flattened."""
+    return np.asarray(model.predict(inputs, batch_size=batch_size, verbose=0), dtype=np.float64).reshape(-1)
+
+
+@dataclasses.dataclass(frozen=True)
+class ModelSpec:
+    """What the pipeline needs to know about an architecture."""
+
+    name: str
+    label: str
+    family: str
+    tokenizer: str
+    build: Callable
+    seed_row: str | None = None
+    tokenizer_config: dict = dataclasses.field(default_factory=dict)
+    predict_values: Callable = regression_values
+    loss: str = "mse"
+    optimizer: str = "adam"
+
+
+MODELS: dict[str, ModelSpec] = {}
+
+
+def register_model(name: str, *, label: str, family: str, tokenizer: str, seed_row: str | None = None,
+                   tokenizer_config: dict | None = None, predict_values: Callable = regression_values,
+                   loss: str = "mse", optimizer: str = "adam"):
+    """Decorator: register ``build(tokenizer, **kwargs) -> keras.Model`` under ``name``."""
+
+    def decorate(build):
+        if name in MODELS:
+            raise ValueError(f"model {name!r} is registered twice")
+        MODELS[name] = ModelSpec(name=name, label=label, family=family, tokenizer=tokenizer, build=build,
+                                 seed_row=seed_row, tokenizer_config=dict(tokenizer_config or {}),
+                                 predict_values=predict_values, loss=loss, optimizer=optimizer)
+        return build
+
+    return decorate
+
+
+def get_spec(name: str) -> ModelSpec:
+    if name not in MODELS:
+        raise ValueError(f"unknown model {name!r}; registered models: {', '.join(sorted(MODELS))}")
+    return MODELS[name]

@@ -1,0 +1,56 @@
+"""Load an exported model (``.tflite`` or ``.keras``) with its tokeniser, and predict values."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+
+from predcalc.data import get_tokenizer
+from predcalc.runner import RUNS
+
+DEFAULT_MODEL = RUNS / "01_fnn" / "export" / "fnn2" / "model_float32.tflite"
+SIDECAR = "predcalc.json"
+
+
+class Predictor:
+    """A model file and the tokeniser named in the ``predcalc.json`` beside it."""
+
+    def __init__(self, path=DEFAULT_MODEL):
+        self.path = Path(path)
+        if not self.path.exists():
+            hint = " (run `make report` to train and export the default model, or pass --model)" \
+                if self.path == DEFAULT_MODEL else ""
+            raise FileNotFoundError(f"no model file at {self.path}{hint}")
+        sidecar = self.path.parent / SIDECAR
+        if not sidecar.is_file():
+            raise FileNotFoundError(f"{sidecar} is missing: it names the tokenizer the model reads")
+        self.info = json.loads(sidecar.read_text())
+        self.tokenizer = get_tokenizer(self.info["tokenizer"], **self.info.get("tokenizer_config", {}))
+        if self.path.suffix == ".tflite":
+            from predcalc.export import LiteRTModel
+
+            self._run = LiteRTModel(self.path)
+        elif self.path.suffix == ".keras":
+            import keras
+
+            import predcalc.layers  # noqa: F401  (registers the custom layers)
+            from predcalc.models import get_spec
+
+            model = keras.saving.load_model(self.path)
+            spec = get_spec(self.info["model"])
+            self._run = lambda x: spec.predict_values(model, x)
+        else:
+            raise ValueError(f"unsupported model file {self.path.name!r}: expected .tflite or .keras")
+
+    @property
+    def name(self) -> str:
+        return f"{self.info.get('model', '?')} ({self.path.name})"
+
+    def encode(self, expressions) -> np.ndarray:
+        return self.tokenizer.encode_batch(list(expressions))
+
+    def predict(self, expressions) -> np.ndarray:
+        """Predicted values, one per expression (raises TokenizerError on what it cannot encode)."""
+        return np.asarray(self._run(self.encode(expressions)), dtype=np.float64).reshape(len(expressions), -1)[:, 0]

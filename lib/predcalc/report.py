@@ -1,0 +1,223 @@
+"""``predcalc report``: the findings, rebuilt from the stored metrics only.
+
+Reads every ``reports/runs/*/metrics.json`` and writes ``reports/findings.md``, its HTML
+rendering, the figures in ``reports/figures/`` and the findings table in ``README.md``
+(between the ``findings:start``/``findings:end`` markers). No number is typed by hand: each
+comes from a run's metrics, or, in the rows marked "seed (published)", from ANCHORS.md.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from predcalc import metrics as M
+from predcalc.anchors import SEED_ROWS
+from predcalc.experiment import BASELINE
+from predcalc.runner import ROOT, RUNS
+
+REPORTS = ROOT / "reports"
+README_START, README_END = "<!-- findings:start -->", "<!-- findings:end -->"
+
+
+def load_runs(runs: Path = RUNS) -> list[dict]:
+    """Every notebook's stored metrics, in notebook order."""
+    found = []
+    for path in sorted(runs.glob("*/metrics.json")):
+        record = json.loads(path.read_text())
+        record["_dir"] = path.parent
+        found.append(record)
+    return found
+
+
+def baseline_runs(records: list[dict]) -> list[dict] | None:
+    """The baseline FNN's per-seed metrics (from the notebook that trained it)."""
+    for record in records:
+        if BASELINE in record["models"]:
+            return [run["metrics"] for run in record["models"][BASELINE]["runs"]]
+    return None
+
+
+def _mean(runs, test_set, metric):
+    return float(np.mean([r["metrics"][test_set][metric] for r in runs]))
+
+
+def model_table(records: list[dict], reference_runs: list[dict] | None = None) -> pd.DataFrame:
+    """One row per trained model (means over seeds), with its seed row beside it.
+
+    The score needs the baseline FNN's runs: taken from ``records`` when one of them trained
+    it, else from ``reference_runs``; without either the score columns are left out.
+    """
+    reference_runs = baseline_runs(records) or reference_runs
+    reference = M.mean_baseline(reference_runs) if reference_runs else None
+    rows = []
+    for record in records:
+        for name, model in record["models"].items():
+            runs = model["runs"]
+            row = {"model": model["label"], "source": f"{record['notebook']} ({len(runs)} seed{'s' * (len(runs) > 1)})",
+                   "params": model["params"]}
+            for test_set in ("in", "out", "long"):
+                row[f"MAE {test_set}"] = _mean(runs, test_set, "mae")
+                if test_set != "long":
+                    row[f"MRE {test_set}"] = _mean(runs, test_set, "mre")
+            for test_set in ("in", "out", "long"):
+                row[f"acc {test_set}"] = _mean(runs, test_set, "accuracy")
+            if reference is not None:
+                scores = [M.benchmark_score(r["metrics"], reference) for r in runs]
+                row["score"] = float(np.mean(scores))
+                row["p"] = M.log_score_p_value(scores)
+            row["epochs"] = float(np.mean([r["epochs"] for r in runs]))
+            rows.append(row)
+            published = SEED_ROWS.get(model.get("seed_row") or "")
+            if published:
+                rows.append({"model": model["seed_row"], "source": "seed (published)", "params": published["params"],
+                             "MAE in": published["mae_in"], "MRE in": published["mre_in"],
+                             "MAE out": published["mae_out"], "MRE out": published["mre_out"],
+                             "MAE long": published["mae_long"], "score": published["score"], "p": published["p"]})
+    columns = ["model", "source", "params", "MAE in", "MRE in", "MAE out", "MRE out", "MAE long",
+               "acc in", "acc out", "acc long", "score", "p", "epochs"]
+    frame = pd.DataFrame(rows)
+    return frame.reindex(columns=[c for c in columns if c in frame.columns])
+
+
+def comparison_table(record: dict, runs: Path = RUNS) -> pd.DataFrame:
+    """A notebook's own table, scored against the stored baseline if it did not train one."""
+    return model_table([record], reference_runs=baseline_runs(load_runs(runs)))
+
+
+def export_table(records: list[dict]) -> pd.DataFrame:
+    rows = []
+    for record in records:
+        for name, model in record["models"].items():
+            for fmt, info in (model.get("export") or {}).items():
+                if fmt == "saved_model":
+                    continue
+                change = info.get("accuracy_change", {})
+                rows.append({"model": model["label"], "format": fmt, "KB": info.get("bytes", math.nan) / 1024,
+                             "TF Select": info.get("tf_select"), "max abs diff": info.get("max_abs_diff"),
+                             "acc change in": change.get("in"), "acc change out": change.get("out"),
+                             "acc change long": change.get("long"), "error": info.get("error", "")})
+    return pd.DataFrame(rows)
+
+
+def _format(value, column: str) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (bool, np.bool_)):
+        return "yes" if value else "no"
+    if column == "params":
+        return f"{int(value):,}"
+    if column.startswith("acc"):
+        return f"{100 * value:.2f} %" if not column.startswith("acc change") else f"{100 * value:+.2f} pt"
+    if column == "p":
+        return f"{value:.2g}"
+    if column in ("KB", "epochs"):
+        return f"{value:.1f}"
+    return f"{value:.4g}"
+
+
+def markdown_table(frame: pd.DataFrame) -> str:
+    if frame.empty:
+        return "_no runs yet: `predcalc run` first._"
+    header = "| " + " | ".join(frame.columns) + " |"
+    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
+    body = ["| " + " | ".join(_format(row[c], c) for c in frame.columns) + " |" for _, row in frame.iterrows()]
+    return "\n".join([header, rule, *body])
+
+
+def plot_mae(frame: pd.DataFrame, path: Path) -> Path:
+    """Bar chart of MAE per test set, this project's models beside the seed's rows."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    sets = ["MAE in", "MAE out", "MAE long"]
+    labels = [f"{m}\n[{s}]" for m, s in zip(frame["model"], frame["source"])]
+    figure, axis = plt.subplots(figsize=(max(6, 1.3 * len(frame)), 4))
+    positions = np.arange(len(frame))
+    for offset, column in enumerate(sets):
+        axis.bar(positions + (offset - 1) * 0.27, frame[column].astype(float), width=0.27, label=column)
+    axis.set_yscale("log")
+    axis.set_xticks(positions, labels, fontsize=7, rotation=30, ha="right")
+    axis.set_ylabel("mean absolute error (log scale)")
+    axis.legend()
+    axis.grid(axis="y", alpha=0.3)
+    figure.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    figure.savefig(path, dpi=110)
+    plt.close(figure)
+    return path
+
+
+def findings_markdown(records: list[dict], models: pd.DataFrame, exports: pd.DataFrame,
+                      reports: Path = REPORTS) -> str:
+    lines = ["# Findings", "",
+             "_Generated by `predcalc report` from `reports/runs/*/metrics.json`; do not edit by hand._", "",
+             "## Question",
+             "Which neural architecture predicts the value of an arithmetic expression best, and does any of "
+             "them generalise: to unseen expressions, to numbers outside the training range, to longer "
+             "expressions?", "",
+             "## Protocol",
+             "The seed's protocol (ANCHORS.md section 1): `a op b op c` over -5..4 with `+`/`-`, 4,000 draws "
+             "de-duplicated and split 75/25; tested in range (every unseen expression of that form), out of "
+             "range ({-8..-5, 5..8}) and on long expressions (2 to 8 numbers). The score is the seed's benchmark "
+             "score against the baseline FNN (1 = as good as the baseline); p is the two-sided t-test of "
+             "log(score) over seeds. Accuracy counts a prediction that rounds to the exact answer.", ""]
+    for record in records:
+        counts = record["data"]["counts"]
+        lines.append(f"- `{record['notebook']}` ({record['backend']}, data seed {record['data']['seed']}): "
+                     + ", ".join(f"{k} {v:,}" for k, v in counts.items()))
+    lines += ["", "## Results", "", markdown_table(models), "",
+              "![MAE per test set](figures/mae_by_test_set.png)", ""]
+    if not exports.empty:
+        lines += ["## Export (first seed of each model, LiteRT interpreter vs Keras on every test set)", "",
+                  markdown_table(exports), ""]
+    lines += ["## Runs", ""]
+    for record in records:
+        relative = Path(os.path.relpath(record["_dir"], reports)).as_posix()
+        figures = sorted(p.name for p in record["_dir"].glob("*.png"))
+        lines.append(f"- [{record['notebook']}]({relative}/{record['notebook']}.ipynb): parameters "
+                     f"`{json.dumps(record['parameters'])}`")
+        lines += [f"  ![{name}]({relative}/{name})" for name in figures]
+    lines += ["", "Reproduce: `make report` (quick profile) or `make report PROFILE=full`.", ""]
+    return "\n".join(lines)
+
+
+def update_readme(table: str, readme: Path = ROOT / "README.md") -> bool:
+    """Replace the README's findings table; False if the markers are missing."""
+    if not readme.is_file():
+        return False
+    text = readme.read_text()
+    if README_START not in text or README_END not in text:
+        return False
+    head, rest = text.split(README_START, 1)
+    _, tail = rest.split(README_END, 1)
+    readme.write_text(f"{head}{README_START}\n{table}\n{README_END}{tail}")
+    return True
+
+
+def build(runs: Path = RUNS, reports: Path = REPORTS, readme: Path = ROOT / "README.md") -> dict:
+    """Rebuild the findings from stored metrics; returns the paths written."""
+    import markdown
+
+    records = load_runs(runs)
+    models, exports = model_table(records), export_table(records)
+    figure = plot_mae(models, reports / "figures" / "mae_by_test_set.png") if not models.empty else None
+    text = findings_markdown(records, models, exports, reports)
+    (reports / "findings.md").write_text(text)
+    html = markdown.markdown(text, extensions=["tables"])
+    (reports / "findings.html").write_text(
+        "<!doctype html><meta charset='utf-8'><title>predcalc findings</title>"
+        "<style>body{font-family:sans-serif;max-width:75em;margin:auto}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}img{max-width:100%}</style>\n" + html)
+    readme_table = markdown_table(models.drop(columns=[c for c in ("epochs",) if c in models.columns]))
+    return {"findings": reports / "findings.md", "html": reports / "findings.html", "figure": figure,
+            "readme": update_readme(readme_table, readme), "models": len(models)}

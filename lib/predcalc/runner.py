@@ -1,0 +1,113 @@
+"""Batch execution of the notebooks with papermill (``predcalc run``).
+
+Each notebook runs in its own kernel into ``reports/runs/<name>/``: the executed notebook,
+its ``metrics.json``, figures and exported models. A notebook that fails does not stop the
+others; the summary names it and the run exits non-zero.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import os
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+NOTEBOOKS = ROOT / "notebooks"
+RUNS = ROOT / "reports" / "runs"
+
+# Parameters injected by each profile (only those a notebook declares). A notebook can
+# override them in its metadata: {"predcalc": {"profiles": {"full": {...}}}}.
+PROFILES = {
+    "quick": {},
+    "full": {"seeds": [0, 1, 2, 3, 4], "epochs": 200, "patience": 20},
+}
+
+KERNEL_ENV = {"TF_CPP_MIN_LOG_LEVEL": "3", "TF_ENABLE_ONEDNN_OPTS": "0", "PYTHONWARNINGS": "ignore"}
+
+
+def kernel_environment() -> None:
+    """Make papermill's ``python`` kernel the one of this interpreter, and quiet TensorFlow."""
+    bin_dir = str(Path(sys.executable).parent)
+    if os.environ.get("PATH", "").split(os.pathsep)[0] != bin_dir:
+        os.environ["PATH"] = bin_dir + os.pathsep + os.environ.get("PATH", "")
+    for key, value in KERNEL_ENV.items():
+        os.environ.setdefault(key, value)
+    os.environ.setdefault("PYTHONPATH", str(ROOT / "lib"))
+
+
+def discover(only=None, directory: Path = NOTEBOOKS) -> list[Path]:
+    """The notebooks to run, in name order; ``only`` keeps those whose name starts with one of it."""
+    notebooks = sorted(p for p in directory.glob("*.ipynb") if not p.name.startswith("_"))
+    if only:
+        wanted = [w.removesuffix(".ipynb") for w in only]
+        notebooks = [p for p in notebooks if any(p.stem == w or p.stem.startswith(w) for w in wanted)]
+        if not notebooks:
+            raise ValueError(f"no notebook matches {', '.join(only)} in {directory}")
+    return notebooks
+
+
+def parameters_for(notebook: Path, profile: str, output_dir: Path) -> dict:
+    """The profile's parameters that the notebook declares, plus its output folder."""
+    import nbformat
+    import papermill
+
+    if profile not in PROFILES:
+        raise ValueError(f"unknown profile {profile!r}; choose one of {sorted(PROFILES)}")
+    declared = set(papermill.inspect_notebook(str(notebook)))
+    metadata = nbformat.read(notebook, as_version=4).metadata.get("predcalc", {})
+    wanted = {**PROFILES[profile], **metadata.get("profiles", {}).get(profile, {})}
+    values = {k: v for k, v in wanted.items() if k in declared}
+    if "output_dir" in declared:
+        values["output_dir"] = str(output_dir)
+    if "profile" in declared:
+        values["profile"] = profile
+    return values
+
+
+@dataclasses.dataclass
+class Outcome:
+    notebook: str
+    seconds: float
+    error: str | None = None
+
+
+def execute(notebook: Path, profile: str, runs: Path = RUNS, progress_bar: bool = False) -> Outcome:
+    import papermill
+
+    output_dir = runs / notebook.stem
+    output_dir.mkdir(parents=True, exist_ok=True)
+    start = time.perf_counter()
+    try:
+        papermill.execute_notebook(str(notebook), str(output_dir / notebook.name),
+                                   parameters=parameters_for(notebook, profile, output_dir),
+                                   cwd=str(notebook.parent), kernel_name="python3",
+                                   progress_bar=progress_bar, log_output=False)
+        return Outcome(notebook.stem, time.perf_counter() - start)
+    except Exception as error:  # a failed notebook is reported; the batch goes on
+        lines = [line for line in str(error).strip().splitlines() if line.strip()]
+        reason = lines[-1] if lines else type(error).__name__
+        return Outcome(notebook.stem, time.perf_counter() - start, f"{type(error).__name__}: {reason[:500]}")
+
+
+def run(only=None, profile: str = "quick", workers: int = 1, runs: Path = RUNS,
+        notebooks_dir: Path = NOTEBOOKS) -> list[Outcome]:
+    """Execute the notebooks, ``workers`` at a time, with a progress bar."""
+    from tqdm import tqdm
+
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1. Received: workers={workers}")
+    kernel_environment()
+    notebooks = discover(only, notebooks_dir)
+    outcomes = []
+    with tqdm(total=len(notebooks), desc=f"notebooks ({profile})", unit="nb") as bar:
+        with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
+            futures = {pool.submit(execute, nb, profile, runs): nb for nb in notebooks}
+            for future in concurrent.futures.as_completed(futures):
+                outcome = future.result()
+                outcomes.append(outcome)
+                bar.set_postfix_str(f"{outcome.notebook} {'ok' if outcome.error is None else 'FAILED'}")
+                bar.update()
+    return sorted(outcomes, key=lambda o: o.notebook)

@@ -1,0 +1,108 @@
+"""Training and evaluation on the seed protocol with Keras' own fit and callbacks.
+
+A seed fixes initialisation and shuffling (``keras.utils.set_random_seed``, plus op
+determinism on TensorFlow); the protocol's own seed fixes the data.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+
+import keras
+import numpy as np
+
+from predcalc.data import Protocol, Split, get_tokenizer
+from predcalc.metrics import regression_metrics
+from predcalc.models import ModelSpec, get_spec
+
+
+def set_seed(seed: int) -> None:
+    """Fix Python, NumPy and backend random state; make TensorFlow ops deterministic."""
+    keras.utils.set_random_seed(int(seed))
+    if keras.backend.backend() == "tensorflow":
+        import tensorflow as tf
+
+        tf.config.experimental.enable_op_determinism()
+
+
+@dataclasses.dataclass
+class TrainedModel:
+    """A fitted model with what it needs to predict, and how its training went."""
+
+    spec: ModelSpec
+    model: keras.Model
+    tokenizer: object
+    seed: int
+    history: dict
+    epochs: int
+    seconds: float
+
+    def predict(self, expressions) -> np.ndarray:
+        """Predicted values of expressions (strings)."""
+        return self.spec.predict_values(self.model, self.tokenizer.encode_batch(list(expressions)))
+
+    @property
+    def params(self) -> int:
+        return int(self.model.count_params())
+
+
+def make_tokenizer(spec: ModelSpec):
+    return get_tokenizer(spec.tokenizer, **spec.tokenizer_config)
+
+
+def build(name: str, seed: int = 0, **model_kwargs):
+    """Build a registered model (seeded) and its tokeniser."""
+    spec = get_spec(name)
+    set_seed(seed)
+    tokenizer = make_tokenizer(spec)
+    return spec, spec.build(tokenizer, **model_kwargs), tokenizer
+
+
+def make_optimizer(spec: ModelSpec, learning_rate: float, steps: int):
+    """Adam for most models; AdamW with linear warm-up and cosine decay where the spec asks."""
+    if spec.optimizer == "adamw_cosine":
+        schedule = keras.optimizers.schedules.CosineDecay(
+            initial_learning_rate=0.0, decay_steps=max(steps, 1), warmup_target=learning_rate,
+            warmup_steps=max(steps // 20, 1))
+        return keras.optimizers.AdamW(learning_rate=schedule)
+    return keras.optimizers.Adam(learning_rate=learning_rate)
+
+
+def train(name: str, protocol: Protocol, seed: int = 0, epochs: int = 200, batch_size: int = 32,
+          patience: int = 20, learning_rate: float = 1e-3, model_kwargs: dict | None = None,
+          verbose: int = 0, callbacks=()) -> TrainedModel:
+    """Fit a registered model on the protocol's training split.
+
+    Early stopping watches the validation loss and restores the best weights.
+    """
+    if epochs <= 0:
+        raise ValueError(f"epochs must be positive. Received: epochs={epochs}")
+    spec, model, tokenizer = build(name, seed=seed, **(model_kwargs or {}))
+    x_train, y_train = tokenizer.encode_batch(protocol.train.expressions), protocol.train.values
+    x_val, y_val = tokenizer.encode_batch(protocol.validation.expressions), protocol.validation.values
+    steps = epochs * int(np.ceil(len(x_train) / batch_size))
+    model.compile(optimizer=make_optimizer(spec, learning_rate, steps), loss=spec.loss)
+    stopper = keras.callbacks.EarlyStopping(monitor="val_loss", patience=patience, restore_best_weights=True)
+    start = time.perf_counter()
+    history = model.fit(x_train, y_train, validation_data=(x_val, y_val), epochs=epochs, batch_size=batch_size,
+                        shuffle=True, verbose=verbose, callbacks=[stopper, *callbacks])
+    seconds = time.perf_counter() - start
+    return TrainedModel(spec=spec, model=model, tokenizer=tokenizer, seed=seed,
+                        history={k: [float(v) for v in vs] for k, vs in history.history.items()},
+                        epochs=len(history.history["loss"]), seconds=seconds)
+
+
+def evaluate(trained: TrainedModel, test_sets: dict[str, Split]) -> tuple[dict, dict]:
+    """Metrics and predictions of a trained model on each test set."""
+    metrics, predictions = {}, {}
+    for name, split in test_sets.items():
+        predictions[name] = trained.predict(split.expressions)
+        metrics[name] = regression_metrics(split.values, predictions[name])
+    return metrics, predictions
+
+
+def run_record(trained: TrainedModel, metrics: dict) -> dict:
+    """The JSON record of one training run."""
+    return {"seed": trained.seed, "epochs": trained.epochs, "train_seconds": round(trained.seconds, 3),
+            "best_val_loss": min(trained.history.get("val_loss", [float("nan")])), "metrics": metrics}

@@ -1,0 +1,25 @@
+import os
+import sys
+from pathlib import Path
+
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
+os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "lib"))
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def exported_fnn2(tmp_path_factory):
+    """An FNN2 trained for 3 epochs and exported in every format (with model.keras)."""
+    from predcalc import training
+    from predcalc.data import seed_protocol
+    from predcalc.export import export_trained
+
+    protocol = seed_protocol(0)
+    trained = training.train("fnn2", protocol, seed=0, epochs=3)
+    directory = tmp_path_factory.mktemp("export") / "fnn2"
+    report = export_trained(trained, directory, {"in": protocol.test_in, "out": protocol.test_out},
+                            protocol.train.expressions[:100])
+    trained.model.save(directory / "model.keras")
+    return protocol, trained, directory, report

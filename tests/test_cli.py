@@ -1,0 +1,70 @@
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from predcalc.cli import main
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def test_predict_prints_prediction_and_exact_value(exported_fnn2, capsys):
+    model = exported_fnn2[2] / "model_float32.tflite"
+    assert main(["predict", "3- -2+4", "--model", str(model)]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("3 - -2 + 4 = ") and "exact 9" in out and "fnn2 (model_float32.tflite)" in out
+
+
+def test_predict_with_a_keras_file(exported_fnn2, capsys):
+    assert main(["predict", "1 + 2 - 3", "--model", str(exported_fnn2[2] / "model.keras")]) == 0
+    assert "exact 0" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("expression, message", [
+    ("", "empty expression"),
+    ("(1 + 2", "unbalanced parentheses"),
+    ("1 + two", "unexpected character 't'"),
+    ("2 * 3", "numeric tokenizer encodes only \\+ and -"),
+    ("1 + 1 + 1 + 1 + 1 + 1 + 1 + 1 + 1", "holds at most 15"),
+    ("1 / 0", "division by zero"),
+])
+def test_predict_bad_input_is_one_line_and_exit_2(exported_fnn2, capsys, expression, message):
+    assert main(["predict", expression, "--model", str(exported_fnn2[2] / "model_float32.tflite")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("predcalc predict: error: ")
+    import re
+
+    assert re.search(message, err)
+
+
+def test_missing_model_file(tmp_path, capsys):
+    assert main(["predict", "1 + 2", "--model", str(tmp_path / "none.tflite")]) == 2
+    assert "no model file at" in capsys.readouterr().err
+
+
+def test_evaluate_on_a_users_file(exported_fnn2, tmp_path, capsys):
+    path = tmp_path / "mine.tsv"
+    path.write_text("1 + 2 - 3\t0\n4 - -1 + 2\n")
+    model = exported_fnn2[2] / "model_float32.tflite"
+    assert main(["evaluate", "--model", str(model), "--file", str(path), "--json"]) == 0
+    result = json.loads(capsys.readouterr().out)
+    assert result["n"] == 2 and 0 <= result["accuracy"] <= 1 and result["mae"] >= 0
+    path.write_text("1 + 2\n1 +\n")
+    assert main(["evaluate", "--model", str(model), "--file", str(path)]) == 2
+    assert "mine.tsv:2: expression ends too early" in capsys.readouterr().err
+
+
+def test_run_with_an_unknown_notebook_is_a_usage_error(capsys):
+    assert main(["run", "--only", "99_nothing"]) == 2
+    assert "no notebook matches 99_nothing" in capsys.readouterr().err
+
+
+def test_console_script_exits_2_without_traceback(exported_fnn2):
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "lib")}
+    result = subprocess.run([sys.executable, "-m", "predcalc.cli", "predict", "3 +", "--model",
+                             str(exported_fnn2[2] / "model_float32.tflite")], capture_output=True, text=True, env=env)
+    assert result.returncode == 2
+    assert "Traceback" not in result.stderr and "expression ends too early" in result.stderr

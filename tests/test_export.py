@@ -1,0 +1,57 @@
+"""Export parity: every LiteRT artifact is run and compared with the Keras model."""
+
+import json
+
+import numpy as np
+import pytest
+
+from predcalc.export import LITERT_FORMATS, LiteRTModel
+from predcalc.predictor import Predictor
+
+
+def test_every_format_is_written_and_runs(exported_fnn2):
+    _, _, directory, report = exported_fnn2
+    for fmt in LITERT_FORMATS:
+        assert "error" not in report[fmt], report[fmt]
+        assert (directory / f"model_{fmt}.tflite").stat().st_size == report[fmt]["bytes"]
+        assert report[fmt]["tf_select"] is False  # builtin ops suffice for the FNN
+    assert (directory / "saved_model" / "saved_model.pb").is_file()
+    assert json.loads((directory / "predcalc.json").read_text())["tokenizer"] == "numeric"
+
+
+def test_parity_with_keras(exported_fnn2):
+    protocol, trained, directory, report = exported_fnn2
+    assert report["float32"]["max_abs_diff"] < 1e-4
+    assert report["float16"]["max_abs_diff"] < 0.05
+    x = trained.tokenizer.encode_batch(protocol.test_in.expressions[:50])
+    keras_values = trained.model.predict(x, verbose=0).reshape(-1)
+    litert_values = LiteRTModel(directory / "model_float32.tflite")(x).reshape(-1)
+    np.testing.assert_allclose(litert_values, keras_values, atol=1e-4)
+
+
+def test_float16_is_smaller_than_float32(exported_fnn2):
+    report = exported_fnn2[3]
+    assert report["float16"]["bytes"] < report["float32"]["bytes"]
+
+
+def test_keras_save_load_round_trip_and_predictor(exported_fnn2):
+    protocol, trained, directory, _ = exported_fnn2
+    expressions = list(protocol.test_out.expressions[:20])
+    from_keras = Predictor(directory / "model.keras").predict(expressions)
+    from_litert = Predictor(directory / "model_float32.tflite").predict(expressions)
+    np.testing.assert_allclose(from_keras, trained.predict(expressions), atol=1e-6)
+    np.testing.assert_allclose(from_litert, from_keras, atol=1e-4)
+
+
+def test_predictor_errors(exported_fnn2, tmp_path):
+    directory = exported_fnn2[2]
+    with pytest.raises(FileNotFoundError, match="no model file"):
+        Predictor(tmp_path / "absent.tflite")
+    lonely = tmp_path / "model.tflite"
+    lonely.write_bytes((directory / "model_float32.tflite").read_bytes())
+    with pytest.raises(FileNotFoundError, match="predcalc.json is missing"):
+        Predictor(lonely)
+    with pytest.raises(ValueError, match="unknown format"):
+        from predcalc.export import converter_options
+
+        converter_options("int4", None, __import__("tensorflow"))

@@ -1,0 +1,89 @@
+import json
+
+import nbformat
+import pytest
+
+from predcalc import report, runner
+
+
+def _notebook(path, body, parameters="seeds = [0]\nepochs = 1\noutput_dir = 'x'"):
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [nbformat.v4.new_code_cell(parameters, metadata={"tags": ["parameters"]}),
+                      nbformat.v4.new_code_cell(body)]
+    notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(notebook, path)
+    return path
+
+
+def test_parameters_for_injects_only_what_the_notebook_declares(tmp_path):
+    path = _notebook(tmp_path / "01_x.ipynb", "pass", parameters="epochs = 1\noutput_dir = 'x'")
+    values = runner.parameters_for(path, "full", tmp_path / "out")
+    assert values == {"epochs": 200, "output_dir": str(tmp_path / "out")}
+    assert runner.parameters_for(path, "quick", tmp_path / "out") == {"output_dir": str(tmp_path / "out")}
+    with pytest.raises(ValueError, match="unknown profile 'huge'"):
+        runner.parameters_for(path, "huge", tmp_path)
+
+
+def test_notebook_metadata_overrides_a_profile(tmp_path):
+    path = _notebook(tmp_path / "02_y.ipynb", "pass")
+    notebook = nbformat.read(path, as_version=4)
+    notebook.metadata["predcalc"] = {"profiles": {"full": {"epochs": 7}}}
+    nbformat.write(notebook, path)
+    assert runner.parameters_for(path, "full", tmp_path)["epochs"] == 7
+
+
+def test_a_failing_notebook_does_not_stop_the_others(tmp_path):
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    _notebook(notebooks / "01_ok.ipynb", "import pathlib\npathlib.Path(output_dir, 'done').write_text(str(epochs))")
+    _notebook(notebooks / "02_bad.ipynb", "raise RuntimeError('deliberate failure')")
+    _notebook(notebooks / "03_ok.ipynb", "print(seeds)")
+    outcomes = runner.run(profile="full", workers=2, runs=tmp_path / "runs", notebooks_dir=notebooks)
+    assert [o.notebook for o in outcomes] == ["01_ok", "02_bad", "03_ok"]
+    assert outcomes[0].error is None and outcomes[2].error is None
+    assert "deliberate failure" in outcomes[1].error
+    assert (tmp_path / "runs" / "01_ok" / "done").read_text() == "200"
+    assert (tmp_path / "runs" / "02_bad" / "02_bad.ipynb").is_file()  # the failed notebook is kept to read
+
+
+def _record(notebook, models):
+    return {"notebook": notebook, "backend": "tensorflow", "parameters": {}, "data": {"seed": 0, "counts": {"in": 1}},
+            "models": models}
+
+
+def _model(label, mae_in, seeds=2, seed_row=None):
+    runs = [{"seed": s, "epochs": 10, "metrics": {
+        t: {"mae": mae_in * f, "mre": 0.1 * mae_in * f, "accuracy": 0.5, "n": 10}
+        for t, f in (("in", 1 + s / 10), ("out", 10), ("long", 20), ("out22", 12), ("long4", 15))}}
+        for s in range(seeds)]
+    return {"label": label, "family": "FNN", "seed_row": seed_row, "tokenizer": "numeric", "params": 100,
+            "runs": runs, "export": {"float32": {"bytes": 2048, "tf_select": False, "max_abs_diff": 1e-6,
+                                                 "accuracy_change": {"in": 0.0, "out": 0.0, "long": 0.0}}}}
+
+
+def test_report_builds_findings_readme_table_and_figure(tmp_path):
+    runs, reports = tmp_path / "runs", tmp_path / "reports"
+    (runs / "01_fnn").mkdir(parents=True)
+    (runs / "02_rnn").mkdir(parents=True)
+    (runs / "01_fnn" / "metrics.json").write_text(json.dumps(_record("01_fnn", {
+        "fnn_baseline": _model("baseline", 0.4), "fnn2": _model("FNN2", 0.2, seed_row="FNN2 (1 x 345 PReLU)")})))
+    (runs / "02_rnn" / "metrics.json").write_text(json.dumps(_record("02_rnn", {"rnn": _model("RNN", 0.8)})))
+    readme = tmp_path / "README.md"
+    readme.write_text("intro\n<!-- findings:start -->\nold\n<!-- findings:end -->\noutro\n")
+    written = report.build(runs=runs, reports=reports, readme=readme)
+    text = (reports / "findings.md").read_text()
+    assert "| FNN2 (1 x 345 PReLU) | seed (published) | 6,211 | 0.0269" in text
+    table = report.model_table(report.load_runs(runs))
+    scores = dict(zip(table["model"] + "/" + table["source"], table["score"]))
+    assert scores["baseline/01_fnn (2 seeds)"] == pytest.approx(1.0, rel=0.01)
+    assert scores["FNN2/01_fnn (2 seeds)"] == pytest.approx(4.0, rel=0.01)  # half the errors of the baseline
+    assert scores["RNN/02_rnn (2 seeds)"] == pytest.approx(0.25, rel=0.01)  # scored against 01_fnn's baseline
+    readme_text = readme.read_text()
+    assert "old" not in readme_text and readme_text.startswith("intro\n") and readme_text.endswith("outro\n")
+    assert "| RNN | 02_rnn (2 seeds)" in readme_text
+    assert written["figure"].is_file() and (reports / "findings.html").read_text().startswith("<!doctype html>")
+
+
+def test_report_without_runs_says_so(tmp_path):
+    written = report.build(runs=tmp_path / "none", reports=tmp_path, readme=tmp_path / "README.md")
+    assert "no runs yet" in (tmp_path / "findings.md").read_text() and written["readme"] is False
