@@ -79,8 +79,10 @@ def train(name: str, protocol: Protocol, seed: int = 0, epochs: int = 200, batch
     if epochs <= 0:
         raise ValueError(f"epochs must be positive. Received: epochs={epochs}")
     spec, model, tokenizer = build(name, seed=seed, **(model_kwargs or {}))
-    x_train, y_train = tokenizer.encode_batch(protocol.train.expressions), protocol.train.values
-    x_val, y_val = tokenizer.encode_batch(protocol.validation.expressions), protocol.validation.values
+    x_train = tokenizer.encode_batch(protocol.train.expressions)
+    y_train = spec.encode_targets(protocol.train.values, tokenizer)
+    x_val = tokenizer.encode_batch(protocol.validation.expressions)
+    y_val = spec.encode_targets(protocol.validation.values, tokenizer)
     steps = epochs * int(np.ceil(len(x_train) / batch_size))
     model.compile(optimizer=make_optimizer(spec, learning_rate, steps), loss=spec.loss)
     stopper = keras.callbacks.EarlyStopping(monitor="val_loss", patience=patience, restore_best_weights=True)

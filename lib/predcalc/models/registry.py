@@ -18,9 +18,19 @@ def regression_values(model, inputs, batch_size: int = 256) -> np.ndarray:
     return np.asarray(model.predict(inputs, batch_size=batch_size, verbose=0), dtype=np.float64).reshape(-1)
 
 
+def identity_targets(values, tokenizer) -> np.ndarray:
+    """Regression targets: the values themselves."""
+    return np.asarray(values, dtype=np.float32)
+
+
 @dataclasses.dataclass(frozen=True)
 class ModelSpec:
-    """What the pipeline needs to know about an architecture."""
+    """What the pipeline needs to know about an architecture.
+
+    ``encode_targets(values, tokenizer)`` turns true values into what the model is fitted on
+    (the values for regression; character ids for a token-output head), and
+    ``predict_values(model, inputs)`` turns the model's outputs back into values.
+    """
 
     name: str
     label: str
@@ -30,7 +40,8 @@ class ModelSpec:
     seed_row: str | None = None
     tokenizer_config: dict = dataclasses.field(default_factory=dict)
     predict_values: Callable = regression_values
-    loss: str = "mse"
+    encode_targets: Callable = identity_targets
+    loss: object = "mse"
     optimizer: str = "adam"
 
 
@@ -39,7 +50,7 @@ MODELS: dict[str, ModelSpec] = {}
 
 def register_model(name: str, *, label: str, family: str, tokenizer: str, seed_row: str | None = None,
                    tokenizer_config: dict | None = None, predict_values: Callable = regression_values,
-                   loss: str = "mse", optimizer: str = "adam"):
+                   encode_targets: Callable = identity_targets, loss="mse", optimizer: str = "adam"):
     """Decorator: register ``build(tokenizer, **kwargs) -> keras.Model`` under ``name``."""
 
     def decorate(build):
@@ -47,7 +58,8 @@ def register_model(name: str, *, label: str, family: str, tokenizer: str, seed_r
             raise ValueError(f"model {name!r} is registered twice")
         MODELS[name] = ModelSpec(name=name, label=label, family=family, tokenizer=tokenizer, build=build,
                                  seed_row=seed_row, tokenizer_config=dict(tokenizer_config or {}),
-                                 predict_values=predict_values, loss=loss, optimizer=optimizer)
+                                 predict_values=predict_values, encode_targets=encode_targets, loss=loss,
+                                 optimizer=optimizer)
         return build
 
     return decorate
