@@ -1,0 +1,48 @@
+import numpy as np
+import pytest
+
+from predcalc.data import count_numbers, evaluate
+from predcalc.data.extended import extended_suite, random_expression
+
+
+@pytest.fixture(scope="module")
+def suite():
+    return extended_suite(seed=1, train_size=600, test_size=30)
+
+
+def test_families_vary_one_difficulty_each(suite):
+    for d in range(1, 7):
+        assert (suite[f"digits_{d}"].digits == d).all() and (suite[f"digits_{d}"].terms == 3).all()
+    for n in range(2, 11):
+        assert (suite[f"terms_{n}"].terms == n).all() and (suite[f"terms_{n}"].depth == 0).all()
+    for k in range(0, 4):
+        assert (suite[f"depth_{k}"].depth == k).all()
+    assert set(suite["train"].terms.tolist()) <= {2, 3, 4} and suite["train"].digits.max() <= 2
+    assert suite["train"].depth.max() <= 1
+
+
+def test_values_are_exact_integers_and_tests_are_unseen(suite):
+    seen = set(suite["train"].split.expressions) | set(suite["validation"].split.expressions)
+    for name, split in suite.items():
+        assert np.all(split.split.values == np.rint(split.split.values)), name
+        for expression, value in zip(split.split.expressions[:20], split.split.values[:20]):
+            assert float(evaluate(expression)) == value
+        if name not in ("train", "validation"):
+            assert not seen & set(split.split.expressions), name
+        assert len(set(split.split.expressions)) == len(split.split), name
+
+
+def test_same_seed_same_suite():
+    a, b = extended_suite(seed=3, train_size=100, test_size=5), extended_suite(seed=3, train_size=100, test_size=5)
+    assert all(a[k].split.expressions == b[k].split.expressions for k in a)
+
+
+def test_random_expression_arguments():
+    rng = np.random.default_rng(0)
+    assert count_numbers(random_expression(rng, terms=7)) == 7
+    with pytest.raises(ValueError, match="terms must be at least 1"):
+        random_expression(rng, terms=0)
+    with pytest.raises(ValueError, match="operators must be drawn from"):
+        random_expression(rng, terms=2, operators="^")
+    with pytest.raises(ValueError, match="min_digits"):
+        random_expression(rng, terms=2, min_digits=3, max_digits=2)
