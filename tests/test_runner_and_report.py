@@ -44,6 +44,8 @@ def test_a_failing_notebook_does_not_stop_the_others(tmp_path):
     assert "deliberate failure" in outcomes[1].error
     assert (tmp_path / "runs" / "01_ok" / "done").read_text() == "200"
     assert (tmp_path / "runs" / "02_bad" / "02_bad.ipynb").is_file()  # the failed notebook is kept to read
+    info = json.loads((tmp_path / "runs" / "02_bad" / "run.json").read_text())
+    assert info["profile"] == "full" and "deliberate failure" in info["error"]
 
 
 def _record(notebook, models):
@@ -75,12 +77,12 @@ def test_report_builds_findings_readme_table_and_figure(tmp_path):
     assert "| FNN2 (1 x 345 PReLU) | seed (published) | 6,211 | 0.0269" in text
     table = report.model_table(report.load_runs(runs))
     scores = dict(zip(table["model"] + "/" + table["source"], table["score"]))
-    assert scores["baseline/01_fnn (2 seeds)"] == pytest.approx(1.0, rel=0.01)
-    assert scores["FNN2/01_fnn (2 seeds)"] == pytest.approx(4.0, rel=0.01)  # half the errors of the baseline
-    assert scores["RNN/02_rnn (2 seeds)"] == pytest.approx(0.25, rel=0.01)  # scored against 01_fnn's baseline
+    assert scores["baseline/01_fnn (notebook defaults, 2 seeds)"] == pytest.approx(1.0, rel=0.01)
+    assert scores["FNN2/01_fnn (notebook defaults, 2 seeds)"] == pytest.approx(4.0, rel=0.01)  # half the errors of the baseline
+    assert scores["RNN/02_rnn (notebook defaults, 2 seeds)"] == pytest.approx(0.25, rel=0.01)  # scored against 01_fnn's baseline
     readme_text = readme.read_text()
     assert "old" not in readme_text and readme_text.startswith("intro\n") and readme_text.endswith("outro\n")
-    assert "| RNN | 02_rnn (2 seeds)" in readme_text
+    assert "| RNN | 02_rnn (notebook defaults, 2 seeds)" in readme_text
     assert written["figure"].is_file() and (reports / "findings.html").read_text().startswith("<!doctype html>")
 
 

@@ -65,3 +65,16 @@ def test_get_tokenizer():
 def test_batch_encoding_shapes():
     assert NumericTokenizer().encode_batch(["1 + 2", "3 - 4"]).shape == (2, 15)
     assert CharTokenizer(length=12).encode_batch([]).shape == (0, 12)
+
+
+def test_typed_tokenizer_keeps_syntax_apart_from_values():
+    from predcalc.data import TypedTokenizer
+
+    encoded = TypedTokenizer(length=6).encode("1 - 0 + -1")
+    np.testing.assert_array_equal(encoded, [[1, 0, 0, 1], [0, 0, 1, 0], [0, 0, 0, 1], [0, 1, 0, 0],
+                                            [-1, 0, 0, 1], [0, 0, 0, 0]])
+    assert TypedTokenizer().encode_batch(["1 + 2"]).shape == (1, 15, 4)
+    with pytest.raises(TokenizerError, match="encodes only \\+ and -"):
+        TypedTokenizer().encode("2 * 3")
+    with pytest.raises(TokenizerError, match="holds at most 3"):
+        TypedTokenizer(length=3).encode("1 + 2 + 3")

@@ -19,7 +19,7 @@ import pandas as pd
 from predcalc import metrics as M
 from predcalc.anchors import SEED_ROWS
 from predcalc.experiment import BASELINE
-from predcalc.runner import ROOT, RUNS
+from predcalc.runner import ROOT, RUN_INFO, RUNS
 
 REPORTS = ROOT / "reports"
 README_START, README_END = "<!-- findings:start -->", "<!-- findings:end -->"
@@ -31,6 +31,8 @@ def load_runs(runs: Path = RUNS) -> list[dict]:
     for path in sorted(runs.glob("*/metrics.json")):
         record = json.loads(path.read_text())
         record["_dir"] = path.parent
+        info = path.parent / RUN_INFO
+        record["_profile"] = json.loads(info.read_text())["profile"] if info.is_file() else "notebook defaults"
         found.append(record)
     return found
 
@@ -59,7 +61,8 @@ def model_table(records: list[dict], reference_runs: list[dict] | None = None) -
     for record in records:
         for name, model in record["models"].items():
             runs = model["runs"]
-            row = {"model": model["label"], "source": f"{record['notebook']} ({len(runs)} seed{'s' * (len(runs) > 1)})",
+            seeds = f"{len(runs)} seed{'s' * (len(runs) > 1)}"
+            row = {"model": model["label"], "source": f"{record['notebook']} ({record.get('_profile', 'this run')}, {seeds})",
                    "params": model["params"]}
             for test_set in ("in", "out", "long"):
                 row[f"MAE {test_set}"] = _mean(runs, test_set, "mae")
@@ -178,8 +181,13 @@ def findings_markdown(records: list[dict], models: pd.DataFrame, exports: pd.Dat
     lines += ["", "## Results", "", markdown_table(models), "",
               "![MAE per test set](figures/mae_by_test_set.png)", ""]
     if not exports.empty:
-        lines += ["## Export (first seed of each model, LiteRT interpreter vs Keras on every test set)", "",
+        lines += ["## Export (first seed of each model, LiteRT interpreter and ONNX Runtime vs Keras on every test set)", "",
                   markdown_table(exports), ""]
+    bench = reports / "bench.json"
+    if bench.is_file():  # written by `predcalc bench`
+        from predcalc.bench import deployment_markdown
+
+        lines += deployment_markdown(json.loads(bench.read_text()))
     lines += ["## Runs", ""]
     for record in records:
         relative = Path(os.path.relpath(record["_dir"], reports)).as_posix()

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import concurrent.futures
 import dataclasses
+import datetime
+import json
 import os
 import sys
 import time
@@ -24,6 +26,8 @@ PROFILES = {
     "quick": {},
     "full": {"seeds": [0, 1, 2, 3, 4], "epochs": 200, "patience": 20},
 }
+
+RUN_INFO = "run.json"  # written beside each executed notebook: profile, time, error
 
 KERNEL_ENV = {"TF_CPP_MIN_LOG_LEVEL": "3", "TF_ENABLE_ONEDNN_OPTS": "0", "PYTHONWARNINGS": "ignore"}
 
@@ -80,16 +84,21 @@ def execute(notebook: Path, profile: str, runs: Path = RUNS, progress_bar: bool 
     output_dir = runs / notebook.stem
     output_dir.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
+    parameters = parameters_for(notebook, profile, output_dir)
     try:
-        papermill.execute_notebook(str(notebook), str(output_dir / notebook.name),
-                                   parameters=parameters_for(notebook, profile, output_dir),
+        papermill.execute_notebook(str(notebook), str(output_dir / notebook.name), parameters=parameters,
                                    cwd=str(notebook.parent), kernel_name="python3",
                                    progress_bar=progress_bar, log_output=False)
-        return Outcome(notebook.stem, time.perf_counter() - start)
+        outcome = Outcome(notebook.stem, time.perf_counter() - start)
     except Exception as error:  # a failed notebook is reported; the batch goes on
         lines = [line for line in str(error).strip().splitlines() if line.strip()]
         reason = lines[-1] if lines else type(error).__name__
-        return Outcome(notebook.stem, time.perf_counter() - start, f"{type(error).__name__}: {reason[:500]}")
+        outcome = Outcome(notebook.stem, time.perf_counter() - start, f"{type(error).__name__}: {reason[:500]}")
+    (output_dir / RUN_INFO).write_text(json.dumps({
+        "profile": profile, "seconds": round(outcome.seconds, 1), "error": outcome.error,
+        "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "injected": parameters}, indent=1))
+    return outcome
 
 
 def run(only=None, profile: str = "quick", workers: int = 1, runs: Path = RUNS,

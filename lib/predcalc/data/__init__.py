@@ -7,6 +7,7 @@ from predcalc.data.tokenizers import (
     CharTokenizer,
     NumericTokenizer,
     TokenizerError,
+    TypedTokenizer,
     canonical,
     get_tokenizer,
     signed_terms,
@@ -14,6 +15,6 @@ from predcalc.data.tokenizers import (
 
 __all__ = [
     "CharTokenizer", "ExpressionError", "ExpressionFileError", "NumericTokenizer", "Protocol", "Split",
-    "TokenizerError", "canonical", "count_numbers", "depth", "evaluate", "format_expression", "get_tokenizer",
+    "TokenizerError", "TypedTokenizer", "canonical", "count_numbers", "depth", "evaluate", "format_expression", "get_tokenizer",
     "load_expression_file", "make_split", "parse", "seed_protocol", "signed_terms", "tokenize",
 ]

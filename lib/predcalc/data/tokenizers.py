@@ -156,7 +156,61 @@ class CharTokenizer:
         return "".join(out)
 
 
-TOKENIZERS = {NumericTokenizer.name: NumericTokenizer, CharTokenizer.name: CharTokenizer}
+class TypedTokenizer:
+    """Numbers as values with the token's type beside it: what a lexer knows, nothing more.
+
+    Each token is a vector ``(value, is_plus, is_minus, is_number)``; padding is all zeros.
+    The seed's numeric tokens overload 1.0 and 0.0 (the operators) with the numbers 1 and 0;
+    these keep the syntax apart and leave the arithmetic to the model.
+
+    Args:
+        length: the fixed number of tokens (15 holds 8 numbers and 7 operators).
+    """
+
+    name = "typed"
+    FEATURES = ("value", "is_plus", "is_minus", "is_number")
+
+    def __init__(self, length: int = 15):
+        if length <= 0:
+            raise ValueError(f"length must be positive. Received: length={length}")
+        self.length = length
+
+    def get_config(self) -> dict:
+        return {"length": self.length}
+
+    def encode(self, text: str) -> np.ndarray:
+        """One expression -> a float32 array of shape (length, 4)."""
+        try:
+            items = signed_terms(text)
+        except ExpressionError as error:
+            raise TokenizerError(str(error)) from None
+        if len(items) > self.length:
+            raise TokenizerError(
+                f"{text!r} has {len(items)} tokens; the typed tokenizer holds at most {self.length}"
+            )
+        out = np.zeros((self.length, len(self.FEATURES)), dtype=np.float32)
+        for position, item in enumerate(items):
+            if item == "+":
+                out[position, 1] = 1.0
+            elif item == "-":
+                out[position, 2] = 1.0
+            elif item in ("*", "/", "(", "-(", ")"):
+                raise TokenizerError(
+                    f"the typed tokenizer encodes only + and - between integers; "
+                    f"{item!r} in {text!r} cannot be encoded"
+                )
+            else:
+                out[position, 0], out[position, 3] = float(item), 1.0
+        return out
+
+    def encode_batch(self, texts) -> np.ndarray:
+        if not len(texts):
+            return np.zeros((0, self.length, len(self.FEATURES)), np.float32)
+        return np.stack([self.encode(t) for t in texts])
+
+
+TOKENIZERS = {NumericTokenizer.name: NumericTokenizer, CharTokenizer.name: CharTokenizer,
+              TypedTokenizer.name: TypedTokenizer}
 
 
 def get_tokenizer(name: str, **config):
