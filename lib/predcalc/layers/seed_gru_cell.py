@@ -1,0 +1,362 @@
+"""The GRU cell written exactly as equations (7)-(10) of seed document 000."""
+
+import numbers
+
+import keras
+import numpy as np
+from keras import ops
+
+# Seed symbol -> attribute of `SeedGRUCell`, in the order the weights are
+# created (and so the order of `cell.weights` and `cell.get_weights()`).
+SEED_GRU_WEIGHT_NAMES = (
+    ("W_z", "update_kernel"),
+    ("W_r", "reset_kernel"),
+    ("W_h", "candidate_kernel"),
+    ("b_z", "update_bias"),
+    ("b_r", "reset_bias"),
+    ("b_h", "candidate_bias"),
+)
+# Column blocks of the Keras GRU kernels and bias: gate order z, r, h.
+_KERAS_GATE_INDEX = {"z": 0, "r": 1, "h": 2}
+
+
+def keras_gru_to_seed(kernel, recurrent_kernel, bias=None):
+    """Maps `keras.layers.GRU(reset_after=False)` weights to seed eq. (7)-(9).
+
+    Keras computes `x_t @ kernel + h_{t-1} @ recurrent_kernel[:, :2u] + bias`
+    with the columns in gate order z, r, h, and mixes the states as
+    `h_t = z * h_{t-1} + (1 - z) * h~_t`. Seed equation (10) mixes them the
+    other way round, `h_t = (1 - z_t) * h_{t-1} + z_t * h~_t`, so the seed's
+    update gate is `1 - z_keras = sigmoid(-a_z)`: its matrix and bias are the
+    negated Keras ones. With `block_g` the columns of gate `g`:
+
+    ```
+    W_z = -concatenate([recurrent_kernel[:, block_z].T, kernel[:, block_z].T], 1)
+    b_z = -bias[block_z]
+    W_r =  concatenate([recurrent_kernel[:, block_r].T, kernel[:, block_r].T], 1)
+    b_r =  bias[block_r]
+    W_h =  concatenate([recurrent_kernel[:, block_h].T, kernel[:, block_h].T], 1)
+    b_h =  bias[block_h]
+    ```
+
+    Only `reset_after=False` (reset gate applied to `h_{t-1}` before the
+    matrix product, as in seed eq. (9) and Cho et al. 2014) can be mapped;
+    the default `reset_after=True` variant has a second bias of shape
+    `(2, 3 * units)` and a different equation, and is refused.
+
+    Args:
+        kernel: array of shape `(input_dim, 3 * units)`.
+        recurrent_kernel: array of shape `(units, 3 * units)`.
+        bias: array of shape `(3 * units,)`, or `None` for a GRU built with
+            `use_bias=False` (the seed biases are then zero).
+
+    Returns:
+        dict from the seed symbols `"W_z", "W_r", "W_h"` (arrays of shape
+        `(units, units + input_dim)`) and `"b_z", "b_r", "b_h"` (arrays of
+        shape `(units,)`) to NumPy arrays.
+    """
+    kernel = np.asarray(kernel)
+    recurrent_kernel = np.asarray(recurrent_kernel)
+    units = recurrent_kernel.shape[0]
+    if (
+        kernel.ndim != 2
+        or recurrent_kernel.shape != (units, 3 * units)
+        or kernel.shape[1] != 3 * units
+    ):
+        raise ValueError(
+            "Expected `kernel` of shape (input_dim, 3 * units) and "
+            "`recurrent_kernel` of shape (units, 3 * units). Received: "
+            f"kernel.shape={kernel.shape}, "
+            f"recurrent_kernel.shape={recurrent_kernel.shape}"
+        )
+    if bias is None:
+        bias = np.zeros((3 * units,), dtype=kernel.dtype)
+    bias = np.asarray(bias)
+    if bias.shape != (3 * units,):
+        raise ValueError(
+            "Only keras.layers.GRU(reset_after=False) matches seed equation "
+            f"(9); expected `bias` of shape ({3 * units},). Received: "
+            f"bias.shape={bias.shape} (a (2, 3 * units) bias means "
+            "reset_after=True)"
+        )
+    weights = {}
+    for gate, index in _KERAS_GATE_INDEX.items():
+        block = slice(index * units, (index + 1) * units)
+        sign = -1.0 if gate == "z" else 1.0
+        weights[f"W_{gate}"] = sign * np.concatenate(
+            [recurrent_kernel[:, block].T, kernel[:, block].T], axis=1
+        )
+        weights[f"b_{gate}"] = sign * bias[block]
+    return weights
+
+
+def seed_to_keras_gru(weights):
+    """Maps seed matrices `W_z, W_r, W_h, b_*` to `keras.layers.GRU(reset_after=False)`.
+
+    The inverse of `keras_gru_to_seed` (negates the update gate again).
+
+    Args:
+        weights: dict from the seed symbols (see `keras_gru_to_seed`) to
+            arrays.
+
+    Returns:
+        `[kernel, recurrent_kernel, bias]`, ready for `GRU.set_weights`.
+    """
+    units = np.asarray(weights["W_z"]).shape[0]
+    gates = sorted(_KERAS_GATE_INDEX, key=_KERAS_GATE_INDEX.get)  # z, r, h
+    signs = [-1.0 if gate == "z" else 1.0 for gate in gates]
+    matrices = [s * np.asarray(weights[f"W_{g}"]) for s, g in zip(signs, gates)]
+    kernel = np.concatenate([m[:, units:].T for m in matrices], axis=1)
+    recurrent_kernel = np.concatenate([m[:, :units].T for m in matrices], axis=1)
+    bias = np.concatenate(
+        [s * np.asarray(weights[f"b_{g}"]) for s, g in zip(signs, gates)]
+    )
+    return [kernel, recurrent_kernel, bias]
+
+
+@keras.saving.register_keras_serializable(package="predcalc")
+class SeedGRUCell(keras.layers.Layer):
+    """GRU cell implementing seed 000 equations (7)-(10) literally, one time step.
+
+    With `[h_{t-1}, x_t]` the concatenation of the previous hidden state and
+    the current input (seed document 000 "Findings", section 2.2):
+
+    ```
+    z_t  = sigmoid(W_z [h_{t-1}, x_t] + b_z)          (7)  update gate
+    r_t  = sigmoid(W_r [h_{t-1}, x_t] + b_r)          (8)  reset gate
+    h~_t = tanh(W_h [r_t * h_{t-1}, x_t] + b_h)       (9)  candidate state
+    h_t  = (1 - z_t) * h_{t-1} + z_t * h~_t           (10) hidden state
+    ```
+
+    Seed document 001 (section 4) writes the same cell without biases and
+    with separate input and recurrent matrices (`W_z x_t + U_z h_{t-1}`).
+    The reset gate is applied to `h_{t-1}` before the matrix product (eq. 9),
+    the variant of Cho et al. (2014), which is
+    `keras.layers.GRU(reset_after=False)`; Keras' default `reset_after=True`
+    is a different cell. Keras also swaps the roles of the update gate,
+    `h_t = z * h_{t-1} + (1 - z) * h~_t`, so `z_t (seed) = 1 - z (Keras)`:
+    converting weights negates the update gate's matrix and bias
+    (`W_z = -W_z (Keras)`, `b_z = -b_z (Keras)`, since
+    `1 - sigmoid(a) = sigmoid(-a)`). `keras_gru_to_seed` /
+    `seed_to_keras_gru` (module functions) and `set_keras_weights` /
+    `get_keras_weights` (methods) do the conversion; the test suite checks
+    that the outputs then agree to 1e-5.
+
+    Weights, stored as the seed writes them (output dimension first):
+    `update_kernel` = `W_z`, `reset_kernel` = `W_r`, `candidate_kernel` =
+    `W_h`, each of shape `(units, units + input_dim)` whose first `units`
+    columns multiply `h_{t-1}` (or `r_t * h_{t-1}`); and `update_bias` =
+    `b_z`, `reset_bias` = `b_r`, `candidate_bias` = `b_h` of shape
+    `(units,)`.
+
+    Args:
+        units: int. Size of `h_t`. Must be positive.
+        kernel_initializer: initializer for the matrices `W_z, W_r, W_h`.
+            Defaults to `"glorot_uniform"`.
+        bias_initializer: initializer for the biases. Defaults to `"zeros"`.
+        **kwargs: other keyword arguments passed to `keras.layers.Layer`,
+            e.g. `name` and `dtype`.
+
+    Call arguments:
+        inputs: float tensor of shape `(batch, input_dim)`, the input `x_t`.
+        states: list holding `h_{t-1}`, a tensor of shape `(batch, units)`
+            (or that tensor itself).
+        training: unused; accepted for the `keras.layers.RNN` contract.
+
+    Returns:
+        `(h_t, [h_t])`. For the gate activations use
+        `step_with_gates(inputs, states)`, which returns a dict with keys
+        `"z", "r", "h_tilde", "h"`, or `gate_sequence(sequence)` for a whole
+        sequence (eager only).
+
+    Example:
+
+    ```python
+    x = np.arange(2 * 5 * 3, dtype="float32").reshape(2, 5, 3) / 30.0
+    keras_gru = keras.layers.GRU(4, reset_after=False)
+    expected = keras_gru(x)
+    cell = SeedGRUCell(4)
+    cell.set_keras_weights(keras_gru)  # W_z, b_z negated
+    keras.layers.RNN(cell)(x)  # == expected
+    gates = cell.gate_sequence(x)  # gates["z"].shape == (2, 5, 4)
+    ```
+
+    References:
+        - Cho, K., van Merrienboer, B., Bahdanau, D., & Bengio, Y. (2014).
+          On the properties of neural machine translation: Encoder-decoder
+          approaches. https://arxiv.org/abs/1409.1259
+        - Chung, J., Gulcehre, C., Cho, K., & Bengio, Y. (2014). Empirical
+          evaluation of gated recurrent neural networks on sequence
+          modeling. https://arxiv.org/abs/1412.3555
+    """
+
+    def __init__(
+        self,
+        units,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        **kwargs,
+    ):
+        if (
+            not isinstance(units, numbers.Integral)
+            or isinstance(units, bool)
+            or units <= 0
+        ):
+            raise ValueError(
+                f"`units` must be a positive integer. Received: units={units}"
+            )
+        super().__init__(**kwargs)
+        self.units = int(units)
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        self.state_size = self.units
+        self.output_size = self.units
+
+    def build(self, input_shape):
+        input_dim = input_shape[-1]
+        for symbol, attribute in SEED_GRU_WEIGHT_NAMES:
+            if symbol.startswith("W"):
+                shape = (self.units, self.units + input_dim)
+                initializer = self.kernel_initializer
+            else:
+                shape, initializer = (self.units,), self.bias_initializer
+            weight = self.add_weight(
+                shape=shape, initializer=initializer, name=attribute
+            )
+            setattr(self, attribute, weight)
+
+    def step_with_gates(self, inputs, states):
+        """One step of equations (7)-(10) returning every intermediate.
+
+        Args:
+            inputs: tensor of shape `(batch, input_dim)`, the input `x_t`.
+            states: `h_{t-1}` of shape `(batch, units)`, or a list holding it.
+
+        Returns:
+            dict with keys `"z"` (z_t), `"r"` (r_t), `"h_tilde"` (h~_t) and
+            `"h"` (h_t), each a tensor of shape `(batch, units)`.
+        """
+        if not self.built:
+            self.build(ops.shape(inputs))
+        h_previous = states[0] if isinstance(states, (list, tuple)) else states
+        inputs = ops.convert_to_tensor(inputs, dtype=self.compute_dtype)
+        h_previous = ops.convert_to_tensor(h_previous, dtype=self.compute_dtype)
+        h_x = ops.concatenate([h_previous, inputs], axis=-1)  # (batch, units + in)
+        z = ops.sigmoid(
+            ops.matmul(h_x, ops.transpose(self.update_kernel)) + self.update_bias
+        )  # (7) (batch, units)
+        r = ops.sigmoid(
+            ops.matmul(h_x, ops.transpose(self.reset_kernel)) + self.reset_bias
+        )  # (8) (batch, units)
+        reset_h_x = ops.concatenate([r * h_previous, inputs], axis=-1)
+        h_tilde = ops.tanh(
+            ops.matmul(reset_h_x, ops.transpose(self.candidate_kernel))
+            + self.candidate_bias
+        )  # (9) (batch, units)
+        h = (1.0 - z) * h_previous + z * h_tilde  # (10) (batch, units)
+        return {"z": z, "r": r, "h_tilde": h_tilde, "h": h}
+
+    def call(self, inputs, states, training=False):
+        h = self.step_with_gates(inputs, states)["h"]
+        return h, ([h] if isinstance(states, (list, tuple)) else h)
+
+    def gate_sequence(self, inputs, initial_state=None):
+        """Runs a whole sequence eagerly and stacks every intermediate.
+
+        A helper for explanation notebooks (a Python loop over a static number
+        of time steps, no masking); use `keras.layers.RNN(cell)` in models.
+
+        Args:
+            inputs: tensor of shape `(batch, time, input_dim)`.
+            initial_state: optional `h_0` of shape `(batch, units)`; zeros by
+                default.
+
+        Returns:
+            dict with the keys of `step_with_gates`, each a tensor of shape
+            `(batch, time, units)`.
+        """
+        inputs = ops.convert_to_tensor(inputs, dtype=self.compute_dtype)
+        batch, time = inputs.shape[0], inputs.shape[1]
+        if initial_state is None:
+            initial_state = ops.zeros((batch, self.units), dtype=self.compute_dtype)
+        h = initial_state
+        if isinstance(h, (list, tuple)):
+            h = h[0]
+        steps = []
+        for t in range(time):
+            step = self.step_with_gates(inputs[:, t, :], h)
+            h = step["h"]
+            steps.append(step)
+        return {key: ops.stack([s[key] for s in steps], axis=1) for key in steps[0]}
+
+    def seed_weights(self):
+        """Returns the weights as a dict keyed by the seed symbols `W_z`, ..., `b_h`."""
+        return {
+            symbol: ops.convert_to_numpy(getattr(self, attribute))
+            for symbol, attribute in SEED_GRU_WEIGHT_NAMES
+        }
+
+    def set_keras_weights(self, source):
+        """Loads the weights of a `keras.layers.GRU(reset_after=False)` (or its cell).
+
+        Builds the cell first if needed, taking `input_dim` from the kernel.
+
+        Args:
+            source: a built `keras.layers.GRU` or `keras.layers.GRUCell` with
+                `reset_after=False`, `tanh` activation and `sigmoid`
+                recurrent activation, or a list `[kernel, recurrent_kernel,
+                bias]` of arrays in Keras layout.
+        """
+        if isinstance(source, (keras.layers.GRU, keras.layers.GRUCell)):
+            cell = source.cell if isinstance(source, keras.layers.GRU) else source
+            if cell.reset_after:
+                raise ValueError(
+                    "SeedGRUCell implements seed equation (9), the "
+                    "`reset_after=False` GRU. Received: reset_after=True"
+                )
+            for argument, expected in (
+                ("activation", "tanh"),
+                ("recurrent_activation", "sigmoid"),
+            ):
+                name = keras.activations.serialize(getattr(cell, argument))
+                if name != expected:
+                    raise ValueError(
+                        f"SeedGRUCell uses `{argument}='{expected}'` as in "
+                        f"seed equations (7)-(10). Received: {argument}={name}"
+                    )
+            source = cell.get_weights()
+        source = [np.asarray(w) for w in source]
+        if len(source) not in (2, 3):
+            raise ValueError(
+                "Expected `[kernel, recurrent_kernel, bias]`. "
+                f"Received a list of {len(source)} arrays."
+            )
+        if source[1].shape[0] != self.units:
+            raise ValueError(
+                f"The Keras GRU has {source[1].shape[0]} units but this cell "
+                f"has units={self.units}."
+            )
+        weights = keras_gru_to_seed(*source)
+        if not self.built:
+            self.build((None, source[0].shape[0]))
+        for symbol, attribute in SEED_GRU_WEIGHT_NAMES:
+            getattr(self, attribute).assign(weights[symbol])
+
+    def get_keras_weights(self):
+        """Returns `[kernel, recurrent_kernel, bias]` for a `reset_after=False` GRU."""
+        return seed_to_keras_gru(self.seed_weights())
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "units": self.units,
+                "kernel_initializer": keras.initializers.serialize(
+                    self.kernel_initializer
+                ),
+                "bias_initializer": keras.initializers.serialize(
+                    self.bias_initializer
+                ),
+            }
+        )
+        return config
