@@ -4,6 +4,8 @@
     predcalc report
     predcalc predict "3 - -2 + 4" [--model PATH]
     predcalc evaluate --model PATH --file FILE [--json]
+    predcalc export RUN_DIR|MODEL [--formats ...] [--data-seed N]
+    predcalc bench [--model PATH ...] [--runs N] [--output FILE]
 
 User errors (bad expressions, missing files, unknown names) print one line and exit 2.
 """
@@ -72,7 +74,53 @@ def _evaluate(args) -> int:
     return 0
 
 
+def _one_line(error: Exception) -> str:
+    lines = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {lines[0][:300] if lines else ''}"
+
+
+def _export(args) -> int:
+    from tqdm.auto import tqdm
+
+    from predcalc.export import FORMATS, export_directory, find_keras_models
+    from predcalc.report import export_table, markdown_table
+
+    models = [path for target in args.target for path in find_keras_models(target)]
+    formats = tuple(args.formats or FORMATS)
+    records, failed = [], []
+    with tqdm(total=len(models) * len(formats), desc="export") as bar:
+        for index, path in enumerate(models):
+            name = path.parent.name
+            bar.set_postfix_str(f"{name} saved_model")
+            try:
+                result = export_directory(path, formats=formats, data_seed=args.data_seed,
+                                          progress=lambda fmt: (bar.update(), bar.set_postfix_str(f"{name} {fmt}")))
+                records.append({"models": {name: {"label": result["label"], "export": result["formats"]}}})
+            except Exception as error:  # this model could not be loaded or exported; the batch goes on
+                failed.append(f"{path}: {_one_line(error)}")
+            bar.update((index + 1) * len(formats) - bar.n)
+    if records:
+        print(markdown_table(export_table(records)))
+        print(f"wrote the artifacts and export.json beside {len(records)} model{'s' * (len(records) != 1)}")
+    for line in failed:
+        print(f"FAILED: {line}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _bench(args) -> int:
+    from predcalc.bench import BENCH_FILE, bench, bench_table
+
+    record = bench(args.model, runs=args.runs, expression=args.expression, batch_size=args.batch,
+                   output=args.output or BENCH_FILE)
+    print(bench_table(record))
+    print(f"wrote {args.output or BENCH_FILE}")
+    # a runtime that fails is a row of the table; a model that cannot load or run Keras fails the command
+    return 1 if any("error" in m or "keras_predict" in m["errors"] for m in record["models"]) else 0
+
+
 def parser() -> argparse.ArgumentParser:
+    from predcalc.export import FORMATS
+
     main_parser = argparse.ArgumentParser(prog="predcalc", description="A predictive calculator: "
                                           "neural networks that read an arithmetic expression and predict its value.")
     commands = main_parser.add_subparsers(dest="command", required=True)
@@ -89,15 +137,38 @@ def parser() -> argparse.ArgumentParser:
 
     predict = commands.add_parser("predict", help="predict the value of an expression with an exported model")
     predict.add_argument("expression", help='an expression such as "3 - -2 + 4"')
-    predict.add_argument("--model", help="a .tflite or .keras file with predcalc.json beside it "
+    predict.add_argument("--model", help="a .tflite, .onnx or .keras file or a SavedModel directory, with "
+                                         "predcalc.json beside it "
                                          "(default: the FNN2 exported by 01_fnn)")
     predict.set_defaults(handler=_predict)
 
     evaluate = commands.add_parser("evaluate", help="metrics of a model on a file of expression<TAB>answer lines")
-    evaluate.add_argument("--model", required=True, help="a .tflite or .keras file with predcalc.json beside it")
+    evaluate.add_argument("--model", required=True, help="a .tflite, .onnx or .keras file or a SavedModel "
+                                                         "directory, with predcalc.json beside it")
     evaluate.add_argument("--file", required=True, help="one expression per line, optionally <TAB> answer")
     evaluate.add_argument("--json", action="store_true", help="print the metrics as JSON")
     evaluate.set_defaults(handler=_evaluate)
+
+    export = commands.add_parser("export", help="(re)write every artifact of stored models and check each "
+                                                "against Keras")
+    export.add_argument("target", nargs="+", metavar="RUN_DIR|MODEL",
+                        help="a run directory (reports/runs/NAME, with export/<model>/model.keras) or a model.keras "
+                             "file with predcalc.json beside it")
+    export.add_argument("--formats", nargs="+", metavar="FORMAT", choices=FORMATS,
+                        help=f"of {' '.join(FORMATS)} (default: all; the SavedModel is always written)")
+    export.add_argument("--data-seed", type=int, help="protocol seed of the test sets (default: the run's, else 0)")
+    export.set_defaults(handler=_export)
+
+    bench = commands.add_parser("bench", help="latency and throughput of every runtime vs Keras predict "
+                                              "(writes reports/bench.json)")
+    bench.add_argument("--model", nargs="+", metavar="PATH",
+                       help="model.keras files, export or run directories (default: every reports/runs/*/export/*)")
+    bench.add_argument("--runs", type=int, default=500, help="single-expression calls timed per runtime (default 500)")
+    bench.add_argument("--expression", default="3 - -2 + 4", help="the expression timed (default %(default)r)")
+    bench.add_argument("--batch", type=int, help="throughput batch: the first N in-range test expressions "
+                                                 "(default all)")
+    bench.add_argument("--output", help="where the JSON goes (default reports/bench.json)")
+    bench.set_defaults(handler=_bench)
     return main_parser
 
 

@@ -9,20 +9,32 @@ The artifacts are exported with a fixed batch of 1 (one expression at a time, as
 calculator uses them): recurrent layers with a flexible batch otherwise need Flex ops.
 Each export directory holds ``predcalc.json``, which names the tokeniser, so
 ``predcalc predict`` can read any artifact.
+
+ONNX (``model.onnx``) is written by Keras' ONNX export (tf2onnx on the TensorFlow backend) with
+a flexible batch where the converter allows it, and checked with ONNX Runtime the same way. A
+format whose conversion fails is recorded with the converter's reason; the others go on.
+``export_directory`` re-exports a stored ``model.keras`` (``predcalc export``) and writes
+``export.json`` beside the artifacts. TF-TRT engines are built from the SavedModel by
+:mod:`predcalc.tensorrt` (where TensorFlow has TensorRT, e.g. on a Jetson).
 """
 
 from __future__ import annotations
 
+import datetime
 import json
+import logging
 import shutil
+import types
+import warnings
 from pathlib import Path
 
 import numpy as np
 
-from predcalc.metrics import exact_accuracy
-
 LITERT_FORMATS = ("float32", "float16", "int8_dynamic", "int8")
+FORMATS = (*LITERT_FORMATS, "onnx")
 SIDECAR = "predcalc.json"
+EXPORT_RECORD = "export.json"
+ONNX_FILE = "model.onnx"
 
 
 def _tf():
@@ -41,8 +53,8 @@ def _tf():
     return tf
 
 
-def _input_spec(model, tf):
-    shape = (1, *model.inputs[0].shape[1:])
+def _input_spec(model, tf, batch: int | None = 1):
+    shape = (batch, *model.inputs[0].shape[1:])
     return [tf.TensorSpec(shape, dtype=model.inputs[0].dtype, name="tokens")]
 
 
@@ -64,6 +76,11 @@ def converter_options(fmt: str, representative: np.ndarray | None, tf) -> dict:
 
         return {"optimizations": [tf.lite.Optimize.DEFAULT], "representative_dataset": dataset}
     raise ValueError(f"unknown format {fmt!r}; choose one of {LITERT_FORMATS}")
+
+
+def artifact_path(directory, fmt: str) -> Path:
+    """Where ``export_trained`` writes a format in an export directory."""
+    return Path(directory) / (ONNX_FILE if fmt == "onnx" else f"model_{fmt}.tflite")
 
 
 def export_litert(model, path, fmt: str = "float32", representative=None) -> dict:
@@ -92,10 +109,20 @@ def export_litert(model, path, fmt: str = "float32", representative=None) -> dic
 
 
 class LiteRTModel:
-    """A ``.tflite`` file run by the LiteRT interpreter, one expression at a time."""
+    """A ``.tflite`` file run by the LiteRT interpreter, one expression at a time.
+
+    The interpreter of ``ai-edge-litert``, else that of ``tflite-runtime`` (its predecessor, which
+    has wheels for older Python versions, e.g. JetPack 5's Python 3.8).
+    """
 
     def __init__(self, path, num_threads: int = 1):
-        from ai_edge_litert.interpreter import Interpreter
+        try:
+            from ai_edge_litert.interpreter import Interpreter
+        except ImportError as error:
+            try:
+                from tflite_runtime.interpreter import Interpreter
+            except ImportError:
+                raise ImportError("no LiteRT interpreter: pip install ai-edge-litert (or tflite-runtime)") from error
 
         self.path = Path(path)
         if not self.path.is_file():
@@ -115,6 +142,139 @@ class LiteRTModel:
         return np.stack(rows)
 
 
+def export_onnx(model, path, opset: int | None = None) -> dict:
+    """Write ``model.onnx`` with Keras' ONNX export (tf2onnx on the TensorFlow backend).
+
+    A flexible batch first (ONNX Runtime then takes any batch); if the converter refuses it, a
+    fixed batch of 1 as for LiteRT. If both fail, the first (flexible-batch) error is raised.
+
+    Returns:
+        ``{"path", "bytes", "batch"}``; ``batch`` is None for a flexible batch, else 1.
+    """
+    tf = _tf()
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    first_error = None
+    for batch in (None, 1):
+        try:
+            with _converter_log() as logged, warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                model.export(str(path), format="onnx", input_signature=_input_spec(model, tf, batch),
+                             opset_version=opset, verbose=False)
+            unsupported = [message for message in logged if message.startswith("Unsupported ops")]
+            if unsupported:  # tf2onnx logs these and still writes a file that no runtime loads
+                path.unlink(missing_ok=True)
+                raise UnsupportedOpsError(f"tf2onnx: {unsupported[0]}")
+            return {"path": str(path), "bytes": path.stat().st_size, "batch": batch}
+        except UnsupportedOpsError:  # a fixed batch does not help
+            raise
+        except Exception as error:  # the converter's reason; try the fixed batch once
+            first_error = first_error or error
+            path.unlink(missing_ok=True)
+    raise first_error
+
+
+class UnsupportedOpsError(ValueError):
+    """The converter has no ONNX form for some TensorFlow ops of the model."""
+
+
+class _converter_log:
+    """Collect tf2onnx's error messages instead of printing them."""
+
+    def __enter__(self):
+        self.messages, self.logger = [], logging.getLogger("tf2onnx")
+        self.handler = logging.Handler(logging.ERROR)
+        self.handler.emit = lambda record: self.messages.append(record.getMessage())
+        self.saved = self.logger.level, self.logger.propagate
+        self.logger.setLevel(logging.ERROR)
+        self.logger.propagate = False
+        self.logger.addHandler(self.handler)
+        return self.messages
+
+    def __exit__(self, *exc):
+        self.logger.removeHandler(self.handler)
+        self.logger.setLevel(self.saved[0])
+        self.logger.propagate = self.saved[1]
+        return False
+
+
+_ONNX_TYPES = {"tensor(float)": np.float32, "tensor(int32)": np.int32, "tensor(int64)": np.int64,
+               "tensor(double)": np.float64}
+
+
+class ONNXModel:
+    """A ``.onnx`` file run by ONNX Runtime (CPU unless ``providers`` names others, e.g. CUDA)."""
+
+    def __init__(self, path, num_threads: int = 1, providers=None):
+        import onnxruntime
+
+        self.path = Path(path)
+        if not self.path.is_file():
+            raise FileNotFoundError(f"no such model file: {self.path}")
+        options = onnxruntime.SessionOptions()
+        options.intra_op_num_threads = num_threads
+        options.inter_op_num_threads = 1
+        options.log_severity_level = 3
+        self.session = onnxruntime.InferenceSession(str(self.path), options,
+                                                    providers=providers or ["CPUExecutionProvider"])
+        self.input = self.session.get_inputs()[0]
+        self.dtype = _ONNX_TYPES.get(self.input.type, np.float32)
+        self.fixed_batch = self.input.shape[0] if isinstance(self.input.shape[0], int) else None
+
+    def __call__(self, inputs: np.ndarray) -> np.ndarray:
+        """Outputs for a batch of encoded inputs, shape (n, ...)."""
+        inputs = np.asarray(inputs).astype(self.dtype)
+        if self.fixed_batch is None:
+            return self.session.run(None, {self.input.name: inputs})[0]
+        return np.concatenate([self.session.run(None, {self.input.name: inputs[i:i + self.fixed_batch]})[0]
+                               for i in range(0, len(inputs), self.fixed_batch)])
+
+
+class SavedModelRunner:
+    """A TensorFlow SavedModel directory (plain or TF-TRT-converted) run through its serving signature."""
+
+    def __init__(self, path, signature: str = "serving_default"):
+        import tensorflow as tf
+
+        self.path = Path(path)
+        if not (self.path / "saved_model.pb").is_file():
+            raise FileNotFoundError(f"no SavedModel (saved_model.pb) in {self.path}")
+        self._tf = tf
+        self._loaded = tf.saved_model.load(str(self.path))  # keep the object alive for its variables
+        self.function = self._loaded.signatures[signature]
+        _, specs = self.function.structured_input_signature
+        (self.input_name, self.spec), = specs.items()
+
+    def __call__(self, inputs: np.ndarray) -> np.ndarray:
+        tensor = self._tf.constant(np.asarray(inputs), dtype=self.spec.dtype)
+        outputs = self.function(**{self.input_name: tensor})
+        return next(iter(outputs.values())).numpy()
+
+
+class _ArtifactAsModel:
+    """What ``spec.predict_values(model, inputs)`` calls, answered by an artifact's runner."""
+
+    def __init__(self, run):
+        self._run = run
+
+    def predict(self, inputs, batch_size=None, verbose=0):
+        return self._run(inputs)
+
+    def __call__(self, inputs, training=False):
+        return self._run(inputs)
+
+
+def artifact_values(spec, run, inputs) -> np.ndarray:
+    """Predicted values of an artifact, through the model's own ``predict_values``."""
+    values = spec.predict_values(_ArtifactAsModel(run), inputs)
+    return np.asarray(values, dtype=np.float64).reshape(len(inputs), -1)[:, 0]
+
+
+def _error_reason(error: Exception) -> str:
+    lines = [line for line in str(error).strip().splitlines() if line.strip()]
+    return f"{type(error).__name__}: {(lines[0] if lines else '')[:300]}"
+
+
 def write_sidecar(directory, spec, tokenizer, extra: dict | None = None) -> Path:
     path = Path(directory) / SIDECAR
     path.write_text(json.dumps({"model": spec.name, "label": spec.label, "tokenizer": spec.tokenizer,
@@ -123,46 +283,130 @@ def write_sidecar(directory, spec, tokenizer, extra: dict | None = None) -> Path
 
 
 def export_trained(trained, directory, test_sets: dict, representative_expressions,
-                   formats=LITERT_FORMATS, saved_model: bool = True, progress=None) -> dict:
+                   formats=FORMATS, saved_model: bool = True, progress=None, replace: bool = True) -> dict:
     """Export one trained model in every format and check each artifact on the test sets.
 
     Args:
-        trained: a :class:`predcalc.training.TrainedModel`.
-        directory: where the artifacts go (replaced if it exists).
+        trained: a :class:`predcalc.training.TrainedModel` (or anything with ``spec``, ``model``
+            and ``tokenizer``).
+        directory: where the artifacts go (replaced if it exists, unless ``replace`` is False:
+            then only the artifacts written here are replaced, and ``model.keras`` stays).
         test_sets: ``{name: Split}`` to compare the artifacts with the Keras model on.
         representative_expressions: calibration inputs for full-integer int8.
+        formats: of :data:`FORMATS` (LiteRT formats and ``"onnx"``).
+        progress: called with each format's name when it is done.
 
     Returns:
-        ``{format: {"bytes", "tf_select", "max_abs_diff", "accuracy_change": {set: delta}}}``,
-        or ``{format: {"error": reason}}`` for a format that could not be converted.
+        ``{format: {"bytes", "max_abs_diff", "accuracy_change": {set: delta}, ...}}`` (LiteRT formats
+        add ``tf_select``, ONNX ``batch``), or ``{format: {"error": reason}}`` for a format that could
+        not be converted or run.
     """
+    from predcalc.metrics import exact_accuracy
+
     directory = Path(directory)
-    if directory.exists():
+    if replace and directory.exists():
         shutil.rmtree(directory)
-    directory.mkdir(parents=True)
-    write_sidecar(directory, trained.spec, trained.tokenizer)
+    directory.mkdir(parents=True, exist_ok=True)
+    sidecar = directory / SIDECAR
+    extra = json.loads(sidecar.read_text()) if not replace and sidecar.is_file() else {}
+    write_sidecar(directory, trained.spec, trained.tokenizer, extra)
     report = {}
     if saved_model:
+        shutil.rmtree(directory / "saved_model", ignore_errors=True)
         trained.model.export(str(directory / "saved_model"), format="tf_saved_model", verbose=False)
-        report["saved_model"] = {"bytes": sum(f.stat().st_size for f in (directory / "saved_model").rglob("*") if f.is_file())}
+        report["saved_model"] = {"bytes": sum(f.stat().st_size for f in (directory / "saved_model").rglob("*")
+                                              if f.is_file())}
     encoded = {name: trained.tokenizer.encode_batch(split.expressions) for name, split in test_sets.items()}
     keras_out = {name: trained.spec.predict_values(trained.model, x) for name, x in encoded.items()}
     representative = trained.tokenizer.encode_batch(list(representative_expressions))
     for fmt in formats:
-        path = directory / f"model_{fmt}.tflite"
+        path = artifact_path(directory, fmt)
+        path.unlink(missing_ok=True)
         try:
-            info = export_litert(trained.model, path, fmt, representative)
-        except Exception as error:  # report the converter's reason; the batch goes on
-            report[fmt] = {"error": f"{type(error).__name__}: {str(error).strip().splitlines()[0][:300]}"}
+            if fmt == "onnx":
+                info = export_onnx(trained.model, path)
+                runner, extra_info = ONNXModel(path), {"batch": info["batch"]}
+            else:
+                info = export_litert(trained.model, path, fmt, representative)
+                runner, extra_info = LiteRTModel(path), {"tf_select": info["tf_select"]}
+            diffs, change = [], {}
+            for name, split in test_sets.items():
+                values = artifact_values(trained.spec, runner, encoded[name])
+                diffs.append(float(np.max(np.abs(values - keras_out[name]))) if len(split) else 0.0)
+                change[name] = exact_accuracy(split.values, values) - exact_accuracy(split.values, keras_out[name])
+        except Exception as error:  # report the converter's (or runtime's) reason; the batch goes on
+            report[fmt] = {"error": _error_reason(error)}
             continue
-        runner = LiteRTModel(path)
-        diffs, change = [], {}
-        for name, split in test_sets.items():
-            values = runner(encoded[name]).astype(np.float64).reshape(len(split), -1)[:, 0]
-            diffs.append(float(np.max(np.abs(values - keras_out[name]))))
-            change[name] = exact_accuracy(split.values, values) - exact_accuracy(split.values, keras_out[name])
-        report[fmt] = {"bytes": info["bytes"], "tf_select": info["tf_select"], "max_abs_diff": max(diffs),
+        report[fmt] = {"bytes": info["bytes"], **extra_info, "max_abs_diff": max(diffs, default=0.0),
                        "accuracy_change": change}
         if progress is not None:
             progress(fmt)
     return report
+
+
+def find_keras_models(path) -> list[Path]:
+    """The ``model.keras`` files of a run directory, an export directory or a single file."""
+    path = Path(path)
+    if path.is_file():
+        if path.suffix != ".keras":
+            raise ValueError(f"expected a .keras file or a run directory, got {path}")
+        return [path]
+    if not path.is_dir():
+        raise FileNotFoundError(f"no such run directory or model file: {path}")
+    for pattern in ("model.keras", "export/*/model.keras", "*/model.keras"):
+        found = sorted(path.glob(pattern))
+        if found:
+            return found
+    raise FileNotFoundError(f"no model.keras in {path}, {path}/export/*/ or {path}/*/")
+
+
+def _run_record(model_path: Path) -> tuple[Path | None, dict | None]:
+    """The ``metrics.json`` of the run an exported model belongs to (RUN/export/NAME/model.keras)."""
+    candidate = model_path.parent.parent.parent / "metrics.json"
+    if model_path.parent.parent.name == "export" and candidate.is_file():
+        return candidate, json.loads(candidate.read_text())
+    return None, None
+
+
+def export_directory(model_path, formats=FORMATS, data_seed: int | None = None, progress=None,
+                     update_metrics: bool = True) -> dict:
+    """Re-export a stored ``model.keras`` in every format beside it and check each artifact.
+
+    The tokeniser comes from ``predcalc.json`` beside the file; the test sets and calibration
+    expressions from the seed protocol with ``data_seed`` (default: the run's own, from its
+    ``metrics.json``, else 0). Writes ``export.json`` beside the artifacts and, when the model
+    belongs to a run, its ``export`` entry in the run's ``metrics.json`` (what the report reads).
+
+    Returns:
+        ``{"model", "label", "source", "data_seed", ..., "formats": {format: record}}``.
+    """
+    import keras
+
+    import predcalc.layers  # noqa: F401  (registers the custom layers)
+    from predcalc.data import get_tokenizer, seed_protocol
+    from predcalc.models import get_spec
+
+    model_path = Path(model_path)
+    directory = model_path.parent
+    sidecar = directory / SIDECAR
+    if not sidecar.is_file():
+        raise FileNotFoundError(f"{sidecar} is missing: it names the model and tokenizer")
+    info = json.loads(sidecar.read_text())
+    spec = get_spec(info["model"])
+    tokenizer = get_tokenizer(info["tokenizer"], **info.get("tokenizer_config", {}))
+    metrics_path, record = _run_record(model_path)
+    if data_seed is None:
+        data_seed = int(record["data"]["seed"]) if record else 0
+    protocol = seed_protocol(data_seed)
+    trained = types.SimpleNamespace(spec=spec, tokenizer=tokenizer, model=keras.saving.load_model(model_path))
+    report = export_trained(trained, directory, protocol.test_sets(), protocol.train.expressions,
+                            formats=formats, progress=progress, replace=False)
+    result = {"model": spec.name, "label": spec.label, "source": str(model_path), "data_seed": data_seed,
+              "backend": keras.backend.backend(), "keras": keras.__version__,
+              "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+              "formats": report}
+    (directory / EXPORT_RECORD).write_text(json.dumps(result, indent=1))
+    if update_metrics and record and directory.name in record.get("models", {}):
+        record["models"][directory.name]["export"] = report
+        metrics_path.write_text(json.dumps(record, indent=1))
+    return result

@@ -1,4 +1,9 @@
-"""Load an exported model (``.tflite`` or ``.keras``) with its tokeniser, and predict values."""
+"""Load an exported model with its tokeniser, and predict values.
+
+A ``.tflite`` file (LiteRT), a ``.onnx`` file (ONNX Runtime), a SavedModel directory (TensorFlow,
+also a TF-TRT-converted one) or a ``.keras`` file; ``predcalc.json`` beside it names the tokeniser.
+Only NumPy and the artifact's runtime are needed, so the same code runs on a Jetson.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +17,14 @@ from predcalc.runner import RUNS
 
 DEFAULT_MODEL = RUNS / "01_fnn" / "export" / "fnn2" / "model_float32.tflite"
 SIDECAR = "predcalc.json"
+
+
+def onnx_providers() -> list[str]:
+    """ONNX Runtime's CUDA provider where it is installed (onnxruntime-gpu, e.g. on a Jetson), else CPU."""
+    import onnxruntime
+
+    available = onnxruntime.get_available_providers()
+    return [p for p in ("CUDAExecutionProvider", "CPUExecutionProvider") if p in available] or available
 
 
 class Predictor:
@@ -32,6 +45,14 @@ class Predictor:
             from predcalc.export import LiteRTModel
 
             self._run = LiteRTModel(self.path)
+        elif self.path.suffix == ".onnx":
+            from predcalc.export import ONNXModel
+
+            self._run = ONNXModel(self.path, providers=onnx_providers())
+        elif self.path.is_dir() and (self.path / "saved_model.pb").is_file():
+            from predcalc.export import SavedModelRunner
+
+            self._run = SavedModelRunner(self.path)
         elif self.path.suffix == ".keras":
             import keras
 
@@ -42,7 +63,8 @@ class Predictor:
             spec = get_spec(self.info["model"])
             self._run = lambda x: spec.predict_values(model, x)
         else:
-            raise ValueError(f"unsupported model file {self.path.name!r}: expected .tflite or .keras")
+            raise ValueError(f"unsupported model file {self.path.name!r}: expected .tflite, .onnx, .keras "
+                             "or a SavedModel directory")
 
     @property
     def name(self) -> str:

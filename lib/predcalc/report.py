@@ -17,7 +17,7 @@ import numpy as np
 import pandas as pd
 
 from predcalc import metrics as M
-from predcalc.anchors import SEED_ROWS
+from predcalc.anchors import SEED_LLM_ROWS, SEED_ROWS
 from predcalc.experiment import BASELINE
 from predcalc.runner import ROOT, RUN_INFO, RUNS
 
@@ -108,6 +108,31 @@ def export_table(records: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def llm_table(records: list[dict]) -> pd.DataFrame:
+    """Fine-tuned language models (a notebook's ``"llm"`` entry) beside the seed's LLM rows.
+
+    The "pre-trained" column tells a tiny model trained from random weights here (a pipeline
+    check) from a pre-trained Gemma; the seed's rows are its published single runs.
+    """
+    rows = []
+    for record in records:
+        entry = record.get("llm")
+        for model in ([entry] + ([entry["control"]] if entry.get("control") else [])) if entry else []:
+            n, bad = model.get("n", {}), model.get("unparseable", {})
+            rank = model.get("lora_rank")
+            rows.append({"model": model["label"], "source": f"{record['notebook']} (this project)",
+                         "pre-trained": model.get("pretrained"), "params": model.get("params"),
+                         "fine-tuning": f"LoRA rank {rank}" if rank else "all weights",
+                         "trainable params": model.get("trainable_params"),
+                         **{f"acc {t}": model["accuracy"].get(t) for t in ("in", "out", "long")},
+                         "n in/out/long": " / ".join(f"{n[t]:,}" for t in ("in", "out", "long") if t in n),
+                         "unparseable": " / ".join(str(bad[t]) for t in ("in", "out", "long") if t in bad)})
+    for name, published in SEED_LLM_ROWS.items():
+        rows.append({"model": name, "source": "seed (published)", "pre-trained": True, "params": published["params"],
+                     **{f"acc {t}": published[f"accuracy_{t}"] for t in ("in", "out", "long")}})
+    return pd.DataFrame(rows)
+
+
 def _format(value, column: str) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return ""
@@ -115,7 +140,7 @@ def _format(value, column: str) -> str:
         return value
     if isinstance(value, (bool, np.bool_)):
         return "yes" if value else "no"
-    if column == "params":
+    if column in ("params", "trainable params"):
         return f"{int(value):,}"
     if column.startswith("acc"):
         return f"{100 * value:.2f} %" if not column.startswith("acc change") else f"{100 * value:+.2f} pt"
@@ -181,8 +206,14 @@ def findings_markdown(records: list[dict], models: pd.DataFrame, exports: pd.Dat
     lines += ["", "## Results", "", markdown_table(models), "",
               "![MAE per test set](figures/mae_by_test_set.png)", ""]
     if not exports.empty:
-        lines += ["## Export (first seed of each model, LiteRT interpreter and ONNX Runtime vs Keras on every test set)", "",
+        lines += ["## Export (first seed of each model, LiteRT interpreter and ONNX Runtime vs Keras on every "
+                  "test set)", "",
                   markdown_table(exports), ""]
+    if any(record.get("llm") for record in records):
+        lines += ["## Fine-tuned language models (exact accuracy of the generated answer)", "",
+                  markdown_table(llm_table(records)), "",
+                  "Rows that are not pre-trained are tiny models trained from random weights in this project: "
+                  "they check the fine-tuning pipeline and are not results of Gemma itself.", ""]
     bench = reports / "bench.json"
     if bench.is_file():  # written by `predcalc bench`
         from predcalc.bench import deployment_markdown

@@ -1,0 +1,201 @@
+"""TF-TRT: compile an exported SavedModel into TensorRT engines (FP32, FP16, INT8 with calibration).
+
+TF-TRT needs a TensorFlow built with TensorRT. TensorFlow from PyPI is not (its converter says
+"Tensorflow has not been built with TensorRT support"); NVIDIA's TensorFlow for JetPack is, so
+this step runs on the Jetson itself, on the SavedModel that ``predcalc export`` writes::
+
+    python -m predcalc.tensorrt reports/runs/01_fnn/export/fnn2 --precision FP16
+    predcalc predict "3 - -2 + 4" --model reports/runs/01_fnn/export/fnn2/saved_model_trt_fp16
+
+Where TensorRT is missing, :func:`convert` raises :class:`TensorRTUnavailableError` naming
+the reason and the way to run it on a Jetson. The module needs only NumPy and TensorFlow (no
+Keras): the SavedModel carries the model's forward pass.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+PRECISIONS = ("FP32", "FP16", "INT8")
+JETSON_HINT = (
+    "TF-TRT runs only where TensorFlow is built with TensorRT: on a Jetson, install NVIDIA's TensorFlow "
+    "for JetPack (NVIDIA's guide 'Installing TensorFlow for Jetson Platform'), copy the export directory "
+    "there and run `python -m predcalc.tensorrt EXPORT_DIR --precision FP16`; elsewhere use the ONNX or "
+    "LiteRT artifacts (README.md, 'Deploy on a Jetson')"
+)
+
+
+class TensorRTUnavailableError(RuntimeError):
+    """TensorFlow here cannot build TensorRT engines (not built with TensorRT, or no libnvinfer)."""
+
+
+def tensorrt_status() -> tuple[bool, str]:
+    """Whether TF-TRT can run in this process, and why (not)."""
+    try:
+        import tensorflow as tf
+    except ImportError as error:
+        return False, f"TensorFlow is not installed ({error})"
+    try:
+        from tensorflow.compiler.tf2tensorrt import _pywrap_py_utils as trt_utils
+    except ImportError as error:
+        return False, f"TensorFlow {tf.__version__} has no TF-TRT module ({error})"
+    if not trt_utils.is_tensorrt_enabled():
+        return False, (f"TensorFlow {tf.__version__} was built without TensorRT support "
+                       "(as every TensorFlow wheel on PyPI is)")
+    linked = ".".join(map(str, trt_utils.get_linked_tensorrt_version()))
+    loaded = trt_utils.get_loaded_tensorrt_version()
+    if not any(loaded):
+        return False, f"TensorFlow {tf.__version__} is built with TensorRT {linked} but cannot load libnvinfer"
+    return True, f"TensorRT {'.'.join(map(str, loaded))} (TensorFlow {tf.__version__}, built with {linked})"
+
+
+def require_tensorrt() -> str:
+    """Raise :class:`TensorRTUnavailableError` unless TF-TRT can run here; else describe it."""
+    available, reason = tensorrt_status()
+    if not available:
+        raise TensorRTUnavailableError(f"TensorRT is not available: {reason}. {JETSON_HINT}")
+    return reason
+
+
+def _signature_input(saved_model_dir: Path, signature_key: str):
+    import tensorflow as tf
+
+    loaded = tf.saved_model.load(str(saved_model_dir))
+    _, specs = loaded.signatures[signature_key].structured_input_signature
+    if len(specs) != 1:
+        raise ValueError(f"expected one input in the {signature_key!r} signature, found {sorted(specs)}")
+    (name, spec), = specs.items()
+    return name, spec
+
+
+def convert(saved_model_dir, output_dir=None, precision: str = "FP16", calibration_inputs=None,
+            build_inputs=None, max_workspace_bytes: int = 1 << 28, minimum_segment_size: int = 3,
+            signature_key: str = "serving_default") -> dict:
+    """Convert a SavedModel with ``TrtGraphConverterV2`` and save the result.
+
+    Args:
+        saved_model_dir: the SavedModel ``predcalc export`` wrote (``EXPORT_DIR/saved_model``).
+        output_dir: where the converted SavedModel goes (default ``saved_model_trt_<precision>``
+            beside the input).
+        precision: ``"FP32"``, ``"FP16"`` or ``"INT8"``.
+        calibration_inputs: encoded inputs, shape (n, ...), run through the graph to calibrate
+            INT8 ranges (required for INT8, ignored otherwise).
+        build_inputs: encoded inputs whose shapes the engines are built for ahead of time
+            (otherwise they are built on the first call on the device).
+
+    Returns:
+        ``{"path", "precision", "bytes", "tensorrt", "engines_built"}``.
+
+    Raises:
+        ValueError: an unknown precision, or INT8 without calibration inputs.
+        FileNotFoundError: no SavedModel at ``saved_model_dir``.
+        TensorRTUnavailableError: this TensorFlow cannot run TF-TRT (with how to run it on a Jetson).
+    """
+    precision = str(precision).upper()
+    if precision not in PRECISIONS:
+        raise ValueError(f"unknown TensorRT precision {precision!r}; choose one of {PRECISIONS}")
+    saved_model_dir = Path(saved_model_dir)
+    if not (saved_model_dir / "saved_model.pb").is_file():
+        raise FileNotFoundError(f"no SavedModel (saved_model.pb) in {saved_model_dir}")
+    if precision == "INT8" and (calibration_inputs is None or len(calibration_inputs) == 0):
+        raise ValueError("INT8 needs calibration_inputs: encoded expressions to calibrate the ranges on")
+    runtime = require_tensorrt()
+
+    import tensorflow as tf
+    from tensorflow.python.compiler.tensorrt import trt_convert as trt
+
+    output_dir = Path(output_dir) if output_dir else saved_model_dir.parent / f"saved_model_trt_{precision.lower()}"
+    name, spec = _signature_input(saved_model_dir, signature_key)
+
+    def batches(inputs):
+        def generate():
+            for row in np.asarray(inputs):
+                yield (tf.constant(row[None, ...], dtype=spec.dtype),)
+        return generate
+
+    params = trt.TrtConversionParams(precision_mode=precision, max_workspace_size_bytes=max_workspace_bytes,
+                                     minimum_segment_size=minimum_segment_size,
+                                     use_calibration=precision == "INT8")
+    converter = trt.TrtGraphConverterV2(input_saved_model_dir=str(saved_model_dir),
+                                        input_saved_model_signature_key=signature_key, conversion_params=params)
+    if precision == "INT8":
+        converter.convert(calibration_input_fn=batches(calibration_inputs))
+    else:
+        converter.convert()
+    if build_inputs is not None and len(build_inputs):
+        converter.build(input_fn=batches(np.asarray(build_inputs)[:1]))
+    converter.save(str(output_dir))
+    size = sum(f.stat().st_size for f in output_dir.rglob("*") if f.is_file())
+    return {"path": str(output_dir), "precision": precision, "bytes": size, "tensorrt": runtime,
+            "engines_built": build_inputs is not None and len(build_inputs) > 0}
+
+
+def convert_export(export_dir, precisions=("FP16",), calibration_expressions=None, check_expressions=None) -> dict:
+    """Convert an export directory's SavedModel at each precision and check it against the SavedModel.
+
+    Calibration and check expressions default to the seed protocol's training and in-range test
+    expressions (data seed 0), encoded by the tokeniser named in ``predcalc.json``.
+
+    Returns:
+        ``{precision: {"path", "bytes", "max_abs_diff", ...}}``; a precision that fails holds
+        ``{"error": reason}``. Also written to ``export_dir/tensorrt.json``.
+    """
+    from predcalc.data import get_tokenizer, seed_protocol
+    from predcalc.export import SIDECAR, SavedModelRunner
+
+    export_dir = Path(export_dir)
+    sidecar = export_dir / SIDECAR
+    if not sidecar.is_file():
+        raise FileNotFoundError(f"{sidecar} is missing: it names the tokenizer the model reads")
+    info = json.loads(sidecar.read_text())
+    tokenizer = get_tokenizer(info["tokenizer"], **info.get("tokenizer_config", {}))
+    require_tensorrt()  # before the protocol is built: say at once what is missing
+    if calibration_expressions is None or check_expressions is None:
+        protocol = seed_protocol(0)
+        calibration_expressions = calibration_expressions or protocol.train.expressions[:500]
+        check_expressions = check_expressions or protocol.test_in.expressions
+    calibration = tokenizer.encode_batch(list(calibration_expressions))
+    check = tokenizer.encode_batch(list(check_expressions))
+    reference = SavedModelRunner(export_dir / "saved_model")(check)
+    results = {}
+    for precision in precisions:
+        try:
+            result = convert(export_dir / "saved_model", precision=precision, calibration_inputs=calibration,
+                             build_inputs=check[:1])
+            outputs = SavedModelRunner(result["path"])(check)
+            result["max_abs_diff"] = float(np.max(np.abs(outputs - reference)))
+        except TensorRTUnavailableError:
+            raise
+        except Exception as error:  # the converter's reason; the other precisions go on
+            result = {"error": f"{type(error).__name__}: {str(error).strip()[:300]}"}
+        results[precision] = result
+    (export_dir / "tensorrt.json").write_text(json.dumps(results, indent=1))
+    return results
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m predcalc.tensorrt",
+                                     description="Build TF-TRT engines from an export directory's SavedModel "
+                                                 "(needs TensorFlow with TensorRT, e.g. NVIDIA's build on a Jetson).")
+    parser.add_argument("export_dir", help="a directory written by `predcalc export` (saved_model/, predcalc.json)")
+    parser.add_argument("--precision", nargs="+", default=["FP16"], type=str.upper, choices=PRECISIONS)
+    args = parser.parse_args(argv)
+    try:
+        results = convert_export(args.export_dir, precisions=args.precision)
+    except (TensorRTUnavailableError, FileNotFoundError, ValueError) as error:
+        print(f"predcalc tensorrt: error: {error}", file=sys.stderr)
+        return 2
+    for precision, result in results.items():
+        status = result.get("error") or (f"{result['path']}  {result['bytes'] / 1024:.1f} KB  "
+                                         f"max abs diff vs SavedModel {result['max_abs_diff']:.3g}")
+        print(f"{precision}: {status}")
+    return 1 if any("error" in r for r in results.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
