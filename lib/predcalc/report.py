@@ -119,8 +119,8 @@ def llm_table(records: list[dict]) -> pd.DataFrame:
         entry = record.get("llm")
         for model in ([entry] + ([entry["control"]] if entry.get("control") else [])) if entry else []:
             n, bad = model.get("n", {}), model.get("unparseable", {})
-            rank = model.get("lora_rank")
-            rows.append({"model": model["label"], "source": f"{record['notebook']} (this project)",
+            rank, source = model.get("lora_rank"), f"{record['notebook']} ({record.get('_profile', 'this run')})"
+            rows.append({"model": model["label"], "source": source,
                          "pre-trained": model.get("pretrained"), "params": model.get("params"),
                          "fine-tuning": f"LoRA rank {rank}" if rank else "all weights",
                          "trainable params": model.get("trainable_params"),
@@ -251,6 +251,7 @@ def build(runs: Path = RUNS, reports: Path = REPORTS, readme: Path = ROOT / "REA
     models, exports = model_table(records), export_table(records)
     figure = plot_mae(models, reports / "figures" / "mae_by_test_set.png") if not models.empty else None
     text = findings_markdown(records, models, exports, reports)
+    reports.mkdir(parents=True, exist_ok=True)  # no figure was written when only LLM runs exist
     (reports / "findings.md").write_text(text)
     html = markdown.markdown(text, extensions=["tables"])
     (reports / "findings.html").write_text(
