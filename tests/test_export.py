@@ -55,3 +55,19 @@ def test_predictor_errors(exported_fnn2, tmp_path):
         from predcalc.export import converter_options
 
         converter_options("int4", None, __import__("tensorflow"))
+
+
+def test_a_crashing_converter_becomes_an_error_not_a_dead_process(exported_fnn2, monkeypatch):
+    """int8 converts in a child process; a child that dies is reported with its signal."""
+    import subprocess
+
+    from predcalc import export
+
+    trained = exported_fnn2[1]
+
+    class Crashed:
+        returncode, stdout, stderr = -11, "", ""
+
+    monkeypatch.setattr(subprocess, "run", lambda *args, **kwargs: Crashed())
+    with pytest.raises(RuntimeError, match="int8 conversion failed in a child process: the converter crashed \\(SIGSEGV\\)"):
+        export.export_litert(trained.model, "/tmp/never.tflite", "int8", np.zeros((2, 15), np.float32))

@@ -83,12 +83,25 @@ def artifact_path(directory, fmt: str) -> Path:
     return Path(directory) / (ONNX_FILE if fmt == "onnx" else f"model_{fmt}.tflite")
 
 
-def export_litert(model, path, fmt: str = "float32", representative=None) -> dict:
+# Formats whose converter can crash the process (full-integer calibration segfaulted on a
+# non-unrolled LSTM at batch 1, FACTS.md): they convert in a child process, so a crash becomes
+# an error in the export report instead of a dead notebook kernel.
+ISOLATED_FORMATS = ("int8",)
+
+
+def export_litert(model, path, fmt: str = "float32", representative=None, isolate: bool | None = None) -> dict:
     """Write one ``.tflite`` file; builtin ops first, TF Select only if those are not enough.
+
+    Args:
+        isolate: convert in a child process (default: for the formats in ``ISOLATED_FORMATS``).
 
     Returns:
         ``{"path", "bytes", "tf_select"}``; ``tf_select`` is True when builtin ops did not suffice.
     """
+    if isolate is None:
+        isolate = fmt in ISOLATED_FORMATS
+    if isolate:
+        return _export_litert_in_child(model, path, fmt, representative)
     tf = _tf()
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -106,6 +119,42 @@ def export_litert(model, path, fmt: str = "float32", representative=None) -> dic
                                                             tf.lite.OpsSet.SELECT_TF_OPS]}, **options)
         tf_select = True
     return {"path": str(path), "bytes": path.stat().st_size, "tf_select": tf_select}
+
+
+def _export_litert_in_child(model, path, fmt, representative) -> dict:
+    import signal
+    import subprocess
+    import sys
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as scratch:
+        model_file, data_file = Path(scratch) / "model.keras", Path(scratch) / "representative.npy"
+        model.save(model_file)
+        np.save(data_file, np.zeros((0,)) if representative is None else np.asarray(representative))
+        result = subprocess.run([sys.executable, "-m", "predcalc.export", str(model_file), str(path), fmt,
+                                 str(data_file)], capture_output=True, text=True)
+    if result.returncode != 0:
+        if result.returncode < 0:
+            reason = f"the converter crashed ({signal.Signals(-result.returncode).name})"
+        else:
+            lines = [line for line in result.stderr.strip().splitlines() if line.strip()]
+            reason = lines[-1] if lines else f"exit code {result.returncode}"
+        raise RuntimeError(f"{fmt} conversion failed in a child process: {reason}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
+
+
+def _child_main(argv) -> int:
+    """``python -m predcalc.export MODEL.keras OUT.tflite FORMAT REPRESENTATIVE.npy``."""
+    import keras
+
+    import predcalc.layers  # noqa: F401  (registers the custom layers)
+
+    model_file, out, fmt, data_file = argv
+    representative = np.load(data_file)
+    info = export_litert(keras.saving.load_model(model_file), out, fmt,
+                         representative if representative.size else None, isolate=False)
+    print(json.dumps(info))
+    return 0
 
 
 class LiteRTModel:
@@ -332,7 +381,9 @@ def export_trained(trained, directory, test_sets: dict, representative_expressio
             diffs, change = [], {}
             for name, split in test_sets.items():
                 values = artifact_values(trained.spec, runner, encoded[name])
-                diffs.append(float(np.max(np.abs(values - keras_out[name]))) if len(split) else 0.0)
+                # an answer unparseable (NaN) in both agrees; in only one, it differs without bound
+                gap = np.where(np.isnan(values) & np.isnan(keras_out[name]), 0.0, np.abs(values - keras_out[name]))
+                diffs.append(float(np.max(np.nan_to_num(gap, nan=np.inf))) if len(split) else 0.0)
                 change[name] = exact_accuracy(split.values, values) - exact_accuracy(split.values, keras_out[name])
         except Exception as error:  # report the converter's (or runtime's) reason; the batch goes on
             report[fmt] = {"error": _error_reason(error)}
@@ -410,3 +461,9 @@ def export_directory(model_path, formats=FORMATS, data_seed: int | None = None, 
         record["models"][directory.name]["export"] = report
         metrics_path.write_text(json.dumps(record, indent=1))
     return result
+
+
+if __name__ == "__main__":
+    import sys
+
+    sys.exit(_child_main(sys.argv[1:]))
