@@ -1,0 +1,88 @@
+"""Models that can carry a running sum: a gated linear recurrence with a bilinear value path.
+
+The idea (issue 8): the value of ``a op b op c`` is a signed sum. A linear recurrence
+(:class:`predcalc.layers.MinGRU`) can hold "the sign of the next number" as a state that
+operators overwrite and numbers leave alone; multiplying that state by the number's value
+(a bilinear, not a squashing, interaction) and summing over positions gives the answer for
+any number size and any length, if the gates read the token's type and not its value.
+
+    s_t = (1 - z_t) * s_{t-1} + z_t * g(W_h u_t)       (MinGRU over the type features u_t)
+    y   = w^T mean_t [ s_t * (V v_t) ; V v_t ] + b      (v_t: the token's value)
+
+The registered variants are the proposal and its ablations: gates that also read the value,
+the seed's numeric tokens (type and value mixed in one number), no multiplicative path, and
+a Keras LSTM reading the same typed tokens.
+"""
+
+from __future__ import annotations
+
+import keras
+
+from predcalc.layers import FeatureSlice, MinGRU
+from predcalc.models.registry import register_model
+
+TYPED = {"tokenizer": "typed"}
+
+
+def gated_scan(tokenizer, units: int = 4, gates: str = "type", multiplicative: bool = True,
+               name: str = "syntax_gated_scan") -> keras.Model:
+    """The signed-sum model.
+
+    Args:
+        units: state size of the MinGRU (2 suffice in principle: "plus" and "minus").
+        gates: ``"type"``: the recurrence reads only the type features; ``"all"``: also the value;
+            ``"numeric"``: the seed's single-number tokens (type and value in one feature).
+        multiplicative: multiply the state by the projected value (False: concatenate instead).
+    """
+    if gates not in ("type", "all", "numeric"):
+        raise ValueError(f"gates must be 'type', 'all' or 'numeric'. Received: gates={gates!r}")
+    if gates == "numeric":
+        inputs = keras.Input((tokenizer.length,), name="tokens")
+        tokens = keras.layers.Reshape((tokenizer.length, 1), name="token_features")(inputs)
+        gate_inputs, value_inputs = tokens, tokens
+    else:
+        inputs = keras.Input((tokenizer.length, 4), name="tokens")  # (value, is_plus, is_minus, is_number)
+        value_inputs = FeatureSlice(0, 1, name="token_value")(inputs)  # (batch, time, 1)
+        gate_inputs = inputs if gates == "all" else FeatureSlice(1, 4, name="token_type")(inputs)
+    state = MinGRU(units, return_sequences=True, name="sign_state")(gate_inputs)  # (batch, time, units)
+    values = keras.layers.Dense(units, use_bias=False, name="value_projection")(value_inputs)  # (batch, time, units)
+    if multiplicative:
+        mixed = keras.layers.Multiply(name="signed_values")([state, values])
+        features = keras.layers.Concatenate(name="features")([mixed, values])
+    else:
+        features = keras.layers.Concatenate(name="features")([state, values])
+    per_token = keras.layers.Dense(1, use_bias=False, name="per_token")(features)  # (batch, time, 1)
+    pooled = keras.layers.GlobalAveragePooling1D(name="mean_over_tokens")(per_token)
+    outputs = keras.layers.Dense(1, name="value")(pooled)
+    return keras.Model(inputs, outputs, name=name)
+
+
+@register_model("scan_typed", label="Syntax-gated scan (typed tokens)", family="gated linear recurrence",
+                tokenizer="typed")
+def scan_typed(tokenizer, units: int = 4) -> keras.Model:
+    return gated_scan(tokenizer, units, gates="type", name="scan_typed")
+
+
+@register_model("scan_typed_value_gates", label="Ablation: gates also read the value", family="gated linear recurrence",
+                tokenizer="typed")
+def scan_typed_value_gates(tokenizer, units: int = 4) -> keras.Model:
+    return gated_scan(tokenizer, units, gates="all", name="scan_typed_value_gates")
+
+
+@register_model("scan_numeric", label="Ablation: the seed's numeric tokens", family="gated linear recurrence",
+                tokenizer="numeric")
+def scan_numeric(tokenizer, units: int = 4) -> keras.Model:
+    return gated_scan(tokenizer, units, gates="numeric", name="scan_numeric")
+
+
+@register_model("scan_typed_additive", label="Ablation: no multiplicative path", family="gated linear recurrence",
+                tokenizer="typed")
+def scan_typed_additive(tokenizer, units: int = 4) -> keras.Model:
+    return gated_scan(tokenizer, units, gates="type", multiplicative=False, name="scan_typed_additive")
+
+
+@register_model("lstm_typed", label="Keras LSTM(32) (typed tokens)", family="LSTM", tokenizer="typed")
+def lstm_typed(tokenizer, units: int = 32) -> keras.Model:
+    inputs = keras.Input((tokenizer.length, 4), name="tokens")
+    hidden = keras.layers.LSTM(units, unroll=True, name="lstm")(inputs)  # unrolled: full-int8 export works
+    return keras.Model(inputs, keras.layers.Dense(1, name="value")(hidden), name="lstm_typed")

@@ -1,0 +1,280 @@
+"""Tests of the Mamba block: numbers, scan vs step, carried state, saving."""
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from predcalc.layers.mamba import Mamba
+
+BATCH, TIME, FEATURES, UNITS, STATE = 2, 6, 3, 4, 3
+
+
+def sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def silu(x):
+    return x * sigmoid(x)
+
+
+def softplus(x):
+    return np.logaddexp(0.0, x)
+
+
+def numpy_mamba(x, w, conv_kernel_size):
+    """Float64 Mamba block (S6 with ZOH A, B_bar ~ delta B, D skip, gate)."""
+    inner = w["D"].shape[0]
+    dt_rank = w["dt_kernel"].shape[0]
+    state = w["A_log"].shape[1]
+    projected = np.asarray(x, "float64") @ w["in_kernel"]
+    xs, gate = projected[..., :inner], projected[..., inner:]
+    if conv_kernel_size > 0:
+        padded = np.pad(xs, ((0, 0), (conv_kernel_size - 1, 0), (0, 0)))
+        xs = w["conv_bias"] + sum(
+            w["conv_kernel"][j] * padded[:, j : j + x.shape[1]]
+            for j in range(conv_kernel_size)
+        )  # causal depthwise convolution
+    u = silu(xs)
+    dbc = u @ w["x_proj_kernel"]
+    delta = softplus(dbc[..., :dt_rank] @ w["dt_kernel"] + w["dt_bias"])
+    b_input = dbc[..., dt_rank : dt_rank + state]
+    c_input = dbc[..., dt_rank + state :]
+    a_matrix = -np.exp(w["A_log"])  # (inner, state)
+    h = np.zeros((x.shape[0], inner, state))
+    ys = []
+    for t in range(x.shape[1]):
+        a_bar = np.exp(delta[:, t, :, None] * a_matrix)  # ZOH
+        b_bar_x = (
+            delta[:, t, :, None] * b_input[:, t, None, :] * u[:, t, :, None]
+        )
+        h = a_bar * h + b_bar_x
+        ys.append(
+            np.sum(h * c_input[:, t, None, :], axis=-1) + w["D"] * u[:, t]
+        )
+    y = np.stack(ys, axis=1) * silu(gate)
+    return y @ w["out_kernel"]
+
+
+def inputs(time=TIME, batch=BATCH, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(batch, time, FEATURES)).astype("float32")
+
+
+def deterministic_layer(parallel=True, conv_kernel_size=3, seed=1, **kwargs):
+    kwargs.setdefault("return_sequences", True)
+    layer = Mamba(
+        UNITS,
+        state_size=STATE,
+        conv_kernel_size=conv_kernel_size,
+        parallel=parallel,
+        **kwargs,
+    )
+    layer.build((None, TIME, FEATURES))
+    rng = np.random.default_rng(seed)
+    layer.set_weights(
+        [
+            rng.normal(scale=0.5, size=w.shape).astype("float32")
+            for w in layer.weights
+        ]
+    )
+    return layer
+
+
+def numpy_weights(layer):
+    return {
+        w.name: ops.convert_to_numpy(w).astype("float64") for w in layer.weights
+    }
+
+
+def to_numpy(x):
+    return ops.convert_to_numpy(x)
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+@pytest.mark.parametrize("conv_kernel_size", [0, 1, 3])
+def test_matches_numpy_reference(parallel, conv_kernel_size):
+    layer = deterministic_layer(parallel, conv_kernel_size)
+    x = inputs()
+    expected = numpy_mamba(x, numpy_weights(layer), conv_kernel_size)
+    np.testing.assert_allclose(to_numpy(layer(x)), expected, atol=1e-5)
+
+
+def test_initialisation_follows_the_paper():
+    layer = Mamba(UNITS, state_size=STATE, expand=2)
+    layer.build((None, TIME, FEATURES))
+    weights = numpy_weights(layer)
+    inner = 2 * UNITS
+    np.testing.assert_allclose(
+        np.exp(weights["A_log"]),
+        np.tile(np.arange(1, STATE + 1), (inner, 1)),
+        atol=1e-5,
+    )  # S4D-real: A = -(1..N)
+    np.testing.assert_array_equal(weights["D"], np.ones(inner))
+    dt = softplus(weights["dt_bias"])
+    assert np.all((dt >= 1e-3 - 1e-6) & (dt <= 0.1 + 1e-6))
+    assert weights["dt_kernel"].shape == (1, inner)  # dt_rank = ceil(4 / 16)
+
+
+def test_scan_path_equals_step_path_on_a_longer_sequence():
+    x = inputs(time=32, seed=2)
+    scan_outputs = deterministic_layer(True, return_state=True)(x)
+    step_outputs = deterministic_layer(False, return_state=True)(x)
+    for name, scanned, stepped in zip(
+        ["sequence", "ssm_state", "conv_state"],
+        scan_outputs,
+        step_outputs,
+        strict=True,
+    ):
+        np.testing.assert_allclose(
+            to_numpy(scanned), to_numpy(stepped), atol=1e-5, err_msg=name
+        )
+
+
+@pytest.mark.parametrize(
+    "first_parallel, second_parallel",
+    [(True, True), (False, False), (True, False), (False, True)],
+)
+@pytest.mark.parametrize("split", [1, 4])
+def test_continuing_from_carried_states_equals_whole_sequence(
+    first_parallel, second_parallel, split
+):
+    # conv_kernel_size 4 keeps 3 past inputs: a first chunk of length 1 is
+    # shorter than that window, so its carried state still holds padding.
+    x = inputs()
+    whole = to_numpy(deterministic_layer(True, conv_kernel_size=4)(x))
+    first, *states = deterministic_layer(
+        first_parallel, conv_kernel_size=4, return_state=True
+    )(x[:, :split])
+    assert len(states) == 2  # ssm_state, conv_state
+    second, *_ = deterministic_layer(
+        second_parallel, conv_kernel_size=4, return_state=True
+    )(x[:, split:], initial_state=states)
+    np.testing.assert_allclose(
+        np.concatenate([to_numpy(first), to_numpy(second)], axis=1),
+        whole,
+        atol=1e-5,
+    )
+
+
+def test_last_output_and_state_shapes():
+    x = inputs()
+    sequence = to_numpy(deterministic_layer()(x))
+    layer = deterministic_layer(return_sequences=False, return_state=True)
+    output, ssm_state, conv_state = (to_numpy(t) for t in layer(x))
+    np.testing.assert_allclose(output, sequence[:, -1], atol=1e-6)
+    assert ssm_state.shape == (BATCH, 2 * UNITS, STATE)
+    assert conv_state.shape == (BATCH, 2, 2 * UNITS)
+    assert np.all(np.isfinite(ssm_state)) and np.all(np.isfinite(conv_state))
+    # Without a convolution window the only state is the SSM state.
+    states = deterministic_layer(conv_kernel_size=0, return_state=True)(x)[1:]
+    assert len(states) == 1
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+def test_functional_model_with_flexible_batch(parallel):
+    model_inputs = keras.Input((TIME, FEATURES))
+    outputs = Mamba(
+        UNITS,
+        state_size=STATE,
+        return_sequences=True,
+        return_state=True,
+        parallel=parallel,
+    )(model_inputs)
+    assert [tuple(t.shape) for t in outputs] == [
+        (None, TIME, UNITS),
+        (None, 2 * UNITS, STATE),
+        (None, 3, 2 * UNITS),
+    ]
+    model = keras.Model(model_inputs, outputs)
+    for batch in (1, 3):
+        predicted = model.predict(inputs(batch=batch), verbose=0)
+        assert predicted[0].shape == (batch, TIME, UNITS)
+
+
+def test_get_config_round_trip():
+    layer = Mamba(
+        UNITS,
+        state_size=STATE,
+        expand=3,
+        conv_kernel_size=2,
+        dt_rank=2,
+        return_sequences=True,
+        return_state=True,
+        parallel=False,
+    )
+    config = layer.get_config()
+    for key, value in {
+        "units": UNITS,
+        "state_size": STATE,
+        "expand": 3,
+        "conv_kernel_size": 2,
+        "dt_rank": 2,
+        "return_sequences": True,
+        "return_state": True,
+        "parallel": False,
+    }.items():
+        assert config[key] == value
+    assert Mamba.from_config(config).get_config() == config
+
+
+def test_save_and_load_keras_file(tmp_path):
+    model_inputs = keras.Input((TIME, FEATURES))
+    hidden = Mamba(UNITS, state_size=STATE, return_sequences=True)(model_inputs)
+    outputs = Mamba(UNITS, state_size=STATE, parallel=False)(hidden)
+    model = keras.Model(model_inputs, outputs)
+    path = tmp_path / "mamba.keras"
+    model.save(path)
+    restored = keras.saving.load_model(path)
+    assert isinstance(restored.layers[1], Mamba)
+    assert restored.layers[2].parallel is False
+    x = inputs()
+    np.testing.assert_array_equal(to_numpy(restored(x)), to_numpy(model(x)))
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+def test_training_reduces_loss(parallel):
+    keras.utils.set_random_seed(0)
+    x = inputs(batch=16, seed=3)
+    y = x.sum(axis=(1, 2))[:, None] / 4.0
+    model_inputs = keras.Input((TIME, FEATURES))
+    hidden = Mamba(UNITS, state_size=STATE, parallel=parallel)(model_inputs)
+    model = keras.Model(model_inputs, keras.layers.Dense(1)(hidden))
+    model.compile(optimizer=keras.optimizers.Adam(0.05), loss="mse")
+    losses = model.fit(x, y, epochs=8, batch_size=16, verbose=0).history["loss"]
+    assert np.all(np.isfinite(losses))
+    assert losses[-1] < losses[0]
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"units": 0}, "units must be a positive integer. Received: units=0"),
+        (
+            {"units": 4, "state_size": 0},
+            "state_size must be a positive integer",
+        ),
+        ({"units": 4, "expand": 1.5}, "expand must be a positive integer"),
+        (
+            {"units": 4, "conv_kernel_size": -1},
+            "conv_kernel_size must be a non-negative",
+        ),
+        (
+            {"units": 4, "dt_rank": "full"},
+            'dt_rank must be a positive integer or "auto"',
+        ),
+        ({"units": 4, "parallel": None}, "parallel must be a bool"),
+    ],
+)
+def test_invalid_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        Mamba(**kwargs)
+
+
+def test_wrong_number_of_initial_states():
+    layer = Mamba(UNITS, state_size=STATE)
+    with pytest.raises(ValueError, match="expects 2 initial state tensor"):
+        layer(
+            inputs(),
+            initial_state=[np.zeros((BATCH, 2 * UNITS, STATE), "float32")],
+        )

@@ -1,0 +1,256 @@
+"""Tests of MinLSTM: numbers, paths, carried state, saving, training."""
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from predcalc.layers.min_lstm import MinLSTM
+
+BATCH, TIME, FEATURES, UNITS = 2, 6, 3, 4
+
+
+def sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def g(x):
+    return np.where(x >= 0, x + 0.5, sigmoid(x))
+
+
+def numpy_min_lstm(x, kernel, bias, h0=None):
+    """Float64 minLSTM with normalised gates f' = f/(f+i), i' = i/(f+i)."""
+    projected = np.asarray(x, "float64") @ kernel + bias
+    units = kernel.shape[1] // 3
+    f = sigmoid(projected[..., :units])
+    i = sigmoid(projected[..., units : 2 * units])
+    candidate = g(projected[..., 2 * units :])
+    f_norm, i_norm = f / (f + i), i / (f + i)
+    h = (
+        np.zeros((x.shape[0], units))
+        if h0 is None
+        else np.asarray(h0, "float64")
+    )
+    outputs = []
+    for t in range(x.shape[1]):
+        h = f_norm[:, t] * h + i_norm[:, t] * candidate[:, t]
+        outputs.append(h)
+    return np.stack(outputs, axis=1)
+
+
+def inputs(time=TIME, batch=BATCH, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(batch, time, FEATURES)).astype("float32")
+
+
+def deterministic_layer(parallel=True, seed=1, **kwargs):
+    kwargs.setdefault("return_sequences", True)
+    layer = MinLSTM(UNITS, parallel=parallel, **kwargs)
+    layer.build((None, TIME, FEATURES))
+    rng = np.random.default_rng(seed)
+    layer.set_weights(
+        [
+            rng.normal(scale=0.7, size=w.shape).astype("float32")
+            for w in layer.weights
+        ]
+    )
+    return layer
+
+
+def numpy_weights(layer):
+    return [w.astype("float64") for w in layer.get_weights()]
+
+
+def to_numpy(x):
+    return ops.convert_to_numpy(x)
+
+
+def test_pinned_numbers():
+    # kernel [1, -1, 1]: f_t = sigmoid(x_t), i_t = sigmoid(-x_t) (so f + i = 1
+    # and f' = f), h~_t = g(x_t), x = (1, -1, 2), h_0 = 0:
+    # h_1 = sigmoid(-1) * 1.5, h_2 = sigmoid(-1) h_1 + sigmoid(1) sigmoid(-1).
+    for parallel in (True, False):
+        layer = MinLSTM(
+            1,
+            return_sequences=True,
+            parallel=parallel,
+            kernel_initializer=keras.initializers.Constant([[1.0, -1.0, 1.0]]),
+        )
+        x = np.array([[[1.0], [-1.0], [2.0]]], "float32")
+        np.testing.assert_allclose(
+            to_numpy(layer(x))[0, :, 0],
+            [0.403412, 0.305106, 0.566744],
+            atol=1e-5,
+        )
+
+
+def test_gates_are_normalised():
+    # Scaling f and i together leaves f' and i' unchanged: with equal forget
+    # and input logits, f' = i' = 1/2 whatever their value.
+    for logit in (-4.0, 0.0, 4.0):
+        layer = MinLSTM(
+            1,
+            return_sequences=True,
+            kernel_initializer=keras.initializers.Constant(
+                [[logit, logit, 0.0]]
+            ),
+            bias_initializer=keras.initializers.Constant([0.0, 0.0, 1.0]),
+        )
+        x = np.ones((1, 3, 1), "float32")
+        # h~ = g(1) = 1.5: h = 0.75, 1.125, 1.3125.
+        np.testing.assert_allclose(
+            to_numpy(layer(x))[0, :, 0], [0.75, 1.125, 1.3125], atol=1e-5
+        )
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+@pytest.mark.parametrize("with_initial_state", [False, True])
+def test_matches_numpy_reference(parallel, with_initial_state):
+    layer = deterministic_layer(parallel)
+    x = inputs()
+    # A negative initial state is allowed on the log-space path too.
+    h0 = np.linspace(-1.0, 1.0, BATCH * UNITS).reshape(BATCH, UNITS)
+    h0 = h0.astype("float32") if with_initial_state else None
+    expected = numpy_min_lstm(x, *numpy_weights(layer), h0)
+    np.testing.assert_allclose(
+        to_numpy(layer(x, initial_state=h0)), expected, atol=1e-5
+    )
+
+
+def test_parallel_path_equals_step_path_on_a_longer_sequence():
+    x = inputs(time=64, seed=2)
+    parallel = to_numpy(deterministic_layer(True)(x))
+    step = to_numpy(deterministic_layer(False)(x))
+    np.testing.assert_allclose(parallel, step, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "first_parallel, second_parallel",
+    [(True, True), (False, False), (True, False)],
+)
+def test_continuing_from_carried_state_equals_whole_sequence(
+    first_parallel, second_parallel
+):
+    x = inputs()
+    whole = to_numpy(deterministic_layer(True)(x))
+    first_layer = deterministic_layer(first_parallel, return_state=True)
+    second_layer = deterministic_layer(second_parallel, return_state=True)
+    first, state = first_layer(x[:, :2])
+    second, last_state = second_layer(x[:, 2:], initial_state=[state])
+    np.testing.assert_allclose(
+        np.concatenate([to_numpy(first), to_numpy(second)], axis=1),
+        whole,
+        atol=1e-5,
+    )
+    np.testing.assert_allclose(to_numpy(last_state), whole[:, -1], atol=1e-5)
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+def test_last_output_and_state(parallel):
+    x = inputs()
+    sequence = to_numpy(deterministic_layer(parallel)(x))
+    layer = deterministic_layer(
+        parallel, return_sequences=False, return_state=True
+    )
+    output, state = layer(x)
+    np.testing.assert_allclose(to_numpy(output), sequence[:, -1], atol=1e-6)
+    np.testing.assert_allclose(to_numpy(state), sequence[:, -1], atol=1e-6)
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+def test_functional_model_with_flexible_batch(parallel):
+    model_inputs = keras.Input((TIME, FEATURES))
+    sequence, state = MinLSTM(
+        UNITS, return_sequences=True, return_state=True, parallel=parallel
+    )(model_inputs)
+    assert tuple(sequence.shape) == (None, TIME, UNITS)
+    assert tuple(state.shape) == (None, UNITS)
+    model = keras.Model(model_inputs, [sequence, state])
+    for batch in (1, 3):
+        predicted_sequence, predicted_state = model.predict(
+            inputs(batch=batch), verbose=0
+        )
+        assert predicted_sequence.shape == (batch, TIME, UNITS)
+        assert predicted_state.shape == (batch, UNITS)
+    assert MinLSTM(UNITS).compute_output_shape((None, TIME, FEATURES)) == (
+        None,
+        UNITS,
+    )
+
+
+def test_get_config_round_trip():
+    layer = MinLSTM(
+        UNITS,
+        return_sequences=True,
+        return_state=True,
+        parallel=False,
+        use_bias=False,
+        kernel_initializer="zeros",
+        name="min_lstm_config",
+    )
+    config = layer.get_config()
+    for key, value in {
+        "units": UNITS,
+        "return_sequences": True,
+        "return_state": True,
+        "parallel": False,
+        "use_bias": False,
+    }.items():
+        assert config[key] == value
+    restored = MinLSTM.from_config(config)
+    assert restored.get_config() == config
+
+
+def test_save_and_load_keras_file(tmp_path):
+    model_inputs = keras.Input((TIME, FEATURES))
+    hidden = MinLSTM(UNITS, return_sequences=True)(model_inputs)
+    outputs = MinLSTM(UNITS, parallel=False)(hidden)
+    model = keras.Model(model_inputs, outputs)
+    path = tmp_path / "min_lstm.keras"
+    model.save(path)
+    restored = keras.saving.load_model(path)
+    assert isinstance(restored.layers[1], MinLSTM)
+    assert restored.layers[2].parallel is False
+    x = inputs()
+    np.testing.assert_array_equal(to_numpy(restored(x)), to_numpy(model(x)))
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+def test_training_reduces_loss(parallel):
+    keras.utils.set_random_seed(0)
+    x = inputs(batch=16, seed=3)
+    y = x.sum(axis=(1, 2))[:, None] / 4.0  # a target the model can fit
+    model_inputs = keras.Input((TIME, FEATURES))
+    outputs = keras.layers.Dense(1)(
+        MinLSTM(UNITS, parallel=parallel)(model_inputs)
+    )
+    model = keras.Model(model_inputs, outputs)
+    model.compile(optimizer=keras.optimizers.Adam(0.05), loss="mse")
+    history = model.fit(x, y, epochs=8, batch_size=16, verbose=0)
+    losses = history.history["loss"]
+    assert np.all(np.isfinite(losses))
+    assert losses[-1] < losses[0]
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"units": 0}, "units must be a positive integer. Received: units=0"),
+        ({"units": -3}, "Received: units=-3"),
+        ({"units": 2.5}, "Received: units=2.5"),
+        ({"units": 4, "parallel": "yes"}, "parallel must be a bool"),
+        (
+            {"units": 4, "return_sequences": 1},
+            "return_sequences must be a bool",
+        ),
+        ({"units": 4, "return_state": None}, "return_state must be a bool"),
+    ],
+)
+def test_invalid_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        MinLSTM(**kwargs)
+
+
+def test_inputs_must_be_three_dimensional():
+    with pytest.raises(ValueError, match="expects inputs of shape"):
+        MinLSTM(UNITS).build((BATCH, FEATURES))

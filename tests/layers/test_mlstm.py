@@ -1,0 +1,279 @@
+"""Tests of the MLSTM layer: numbers, parallel vs recurrent, carried state."""
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from predcalc.layers.mlstm import MLSTM
+
+BATCH, TIME, FEATURES, UNITS, HEADS = 2, 6, 3, 4, 2
+
+
+def sigmoid(x):
+    return 1.0 / (1.0 + np.exp(-x))
+
+
+def numpy_mlstm(x, kernel, bias, heads, forget_gate):
+    """Float64 mLSTM, seed 003 eqs. 19-27 without stabilisation.
+
+    Kernel columns `[q | k | v | o | i~ (per head) | f~ (per head)]`.
+    """
+    units = (kernel.shape[1] - 2 * heads) // 4
+    head_dim = units // heads
+    projected = np.asarray(x, "float64") @ kernel
+    projected[..., units : 2 * units] /= np.sqrt(
+        head_dim
+    )  # eq. 23: W_k x / sqrt(d)
+    projected = projected + bias
+    batch, time = x.shape[:2]
+
+    def split_heads(part):
+        return part.reshape(batch, time, heads, head_dim)
+
+    q = split_heads(projected[..., :units])  # eq. 22
+    k = split_heads(projected[..., units : 2 * units])  # eq. 23
+    v = split_heads(projected[..., 2 * units : 3 * units])  # eq. 24
+    o = sigmoid(projected[..., 3 * units : 4 * units])  # eq. 27
+    i = np.exp(projected[..., 4 * units : 4 * units + heads])  # eq. 25
+    f_pre = projected[..., 4 * units + heads :]
+    f = sigmoid(f_pre) if forget_gate == "sigmoid" else np.exp(f_pre)  # eq. 26
+
+    c = np.zeros((batch, heads, head_dim, head_dim))
+    n = np.zeros((batch, heads, head_dim))
+    outputs = []
+    for t in range(time):
+        f_t, i_t = f[:, t, :, None], i[:, t, :, None]
+        c = f_t[..., None] * c + i_t[..., None] * np.einsum(
+            "bhv,bhk->bhvk", v[:, t], k[:, t]
+        )  # eq. 19
+        n = f_t * n + i_t * k[:, t]  # eq. 20
+        numerator = np.einsum("bhvk,bhk->bhv", c, q[:, t])
+        denominator = np.maximum(np.abs(np.sum(n * q[:, t], axis=-1)), 1.0)
+        h_tilde = numerator / denominator[..., None]  # eq. 21
+        outputs.append(o[:, t] * h_tilde.reshape(batch, units))
+    return np.stack(outputs, axis=1)
+
+
+def inputs(time=TIME, batch=BATCH, seed=0):
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(batch, time, FEATURES)).astype("float32")
+
+
+def deterministic_layer(parallel=True, seed=1, forget_gate="sigmoid", **kwargs):
+    kwargs.setdefault("return_sequences", True)
+    layer = MLSTM(
+        UNITS,
+        num_heads=HEADS,
+        forget_gate=forget_gate,
+        parallel=parallel,
+        **kwargs,
+    )
+    layer.build((None, TIME, FEATURES))
+    rng = np.random.default_rng(seed)
+    layer.set_weights(
+        [
+            rng.normal(scale=0.7, size=w.shape).astype("float32")
+            for w in layer.weights
+        ]
+    )
+    return layer
+
+
+def to_numpy(x):
+    return ops.convert_to_numpy(x)
+
+
+def test_pinned_numbers():
+    # One unit, one head, every projection = x_t, x = (1, -1, 2):
+    # h_1 = sigmoid(1) * (e * 1 * 1 * 1) / max(|e * 1 * 1|, 1) = sigmoid(1).
+    for parallel in (True, False):
+        layer = MLSTM(
+            1,
+            return_sequences=True,
+            parallel=parallel,
+            kernel_initializer="ones",
+        )
+        x = np.array([[[1.0], [-1.0], [2.0]]], "float32")
+        np.testing.assert_allclose(
+            to_numpy(layer(x))[0, :, 0],
+            [0.731059, -0.295550, 1.780739],
+            atol=1e-5,
+        )
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+@pytest.mark.parametrize("forget_gate", ["sigmoid", "exp"])
+def test_matches_numpy_reference(parallel, forget_gate):
+    layer = deterministic_layer(parallel, forget_gate=forget_gate)
+    x = inputs()
+    kernel, bias = (w.astype("float64") for w in layer.get_weights())
+    expected = numpy_mlstm(x, kernel, bias, HEADS, forget_gate)
+    np.testing.assert_allclose(to_numpy(layer(x)), expected, atol=1e-5)
+
+
+def test_parallel_form_equals_recurrent_form_outputs_and_states():
+    x = inputs(time=32, seed=2)
+    parallel_outputs = deterministic_layer(True, return_state=True)(x)
+    step_outputs = deterministic_layer(False, return_state=True)(x)
+    for name, parallel, step in zip(
+        ["sequence", "C", "n", "m"],
+        parallel_outputs,
+        step_outputs,
+        strict=True,
+    ):
+        np.testing.assert_allclose(
+            to_numpy(parallel), to_numpy(step), atol=1e-5, err_msg=name
+        )
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+def test_stabiliser_keeps_huge_gates_finite_and_exact(parallel):
+    # Input-gate logits near 100: exp() overflows float32 (e^88.7), so the
+    # unstabilised cell would give inf/inf; the stabilised one is exact.
+    layer = deterministic_layer(parallel, forget_gate="exp")
+    kernel, bias = layer.get_weights()
+    bias[4 * UNITS : 4 * UNITS + HEADS] += 100.0
+    layer.set_weights([kernel, bias])
+    x = inputs()
+    outputs = to_numpy(layer(x))
+    assert np.all(np.isfinite(outputs))
+    expected = numpy_mlstm(
+        x, kernel.astype("float64"), bias.astype("float64"), HEADS, "exp"
+    )
+    # float32 resolves a logit near 100 to ~8e-6 (its ulp), which exp() turns
+    # into a ~1e-5 relative error of the gate ratios: inherent, not the
+    # stabiliser's.
+    np.testing.assert_allclose(outputs, expected, rtol=1e-4, atol=1e-5)
+
+
+@pytest.mark.parametrize(
+    "first_parallel, second_parallel",
+    [(True, True), (False, False), (True, False), (False, True)],
+)
+def test_continuing_from_carried_states_equals_whole_sequence(
+    first_parallel, second_parallel
+):
+    x = inputs()
+    whole = to_numpy(deterministic_layer(True)(x))
+    first, *states = deterministic_layer(first_parallel, return_state=True)(
+        x[:, :2]
+    )
+    second, *_ = deterministic_layer(second_parallel, return_state=True)(
+        x[:, 2:], initial_state=states
+    )
+    np.testing.assert_allclose(
+        np.concatenate([to_numpy(first), to_numpy(second)], axis=1),
+        whole,
+        atol=1e-5,
+    )
+
+
+def test_last_output_and_state_shapes():
+    x = inputs()
+    sequence = to_numpy(deterministic_layer()(x))
+    layer = deterministic_layer(return_sequences=False, return_state=True)
+    output, c, n, m = (to_numpy(t) for t in layer(x))
+    np.testing.assert_allclose(output, sequence[:, -1], atol=1e-6)
+    head_dim = UNITS // HEADS
+    assert c.shape == (BATCH, HEADS, head_dim, head_dim)
+    assert n.shape == (BATCH, HEADS, head_dim)
+    assert m.shape == (BATCH, HEADS)
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+def test_functional_model_with_flexible_batch(parallel):
+    model_inputs = keras.Input((TIME, FEATURES))
+    layer = MLSTM(
+        UNITS,
+        num_heads=HEADS,
+        return_sequences=True,
+        return_state=True,
+        parallel=parallel,
+    )
+    outputs = layer(model_inputs)
+    head_dim = UNITS // HEADS
+    assert [tuple(t.shape) for t in outputs] == [
+        (None, TIME, UNITS),
+        (None, HEADS, head_dim, head_dim),
+        (None, HEADS, head_dim),
+        (None, HEADS),
+    ]
+    model = keras.Model(model_inputs, outputs)
+    for batch in (1, 3):
+        predicted = model.predict(inputs(batch=batch), verbose=0)
+        assert predicted[0].shape == (batch, TIME, UNITS)
+
+
+def test_get_config_round_trip():
+    layer = MLSTM(
+        UNITS,
+        num_heads=HEADS,
+        forget_gate="exp",
+        return_sequences=True,
+        return_state=True,
+        parallel=False,
+        use_bias=False,
+    )
+    config = layer.get_config()
+    for key, value in {
+        "units": UNITS,
+        "num_heads": HEADS,
+        "forget_gate": "exp",
+        "return_sequences": True,
+        "return_state": True,
+        "parallel": False,
+        "use_bias": False,
+    }.items():
+        assert config[key] == value
+    assert MLSTM.from_config(config).get_config() == config
+
+
+def test_save_and_load_keras_file(tmp_path):
+    model_inputs = keras.Input((TIME, FEATURES))
+    hidden = MLSTM(UNITS, num_heads=HEADS, return_sequences=True)(model_inputs)
+    outputs = MLSTM(UNITS, parallel=False)(hidden)
+    model = keras.Model(model_inputs, outputs)
+    path = tmp_path / "mlstm.keras"
+    model.save(path)
+    restored = keras.saving.load_model(path)
+    assert isinstance(restored.layers[1], MLSTM)
+    assert restored.layers[2].parallel is False
+    x = inputs()
+    np.testing.assert_array_equal(to_numpy(restored(x)), to_numpy(model(x)))
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+def test_training_reduces_loss(parallel):
+    keras.utils.set_random_seed(0)
+    x = inputs(batch=16, seed=3)
+    y = x.sum(axis=(1, 2))[:, None] / 4.0
+    model_inputs = keras.Input((TIME, FEATURES))
+    hidden = MLSTM(UNITS, num_heads=HEADS, parallel=parallel)(model_inputs)
+    model = keras.Model(model_inputs, keras.layers.Dense(1)(hidden))
+    model.compile(optimizer=keras.optimizers.Adam(0.05), loss="mse")
+    losses = model.fit(x, y, epochs=8, batch_size=16, verbose=0).history["loss"]
+    assert np.all(np.isfinite(losses))
+    assert losses[-1] < losses[0]
+
+
+@pytest.mark.parametrize(
+    "kwargs, match",
+    [
+        ({"units": 0}, "units must be a positive integer. Received: units=0"),
+        ({"units": 4, "num_heads": -1}, "num_heads must be a positive integer"),
+        ({"units": 6, "num_heads": 4}, "units must be divisible by num_heads"),
+        ({"units": 4, "forget_gate": "relu"}, "forget_gate must be one of"),
+        ({"units": 4, "parallel": 0}, "parallel must be a bool"),
+    ],
+)
+def test_invalid_arguments(kwargs, match):
+    with pytest.raises(ValueError, match=match):
+        MLSTM(**kwargs)
+
+
+def test_wrong_number_of_initial_states():
+    with pytest.raises(ValueError, match=r"initial_state=\[C, n, m\]"):
+        MLSTM(UNITS)(
+            inputs(), initial_state=[np.zeros((BATCH, 1, 4, 4), "float32")]
+        )
