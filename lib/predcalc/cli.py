@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 
 EXIT_USAGE = 2
@@ -174,6 +175,8 @@ def parser() -> argparse.ArgumentParser:
 
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
+    for key, value in (("TF_CPP_MIN_LOG_LEVEL", "3"), ("TF_ENABLE_ONEDNN_OPTS", "0")):
+        os.environ.setdefault(key, value)  # before TensorFlow is imported: quiet, deterministic kernels
     try:
         return args.handler(args)
     except (ValueError, FileNotFoundError, RuntimeError) as error:
