@@ -40,7 +40,8 @@ def test_training_learns_and_early_stopping_restores_the_best_epoch(protocol):
     best = min(history["val_loss"])
     mse = float(np.mean((predictions["validation"] - protocol.validation.values) ** 2))
     assert mse == pytest.approx(best, rel=1e-3)  # the restored weights are the best epoch's
-    assert set(scores["validation"]) == {"mae", "mre", "accuracy", "n"}
+    assert set(scores["validation"]) == {"mae", "mre", "accuracy", "n", "unparseable"}
+    assert scores["validation"]["unparseable"] == 0  # a regression head always answers
 
 
 def test_bad_epochs(protocol):

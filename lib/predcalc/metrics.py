@@ -6,6 +6,11 @@
 - exact accuracy: the share of predictions that round to the true value (an integer truth
   counts when ``rint(prediction) == truth``; a non-integer truth, when the prediction is
   within 1e-6 of it).
+- unparseable answers: a token-output model whose answer is not a number predicts NaN. It
+  counts as wrong in the accuracy and as the answer 0 in MAE and MRE (error ``|truth|``,
+  what a calculator showing nothing is worth), so every expression stays in every metric and
+  a model cannot lower its MAE by failing to answer; ``regression_metrics`` also reports how
+  many there were (``unparseable``).
 - benchmark score against the baseline FNN, a score of 1 meaning "as good as the baseline"::
 
       score = ( base_in / mae_in**2 + base_out / mae_out**2
@@ -37,14 +42,19 @@ def _pair(truth, prediction):
     return truth, prediction
 
 
-def mae(truth, prediction) -> float:
+def absolute_errors(truth, prediction) -> np.ndarray:
+    """|prediction - truth|, an unparseable (NaN) prediction counting as the answer 0: |truth|."""
     truth, prediction = _pair(truth, prediction)
-    return float(np.mean(np.abs(prediction - truth)))
+    return np.where(np.isnan(prediction), np.abs(truth), np.abs(prediction - truth))
+
+
+def mae(truth, prediction) -> float:
+    return float(np.mean(absolute_errors(truth, prediction)))
 
 
 def mre(truth, prediction) -> float:
-    truth, prediction = _pair(truth, prediction)
-    return float(np.mean(np.abs(prediction - truth) / np.maximum(np.abs(truth), 1.0)))
+    truth = np.asarray(truth, dtype=np.float64).reshape(-1)
+    return float(np.mean(absolute_errors(truth, prediction) / np.maximum(np.abs(truth), 1.0)))
 
 
 def exact_accuracy(truth, prediction) -> float:
@@ -55,12 +65,13 @@ def exact_accuracy(truth, prediction) -> float:
 
 
 def regression_metrics(truth, prediction) -> dict:
-    """MAE, MRE, exact accuracy and the count of one test set."""
+    """MAE, MRE, exact accuracy, the count and the unparseable (NaN) predictions of one test set."""
     return {
         "mae": mae(truth, prediction),
         "mre": mre(truth, prediction),
         "accuracy": exact_accuracy(truth, prediction),
         "n": int(np.asarray(truth).size),
+        "unparseable": int(np.isnan(np.asarray(prediction, dtype=np.float64)).sum()),
     }
 
 

@@ -1,0 +1,185 @@
+"""Tests for `TransformerEncoderBlock`: seed 002 equations (15)-(17)."""
+
+import keras
+import numpy as np
+import pytest
+from keras import ops
+
+from predcalc.layers.transformer_encoder_block import TransformerEncoderBlock
+
+BATCH, TIME, D_MODEL, HEADS, FFN = 2, 5, 4, 2, 6
+EPSILON = 1e-5
+
+
+def _pattern(shape, scale=0.5, offset=1.0):
+    """Deterministic, non-symmetric values: scale * sin(arange + offset)."""
+    size = int(np.prod(shape))
+    return (scale * np.sin(np.arange(size) + offset)).reshape(shape).astype("float32")
+
+
+def _inputs(batch=BATCH, time=TIME, d_model=D_MODEL):
+    x = np.arange(batch * time * d_model, dtype="float32").reshape(batch, time, d_model)
+    return (np.cos(x / 3.0) + x / 40.0).astype("float32")
+
+
+def _block(heads=HEADS, ffn=FFN, d_model=D_MODEL, **kwargs):
+    """A built block whose every weight is a fixed pattern; returns it and {name: array}."""
+    block = TransformerEncoderBlock(num_heads=heads, ffn_units=ffn, name="block", **kwargs)
+    block.build((None, None, d_model))
+    weights = {}
+    for index, variable in enumerate(block.weights):
+        name = variable.path.split("/", 1)[1]  # e.g. "self_attention/query/kernel"
+        value = _pattern(variable.shape, 0.7, 1.0 + 3 * index)
+        if name.endswith("gamma"):
+            value = 1.0 + 0.3 * value
+        variable.assign(value)
+        weights[name] = value.astype("float64")
+    return block, weights
+
+
+def _layer_norm(x, gamma, beta):
+    mean = x.mean(axis=-1, keepdims=True)
+    variance = x.var(axis=-1, keepdims=True)
+    return (x - mean) / np.sqrt(variance + EPSILON) * gamma + beta
+
+
+def numpy_encoder_block(x, w, mask=None):
+    """Equations (15)-(17) in float64; a padded token is no key and gets a zero attention row."""
+    x = x.astype("float64")
+    a = "self_attention/"
+    q = np.einsum("btd,dhk->bhtk", x, w[a + "query/kernel"]) + w[a + "query/bias"][None, :, None, :]
+    k = np.einsum("btd,dhk->bhtk", x, w[a + "key/kernel"]) + w[a + "key/bias"][None, :, None, :]
+    v = np.einsum("btd,dhk->bhtk", x, w[a + "value/kernel"]) + w[a + "value/bias"][None, :, None, :]
+    logits = q @ np.swapaxes(k, -1, -2) / np.sqrt(q.shape[-1])  # (15) (batch, heads, query, key)
+    allowed = np.ones(logits.shape, bool)
+    if mask is not None:
+        allowed = mask[:, None, :, None] & mask[:, None, None, :]
+    logits = np.where(allowed, logits, -1e9)
+    weights = np.exp(logits - logits.max(axis=-1, keepdims=True))
+    weights = np.where(allowed, weights / weights.sum(axis=-1, keepdims=True), 0.0)
+    heads = weights @ v  # (batch, heads, time, key_dim)
+    attention = np.einsum("bhtk,hkd->btd", heads, w[a + "attention_output/kernel"]) + w[a + "attention_output/bias"]
+    z = _layer_norm(x + attention, w["attention_norm/gamma"], w["attention_norm/beta"])  # (16)
+    ffn = np.maximum(0, z @ w["ffn_inner/kernel"] + w["ffn_inner/bias"]) @ w["ffn_outer/kernel"] + w["ffn_outer/bias"]  # (17)
+    return _layer_norm(z + ffn, w["ffn_norm/gamma"], w["ffn_norm/beta"]), weights  # (16)
+
+
+def test_matches_numpy_reference_of_equations_15_to_17():
+    block, weights = _block()
+    outputs, scores = block(_inputs(), return_attention_scores=True)
+    expected, expected_scores = numpy_encoder_block(_inputs(), weights)
+    np.testing.assert_allclose(ops.convert_to_numpy(outputs), expected, atol=1e-5)
+    np.testing.assert_allclose(ops.convert_to_numpy(scores), expected_scores, atol=1e-5)
+    np.testing.assert_allclose(ops.convert_to_numpy(block(_inputs())), expected, atol=1e-5)
+    assert ops.convert_to_numpy(scores).shape == (BATCH, HEADS, TIME, TIME)
+
+
+def test_pinned_numbers():
+    block, _ = _block()
+    outputs, scores = block(_inputs(), return_attention_scores=True)
+    # fixed values of the reference above, so a change to it is noticed too
+    np.testing.assert_allclose(
+        ops.convert_to_numpy(outputs)[0, 0], [1.96042852, 0.10485791, -1.73271926, -1.39907552], atol=1e-5
+    )
+    np.testing.assert_allclose(
+        ops.convert_to_numpy(scores)[1, 1, 2], [0.192759, 0.2182011, 0.22164936, 0.1930653, 0.17432523],
+        atol=1e-5,
+    )
+
+
+def test_padding_mask_matches_reference_and_ignores_padded_content():
+    mask = np.array([[True, True, True, False, False], [True, True, True, True, True]])
+    block, weights = _block()
+    outputs, scores = block(_inputs(), mask=mask, return_attention_scores=True)
+    expected, expected_scores = numpy_encoder_block(_inputs(), weights, mask)
+    np.testing.assert_allclose(ops.convert_to_numpy(outputs), expected, atol=1e-5)
+    scores = ops.convert_to_numpy(scores)
+    np.testing.assert_allclose(scores, expected_scores, atol=1e-5)
+    assert np.all(scores[0, :, :, 3:] == 0) and np.all(scores[0, :, 3:, :] == 0)
+    np.testing.assert_allclose(scores[0, :, :3].sum(-1), 1.0, atol=1e-6)
+    # changing what stands in the padded steps does not change the real tokens' outputs
+    changed = _inputs().copy()
+    changed[0, 3:] = 100.0
+    np.testing.assert_allclose(
+        ops.convert_to_numpy(block(changed, mask=mask))[0, :3], ops.convert_to_numpy(outputs)[0, :3], atol=1e-5
+    )
+
+
+def test_mask_from_a_masking_layer_is_used_and_passed_on():
+    block, _ = _block()
+    x = _inputs()
+    x[0, 3:] = 0.0  # padding for the Masking layer
+    mask = np.any(x != 0.0, axis=-1)
+    inputs = keras.Input((TIME, D_MODEL))
+    masked = keras.layers.Masking(mask_value=0.0)(inputs)
+    model = keras.Model(inputs, block(masked))
+    np.testing.assert_allclose(
+        ops.convert_to_numpy(model(x)), ops.convert_to_numpy(block(x, mask=mask)), atol=1e-6
+    )
+    assert np.array_equal(ops.convert_to_numpy(block.compute_mask(x, mask)), mask)
+
+
+def test_parameter_count_and_key_dim():
+    d_model, ffn = 32, 128
+    block = TransformerEncoderBlock(num_heads=4, ffn_units=ffn)
+    block.build((None, 15, d_model))
+    assert block.count_params() == 4 * d_model**2 + 9 * d_model + 2 * d_model * ffn + ffn
+    wide = TransformerEncoderBlock(num_heads=2, ffn_units=8, key_dim=5)
+    wide.build((None, 3, 4))
+    assert tuple(wide.self_attention.weights[0].shape) == (4, 2, 5)  # query kernel (d_model, heads, key_dim)
+
+
+def test_dropout_only_in_training():
+    block, _ = _block(dropout=0.5)
+    x = _inputs()
+    inference = ops.convert_to_numpy(block(x))
+    np.testing.assert_allclose(ops.convert_to_numpy(block(x, training=False)), inference, atol=1e-6)
+    assert not np.allclose(ops.convert_to_numpy(block(x, training=True)), inference, atol=1e-3)
+
+
+def test_config_round_trip():
+    block, _ = _block(dropout=0.25, activation="gelu", layer_norm_epsilon=1e-3)
+    config = block.get_config()
+    assert config["num_heads"] == HEADS and config["ffn_units"] == FFN and config["dropout"] == 0.25
+    clone = TransformerEncoderBlock.from_config(config)
+    assert clone.get_config() == config
+    clone.build((None, None, D_MODEL))
+    clone.set_weights(block.get_weights())
+    np.testing.assert_allclose(
+        ops.convert_to_numpy(clone(_inputs())), ops.convert_to_numpy(block(_inputs())), atol=1e-6
+    )
+
+
+def test_keras_file_round_trip(tmp_path):
+    block, _ = _block()
+    inputs = keras.Input((TIME, D_MODEL))
+    model = keras.Model(inputs, block(inputs))
+    path = tmp_path / "block.keras"
+    model.save(path)
+    loaded = keras.saving.load_model(path)
+    assert isinstance(loaded.layers[1], TransformerEncoderBlock)
+    np.testing.assert_allclose(
+        ops.convert_to_numpy(loaded(_inputs())), ops.convert_to_numpy(model(_inputs())), atol=1e-6
+    )
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"num_heads": 0, "ffn_units": 4}, "Received: num_heads=0"),
+        ({"num_heads": 2, "ffn_units": -1}, "Received: ffn_units=-1"),
+        ({"num_heads": 2, "ffn_units": 4, "key_dim": 0}, "Received: key_dim=0"),
+        ({"num_heads": 2, "ffn_units": 4, "dropout": 1.0}, "Received: dropout=1.0"),
+        ({"num_heads": 2, "ffn_units": 4, "layer_norm_epsilon": 0}, "Received: layer_norm_epsilon=0"),
+    ],
+)
+def test_invalid_arguments(kwargs, message):
+    with pytest.raises(ValueError, match=message):
+        TransformerEncoderBlock(**kwargs)
+
+
+def test_invalid_shapes():
+    with pytest.raises(ValueError, match="divisible by num_heads"):
+        TransformerEncoderBlock(num_heads=3, ffn_units=4).build((None, 5, 4))
+    with pytest.raises(ValueError, match=r"\(batch, time, d_model\)"):
+        TransformerEncoderBlock(num_heads=2, ffn_units=4).build((None, 4))

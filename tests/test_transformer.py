@@ -1,0 +1,67 @@
+"""The registered transformer models: the seed's sizes, masking, attention maps."""
+
+import numpy as np
+import pytest
+
+from predcalc import training
+from predcalc.anchors import SEED_ROWS
+from predcalc.data import CharTokenizer, NumericTokenizer
+from predcalc.models import get_spec
+from predcalc.models.transformer import attention_maps
+
+TINY = {"d_model": 8, "num_heads": 2, "num_layers": 2, "ffn_units": 16}
+EXPRESSIONS = ["3 - -2 + 4", "1 + 2 - 3 + 4 - 5 + -1"]
+
+
+@pytest.mark.parametrize("name", ["transformer4", "transformer5"])
+def test_regression_transformers_have_the_seeds_parameter_counts(name):
+    spec, model, _ = training.build(name)
+    assert model.count_params() == SEED_ROWS[spec.seed_row]["params"]
+    assert spec.optimizer == "adamw_cosine" and spec.loss == "mse"
+    assert tuple(model.outputs[0].shape) == (None, 1)
+
+
+def test_parameter_formula():
+    d, layers, ffn = 16, 2, 24
+    _, model, _ = training.build("transformer4", d_model=d, num_heads=4, num_layers=layers, ffn_units=ffn)
+    assert model.count_params() == 2 * d + layers * (4 * d**2 + 9 * d + 2 * d * ffn + ffn) + d + 1
+
+
+def test_attention_maps_and_padding_mask():
+    spec, model, tokenizer = training.build("transformer4", mask_padding=True, **TINY)
+    x = tokenizer.encode_batch(EXPRESSIONS)
+    maps = attention_maps(model, x)
+    assert sorted(maps) == ["encoder_1", "encoder_2"] and maps["encoder_1"].shape == (2, 2, 15, 15)
+    real = x != tokenizer.pad  # (2, 15)
+    for weights in maps.values():
+        assert np.all(weights[0][:, :, ~real[0]] == 0)  # no token attends to padding
+        np.testing.assert_allclose(weights[0][:, real[0]].sum(-1), 1.0, atol=1e-5)
+    # masked, padding cannot reach the answer: the same weights on a shorter tokeniser agree
+    short = NumericTokenizer(length=9)
+    small = get_spec("transformer4").build(short, mask_padding=True, **TINY)
+    small.set_weights(model.get_weights())
+    np.testing.assert_allclose(small.predict(short.encode_batch(EXPRESSIONS[:1]), verbose=0),
+                               model.predict(x[:1], verbose=0), atol=1e-5)
+
+
+def test_unmasked_model_reads_the_padding():
+    _, model, tokenizer = training.build("transformer4", **TINY)
+    maps = attention_maps(model, tokenizer.encode_batch(EXPRESSIONS))
+    assert np.all(maps["encoder_1"][0][:, :, 5:].sum(-1) > 0)  # the seed's models attend to pad tokens too
+
+
+def test_token_transformer_reads_character_ids_too():
+    tokenizer = CharTokenizer(length=24)
+    model = get_spec("transformer_tokens_reversed").build(tokenizer, mask_padding=True, readout_heads=2,
+                                                           readout_ffn_units=8, **TINY)
+    x = tokenizer.encode_batch(EXPRESSIONS)
+    assert model.predict(x, verbose=0).shape == (2, 5, 14)
+    readout = attention_maps(model, x)["digit_readout"]  # (batch, heads, slots, time)
+    assert readout.shape == (2, 2, 5, 24)
+    assert np.all(readout[0][..., x[0] == CharTokenizer.PAD] == 0)
+
+
+def test_attention_maps_needs_an_attention_layer():
+    _, model, _ = training.build("fnn2")
+    with pytest.raises(ValueError, match="no attention layer"):
+        attention_maps(model, NumericTokenizer().encode_batch(EXPRESSIONS))
