@@ -166,3 +166,23 @@ def test_token_model_exports_to_litert_and_decodes_the_same(small_protocol, tmp_
     litert = LiteRTModel(tmp_path / "tokens" / "model_float32.tflite")(x)
     np.testing.assert_allclose(litert, trained.model.predict(x, verbose=0), atol=1e-4)
     np.testing.assert_array_equal(PLAIN.values_from_logits(litert), trained.predict(small_protocol.validation.expressions))
+
+
+def test_predictor_decodes_an_exported_token_model(tmp_path):
+    """predcalc.json names the answer format, so a .tflite token model predicts values, not logits."""
+    import json
+
+    from predcalc import training
+    from predcalc.data import seed_protocol
+    from predcalc.export import export_trained
+    from predcalc.predictor import Predictor
+
+    protocol = seed_protocol(0)
+    trained = training.train("lstm_tokens_reversed", protocol, seed=0, epochs=1)
+    directory = tmp_path / "tokens"
+    export_trained(trained, directory, {"in": protocol.test_in.subset(np.arange(len(protocol.test_in)) < 20, "in")},
+                   protocol.train.expressions[:10], formats=("float32",), saved_model=False)
+    assert json.loads((directory / "predcalc.json").read_text())["answer_format"] == {"digits": 3, "reversed": True}
+    expressions = list(protocol.test_in.expressions[:20])
+    from_litert = Predictor(directory / "model_float32.tflite").predict(expressions)
+    np.testing.assert_array_equal(np.nan_to_num(from_litert, nan=1e9), np.nan_to_num(trained.predict(expressions), nan=1e9))

@@ -54,6 +54,9 @@ def _predict(args) -> int:
     predictor = Predictor(args.model or DEFAULT_MODEL)
     value = float(predictor.predict([expression])[0])
     exact_text = str(exact) if exact.denominator == 1 else f"{exact} = {float(exact):.6g}"
+    if value != value:  # NaN: a token-output model wrote no parseable answer
+        print(f"{expression} = (no parseable answer from {predictor.name}; exact {exact_text})")
+        return 0
     print(f"{expression} = {value:.4f}  (predicted by {predictor.name}; rounded {round(value)}; exact {exact_text})")
     return 0
 

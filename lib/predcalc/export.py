@@ -325,9 +325,14 @@ def _error_reason(error: Exception) -> str:
 
 
 def write_sidecar(directory, spec, tokenizer, extra: dict | None = None) -> Path:
+    """``predcalc.json``: the model, its tokeniser and, for token-output models, the answer format."""
     path = Path(directory) / SIDECAR
-    path.write_text(json.dumps({"model": spec.name, "label": spec.label, "tokenizer": spec.tokenizer,
-                                "tokenizer_config": tokenizer.get_config(), **(extra or {})}, indent=2))
+    answer_format = getattr(spec.predict_values, "__self__", None)  # a bound AnswerFormat.predict_values
+    fields = {"model": spec.name, "label": spec.label, "tokenizer": spec.tokenizer,
+              "tokenizer_config": tokenizer.get_config()}
+    if answer_format is not None and hasattr(answer_format, "values_from_logits"):
+        fields["answer_format"] = answer_format.get_config()
+    path.write_text(json.dumps({**fields, **(extra or {})}, indent=2))
     return path
 
 

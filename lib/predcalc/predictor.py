@@ -75,4 +75,9 @@ class Predictor:
 
     def predict(self, expressions) -> np.ndarray:
         """Predicted values, one per expression (raises TokenizerError on what it cannot encode)."""
-        return np.asarray(self._run(self.encode(expressions)), dtype=np.float64).reshape(len(expressions), -1)[:, 0]
+        outputs = np.asarray(self._run(self.encode(expressions)))
+        if "answer_format" in self.info and self.path.suffix != ".keras":  # raw slot logits: decode them
+            from predcalc.models.token_heads import AnswerFormat
+
+            return AnswerFormat(**self.info["answer_format"]).values_from_logits(outputs)
+        return outputs.astype(np.float64).reshape(len(expressions), -1)[:, 0]
