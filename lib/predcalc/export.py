@@ -139,7 +139,7 @@ def _export_litert_in_child(model, path, fmt, representative) -> dict:
         else:
             lines = [line for line in result.stderr.strip().splitlines() if line.strip()]
             reason = lines[-1] if lines else f"exit code {result.returncode}"
-        raise RuntimeError(f"{fmt} conversion failed in a child process: {reason}")
+        raise RuntimeError(f"{fmt} conversion or first run failed in a child process: {reason}")
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
@@ -153,6 +153,9 @@ def _child_main(argv) -> int:
     representative = np.load(data_file)
     info = export_litert(keras.saving.load_model(model_file), out, fmt,
                          representative if representative.size else None, isolate=False)
+    runner = LiteRTModel(out)  # an interpreter that aborts on this file does so here, in the child
+    if representative.size:
+        runner(representative[:1])
     print(json.dumps(info))
     return 0
 
