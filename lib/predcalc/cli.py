@@ -6,6 +6,7 @@
     predcalc evaluate --model PATH --file FILE [--json]
     predcalc export RUN_DIR|MODEL [--formats ...] [--data-seed N]
     predcalc bench [--model PATH ...] [--runs N] [--output FILE]
+    predcalc sweep CONFIG [--workers N] [--engine process|dask] [--scheduler ADDRESS]
 
 User errors (bad expressions, missing files, unknown names) print one line and exit 2.
 """
@@ -122,6 +123,19 @@ def _bench(args) -> int:
     return 1 if any("error" in m or "keras_predict" in m["errors"] for m in record["models"]) else 0
 
 
+def _sweep(args) -> int:
+    from predcalc import sweep
+
+    config = sweep.load_config(args.config)
+    outcomes = sweep.run(config, workers=args.workers, engine=args.engine, scheduler=args.scheduler)
+    for outcome in outcomes:
+        status = "skipped (finished)" if outcome.skipped else "ok" if outcome.error is None else f"FAILED: {outcome.error}"
+        print(f"{outcome.name}  {outcome.seconds:7.1f} s  {status}")
+    failed = [o for o in outcomes if o.error is not None]
+    print(f"{len(outcomes) - len(failed)} of {len(outcomes)} runs finished; outputs in {sweep.SWEEPS / config['name']}")
+    return 1 if failed else 0
+
+
 def parser() -> argparse.ArgumentParser:
     from predcalc.export import FORMATS
 
@@ -173,6 +187,15 @@ def parser() -> argparse.ArgumentParser:
                                                  "(default all)")
     bench.add_argument("--output", help="where the JSON goes (default reports/bench.json)")
     bench.set_defaults(handler=_bench)
+
+    sweep = commands.add_parser("sweep", help="run notebooks x parameter grid x seeds in parallel into "
+                                              "reports/sweeps/<name>/ (finished runs are skipped)")
+    sweep.add_argument("config", help="a YAML or JSON file: name, notebooks, grid, seeds, workers")
+    sweep.add_argument("--workers", type=int, help="runs at a time (default: the config's workers, else 1)")
+    sweep.add_argument("--engine", choices=["process", "dask"], default="process",
+                       help="local worker processes, or a dask.distributed cluster (optional packages)")
+    sweep.add_argument("--scheduler", help="with --engine dask: a scheduler address (default: a local cluster)")
+    sweep.set_defaults(handler=_sweep)
     return main_parser
 
 

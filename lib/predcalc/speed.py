@@ -1,0 +1,196 @@
+"""Timing helpers for the speed study (notebook 21): training-step and inference time of
+minGRU / minLSTM (parallel scan and step loop) against ``keras.layers.GRU`` / ``LSTM``.
+
+Timings of the candidates are *interleaved* (repeat ``r`` times every candidate once, in a
+rotating order) so a slow-down of the shared machine hits all of them alike; the summary is
+the median. Ratios are always taken between medians measured in the same call.
+
+Memory: ``peak_memory`` reports two numbers, each with a known blind spot:
+
+* ``tracemalloc_peak`` - peak bytes allocated through Python's allocator while the call ran
+  (NumPy arrays, Python objects). TensorFlow's tensors live in its own C++ allocator and are
+  *not* counted.
+* ``rss_peak_growth`` - growth of the process's peak resident set size
+  (``resource.getrusage(RUSAGE_SELF).ru_maxrss``) during the call. It counts every allocator
+  but is a high-water mark for the whole process: a call that stays below an earlier peak
+  reports 0, so it is a lower bound that depends on what ran before.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import resource
+import statistics
+import sys
+import time
+import tracemalloc
+from typing import Callable, Mapping
+
+import numpy as np
+
+KINDS = ("keras_gru", "keras_lstm", "min_gru_parallel", "min_gru_step", "min_lstm_parallel", "min_lstm_step")
+PHASES = ("train_step", "inference")
+
+# arXiv 2410.01201 (ANCHORS.md section 2): speed-up of minGRU / minLSTM training steps over
+# GRU / LSTM on a T4 GPU.
+PAPER_SPEEDUP = {"min_gru": {512: 175, 4096: 1324}, "min_lstm": {512: 235, 4096: 1361}}
+
+
+def interleaved_timings(candidates: Mapping[str, Callable[[], object]], repeats: int = 5,
+                        warmup: int = 1) -> dict[str, list[float]]:
+    """Times each zero-argument callable ``repeats`` times, interleaved.
+
+    Every callable first runs ``warmup`` times untimed (tracing, caches). Then round ``r``
+    calls every candidate once, starting at a rotating offset so no candidate is always first.
+
+    Returns:
+        ``{name: [seconds, ...]}`` with ``repeats`` wall-clock times per name.
+    """
+    if repeats < 1:
+        raise ValueError(f"repeats must be at least 1. Received: repeats={repeats}")
+    if warmup < 0:
+        raise ValueError(f"warmup must be non-negative. Received: warmup={warmup}")
+    if not candidates:
+        raise ValueError("candidates must name at least one callable. Received: candidates={}")
+    names = list(candidates)
+    for name in names:
+        for _ in range(warmup):
+            candidates[name]()
+    times = {name: [] for name in names}
+    for r in range(repeats):
+        for k in range(len(names)):
+            name = names[(r + k) % len(names)]
+            start = time.perf_counter()
+            candidates[name]()
+            times[name].append(time.perf_counter() - start)
+    return times
+
+
+def medians(times: Mapping[str, list[float]]) -> dict[str, float]:
+    """``{name: median seconds}``."""
+    return {name: float(statistics.median(values)) for name, values in times.items()}
+
+
+def _maxrss_bytes() -> int:
+    peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return int(peak if sys.platform == "darwin" else peak * 1024)  # Linux reports KiB
+
+
+def peak_memory(fn: Callable[[], object]) -> dict[str, int]:
+    """Runs ``fn`` once; returns ``{"tracemalloc_peak": bytes, "rss_peak_growth": bytes}``.
+
+    See the module docstring for what each number misses.
+    """
+    rss_before = _maxrss_bytes()
+    already = tracemalloc.is_tracing()
+    if not already:
+        tracemalloc.start()
+    tracemalloc.reset_peak()
+    try:
+        fn()
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        if not already:
+            tracemalloc.stop()
+    return {"tracemalloc_peak": int(peak), "rss_peak_growth": max(0, _maxrss_bytes() - rss_before)}
+
+
+def build_layer(kind: str, units: int):
+    """The recurrent layer of ``kind`` (one of ``KINDS``) returning its last state."""
+    import keras
+
+    from predcalc.layers import MinGRU, MinLSTM
+
+    if kind == "keras_gru":
+        return keras.layers.GRU(units)
+    if kind == "keras_lstm":
+        return keras.layers.LSTM(units)
+    if kind.startswith("min_gru_") or kind.startswith("min_lstm_"):
+        cls = MinGRU if kind.startswith("min_gru_") else MinLSTM
+        path = kind.rsplit("_", 1)[1]
+        if path in ("parallel", "step"):
+            return cls(units, parallel=path == "parallel")
+    raise ValueError(f"unknown kind; choose one of {', '.join(KINDS)}. Received: kind={kind!r}")
+
+
+@dataclasses.dataclass
+class Bench:
+    """A small regression model around one recurrent layer, with data, ready to time."""
+
+    kind: str
+    length: int
+    model: object
+    x: np.ndarray
+    y: np.ndarray
+
+    def train_step(self):
+        return self.model.train_on_batch(self.x, self.y)
+
+    def inference(self):
+        return self.model.predict_on_batch(self.x)
+
+
+def make_bench(kind: str, length: int, batch: int = 8, units: int = 32, features: int = 4,
+               seed: int = 0) -> Bench:
+    """``Input((length, features)) -> layer(units) -> Dense(1)``, Adam + MSE, no XLA."""
+    import keras
+
+    if length < 1 or batch < 1:
+        raise ValueError(f"length and batch must be positive. Received: length={length}, batch={batch}")
+    keras.utils.set_random_seed(seed)
+    model = keras.Sequential([keras.Input((length, features)), build_layer(kind, units), keras.layers.Dense(1)])
+    model.compile(optimizer="adam", loss="mse", jit_compile=False)
+    rng = np.random.default_rng(seed)
+    x = rng.normal(size=(batch, length, features)).astype("float32")
+    y = rng.normal(size=(batch, 1)).astype("float32")
+    return Bench(kind, length, model, x, y)
+
+
+def profile(lengths=(64, 256), kinds=KINDS, repeats: int = 5, warmup: int = 1, batch: int = 8,
+            units: int = 32, features: int = 4, memory: bool = True, progress: bool = False) -> list[dict]:
+    """Median train-step and inference seconds of every kind at every length.
+
+    At each length the kinds' timings are interleaved (``interleaved_timings``), so the
+    ratios within one length come from one measurement. Returns one record per
+    (length, kind): ``{"length", "kind", "train_step", "inference"`` (median s),
+    ``"train_step_times", "inference_times"`` (all repeats), and with ``memory`` the
+    ``peak_memory`` of one training step under ``"memory"``}.
+    """
+    records = []
+    iterator = lengths
+    if progress:
+        from tqdm.auto import tqdm
+        iterator = tqdm(lengths, desc="lengths")
+    for length in iterator:
+        benches = {kind: make_bench(kind, length, batch, units, features) for kind in kinds}
+        train = interleaved_timings({k: b.train_step for k, b in benches.items()}, repeats, warmup)
+        infer = interleaved_timings({k: b.inference for k, b in benches.items()}, repeats, warmup)
+        train_median, infer_median = medians(train), medians(infer)
+        for kind, bench in benches.items():
+            record = {"length": int(length), "kind": kind, "train_step": train_median[kind],
+                      "inference": infer_median[kind], "train_step_times": train[kind],
+                      "inference_times": infer[kind]}
+            if memory:
+                record["memory"] = peak_memory(bench.train_step)
+            records.append(record)
+    return records
+
+
+def speedups(records: list[dict], phase: str = "train_step") -> list[dict]:
+    """Per length, the speed-up of each min* path over its Keras counterpart (GRU / LSTM):
+    ``keras median / min* median`` (above 1: the min* layer is faster), and parallel over step."""
+    if phase not in PHASES:
+        raise ValueError(f"phase must be one of {PHASES}. Received: phase={phase!r}")
+    by_key = {(r["length"], r["kind"]): r[phase] for r in records}
+    rows = []
+    for length in sorted({r["length"] for r in records}):
+        for family, reference in (("min_gru", "keras_gru"), ("min_lstm", "keras_lstm")):
+            row = {"length": length, "family": family, "phase": phase}
+            ref = by_key.get((length, reference))
+            for path in ("parallel", "step"):
+                value = by_key.get((length, f"{family}_{path}"))
+                row[f"{path}_vs_keras"] = ref / value if ref is not None and value else None
+            par, step = by_key.get((length, f"{family}_parallel")), by_key.get((length, f"{family}_step"))
+            row["parallel_vs_step"] = step / par if par and step else None
+            rows.append(row)
+    return rows

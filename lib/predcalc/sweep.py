@@ -1,0 +1,232 @@
+"""Mass training: ``predcalc sweep CONFIG`` runs notebooks x parameter grid x seeds.
+
+A config (YAML or JSON)::
+
+    name: lr_units                 # folder under reports/sweeps/
+    notebooks: [01_fnn]            # names (or name prefixes) in notebooks/, or paths
+    grid:                          # every combination is one run (notebook parameters)
+      learning_rate: [0.001, 0.003]
+      epochs: [20]
+    seeds: [0, 1, 2]               # injected as seeds=[s] (or seed=s) per run
+    workers: 2                     # optional; the command line's --workers wins
+
+Each run is executed by papermill in its own kernel into
+``reports/sweeps/<name>/<notebook>__<hash of its parameters>/`` (the executed notebook, its
+``metrics.json`` and figures, and ``run.json`` with the parameters and the error if any),
+so ``predcalc report`` (which reads ``reports/runs/``) is not affected. A run whose folder
+already holds ``metrics.json`` and a ``run.json`` without error is skipped: an interrupted
+sweep resumes where it stopped, and failed runs are tried again.
+
+Engines: ``process`` (default) runs ``workers`` runs at a time in local worker processes
+(``concurrent.futures.ProcessPoolExecutor``); ``dask`` submits the same function to a
+``dask.distributed`` cluster (a local one, or ``--scheduler tcp://host:8786``), which needs
+the optional ``dask`` and ``distributed`` packages on every machine.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import datetime
+import hashlib
+import itertools
+import json
+import time
+from pathlib import Path
+
+from predcalc.runner import NOTEBOOKS, ROOT, RUN_INFO, kernel_environment
+
+SWEEPS = ROOT / "reports" / "sweeps"
+ENGINES = ("process", "dask")
+SUMMARY = "sweep.json"
+
+
+def load_config(path) -> dict:
+    """Reads and checks a sweep config (``.yaml``/``.yml`` or ``.json``)."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no sweep config at {path}")
+    text = path.read_text()
+    if path.suffix in (".yaml", ".yml"):
+        import yaml
+
+        config = yaml.safe_load(text)
+    else:
+        config = json.loads(text)
+    if not isinstance(config, dict):
+        raise ValueError(f"a sweep config is a mapping. Received: {type(config).__name__} in {path}")
+    unknown = set(config) - {"name", "notebooks", "grid", "seeds", "workers"}
+    if unknown:
+        raise ValueError(f"unknown sweep config keys {sorted(unknown)} in {path}")
+    if not config.get("notebooks"):
+        raise ValueError(f"a sweep config names at least one notebook under 'notebooks' ({path})")
+    config.setdefault("name", path.stem)
+    config.setdefault("grid", {})
+    config.setdefault("seeds", None)
+    for key, values in config["grid"].items():
+        if not isinstance(values, list) or not values:
+            raise ValueError(f"grid values are non-empty lists. Received: {key}={values!r}")
+    return config
+
+
+def params_hash(parameters: dict) -> str:
+    """A short stable hash of a run's parameters (its folder name)."""
+    return hashlib.sha1(json.dumps(parameters, sort_keys=True).encode()).hexdigest()[:10]
+
+
+@dataclasses.dataclass
+class Job:
+    notebook: str  # path
+    parameters: dict
+    output_dir: str
+
+    @property
+    def name(self) -> str:
+        return Path(self.output_dir).name
+
+
+@dataclasses.dataclass
+class Outcome:
+    name: str
+    parameters: dict
+    seconds: float
+    error: str | None = None
+    skipped: bool = False
+
+
+def _resolve(notebook: str, notebooks_dir: Path) -> Path:
+    path = Path(notebook)
+    if path.suffix == ".ipynb" and path.is_file():
+        return path.resolve()
+    matches = sorted(p for p in Path(notebooks_dir).glob("*.ipynb") if p.stem == notebook or p.stem.startswith(notebook))
+    if not matches:
+        raise ValueError(f"no notebook matches {notebook!r} in {notebooks_dir}")
+    return matches[0].resolve()
+
+
+def expand(config: dict, root: Path = SWEEPS, notebooks_dir: Path = NOTEBOOKS) -> list[Job]:
+    """Every (notebook, grid point, seed) of a config as a job with its output folder.
+
+    Grid parameters must be declared in the notebook's ``parameters`` cell (a typo fails
+    here, not after hours of training).
+    """
+    import papermill
+
+    grid = config.get("grid", {})
+    keys = sorted(grid)
+    jobs = []
+    for notebook in config["notebooks"]:
+        path = _resolve(notebook, notebooks_dir)
+        declared = set(papermill.inspect_notebook(str(path)))
+        missing = [k for k in keys if k not in declared]
+        if missing:
+            raise ValueError(f"{path.name} does not declare the grid parameters {missing} "
+                             f"(it declares {sorted(declared)})")
+        seeds = config.get("seeds")
+        if seeds and not ({"seeds", "seed"} & declared):
+            raise ValueError(f"{path.name} declares neither 'seeds' nor 'seed'; remove 'seeds' from the config")
+        for values in itertools.product(*(grid[k] for k in keys)):
+            for seed in (seeds or [None]):
+                parameters = dict(zip(keys, values))
+                if seed is not None:
+                    parameters.update({"seeds": [seed]} if "seeds" in declared else {"seed": seed})
+                folder = Path(root) / config["name"] / f"{path.stem}__{params_hash(parameters)}"
+                if "output_dir" in declared:
+                    parameters["output_dir"] = str(folder)
+                jobs.append(Job(str(path), parameters, str(folder)))
+    return jobs
+
+
+def is_finished(output_dir) -> bool:
+    """A run is done when its folder has metrics.json and a run.json without error."""
+    folder = Path(output_dir)
+    info = folder / RUN_INFO
+    if not (folder / "metrics.json").is_file() or not info.is_file():
+        return False
+    try:
+        return json.loads(info.read_text()).get("error") is None
+    except json.JSONDecodeError:
+        return False
+
+
+def run_job(job: Job) -> Outcome:
+    """Executes one job with papermill (in this process's environment) and writes run.json."""
+    import papermill
+
+    kernel_environment()
+    folder = Path(job.output_dir)
+    folder.mkdir(parents=True, exist_ok=True)
+    notebook = Path(job.notebook)
+    start = time.perf_counter()
+    error = None
+    try:
+        papermill.execute_notebook(str(notebook), str(folder / notebook.name), parameters=job.parameters,
+                                   cwd=str(notebook.parent), kernel_name="python3", progress_bar=False,
+                                   log_output=False)
+        if not (folder / "metrics.json").is_file():
+            error = "the notebook ran but wrote no metrics.json into its output_dir"
+    except Exception as exc:  # a failed run is reported; the sweep goes on
+        lines = [line for line in str(exc).strip().splitlines() if line.strip()]
+        error = f"{type(exc).__name__}: {(lines[-1] if lines else '')[:500]}"
+    seconds = time.perf_counter() - start
+    (folder / RUN_INFO).write_text(json.dumps({
+        "notebook": notebook.stem, "parameters": job.parameters, "seconds": round(seconds, 1), "error": error,
+        "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}, indent=1))
+    return Outcome(job.name, job.parameters, seconds, error)
+
+
+def _dask_client(workers: int, scheduler: str | None):
+    try:
+        from dask.distributed import Client, LocalCluster
+    except ImportError:
+        raise RuntimeError("--engine dask needs the optional packages dask and distributed: "
+                           "pip install dask distributed") from None
+    if scheduler:
+        return Client(scheduler)
+    return Client(LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0"))
+
+
+def run(config: dict, workers: int | None = None, engine: str = "process", root: Path = SWEEPS,
+        notebooks_dir: Path = NOTEBOOKS, scheduler: str | None = None, progress: bool = True) -> list[Outcome]:
+    """Runs every unfinished job of a sweep; returns one outcome per job (finished ones skipped)."""
+    from tqdm.auto import tqdm
+
+    if engine not in ENGINES:
+        raise ValueError(f"engine must be one of {ENGINES}. Received: engine={engine!r}")
+    workers = workers or int(config.get("workers", 1))
+    if workers < 1:
+        raise ValueError(f"workers must be at least 1. Received: workers={workers}")
+    kernel_environment()
+    jobs = expand(config, root, notebooks_dir)
+    outcomes = [Outcome(j.name, j.parameters, 0.0, skipped=True) for j in jobs if is_finished(j.output_dir)]
+    todo = [j for j in jobs if not is_finished(j.output_dir)]
+    with tqdm(total=len(todo), desc=f"sweep {config['name']}", unit="run", disable=not progress) as bar:
+        if todo and engine == "dask":
+            with _dask_client(workers, scheduler) as client:
+                from dask.distributed import as_completed
+
+                for future in as_completed(client.map(run_job, todo, pure=False)):
+                    outcomes.append(future.result())
+                    bar.update()
+        elif todo:
+            with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
+                for future in concurrent.futures.as_completed([pool.submit(run_job, j) for j in todo]):
+                    outcomes.append(future.result())
+                    bar.update()
+    outcomes.sort(key=lambda o: o.name)
+    summary = Path(root) / config["name"] / SUMMARY
+    summary.parent.mkdir(parents=True, exist_ok=True)
+    summary.write_text(json.dumps({"name": config["name"], "engine": engine, "workers": workers,
+                                   "runs": [dataclasses.asdict(o) for o in outcomes]}, indent=1))
+    return outcomes
+
+
+def collect(name: str, root: Path = SWEEPS) -> list[dict]:
+    """The finished runs of a sweep: ``{"run", "parameters", "metrics"}`` (metrics.json as stored)."""
+    records = []
+    for folder in sorted((Path(root) / name).glob("*__*")):
+        if is_finished(folder):
+            info = json.loads((folder / RUN_INFO).read_text())
+            records.append({"run": folder.name, "parameters": info.get("parameters", {}),
+                            "metrics": json.loads((folder / "metrics.json").read_text())})
+    return records

@@ -1,0 +1,83 @@
+import json
+
+import nbformat
+import pytest
+
+from predcalc import cli, sweep
+
+
+def _notebook(path):
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell('a = 1\nseeds = [0]\noutput_dir = "out"')
+    params.metadata["tags"] = ["parameters"]
+    body = nbformat.v4.new_code_cell(
+        "import json, pathlib\n"
+        "if a == 3:\n    raise ValueError('a three')\n"
+        "pathlib.Path(output_dir).mkdir(parents=True, exist_ok=True)\n"
+        "pathlib.Path(output_dir, 'metrics.json').write_text(json.dumps({'models': {}, 'value': a * 10 + seeds[0]}))")
+    nb.cells = [params, body]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, path)
+    return path
+
+
+@pytest.fixture
+def setup(tmp_path):
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    _notebook(notebooks / "90_tiny.ipynb")
+    config = {"name": "tiny", "notebooks": ["90_tiny"], "grid": {"a": [1, 3]}, "seeds": [0, 1]}
+    return tmp_path, notebooks, config
+
+
+def test_config_errors(tmp_path, setup):
+    _, notebooks, config = setup
+    with pytest.raises(FileNotFoundError, match="no sweep config"):
+        sweep.load_config(tmp_path / "missing.yaml")
+    (tmp_path / "bad.yaml").write_text("name: x\nnotebooks: [a]\ngird: {}\n")
+    with pytest.raises(ValueError, match="unknown sweep config keys \\['gird'\\]"):
+        sweep.load_config(tmp_path / "bad.yaml")
+    with pytest.raises(ValueError, match="does not declare the grid parameters \\['lr'\\]"):
+        sweep.expand({**config, "grid": {"lr": [1]}}, tmp_path / "sweeps", notebooks)
+    with pytest.raises(ValueError, match="engine='ray'"):
+        sweep.run(config, engine="ray", root=tmp_path / "sweeps", notebooks_dir=notebooks)
+
+
+def test_sweep_runs_resumes_and_reports_failures(setup, capsys):
+    tmp_path, notebooks, config = setup
+    (tmp_path / "tiny.yaml").write_text("name: tiny\nnotebooks: [90_tiny]\ngrid:\n  a: [1, 3]\nseeds: [0, 1]\n")
+    assert sweep.load_config(tmp_path / "tiny.yaml") == {**config, "name": "tiny"}
+    root = tmp_path / "sweeps"
+    jobs = sweep.expand(config, root, notebooks)
+    assert [j.parameters["seeds"] for j in jobs] == [[0], [1], [0], [1]]
+    assert len({j.output_dir for j in jobs}) == 4 and all("90_tiny__" in j.name for j in jobs)
+
+    outcomes = sweep.run(config, workers=2, root=root, notebooks_dir=notebooks, progress=False)
+    failed = sorted(o.parameters["seeds"][0] for o in outcomes if o.error)
+    assert failed == [0, 1] and all("a three" in o.error for o in outcomes if o.error)
+    values = sorted(r["metrics"]["value"] for r in sweep.collect("tiny", root))
+    assert values == [10, 11]
+    summary = json.loads((root / "tiny" / "sweep.json").read_text())
+    assert len(summary["runs"]) == 4
+
+    again = sweep.run(config, workers=2, root=root, notebooks_dir=notebooks, progress=False)
+    assert sorted(o.skipped for o in again) == [False, False, True, True]  # finished runs skipped
+    assert all(o.error for o in again if not o.skipped)  # failed runs are tried again
+
+
+
+def test_cli_parses_sweep_and_dask_missing_is_clear(monkeypatch):
+    args = cli.parser().parse_args(["sweep", "grid.yaml", "--workers", "3", "--engine", "dask"])
+    assert (args.config, args.workers, args.engine, args.handler) == ("grid.yaml", 3, "dask", cli._sweep)
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_dask(name, *rest, **kwargs):
+        if name.startswith("dask"):
+            raise ImportError(name)
+        return real_import(name, *rest, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_dask)
+    with pytest.raises(RuntimeError, match="pip install dask distributed"):
+        sweep._dask_client(1, None)

@@ -1,0 +1,60 @@
+import numpy as np
+import pytest
+
+from predcalc import timeseries as ts
+
+
+def test_windows_are_exact_on_a_tiny_array():
+    x, y = ts.make_windows([10, 11, 12, 13, 14], k=2)
+    np.testing.assert_array_equal(x, [[10, 11], [11, 12], [12, 13]])
+    np.testing.assert_array_equal(y, [12, 13, 14])
+    with pytest.raises(ValueError, match="k=5"):
+        ts.make_windows([1, 2, 3, 4, 5], k=5)
+    with pytest.raises(ValueError, match="one-dimensional"):
+        ts.make_windows(np.zeros((3, 2)), k=1)
+
+
+def test_split_is_chronological_and_scaled_on_train_only():
+    series = np.arange(20, dtype=float) ** 1.5
+    w = ts.chronological_split(series, k=3, train=0.5, validation=0.25)
+    assert w.counts() == {"train": 7, "validation": 5, "test": 5}
+    np.testing.assert_array_equal(w.train_index, np.arange(3, 10))
+    np.testing.assert_array_equal(w.val_index, np.arange(10, 15))
+    np.testing.assert_array_equal(w.test_index, np.arange(15, 20))
+    assert w.mean == pytest.approx(series[:10].mean()) and w.std == pytest.approx(series[:10].std())
+    # windows and targets are the scaled series at the stated positions
+    np.testing.assert_allclose(w.unscale(w.y_test), series[15:])
+    np.testing.assert_allclose(w.unscale(w.x_test[0]), series[12:15])
+    np.testing.assert_allclose(w.unscale(w.x_train[-1]), series[6:9])
+
+
+def test_no_leakage_from_future_values():
+    series = np.sin(np.arange(40.0))
+    changed = series.copy()
+    changed[28:] += 100.0  # alter only values after the training and validation targets
+    a = ts.chronological_split(series, k=4, train=0.5, validation=0.2)
+    b = ts.chronological_split(changed, k=4, train=0.5, validation=0.2)
+    assert a.val_index.max() < 28 <= b.test_index.min()
+    assert (a.mean, a.std) == (b.mean, b.std)
+    for name in ("x_train", "y_train", "x_val", "y_val"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name))
+    assert a.train_index.max() < a.val_index.min() and a.val_index.max() < a.test_index.min()
+
+
+def test_naive_baseline_and_metrics_are_exact():
+    x, y = ts.make_windows([1.0, 3.0, 2.0, 6.0], k=2)
+    np.testing.assert_array_equal(ts.naive_forecast(x), [3.0, 2.0])  # targets 2, 6
+    assert ts.forecast_metrics(y, ts.naive_forecast(x)) == {"mae": 2.5, "rmse": pytest.approx(np.sqrt(8.5))}
+
+
+def test_series_load_offline_and_models_build():
+    sunspots, co2 = ts.load_series("sunspots"), ts.load_series("co2")
+    assert len(sunspots) == 309 and sunspots[0] == 5.0
+    assert not np.isnan(co2).any() and 300 < co2.min() < co2.max() < 380
+    with pytest.raises(ValueError, match="name='airline'"):
+        ts.load_series("airline")
+    with pytest.raises(ValueError, match="name='tcn'"):
+        ts.build_model("tcn", k=4)
+    for name in ts.MODELS:
+        model = ts.build_model(name, k=4, units=4)
+        assert model.predict(np.zeros((2, 4, 1)), verbose=0).shape == (2, 1)
