@@ -19,7 +19,8 @@ import pandas as pd
 from predcalc import metrics as M
 from predcalc.anchors import SEED_LLM_ROWS, SEED_ROWS
 from predcalc.experiment import BASELINE
-from predcalc.runner import ROOT, RUN_INFO, RUNS
+from predcalc.runner import PROFILES, ROOT, RUN_INFO, RUNS
+from predcalc.studies_report import is_study, studies_markdown
 
 REPORTS = ROOT / "reports"
 README_START, README_END = "<!-- findings:start -->", "<!-- findings:end -->"
@@ -238,6 +239,8 @@ def findings_markdown(records: list[dict], models: pd.DataFrame, exports: pd.Dat
              "score against the baseline FNN (1 = as good as the baseline); p is the two-sided t-test of "
              "log(score) over seeds. Accuracy counts a prediction that rounds to the exact answer.", ""]
     for record in records:
+        if is_study(record) or "data" not in record:
+            continue
         counts = record["data"]["counts"]
         lines.append(f"- `{record['notebook']}` ({record['backend']}, data seed {record['data']['seed']}): "
                      + ", ".join(f"{k} {v:,}" for k, v in counts.items()))
@@ -272,14 +275,22 @@ def findings_markdown(records: list[dict], models: pd.DataFrame, exports: pd.Dat
         from predcalc.bench import deployment_markdown
 
         lines += deployment_markdown(json.loads(bench.read_text()))
-    lines += ["## Runs", ""]
+    relative_dirs = {record["notebook"]: Path(os.path.relpath(record["_dir"], reports)).as_posix()
+                     for record in records}
+    lines += studies_markdown(records, relative_dirs)
+    lines += ["## Runs", "",
+              "Each run's numbers come back with the command beside it (`predcalc run` executes the notebook "
+              "into `reports/runs/`, then `predcalc report` rebuilds this page).", ""]
     for record in records:
-        relative = Path(os.path.relpath(record["_dir"], reports)).as_posix()
+        relative = relative_dirs[record["notebook"]]
         figures = sorted(p.name for p in record["_dir"].glob("*.png"))
-        lines.append(f"- [{record['notebook']}]({relative}/{record['notebook']}.ipynb): parameters "
+        profile = record.get("_profile")
+        command = (f"predcalc run --profile {profile} --only {record['notebook']}" if profile in PROFILES
+                   else f"predcalc run --only {record['notebook']}")
+        lines.append(f"- [{record['notebook']}]({relative}/{record['notebook']}.ipynb) (`{command}`): parameters "
                      f"`{json.dumps(record['parameters'])}`")
         lines += [f"  ![{name}]({relative}/{name})" for name in figures]
-    lines += ["", "Reproduce: `make report` (quick profile) or `make report PROFILE=full`.", ""]
+    lines += ["", "Reproduce everything: `make report` (quick profile) or `make report PROFILE=full`.", ""]
     return "\n".join(lines)
 
 

@@ -1,0 +1,149 @@
+"""The studies' part of the findings: speed (21), time series (22) and explanations (23).
+
+Each study notebook writes a ``metrics.json`` with ``"kind": "study"``, no trained models
+of the seed protocol and one entry of its own (``speed``, ``timeseries``, ``explain``). This
+module turns those entries into the findings' sections; every number comes from them.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pandas as pd
+
+STUDY_KEYS = ("speed", "timeseries", "explain")
+
+
+def is_study(record: dict) -> bool:
+    return record.get("kind") == "study" or any(key in record for key in STUDY_KEYS)
+
+
+def _ratio(value) -> str:
+    return "" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.2f}x"
+
+
+def speed_table(entry: dict) -> pd.DataFrame:
+    """Per length: min* parallel and step paths over their Keras counterpart, per phase."""
+    rows = {}
+    for r in entry["speedups"]:
+        row = rows.setdefault(r["length"], {"length": r["length"]})
+        family = "minGRU / GRU" if r["family"] == "min_gru" else "minLSTM / LSTM"
+        phase = "train" if r["phase"] == "train_step" else "infer"
+        row[f"{phase} {family} parallel"] = _ratio(r["parallel_vs_keras"])
+        row[f"{phase} {family} step"] = _ratio(r["step_vs_keras"])
+    return pd.DataFrame([rows[length] for length in sorted(rows)])
+
+
+def timeseries_table(entry: dict) -> pd.DataFrame:
+    rows = []
+    naive = entry["naive"]
+    for r in entry["summary"]:
+        rows.append({"series": r["series"], "model": r["model"], "params": r.get("params"),
+                     "MAE": f"{r['MAE']:.3f} ± {r.get('MAE_std', 0):.3f}",
+                     "RMSE": f"{r['RMSE']:.3f} ± {r.get('RMSE_std', 0):.3f}",
+                     "MAE / naive": f"{r['MAE'] / naive[r['series']]['mae']:.2f}",
+                     "epochs": f"{r.get('epochs', math.nan):.0f}", "_mae": r["MAE"]})
+    for series, metrics in naive.items():
+        rows.append({"series": series, "model": "naive (last value)", "params": 0,
+                     "MAE": f"{metrics['mae']:.3f}", "RMSE": f"{metrics['rmse']:.3f}", "MAE / naive": "1.00",
+                     "epochs": "", "_mae": metrics["mae"]})
+    frame = pd.DataFrame(rows).sort_values(["series", "_mae"]).reset_index(drop=True)
+    return frame.drop(columns=["_mae"])
+
+
+def _markdown(frame: pd.DataFrame) -> str:
+    header = "| " + " | ".join(frame.columns) + " |"
+    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
+    body = ["| " + " | ".join("" if v is None else (f"{v:,}" if isinstance(v, int) else str(v)) for v in row)
+            + " |" for row in frame.itertuples(index=False)]
+    return "\n".join([header, rule, *body])
+
+
+def _speed_section(record: dict, folder: str) -> list[str]:
+    entry, parameters = record["speed"], record["parameters"]
+    lengths = sorted({r["length"] for r in entry["speedups"]})
+    train = [r for r in entry["speedups"] if r["phase"] == "train_step" and r["parallel_vs_keras"]]
+    best = max(train, key=lambda r: r["parallel_vs_keras"]) if train else None
+    paper = entry.get("paper_speedup_t4_gpu", {})
+    lines = [f"### Parallel scan vs step loop vs Keras ({record['notebook']}, {record['_profile']})", "",
+             f"Median seconds of a training step and of inference, batch {parameters.get('batch')}, "
+             f"{parameters.get('units')} units, lengths {lengths[0]} to {lengths[-1]}, {parameters.get('repeats')} "
+             f"interleaved repeats, on this project's 2-core CPU ({record['backend']} backend). Each cell is the "
+             "Keras layer's time over the min* layer's (above 1: the min* layer is faster).", "",
+             _markdown(speed_table(entry)), ""]
+    if best:
+        lines.append(f"Best training-step speed-up over Keras here: **{best['parallel_vs_keras']:.2f}x** "
+                     f"({best['family']}, parallel scan, length {best['length']}); the paper reports "
+                     + ", ".join(f"{family} {', '.join(f'{v}x at {k}' for k, v in d.items())}"
+                                 for family, d in paper.items())
+                     + " on a T4 GPU. A parallel scan needs parallel hardware; two CPU cores have none to spare.")
+    lines += ["", f"![speed]({folder}/speed.png)", ""]
+    return lines
+
+
+def _timeseries_section(record: dict, folder: str) -> list[str]:
+    entry, parameters = record["timeseries"], record["parameters"]
+    lines = [f"### One-step-ahead forecasting of real series ({record['notebook']}, {record['_profile']})", "",
+             f"Sunspots (yearly) and Mauna Loa CO2 (monthly) from statsmodels, chronological 70/15/15 split, the "
+             f"past {parameters.get('k')} values in, {len(parameters.get('seeds', []))} seed(s) each, at most "
+             f"{parameters.get('epochs')} epochs with early stopping (patience {parameters.get('patience')}). "
+             "Mean ± standard deviation over seeds, test segment, in the series' units.", "",
+             _markdown(timeseries_table(entry)), ""]
+    for series, metrics in entry["naive"].items():
+        rows = [r for r in entry["summary"] if r["series"] == series]
+        beat = [r["model"] for r in rows if r["MAE"] < metrics["mae"]]
+        best = min(rows, key=lambda r: r["MAE"]) if rows else None
+        if best:
+            lines.append(f"- {series}: best {best['model']} (MAE {best['MAE']:.3f}, "
+                         f"{best['MAE'] / metrics['mae']:.2f}x the naive forecast); {len(beat)} of {len(rows)} models "
+                         "beat the last-value forecast" + (f" ({', '.join(beat)})." if beat else "."))
+    lines += ["", f"![forecasts]({folder}/forecasts.png)", ""]
+    return lines
+
+
+def _explain_section(record: dict, folder: str, figures) -> list[str]:
+    entry = record["explain"]
+    ig = entry["integrated_gradients"]
+    quality = {row["model"]: row for row in entry.get("quality", [])}
+    rows = []
+    for name, s in ig.items():
+        label = {"lstm": "LSTM", "gru": "GRU", "bilstm_attention": "BiLSTM + attention", "min_gru": "minGRU"}.get(name, name)
+        q = quality.get(label, {})
+        rows.append({"model": label, "epochs": q.get("epochs", ""),
+                     "MAE in": f"{q['MAE in']:.3f}" if "MAE in" in q else "",
+                     "IG share numbers": f"{100 * s['share_numbers']:.0f} %",
+                     "IG share operators": f"{100 * s['share_operators']:.0f} %",
+                     "r(IG b, op·b)": f"{s['corr_b']:.2f}", "r(IG c, op·c)": f"{s['corr_c']:.2f}",
+                     "completeness gap": f"{s['completeness_max_gap']:.2g}"})
+    lines = [f"### Explanations ({record['notebook']}, {record['_profile']})", "",
+             "Integrated gradients from an all-padding input over in-range test expressions: the share of the "
+             "attribution mass on numbers and operators, and whether the attribution of b and c follows the "
+             "signed term they contribute (a model that applies the operator gives r near 1).", "",
+             _markdown(pd.DataFrame(rows)), ""]
+    attention = entry.get("attention") or {}
+    if attention:
+        lines.append(f"- BiLSTM attention: {100 * attention['mass_expression']:.0f} % of the weight on the five "
+                     f"expression tokens, {100 * attention['mass_padding']:.0f} % on the ten pads (uniform: 33 / 67 %).")
+    for model, r in (entry.get("state_retention_over_padding") or {}).items():
+        lines.append(f"- {model}: the gates keep {r['median_unit']:.2g} (median unit) and {r['max_unit']:.2g} "
+                     "(best unit) of the state after the expression across the ten pads.")
+    lines += [""] + [f"![{name}]({folder}/{name})" for name in figures] + [""]
+    return lines
+
+
+def studies_markdown(records: list[dict], relative_dirs: dict) -> list[str]:
+    """The findings' "Studies" section; ``relative_dirs`` maps a notebook to its folder from the report."""
+    studies = [r for r in records if is_study(r)]
+    if not studies:
+        return []
+    lines = ["## Studies", ""]
+    for record in studies:
+        folder = relative_dirs[record["notebook"]]
+        if "speed" in record:
+            lines += _speed_section(record, folder)
+        elif "timeseries" in record:
+            lines += _timeseries_section(record, folder)
+        elif "explain" in record:
+            figures = sorted(p.name for p in record["_dir"].glob("*.png"))
+            lines += _explain_section(record, folder, figures)
+    return lines

@@ -1,0 +1,48 @@
+import json
+
+from predcalc import report
+from predcalc.studies_report import is_study, speed_table, timeseries_table
+
+
+def _speed_record():
+    speedups = [{"length": length, "family": family, "phase": phase, "parallel_vs_keras": 2.0 * length / 64,
+                 "step_vs_keras": 1.5, "parallel_vs_step": 1.0}
+                for length in (64, 256) for family in ("min_gru", "min_lstm") for phase in ("train_step", "inference")]
+    return {"notebook": "21_parallel_scan", "kind": "study", "models": {}, "backend": "tensorflow",
+            "parameters": {"batch": 8, "units": 32, "repeats": 3, "lengths": [64, 256]},
+            "speed": {"records": [], "speedups": speedups, "paper_speedup_t4_gpu": {"min_gru": {"512": 175}}}}
+
+
+def _timeseries_record():
+    summary = [{"series": "co2", "model": "Keras GRU", "MAE": 0.5, "MAE_std": 0.1, "RMSE": 0.6, "RMSE_std": 0.1,
+                "epochs": 30.0, "params": 3297},
+               {"series": "co2", "model": "Mamba", "MAE": 2.0, "MAE_std": 0.0, "RMSE": 2.5, "RMSE_std": 0.0,
+                "epochs": 12.0, "params": 1000}]
+    return {"notebook": "22_timeseries", "kind": "study", "models": {}, "backend": "tensorflow",
+            "parameters": {"k": 12, "seeds": [0, 1], "epochs": 200, "patience": 20},
+            "timeseries": {"naive": {"co2": {"mae": 1.0, "rmse": 1.2}}, "runs": [], "summary": summary}}
+
+
+def test_study_tables_hold_the_stored_numbers():
+    speed = speed_table(_speed_record()["speed"])
+    assert list(speed["length"]) == [64, 256]
+    assert speed.loc[1, "train minGRU / GRU parallel"] == "8.00x"  # 2 * 256 / 64
+    series = timeseries_table(_timeseries_record()["timeseries"])
+    assert list(series["model"]) == ["Keras GRU", "naive (last value)", "Mamba"]  # by MAE
+    assert list(series["MAE / naive"]) == ["0.50", "1.00", "2.00"]
+    assert is_study(_speed_record()) and not is_study({"models": {"x": {}}, "data": {}})
+
+
+def test_report_has_a_studies_section_and_a_command_per_run(tmp_path):
+    runs = tmp_path / "runs"
+    for record in (_speed_record(), _timeseries_record()):
+        (runs / record["notebook"]).mkdir(parents=True)
+        (runs / record["notebook"] / "metrics.json").write_text(json.dumps(record))
+    (runs / "22_timeseries" / "run.json").write_text(json.dumps({"profile": "full"}))
+    report.build(runs=runs, reports=tmp_path / "reports", readme=tmp_path / "README.md")
+    text = (tmp_path / "reports" / "findings.md").read_text()
+    assert "## Studies" in text
+    assert "Best training-step speed-up over Keras here: **8.00x** (min_gru, parallel scan, length 256)" in text
+    assert "- co2: best Keras GRU (MAE 0.500, 0.50x the naive forecast); 1 of 2 models beat" in text
+    assert "`predcalc run --profile full --only 22_timeseries`" in text
+    assert "- `21_parallel_scan`" not in text  # studies have no protocol counts
