@@ -46,3 +46,26 @@ def test_random_expression_arguments():
         random_expression(rng, terms=2, operators="^")
     with pytest.raises(ValueError, match="min_digits"):
         random_expression(rng, terms=2, min_digits=3, max_digits=2)
+
+
+def test_additive_suite_holds_only_plus_minus_and_the_typed_tokenizer_reads_it():
+    from predcalc.data import TypedTokenizer
+
+    additive = extended_suite(seed=2, train_size=200, test_size=20, operators="+-", parentheses=False)
+    assert not any(key.startswith("depth_") for key in additive)
+    for name, split in additive.items():
+        text = " ".join(split.split.expressions)
+        assert not set("*/()") & set(text), name
+    assert (additive["digits_6"].digits == 6).all() and (additive["terms_8"].terms == 8).all()
+    tokens = TypedTokenizer().encode_batch(list(additive["digits_6"].split.expressions))
+    assert tokens.shape == (20, 15, 4) and np.abs(tokens[..., 0]).max() >= 100_000
+    with pytest.raises(ValueError, match="operators must be drawn from"):
+        extended_suite(seed=0, train_size=10, test_size=2, operators="")
+
+
+def test_the_default_suite_is_the_one_drawn_before_the_operator_option():
+    # pinned from the suite as drawn before `operators`/`parentheses` existed: the default must not move
+    suite = extended_suite(seed=4, train_size=50, test_size=3)
+    assert suite["train"].split.expressions[:2] == ("60 / 4 - (-88 / 88)", "97 * 4 + 52 / 1")
+    assert suite["digits_6"].split.expressions[0] == "246572 * 722813 - 285308"
+    assert suite["depth_3"].split.expressions[0] == "(-7 * ((8 + 5)) - -2) * 3"

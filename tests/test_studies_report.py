@@ -46,3 +46,20 @@ def test_report_has_a_studies_section_and_a_command_per_run(tmp_path):
     assert "- co2: best Keras GRU (MAE 0.500, 0.50x the naive forecast); 1 of 2 models beat" in text
     assert "`predcalc run --profile full --only 22_timeseries`" in text
     assert "- `21_parallel_scan`" not in text  # studies have no protocol counts
+
+
+def test_extended_section_gives_accuracy_per_family_and_model(tmp_path):
+    def run(seed, accuracy):
+        return {"seed": seed, "epochs": 9, "metrics": {f: {"accuracy": accuracy, "mre": 0.01 * (seed + 1), "mae": 1.0}
+                                                       for f in ("digits_1", "digits_6", "terms_8")}}
+    record = {"notebook": "31_extended_suite", "kind": "study", "models": {}, "backend": "tensorflow",
+              "parameters": {"test_size": 200, "suite_seed": 0},
+              "extended": {"families": ["digits_1", "digits_6", "terms_8"],
+                           "models": {"scan_typed": {"label": "Scan", "params": 46,
+                                                     "runs": [run(0, 1.0), run(1, 0.5)]}}}}
+    (tmp_path / "runs" / "31_extended_suite").mkdir(parents=True)
+    (tmp_path / "runs" / "31_extended_suite" / "metrics.json").write_text(json.dumps(record))
+    report.build(runs=tmp_path / "runs", reports=tmp_path / "reports", readme=tmp_path / "README.md")
+    text = (tmp_path / "reports" / "findings.md").read_text()
+    assert "| family | Scan (2 seeds) |" in text and "| digits_6 | 75.0 % |" in text
+    assert "- Scan: mean relative error 0.015 with 1-digit numbers, 0.015 with 6-digit numbers." in text

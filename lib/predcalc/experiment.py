@@ -123,18 +123,23 @@ class Results:
 
 def run_seeds(model_names, protocol: Protocol, seeds=(0,), epochs: int = 200, patience: int = 20,
               batch_size: int = 32, learning_rate: float = 1e-3, model_kwargs: dict | None = None,
-              progress: bool = True) -> Results:
+              progress: bool = True, extra_test_sets: dict | None = None) -> Results:
     """Train and evaluate each model once per seed on the protocol.
 
     Args:
         model_kwargs: ``{model_name: {kwarg: value}}`` passed to the model builders.
+        extra_test_sets: ``{name: Split}`` scored beside the protocol's test sets, in every
+            seed's record (e.g. the extended suite's families).
     """
     from tqdm.auto import tqdm
 
     if not seeds:
         raise ValueError("seeds must name at least one seed")
     results = Results(protocol=protocol)
-    test_sets = protocol.test_sets()
+    test_sets = {**protocol.test_sets(), **(extra_test_sets or {})}
+    clash = set(protocol.test_sets()) & set(extra_test_sets or {})
+    if clash:
+        raise ValueError(f"extra_test_sets must not reuse the protocol's names. Received: {sorted(clash)}")
     jobs = [(name, seed) for name in model_names for seed in seeds]
     for name, seed in tqdm(jobs, desc="train", disable=not progress):
         trained = train(name, protocol, seed=seed, epochs=epochs, patience=patience, batch_size=batch_size,

@@ -1,4 +1,5 @@
-"""The studies' part of the findings: speed (21), time series (22) and explanations (23).
+"""The studies' part of the findings: speed (21), time series (22), explanations (23) and the
+extended suite (31).
 
 Each study notebook writes a ``metrics.json`` with ``"kind": "study"``, no trained models
 of the seed protocol and one entry of its own (``speed``, ``timeseries``, ``explain``). This
@@ -11,7 +12,7 @@ import math
 
 import pandas as pd
 
-STUDY_KEYS = ("speed", "timeseries", "explain")
+STUDY_KEYS = ("speed", "timeseries", "explain", "extended")
 
 
 def is_study(record: dict) -> bool:
@@ -131,6 +132,35 @@ def _explain_section(record: dict, folder: str, figures) -> list[str]:
     return lines
 
 
+def extended_table(entry: dict) -> pd.DataFrame:
+    """Exact accuracy per family (rows) and model (columns), mean over seeds."""
+    frame = {}
+    for model in entry["models"].values():
+        runs = model["runs"]
+        frame[f"{model['label']} ({len(runs)} seeds)"] = [
+            f"{100 * sum(r['metrics'][f]['accuracy'] for r in runs) / len(runs):.1f} %" for f in entry["families"]]
+    return pd.DataFrame({"family": entry["families"], **frame})
+
+
+def _extended_section(record: dict, folder: str) -> list[str]:
+    entry, parameters = record["extended"], record["parameters"]
+    lines = [f"### The extended suite, additive part ({record['notebook']}, {record['_profile']})", "",
+             "Trained on the seed protocol only (three numbers from -5..4), scored on the extended suite's `+`/`-` "
+             f"families ({parameters.get('test_size')} expressions each, suite seed {parameters.get('suite_seed')}): "
+             "numbers of exactly d digits (3 terms) and n terms of 1-2 digit numbers. Exact accuracy, mean over "
+             "seeds. `*`, `/` and parentheses are not covered: the typed tokens these models read cannot encode them.",
+             "", _markdown(extended_table(entry)), ""]
+    for model in entry["models"].values():
+        runs = model["runs"]
+        mre = {f: sum(r["metrics"][f]["mre"] for r in runs) / len(runs) for f in ("digits_1", "digits_6")
+               if f in runs[0]["metrics"]}
+        if len(mre) == 2:
+            lines.append(f"- {model['label']}: mean relative error {mre['digits_1']:.2g} with 1-digit numbers, "
+                         f"{mre['digits_6']:.2g} with 6-digit numbers.")
+    lines += ["", f"![accuracy by difficulty]({folder}/accuracy_by_difficulty.png)", ""]
+    return lines
+
+
 def studies_markdown(records: list[dict], relative_dirs: dict) -> list[str]:
     """The findings' "Studies" section; ``relative_dirs`` maps a notebook to its folder from the report."""
     studies = [r for r in records if is_study(r)]
@@ -146,4 +176,6 @@ def studies_markdown(records: list[dict], relative_dirs: dict) -> list[str]:
         elif "explain" in record:
             figures = sorted(p.name for p in record["_dir"].glob("*.png"))
             lines += _explain_section(record, folder, figures)
+        elif "extended" in record:
+            lines += _extended_section(record, folder)
     return lines

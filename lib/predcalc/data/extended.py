@@ -146,26 +146,32 @@ def _draw(rng, count: int, **kwargs) -> list[str]:
     return list(found)
 
 
-def training_distribution(rng, count: int) -> list[str]:
-    """2-4 terms, 1-2 digit numbers, + - * /, nesting 0 or 1."""
+def training_distribution(rng, count: int, operators: str = ALL_OPERATORS, parentheses: bool = True) -> list[str]:
+    """2-4 terms, 1-2 digit numbers, ``operators`` (default + - * /), nesting 0 or 1 (0 without parentheses)."""
     out: dict[str, None] = {}
     while len(out) < count:
         terms = int(rng.integers(2, 5))
-        nesting = int(rng.integers(0, 2))
-        out.update(dict.fromkeys(_draw(rng, 1, terms=terms, min_digits=1, max_digits=2, nesting=nesting)))
+        nesting = int(rng.integers(0, 2)) if parentheses else 0
+        out.update(dict.fromkeys(_draw(rng, 1, terms=terms, min_digits=1, max_digits=2, nesting=nesting,
+                                       operators=operators)))
     return list(out)
 
 
-def extended_suite(seed: int = 0, train_size: int = 20000, test_size: int = 200) -> dict[str, SuiteSplit]:
+def extended_suite(seed: int = 0, train_size: int = 20000, test_size: int = 200, operators: str = ALL_OPERATORS,
+                   parentheses: bool = True) -> dict[str, SuiteSplit]:
     """The extended suite: ``train``, ``validation``, ``iid`` and the difficulty families.
 
     Keys: ``train``, ``validation``, ``iid``, ``digits_1`` .. ``digits_6``, ``terms_2`` ..
-    ``terms_10``, ``depth_0`` .. ``depth_3``. Test expressions never appear in training.
+    ``terms_10``, and with parentheses ``depth_0`` .. ``depth_3``. Test expressions never
+    appear in training. ``operators="+-", parentheses=False`` gives the additive part of the
+    suite, which models reading only signed sums (the typed tokens) can encode.
     """
     if train_size <= 0 or test_size <= 0:
         raise ValueError(f"sizes must be positive. Received: train_size={train_size}, test_size={test_size}")
+    if not operators or any(op not in ALL_OPERATORS for op in operators):
+        raise ValueError(f"operators must be drawn from {ALL_OPERATORS!r}. Received: operators={operators!r}")
     rng = np.random.default_rng(seed)
-    pool = training_distribution(rng, train_size + train_size // 10 + test_size)
+    pool = training_distribution(rng, train_size + train_size // 10 + test_size, operators, parentheses)
     train = pool[:train_size]
     validation = pool[train_size:train_size + train_size // 10]
     iid = pool[train_size + train_size // 10:]
@@ -177,11 +183,15 @@ def extended_suite(seed: int = 0, train_size: int = 20000, test_size: int = 200)
     suite = {"train": make_suite_split("train", train), "validation": make_suite_split("validation", validation),
              "iid": make_suite_split("iid", iid)}
     for d in range(1, 7):
-        suite[f"digits_{d}"] = make_suite_split(f"digits_{d}", fresh(test_size, terms=3, min_digits=d, max_digits=d))
+        suite[f"digits_{d}"] = make_suite_split(
+            f"digits_{d}", fresh(test_size, terms=3, min_digits=d, max_digits=d, operators=operators))
     for n in range(2, 11):
-        suite[f"terms_{n}"] = make_suite_split(f"terms_{n}", fresh(test_size, terms=n, max_digits=2))
+        suite[f"terms_{n}"] = make_suite_split(
+            f"terms_{n}", fresh(test_size, terms=n, max_digits=2, operators=operators))
+    if not parentheses:
+        return suite
     for k in range(0, 4):
         terms = int(max(4, k + 2))
         suite[f"depth_{k}"] = make_suite_split(
-            f"depth_{k}", fresh(test_size, terms=terms, min_digits=1, max_digits=1, nesting=k))
+            f"depth_{k}", fresh(test_size, terms=terms, min_digits=1, max_digits=1, nesting=k, operators=operators))
     return suite
