@@ -3,10 +3,9 @@
 import keras
 from keras import ops
 
+from predcalc.layers.input_gated_scan import _InputGatedScan
 from predcalc.layers.scan_kernels import g
 from predcalc.layers.scan_kernels import log_g
-from predcalc.layers.scan_kernels import log_space_scan
-from predcalc.layers.scan_kernels import run_steps
 
 
 def min_gru_step(h_prev, gate_logits, candidate_logits):
@@ -45,7 +44,7 @@ def min_gru_log_coefficients(gate_logits, candidate_logits):
 
 
 @keras.saving.register_keras_serializable(package="predcalc")
-class MinGRU(keras.layers.Layer):
+class MinGRU(_InputGatedScan):
     """Minimal gated recurrent unit (minGRU), parallel over time.
 
     Implements the minGRU of seed 003 ("GRU and min-GRU"; Feng et al.
@@ -135,138 +134,10 @@ class MinGRU(keras.layers.Layer):
           Computation](https://arxiv.org/abs/2311.06281)
     """
 
-    def __init__(
-        self,
-        units,
-        return_sequences=False,
-        return_state=False,
-        parallel=True,
-        use_bias=True,
-        kernel_initializer="glorot_uniform",
-        bias_initializer="zeros",
-        **kwargs,
-    ):
-        super().__init__(**kwargs)
-        if isinstance(units, bool) or not isinstance(units, int) or units <= 0:
-            raise ValueError(
-                f"units must be a positive integer. Received: units={units}"
-            )
-        for arg_name, value in (
-            ("return_sequences", return_sequences),
-            ("return_state", return_state),
-            ("parallel", parallel),
-            ("use_bias", use_bias),
-        ):
-            if not isinstance(value, bool):
-                raise ValueError(
-                    f"{arg_name} must be a bool. Received: {arg_name}={value}"
-                )
-        self.units = units
-        self.return_sequences = return_sequences
-        self.return_state = return_state
-        self.parallel = parallel
-        self.use_bias = use_bias
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.bias_initializer = keras.initializers.get(bias_initializer)
-        if keras.backend.backend() == "tensorflow":
-            # Neither TF path compiles under XLA (see `scan_kernels`).
-            self.supports_jit = False
+    gate_count = 2
 
-    def build(self, input_shape):
-        if len(input_shape) != 3:
-            raise ValueError(
-                "MinGRU expects inputs of shape (batch, time, features). "
-                f"Received: input_shape={input_shape}"
-            )
-        input_dim = input_shape[-1]
-        if input_dim is None:
-            raise ValueError(
-                "The last dimension of the inputs must be defined. "
-                f"Received: input_shape={input_shape}"
-            )
-        self.kernel = self.add_weight(
-            name="kernel",
-            shape=(input_dim, 2 * self.units),
-            initializer=self.kernel_initializer,
-        )
-        if self.use_bias:
-            self.bias = self.add_weight(
-                name="bias",
-                shape=(2 * self.units,),
-                initializer=self.bias_initializer,
-            )
-        else:
-            self.bias = None
+    def _log_coefficients(self, *logits):
+        return min_gru_log_coefficients(*logits)
 
-    def call(self, inputs, initial_state=None):
-        if isinstance(initial_state, (list, tuple)):
-            (initial_state,) = initial_state
-        projected = ops.matmul(inputs, self.kernel)  # (batch, time, 2*units)
-        if self.bias is not None:
-            projected = projected + self.bias  # (batch, time, 2*units)
-        gate_logits = projected[..., : self.units]  # (batch, time, units)
-        candidate_logits = projected[..., self.units :]  # (batch, time, units)
-
-        if self.parallel:
-            log_a, log_b = min_gru_log_coefficients(
-                gate_logits, candidate_logits
-            )  # (batch, time, units) each
-            sequence, last_state = log_space_scan(
-                log_a, log_b, initial_state
-            )  # (batch, time, units), (batch, units)
-        else:
-            sequence, last_state = self._step_path(
-                gate_logits, candidate_logits, initial_state
-            )
-
-        output = sequence if self.return_sequences else last_state
-        if self.return_state:
-            return [output, last_state]
-        return output
-
-    def _step_path(self, gate_logits, candidate_logits, initial_state):
-        gates = ops.moveaxis(gate_logits, 1, 0)  # (time, batch, units)
-        candidates = ops.moveaxis(
-            candidate_logits, 1, 0
-        )  # (time, batch, units)
-        if initial_state is None:
-            initial_state = ops.zeros_like(gates[0])  # (batch, units)
-
-        def step(h_prev, step_inputs):
-            h_t = min_gru_step(h_prev, *step_inputs)  # (batch, units)
-            return h_t, h_t
-
-        last_state, sequence = run_steps(
-            step, initial_state, (gates, candidates)
-        )  # (batch, units), (time, batch, units)
-        return ops.moveaxis(sequence, 0, 1), last_state
-
-    def compute_output_shape(self, input_shape):
-        batch_size, time_steps = input_shape[0], input_shape[1]
-        state_shape = (batch_size, self.units)
-        if self.return_sequences:
-            output_shape = (batch_size, time_steps, self.units)
-        else:
-            output_shape = state_shape
-        if self.return_state:
-            return [output_shape, state_shape]
-        return output_shape
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "units": self.units,
-                "return_sequences": self.return_sequences,
-                "return_state": self.return_state,
-                "parallel": self.parallel,
-                "use_bias": self.use_bias,
-                "kernel_initializer": keras.initializers.serialize(
-                    self.kernel_initializer
-                ),
-                "bias_initializer": keras.initializers.serialize(
-                    self.bias_initializer
-                ),
-            }
-        )
-        return config
+    def _step(self, h_prev, *logits_t):
+        return min_gru_step(h_prev, *logits_t)

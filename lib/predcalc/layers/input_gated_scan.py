@@ -1,0 +1,169 @@
+"""The shared body of MinGRU and MinLSTM: input-only gates, one linear scan.
+
+Both layers project `x_t` once into `gate_count` blocks of `units` logits
+(`[gates... | candidate]`), turn them into the coefficients of
+`h_t = a_t * h_{t-1} + b_t`, and evaluate that recurrence either with the
+log-space parallel scan or one step at a time. A subclass names its gate
+count and supplies the two kernels of its paper equation:
+
+- `_log_coefficients(*logits) -> (log_a, log_b)`, each `(batch, time, units)`;
+- `_step(h_prev, *logits_t) -> h_t`, each `(batch, units)`.
+
+The base class is private (its name starts with an underscore), so the layer
+package exports only the two public layers.
+"""
+
+import keras
+from keras import ops
+
+from predcalc.layers.scan_kernels import log_space_scan
+from predcalc.layers.scan_kernels import run_steps
+
+
+class _InputGatedScan(keras.layers.Layer):
+    """Base of the minimal RNNs; see `MinGRU` and `MinLSTM` for the arguments."""
+
+    gate_count = None  # blocks of `units` logits per step, the candidate included
+
+    def __init__(
+        self,
+        units,
+        return_sequences=False,
+        return_state=False,
+        parallel=True,
+        use_bias=True,
+        kernel_initializer="glorot_uniform",
+        bias_initializer="zeros",
+        **kwargs,
+    ):
+        super().__init__(**kwargs)
+        if isinstance(units, bool) or not isinstance(units, int) or units <= 0:
+            raise ValueError(
+                f"units must be a positive integer. Received: units={units}"
+            )
+        for arg_name, value in (
+            ("return_sequences", return_sequences),
+            ("return_state", return_state),
+            ("parallel", parallel),
+            ("use_bias", use_bias),
+        ):
+            if not isinstance(value, bool):
+                raise ValueError(
+                    f"{arg_name} must be a bool. Received: {arg_name}={value}"
+                )
+        self.units = units
+        self.return_sequences = return_sequences
+        self.return_state = return_state
+        self.parallel = parallel
+        self.use_bias = use_bias
+        self.kernel_initializer = keras.initializers.get(kernel_initializer)
+        self.bias_initializer = keras.initializers.get(bias_initializer)
+        if keras.backend.backend() == "tensorflow":
+            # Neither TF path compiles under XLA (see `scan_kernels`).
+            self.supports_jit = False
+
+    def build(self, input_shape):
+        name = type(self).__name__
+        if len(input_shape) != 3:
+            raise ValueError(
+                f"{name} expects inputs of shape (batch, time, features). "
+                f"Received: input_shape={input_shape}"
+            )
+        input_dim = input_shape[-1]
+        if input_dim is None:
+            raise ValueError(
+                "The last dimension of the inputs must be defined. "
+                f"Received: input_shape={input_shape}"
+            )
+        self.kernel = self.add_weight(
+            name="kernel",
+            shape=(input_dim, self.gate_count * self.units),
+            initializer=self.kernel_initializer,
+        )
+        if self.use_bias:
+            self.bias = self.add_weight(
+                name="bias",
+                shape=(self.gate_count * self.units,),
+                initializer=self.bias_initializer,
+            )
+        else:
+            self.bias = None
+
+    def _log_coefficients(self, *logits):
+        raise NotImplementedError
+
+    def _step(self, h_prev, *logits_t):
+        raise NotImplementedError
+
+    def call(self, inputs, initial_state=None):
+        if isinstance(initial_state, (list, tuple)):
+            (initial_state,) = initial_state
+        projected = ops.matmul(inputs, self.kernel)  # (batch, time, gates*units)
+        if self.bias is not None:
+            projected = projected + self.bias  # (batch, time, gates*units)
+        units = self.units
+        logits = tuple(
+            projected[..., index * units : (index + 1) * units]
+            for index in range(self.gate_count)
+        )  # gate_count x (batch, time, units)
+
+        if self.parallel:
+            log_a, log_b = self._log_coefficients(
+                *logits
+            )  # (batch, time, units) each
+            sequence, last_state = log_space_scan(
+                log_a, log_b, initial_state
+            )  # (batch, time, units), (batch, units)
+        else:
+            sequence, last_state = self._step_path(logits, initial_state)
+
+        output = sequence if self.return_sequences else last_state
+        if self.return_state:
+            return [output, last_state]
+        return output
+
+    def _step_path(self, logits, initial_state):
+        step_inputs = tuple(
+            ops.moveaxis(block, 1, 0) for block in logits
+        )  # gate_count x (time, batch, units)
+        if initial_state is None:
+            initial_state = ops.zeros_like(step_inputs[0][0])  # (batch, units)
+
+        def step(h_prev, logits_t):
+            h_t = self._step(h_prev, *logits_t)  # (batch, units)
+            return h_t, h_t
+
+        last_state, sequence = run_steps(
+            step, initial_state, step_inputs
+        )  # (batch, units), (time, batch, units)
+        return ops.moveaxis(sequence, 0, 1), last_state
+
+    def compute_output_shape(self, input_shape):
+        batch_size, time_steps = input_shape[0], input_shape[1]
+        state_shape = (batch_size, self.units)
+        if self.return_sequences:
+            output_shape = (batch_size, time_steps, self.units)
+        else:
+            output_shape = state_shape
+        if self.return_state:
+            return [output_shape, state_shape]
+        return output_shape
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(
+            {
+                "units": self.units,
+                "return_sequences": self.return_sequences,
+                "return_state": self.return_state,
+                "parallel": self.parallel,
+                "use_bias": self.use_bias,
+                "kernel_initializer": keras.initializers.serialize(
+                    self.kernel_initializer
+                ),
+                "bias_initializer": keras.initializers.serialize(
+                    self.bias_initializer
+                ),
+            }
+        )
+        return config
