@@ -89,3 +89,13 @@ def test_report_builds_findings_readme_table_and_figure(tmp_path):
 def test_report_without_runs_says_so(tmp_path):
     written = report.build(runs=tmp_path / "none", reports=tmp_path, readme=tmp_path / "README.md")
     assert "no runs yet" in (tmp_path / "findings.md").read_text() and written["readme"] is False
+
+
+def test_ablation_lines_set_each_ablation_beside_the_full_model():
+    full, ablation = _model("Scan", 0.01), _model("Ablated", 0.5)
+    for run in ablation["runs"]:
+        run["metrics"]["out"]["accuracy"] = 0.25
+    lines = report.ablation_lines([_record("30_beyond_seed", {"scan_typed": full, "scan_typed_additive": ablation})])
+    assert "the full model 50.0 / 50.0 / 50.0 %" in lines[0]
+    assert "- the state is concatenated with the value instead of multiplying it: 50.0 / 25.0 / 50.0 % (100 parameters)." in lines
+    assert report.ablation_lines([_record("01_fnn", {"fnn2": full})]) == []
