@@ -123,29 +123,99 @@ class Results:
 
 def run_seeds(model_names, protocol: Protocol, seeds=(0,), epochs: int = 200, patience: int = 20,
               batch_size: int = 32, learning_rate: float = 1e-3, model_kwargs: dict | None = None,
-              progress: bool = True, extra_test_sets: dict | None = None) -> Results:
+              progress: bool = True, extra_test_sets: dict | None = None, workers: int = 1) -> Results:
     """Train and evaluate each model once per seed on the protocol.
 
     Args:
         model_kwargs: ``{model_name: {kwarg: value}}`` passed to the model builders.
         extra_test_sets: ``{name: Split}`` scored beside the protocol's test sets, in every
             seed's record (e.g. the extended suite's families).
+        workers: training runs at a time. Above 1, each (model, seed) run trains in its own
+            spawned process (small models on a CPU are bound by per-step overhead, so several
+            processes finish sooner than one); the first seed's weights come back through a
+            temporary ``.weights.h5`` file. Records keep the order of the sequential path.
     """
-    from tqdm.auto import tqdm
-
     if not seeds:
         raise ValueError("seeds must name at least one seed")
-    results = Results(protocol=protocol)
-    test_sets = {**protocol.test_sets(), **(extra_test_sets or {})}
+    if int(workers) < 1:
+        raise ValueError(f"workers must be at least 1. Received: workers={workers}")
     clash = set(protocol.test_sets()) & set(extra_test_sets or {})
     if clash:
         raise ValueError(f"extra_test_sets must not reuse the protocol's names. Received: {sorted(clash)}")
-    jobs = [(name, seed) for name in model_names for seed in seeds]
-    for name, seed in tqdm(jobs, desc="train", disable=not progress):
-        trained = train(name, protocol, seed=seed, epochs=epochs, patience=patience, batch_size=batch_size,
-                        learning_rate=learning_rate, model_kwargs=(model_kwargs or {}).get(name))
-        scores, predictions = evaluate(trained, test_sets)
-        if name not in results.models:
-            results.models[name] = ModelResults(first=trained, predictions=predictions)
-        results.models[name].runs.append(run_record(trained, scores))
+    test_sets = {**protocol.test_sets(), **(extra_test_sets or {})}
+    jobs = [dict(name=name, seed=seed, epochs=epochs, patience=patience, batch_size=batch_size,
+                 learning_rate=learning_rate, model_kwargs=(model_kwargs or {}).get(name))
+            for name in model_names for seed in seeds]
+    results = Results(protocol=protocol)
+    if int(workers) == 1:
+        from tqdm.auto import tqdm
+
+        for job in tqdm(jobs, desc="train", disable=not progress):
+            trained = _train_kwargs(job, protocol)
+            scores, predictions = evaluate(trained, test_sets)
+            _collect(results, job["name"], trained, scores, predictions)
+        return results
+    import tempfile
+
+    with tempfile.TemporaryDirectory(prefix="predcalc-seeds-") as scratch:
+        outcomes = _train_in_processes(jobs, protocol, test_sets, int(workers), progress, Path(scratch))
+        for job, outcome in zip(jobs, outcomes):
+            if job["name"] not in results.models:
+                results.models[job["name"]] = ModelResults(first=_restore(job, outcome),
+                                                           predictions=outcome["predictions"])
+            results.models[job["name"]].runs.append(outcome["record"])
     return results
+
+
+def _train_kwargs(job: dict, protocol: Protocol) -> TrainedModel:
+    return train(job["name"], protocol, seed=job["seed"], epochs=job["epochs"], patience=job["patience"],
+                 batch_size=job["batch_size"], learning_rate=job["learning_rate"], model_kwargs=job["model_kwargs"])
+
+
+def _collect(results: Results, name: str, trained: TrainedModel, scores: dict, predictions: dict) -> None:
+    if name not in results.models:
+        results.models[name] = ModelResults(first=trained, predictions=predictions)
+    results.models[name].runs.append(run_record(trained, scores))
+
+
+def _train_job(job: dict, protocol: Protocol, test_sets: dict, weights: str | None) -> dict:
+    """One (model, seed) run in a worker process: its record, predictions, history and (if asked) weights."""
+    trained = _train_kwargs(job, protocol)
+    scores, predictions = evaluate(trained, test_sets)
+    if weights is not None:
+        trained.model.save_weights(weights)
+    return {"record": run_record(trained, scores), "predictions": predictions, "history": trained.history,
+            "epochs": trained.epochs, "seconds": trained.seconds, "weights": weights}
+
+
+def _train_in_processes(jobs: list, protocol: Protocol, test_sets: dict, workers: int, progress: bool,
+                        scratch: Path) -> list:
+    """Each job in a spawned process, ``workers`` at a time; the first seed of each model saves its weights."""
+    import concurrent.futures
+    import multiprocessing
+
+    from tqdm.auto import tqdm
+
+    outcomes, seen = [None] * len(jobs), set()
+    weights = []
+    for index, job in enumerate(jobs):
+        weights.append(None if job["name"] in seen else str(scratch / f"{index}.weights.h5"))
+        seen.add(job["name"])
+    context = multiprocessing.get_context("spawn")  # a fork would copy the parent's backend threads
+    with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
+        futures = {pool.submit(_train_job, job, protocol, test_sets, weights[index]): index
+                   for index, job in enumerate(jobs)}
+        for future in tqdm(concurrent.futures.as_completed(futures), total=len(jobs), desc="train",
+                           disable=not progress):
+            outcomes[futures[future]] = future.result()
+    return outcomes
+
+
+def _restore(job: dict, outcome: dict) -> TrainedModel:
+    """Rebuild a worker's model in this process and load the weights it trained."""
+    from predcalc.training import build
+
+    spec, model, tokenizer = build(job["name"], seed=job["seed"], **(job["model_kwargs"] or {}))
+    model.load_weights(outcome["weights"])
+    return TrainedModel(spec=spec, model=model, tokenizer=tokenizer, seed=job["seed"], history=outcome["history"],
+                        epochs=outcome["epochs"], seconds=outcome["seconds"])
