@@ -62,4 +62,25 @@ def test_extended_section_gives_accuracy_per_family_and_model(tmp_path):
     report.build(runs=tmp_path / "runs", reports=tmp_path / "reports", readme=tmp_path / "README.md")
     text = (tmp_path / "reports" / "findings.md").read_text()
     assert "| family | Scan (2 seeds) |" in text and "| digits_6 | 75.0 % |" in text
-    assert "- Scan: mean relative error 0.015 with 1-digit numbers, 0.015 with 6-digit numbers." in text
+    assert "- Scan (46 parameters): mean relative error 0.015 with 1-digit numbers, 0.015 with 6-digit numbers." in text
+    assert "### The extended suite, additive part (31_extended_suite" in text
+
+
+def test_extended_section_of_a_model_trained_on_the_suite(tmp_path):
+    runs = [{"seed": 0, "epochs": 3, "metrics": {f: {"accuracy": 0.25, "mre": 0.1, "mae": 2.0}
+                                                 for f in ("iid", "depth_3")}}]
+    record = {"notebook": "32_four_operators", "kind": "study", "models": {}, "backend": "tensorflow",
+              "parameters": {"test_size": 200, "suite_seed": 0, "train_size": 20000},
+              "extended": {"families": ["iid", "depth_3"],
+                           "scope": {"trained_on": "extended suite", "operators": "+-*/", "parentheses": True},
+                           "models": {"char_lstm_tokens": {"label": "Char LSTM", "params": 75358, "runs": runs}}}}
+    folder = tmp_path / "runs" / "32_four_operators"
+    folder.mkdir(parents=True)
+    (folder / "metrics.json").write_text(json.dumps(record))
+    (folder / "error_kinds.png").write_bytes(b"png")
+    report.build(runs=tmp_path / "runs", reports=tmp_path / "reports", readme=tmp_path / "README.md")
+    text = (tmp_path / "reports" / "findings.md").read_text()
+    assert "### The extended suite, all four operators and parentheses (32_four_operators" in text
+    assert "(20,000 expressions: 1-2 digit numbers, 2-4 terms, `+-*/` with precedence" in text
+    assert "| depth_3 | 25.0 % |" in text
+    assert "error_kinds.png)" in text and "accuracy_by_difficulty.png)" not in text  # only figures that exist

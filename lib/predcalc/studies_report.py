@@ -1,5 +1,5 @@
 """The studies' part of the findings: speed (21), time series (22), explanations (23) and the
-extended suite (31).
+extended suite (31, 32).
 
 Each study notebook writes a ``metrics.json`` with ``"kind": "study"``, no trained models
 of the seed protocol and one entry of its own (``speed``, ``timeseries``, ``explain``). This
@@ -144,20 +144,33 @@ def extended_table(entry: dict) -> pd.DataFrame:
 
 def _extended_section(record: dict, folder: str) -> list[str]:
     entry, parameters = record["extended"], record["parameters"]
-    lines = [f"### The extended suite, additive part ({record['notebook']}, {record['_profile']})", "",
-             "Trained on the seed protocol only (three numbers from -5..4), scored on the extended suite's `+`/`-` "
-             f"families ({parameters.get('test_size')} expressions each, suite seed {parameters.get('suite_seed')}): "
-             "numbers of exactly d digits (3 terms) and n terms of 1-2 digit numbers. Exact accuracy, mean over "
-             "seeds. `*`, `/` and parentheses are not covered: the typed tokens these models read cannot encode them.",
-             "", _markdown(extended_table(entry)), ""]
+    scope = entry.get("scope", {"trained_on": "seed protocol", "operators": "+-", "parentheses": False})
+    if scope.get("trained_on") == "extended suite":
+        title = "The extended suite, all four operators and parentheses"
+        intro = ("Trained on the extended suite's training distribution "
+                 f"({parameters.get('train_size', 0):,} expressions: 1-2 digit numbers, 2-4 terms, `{scope['operators']}` "
+                 "with precedence, nesting depth 0-1), scored on held-out expressions of it (`iid`) and on its "
+                 f"difficulty families ({parameters.get('test_size')} expressions each, suite seed "
+                 f"{parameters.get('suite_seed')}): numbers of exactly d digits (3 terms), n terms, nesting depth k. "
+                 "Exact accuracy of the decoded answer, mean over seeds.")
+    else:
+        title = "The extended suite, additive part"
+        intro = ("Trained on the seed protocol only (three numbers from -5..4), scored on the extended suite's "
+                 f"`+`/`-` families ({parameters.get('test_size')} expressions each, suite seed "
+                 f"{parameters.get('suite_seed')}): numbers of exactly d digits (3 terms) and n terms of 1-2 digit "
+                 "numbers. Exact accuracy, mean over seeds. `*`, `/` and parentheses are not covered: the typed "
+                 "tokens these models read cannot encode them.")
+    lines = [f"### {title} ({record['notebook']}, {record['_profile']})", "", intro, "",
+             _markdown(extended_table(entry)), ""]
     for model in entry["models"].values():
         runs = model["runs"]
         mre = {f: sum(r["metrics"][f]["mre"] for r in runs) / len(runs) for f in ("digits_1", "digits_6")
                if f in runs[0]["metrics"]}
         if len(mre) == 2:
-            lines.append(f"- {model['label']}: mean relative error {mre['digits_1']:.2g} with 1-digit numbers, "
-                         f"{mre['digits_6']:.2g} with 6-digit numbers.")
-    lines += ["", f"![accuracy by difficulty]({folder}/accuracy_by_difficulty.png)", ""]
+            lines.append(f"- {model['label']} ({model['params']:,} parameters): mean relative error "
+                         f"{mre['digits_1']:.2g} with 1-digit numbers, {mre['digits_6']:.2g} with 6-digit numbers.")
+    lines += [""] + [f"![{name}]({folder}/{name})" for name in ("accuracy_by_difficulty.png", "error_kinds.png")
+                     if (record.get("_dir") is None or (record["_dir"] / name).exists())] + [""]
     return lines
 
 

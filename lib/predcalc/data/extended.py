@@ -195,3 +195,30 @@ def extended_suite(seed: int = 0, train_size: int = 20000, test_size: int = 200,
         suite[f"depth_{k}"] = make_suite_split(
             f"depth_{k}", fresh(test_size, terms=terms, min_digits=1, max_digits=1, nesting=k, operators=operators))
     return suite
+
+
+@dataclasses.dataclass(frozen=True)
+class SuiteProtocol:
+    """The extended suite in the shape training takes (:func:`predcalc.experiment.run_seeds`):
+    the suite's ``train`` and ``validation`` splits, and its test families as the test sets."""
+
+    seed: int
+    train: Split
+    validation: Split
+    tests: dict
+
+    def test_sets(self) -> dict[str, Split]:
+        return dict(self.tests)
+
+    def counts(self) -> dict[str, int]:
+        return {name: len(split) for name, split in
+                {"train": self.train, "validation": self.validation, **self.tests}.items()}
+
+
+def suite_protocol(suite: dict[str, SuiteSplit], seed: int) -> SuiteProtocol:
+    """Train on the suite's ``train`` split, stop early on ``validation``, test on every other split."""
+    missing = {"train", "validation"} - set(suite)
+    if missing:
+        raise ValueError(f"the suite has no {sorted(missing)} split; build it with extended_suite()")
+    tests = {name: entry.split for name, entry in suite.items() if name not in ("train", "validation")}
+    return SuiteProtocol(seed=seed, train=suite["train"].split, validation=suite["validation"].split, tests=tests)

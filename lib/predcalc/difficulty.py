@@ -1,0 +1,117 @@
+"""Exact accuracy by difficulty on the extended suite (notebooks 31 and 32).
+
+A family is one test split of :func:`predcalc.data.extended_suite` (``digits_3``, ``terms_6``,
+``depth_2``, ...); its name is the difficulty axis and the level. These helpers turn a
+:class:`predcalc.experiment.Results` scored on the families into a table with the spread over
+seeds, a figure with one panel per axis, and the study record ``predcalc report`` reads.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import keras
+import numpy as np
+import pandas as pd
+
+from predcalc import metrics as M
+
+
+@dataclasses.dataclass(frozen=True)
+class Axis:
+    """One difficulty axis: the family prefix, the x label, and the levels seen in training."""
+
+    prefix: str
+    label: str
+    trained: tuple[float, float]
+
+
+def family_table(results, families) -> pd.DataFrame:
+    """One row per (model, family): mean exact accuracy over seeds, worst and best seed, the
+    95 % confidence interval (text), mean MAE and mean relative error."""
+    rows = []
+    for result in results.models.values():
+        for family in families:
+            values = [run["metrics"][family]["accuracy"] for run in result.runs]
+            low, high = M.confidence_interval(values)
+            rows.append({"model": result.spec.label, "family": family, "accuracy": float(np.mean(values)),
+                         "min": float(np.min(values)), "max": float(np.max(values)),
+                         "95 % CI": "" if np.isnan(low) else f"{100 * max(low, 0):.1f} to {100 * min(high, 1):.1f} %",
+                         "MAE": float(np.mean([run["metrics"][family]["mae"] for run in result.runs])),
+                         "MRE": float(np.mean([run["metrics"][family]["mre"] for run in result.runs]))})
+    return pd.DataFrame(rows)
+
+
+def accuracy_grid(table: pd.DataFrame, families) -> pd.DataFrame:
+    """Families (rows) by models (columns), mean exact accuracy as text."""
+    grid = table.pivot(index="family", columns="model", values="accuracy").reindex(list(families))
+    return grid[list(dict.fromkeys(table.model))].map(lambda v: f"{100 * v:.1f} %")
+
+
+def plot_by_difficulty(table: pd.DataFrame, axes_spec, seeds: int, path=None, relative_error: bool = True):
+    """Exact accuracy (top; bars from the worst to the best seed) and, with ``relative_error``, the
+    mean relative error (bottom, log scale) against each axis's level; the training levels shaded."""
+    import matplotlib.pyplot as plt
+
+    rows = 2 if relative_error else 1
+    figure, axes = plt.subplots(rows, len(axes_spec), figsize=(5.5 * len(axes_spec), 3.8 * rows),
+                                sharex="col", squeeze=False)
+    for column, axis_spec in enumerate(axes_spec):
+        chosen = table[table.family.str.startswith(axis_spec.prefix)]
+        for model_label, rows_of in chosen.groupby("model", sort=False):
+            x = [int(f.removeprefix(axis_spec.prefix)) for f in rows_of.family]
+            mean = 100 * rows_of.accuracy.to_numpy()
+            error = [mean - 100 * rows_of["min"].to_numpy(), 100 * rows_of["max"].to_numpy() - mean]
+            axes[0, column].errorbar(x, mean, yerr=error, marker="o", capsize=3, label=model_label)
+            if relative_error:
+                axes[1, column].plot(x, rows_of.MRE, marker="o", label=model_label)
+        for row in range(rows):
+            axes[row, column].axvspan(*axis_spec.trained, color="grey", alpha=0.15, label="training")
+            axes[row, column].grid(alpha=0.3)
+        axes[0, column].set(title=f"exact accuracy by {axis_spec.prefix.rstrip('_')}", ylim=(-3, 103))
+        axes[rows - 1, column].set_xlabel(axis_spec.label)
+        if relative_error:
+            axes[1, column].set(yscale="log", title="mean relative error")
+    axes[0, 0].set_ylabel(f"exact accuracy, % ({seeds} seed(s))")
+    if relative_error:
+        axes[1, 0].set_ylabel("MRE")
+    axes[0, 0].legend(fontsize=8)
+    figure.tight_layout()
+    if path is not None:
+        figure.savefig(path, dpi=110)
+    return figure
+
+
+def study_record(results, notebook: str, parameters: dict, families, data: dict, scope: dict,
+                 keep=("in", "out", "long")) -> dict:
+    """The ``metrics.json`` of an extended-suite study: per model and seed, the families' metrics
+    (and those of ``keep`` where the run has them). ``scope`` says what was trained and tested
+    (``trained_on``, ``operators``, ``parentheses``) for the report's text."""
+    record = results.to_json(notebook, parameters)
+    models = {}
+    for name, entry in record["models"].items():
+        runs = [{"seed": run["seed"], "epochs": run["epochs"], "train_seconds": run["train_seconds"],
+                 "metrics": {f: run["metrics"][f] for f in (*families, *keep) if f in run["metrics"]}}
+                for run in entry["runs"]]
+        models[name] = {"label": entry["label"], "params": entry["params"], "runs": runs}
+    return {"notebook": notebook, "kind": "study", "models": {}, "backend": keras.backend.backend(),
+            "parameters": parameters, "data": data,
+            "extended": {"families": list(families), "scope": dict(scope), "models": models}}
+
+
+ERROR_KINDS = ("correct", "units digit wrong", "higher digits or sign wrong", "unparseable")
+
+
+def error_kinds(values, predictions) -> dict[str, float]:
+    """Shares of answers that are correct, wrong in the units digit, wrong only in a higher digit or
+    the sign, or unparseable (NaN); the four add up to 1."""
+    values = np.asarray(values, dtype=np.float64)
+    predictions = np.asarray(predictions, dtype=np.float64)
+    if values.shape != predictions.shape:
+        raise ValueError(f"values and predictions differ in shape: {values.shape} vs {predictions.shape}")
+    unparseable = np.isnan(predictions)
+    wrong = unparseable | (predictions != values)
+    units = wrong & ~unparseable & (np.mod(np.abs(np.nan_to_num(predictions)), 10) != np.mod(np.abs(values), 10))
+    return {"correct": float(np.mean(~wrong)), "units digit wrong": float(np.mean(units)),
+            "higher digits or sign wrong": float(np.mean(wrong & ~unparseable & ~units)),
+            "unparseable": float(np.mean(unparseable))}
