@@ -21,6 +21,7 @@ from predcalc.anchors import SEED_LLM_ROWS, SEED_ROWS
 from predcalc.experiment import BASELINE
 from predcalc.runner import PROFILES, ROOT, RUN_INFO, RUNS
 from predcalc.studies_report import is_study, studies_markdown
+from predcalc.tables import markdown_table  # noqa: F401 (notebooks import it from here)
 
 REPORTS = ROOT / "reports"
 README_START, README_END = "<!-- findings:start -->", "<!-- findings:end -->"
@@ -206,33 +207,6 @@ def llm_table(records: list[dict]) -> pd.DataFrame:
         rows.append({"model": name, "source": "seed (published)", "pre-trained": True, "params": published["params"],
                      **{f"acc {t}": published[f"accuracy_{t}"] for t in ("in", "out", "long")}})
     return pd.DataFrame(rows)
-
-
-def _format(value, column: str) -> str:
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, (bool, np.bool_)):
-        return "yes" if value else "no"
-    if column in ("params", "trainable params"):
-        return f"{int(value):,}"
-    if column.startswith("acc"):
-        return f"{100 * value:.2f} %" if not column.startswith("acc change") else f"{100 * value:+.2f} pt"
-    if column == "p":
-        return f"{value:.2g}"
-    if column in ("KB", "epochs"):
-        return f"{value:.1f}"
-    return f"{value:.4g}"
-
-
-def markdown_table(frame: pd.DataFrame) -> str:
-    if frame.empty:
-        return "_no runs yet: `predcalc run` first._"
-    header = "| " + " | ".join(frame.columns) + " |"
-    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
-    body = ["| " + " | ".join(_format(row[c], c) for c in frame.columns) + " |" for _, row in frame.iterrows()]
-    return "\n".join([header, rule, *body])
 
 
 def plot_mae(frame: pd.DataFrame, path: Path) -> Path:

@@ -12,6 +12,8 @@ import math
 
 import pandas as pd
 
+from predcalc.tables import markdown_table, plain_cell
+
 STUDY_KEYS = ("speed", "timeseries", "explain", "extended")
 
 
@@ -52,12 +54,8 @@ def timeseries_table(entry: dict) -> pd.DataFrame:
     return frame.drop(columns=["_mae"])
 
 
-def _markdown(frame: pd.DataFrame) -> str:
-    header = "| " + " | ".join(frame.columns) + " |"
-    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
-    body = ["| " + " | ".join("" if v is None else (f"{v:,}" if isinstance(v, int) else str(v)) for v in row)
-            + " |" for row in frame.itertuples(index=False)]
-    return "\n".join([header, rule, *body])
+def _table(frame: pd.DataFrame) -> str:
+    return markdown_table(frame, cell=plain_cell, empty="")
 
 
 def _speed_section(record: dict, folder: str) -> list[str]:
@@ -71,7 +69,7 @@ def _speed_section(record: dict, folder: str) -> list[str]:
              f"{parameters.get('units')} units, lengths {lengths[0]} to {lengths[-1]}, {parameters.get('repeats')} "
              f"interleaved repeats, on this project's 2-core CPU ({record['backend']} backend). Each cell is the "
              "Keras layer's time over the min* layer's (above 1: the min* layer is faster).", "",
-             _markdown(speed_table(entry)), ""]
+             _table(speed_table(entry)), ""]
     if best:
         lines.append(f"Best training-step speed-up over Keras here: **{best['parallel_vs_keras']:.2f}x** "
                      f"({best['family']}, parallel scan, length {best['length']}); the paper reports "
@@ -89,7 +87,7 @@ def _timeseries_section(record: dict, folder: str) -> list[str]:
              f"past {parameters.get('k')} values in, {len(parameters.get('seeds', []))} seed(s) each, at most "
              f"{parameters.get('epochs')} epochs with early stopping (patience {parameters.get('patience')}). "
              "Mean ± standard deviation over seeds, test segment, in the series' units.", "",
-             _markdown(timeseries_table(entry)), ""]
+             _table(timeseries_table(entry)), ""]
     for series, metrics in entry["naive"].items():
         rows = [r for r in entry["summary"] if r["series"] == series]
         beat = [r["model"] for r in rows if r["MAE"] < metrics["mae"]]
@@ -120,7 +118,7 @@ def _explain_section(record: dict, folder: str, figures) -> list[str]:
              "Integrated gradients from an all-padding input over in-range test expressions: the share of the "
              "attribution mass on numbers and operators, and whether the attribution of b and c follows the "
              "signed term they contribute (a model that applies the operator gives r near 1).", "",
-             _markdown(pd.DataFrame(rows)), ""]
+             _table(pd.DataFrame(rows)), ""]
     attention = entry.get("attention") or {}
     if attention:
         lines.append(f"- BiLSTM attention: {100 * attention['mass_expression']:.0f} % of the weight on the five "
@@ -161,7 +159,7 @@ def _extended_section(record: dict, folder: str) -> list[str]:
                  "numbers. Exact accuracy, mean over seeds. `*`, `/` and parentheses are not covered: the typed "
                  "tokens these models read cannot encode them.")
     lines = [f"### {title} ({record['notebook']}, {record['_profile']})", "", intro, "",
-             _markdown(extended_table(entry)), ""]
+             _table(extended_table(entry)), ""]
     for model in entry["models"].values():
         runs = model["runs"]
         mre = {f: sum(r["metrics"][f]["mre"] for r in runs) / len(runs) for f in ("digits_1", "digits_6")
