@@ -86,6 +86,18 @@ def test_report_builds_findings_readme_table_and_figure(tmp_path):
     assert written["figure"].is_file() and (reports / "findings.html").read_text().startswith("<!doctype html>")
 
 
+def test_a_model_reproduced_by_a_later_notebook_is_listed_once():
+    first = _record("04_gru", {"gru": _model("GRU", 0.3), "fnn_baseline": _model("baseline", 0.4)})
+    again = _record("08_min_rnn", {"gru": _model("GRU", 0.3 * (1 + 1e-7)), "min_gru": _model("MinGRU", 0.5)})
+    other = _record("09_other", {"gru": _model("GRU", 0.31)})  # different numbers: its own row
+    table = report.model_table([first, again, other])
+    sources = list(table[table.model == "GRU"].source)
+    assert sources == ["04_gru (this run, 2 seeds; 08_min_rnn reproduced it)",
+                       "09_other (this run, 2 seeds)"]
+    accuracy = report.generalisation_table([first, again, other])
+    assert list(accuracy.model).count("GRU") == 2 and list(accuracy.model).count("MinGRU") == 1
+
+
 def test_report_without_runs_says_so(tmp_path):
     written = report.build(runs=tmp_path / "none", reports=tmp_path, readme=tmp_path / "README.md")
     assert "no runs yet" in (tmp_path / "findings.md").read_text() and written["readme"] is False

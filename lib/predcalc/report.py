@@ -47,6 +47,46 @@ def baseline_runs(records: list[dict]) -> list[dict] | None:
     return None
 
 
+def _same_runs(a: list[dict], b: list[dict], rel: float = 1e-5) -> bool:
+    """Same seeds and every metric equal to ``rel`` (float32 predictions may differ in the last bits)."""
+    if [r["seed"] for r in a] != [r["seed"] for r in b]:
+        return False
+    for x, y in zip(a, b):
+        if set(x["metrics"]) != set(y["metrics"]):
+            return False
+        for test_set, metrics in x["metrics"].items():
+            for key, value in metrics.items():
+                other = y["metrics"][test_set].get(key)
+                if not isinstance(value, (int, float)) or not isinstance(other, (int, float)):
+                    if value != other:
+                        return False
+                elif not math.isclose(value, other, rel_tol=rel, abs_tol=1e-12):
+                    return False
+    return True
+
+
+def unique_models(records: list[dict]):
+    """``(record, name, model, repeats)`` for every trained model, once: a model that a later
+    notebook trained again with the same per-seed metrics (same data, seeds and code: a
+    reproduction, equal to 5 significant digits) is listed under the first notebook, with the
+    later ones in ``repeats``."""
+    out = []
+    for record in records:
+        for name, model in record["models"].items():
+            earlier = next((entry for entry in out if entry[1] == name
+                            and _same_runs(entry[2]["runs"], model["runs"])), None)
+            if earlier is not None:
+                earlier[3].append(record["notebook"])
+            else:
+                out.append((record, name, model, []))
+    return out
+
+
+def _source(record: dict, repeats: list[str], detail: str) -> str:
+    again = f"; {', '.join(repeats)} reproduced it" if repeats else ""
+    return f"{record['notebook']} ({detail}{again})"
+
+
 def _mean(runs, test_set, metric):
     return float(np.mean([r["metrics"][test_set][metric] for r in runs]))
 
@@ -60,30 +100,29 @@ def model_table(records: list[dict], reference_runs: list[dict] | None = None) -
     reference_runs = baseline_runs(records) or reference_runs
     reference = M.mean_baseline(reference_runs) if reference_runs else None
     rows = []
-    for record in records:
-        for name, model in record["models"].items():
-            runs = model["runs"]
-            seeds = f"{len(runs)} seed{'s' * (len(runs) > 1)}"
-            row = {"model": model["label"], "source": f"{record['notebook']} ({record.get('_profile', 'this run')}, {seeds})",
-                   "params": model["params"]}
-            for test_set in ("in", "out", "long"):
-                row[f"MAE {test_set}"] = _mean(runs, test_set, "mae")
-                if test_set != "long":
-                    row[f"MRE {test_set}"] = _mean(runs, test_set, "mre")
-            for test_set in ("in", "out", "long"):
-                row[f"acc {test_set}"] = _mean(runs, test_set, "accuracy")
-            if reference is not None:
-                scores = [M.benchmark_score(r["metrics"], reference) for r in runs]
-                row["score"] = float(np.mean(scores))
-                row["p"] = M.log_score_p_value(scores)
-            row["epochs"] = float(np.mean([r["epochs"] for r in runs]))
-            rows.append(row)
-            published = SEED_ROWS.get(model.get("seed_row") or "")
-            if published:
-                rows.append({"model": model["seed_row"], "source": "seed (published)", "params": published["params"],
-                             "MAE in": published["mae_in"], "MRE in": published["mre_in"],
-                             "MAE out": published["mae_out"], "MRE out": published["mre_out"],
-                             "MAE long": published["mae_long"], "score": published["score"], "p": published["p"]})
+    for record, _, model, repeats in unique_models(records):
+        runs = model["runs"]
+        seeds = f"{len(runs)} seed{'s' * (len(runs) > 1)}"
+        row = {"model": model["label"], "params": model["params"],
+               "source": _source(record, repeats, f"{record.get('_profile', 'this run')}, {seeds}")}
+        for test_set in ("in", "out", "long"):
+            row[f"MAE {test_set}"] = _mean(runs, test_set, "mae")
+            if test_set != "long":
+                row[f"MRE {test_set}"] = _mean(runs, test_set, "mre")
+        for test_set in ("in", "out", "long"):
+            row[f"acc {test_set}"] = _mean(runs, test_set, "accuracy")
+        if reference is not None:
+            scores = [M.benchmark_score(r["metrics"], reference) for r in runs]
+            row["score"] = float(np.mean(scores))
+            row["p"] = M.log_score_p_value(scores)
+        row["epochs"] = float(np.mean([r["epochs"] for r in runs]))
+        rows.append(row)
+        published = SEED_ROWS.get(model.get("seed_row") or "")
+        if published:
+            rows.append({"model": model["seed_row"], "source": "seed (published)", "params": published["params"],
+                         "MAE in": published["mae_in"], "MRE in": published["mre_in"],
+                         "MAE out": published["mae_out"], "MRE out": published["mre_out"],
+                         "MAE long": published["mae_long"], "score": published["score"], "p": published["p"]})
     columns = ["model", "source", "params", "MAE in", "MRE in", "MAE out", "MRE out", "MAE long",
                "acc in", "acc out", "acc long", "score", "p", "epochs"]
     frame = pd.DataFrame(rows)
@@ -98,19 +137,18 @@ def comparison_table(record: dict, runs: Path = RUNS) -> pd.DataFrame:
 def generalisation_table(records: list[dict]) -> pd.DataFrame:
     """Exact accuracy per test set with its 95 % confidence interval over seeds, best first."""
     rows = []
-    for record in records:
-        for model in record["models"].values():
-            runs = model["runs"]
-            row = {"model": model["label"], "source": f"{record['notebook']} ({len(runs)} seeds)",
-                   "params": model["params"]}
-            for test_set in ("in", "out", "long"):
-                values = [r["metrics"][test_set]["accuracy"] for r in runs]
-                low, high = M.confidence_interval(values)
-                row[f"acc {test_set}"] = float(np.mean(values))
-                row[f"95 % CI {test_set}"] = "" if math.isnan(low) else \
-                    f"{100 * max(low, 0):.1f} to {100 * min(high, 1):.1f} %"
-            row["train s (max)"] = max(r.get("train_seconds", math.nan) for r in runs)
-            rows.append(row)
+    for record, _, model, repeats in unique_models(records):
+        runs = model["runs"]
+        row = {"model": model["label"], "source": _source(record, repeats, f"{len(runs)} seeds"),
+               "params": model["params"]}
+        for test_set in ("in", "out", "long"):
+            values = [r["metrics"][test_set]["accuracy"] for r in runs]
+            low, high = M.confidence_interval(values)
+            row[f"acc {test_set}"] = float(np.mean(values))
+            row[f"95 % CI {test_set}"] = "" if math.isnan(low) else \
+                f"{100 * max(low, 0):.1f} to {100 * min(high, 1):.1f} %"
+        row["train s (max)"] = max(r.get("train_seconds", math.nan) for r in runs)
+        rows.append(row)
     frame = pd.DataFrame(rows)
     if frame.empty:
         return frame
