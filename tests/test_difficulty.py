@@ -72,3 +72,15 @@ def test_family_table_plot_and_study_record(suite, tmp_path):
     stored = record["extended"]["models"]["char_lstm_tokens"]
     assert [r["seed"] for r in stored["runs"]] == [0, 1]
     assert set(stored["runs"][0]["metrics"]) == set(families) and record["kind"] == "study"
+    assert stored["export"] is None  # nothing exported in this run
+
+
+def test_export_table_names_the_families_it_compares():
+    from predcalc.report import export_table
+
+    record = {"models": {"m": {"label": "M", "export": {"float32": {
+        "bytes": 2048, "tf_select": False, "max_abs_diff": 0.0, "accuracy_change": {"iid": 0.0, "depth_3": -0.01}}}}}}
+    table = export_table([record], test_sets=("iid", "depth_3"))
+    assert list(table.columns) == ["model", "format", "KB", "TF Select", "max abs diff", "acc change iid",
+                                   "acc change depth_3", "error"]
+    assert table.iloc[0]["acc change depth_3"] == -0.01 and table.iloc[0]["KB"] == 2.0

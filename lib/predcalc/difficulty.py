@@ -93,7 +93,8 @@ def study_record(results, notebook: str, parameters: dict, families, data: dict,
         runs = [{"seed": run["seed"], "epochs": run["epochs"], "train_seconds": run["train_seconds"],
                  "metrics": {f: run["metrics"][f] for f in (*families, *keep) if f in run["metrics"]}}
                 for run in entry["runs"]]
-        models[name] = {"label": entry["label"], "params": entry["params"], "runs": runs}
+        models[name] = {"label": entry["label"], "params": entry["params"], "runs": runs,
+                        "export": entry.get("export")}
     return {"notebook": notebook, "kind": "study", "models": {}, "backend": keras.backend.backend(),
             "parameters": parameters, "data": data,
             "extended": {"families": list(families), "scope": dict(scope), "models": models}}
