@@ -56,7 +56,14 @@ def test_extended_section_gives_accuracy_per_family_and_model(tmp_path):
               "parameters": {"test_size": 200, "suite_seed": 0},
               "extended": {"families": ["digits_1", "digits_6", "terms_8"],
                            "models": {"scan_typed": {"label": "Scan", "params": 46,
-                                                     "runs": [run(0, 1.0), run(1, 0.5)]}}}}
+                                                     "runs": [run(0, 1.0), run(1, 0.5)]},
+                                      "lstm_typed": {"label": "LSTM", "params": 9, "runs": [run(0, 0.1)]}},
+                           "coefficients": {
+                               "scan_typed": [{"position": 1, "operator": "+", "coefficient": 1.0, "nonlinearity": 0.0},
+                                              {"position": 2, "operator": "+", "coefficient": 1.002, "nonlinearity": 0.0},
+                                              {"position": 2, "operator": "-", "coefficient": -1.001,
+                                               "nonlinearity": 1e-4}],
+                               "lstm_typed": [{"position": 1, "operator": "+", "coefficient": 0.3, "nonlinearity": 3.0}]}}}
     (tmp_path / "runs" / "31_extended_suite").mkdir(parents=True)
     (tmp_path / "runs" / "31_extended_suite" / "metrics.json").write_text(json.dumps(record))
     report.build(runs=tmp_path / "runs", reports=tmp_path / "reports", readme=tmp_path / "README.md")
@@ -64,6 +71,10 @@ def test_extended_section_gives_accuracy_per_family_and_model(tmp_path):
     assert "| family | Scan (2 seeds) |" in text and "| digits_6 | 75.0 % |" in text
     assert "- Scan (46 parameters): mean relative error 0.015 with 1-digit numbers, 0.015 with 6-digit numbers." in text
     assert "### The extended suite, additive part (31_extended_suite" in text
+    assert ("- Scan, first seed: prediction = bias + sum of coefficient x number; at position 2 the coefficient "
+            "after `+` is off by +2.0e-03, after `-` by -1.0e-03, so answers stop being exact once the numbers "
+            "reach about 250.") in text
+    assert "- LSTM, first seed: not affine in the numbers (nonlinearity 3 at 1000)" in text
 
 
 def test_extended_section_of_a_model_trained_on_the_suite(tmp_path):

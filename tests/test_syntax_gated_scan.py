@@ -44,3 +44,31 @@ def test_trains_and_round_trips(tmp_path):
 def test_bad_gates_argument():
     with pytest.raises(ValueError, match="gates must be 'type', 'all' or 'numeric'"):
         gated_scan(TypedTokenizer(), gates="values")
+
+
+def test_signed_sum_coefficients_decompose_the_scan_and_flag_a_nonlinear_model():
+    import numpy as np
+
+    from predcalc import training
+    from predcalc.models.syntax_gated_scan import signed_sum_coefficients
+
+    spec, model, tokenizer = training.build("scan_typed", seed=3)
+
+    def predict(expressions):
+        return spec.predict_values(model, tokenizer.encode_batch(list(expressions)))
+
+    rows = signed_sum_coefficients(predict, terms=3)
+    assert [(r["position"], r["operator"]) for r in rows] == [(1, "+"), (2, "+"), (2, "-"), (3, "+"), (3, "-")]
+    assert max(r["nonlinearity"] for r in rows) < 1e-2  # affine in the values (float32 at |x| = 2000)
+    c = {(r["position"], r["operator"]): r["coefficient"] for r in rows}
+    bias = rows[0]["bias"]
+    # a + b + c and a + b - c are the bias plus the coefficients times the numbers
+    assert predict(["3 + 4 + 5"])[0] == pytest.approx(bias + 3 * c[1, "+"] + 4 * c[2, "+"] + 5 * c[3, "+"], abs=1e-4)
+    assert predict(["3 + 4 - 5"])[0] == pytest.approx(bias + 3 * c[1, "+"] + 4 * c[2, "+"] + 5 * c[3, "-"], abs=1e-4)
+    lstm_spec, lstm, lstm_tokenizer = training.build("lstm_typed", seed=0)
+    lstm_rows = signed_sum_coefficients(
+        lambda e: lstm_spec.predict_values(lstm, lstm_tokenizer.encode_batch(list(e))), terms=2)
+    assert max(r["nonlinearity"] for r in lstm_rows) > 1e-3  # a squashing recurrence is not affine
+    with pytest.raises(ValueError, match="terms must be at least 1"):
+        signed_sum_coefficients(predict, terms=0)
+    assert np.isfinite([r["coefficient"] for r in rows]).all()

@@ -167,9 +167,31 @@ def _extended_section(record: dict, folder: str) -> list[str]:
         if len(mre) == 2:
             lines.append(f"- {model['label']} ({model['params']:,} parameters): mean relative error "
                          f"{mre['digits_1']:.2g} with 1-digit numbers, {mre['digits_6']:.2g} with 6-digit numbers.")
+    lines += _coefficient_lines(entry)
     lines += [""] + [f"![{name}]({folder}/{name})" for name in ("accuracy_by_difficulty.png", "error_kinds.png")
                      if (record.get("_dir") is None or (record["_dir"] / name).exists())] + [""]
     return lines
+
+
+def _coefficient_lines(entry: dict) -> list[str]:
+    """The first seed's learned coefficients where the study read them (a model affine in the numbers)."""
+    lines = []
+    for name, rows in (entry.get("coefficients") or {}).items():
+        last = max(r["position"] for r in rows)
+        settled = {r["operator"]: r["coefficient"] - (1.0 if r["operator"] == "+" else -1.0)
+                   for r in rows if r["position"] == last}
+        worst = max(abs(v) for v in settled.values())
+        nonlinearity = max(r["nonlinearity"] for r in rows)
+        label = entry["models"].get(name, {}).get("label", name)
+        if nonlinearity > 1e-2:
+            lines.append(f"- {label}, first seed: not affine in the numbers (nonlinearity {nonlinearity:.3g} at "
+                         "1000), so it has no coefficients to read.")
+        else:
+            lines.append(f"- {label}, first seed: prediction = bias + sum of coefficient x number; at position "
+                         f"{last} the coefficient after `+` is off by {settled.get('+', 0.0):+.1e}, after `-` by "
+                         f"{settled.get('-', 0.0):+.1e}, so answers stop being exact once the numbers reach about "
+                         f"{0.5 / max(worst, 1e-12):,.0f}.")
+    return [""] + lines if lines else []
 
 
 def studies_markdown(records: list[dict], relative_dirs: dict) -> list[str]:

@@ -86,3 +86,35 @@ def lstm_typed(tokenizer, units: int = 32) -> keras.Model:
     inputs = keras.Input((tokenizer.length, 4), name="tokens")
     hidden = keras.layers.LSTM(units, unroll=True, name="lstm")(inputs)  # unrolled: full-int8 export works
     return keras.Model(inputs, keras.layers.Dense(1, name="value")(hidden), name="lstm_typed")
+
+
+def signed_sum_coefficients(predict, terms: int = 8, probe: float = 1000.0) -> list[dict]:
+    """Read a model as ``y = bias + sum_i c_i * x_i``: the coefficient of the i-th number after ``+``
+    and after ``-`` (the numbers before it 0, joined by ``+``), from three predictions each.
+
+    A model whose gates read only token types is affine in the values for a fixed operator
+    sequence, so these coefficients are exact, and an expression's error is
+    ``bias + sum_i (c_i - sign_i) * x_i``: it is exact while that stays below 0.5. ``nonlinearity``
+    (``|f(2p) - 2 f(p) + f(0)|`` at ``p = probe``) is 0 for such a model, large for one that is not.
+
+    Args:
+        predict: expressions -> predicted values (e.g. ``TrainedModel.predict``).
+        terms: the positions to read, 1..terms (the first number has no operator: ``+``).
+    """
+    if terms < 1:
+        raise ValueError(f"terms must be at least 1. Received: terms={terms}")
+    rows = []
+    for position in range(1, terms + 1):
+        for op in ("+", "-") if position > 1 else ("+",):
+            prefix = " + ".join(["0"] * (position - 1))
+
+            def expression(value, prefix=prefix, op=op):
+                number = f"{value:.0f}"
+                if not prefix:
+                    return number
+                return f"{prefix} {op} {number}"
+
+            zero, one, two = (float(v) for v in predict([expression(0), expression(probe), expression(2 * probe)]))
+            rows.append({"position": position, "operator": op, "coefficient": (one - zero) / probe,
+                         "bias": zero, "nonlinearity": abs(two - 2 * one + zero)})
+    return rows
