@@ -153,17 +153,15 @@ def run_seeds(model_names, protocol: Protocol, seeds=(0,), epochs: int = 200, pa
         for job in tqdm(jobs, desc="train", disable=not progress):
             trained = _train_kwargs(job, protocol)
             scores, predictions = evaluate(trained, test_sets)
-            _collect(results, job["name"], trained, scores, predictions)
+            _collect(results, job["name"], trained, predictions, run_record(trained, scores))
         return results
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="predcalc-seeds-") as scratch:
         outcomes = _train_in_processes(jobs, protocol, test_sets, int(workers), progress, Path(scratch))
         for job, outcome in zip(jobs, outcomes):
-            if job["name"] not in results.models:
-                results.models[job["name"]] = ModelResults(first=_restore(job, outcome),
-                                                           predictions=outcome["predictions"])
-            results.models[job["name"]].runs.append(outcome["record"])
+            first = _restore(job, outcome) if outcome["weights"] else None  # only a first seed saved weights
+            _collect(results, job["name"], first, outcome["predictions"], outcome["record"])
     return results
 
 
@@ -172,10 +170,11 @@ def _train_kwargs(job: dict, protocol: Protocol) -> TrainedModel:
                  batch_size=job["batch_size"], learning_rate=job["learning_rate"], model_kwargs=job["model_kwargs"])
 
 
-def _collect(results: Results, name: str, trained: TrainedModel, scores: dict, predictions: dict) -> None:
+def _collect(results: Results, name: str, trained: TrainedModel | None, predictions: dict, record: dict) -> None:
+    """Append a run's record; a model's first run also keeps its model and predictions."""
     if name not in results.models:
         results.models[name] = ModelResults(first=trained, predictions=predictions)
-    results.models[name].runs.append(run_record(trained, scores))
+    results.models[name].runs.append(record)
 
 
 def _train_job(job: dict, protocol: Protocol, test_sets: dict, weights: str | None) -> dict:

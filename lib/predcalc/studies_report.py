@@ -12,6 +12,7 @@ import math
 
 import pandas as pd
 
+from predcalc.models.syntax_gated_scan import coefficient_summary
 from predcalc.tables import markdown_table, plain_cell
 
 STUDY_KEYS = ("speed", "timeseries", "explain", "extended")
@@ -177,20 +178,17 @@ def _coefficient_lines(entry: dict) -> list[str]:
     """The first seed's learned coefficients where the study read them (a model affine in the numbers)."""
     lines = []
     for name, rows in (entry.get("coefficients") or {}).items():
-        last = max(r["position"] for r in rows)
-        settled = {r["operator"]: r["coefficient"] - (1.0 if r["operator"] == "+" else -1.0)
-                   for r in rows if r["position"] == last}
-        worst = max(abs(v) for v in settled.values())
-        nonlinearity = max(r["nonlinearity"] for r in rows)
+        summary = coefficient_summary(rows)
         label = entry["models"].get(name, {}).get("label", name)
-        if nonlinearity > 1e-2:
-            lines.append(f"- {label}, first seed: not affine in the numbers (nonlinearity {nonlinearity:.3g} at "
-                         "1000), so it has no coefficients to read.")
+        if summary["nonlinearity"] > 1e-2:
+            lines.append(f"- {label}, first seed: not affine in the numbers (nonlinearity {summary['nonlinearity']:.3g} "
+                         "at 1000), so it has no coefficients to read.")
         else:
+            settled = summary["settled"]
             lines.append(f"- {label}, first seed: prediction = bias + sum of coefficient x number; at position "
-                         f"{last} the coefficient after `+` is off by {settled.get('+', 0.0):+.1e}, after `-` by "
-                         f"{settled.get('-', 0.0):+.1e}, so answers stop being exact once the numbers reach about "
-                         f"{0.5 / max(worst, 1e-12):,.0f}.")
+                         f"{summary['position']} the coefficient after `+` is off by {settled.get('+', 0.0):+.1e}, "
+                         f"after `-` by {settled.get('-', 0.0):+.1e}, so answers stop being exact once the numbers "
+                         f"reach about {summary['exact_below']:,.0f}.")
     return [""] + lines if lines else []
 
 

@@ -17,6 +17,7 @@ a Keras LSTM reading the same typed tokens.
 from __future__ import annotations
 
 import keras
+import numpy as np
 
 from predcalc.layers import FeatureSlice, MinGRU
 from predcalc.models.registry import register_model
@@ -103,18 +104,24 @@ def signed_sum_coefficients(predict, terms: int = 8, probe: float = 1000.0) -> l
     """
     if terms < 1:
         raise ValueError(f"terms must be at least 1. Received: terms={terms}")
-    rows = []
-    for position in range(1, terms + 1):
-        for op in ("+", "-") if position > 1 else ("+",):
-            prefix = " + ".join(["0"] * (position - 1))
+    probes = [(position, op) for position in range(1, terms + 1) for op in (("+", "-") if position > 1 else ("+",))]
+    expressions = []
+    for position, op in probes:
+        prefix = " + ".join(["0"] * (position - 1)) + f" {op} " if position > 1 else ""
+        expressions += [f"{prefix}{value:.0f}" for value in (0.0, probe, 2 * probe)]
+    values = np.asarray(predict(expressions), dtype=np.float64).reshape(len(probes), 3)  # one call for all probes
+    return [{"position": position, "operator": op, "coefficient": (one - zero) / probe, "bias": zero,
+             "nonlinearity": abs(two - 2 * one + zero)}
+            for (position, op), (zero, one, two) in zip(probes, values.tolist())]
 
-            def expression(value, prefix=prefix, op=op):
-                number = f"{value:.0f}"
-                if not prefix:
-                    return number
-                return f"{prefix} {op} {number}"
 
-            zero, one, two = (float(v) for v in predict([expression(0), expression(probe), expression(2 * probe)]))
-            rows.append({"position": position, "operator": op, "coefficient": (one - zero) / probe,
-                         "bias": zero, "nonlinearity": abs(two - 2 * one + zero)})
-    return rows
+def coefficient_summary(rows: list[dict]) -> dict:
+    """Of :func:`signed_sum_coefficients`' rows: each row's error against the exact +1/-1, the errors
+    at the last position read (where the sign state has settled), the number size from which an
+    answer stops being exact (0.5 / the larger settled error) and the largest nonlinearity."""
+    errors = [{**r, "error": r["coefficient"] - (1.0 if r["operator"] == "+" else -1.0)} for r in rows]
+    last = max(r["position"] for r in rows)
+    settled = {r["operator"]: r["error"] for r in errors if r["position"] == last}
+    return {"rows": errors, "position": last, "settled": settled,
+            "exact_below": 0.5 / max(max(abs(v) for v in settled.values()), 1e-12),
+            "nonlinearity": max(r["nonlinearity"] for r in rows)}
