@@ -83,6 +83,8 @@ def test_report_builds_findings_readme_table_and_figure(tmp_path):
     readme_text = readme.read_text()
     assert "old" not in readme_text and readme_text.startswith("intro\n") and readme_text.endswith("outro\n")
     assert "| RNN | 02_rnn (notebook defaults, 2 seeds)" in readme_text
+    assert "- The goal (at least 99.9 / 99 / 99 % exact" in readme_text and "is met by no model." in readme_text
+    assert text.index("## Answer") < text.index("## Protocol")
     assert written["figure"].is_file() and (reports / "findings.html").read_text().startswith("<!doctype html>")
 
 
@@ -111,3 +113,33 @@ def test_ablation_lines_set_each_ablation_beside_the_full_model():
     assert "the full model 50.0 / 50.0 / 50.0 %" in lines[0]
     assert "- the state is concatenated with the value instead of multiplying it: 50.0 / 25.0 / 50.0 % (100 parameters)." in lines
     assert report.ablation_lines([_record("01_fnn", {"fnn2": full})]) == []
+
+
+def test_answer_names_the_best_model_and_checks_the_goal():
+    def model(label, accuracy, params=100, seconds=30.0):
+        built = _model(label, 0.1)
+        for run in built["runs"]:
+            run["train_seconds"] = seconds
+            for test_set, value in accuracy.items():
+                run["metrics"][test_set]["accuracy"] = value
+        return {**built, "params": params}
+    exact = {"in": 1.0, "out": 1.0, "long": 0.995}
+    records = [_record("30_beyond_seed", {
+        "scan": model("Scan", exact), "big": model("Big", exact, params=200_000),
+        "slow": model("Slow", exact, seconds=900.0), "lstm": model("LSTM", {"in": 0.99, "out": 0.2, "long": 0.3})})]
+    extended = {"notebook": "32_four_operators", "kind": "study", "models": {}, "parameters": {},
+                "extended": {"families": ["iid", "digits_6"], "scope": {"trained_on": "extended suite"}, "models": {
+                    "a": {"label": "Char A", "params": 9, "runs": [
+                        {"metrics": {"iid": {"accuracy": 1.0}, "digits_6": {"accuracy": 0.1}}},
+                        {"metrics": {"iid": {"accuracy": 0.98}, "digits_6": {"accuracy": 0.3}}}]},
+                    "b": {"label": "Char B", "params": 8, "runs": [
+                        {"metrics": {"iid": {"accuracy": 0.5}, "digits_6": {"accuracy": 0.2}}}]}}}}
+    records.append(extended)
+    text = "\n".join(report.answer_lines(records, report.generalisation_table(records)))
+    assert "(30_beyond_seed (2 seeds), 100 parameters, at most 30 s of training per seed) is exact on 100.00 % in " \
+           "range, 100.00 % out of range and 99.50 % of long expressions" in text
+    assert "is met by **Scan**." in text  # Big has too many parameters, Slow trains too long, LSTM is not exact
+    assert ("- The extended suite, all four operators and parentheses (32_four_operators): **Char A** (9 parameters, "
+            "2 seeds) has the highest mean exact accuracy over the 2 families, 59.5 %: 99.0 % on held-out expressions "
+            "of the training distribution; at least 99 % on 1 of them (iid); worst digits_6 20.0 %.") in text
+    assert report.answer_lines([], report.generalisation_table([])) == []

@@ -75,6 +75,14 @@ def test_extended_section_gives_accuracy_per_family_and_model(tmp_path):
             "after `+` is off by +2.0e-03, after `-` by -1.0e-03, so answers stop being exact once the numbers "
             "reach about 250.") in text
     assert "- LSTM, first seed: not affine in the numbers (nonlinearity 3 at 1000)" in text
+    assert "- Control:" not in text  # no control in this record
+    record["extended"]["control"] = {"epochs": 1, "seeds": 2, "accuracy": {"digits_1": 1.0, "digits_6": 0.9},
+                                     "worst_seed": {"digits_1": 1.0, "digits_6": 0.8}}
+    (tmp_path / "runs" / "31_extended_suite" / "metrics.json").write_text(json.dumps(record))
+    report.build(runs=tmp_path / "runs", reports=tmp_path / "reports", readme=tmp_path / "README.md")
+    text = (tmp_path / "reports" / "findings.md").read_text()
+    assert ("- Control: scan_typed_solved fitted for 1 epoch(s) only, then finished the same way (2 seeds): mean exact "
+            "accuracy 95.0 % over the 2 families; worst seed on its worst family (digits_6) 80.0 %.") in text
 
 
 def test_extended_section_of_a_model_trained_on_the_suite(tmp_path):

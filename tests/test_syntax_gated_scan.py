@@ -72,3 +72,40 @@ def test_signed_sum_coefficients_decompose_the_scan_and_flag_a_nonlinear_model()
     with pytest.raises(ValueError, match="terms must be at least 1"):
         signed_sum_coefficients(predict, terms=0)
     assert np.isfinite([r["coefficient"] for r in rows]).all()
+
+
+def test_overwrite_makes_the_state_after_an_operator_forget_the_history():
+    from predcalc.models.syntax_gated_scan import overwrite_operator_gates
+
+    _, model, tokenizer = training.build("scan_typed", seed=2)
+    states = keras.Model(model.inputs, model.get_layer("sign_state").output)
+    x = tokenizer.encode_batch(["1 + 2 + 3", "4 - 7 + 3"])  # the second `+` is token 3 in both
+    before = keras.ops.convert_to_numpy(states(x))
+    assert np.abs(before[0, 3] - before[1, 3]).max() > 1e-3  # a fitted-or-not gate leaks the history
+    overwrite_operator_gates(model)
+    after = keras.ops.convert_to_numpy(states(x))  # the same layer, its kernel changed in place
+    np.testing.assert_allclose(after[0, 3:], after[1, 3:], atol=1e-6)
+    _, value_gates, _ = training.build("scan_typed_value_gates")
+    with pytest.raises(ValueError, match="gates read the type features only"):
+        overwrite_operator_gates(value_gates)
+
+
+def test_solved_scan_is_exact_on_six_digit_numbers_after_one_epoch(tmp_path):
+    """Trained on the seed protocol (numbers -5..4, three terms) for one epoch, then finished in closed form."""
+    from predcalc.models.syntax_gated_scan import coefficient_summary, signed_sum_coefficients
+
+    protocol = seed_protocol(0)
+    solved = training.train("scan_typed_solved", protocol, seed=0, epochs=1, learning_rate=0.01)
+    summary = coefficient_summary(signed_sum_coefficients(solved.predict, terms=8))
+    assert max(abs(r["error"]) for r in summary["rows"]) < 1e-5 and summary["nonlinearity"] < 1e-2
+    expressions = ["123456 - 654321 + 99999", "-999999 - -999999 + 1 - 7 + 5 - 3 + 2 - 8", "987654 + 123 - 45"]
+    answers = [123456 - 654321 + 99999, 1 - 7 + 5 - 3 + 2 - 8, 987654 + 123 - 45]
+    assert np.round(solved.predict(expressions)).tolist() == answers
+    assert len(solved.history["loss"]) == 1  # the finish step is not an epoch
+    solved.model.save(tmp_path / "solved.keras")
+    reloaded = keras.saving.load_model(tmp_path / "solved.keras")
+    x = solved.tokenizer.encode_batch(expressions)
+    np.testing.assert_array_equal(reloaded.predict(x, verbose=0), solved.model.predict(x, verbose=0))
+    readout_only = training.train("scan_typed_readout_solved", protocol, seed=0, epochs=1, learning_rate=0.01)
+    errors = coefficient_summary(signed_sum_coefficients(readout_only.predict, terms=8))["rows"]
+    assert max(abs(r["error"]) for r in errors) > 1e-3  # without the overwrite the solve cannot fit every history

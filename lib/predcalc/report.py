@@ -20,7 +20,7 @@ from predcalc import metrics as M
 from predcalc.anchors import SEED_LLM_ROWS, SEED_ROWS
 from predcalc.experiment import BASELINE
 from predcalc.runner import PROFILES, ROOT, RUN_INFO, RUNS
-from predcalc.studies_report import is_study, studies_markdown
+from predcalc.studies_report import extended_best, extended_title, is_study, studies_markdown
 from predcalc.tables import markdown_table  # noqa: F401 (notebooks import it from here)
 
 REPORTS = ROOT / "reports"
@@ -191,6 +191,46 @@ def ablation_lines(records: list[dict], reference: str = "scan_typed") -> list[s
     return []
 
 
+# The project's goal on the seed protocol (issue 8): exact accuracy in / out / long, parameters, training seconds.
+GOAL = {"in": 0.999, "out": 0.99, "long": 0.99, "params": 100_000, "train_seconds": 600}
+
+
+def answer_lines(records: list[dict], general: pd.DataFrame) -> list[str]:
+    """The short answer: the best exact accuracies reached and the model that reached them, on the seed
+    protocol (against the goal and the seed's best LLM) and on each extended-suite study."""
+    if general.empty:
+        return []
+    best = general.iloc[0]
+    met = general[(general["acc in"] >= GOAL["in"]) & (general["acc out"] >= GOAL["out"])
+                  & (general["acc long"] >= GOAL["long"]) & (general["params"] < GOAL["params"])
+                  & (general["train s (max)"] < GOAL["train_seconds"])]
+    gemini = SEED_LLM_ROWS["Gemini 2.5 Pro"]
+    lines = ["## Answer", "",
+             f"- Seed protocol (trained on 3 numbers from -5..4): **{best['model']}** ({best['source']}, "
+             f"{int(best['params']):,} parameters, at most {best['train s (max)']:.0f} s of training per seed) is exact "
+             f"on {100 * best['acc in']:.2f} % in range, {100 * best['acc out']:.2f} % out of range and "
+             f"{100 * best['acc long']:.2f} % of long expressions. The seed's best fine-tuned LLM (Gemini 2.5 Pro, "
+             f"published): {100 * gemini['accuracy_in']:.2f} / {100 * gemini['accuracy_out']:.2f} / "
+             f"{100 * gemini['accuracy_long']:.1f} %.",
+             f"- The goal (at least {100 * GOAL['in']:.1f} / {100 * GOAL['out']:.0f} / {100 * GOAL['long']:.0f} % "
+             f"exact, under {GOAL['params']:,} parameters and {GOAL['train_seconds'] // 60} minutes of training on a "
+             "2-core CPU) is met by "
+             + (", ".join(f"**{m}**" for m in met["model"]) if len(met) else "no model") + "."]
+    for record in records:
+        if "extended" not in record:
+            continue
+        top = extended_best(record)
+        families = top["by_family"]
+        iid = f"{100 * families['iid']:.1f} % on held-out expressions of the training distribution; " \
+            if "iid" in families else ""
+        lines.append(f"- {extended_title(record)} ({record['notebook']}): **{top['label']}** ({top['params']:,} "
+                     f"parameters, {top['seeds']} seeds) has the highest mean exact accuracy over the "
+                     f"{len(families)} families, {100 * top['mean']:.1f} %: {iid}at least 99 % on "
+                     f"{len(top['exact'])} of them ({', '.join(top['exact']) or 'none'}); worst "
+                     f"{top['worst'][0]} {100 * top['worst'][1]:.1f} %.")
+    return lines + [""]
+
+
 THREATS = [
     "One data seed: every model sees the same training draw and test sets (the seed's protocol); a different "
     "draw could move the in-range numbers a little. The out-of-range and in-range-complement test sets are "
@@ -280,7 +320,7 @@ def findings_markdown(records: list[dict], models: pd.DataFrame, exports: pd.Dat
              "## Question",
              "Which neural architecture predicts the value of an arithmetic expression best, and does any of "
              "them generalise: to unseen expressions, to numbers outside the training range, to longer "
-             "expressions?", "",
+             "expressions?", "", *answer_lines(records, generalisation_table(records)),
              "## Protocol",
              "The seed's protocol (ANCHORS.md section 1): `a op b op c` over -5..4 with `+`/`-`, 4,000 draws "
              "de-duplicated and split 75/25; tested in range (every unseen expression of that form), out of "
@@ -373,5 +413,7 @@ def build(runs: Path = RUNS, reports: Path = REPORTS, readme: Path = ROOT / "REA
         "<style>body{font-family:sans-serif;max-width:75em;margin:auto}table{border-collapse:collapse}"
         "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}img{max-width:100%}</style>\n" + html)
     readme_table = markdown_table(models.drop(columns=[c for c in ("epochs",) if c in models.columns]))
+    answer = [line for line in answer_lines(records, generalisation_table(records)) if line != "## Answer"]
+    readme_text = "\n".join(answer[1:] + [readme_table]) if answer else readme_table
     return {"findings": reports / "findings.md", "html": reports / "findings.html", "figure": figure,
-            "readme": update_readme(readme_table, readme), "models": len(models)}
+            "readme": update_readme(readme_text, readme), "models": len(models)}

@@ -141,11 +141,39 @@ def extended_table(entry: dict) -> pd.DataFrame:
     return pd.DataFrame({"family": entry["families"], **frame})
 
 
+def extended_best(record: dict) -> dict:
+    """The model of an extended-suite study with the highest exact accuracy averaged over its families:
+    its label, parameters, seeds, that mean, its accuracy per family (mean over seeds), the families it
+    gets at least 99 % right and its worst family."""
+    entry = record["extended"]
+    best = None
+    for model in entry["models"].values():
+        runs = model["runs"]
+        by_family = {f: sum(r["metrics"][f]["accuracy"] for r in runs) / len(runs) for f in entry["families"]}
+        mean = sum(by_family.values()) / len(by_family)
+        if best is None or mean > best["mean"]:
+            worst = min(by_family, key=by_family.get)
+            best = {"label": model["label"], "params": model["params"], "seeds": len(runs), "mean": mean,
+                    "by_family": by_family, "exact": [f for f, a in by_family.items() if a >= 0.99],
+                    "worst": (worst, by_family[worst])}
+    return best
+
+
+def _scope(record: dict) -> dict:
+    return record["extended"].get("scope", {"trained_on": "seed protocol", "operators": "+-", "parentheses": False})
+
+
+def extended_title(record: dict) -> str:
+    """"The extended suite, additive part" (trained on the seed protocol) or "..., all four operators"."""
+    if _scope(record).get("trained_on") == "extended suite":
+        return "The extended suite, all four operators and parentheses"
+    return "The extended suite, additive part"
+
+
 def _extended_section(record: dict, folder: str) -> list[str]:
     entry, parameters = record["extended"], record["parameters"]
-    scope = entry.get("scope", {"trained_on": "seed protocol", "operators": "+-", "parentheses": False})
+    scope, title = _scope(record), extended_title(record)
     if scope.get("trained_on") == "extended suite":
-        title = "The extended suite, all four operators and parentheses"
         intro = ("Trained on the extended suite's training distribution "
                  f"({parameters.get('train_size', 0):,} expressions: 1-2 digit numbers, 2-4 terms, `{scope['operators']}` "
                  "with precedence, nesting depth 0-1), scored on held-out expressions of it (`iid`) and on its "
@@ -153,7 +181,6 @@ def _extended_section(record: dict, folder: str) -> list[str]:
                  f"{parameters.get('suite_seed')}): numbers of exactly d digits (3 terms), n terms, nesting depth k. "
                  "Exact accuracy of the decoded answer, mean over seeds.")
     else:
-        title = "The extended suite, additive part"
         intro = ("Trained on the seed protocol only (three numbers from -5..4), scored on the extended suite's "
                  f"`+`/`-` families ({parameters.get('test_size')} expressions each, suite seed "
                  f"{parameters.get('suite_seed')}): numbers of exactly d digits (3 terms) and n terms of 1-2 digit "
@@ -169,6 +196,7 @@ def _extended_section(record: dict, folder: str) -> list[str]:
             lines.append(f"- {model['label']} ({model['params']:,} parameters): mean relative error "
                          f"{mre['digits_1']:.2g} with 1-digit numbers, {mre['digits_6']:.2g} with 6-digit numbers.")
     lines += _coefficient_lines(entry)
+    lines += _control_lines(entry)
     lines += [""] + [f"![{name}]({folder}/{name})" for name in ("accuracy_by_difficulty.png", "error_kinds.png")
                      if (record.get("_dir") is None or (record["_dir"] / name).exists())] + [""]
     return lines
@@ -190,6 +218,20 @@ def _coefficient_lines(entry: dict) -> list[str]:
                          f"after `-` by {settled.get('-', 0.0):+.1e}, so answers stop being exact once the numbers "
                          f"reach about {summary['exact_below']:,.0f}.")
     return [""] + lines if lines else []
+
+
+def _control_lines(entry: dict) -> list[str]:
+    """The control of 31: the solved scan finished after a few epochs of fitting instead of a full fit."""
+    control = entry.get("control") or {}
+    if not control.get("accuracy"):
+        return []
+    accuracy, worst = control["accuracy"], control.get("worst_seed", control["accuracy"])
+    label = entry["models"].get("scan_typed_solved", {}).get("label", "scan_typed_solved")
+    lowest = min(worst, key=worst.get)
+    return ["", f"- Control: {label} fitted for {control['epochs']} epoch(s) only, then finished the same way "
+                f"({control['seeds']} seeds): mean exact accuracy {100 * sum(accuracy.values()) / len(accuracy):.1f} % "
+                f"over the {len(accuracy)} families; worst seed on its worst family ({lowest}) "
+                f"{100 * worst[lowest]:.1f} %."]
 
 
 def studies_markdown(records: list[dict], relative_dirs: dict) -> list[str]:

@@ -74,7 +74,8 @@ def train(name: str, protocol: Protocol, seed: int = 0, epochs: int = 200, batch
           verbose: int = 0, callbacks=()) -> TrainedModel:
     """Fit a registered model on the protocol's training split.
 
-    Early stopping watches the validation loss and restores the best weights.
+    Early stopping watches the validation loss and restores the best weights; a spec's ``finish``
+    step (if any) then runs on them, inside the timed training.
     """
     if epochs <= 0:
         raise ValueError(f"epochs must be positive. Received: epochs={epochs}")
@@ -89,6 +90,8 @@ def train(name: str, protocol: Protocol, seed: int = 0, epochs: int = 200, batch
     start = time.perf_counter()
     history = model.fit(x_train, y_train, validation_data=(x_val, y_val), epochs=epochs, batch_size=batch_size,
                         shuffle=True, verbose=verbose, callbacks=[stopper, *callbacks])
+    if spec.finish is not None:
+        spec.finish(model, x_train, y_train)
     seconds = time.perf_counter() - start
     return TrainedModel(spec=spec, model=model, tokenizer=tokenizer, seed=seed,
                         history={k: [float(v) for v in vs] for k, vs in history.history.items()},

@@ -30,6 +30,8 @@ class ModelSpec:
     ``encode_targets(values, tokenizer)`` turns true values into what the model is fitted on
     (the values for regression; character ids for a token-output head), and
     ``predict_values(model, inputs)`` turns the model's outputs back into values.
+    ``finish(model, x_train, y_train)``, where given, runs after fitting (on the restored best
+    weights) and may set weights in closed form, e.g. a least-squares readout.
     """
 
     name: str
@@ -43,6 +45,7 @@ class ModelSpec:
     encode_targets: Callable = identity_targets
     loss: object = "mse"
     optimizer: str = "adam"
+    finish: Callable | None = None
 
 
 MODELS: dict[str, ModelSpec] = {}
@@ -50,7 +53,8 @@ MODELS: dict[str, ModelSpec] = {}
 
 def register_model(name: str, *, label: str, family: str, tokenizer: str, seed_row: str | None = None,
                    tokenizer_config: dict | None = None, predict_values: Callable = regression_values,
-                   encode_targets: Callable = identity_targets, loss="mse", optimizer: str = "adam"):
+                   encode_targets: Callable = identity_targets, loss="mse", optimizer: str = "adam",
+                   finish: Callable | None = None):
     """Decorator: register ``build(tokenizer, **kwargs) -> keras.Model`` under ``name``."""
 
     def decorate(build):
@@ -59,7 +63,7 @@ def register_model(name: str, *, label: str, family: str, tokenizer: str, seed_r
         MODELS[name] = ModelSpec(name=name, label=label, family=family, tokenizer=tokenizer, build=build,
                                  seed_row=seed_row, tokenizer_config=dict(tokenizer_config or {}),
                                  predict_values=predict_values, encode_targets=encode_targets, loss=loss,
-                                 optimizer=optimizer)
+                                 optimizer=optimizer, finish=finish)
         return build
 
     return decorate

@@ -11,7 +11,10 @@ any number size and any length, if the gates read the token's type and not its v
 
 The registered variants are the proposal and its ablations: gates that also read the value,
 the seed's numeric tokens (type and value mixed in one number), no multiplicative path, and
-a Keras LSTM reading the same typed tokens.
+a Keras LSTM reading the same typed tokens. ``scan_typed_solved`` finishes the fitted scan in
+closed form: operators overwrite the state (``z = 1`` on `+`/`-`), then the readout ``w, b``
+is solved by least squares, which makes every coefficient +1 or -1 to float precision
+(``scan_typed_readout_solved`` solves the readout without the overwrite).
 """
 
 from __future__ import annotations
@@ -62,6 +65,59 @@ def gated_scan(tokenizer, units: int = 4, gates: str = "type", multiplicative: b
                 tokenizer="typed")
 def scan_typed(tokenizer, units: int = 4) -> keras.Model:
     return gated_scan(tokenizer, units, gates="type", name="scan_typed")
+
+
+OVERWRITE_LOGIT = 30.0  # sigmoid(30) rounds to 1 in float32; in the log-space scan the leak is e^-30 ~ 1e-13
+
+
+def overwrite_operator_gates(model: keras.Model) -> keras.Model:
+    """Set the update gate to 1 on `+` and `-` (``z = sigmoid(30)``) in a type-gated scan, so the state after an
+    operator is ``g(W_h u_op)`` whatever came before it. A fitted model's operator gates sit near 0.8-0.99, and that
+    leak makes its coefficients depend on the history. The other weights stay as they are; works in place."""
+    layer = model.get_layer("sign_state")
+    if layer.kernel.shape[0] != 3:
+        raise ValueError("overwrite_operator_gates needs a scan whose gates read the type features only "
+                         f"(gates='type'); this one's gates read {layer.kernel.shape[0]} features")
+    kernel, bias = keras.ops.convert_to_numpy(layer.kernel), keras.ops.convert_to_numpy(layer.bias)
+    units = kernel.shape[1] // 2  # kernel laid out [z | h~]; type features (is_plus, is_minus, is_number)
+    kernel[:2, :units] = OVERWRITE_LOGIT - bias[:units]
+    layer.kernel.assign(kernel)
+    return model
+
+
+def solve_readout(model: keras.Model, x_train, y_train) -> keras.Model:
+    """Set a scan's readout by least squares: ``y = sum_t f_t . a + b`` is linear in ``a`` (the per-token weights
+    times the output scale over the length) and ``b``, given the features ``f_t``; solved in float64 on the
+    training split, the output layer becomes ``y = pooled + b``. Works in place."""
+    features = keras.Model(model.inputs, model.get_layer("features").output)
+    summed = np.asarray(features.predict(x_train, batch_size=1024, verbose=0), dtype=np.float64).sum(axis=1)
+    design = np.hstack([summed, np.ones((len(summed), 1))])
+    solution, *_ = np.linalg.lstsq(design, np.asarray(y_train, dtype=np.float64).reshape(-1), rcond=None)
+    length = model.inputs[0].shape[1]
+    model.get_layer("per_token").set_weights([(solution[:-1] * length).reshape(-1, 1).astype("float32")])
+    model.get_layer("value").set_weights([np.ones((1, 1), "float32"), solution[-1:].astype("float32")])
+    return model
+
+
+def overwrite_and_solve(model: keras.Model, x_train, y_train) -> keras.Model:
+    """Finish a fitted type-gated scan: :func:`overwrite_operator_gates`, then :func:`solve_readout`. The
+    coefficient of each number then depends only on the operator before it, and the solve sets it to +1 or -1
+    to float precision."""
+    return solve_readout(overwrite_operator_gates(model), x_train, y_train)
+
+
+@register_model("scan_typed_solved", label="Syntax-gated scan, operators overwrite + solved readout",
+                family="gated linear recurrence", tokenizer="typed", finish=overwrite_and_solve)
+def scan_typed_solved(tokenizer, units: int = 4) -> keras.Model:
+    """The scan of :func:`scan_typed`, finished by :func:`overwrite_and_solve` after fitting."""
+    return gated_scan(tokenizer, units, gates="type", name="scan_typed_solved")
+
+
+@register_model("scan_typed_readout_solved", label="Ablation: solved readout, operator gates as fitted",
+                family="gated linear recurrence", tokenizer="typed", finish=solve_readout)
+def scan_typed_readout_solved(tokenizer, units: int = 4) -> keras.Model:
+    """The scan of :func:`scan_typed`, its readout set by :func:`solve_readout` after fitting."""
+    return gated_scan(tokenizer, units, gates="type", name="scan_typed_readout_solved")
 
 
 @register_model("scan_typed_value_gates", label="Ablation: gates also read the value", family="gated linear recurrence",
