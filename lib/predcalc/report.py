@@ -244,6 +244,10 @@ THREATS = [
     "Models with typed tokens are told each token's type (what a lexer knows); the seed's numeric tokens mix "
     "type and value. The ablations in 30_beyond_seed separate the two effects.",
     "Timings come from a shared 2-core CPU and are noisy; speed claims are ratios measured in one run.",
+    "The solved scan (31_extended_suite) sets one structural fact by hand: operators overwrite the sign state "
+    "(their update gate is fixed at 1 after fitting). Its readout is then fitted by least squares on the seed's "
+    "training split only; the 1-epoch control shows how much of its exactness comes from that structure rather "
+    "than from gradient descent.",
 ]
 
 

@@ -186,6 +186,11 @@ def _extended_section(record: dict, folder: str) -> list[str]:
                  f"{parameters.get('suite_seed')}): numbers of exactly d digits (3 terms) and n terms of 1-2 digit "
                  "numbers. Exact accuracy, mean over seeds. `*`, `/` and parentheses are not covered: the typed "
                  "tokens these models read cannot encode them.")
+        if "scan_typed_solved" in entry["models"]:
+            intro += (" The solved scan is the fitted scan finished in closed form: the update gate is set to 1 on "
+                      "`+` and `-` (operators overwrite the sign state, so a number's coefficient depends only on "
+                      "the operator before it), then the readout is solved by least squares on the seed's training "
+                      "split; its ablation solves the readout with the operator gates as fitted.")
     lines = [f"### {title} ({record['notebook']}, {record['_profile']})", "", intro, "",
              _table(extended_table(entry)), ""]
     for model in entry["models"].values():
