@@ -78,12 +78,19 @@ def test_extended_section_gives_accuracy_per_family_and_model(tmp_path):
     assert "- Control:" not in text  # no control in this record
     assert "operators overwrite the sign state" not in text  # no solved scan in this record
     record["extended"]["models"]["scan_typed_solved"] = {"label": "Solved", "params": 46, "runs": [run(0, 1.0)]}
+    record["extended"]["coefficients"]["scan_typed_solved"] = [
+        {"position": 1, "operator": "+", "coefficient": 1.0, "nonlinearity": 0.0},
+        {"position": 2, "operator": "+", "coefficient": 1.0 + 1e-7, "nonlinearity": 0.0},
+        {"position": 2, "operator": "-", "coefficient": -1.0, "nonlinearity": 0.0}]
     record["extended"]["control"] = {"epochs": 1, "seeds": 2, "accuracy": {"digits_1": 1.0, "digits_6": 0.9},
                                      "worst_seed": {"digits_1": 1.0, "digits_6": 0.8}}
     (tmp_path / "runs" / "31_extended_suite" / "metrics.json").write_text(json.dumps(record))
     report.build(runs=tmp_path / "runs", reports=tmp_path / "reports", readme=tmp_path / "README.md")
     text = (tmp_path / "reports" / "findings.md").read_text()
     assert "operators overwrite the sign state" in text
+    assert ("- Solved, first seed: prediction = bias + sum of coefficient x number; at position 2 the coefficient after "
+            "`+` is off by +1.0e-07, after `-` by +0.0e+00, so answers stop being exact once the numbers reach about "
+            "5,000,000: errors at float32's own precision") in text
     assert ("- Control: Solved fitted for 1 epoch(s) only, then finished the same way (2 seeds): mean exact "
             "accuracy 95.0 % over the 2 families; worst seed on its worst family (digits_6) 80.0 %.") in text
 

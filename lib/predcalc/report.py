@@ -185,8 +185,11 @@ def ablation_lines(records: list[dict], reference: str = "scan_typed") -> list[s
         lines += ["", "The sign of the next number is syntax, not arithmetic: a linear recurrence that reads only the "
                   "token types carries it exactly over any length, and the value enters once, multiplied by that "
                   "state, so the output is a signed sum whatever the numbers, up to the precision of the learned "
-                  "coefficients (the extended-suite study below measures how far that carries). Each ablation "
-                  "breaks one of the two, and out of range is where it shows.", ""]
+                  "coefficients. Each ablation breaks one of the two, and out of range is where it shows. The "
+                  "extended-suite study below measures how far the fitted coefficients carry (their error comes "
+                  "from operator gates that leak the history into the sign state), and how far a closed-form "
+                  "finish carries them: operators overwrite the state, and the readout is solved by least "
+                  "squares.", ""]
         return lines
     return []
 

@@ -221,7 +221,9 @@ def _coefficient_lines(entry: dict) -> list[str]:
             lines.append(f"- {label}, first seed: prediction = bias + sum of coefficient x number; at position "
                          f"{summary['position']} the coefficient after `+` is off by {settled.get('+', 0.0):+.1e}, "
                          f"after `-` by {settled.get('-', 0.0):+.1e}, so answers stop being exact once the numbers "
-                         f"reach about {summary['exact_below']:,.0f}.")
+                         f"reach about {summary['exact_below']:,.0f}"
+                         + (": errors at float32's own precision (2^-23, about 1.2e-7), the limit of a float32 model."
+                            if summary["exact_below"] > 1e6 else "."))
     return [""] + lines if lines else []
 
 
