@@ -135,7 +135,8 @@ def comparison_table(record: dict, runs: Path = RUNS) -> pd.DataFrame:
 
 
 def generalisation_table(records: list[dict]) -> pd.DataFrame:
-    """Exact accuracy per test set with its 95 % confidence interval over seeds, best first."""
+    """Exact accuracy per test set with its 95 % confidence interval over seeds, best first (ties: fewer
+    parameters, then less training time)."""
     rows = []
     for record, _, model, repeats in unique_models(records):
         runs = model["runs"]
@@ -152,7 +153,8 @@ def generalisation_table(records: list[dict]) -> pd.DataFrame:
     frame = pd.DataFrame(rows)
     if frame.empty:
         return frame
-    return frame.sort_values(["acc out", "acc long", "acc in"], ascending=False).reset_index(drop=True)
+    return frame.sort_values(["acc out", "acc long", "acc in", "params", "train s (max)"],
+                             ascending=[False, False, False, True, True]).reset_index(drop=True)
 
 
 # What each ablation of the syntax-gated scan removes (30_beyond_seed); the numbers come from the runs.
@@ -182,6 +184,7 @@ def ablation_lines(records: list[dict], reference: str = "scan_typed") -> list[s
             if name in models:
                 lines.append(f"- {change}: {accuracy(name, 'in'):.1f} / {accuracy(name, 'out'):.1f} / "
                              f"{accuracy(name, 'long'):.1f} % ({models[name]['params']:,} parameters).")
+        lines += _finish_lines(models, reference)
         lines += ["", "The sign of the next number is syntax, not arithmetic: a linear recurrence that reads only the "
                   "token types carries it exactly over any length, and the value enters once, multiplied by that "
                   "state, so the output is a signed sum whatever the numbers, up to the precision of the learned "
@@ -194,8 +197,38 @@ def ablation_lines(records: list[dict], reference: str = "scan_typed") -> list[s
     return []
 
 
+# The closed-form finishes of the scan (models/syntax_gated_scan.py) and what each one does.
+FINISHES = {"scan_typed_solved": "operators overwrite the sign state and the readout is solved by least squares",
+            "scan_typed_readout_solved": "only the readout is solved, the operator gates stay as fitted"}
+
+
+def _finish_lines(models: dict, reference: str) -> list[str]:
+    """The scan's closed-form finishes beside the fitted scan: exact accuracy and the mean absolute error out of
+    range, which a finish can shrink while exact accuracy is already 100 %."""
+    def mae(name):
+        return _mean(models[name]["runs"], "out", "mae")
+    present = [name for name in FINISHES if name in models]
+    if not present:
+        return []
+    lines = ["", f"Finished in closed form after the same training (exact in / out / long, and the mean absolute "
+                 f"error out of range, {mae(reference):.3g} for the fitted scan):", ""]
+    for name in present:
+        runs = models[name]["runs"]
+        lines.append(f"- {FINISHES[name]}: " + " / ".join(
+            f"{100 * _mean(runs, t, 'accuracy'):.1f}" for t in ("in", "out", "long")) + f" %, MAE out {mae(name):.3g}.")
+    return lines
+
+
 # The project's goal on the seed protocol (issue 8): exact accuracy in / out / long, parameters, training seconds.
 GOAL = {"in": 0.999, "out": 0.99, "long": 0.99, "params": 100_000, "train_seconds": 600}
+
+
+def _tied_with(general: pd.DataFrame) -> str:
+    """' (tied with ...)' naming the other models with the best model's three exact accuracies, or ''."""
+    columns = ["acc in", "acc out", "acc long"]
+    best = general.iloc[0]
+    tied = general.iloc[1:][(general.iloc[1:][columns] == best[columns]).all(axis=1)]
+    return f" (tied with {', '.join(f'**{m}**' for m in tied['model'])})" if len(tied) else ""
 
 
 def answer_lines(records: list[dict], general: pd.DataFrame) -> list[str]:
@@ -212,7 +245,8 @@ def answer_lines(records: list[dict], general: pd.DataFrame) -> list[str]:
              f"- Seed protocol (trained on 3 numbers from -5..4): **{best['model']}** ({best['source']}, "
              f"{int(best['params']):,} parameters, at most {best['train s (max)']:.0f} s of training per seed) is exact "
              f"on {100 * best['acc in']:.2f} % in range, {100 * best['acc out']:.2f} % out of range and "
-             f"{100 * best['acc long']:.2f} % of long expressions. The seed's best fine-tuned LLM (Gemini 2.5 Pro, "
+             f"{100 * best['acc long']:.2f} % of long expressions{_tied_with(general)}. The seed's best fine-tuned "
+             "LLM (Gemini 2.5 Pro, "
              f"published): {100 * gemini['accuracy_in']:.2f} / {100 * gemini['accuracy_out']:.2f} / "
              f"{100 * gemini['accuracy_long']:.1f} %.",
              f"- The goal (at least {100 * GOAL['in']:.1f} / {100 * GOAL['out']:.0f} / {100 * GOAL['long']:.0f} % "
