@@ -167,23 +167,25 @@ ABLATIONS = {
 }
 
 
+def _exact_in_out_long(model: dict) -> str:
+    """'in / out / long' mean exact accuracy over the model's seeds, in percent to one decimal."""
+    return " / ".join(f"{100 * _mean(model['runs'], t, 'accuracy'):.1f}" for t in ("in", "out", "long"))
+
+
 def ablation_lines(records: list[dict], reference: str = "scan_typed") -> list[str]:
     """Why the best model generalises: each ablation's exact accuracy beside the full model's."""
     for record in records:
         models = record["models"]
         if reference not in models:
             continue
-        def accuracy(name, test_set):
-            return 100 * _mean(models[name]["runs"], test_set, "accuracy")
         full = models[reference]
         lines = [f"Why: the ablations of **{full['label']}** ({record['notebook']}, {len(full['runs'])} seeds; exact "
-                 f"accuracy in / out / long, the full model {accuracy(reference, 'in'):.1f} / "
-                 f"{accuracy(reference, 'out'):.1f} / {accuracy(reference, 'long'):.1f} %) each remove one design "
+                 f"accuracy in / out / long, the full model {_exact_in_out_long(full)} %) each remove one design "
                  "choice:", ""]
         for name, change in ABLATIONS.items():
             if name in models:
-                lines.append(f"- {change}: {accuracy(name, 'in'):.1f} / {accuracy(name, 'out'):.1f} / "
-                             f"{accuracy(name, 'long'):.1f} % ({models[name]['params']:,} parameters).")
+                lines.append(f"- {change}: {_exact_in_out_long(models[name])} % "
+                             f"({models[name]['params']:,} parameters).")
         lines += _finish_lines(models, reference)
         lines += ["", "The sign of the next number is syntax, not arithmetic: a linear recurrence that reads only the "
                   "token types carries it exactly over any length, and the value enters once, multiplied by that "
@@ -213,9 +215,7 @@ def _finish_lines(models: dict, reference: str) -> list[str]:
     lines = ["", f"Finished in closed form after the same training (exact in / out / long, and the mean absolute "
                  f"error out of range, {mae(reference):.3g} for the fitted scan):", ""]
     for name in present:
-        runs = models[name]["runs"]
-        lines.append(f"- {FINISHES[name]}: " + " / ".join(
-            f"{100 * _mean(runs, t, 'accuracy'):.1f}" for t in ("in", "out", "long")) + f" %, MAE out {mae(name):.3g}.")
+        lines.append(f"- {FINISHES[name]}: {_exact_in_out_long(models[name])} %, MAE out {mae(name):.3g}.")
     return lines
 
 
@@ -226,8 +226,8 @@ GOAL = {"in": 0.999, "out": 0.99, "long": 0.99, "params": 100_000, "train_second
 def _tied_with(general: pd.DataFrame) -> str:
     """' (tied with ...)' naming the other models with the best model's three exact accuracies, or ''."""
     columns = ["acc in", "acc out", "acc long"]
-    best = general.iloc[0]
-    tied = general.iloc[1:][(general.iloc[1:][columns] == best[columns]).all(axis=1)]
+    best, rest = general.iloc[0], general.iloc[1:]
+    tied = rest[(rest[columns] == best[columns]).all(axis=1)]
     return f" (tied with {', '.join(f'**{m}**' for m in tied['model'])})" if len(tied) else ""
 
 
@@ -246,8 +246,7 @@ def answer_lines(records: list[dict], general: pd.DataFrame) -> list[str]:
              f"{int(best['params']):,} parameters, at most {best['train s (max)']:.0f} s of training per seed) is exact "
              f"on {100 * best['acc in']:.2f} % in range, {100 * best['acc out']:.2f} % out of range and "
              f"{100 * best['acc long']:.2f} % of long expressions{_tied_with(general)}. The seed's best fine-tuned "
-             "LLM (Gemini 2.5 Pro, "
-             f"published): {100 * gemini['accuracy_in']:.2f} / {100 * gemini['accuracy_out']:.2f} / "
+             f"LLM (Gemini 2.5 Pro, published): {100 * gemini['accuracy_in']:.2f} / {100 * gemini['accuracy_out']:.2f} / "
              f"{100 * gemini['accuracy_long']:.1f} %.",
              f"- The goal (at least {100 * GOAL['in']:.1f} / {100 * GOAL['out']:.0f} / {100 * GOAL['long']:.0f} % "
              f"exact, under {GOAL['params']:,} parameters and {GOAL['train_seconds'] // 60} minutes of training on a "
