@@ -12,12 +12,12 @@ import pytest
 @pytest.fixture(scope="session")
 def exported_fnn2(tmp_path_factory):
     """An FNN2 trained for 3 epochs and exported in every format (with model.keras)."""
-    from predcalc import training
+    from predcalc.training import fit
     from predcalc.data import seed_protocol
-    from predcalc.export import export_trained
+    from predcalc.deploy.export import export_trained
 
     protocol = seed_protocol(0)
-    trained = training.train("fnn2", protocol, seed=0, epochs=3)
+    trained = fit.train("fnn2", protocol, seed=0, epochs=3)
     directory = tmp_path_factory.mktemp("export") / "fnn2"
     report = export_trained(trained, directory, {"in": protocol.test_in, "out": protocol.test_out},
                             protocol.train.expressions[:100])

@@ -1,9 +1,9 @@
-"""The NumPy BPTT of seed 004's worked example (predcalc.backprop)."""
+"""The NumPy BPTT of seed 004's worked example (predcalc.studies.backprop)."""
 
 import numpy as np
 import pytest
 
-from predcalc import backprop
+from predcalc.studies import backprop
 
 
 @pytest.fixture(scope="module")

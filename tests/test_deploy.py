@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from predcalc.cli import main
-from predcalc.export import FORMATS, ONNXModel, artifact_path, export_trained
+from predcalc.deploy.export import FORMATS, ONNXModel, artifact_path, export_trained
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -55,7 +55,7 @@ def test_a_format_that_cannot_convert_is_recorded_and_the_others_go_on(exported_
 
 
 def test_tensorrt_missing_is_a_clear_error(exported_fnn2, capsys):
-    from predcalc import tensorrt
+    from predcalc.deploy import tensorrt
 
     directory = exported_fnn2[2]
     available, reason = tensorrt.tensorrt_status()
@@ -73,7 +73,7 @@ def test_tensorrt_missing_is_a_clear_error(exported_fnn2, capsys):
 
 
 def test_tensorrt_argument_errors(exported_fnn2, tmp_path):
-    from predcalc import tensorrt
+    from predcalc.deploy import tensorrt
 
     saved_model = exported_fnn2[2] / "saved_model"
     with pytest.raises(ValueError, match="unknown TensorRT precision 'INT4'"):
@@ -151,7 +151,7 @@ def test_bench_writes_latency_and_throughput(exported_fnn2, tmp_path, capsys):
     assert rows["litert_float32"]["max_abs_diff"] < 1e-4 and rows["litert_float32"]["inference_per_s"] > 0
     assert rows["python_exact"]["max_abs_diff"] is None and rows["python_exact"]["inference_per_s"] is None
 
-    from predcalc.report import findings_markdown
+    from predcalc.report.findings import findings_markdown
 
     text = findings_markdown([], __import__("pandas").DataFrame(), __import__("pandas").DataFrame(), tmp_path)
     assert "## Deployment" in text and "| FNN2 (1 x 345 PReLU) | litert_int8 |" in text
@@ -178,3 +178,18 @@ def test_the_calculator_runs_without_keras_tensorflow_or_scipy(exported_fnn2):
                                 env=env)
         assert result.returncode == 0, result.stderr
         assert result.stdout.startswith("3 - -2 + 4 = ") and f"({artifact.name})" in result.stdout
+
+
+def test_the_deploy_package_imports_without_keras_tensorflow_or_scipy():
+    """predcalc.deploy imports only NumPy at import time (heavy imports live inside functions)."""
+    blocker = ("import sys\n"
+               "class Block:\n"
+               "    def find_spec(self, name, path=None, target=None):\n"
+               "        if name.split('.')[0] in {'keras', 'tensorflow', 'scipy', 'pandas', 'jax', 'torch'}:\n"
+               "            raise ImportError('blocked: ' + name)\n"
+               "sys.meta_path.insert(0, Block())\n"
+               "import predcalc.deploy.export, predcalc.deploy.predictor, predcalc.deploy.tensorrt\n"
+               "import predcalc.deploy.bench, predcalc.paths, predcalc.cli\n")
+    env = {**os.environ, "PYTHONPATH": str(ROOT / "lib")}
+    result = subprocess.run([sys.executable, "-c", blocker], capture_output=True, text=True, env=env)
+    assert result.returncode == 0, result.stderr

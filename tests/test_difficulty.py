@@ -1,4 +1,4 @@
-"""Accuracy by difficulty (predcalc.difficulty), the suite as a training protocol, the character models."""
+"""Accuracy by difficulty (predcalc.studies.difficulty), the suite as a training protocol, the character models."""
 
 import json
 
@@ -6,9 +6,10 @@ import keras
 import numpy as np
 import pytest
 
-from predcalc import difficulty, training
+from predcalc.studies import difficulty
+from predcalc.training import fit
 from predcalc.data.extended import extended_suite, suite_protocol
-from predcalc.experiment import run_seeds
+from predcalc.training.experiment import run_seeds
 from predcalc.models.char_tokens import REVERSED8
 
 
@@ -39,7 +40,7 @@ def test_suite_protocol_trains_on_the_pool_and_tests_on_every_family(suite):
 
 @pytest.mark.parametrize("name", ["char_transformer_tokens", "char_lstm_tokens"])
 def test_character_models_read_every_family_and_stay_small(name, suite, tmp_path):
-    spec, model, tokenizer = training.build(name)
+    spec, model, tokenizer = fit.build(name)
     assert model.count_params() < 100_000
     longest = max((e for entry in suite.values() for e in entry.split.expressions), key=len)
     logits = model.predict(tokenizer.encode_batch([longest, "(1 + 2) * 3"]), verbose=0)
@@ -76,7 +77,7 @@ def test_family_table_plot_and_study_record(suite, tmp_path):
 
 
 def test_export_table_names_the_families_it_compares():
-    from predcalc.report import export_table
+    from predcalc.report.findings import export_table
 
     record = {"models": {"m": {"label": "M", "export": {"float32": {
         "bytes": 2048, "tf_select": False, "max_abs_diff": 0.0, "accuracy_change": {"iid": 0.0, "depth_3": -0.01}}}}}}

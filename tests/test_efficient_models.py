@@ -6,7 +6,7 @@ import keras
 import numpy as np
 import pytest
 
-from predcalc import training
+from predcalc.training import fit
 from predcalc.data import seed_protocol
 from predcalc.models import get_spec
 
@@ -33,7 +33,7 @@ def small_protocol():
 
 
 def test_parameter_counts():
-    counts = {name: training.build(name)[1].count_params() for name in NAMES}
+    counts = {name: fit.build(name)[1].count_params() for name in NAMES}
     assert counts == PARAMS
     assert counts == {"min_gru": 16_833, "min_lstm": 25_153, "mamba": 19_937, "mlstm": 34_513, "slstm": 20_929}
     assert {get_spec(name).family for name in NAMES} == {"efficient RNN"}
@@ -41,7 +41,7 @@ def test_parameter_counts():
 
 @pytest.mark.parametrize("name", NAMES)
 def test_trains_one_epoch_and_round_trips(name, small_protocol, tmp_path):
-    trained = training.train(name, small_protocol, seed=0, epochs=1, batch_size=32)
+    trained = fit.train(name, small_protocol, seed=0, epochs=1, batch_size=32)
     assert trained.epochs == 1
     assert np.isfinite(trained.history["loss"][0]) and np.isfinite(trained.history["val_loss"][0])
     expressions = small_protocol.test_long.expressions[:16]  # 2 to 8 numbers
@@ -57,8 +57,8 @@ def test_trains_one_epoch_and_round_trips(name, small_protocol, tmp_path):
 @pytest.mark.parametrize("name", ["min_lstm", "mamba"])  # the layers' own tests cover each layer's two paths
 def test_parallel_and_step_paths_agree(name):
     """``parallel=False`` reaches the layers: the step loop gives the parallel scan's outputs."""
-    _, parallel, tokenizer = training.build(name, seed=1)
-    _, stepwise, _ = training.build(name, seed=2, parallel=False)
+    _, parallel, tokenizer = fit.build(name, seed=1)
+    _, stepwise, _ = fit.build(name, seed=2, parallel=False)
     stepwise.set_weights(parallel.get_weights())
     inputs = tokenizer.encode_batch(["3 - -2 + 4", "-5 + 4 - 1 + 2 - -3", "0 - 1"])
     np.testing.assert_allclose(stepwise.predict(inputs, verbose=0), parallel.predict(inputs, verbose=0),
@@ -67,11 +67,11 @@ def test_parallel_and_step_paths_agree(name):
 
 def test_bad_sizes_are_rejected():
     with pytest.raises(ValueError, match="layers must be at least 1. Received: layers=0"):
-        training.build("min_gru", layers=0)
+        fit.build("min_gru", layers=0)
     with pytest.raises(ValueError, match="embedding must be non-negative"):
-        training.build("mamba", embedding=-1)
+        fit.build("mamba", embedding=-1)
 
 
 def test_without_embedding_the_layer_reads_the_scalar_tokens():
-    _, model, _ = training.build("min_gru", embedding=0, layers=1, units=8)
+    _, model, _ = fit.build("min_gru", embedding=0, layers=1, units=8)
     assert model.count_params() == (1 * 16 + 16) + 9

@@ -2,7 +2,7 @@ import pytest
 
 from predcalc.data import seed_protocol
 from predcalc.data.extended import extended_suite
-from predcalc.experiment import run_seeds
+from predcalc.training.experiment import run_seeds
 
 
 @pytest.fixture(scope="module")

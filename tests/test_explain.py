@@ -2,7 +2,7 @@ import keras
 import numpy as np
 import pytest
 
-from predcalc import explain
+from predcalc.studies import explain
 
 
 def test_linear_function_attributions_are_exact():

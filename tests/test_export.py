@@ -5,8 +5,8 @@ import json
 import numpy as np
 import pytest
 
-from predcalc.export import LITERT_FORMATS, LiteRTModel
-from predcalc.predictor import Predictor
+from predcalc.deploy.export import LITERT_FORMATS, LiteRTModel
+from predcalc.deploy.predictor import Predictor
 
 
 def test_every_format_is_written_and_runs(exported_fnn2):
@@ -52,7 +52,7 @@ def test_predictor_errors(exported_fnn2, tmp_path):
     with pytest.raises(FileNotFoundError, match="predcalc.json is missing"):
         Predictor(lonely)
     with pytest.raises(ValueError, match="unknown format"):
-        from predcalc.export import converter_options
+        from predcalc.deploy.export import converter_options
 
         converter_options("int4", None, __import__("tensorflow"))
 
@@ -61,7 +61,7 @@ def test_a_crashing_converter_becomes_an_error_not_a_dead_process(exported_fnn2,
     """int8 converts in a child process; a child that dies is reported with its signal."""
     import subprocess
 
-    from predcalc import export
+    from predcalc.deploy import export
 
     trained = exported_fnn2[1]
 

@@ -1,4 +1,4 @@
-"""LoRA fine-tuning of a tiny keras-hub Gemma 3 on the seed protocol (predcalc.llm).
+"""LoRA fine-tuning of a tiny keras-hub Gemma 3 on the seed protocol (predcalc.studies.llm).
 
 One tiny model is built, adapted and trained for a few steps once per module; the tests read it.
 """
@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from predcalc import llm
+from predcalc.studies import llm
 from predcalc.data import seed_protocol
 
 RANK = 4

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from predcalc import metrics as M
+from predcalc.training import metrics as M
 
 
 def test_mae_mre_accuracy_on_a_hand_computed_case():

@@ -4,8 +4,8 @@ import keras
 import numpy as np
 import pytest
 
-from predcalc import training
-from predcalc.anchors import SEED_ROWS
+from predcalc.training import fit
+from predcalc.report.anchors import SEED_ROWS
 from predcalc.data import NumericTokenizer, seed_protocol
 from predcalc.layers import SeedGRUCell, SeedLSTMCell
 from predcalc.models import get_spec
@@ -21,13 +21,13 @@ def protocol():
 
 
 def test_default_parameter_counts():
-    counts = {name: training.build(name)[1].count_params() for name in NAMES}
+    counts = {name: fit.build(name)[1].count_params() for name in NAMES}
     assert counts == {"rnn2": 222_781, "lstm": 16_961, "gru": 12_737, "bilstm_attention": 6_511}
     assert counts["bilstm_attention"] == SEED_ROWS["BiLSTM + attention"]["params"]
     seed_rnn = SEED_ROWS["RNN2 (SimpleRNN + PReLU)"]["params"]
     assert abs(counts["rnn2"] - seed_rnn) / seed_rnn < 0.002
     # 469 units would be further from the seed's count than 470
-    assert abs(training.build("rnn2", units=469)[1].count_params() - seed_rnn) > abs(counts["rnn2"] - seed_rnn)
+    assert abs(fit.build("rnn2", units=469)[1].count_params() - seed_rnn) > abs(counts["rnn2"] - seed_rnn)
 
 
 def test_seed_rows_and_tokenizer():
@@ -42,7 +42,7 @@ def test_seed_rows_and_tokenizer():
 
 @pytest.mark.parametrize("units,layers", [(5, 1), (4, 3)])
 def test_rnn2_parameter_formula(units, layers):
-    _, model, _ = training.build("rnn2", units=units, num_layers=layers)
+    _, model, _ = fit.build("rnn2", units=units, num_layers=layers)
     first = units * units + 3 * units  # W_xh (1 input), W_hh, b_h, alpha
     later = units * units + 3 * units + units * units - units  # W_xh (units inputs) instead of 1
     assert model.count_params() == first + (layers - 1) * later + units + 1
@@ -50,13 +50,13 @@ def test_rnn2_parameter_formula(units, layers):
 
 def test_bilstm_attention_parameter_formula():
     u, a = 7, 11
-    _, model, _ = training.build("bilstm_attention", units=u, attention_units=a)
+    _, model, _ = fit.build("bilstm_attention", units=u, attention_units=a)
     assert model.count_params() == 8 * (u * u + 2 * u) + a * (2 * u + 2) + 2 * u + 1
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_builds_trains_one_epoch_and_round_trips(name, protocol, tmp_path):
-    spec, model, tokenizer = training.build(name)
+    spec, model, tokenizer = fit.build(name)
     assert tuple(model.inputs[0].shape) == (None, 15) and tuple(model.outputs[0].shape) == (None, 1)
     x = tokenizer.encode_batch(protocol.train.expressions[:64])
     y = protocol.train.values[:64].astype("float32")
@@ -74,8 +74,8 @@ def test_builds_trains_one_epoch_and_round_trips(name, protocol, tmp_path):
 
 @pytest.mark.parametrize("name", ["rnn2", "lstm", "gru"])
 def test_unrolled_equals_rolled(name):
-    _, unrolled, tokenizer = training.build(name, units=6)
-    _, rolled, _ = training.build(name, units=6, unroll=False)
+    _, unrolled, tokenizer = fit.build(name, units=6)
+    _, rolled, _ = fit.build(name, units=6, unroll=False)
     rolled.set_weights(unrolled.get_weights())
     x = tokenizer.encode_batch(EXPRESSIONS)
     np.testing.assert_allclose(rolled.predict(x, verbose=0), unrolled.predict(x, verbose=0), atol=1e-5)
@@ -84,7 +84,7 @@ def test_unrolled_equals_rolled(name):
 @pytest.mark.parametrize("name,seed_cell", [("lstm", SeedLSTMCell), ("gru", SeedGRUCell)])
 def test_keras_layers_are_the_seed_equations(name, seed_cell):
     """The registered LSTM/GRU load into the literal seed cells and give the same final state."""
-    _, model, tokenizer = training.build(name, units=5)
+    _, model, tokenizer = fit.build(name, units=5)
     layer = model.get_layer(name)
     x = tokenizer.encode_batch(EXPRESSIONS)[:, :, None]
     cell = seed_cell(5)
@@ -96,7 +96,7 @@ def test_keras_layers_are_the_seed_equations(name, seed_cell):
 
 
 def test_attention_weights_over_the_tokens():
-    _, model, tokenizer = training.build("bilstm_attention", units=4, attention_units=6)
+    _, model, tokenizer = fit.build("bilstm_attention", units=4, attention_units=6)
     alpha = attention_weights(model, tokenizer.encode_batch(EXPRESSIONS))
     assert alpha.shape == (3, 15) and np.all(alpha >= 0)
     np.testing.assert_allclose(alpha.sum(axis=1), 1.0, atol=1e-5)
@@ -111,7 +111,7 @@ def test_attention_weights_over_the_tokens():
 
 
 def test_masked_attention_ignores_padding():
-    _, model, tokenizer = training.build("bilstm_attention", units=4, attention_units=6, mask_padding=True)
+    _, model, tokenizer = fit.build("bilstm_attention", units=4, attention_units=6, mask_padding=True)
     x = tokenizer.encode_batch(EXPRESSIONS)
     alpha = attention_weights(model, x)
     np.testing.assert_array_equal(alpha[x == tokenizer.pad], 0.0)
@@ -119,16 +119,16 @@ def test_masked_attention_ignores_padding():
 
 
 def test_attention_weights_needs_the_layer():
-    _, model, tokenizer = training.build("lstm", units=3)
+    _, model, tokenizer = fit.build("lstm", units=3)
     with pytest.raises(ValueError, match="no BidirectionalLSTMAttention layer"):
         attention_weights(model, tokenizer.encode_batch(EXPRESSIONS))
 
 
 def test_invalid_sizes_are_refused():
     with pytest.raises(ValueError, match="units must be a positive integer. Received: units=0"):
-        training.build("lstm", units=0)
+        fit.build("lstm", units=0)
     with pytest.raises(ValueError, match="num_layers must be a positive integer"):
-        training.build("rnn2", num_layers=0)
+        fit.build("rnn2", num_layers=0)
 
 
 def test_term_weights_of_the_exact_rule(protocol):
@@ -150,5 +150,5 @@ def test_term_weights_refuses_other_expressions():
 
 
 def test_numeric_tokens_are_read_as_a_sequence():
-    _, model, _ = training.build("lstm", units=3)
+    _, model, _ = fit.build("lstm", units=3)
     assert tuple(model.get_layer("token_values").output.shape) == (None, NumericTokenizer().length, 1)

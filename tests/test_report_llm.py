@@ -2,7 +2,7 @@
 
 import json
 
-from predcalc import report
+from predcalc.report import findings
 
 
 def _llm_record():
@@ -17,13 +17,13 @@ def _llm_record():
 
 
 def test_llm_table_puts_this_projects_rows_beside_the_seeds():
-    table = report.llm_table([_llm_record(), {"notebook": "01_fnn", "models": {}}])
+    table = findings.llm_table([_llm_record(), {"notebook": "01_fnn", "models": {}}])
     assert table["model"].tolist() == ["tiny Gemma 3 (not pre-trained, 71,488 params)", "tiny control",
                                        "Gemini 2.5 Pro", "Gemma 3 1B", "Gemma 3 270M"]
     assert table["source"].tolist()[:2] == ["07_gemma_finetune (this run)"] * 2
     assert table["source"].tolist()[2:] == ["seed (published)"] * 3
     assert table["pre-trained"].tolist() == [False, False, True, True, True]
-    text = report.markdown_table(table)
+    text = findings.markdown_table(table)
     assert ("| tiny Gemma 3 (not pre-trained, 71,488 params) | 07_gemma_finetune (this run) | no | 71,488 | "
             "LoRA rank 4 | 2,816 | 25.00 % | 1.25 % | 50.00 % | 1,478 / 2,048 / 700 | 0 / 3 / 12 |") in text
     assert ("| tiny control | 07_gemma_finetune (this run) | no | 71,488 | all weights | 71,488 | 50.00 % | "
@@ -37,7 +37,7 @@ def test_findings_show_the_llm_table_only_when_a_run_has_one(tmp_path):
     (runs / "07_gemma_finetune").mkdir(parents=True)
     (runs / "07_gemma_finetune" / "metrics.json").write_text(json.dumps(_llm_record()))
     readme = tmp_path / "README.md"
-    written = report.build(runs=runs, reports=reports, readme=readme)
+    written = findings.build(runs=runs, reports=reports, readme=readme)
     assert written["models"] == 0
     text = (reports / "findings.md").read_text()
     assert "## Fine-tuned language models (exact accuracy of the generated answer)" in text
@@ -45,5 +45,5 @@ def test_findings_show_the_llm_table_only_when_a_run_has_one(tmp_path):
     assert "| Gemma 3 1B | seed (published) | yes | 1 B |" in text
     assert "not results of Gemma itself" in text
     (runs / "07_gemma_finetune" / "metrics.json").write_text(json.dumps({**_llm_record(), "llm": None}))
-    report.build(runs=runs, reports=reports, readme=readme)
+    findings.build(runs=runs, reports=reports, readme=readme)
     assert "Fine-tuned language models" not in (reports / "findings.md").read_text()

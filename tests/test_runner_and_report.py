@@ -3,7 +3,8 @@ import json
 import nbformat
 import pytest
 
-from predcalc import report, runner
+from predcalc.report import findings
+from predcalc.training import runner
 
 
 def _notebook(path, body, parameters="seeds = [0]\nepochs = 1\noutput_dir = 'x'"):
@@ -72,10 +73,10 @@ def test_report_builds_findings_readme_table_and_figure(tmp_path):
     (runs / "02_rnn" / "metrics.json").write_text(json.dumps(_record("02_rnn", {"rnn": _model("RNN", 0.8)})))
     readme = tmp_path / "README.md"
     readme.write_text("intro\n<!-- findings:start -->\nold\n<!-- findings:end -->\noutro\n")
-    written = report.build(runs=runs, reports=reports, readme=readme)
+    written = findings.build(runs=runs, reports=reports, readme=readme)
     text = (reports / "findings.md").read_text()
     assert "| FNN2 (1 x 345 PReLU) | seed (published) | 6,211 | 0.0269" in text
-    table = report.model_table(report.load_runs(runs))
+    table = findings.model_table(findings.load_runs(runs))
     scores = dict(zip(table["model"] + "/" + table["source"], table["score"]))
     assert scores["baseline/01_fnn (notebook defaults, 2 seeds)"] == pytest.approx(1.0, rel=0.01)
     assert scores["FNN2/01_fnn (notebook defaults, 2 seeds)"] == pytest.approx(4.0, rel=0.01)  # half the errors of the baseline
@@ -92,16 +93,16 @@ def test_a_model_reproduced_by_a_later_notebook_is_listed_once():
     first = _record("04_gru", {"gru": _model("GRU", 0.3), "fnn_baseline": _model("baseline", 0.4)})
     again = _record("08_min_rnn", {"gru": _model("GRU", 0.3 * (1 + 1e-7)), "min_gru": _model("MinGRU", 0.5)})
     other = _record("09_other", {"gru": _model("GRU", 0.31)})  # different numbers: its own row
-    table = report.model_table([first, again, other])
+    table = findings.model_table([first, again, other])
     sources = list(table[table.model == "GRU"].source)
     assert sources == ["04_gru (this run, 2 seeds; 08_min_rnn reproduced it)",
                        "09_other (this run, 2 seeds)"]
-    accuracy = report.generalisation_table([first, again, other])
+    accuracy = findings.generalisation_table([first, again, other])
     assert list(accuracy.model).count("GRU") == 2 and list(accuracy.model).count("MinGRU") == 1
 
 
 def test_report_without_runs_says_so(tmp_path):
-    written = report.build(runs=tmp_path / "none", reports=tmp_path, readme=tmp_path / "README.md")
+    written = findings.build(runs=tmp_path / "none", reports=tmp_path, readme=tmp_path / "README.md")
     assert "no runs yet" in (tmp_path / "findings.md").read_text() and written["readme"] is False
 
 
@@ -109,13 +110,13 @@ def test_ablation_lines_set_each_ablation_beside_the_full_model():
     full, ablation = _model("Scan", 0.01), _model("Ablated", 0.5)
     for run in ablation["runs"]:
         run["metrics"]["out"]["accuracy"] = 0.25
-    lines = report.ablation_lines([_record("30_beyond_seed", {"scan_typed": full, "scan_typed_additive": ablation})])
+    lines = findings.ablation_lines([_record("30_beyond_seed", {"scan_typed": full, "scan_typed_additive": ablation})])
     assert "the full model 50.0 / 50.0 / 50.0 %" in lines[0]
     assert "- the state is concatenated with the value instead of multiplying it: 50.0 / 25.0 / 50.0 % (100 parameters)." in lines
-    assert report.ablation_lines([_record("01_fnn", {"fnn2": full})]) == []
+    assert findings.ablation_lines([_record("01_fnn", {"fnn2": full})]) == []
     assert not any("closed form" in line for line in lines)
     solved = _model("Solved", 1e-6)
-    lines = report.ablation_lines([_record("30_beyond_seed", {"scan_typed": full, "scan_typed_solved": solved})])
+    lines = findings.ablation_lines([_record("30_beyond_seed", {"scan_typed": full, "scan_typed_solved": solved})])
     assert "Finished in closed form after the same training (exact in / out / long, and the mean absolute " \
            "error out of range, 0.1 for the fitted scan):" in lines
     assert "- operators overwrite the sign state and the readout is solved by least squares: 50.0 / 50.0 / 50.0 %, " \
@@ -142,7 +143,7 @@ def test_answer_names_the_best_model_and_checks_the_goal():
                     "b": {"label": "Char B", "params": 8, "runs": [
                         {"metrics": {"iid": {"accuracy": 0.5}, "digits_6": {"accuracy": 0.2}}}]}}}}
     records.append(extended)
-    text = "\n".join(report.answer_lines(records, report.generalisation_table(records)))
+    text = "\n".join(findings.answer_lines(records, findings.generalisation_table(records)))
     assert "(30_beyond_seed (2 seeds), 100 parameters, at most 30 s of training per seed) is exact on 100.00 % in " \
            "range, 100.00 % out of range and 99.50 % of long expressions (tied with **Slow**, **Big**)." in text
     # ties go to fewer parameters, then less training time, whatever the order of the records
@@ -150,4 +151,4 @@ def test_answer_names_the_best_model_and_checks_the_goal():
     assert ("- The extended suite, all four operators and parentheses (32_four_operators): **Char A** (9 parameters, "
             "2 seeds) has the highest mean exact accuracy over the 2 families, 59.5 %: 99.0 % on held-out expressions "
             "of the training distribution; at least 99 % on 1 of them (iid); worst digits_6 20.0 %.") in text
-    assert report.answer_lines([], report.generalisation_table([])) == []
+    assert findings.answer_lines([], findings.generalisation_table([])) == []

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from predcalc import speed
+from predcalc.studies import speed
 
 
 def test_interleaved_timings_rotates_order_and_counts_repeats():

@@ -1,7 +1,7 @@
 import json
 
-from predcalc import report
-from predcalc.studies_report import is_study, speed_table, timeseries_table
+from predcalc.report import findings
+from predcalc.report.studies import is_study, speed_table, timeseries_table
 
 
 def _speed_record():
@@ -39,7 +39,7 @@ def test_report_has_a_studies_section_and_a_command_per_run(tmp_path):
         (runs / record["notebook"]).mkdir(parents=True)
         (runs / record["notebook"] / "metrics.json").write_text(json.dumps(record))
     (runs / "22_timeseries" / "run.json").write_text(json.dumps({"profile": "full"}))
-    report.build(runs=runs, reports=tmp_path / "reports", readme=tmp_path / "README.md")
+    findings.build(runs=runs, reports=tmp_path / "reports", readme=tmp_path / "README.md")
     text = (tmp_path / "reports" / "findings.md").read_text()
     assert "## Studies" in text
     assert "Best training-step speed-up over Keras here: **8.00x** (min_gru, parallel scan, length 256)" in text
@@ -66,7 +66,7 @@ def test_extended_section_gives_accuracy_per_family_and_model(tmp_path):
                                "lstm_typed": [{"position": 1, "operator": "+", "coefficient": 0.3, "nonlinearity": 3.0}]}}}
     (tmp_path / "runs" / "31_extended_suite").mkdir(parents=True)
     (tmp_path / "runs" / "31_extended_suite" / "metrics.json").write_text(json.dumps(record))
-    report.build(runs=tmp_path / "runs", reports=tmp_path / "reports", readme=tmp_path / "README.md")
+    findings.build(runs=tmp_path / "runs", reports=tmp_path / "reports", readme=tmp_path / "README.md")
     text = (tmp_path / "reports" / "findings.md").read_text()
     assert "| family | Scan (2 seeds) |" in text and "| digits_6 | 75.0 % |" in text
     assert "- Scan (46 parameters): mean relative error 0.015 with 1-digit numbers, 0.015 with 6-digit numbers." in text
@@ -85,7 +85,7 @@ def test_extended_section_gives_accuracy_per_family_and_model(tmp_path):
     record["extended"]["control"] = {"epochs": 1, "seeds": 2, "accuracy": {"digits_1": 1.0, "digits_6": 0.9},
                                      "worst_seed": {"digits_1": 1.0, "digits_6": 0.8}}
     (tmp_path / "runs" / "31_extended_suite" / "metrics.json").write_text(json.dumps(record))
-    report.build(runs=tmp_path / "runs", reports=tmp_path / "reports", readme=tmp_path / "README.md")
+    findings.build(runs=tmp_path / "runs", reports=tmp_path / "reports", readme=tmp_path / "README.md")
     text = (tmp_path / "reports" / "findings.md").read_text()
     assert "operators overwrite the sign state" in text
     assert ("- Solved, first seed: prediction = bias + sum of coefficient x number; at position 2 the coefficient after "
@@ -107,7 +107,7 @@ def test_extended_section_of_a_model_trained_on_the_suite(tmp_path):
     folder.mkdir(parents=True)
     (folder / "metrics.json").write_text(json.dumps(record))
     (folder / "error_kinds.png").write_bytes(b"png")
-    report.build(runs=tmp_path / "runs", reports=tmp_path / "reports", readme=tmp_path / "README.md")
+    findings.build(runs=tmp_path / "runs", reports=tmp_path / "reports", readme=tmp_path / "README.md")
     text = (tmp_path / "reports" / "findings.md").read_text()
     assert "### The extended suite, all four operators and parentheses (32_four_operators" in text
     assert "(20,000 expressions: 1-2 digit numbers, 2-4 terms, `+-*/` with precedence" in text

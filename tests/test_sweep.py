@@ -3,7 +3,8 @@ import json
 import nbformat
 import pytest
 
-from predcalc import cli, sweep
+from predcalc import cli
+from predcalc.training import sweep
 
 
 def _notebook(path):

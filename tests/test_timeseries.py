@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from predcalc import timeseries as ts
+from predcalc.studies import timeseries as ts
 
 
 def test_windows_are_exact_on_a_tiny_array():

@@ -7,8 +7,8 @@ import keras
 import numpy as np
 import pytest
 
-from predcalc import metrics as M
-from predcalc import training
+from predcalc.training import metrics as M
+from predcalc.training import fit
 from predcalc.data import seed_protocol
 from predcalc.models import get_spec
 from predcalc.models.token_heads import PLAIN, REVERSED, VOCABULARY, AnswerFormat
@@ -122,12 +122,12 @@ def small_protocol():
 
 
 def test_tiny_token_transformer_trains_and_evaluates_in_the_pipeline(small_protocol):
-    trained = training.train("transformer_tokens_reversed", small_protocol, seed=0, epochs=4, batch_size=32,
+    trained = fit.train("transformer_tokens_reversed", small_protocol, seed=0, epochs=4, batch_size=32,
                              learning_rate=1e-2, model_kwargs=TINY)
     loss = trained.history["loss"]
     assert loss[-1] < loss[0] and loss[-1] < math.log(len(VOCABULARY))  # better than a uniform guess
     test_sets = {"in": small_protocol.test_in, "out": small_protocol.test_out}
-    metrics, predictions = training.evaluate(trained, test_sets)
+    metrics, predictions = fit.evaluate(trained, test_sets)
     x = trained.tokenizer.encode_batch(small_protocol.test_in.expressions)
     logits = trained.model.predict(x, verbose=0)
     assert logits.shape == (len(x), 5, len(VOCABULARY))
@@ -139,7 +139,7 @@ def test_tiny_token_transformer_trains_and_evaluates_in_the_pipeline(small_proto
 
 
 def test_lstm_token_model_trains_and_survives_a_keras_round_trip(small_protocol, tmp_path):
-    trained = training.train("lstm_tokens_reversed", small_protocol, seed=0, epochs=1,
+    trained = fit.train("lstm_tokens_reversed", small_protocol, seed=0, epochs=1,
                              model_kwargs={"units": 8, "readout_heads": 2, "readout_ffn_units": 8})
     path = tmp_path / "lstm_tokens.keras"
     trained.model.save(path)
@@ -152,9 +152,9 @@ def test_lstm_token_model_trains_and_survives_a_keras_round_trip(small_protocol,
 
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="LiteRT export needs TensorFlow")
 def test_token_model_exports_to_litert_and_decodes_the_same(small_protocol, tmp_path):
-    from predcalc.export import LiteRTModel, export_trained
+    from predcalc.deploy.export import LiteRTModel, export_trained
 
-    trained = training.train("transformer_tokens", small_protocol, seed=0, epochs=1, model_kwargs=TINY)
+    trained = fit.train("transformer_tokens", small_protocol, seed=0, epochs=1, model_kwargs=TINY)
     test_sets = {"in": small_protocol.validation}
     report = export_trained(trained, tmp_path / "tokens", test_sets, small_protocol.train.expressions[:32],
                             formats=("float32",), saved_model=False)
@@ -172,13 +172,13 @@ def test_predictor_decodes_an_exported_token_model(tmp_path):
     """predcalc.json names the answer format, so a .tflite token model predicts values, not logits."""
     import json
 
-    from predcalc import training
+    from predcalc.training import fit
     from predcalc.data import seed_protocol
-    from predcalc.export import export_trained
-    from predcalc.predictor import Predictor
+    from predcalc.deploy.export import export_trained
+    from predcalc.deploy.predictor import Predictor
 
     protocol = seed_protocol(0)
-    trained = training.train("lstm_tokens_reversed", protocol, seed=0, epochs=1)
+    trained = fit.train("lstm_tokens_reversed", protocol, seed=0, epochs=1)
     directory = tmp_path / "tokens"
     export_trained(trained, directory, {"in": protocol.test_in.subset(np.arange(len(protocol.test_in)) < 20, "in")},
                    protocol.train.expressions[:10], formats=("float32",), saved_model=False)

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from predcalc import training
+from predcalc.training import fit
 from predcalc.data import seed_protocol
 from predcalc.models import MODELS, get_spec
 
@@ -12,8 +12,8 @@ def protocol():
 
 
 def test_fnn_parameter_counts_match_the_seed():
-    assert training.build("fnn2")[1].count_params() == 6211
-    assert training.build("fnn_baseline")[1].count_params() == 15 * 30 + 30 + 30 + 30 * 30 + 30 + 30 + 31
+    assert fit.build("fnn2")[1].count_params() == 6211
+    assert fit.build("fnn_baseline")[1].count_params() == 15 * 30 + 30 + 30 + 30 * 30 + 30 + 30 + 31
 
 
 def test_unknown_model_names_the_registered_ones():
@@ -23,9 +23,9 @@ def test_unknown_model_names_the_registered_ones():
 
 
 def test_same_seed_same_model_other_seed_other_model(protocol):
-    a = training.train("fnn_baseline", protocol, seed=3, epochs=2)
-    b = training.train("fnn_baseline", protocol, seed=3, epochs=2)
-    c = training.train("fnn_baseline", protocol, seed=4, epochs=2)
+    a = fit.train("fnn_baseline", protocol, seed=3, epochs=2)
+    b = fit.train("fnn_baseline", protocol, seed=3, epochs=2)
+    c = fit.train("fnn_baseline", protocol, seed=4, epochs=2)
     for wa, wb in zip(a.model.get_weights(), b.model.get_weights()):
         np.testing.assert_array_equal(wa, wb)
     assert a.history == b.history
@@ -33,10 +33,10 @@ def test_same_seed_same_model_other_seed_other_model(protocol):
 
 
 def test_training_learns_and_early_stopping_restores_the_best_epoch(protocol):
-    trained = training.train("fnn2", protocol, seed=0, epochs=12, patience=2, learning_rate=0.05)
+    trained = fit.train("fnn2", protocol, seed=0, epochs=12, patience=2, learning_rate=0.05)
     history = trained.history
     assert history["loss"][-1] < history["loss"][0] / 5
-    scores, predictions = training.evaluate(trained, {"validation": protocol.validation})
+    scores, predictions = fit.evaluate(trained, {"validation": protocol.validation})
     best = min(history["val_loss"])
     mse = float(np.mean((predictions["validation"] - protocol.validation.values) ** 2))
     assert mse == pytest.approx(best, rel=1e-3)  # the restored weights are the best epoch's
@@ -46,4 +46,4 @@ def test_training_learns_and_early_stopping_restores_the_best_epoch(protocol):
 
 def test_bad_epochs(protocol):
     with pytest.raises(ValueError, match="epochs must be positive"):
-        training.train("fnn2", protocol, epochs=0)
+        fit.train("fnn2", protocol, epochs=0)

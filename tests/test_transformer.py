@@ -3,8 +3,8 @@
 import numpy as np
 import pytest
 
-from predcalc import training
-from predcalc.anchors import SEED_ROWS
+from predcalc.training import fit
+from predcalc.report.anchors import SEED_ROWS
 from predcalc.data import CharTokenizer, NumericTokenizer
 from predcalc.models import get_spec
 from predcalc.models.transformer import attention_maps
@@ -15,7 +15,7 @@ EXPRESSIONS = ["3 - -2 + 4", "1 + 2 - 3 + 4 - 5 + -1"]
 
 @pytest.mark.parametrize("name", ["transformer4", "transformer5"])
 def test_regression_transformers_have_the_seeds_parameter_counts(name):
-    spec, model, _ = training.build(name)
+    spec, model, _ = fit.build(name)
     assert model.count_params() == SEED_ROWS[spec.seed_row]["params"]
     assert spec.optimizer == "adamw_cosine" and spec.loss == "mse"
     assert tuple(model.outputs[0].shape) == (None, 1)
@@ -23,12 +23,12 @@ def test_regression_transformers_have_the_seeds_parameter_counts(name):
 
 def test_parameter_formula():
     d, layers, ffn = 16, 2, 24
-    _, model, _ = training.build("transformer4", d_model=d, num_heads=4, num_layers=layers, ffn_units=ffn)
+    _, model, _ = fit.build("transformer4", d_model=d, num_heads=4, num_layers=layers, ffn_units=ffn)
     assert model.count_params() == 2 * d + layers * (4 * d**2 + 9 * d + 2 * d * ffn + ffn) + d + 1
 
 
 def test_attention_maps_and_padding_mask():
-    spec, model, tokenizer = training.build("transformer4", mask_padding=True, **TINY)
+    spec, model, tokenizer = fit.build("transformer4", mask_padding=True, **TINY)
     x = tokenizer.encode_batch(EXPRESSIONS)
     maps = attention_maps(model, x)
     assert sorted(maps) == ["encoder_1", "encoder_2"] and maps["encoder_1"].shape == (2, 2, 15, 15)
@@ -45,7 +45,7 @@ def test_attention_maps_and_padding_mask():
 
 
 def test_unmasked_model_reads_the_padding():
-    _, model, tokenizer = training.build("transformer4", **TINY)
+    _, model, tokenizer = fit.build("transformer4", **TINY)
     maps = attention_maps(model, tokenizer.encode_batch(EXPRESSIONS))
     assert np.all(maps["encoder_1"][0][:, :, 5:].sum(-1) > 0)  # the seed's models attend to pad tokens too
 
@@ -62,6 +62,6 @@ def test_token_transformer_reads_character_ids_too():
 
 
 def test_attention_maps_needs_an_attention_layer():
-    _, model, _ = training.build("fnn2")
+    _, model, _ = fit.build("fnn2")
     with pytest.raises(ValueError, match="no attention layer"):
         attention_maps(model, NumericTokenizer().encode_batch(EXPRESSIONS))

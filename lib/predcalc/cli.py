@@ -22,7 +22,7 @@ EXIT_USAGE = 2
 
 
 def _run(args) -> int:
-    from predcalc import runner
+    from predcalc.training import runner
 
     outcomes = runner.run(only=args.only, profile=args.profile, workers=args.workers)
     width = max(len(o.notebook) for o in outcomes)
@@ -38,9 +38,9 @@ def _run(args) -> int:
 
 
 def _report(args) -> int:
-    from predcalc import report
+    from predcalc.report import findings
 
-    written = report.build()
+    written = findings.build()
     print(f"wrote {written['findings']} and {written['html']} ({written['models']} table rows)"
           + ("; README table updated" if written["readme"] else "; README has no findings markers"))
     return 0
@@ -48,7 +48,7 @@ def _report(args) -> int:
 
 def _predict(args) -> int:
     from predcalc.data import canonical, evaluate
-    from predcalc.predictor import DEFAULT_MODEL, Predictor
+    from predcalc.deploy.predictor import DEFAULT_MODEL, Predictor
 
     expression = canonical(args.expression)
     exact = evaluate(expression)
@@ -64,8 +64,8 @@ def _predict(args) -> int:
 
 def _evaluate(args) -> int:
     from predcalc.data import load_expression_file
-    from predcalc.metrics import regression_metrics
-    from predcalc.predictor import Predictor
+    from predcalc.training.metrics import regression_metrics
+    from predcalc.deploy.predictor import Predictor
 
     split = load_expression_file(args.file)
     predictor = Predictor(args.model)
@@ -87,8 +87,8 @@ def _one_line(error: Exception) -> str:
 def _export(args) -> int:
     from tqdm.auto import tqdm
 
-    from predcalc.export import FORMATS, export_directory, find_keras_models
-    from predcalc.report import export_table, markdown_table
+    from predcalc.deploy.export import FORMATS, export_directory, find_keras_models
+    from predcalc.report.findings import export_table, markdown_table
 
     models = [path for target in args.target for path in find_keras_models(target)]
     formats = tuple(args.formats or FORMATS)
@@ -113,7 +113,7 @@ def _export(args) -> int:
 
 
 def _bench(args) -> int:
-    from predcalc.bench import BENCH_FILE, bench, bench_table
+    from predcalc.deploy.bench import BENCH_FILE, bench, bench_table
 
     record = bench(args.model, runs=args.runs, expression=args.expression, batch_size=args.batch,
                    output=args.output or BENCH_FILE)
@@ -124,7 +124,7 @@ def _bench(args) -> int:
 
 
 def _sweep(args) -> int:
-    from predcalc import sweep
+    from predcalc.training import sweep
 
     config = sweep.load_config(args.config)
     outcomes = sweep.run(config, workers=args.workers, engine=args.engine, scheduler=args.scheduler)
@@ -137,7 +137,7 @@ def _sweep(args) -> int:
 
 
 def parser() -> argparse.ArgumentParser:
-    from predcalc.export import FORMATS
+    from predcalc.deploy.export import FORMATS
 
     main_parser = argparse.ArgumentParser(prog="predcalc", description="A predictive calculator: "
                                           "neural networks that read an arithmetic expression and predict its value.")

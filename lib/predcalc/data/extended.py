@@ -199,7 +199,7 @@ def extended_suite(seed: int = 0, train_size: int = 20000, test_size: int = 200,
 
 @dataclasses.dataclass(frozen=True)
 class SuiteProtocol:
-    """The extended suite in the shape training takes (:func:`predcalc.experiment.run_seeds`):
+    """The extended suite in the shape training takes (:func:`predcalc.training.experiment.run_seeds`):
     the suite's ``train`` and ``validation`` splits, and its test families as the test sets."""
 
     seed: int

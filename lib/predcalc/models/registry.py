@@ -1,7 +1,7 @@
 """The model registry: every architecture the notebooks train, by name.
 
 A model is registered with the tokeniser it reads and, where the seed published a row for
-it, the name of that row in :mod:`predcalc.anchors`. Later architectures plug in with the
+it, the name of that row in :mod:`predcalc.report.anchors`. Later architectures plug in with the
 same decorator; nothing else in the pipeline needs to change.
 """
 

@@ -23,7 +23,7 @@ and slot 2 the tens; plain, the units digit moves with the length of the number.
 Decoding: the characters before the first ``<end>`` (all slots if there is none) must be a
 sign followed by 1 to ``digits`` decimal digits, else the answer is unparseable and decodes
 to NaN; slots after ``<end>`` are ignored; leading zeros are accepted (``+07`` is 7).
-:mod:`predcalc.metrics` counts an unparseable answer as wrong and as the answer 0 in MAE/MRE.
+:mod:`predcalc.training.metrics` counts an unparseable answer as wrong and as the answer 0 in MAE/MRE.
 
 :func:`token_head` puts the head on any sequence encoder (transformer, LSTM, ...): a
 :class:`predcalc.layers.DigitReadout` (learned slot queries attending over the sequence)

@@ -1,6 +1,6 @@
 """Keep notebooks diff-friendly: execute them with their defaults and keep only checked outputs.
 
-    python -m predcalc.notebook_tools refresh notebooks/01_fnn.ipynb [...]
+    python -m predcalc.training.notebook_tools refresh notebooks/01_fnn.ipynb [...]
 
 A cell whose source contains ``# NBVAL_CHECK_OUTPUT`` keeps its (deterministic) output, which
 ``pytest --nbval-lax`` compares on every CI run; every other output and execution count is
@@ -34,7 +34,7 @@ def refresh(path: Path, timeout: int = 1200) -> None:
     import nbformat
     from nbclient import NotebookClient
 
-    from predcalc.runner import kernel_environment
+    from predcalc.training.runner import kernel_environment
 
     kernel_environment()
     notebook = nbformat.read(path, as_version=4)
@@ -47,7 +47,7 @@ def refresh(path: Path, timeout: int = 1200) -> None:
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if len(argv) < 2 or argv[0] not in ("refresh", "strip"):
-        print("usage: python -m predcalc.notebook_tools refresh|strip NOTEBOOK...", file=sys.stderr)
+        print("usage: python -m predcalc.training.notebook_tools refresh|strip NOTEBOOK...", file=sys.stderr)
         return 2
     import nbformat
 

@@ -2,7 +2,7 @@
 
 A family is one test split of :func:`predcalc.data.extended_suite` (``digits_3``, ``terms_6``,
 ``depth_2``, ...); its name is the difficulty axis and the level. These helpers turn a
-:class:`predcalc.experiment.Results` scored on the families into a table with the spread over
+:class:`predcalc.training.experiment.Results` scored on the families into a table with the spread over
 seeds, a figure with one panel per axis, and the study record ``predcalc report`` reads.
 """
 
@@ -14,7 +14,7 @@ import keras
 import numpy as np
 import pandas as pd
 
-from predcalc import metrics as M
+from predcalc.training import metrics as M
 
 
 @dataclasses.dataclass(frozen=True)

@@ -13,7 +13,7 @@ import math
 import pandas as pd
 
 from predcalc.models.syntax_gated_scan import coefficient_summary
-from predcalc.tables import markdown_table, plain_cell
+from predcalc.report.tables import markdown_table, plain_cell
 
 STUDY_KEYS = ("speed", "timeseries", "explain", "extended")
 

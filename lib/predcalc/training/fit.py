@@ -13,7 +13,7 @@ import keras
 import numpy as np
 
 from predcalc.data import Protocol, Split, get_tokenizer
-from predcalc.metrics import regression_metrics
+from predcalc.training.metrics import regression_metrics
 from predcalc.models import ModelSpec, get_spec
 
 

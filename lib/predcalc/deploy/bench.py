@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from predcalc.runner import ROOT, RUNS
+from predcalc.paths import ROOT, RUNS
 
 BENCH_FILE = ROOT / "reports" / "bench.json"
 DEFAULT_EXPRESSION = "3 - -2 + 4"
@@ -71,7 +71,7 @@ def runtimes(model_path) -> tuple[list[tuple], object, object]:
 
     import predcalc.layers  # noqa: F401  (registers the custom layers)
     from predcalc.data import evaluate, get_tokenizer
-    from predcalc.export import LITERT_FORMATS, SIDECAR, LiteRTModel, ONNXModel, _ArtifactAsModel, artifact_path, \
+    from predcalc.deploy.export import LITERT_FORMATS, SIDECAR, LiteRTModel, ONNXModel, _ArtifactAsModel, artifact_path, \
         artifact_values
     from predcalc.models import get_spec
 
@@ -179,7 +179,7 @@ def bench(model_paths=None, runs: int = 500, expression: str = DEFAULT_EXPRESSIO
     from tqdm.auto import tqdm
 
     from predcalc.data import canonical, seed_protocol
-    from predcalc.export import find_keras_models
+    from predcalc.deploy.export import find_keras_models
 
     if runs < 1:
         raise ValueError(f"runs must be at least 1. Received: runs={runs}")

@@ -362,7 +362,7 @@ def fine_tune(model, protocol: Protocol, epochs: int = 10, batch_size: int = 32,
     import keras
     import tensorflow as tf
 
-    from predcalc.training import set_seed
+    from predcalc.training.fit import set_seed
 
     for name, value in (("epochs", epochs), ("batch_size", batch_size)):
         if not isinstance(value, (int, np.integer)) or value < 1:

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from predcalc.data import get_tokenizer
-from predcalc.runner import RUNS
+from predcalc.paths import RUNS
 
 DEFAULT_MODEL = RUNS / "01_fnn" / "export" / "fnn2" / "model_float32.tflite"
 SIDECAR = "predcalc.json"
@@ -42,15 +42,15 @@ class Predictor:
         self.info = json.loads(sidecar.read_text())
         self.tokenizer = get_tokenizer(self.info["tokenizer"], **self.info.get("tokenizer_config", {}))
         if self.path.suffix == ".tflite":
-            from predcalc.export import LiteRTModel
+            from predcalc.deploy.export import LiteRTModel
 
             self._run = LiteRTModel(self.path)
         elif self.path.suffix == ".onnx":
-            from predcalc.export import ONNXModel
+            from predcalc.deploy.export import ONNXModel
 
             self._run = ONNXModel(self.path, providers=onnx_providers())
         elif self.path.is_dir() and (self.path / "saved_model.pb").is_file():
-            from predcalc.export import SavedModelRunner
+            from predcalc.deploy.export import SavedModelRunner
 
             self._run = SavedModelRunner(self.path)
         elif self.path.suffix == ".keras":

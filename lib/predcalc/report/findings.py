@@ -16,12 +16,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from predcalc import metrics as M
-from predcalc.anchors import SEED_LLM_ROWS, SEED_ROWS
-from predcalc.experiment import BASELINE
-from predcalc.runner import PROFILES, ROOT, RUN_INFO, RUNS
-from predcalc.studies_report import extended_best, extended_title, is_study, studies_markdown
-from predcalc.tables import markdown_table  # noqa: F401 (notebooks import it from here)
+from predcalc.training import metrics as M
+from predcalc.report.anchors import SEED_LLM_ROWS, SEED_ROWS
+from predcalc.training.experiment import BASELINE
+from predcalc.training.runner import PROFILES, ROOT, RUN_INFO, RUNS
+from predcalc.report.studies import extended_best, extended_title, is_study, studies_markdown
+from predcalc.report.tables import markdown_table  # noqa: F401 (notebooks import it from here)
 
 REPORTS = ROOT / "reports"
 README_START, README_END = "<!-- findings:start -->", "<!-- findings:end -->"
@@ -402,7 +402,7 @@ def findings_markdown(records: list[dict], models: pd.DataFrame, exports: pd.Dat
                   "they check the fine-tuning pipeline and are not results of Gemma itself.", ""]
     bench = reports / "bench.json"
     if bench.is_file():  # written by `predcalc bench`
-        from predcalc.bench import deployment_markdown
+        from predcalc.deploy.bench import deployment_markdown
 
         lines += deployment_markdown(json.loads(bench.read_text()))
     relative_dirs = {record["notebook"]: Path(os.path.relpath(record["_dir"], reports)).as_posix()

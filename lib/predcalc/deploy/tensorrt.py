@@ -4,7 +4,7 @@ TF-TRT needs a TensorFlow built with TensorRT. TensorFlow from PyPI is not (its 
 "Tensorflow has not been built with TensorRT support"); NVIDIA's TensorFlow for JetPack is, so
 this step runs on the Jetson itself, on the SavedModel that ``predcalc export`` writes::
 
-    python -m predcalc.tensorrt reports/runs/01_fnn/export/fnn2 --precision FP16
+    python -m predcalc.deploy.tensorrt reports/runs/01_fnn/export/fnn2 --precision FP16
     predcalc predict "3 - -2 + 4" --model reports/runs/01_fnn/export/fnn2/saved_model_trt_fp16
 
 Where TensorRT is missing, :func:`convert` raises :class:`TensorRTUnavailableError` naming
@@ -25,7 +25,7 @@ PRECISIONS = ("FP32", "FP16", "INT8")
 JETSON_HINT = (
     "TF-TRT runs only where TensorFlow is built with TensorRT: on a Jetson, install NVIDIA's TensorFlow "
     "for JetPack (NVIDIA's guide 'Installing TensorFlow for Jetson Platform'), copy the export directory "
-    "there and run `python -m predcalc.tensorrt EXPORT_DIR --precision FP16`; elsewhere use the ONNX or "
+    "there and run `python -m predcalc.deploy.tensorrt EXPORT_DIR --precision FP16`; elsewhere use the ONNX or "
     "LiteRT artifacts (README.md, 'Deploy on a Jetson')"
 )
 
@@ -146,7 +146,7 @@ def convert_export(export_dir, precisions=("FP16",), calibration_expressions=Non
         ``{"error": reason}``. Also written to ``export_dir/tensorrt.json``.
     """
     from predcalc.data import get_tokenizer, seed_protocol
-    from predcalc.export import SIDECAR, SavedModelRunner
+    from predcalc.deploy.export import SIDECAR, SavedModelRunner
 
     export_dir = Path(export_dir)
     sidecar = export_dir / SIDECAR
@@ -179,7 +179,7 @@ def convert_export(export_dir, precisions=("FP16",), calibration_expressions=Non
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m predcalc.tensorrt",
+    parser = argparse.ArgumentParser(prog="python -m predcalc.deploy.tensorrt",
                                      description="Build TF-TRT engines from an export directory's SavedModel "
                                                  "(needs TensorFlow with TensorRT, e.g. NVIDIA's build on a Jetson).")
     parser.add_argument("export_dir", help="a directory written by `predcalc export` (saved_model/, predcalc.json)")

@@ -15,9 +15,9 @@ from pathlib import Path
 
 import keras
 
-from predcalc import metrics as M
+from predcalc.training import metrics as M
 from predcalc.data import Protocol
-from predcalc.training import TrainedModel, evaluate, run_record, train
+from predcalc.training.fit import TrainedModel, evaluate, run_record, train
 
 BASELINE = "fnn_baseline"
 REPORT_SETS = ("in", "out", "long")
@@ -88,7 +88,7 @@ class Results:
         """Export each model's first seed (SavedModel, .keras and four LiteRT formats) and check them."""
         from tqdm.auto import tqdm
 
-        from predcalc.export import export_trained
+        from predcalc.deploy.export import export_trained
 
         for name, result in tqdm(self.models.items(), desc="export", disable=not progress):
             target = Path(directory) / name
@@ -212,7 +212,7 @@ def _train_in_processes(jobs: list, protocol: Protocol, test_sets: dict, workers
 
 def _restore(job: dict, outcome: dict) -> TrainedModel:
     """Rebuild a worker's model in this process and load the weights it trained."""
-    from predcalc.training import build
+    from predcalc.training.fit import build
 
     spec, model, tokenizer = build(job["name"], seed=job["seed"], **(job["model_kwargs"] or {}))
     model.load_weights(outcome["weights"])

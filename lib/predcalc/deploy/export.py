@@ -15,7 +15,7 @@ a flexible batch where the converter allows it, and checked with ONNX Runtime th
 format whose conversion fails is recorded with the converter's reason; the others go on.
 ``export_directory`` re-exports a stored ``model.keras`` (``predcalc export``) and writes
 ``export.json`` beside the artifacts. TF-TRT engines are built from the SavedModel by
-:mod:`predcalc.tensorrt` (where TensorFlow has TensorRT, e.g. on a Jetson).
+:mod:`predcalc.deploy.tensorrt` (where TensorFlow has TensorRT, e.g. on a Jetson).
 """
 
 from __future__ import annotations
@@ -131,7 +131,7 @@ def _export_litert_in_child(model, path, fmt, representative) -> dict:
         model_file, data_file = Path(scratch) / "model.keras", Path(scratch) / "representative.npy"
         model.save(model_file)
         np.save(data_file, np.zeros((0,)) if representative is None else np.asarray(representative))
-        result = subprocess.run([sys.executable, "-m", "predcalc.export", str(model_file), str(path), fmt,
+        result = subprocess.run([sys.executable, "-m", "predcalc.deploy.export", str(model_file), str(path), fmt,
                                  str(data_file)], capture_output=True, text=True)
     if result.returncode != 0:
         if result.returncode < 0:
@@ -144,7 +144,7 @@ def _export_litert_in_child(model, path, fmt, representative) -> dict:
 
 
 def _child_main(argv) -> int:
-    """``python -m predcalc.export MODEL.keras OUT.tflite FORMAT REPRESENTATIVE.npy``."""
+    """``python -m predcalc.deploy.export MODEL.keras OUT.tflite FORMAT REPRESENTATIVE.npy``."""
     import keras
 
     import predcalc.layers  # noqa: F401  (registers the custom layers)
@@ -344,7 +344,7 @@ def export_trained(trained, directory, test_sets: dict, representative_expressio
     """Export one trained model in every format and check each artifact on the test sets.
 
     Args:
-        trained: a :class:`predcalc.training.TrainedModel` (or anything with ``spec``, ``model``
+        trained: a :class:`predcalc.training.fit.TrainedModel` (or anything with ``spec``, ``model``
             and ``tokenizer``).
         directory: where the artifacts go (replaced if it exists, unless ``replace`` is False:
             then only the artifacts written here are replaced, and ``model.keras`` stays).
@@ -358,7 +358,7 @@ def export_trained(trained, directory, test_sets: dict, representative_expressio
         add ``tf_select``, ONNX ``batch``), or ``{format: {"error": reason}}`` for a format that could
         not be converted or run.
     """
-    from predcalc.metrics import exact_accuracy
+    from predcalc.training.metrics import exact_accuracy
 
     directory = Path(directory)
     if replace and directory.exists():

@@ -34,7 +34,7 @@ import json
 import time
 from pathlib import Path
 
-from predcalc.runner import NOTEBOOKS, ROOT, RUN_INFO, kernel_environment
+from predcalc.training.runner import NOTEBOOKS, ROOT, RUN_INFO, kernel_environment
 
 SWEEPS = ROOT / "reports" / "sweeps"
 ENGINES = ("process", "dask")
