@@ -21,3 +21,26 @@ def relative(path) -> str:
         return path.resolve().relative_to(ROOT).as_posix()
     except ValueError:
         return str(path)
+
+
+def write_if_changed(path, data) -> bool:
+    """Write ``data`` (str or bytes) to ``path`` unless the file already holds exactly it.
+
+    Reruns that change nothing then write nothing: no new modification time, no diff.
+    Returns whether the file was written.
+    """
+    path = Path(path)
+    raw = data.encode() if isinstance(data, str) else bytes(data)
+    if path.is_file() and path.stat().st_size == len(raw) and path.read_bytes() == raw:
+        return False
+    path.write_bytes(raw)
+    return True
+
+
+def save_figure(figure, path, dpi: int = 110) -> bool:
+    """``figure.savefig`` through :func:`write_if_changed` (the format from the file's suffix)."""
+    import io
+
+    buffer = io.BytesIO()
+    figure.savefig(buffer, format=Path(path).suffix.lstrip(".") or "png", dpi=dpi)
+    return write_if_changed(path, buffer.getvalue())

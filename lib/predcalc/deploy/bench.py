@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from predcalc.paths import ROOT, RUNS
+from predcalc.paths import ROOT, RUNS, relative, write_if_changed
 
 BENCH_FILE = ROOT / "reports" / "bench.json"
 DEFAULT_EXPRESSION = "3 - -2 + 4"
@@ -169,7 +169,7 @@ def bench_model(model_path, runs: int = 500, expression: str = DEFAULT_EXPRESSIO
         row["throughput_ratio"] = row["throughput_per_s"] / keras_row["throughput_per_s"] if keras_row else None
         row["inference_ratio"] = row["inference_per_s"] / keras_row["inference_per_s"] \
             if keras_row and row["inference_per_s"] and keras_row["inference_per_s"] else None
-    return {"model": spec.name, "label": spec.label, "path": str(model_path), "results": rows, "errors": errors}
+    return {"model": spec.name, "label": spec.label, "path": relative(model_path), "results": rows, "errors": errors}
 
 
 def bench(model_paths=None, runs: int = 500, expression: str = DEFAULT_EXPRESSION, batch_size: int | None = None,
@@ -196,7 +196,7 @@ def bench(model_paths=None, runs: int = 500, expression: str = DEFAULT_EXPRESSIO
                 results.append(bench_model(path, runs, expression, batch, repeats,
                                            progress=lambda runtime: bar.set_postfix_str(f"{label} {runtime}")))
             except Exception as error:  # a model that cannot load; the batch goes on
-                results.append({"path": str(path), "error": f"{type(error).__name__}: {str(error).strip()[:300]}"})
+                results.append({"path": relative(path), "error": f"{type(error).__name__}: {str(error).strip()[:300]}"})
             bar.update()
     record = {
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
@@ -207,7 +207,7 @@ def bench(model_paths=None, runs: int = 500, expression: str = DEFAULT_EXPRESSIO
     }
     if output is not None:
         Path(output).parent.mkdir(parents=True, exist_ok=True)
-        Path(output).write_text(json.dumps(record, indent=1))
+        write_if_changed(output, json.dumps(record, indent=1))
     return record
 
 

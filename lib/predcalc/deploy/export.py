@@ -30,6 +30,8 @@ from pathlib import Path
 
 import numpy as np
 
+from predcalc.paths import ROOT, relative, write_if_changed
+
 LITERT_FORMATS = ("float32", "float16", "int8_dynamic", "int8")
 FORMATS = (*LITERT_FORMATS, "onnx")
 SIDECAR = "predcalc.json"
@@ -323,7 +325,8 @@ def artifact_values(spec, run, inputs) -> np.ndarray:
 
 
 def _error_reason(error: Exception) -> str:
-    lines = [line for line in str(error).strip().splitlines() if line.strip()]
+    """The error's first line, with paths inside the repository written relative to it."""
+    lines = [line for line in str(error).replace(f"{ROOT}/", "").strip().splitlines() if line.strip()]
     return f"{type(error).__name__}: {(lines[0] if lines else '')[:300]}"
 
 
@@ -335,7 +338,7 @@ def write_sidecar(directory, spec, tokenizer, extra: dict | None = None) -> Path
               "tokenizer_config": tokenizer.get_config()}
     if answer_format is not None and hasattr(answer_format, "values_from_logits"):
         fields["answer_format"] = answer_format.get_config()
-    path.write_text(json.dumps({**fields, **(extra or {})}, indent=2))
+    write_if_changed(path, json.dumps({**fields, **(extra or {})}, indent=2))
     return path
 
 
@@ -460,14 +463,14 @@ def export_directory(model_path, formats=FORMATS, data_seed: int | None = None, 
     trained = types.SimpleNamespace(spec=spec, tokenizer=tokenizer, model=keras.saving.load_model(model_path))
     report = export_trained(trained, directory, protocol.test_sets(), protocol.train.expressions,
                             formats=formats, progress=progress, replace=False)
-    result = {"model": spec.name, "label": spec.label, "source": str(model_path), "data_seed": data_seed,
+    result = {"model": spec.name, "label": spec.label, "source": relative(model_path), "data_seed": data_seed,
               "backend": keras.backend.backend(), "keras": keras.__version__,
               "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "formats": report}
-    (directory / EXPORT_RECORD).write_text(json.dumps(result, indent=1))
+    write_if_changed(directory / EXPORT_RECORD, json.dumps(result, indent=1))
     if update_metrics and record and directory.name in record.get("models", {}):
         record["models"][directory.name]["export"] = report
-        metrics_path.write_text(json.dumps(record, indent=1))
+        write_if_changed(metrics_path, json.dumps(record, indent=1))
     return result
 
 

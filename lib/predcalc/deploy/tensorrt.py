@@ -21,6 +21,8 @@ from pathlib import Path
 
 import numpy as np
 
+from predcalc.paths import write_if_changed
+
 PRECISIONS = ("FP32", "FP16", "INT8")
 JETSON_HINT = (
     "TF-TRT runs only where TensorFlow is built with TensorRT: on a Jetson, install NVIDIA's TensorFlow "
@@ -174,7 +176,7 @@ def convert_export(export_dir, precisions=("FP16",), calibration_expressions=Non
         except Exception as error:  # the converter's reason; the other precisions go on
             result = {"error": f"{type(error).__name__}: {str(error).strip()[:300]}"}
         results[precision] = result
-    (export_dir / "tensorrt.json").write_text(json.dumps(results, indent=1))
+    write_if_changed(export_dir / "tensorrt.json", json.dumps(results, indent=1))
     return results
 
 

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from predcalc.paths import save_figure, write_if_changed
 from predcalc.training import metrics as M
 from predcalc.report.anchors import SEED_LLM_ROWS, SEED_ROWS
 from predcalc.training.experiment import BASELINE
@@ -348,7 +349,7 @@ def plot_mae(frame: pd.DataFrame, path: Path) -> Path:
     axis.grid(axis="y", alpha=0.3)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
+    save_figure(figure, path)
     plt.close(figure)
     return path
 
@@ -433,7 +434,7 @@ def update_readme(table: str, readme: Path = ROOT / "README.md") -> bool:
         return False
     head, rest = text.split(README_START, 1)
     _, tail = rest.split(README_END, 1)
-    readme.write_text(f"{head}{README_START}\n{table}\n{README_END}{tail}")
+    write_if_changed(readme, f"{head}{README_START}\n{table}\n{README_END}{tail}")
     return True
 
 
@@ -446,9 +447,9 @@ def build(runs: Path = RUNS, reports: Path = REPORTS, readme: Path = ROOT / "REA
     figure = plot_mae(models, reports / "figures" / "mae_by_test_set.png") if not models.empty else None
     text = findings_markdown(records, models, exports, reports)
     reports.mkdir(parents=True, exist_ok=True)  # no figure was written when only LLM runs exist
-    (reports / "findings.md").write_text(text)
+    write_if_changed(reports / "findings.md", text)
     html = markdown.markdown(text, extensions=["tables"])
-    (reports / "findings.html").write_text(
+    write_if_changed(reports / "findings.html",
         "<!doctype html><meta charset='utf-8'><title>predcalc findings</title>"
         "<style>body{font-family:sans-serif;max-width:75em;margin:auto}table{border-collapse:collapse}"
         "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}img{max-width:100%}</style>\n" + html)

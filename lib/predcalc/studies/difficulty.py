@@ -14,6 +14,7 @@ import keras
 import numpy as np
 import pandas as pd
 
+from predcalc.paths import save_figure
 from predcalc.training import metrics as M
 
 
@@ -78,7 +79,7 @@ def plot_by_difficulty(table: pd.DataFrame, axes_spec, seeds: int, path=None, re
     axes[0, 0].legend(fontsize=8)
     figure.tight_layout()
     if path is not None:
-        figure.savefig(path, dpi=110)
+        save_figure(figure, path)
     return figure
 
 

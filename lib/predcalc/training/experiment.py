@@ -15,6 +15,7 @@ from pathlib import Path
 
 import keras
 
+from predcalc.paths import save_figure, write_if_changed
 from predcalc.training import metrics as M
 from predcalc.data import Protocol
 from predcalc.training.fit import TrainedModel, evaluate, run_record, train
@@ -62,7 +63,7 @@ class Results:
         figure.tight_layout()
         if path is not None:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
-            figure.savefig(path, dpi=110)
+            save_figure(figure, path)
         return figure
 
     def plot_history(self, path=None):
@@ -81,7 +82,7 @@ class Results:
         axis.legend(fontsize=7)
         figure.tight_layout()
         if path is not None:
-            figure.savefig(path, dpi=110)
+            save_figure(figure, path)
         return figure
 
     def export(self, directory, progress: bool = True) -> dict:
@@ -117,7 +118,7 @@ class Results:
         """Write ``metrics.json``: what ``predcalc report`` and the tests read."""
         path = Path(directory) / "metrics.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(self.to_json(notebook, parameters), indent=1))
+        write_if_changed(path, json.dumps(self.to_json(notebook, parameters), indent=1))
         return path
 
 

@@ -16,7 +16,7 @@ import sys
 import time
 from pathlib import Path
 
-from predcalc.paths import NOTEBOOKS, ROOT, RUNS
+from predcalc.paths import NOTEBOOKS, ROOT, RUNS, relative
 
 # Parameters injected by each profile (only those a notebook declares). A notebook can
 # override them in its metadata: {"predcalc": {"profiles": {"full": {...}}}}.
@@ -95,7 +95,7 @@ def execute(notebook: Path, profile: str, runs: Path = RUNS, progress_bar: bool 
     (output_dir / RUN_INFO).write_text(json.dumps({
         "profile": profile, "seconds": round(outcome.seconds, 1), "error": outcome.error,
         "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "injected": parameters}, indent=1))
+        "injected": {k: relative(v) if k == "output_dir" else v for k, v in parameters.items()}}, indent=1))
     return outcome
 
 

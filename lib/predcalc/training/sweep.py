@@ -34,6 +34,7 @@ import json
 import time
 from pathlib import Path
 
+from predcalc.paths import write_if_changed
 from predcalc.training.runner import NOTEBOOKS, ROOT, RUN_INFO, kernel_environment
 
 SWEEPS = ROOT / "reports" / "sweeps"
@@ -216,7 +217,7 @@ def run(config: dict, workers: int | None = None, engine: str = "process", root:
     outcomes.sort(key=lambda o: o.name)
     summary = Path(root) / config["name"] / SUMMARY
     summary.parent.mkdir(parents=True, exist_ok=True)
-    summary.write_text(json.dumps({"name": config["name"], "engine": engine, "workers": workers,
+    write_if_changed(summary, json.dumps({"name": config["name"], "engine": engine, "workers": workers,
                                    "runs": [dataclasses.asdict(o) for o in outcomes]}, indent=1))
     return outcomes
 
