@@ -1,4 +1,5 @@
-"""Tests of MinGRU: numbers, paths, carried state, saving, training."""
+"""Tests of MinGRU and MinLSTM (one module, parameterised by the layer): numbers, paths,
+carried state, saving, training. MinLSTM's normalised gates have a test of their own."""
 
 import keras
 import numpy as np
@@ -6,6 +7,7 @@ import pytest
 from keras import ops
 
 from predcalc.layers.min_gru import MinGRU
+from predcalc.layers.min_lstm import MinLSTM
 
 BATCH, TIME, FEATURES, UNITS = 2, 6, 3, 4
 
@@ -23,6 +25,21 @@ def numpy_min_gru(x, kernel, bias, h0=None):
     projected = np.asarray(x, "float64") @ kernel + bias
     units = kernel.shape[1] // 2
     z, candidate = sigmoid(projected[..., :units]), g(projected[..., units:])
+    return scan_reference(x, 1.0 - z, z, candidate, units, h0)
+
+
+def numpy_min_lstm(x, kernel, bias, h0=None):
+    """Float64 minLSTM with normalised gates f' = f/(f+i), i' = i/(f+i)."""
+    projected = np.asarray(x, "float64") @ kernel + bias
+    units = kernel.shape[1] // 3
+    f = sigmoid(projected[..., :units])
+    i = sigmoid(projected[..., units : 2 * units])
+    candidate = g(projected[..., 2 * units :])
+    return scan_reference(x, f / (f + i), i / (f + i), candidate, units, h0)
+
+
+def scan_reference(x, keep, write, candidate, units, h0):
+    """h_t = keep_t h_{t-1} + write_t candidate_t, step by step in float64."""
     h = (
         np.zeros((x.shape[0], units))
         if h0 is None
@@ -30,9 +47,36 @@ def numpy_min_gru(x, kernel, bias, h0=None):
     )
     outputs = []
     for t in range(x.shape[1]):
-        h = (1.0 - z[:, t]) * h + z[:, t] * candidate[:, t]
+        h = keep[:, t] * h + write[:, t] * candidate[:, t]
         outputs.append(h)
     return np.stack(outputs, axis=1)
+
+
+# Per layer: its NumPy reference, and a pinned example (kernel initializer, expected outputs).
+# MinGRU: z_t = sigmoid(x_t), h~_t = g(x_t), x = (1, -1, 2), h_0 = 0:
+#   h_1 = sigmoid(1) * 1.5, h_2 = sigmoid(-1) h_1 + sigmoid(-1)^2, ...
+# MinLSTM: kernel [1, -1, 1]: f_t = sigmoid(x_t), i_t = sigmoid(-x_t) (so f + i = 1
+#   and f' = f), h~_t = g(x_t), x = (1, -1, 2), h_0 = 0:
+#   h_1 = sigmoid(-1) * 1.5, h_2 = sigmoid(-1) h_1 + sigmoid(1) sigmoid(-1).
+CASES = {
+    "min_gru": (MinGRU, numpy_min_gru, "ones", [1.096588, 0.873999, 2.306176]),
+    "min_lstm": (
+        MinLSTM,
+        numpy_min_lstm,
+        [[1.0, -1.0, 1.0]],
+        [0.403412, 0.305106, 0.566744],
+    ),
+}
+
+
+@pytest.fixture(params=sorted(CASES))
+def name(request):
+    return request.param
+
+
+@pytest.fixture
+def Layer(name):
+    return CASES[name][0]
 
 
 def inputs(time=TIME, batch=BATCH, seed=0):
@@ -40,9 +84,9 @@ def inputs(time=TIME, batch=BATCH, seed=0):
     return rng.normal(size=(batch, time, FEATURES)).astype("float32")
 
 
-def deterministic_layer(parallel=True, seed=1, **kwargs):
+def deterministic_layer(Layer, parallel=True, seed=1, **kwargs):
     kwargs.setdefault("return_sequences", True)
-    layer = MinGRU(UNITS, parallel=parallel, **kwargs)
+    layer = Layer(UNITS, parallel=parallel, **kwargs)
     layer.build((None, TIME, FEATURES))
     rng = np.random.default_rng(seed)
     layer.set_weights(
@@ -62,42 +106,62 @@ def to_numpy(x):
     return ops.convert_to_numpy(x)
 
 
-def test_pinned_numbers():
-    # z_t = sigmoid(x_t), h~_t = g(x_t), x = (1, -1, 2), h_0 = 0:
-    # h_1 = sigmoid(1) * 1.5, h_2 = sigmoid(-1) h_1 + sigmoid(-1)^2, ...
+def test_pinned_numbers(name, Layer):
+    _, _, kernel, expected = CASES[name]
+    if not isinstance(kernel, str):
+        kernel = keras.initializers.Constant(kernel)
     for parallel in (True, False):
-        layer = MinGRU(
+        layer = Layer(
             1,
             return_sequences=True,
             parallel=parallel,
-            kernel_initializer="ones",
+            kernel_initializer=kernel,
         )
         x = np.array([[[1.0], [-1.0], [2.0]]], "float32")
         np.testing.assert_allclose(
             to_numpy(layer(x))[0, :, 0],
-            [1.096588, 0.873999, 2.306176],
+            expected,
             atol=1e-5,
+        )
+
+
+def test_min_lstm_gates_are_normalised():
+    # Scaling f and i together leaves f' and i' unchanged: with equal forget
+    # and input logits, f' = i' = 1/2 whatever their value.
+    for logit in (-4.0, 0.0, 4.0):
+        layer = MinLSTM(
+            1,
+            return_sequences=True,
+            kernel_initializer=keras.initializers.Constant(
+                [[logit, logit, 0.0]]
+            ),
+            bias_initializer=keras.initializers.Constant([0.0, 0.0, 1.0]),
+        )
+        x = np.ones((1, 3, 1), "float32")
+        # h~ = g(1) = 1.5: h = 0.75, 1.125, 1.3125.
+        np.testing.assert_allclose(
+            to_numpy(layer(x))[0, :, 0], [0.75, 1.125, 1.3125], atol=1e-5
         )
 
 
 @pytest.mark.parametrize("parallel", [True, False])
 @pytest.mark.parametrize("with_initial_state", [False, True])
-def test_matches_numpy_reference(parallel, with_initial_state):
-    layer = deterministic_layer(parallel)
+def test_matches_numpy_reference(name, Layer, parallel, with_initial_state):
+    layer = deterministic_layer(Layer, parallel)
     x = inputs()
     # A negative initial state is allowed on the log-space path too.
     h0 = np.linspace(-1.0, 1.0, BATCH * UNITS).reshape(BATCH, UNITS)
     h0 = h0.astype("float32") if with_initial_state else None
-    expected = numpy_min_gru(x, *numpy_weights(layer), h0)
+    expected = CASES[name][1](x, *numpy_weights(layer), h0)
     np.testing.assert_allclose(
         to_numpy(layer(x, initial_state=h0)), expected, atol=1e-5
     )
 
 
-def test_parallel_path_equals_step_path_on_a_longer_sequence():
+def test_parallel_path_equals_step_path_on_a_longer_sequence(Layer):
     x = inputs(time=64, seed=2)
-    parallel = to_numpy(deterministic_layer(True)(x))
-    step = to_numpy(deterministic_layer(False)(x))
+    parallel = to_numpy(deterministic_layer(Layer, True)(x))
+    step = to_numpy(deterministic_layer(Layer, False)(x))
     np.testing.assert_allclose(parallel, step, atol=1e-5)
 
 
@@ -105,13 +169,11 @@ def test_parallel_path_equals_step_path_on_a_longer_sequence():
     "first_parallel, second_parallel",
     [(True, True), (False, False), (True, False)],
 )
-def test_continuing_from_carried_state_equals_whole_sequence(
-    first_parallel, second_parallel
-):
+def test_continuing_from_carried_state_equals_whole_sequence(Layer, first_parallel, second_parallel):
     x = inputs()
-    whole = to_numpy(deterministic_layer(True)(x))
-    first_layer = deterministic_layer(first_parallel, return_state=True)
-    second_layer = deterministic_layer(second_parallel, return_state=True)
+    whole = to_numpy(deterministic_layer(Layer, True)(x))
+    first_layer = deterministic_layer(Layer, first_parallel, return_state=True)
+    second_layer = deterministic_layer(Layer, second_parallel, return_state=True)
     first, state = first_layer(x[:, :2])
     second, last_state = second_layer(x[:, 2:], initial_state=[state])
     np.testing.assert_allclose(
@@ -123,10 +185,10 @@ def test_continuing_from_carried_state_equals_whole_sequence(
 
 
 @pytest.mark.parametrize("parallel", [True, False])
-def test_last_output_and_state(parallel):
+def test_last_output_and_state(Layer, parallel):
     x = inputs()
-    sequence = to_numpy(deterministic_layer(parallel)(x))
-    layer = deterministic_layer(
+    sequence = to_numpy(deterministic_layer(Layer, parallel)(x))
+    layer = deterministic_layer(Layer,
         parallel, return_sequences=False, return_state=True
     )
     output, state = layer(x)
@@ -135,9 +197,9 @@ def test_last_output_and_state(parallel):
 
 
 @pytest.mark.parametrize("parallel", [True, False])
-def test_functional_model_with_flexible_batch(parallel):
+def test_functional_model_with_flexible_batch(Layer, parallel):
     model_inputs = keras.Input((TIME, FEATURES))
-    sequence, state = MinGRU(
+    sequence, state = Layer(
         UNITS, return_sequences=True, return_state=True, parallel=parallel
     )(model_inputs)
     assert tuple(sequence.shape) == (None, TIME, UNITS)
@@ -149,21 +211,21 @@ def test_functional_model_with_flexible_batch(parallel):
         )
         assert predicted_sequence.shape == (batch, TIME, UNITS)
         assert predicted_state.shape == (batch, UNITS)
-    assert MinGRU(UNITS).compute_output_shape((None, TIME, FEATURES)) == (
+    assert Layer(UNITS).compute_output_shape((None, TIME, FEATURES)) == (
         None,
         UNITS,
     )
 
 
-def test_get_config_round_trip():
-    layer = MinGRU(
+def test_get_config_round_trip(name, Layer):
+    layer = Layer(
         UNITS,
         return_sequences=True,
         return_state=True,
         parallel=False,
         use_bias=False,
         kernel_initializer="zeros",
-        name="min_gru_config",
+        name=f"{name}_config",
     )
     config = layer.get_config()
     for key, value in {
@@ -174,32 +236,32 @@ def test_get_config_round_trip():
         "use_bias": False,
     }.items():
         assert config[key] == value
-    restored = MinGRU.from_config(config)
+    restored = Layer.from_config(config)
     assert restored.get_config() == config
 
 
-def test_save_and_load_keras_file(tmp_path):
+def test_save_and_load_keras_file(name, Layer, tmp_path):
     model_inputs = keras.Input((TIME, FEATURES))
-    hidden = MinGRU(UNITS, return_sequences=True)(model_inputs)
-    outputs = MinGRU(UNITS, parallel=False)(hidden)
+    hidden = Layer(UNITS, return_sequences=True)(model_inputs)
+    outputs = Layer(UNITS, parallel=False)(hidden)
     model = keras.Model(model_inputs, outputs)
-    path = tmp_path / "min_gru.keras"
+    path = tmp_path / f"{name}.keras"
     model.save(path)
     restored = keras.saving.load_model(path)
-    assert isinstance(restored.layers[1], MinGRU)
+    assert isinstance(restored.layers[1], Layer)
     assert restored.layers[2].parallel is False
     x = inputs()
     np.testing.assert_array_equal(to_numpy(restored(x)), to_numpy(model(x)))
 
 
 @pytest.mark.parametrize("parallel", [True, False])
-def test_training_reduces_loss(parallel):
+def test_training_reduces_loss(Layer, parallel):
     keras.utils.set_random_seed(0)
     x = inputs(batch=16, seed=3)
     y = x.sum(axis=(1, 2))[:, None] / 4.0  # a target the model can fit
     model_inputs = keras.Input((TIME, FEATURES))
     outputs = keras.layers.Dense(1)(
-        MinGRU(UNITS, parallel=parallel)(model_inputs)
+        Layer(UNITS, parallel=parallel)(model_inputs)
     )
     model = keras.Model(model_inputs, outputs)
     model.compile(optimizer=keras.optimizers.Adam(0.05), loss="mse")
@@ -223,11 +285,11 @@ def test_training_reduces_loss(parallel):
         ({"units": 4, "return_state": None}, "return_state must be a bool"),
     ],
 )
-def test_invalid_arguments(kwargs, match):
+def test_invalid_arguments(Layer, kwargs, match):
     with pytest.raises(ValueError, match=match):
-        MinGRU(**kwargs)
+        Layer(**kwargs)
 
 
-def test_inputs_must_be_three_dimensional():
+def test_inputs_must_be_three_dimensional(Layer):
     with pytest.raises(ValueError, match="expects inputs of shape"):
-        MinGRU(UNITS).build((BATCH, FEATURES))
+        Layer(UNITS).build((BATCH, FEATURES))
