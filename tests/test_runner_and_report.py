@@ -152,3 +152,13 @@ def test_answer_names_the_best_model_and_checks_the_goal():
             "2 seeds) has the highest mean exact accuracy over the 2 families, 59.5 %: 99.0 % on held-out expressions "
             "of the training distribution; at least 99 % on 1 of them (iid); worst digits_6 20.0 %.") in text
     assert findings.answer_lines([], findings.generalisation_table([])) == []
+
+
+def test_one_template_runs_as_03_lstm_and_04_gru():
+    names = [p.stem for p in runner.discover()]
+    assert "03_lstm" in names and "04_gru" in names and "03_gated_rnn" not in names
+    assert [p.stem for p in runner.discover(["04"])] == ["04_gru"]
+    source, parameters = runner.source_of(runner.NOTEBOOKS / "04_gru.ipynb")
+    assert source == runner.NOTEBOOKS / "03_gated_rnn.ipynb" and source.is_file()
+    assert parameters == {"models": ["gru"]}
+    assert runner.source_of(runner.NOTEBOOKS / "01_fnn.ipynb") == (runner.NOTEBOOKS / "01_fnn.ipynb", {})

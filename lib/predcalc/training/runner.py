@@ -40,15 +40,39 @@ def kernel_environment() -> None:
     os.environ.setdefault("PYTHONPATH", str(ROOT / "lib"))
 
 
+# One template notebook serves several runs: run name -> (template, parameters injected).
+# The run's outputs go to reports/runs/<run name>/ like any other notebook's.
+ALIASES = {
+    "03_lstm": ("03_gated_rnn", {"models": ["lstm"]}),
+    "04_gru": ("03_gated_rnn", {"models": ["gru"]}),
+}
+
+
 def discover(only=None, directory: Path = NOTEBOOKS) -> list[Path]:
-    """The notebooks to run, in name order; ``only`` keeps those whose name starts with one of it."""
-    notebooks = sorted(p for p in directory.glob("*.ipynb") if not p.name.startswith("_"))
+    """The notebooks to run, in name order; ``only`` keeps those whose name starts with one of it.
+
+    A template of :data:`ALIASES` runs under its aliases' names (``notebooks/03_lstm.ipynb``
+    stands for ``03_gated_rnn`` with ``models=['lstm']``), not under its own.
+    """
+    templates = {template for template, _ in ALIASES.values()}
+    notebooks = [p for p in directory.glob("*.ipynb") if not p.name.startswith("_") and p.stem not in templates]
+    notebooks += [directory / f"{alias}.ipynb" for alias, (template, _) in ALIASES.items()
+                  if (directory / f"{template}.ipynb").is_file()]
+    notebooks.sort()
     if only:
         wanted = [w.removesuffix(".ipynb") for w in only]
         notebooks = [p for p in notebooks if any(p.stem == w or p.stem.startswith(w) for w in wanted)]
         if not notebooks:
             raise ValueError(f"no notebook matches {', '.join(only)} in {directory}")
     return notebooks
+
+
+def source_of(notebook: Path) -> tuple[Path, dict]:
+    """The file a discovered notebook runs and the parameters its alias adds (none for a plain one)."""
+    if notebook.stem in ALIASES and not notebook.is_file():
+        template, parameters = ALIASES[notebook.stem]
+        return notebook.with_name(f"{template}.ipynb"), dict(parameters)
+    return notebook, {}
 
 
 def parameters_for(notebook: Path, profile: str, output_dir: Path) -> dict:
@@ -82,10 +106,11 @@ def execute(notebook: Path, profile: str, runs: Path = RUNS, progress_bar: bool 
     output_dir = runs / notebook.stem
     output_dir.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
-    parameters = parameters_for(notebook, profile, output_dir)
+    source, alias_parameters = source_of(notebook)
+    parameters = {**parameters_for(source, profile, output_dir), **alias_parameters}
     try:
-        papermill.execute_notebook(str(notebook), str(output_dir / notebook.name), parameters=parameters,
-                                   cwd=str(notebook.parent), kernel_name="python3",
+        papermill.execute_notebook(str(source), str(output_dir / notebook.name), parameters=parameters,
+                                   cwd=str(source.parent), kernel_name="python3",
                                    progress_bar=progress_bar, log_output=False)
         outcome = Outcome(notebook.stem, time.perf_counter() - start)
     except Exception as error:  # a failed notebook is reported; the batch goes on
