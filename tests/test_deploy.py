@@ -158,16 +158,19 @@ def test_bench_writes_latency_and_throughput(exported_fnn2, tmp_path, capsys):
     assert main(["bench", "--model", str(exported_fnn2[2]), "--runs", "0"]) == 2
 
 
+# Python source that makes importing Keras, TensorFlow, SciPy, pandas, JAX or PyTorch fail.
+BLOCK_HEAVY_IMPORTS = ("import sys\n"
+                       "class Block:\n"
+                       "    def find_spec(self, name, path=None, target=None):\n"
+                       "        if name.split('.')[0] in {'keras', 'tensorflow', 'scipy', 'pandas', 'jax', 'torch'}:\n"
+                       "            raise ImportError('blocked: ' + name)\n"
+                       "sys.meta_path.insert(0, Block())\n")
+
+
 def test_the_calculator_runs_without_keras_tensorflow_or_scipy(exported_fnn2):
     """What a Jetson needs for `predcalc predict`: NumPy and the artifact's runtime."""
     directory = exported_fnn2[2]
-    blocker = ("import sys\n"
-               "class Block:\n"
-               "    def find_spec(self, name, path=None, target=None):\n"
-               "        if name.split('.')[0] in {'keras', 'tensorflow', 'scipy', 'pandas', 'jax', 'torch'}:\n"
-               "            raise ImportError('blocked: ' + name)\n"
-               "sys.meta_path.insert(0, Block())\n"
-               "from predcalc.cli import main\n"
+    blocker = (BLOCK_HEAVY_IMPORTS + "from predcalc.cli import main\n"
                "sys.exit(main(['predict', '3 - -2 + 4', '--model', sys.argv[1]]))\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT / "lib")}
     artifacts = [directory / "model_float32.tflite"]
@@ -182,13 +185,7 @@ def test_the_calculator_runs_without_keras_tensorflow_or_scipy(exported_fnn2):
 
 def test_the_deploy_package_imports_without_keras_tensorflow_or_scipy():
     """predcalc.deploy imports only NumPy at import time (heavy imports live inside functions)."""
-    blocker = ("import sys\n"
-               "class Block:\n"
-               "    def find_spec(self, name, path=None, target=None):\n"
-               "        if name.split('.')[0] in {'keras', 'tensorflow', 'scipy', 'pandas', 'jax', 'torch'}:\n"
-               "            raise ImportError('blocked: ' + name)\n"
-               "sys.meta_path.insert(0, Block())\n"
-               "import predcalc.deploy.export, predcalc.deploy.predictor, predcalc.deploy.tensorrt\n"
+    blocker = (BLOCK_HEAVY_IMPORTS + "import predcalc.deploy.export, predcalc.deploy.predictor, predcalc.deploy.tensorrt\n"
                "import predcalc.deploy.bench, predcalc.paths, predcalc.cli\n")
     env = {**os.environ, "PYTHONPATH": str(ROOT / "lib")}
     result = subprocess.run([sys.executable, "-c", blocker], capture_output=True, text=True, env=env)

@@ -6,6 +6,7 @@ import pytest
 from keras import ops
 
 from predcalc.layers.mamba import Mamba
+from layer_helpers import built_with_random_weights, to_numpy
 
 BATCH, TIME, FEATURES, UNITS, STATE = 2, 6, 3, 4, 3
 
@@ -70,15 +71,7 @@ def deterministic_layer(parallel=True, conv_kernel_size=3, seed=1, **kwargs):
         parallel=parallel,
         **kwargs,
     )
-    layer.build((None, TIME, FEATURES))
-    rng = np.random.default_rng(seed)
-    layer.set_weights(
-        [
-            rng.normal(scale=0.5, size=w.shape).astype("float32")
-            for w in layer.weights
-        ]
-    )
-    return layer
+    return built_with_random_weights(layer, (None, TIME, FEATURES), seed, scale=0.5)
 
 
 def numpy_weights(layer):
@@ -86,9 +79,6 @@ def numpy_weights(layer):
         w.name: ops.convert_to_numpy(w).astype("float64") for w in layer.weights
     }
 
-
-def to_numpy(x):
-    return ops.convert_to_numpy(x)
 
 
 @pytest.mark.parametrize("parallel", [True, False])

@@ -8,6 +8,7 @@ from keras import ops
 
 from predcalc.layers.min_gru import MinGRU
 from predcalc.layers.min_lstm import MinLSTM
+from layer_helpers import built_with_random_weights, to_numpy
 
 BATCH, TIME, FEATURES, UNITS = 2, 6, 3, 4
 
@@ -87,23 +88,12 @@ def inputs(time=TIME, batch=BATCH, seed=0):
 def deterministic_layer(Layer, parallel=True, seed=1, **kwargs):
     kwargs.setdefault("return_sequences", True)
     layer = Layer(UNITS, parallel=parallel, **kwargs)
-    layer.build((None, TIME, FEATURES))
-    rng = np.random.default_rng(seed)
-    layer.set_weights(
-        [
-            rng.normal(scale=0.7, size=w.shape).astype("float32")
-            for w in layer.weights
-        ]
-    )
-    return layer
+    return built_with_random_weights(layer, (None, TIME, FEATURES), seed, scale=0.7)
 
 
 def numpy_weights(layer):
     return [w.astype("float64") for w in layer.get_weights()]
 
-
-def to_numpy(x):
-    return ops.convert_to_numpy(x)
 
 
 def test_pinned_numbers(name, Layer):

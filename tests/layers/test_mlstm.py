@@ -6,6 +6,7 @@ import pytest
 from keras import ops
 
 from predcalc.layers.mlstm import MLSTM
+from layer_helpers import built_with_random_weights, to_numpy
 
 BATCH, TIME, FEATURES, UNITS, HEADS = 2, 6, 3, 4, 2
 
@@ -69,19 +70,8 @@ def deterministic_layer(parallel=True, seed=1, forget_gate="sigmoid", **kwargs):
         parallel=parallel,
         **kwargs,
     )
-    layer.build((None, TIME, FEATURES))
-    rng = np.random.default_rng(seed)
-    layer.set_weights(
-        [
-            rng.normal(scale=0.7, size=w.shape).astype("float32")
-            for w in layer.weights
-        ]
-    )
-    return layer
+    return built_with_random_weights(layer, (None, TIME, FEATURES), seed, scale=0.7)
 
-
-def to_numpy(x):
-    return ops.convert_to_numpy(x)
 
 
 def test_pinned_numbers():

@@ -6,6 +6,7 @@ import pytest
 from keras import ops
 
 from predcalc.layers.slstm import SLSTM
+from layer_helpers import built_with_random_weights, to_numpy
 
 BATCH, TIME, FEATURES, UNITS, HEADS = 2, 6, 3, 4, 2
 
@@ -55,19 +56,8 @@ def inputs(time=TIME, batch=BATCH, seed=0):
 def deterministic_layer(seed=1, forget_gate="sigmoid", **kwargs):
     kwargs.setdefault("return_sequences", True)
     layer = SLSTM(UNITS, num_heads=HEADS, forget_gate=forget_gate, **kwargs)
-    layer.build((None, TIME, FEATURES))
-    rng = np.random.default_rng(seed)
-    layer.set_weights(
-        [
-            rng.normal(scale=0.7, size=w.shape).astype("float32")
-            for w in layer.weights
-        ]
-    )
-    return layer
+    return built_with_random_weights(layer, (None, TIME, FEATURES), seed, scale=0.7)
 
-
-def to_numpy(x):
-    return ops.convert_to_numpy(x)
 
 
 def test_pinned_numbers():
