@@ -341,22 +341,22 @@ def plot_mae(frame: pd.DataFrame, path: Path) -> Path:
     published = (frame["source"] == "seed (published)").to_numpy()
     labels = [f"{m} (seed)" if p else m for m, p in zip(frame["model"], published)]
     rows = np.arange(len(frame))
-    figure, axes = plt.subplots(1, 3, sharey=True, figsize=(10, 1.2 + 0.26 * len(frame)))
+    figure, axes = plt.subplots(1, 3, sharey=True, figsize=(8, 1.1 + 0.24 * len(frame)))
     for axis, (column, title) in zip(axes, sets):
         values = frame[column].astype(float).to_numpy()
         for mask, face in ((~published, "C0"), (published, "none")):
             axis.scatter(values[mask], rows[mask], s=22, facecolors=face, edgecolors="C0", zorder=3)
         axis.set_xscale("log")
-        axis.set_title(title, fontsize=10)
+        axis.set_title(title, fontsize=9)
         axis.grid(axis="x", which="major", alpha=0.3)
         axis.grid(axis="y", alpha=0.15)
         axis.tick_params(labelsize=8)
     axes[0].set_yticks(rows, labels, fontsize=8)
     axes[0].set_ylim(-0.7, len(frame) - 0.3)
-    axes[1].set_xlabel("mean absolute error (log scale; hollow: the seed's published numbers)", fontsize=9)
+    axes[1].set_xlabel("mean absolute error (log scale; hollow: the seed's published numbers)", fontsize=8)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    figure.savefig(path, dpi=110)
+    figure.savefig(path, dpi=120)
     plt.close(figure)
     return path
 
