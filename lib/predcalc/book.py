@@ -605,7 +605,13 @@ class Book:
             line = re.sub(r"\]\(runs/([^/)]+)/[^/)]+\.ipynb\)",
                           lambda m: f"]({self.by_name[m.group(1)].doc}.ipynb)" if m.group(1) in self.by_name
                           else f"](#{m.group(1)})", line)
-            out.append(prose(line) if not line.lstrip().startswith("![") else line)
+            image = re.match(r"^(\s*)!\[([^\]]*)\]\(([^)]+)\)", line)
+            if image and image.group(1):
+                continue  # a run's figures in the Runs list: its notebook's page shows them
+            if image:  # a study's figure: across the margin too, as on the notebook pages
+                out += ["", "::::{container} full-width", f"![{image.group(2)}]({image.group(3)})", "::::", ""]
+                continue
+            out.append(prose(line))
         return "\n".join(out)
 
     # ---- notebooks
