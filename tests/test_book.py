@@ -4,6 +4,7 @@ real browser (headless Chromium driven by Selenium, skipped when none is install
 import functools
 import http.server
 import json
+import os
 import re
 import shutil
 import threading
@@ -94,6 +95,8 @@ def _browser():
     """Paths of the Chromium binary and its driver, or a reason to skip."""
     binary = next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
     driver = shutil.which("chromedriver")
+    if (not binary or not driver) and os.environ.get("PREDCALC_REQUIRE_BROWSER"):
+        pytest.fail("PREDCALC_REQUIRE_BROWSER is set but Chromium or chromedriver is missing")
     if not binary or not driver:
         return None, None, ("no headless browser: the browser test needs Chromium and its driver "
                             "(Debian: apt-get install chromium chromium-driver)")
