@@ -30,8 +30,8 @@ def test_numbers_are_formatted_for_people():
     assert book.number("2.474") == "2.47"
     assert book.number("409.8") == "410"
     assert book.number("3.447e+06") == "3,450,000"
-    assert book.number("4.179e-07") == "4.2 × 10⁻⁷"
-    assert book.number("1e-05") == "1.0 × 10⁻⁵"
+    assert book.number("4.179e-07") == "4.2\u00a0×\u00a010⁻⁷"
+    assert book.number("1e-05") == "1.0\u00a0×\u00a010⁻⁵"
     assert book.number("inf") == "∞"
     assert book.score("1.36e+14") == "unbounded"
     assert book.score("7.03e+05") == "703,000"
@@ -42,7 +42,7 @@ def test_numbers_are_formatted_for_people():
 
 def test_prose_keeps_words_and_formats_numbers():
     text = "exact on 100.00 % in range, MAE out 1.06e-06 (score 3822, model e5)"
-    assert book.prose(text) == "exact on 100.0\u00a0% in range, MAE out 1.1 × 10⁻⁶ (score 3822, model e5)"
+    assert book.prose(text) == "exact on 100.0\u00a0% in range, MAE out 1.1\u00a0×\u00a010⁻⁶ (score 3822, model e5)"
 
 
 def test_findings_tables_parse():

@@ -60,7 +60,7 @@ def scientific(value: float, digits: int = 2) -> str:
     mantissa = value / 10 ** exponent
     if round(mantissa, digits - 1) >= 10:
         mantissa, exponent = mantissa / 10, exponent + 1
-    return f"{mantissa:.{digits - 1}f} × 10{str(exponent).translate(_SUPERSCRIPT)}"
+    return f"{mantissa:.{digits - 1}f}\u00a0×\u00a010{str(exponent).translate(_SUPERSCRIPT)}"
 
 
 def number(value: float | str, digits: int = 3) -> str:
@@ -238,6 +238,25 @@ def _png_width(output: dict) -> int:
         return 0
     head = base64.b64decode("".join(data)[:64])
     return int.from_bytes(head[16:20], "big") if head[:8] == b"\x89PNG\r\n\x1a\n" else 0
+
+
+def _question(path: Path) -> str:
+    """The notebook's ``**Question.**`` paragraph, without the label."""
+    notebook = json.loads(path.read_text())
+    for c in notebook["cells"]:
+        if c["cell_type"] == "markdown":
+            paragraphs = "".join(c["source"]).split("\n\n")
+            start = next((i for i, p in enumerate(paragraphs) if p.startswith("**Question.**")), None)
+            if start is None:
+                continue
+            kept = []  # up to the paragraph that asks, leaving out display formulas
+            for paragraph in paragraphs[start:start + 4]:
+                if not paragraph.lstrip().startswith("$$"):
+                    kept.append(" ".join(paragraph.split()))
+                if paragraph.rstrip().endswith("?"):
+                    break
+            return " ".join(kept).removeprefix("**Question.**").strip()
+    return ""
 
 
 def _title(path: Path) -> str:
@@ -472,11 +491,11 @@ class Book:
             nb = self.by_name[name]
             models = [r for r in self._notebook_rows(name) if r["source"] != "seed (published)"]
             best = max(models, key=lambda r: _float(r["acc out"].replace("%", "")) or 0, default=None)
+            exact = [percent(best[f"acc {t}"]) for t in ("in", "out", "long")] if best else ["", "", ""]
             rows.append([_link(nb, _short_title(nb)), str(len(models)) if models else "",
-                         best["model"] if best else "",
-                         " / ".join(percent(best[f"acc {t}"]) for t in ("in", "out", "long")) if best else ""])
-        return markdown_table(["chapter", "models", "best out of range", "exact in / out / long"], rows,
-                              right={1, 3})
+                         best["model"] if best else "fine-tuned language models: see the chapter", *exact])
+        return markdown_table(["chapter", "models", "best out of range", "exact in", "exact out", "exact long"],
+                              rows, right={1, 3, 4, 5})
 
     def architectures_page(self) -> str:
         names = [n.name for n in self.notebooks if n.architecture]
@@ -494,9 +513,8 @@ class Book:
         for nb in self.notebooks:
             if nb.architecture:
                 continue
-            study = self._study_section(nb.name)
-            first = next((prose(line) for line in paragraphs(study.lines) if line.strip()), "") if study else ""
-            lines += [f"- {_link(nb)}" + (f": {first[:400]}{'…' if len(first) > 400 else ''}" if first else ""), ""]
+            question = _question(nb.path)
+            lines += [f"- {_link(nb)}" + (f". {question}" if question else ""), ""]
         return "\n".join(lines + _toctree([n.doc for n in self.notebooks if not n.architecture]))
 
     def _study_section(self, name: str) -> Section | None:
