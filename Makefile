@@ -1,7 +1,10 @@
 # Two commands on a fresh machine with Python 3.11:
 #   make report   executes every notebook (quick profile; PROFILE=full for the seed's settings)
 #                 into reports/runs/ and rebuilds reports/findings.md and the README table
-#   make test     runs the library tests (layers on TensorFlow, JAX and PyTorch) and every notebook
+#   make book     builds the report as a static site, build/book/index.html, from reports/ (no
+#                 notebook is re-run)
+#   make test     runs the library tests (layers on TensorFlow, JAX and PyTorch) and every notebook;
+#                 tests/test_book.py opens the built book in headless Chromium (skipped without one)
 # Both create the virtual environment .venv and install requirements.txt when needed.
 
 PYTHON ?= python3
@@ -14,7 +17,7 @@ BIN := $(VENV)/bin
 export TF_CPP_MIN_LOG_LEVEL := 3
 export TF_ENABLE_ONEDNN_OPTS := 0
 
-.PHONY: report run test test-lib test-backends test-notebooks venv clean-runs
+.PHONY: report run book test test-lib test-backends test-notebooks venv clean-runs
 
 venv: $(VENV)/.installed
 
@@ -29,6 +32,9 @@ run: venv
 
 report: run
 	$(BIN)/predcalc report
+
+book: venv
+	PYTHONPATH=$(abspath lib) $(BIN)/python -m predcalc.book
 
 test: test-lib test-backends test-notebooks
 

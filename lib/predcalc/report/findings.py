@@ -330,26 +330,34 @@ def llm_table(records: list[dict]) -> pd.DataFrame:
 
 
 def plot_mae(frame: pd.DataFrame, path: Path) -> Path:
-    """Bar chart of MAE per test set, this project's models beside the seed's rows."""
+    """MAE per test set as small multiples (in / out / long) of one dot plot: one row per model,
+    sorted by the error out of range (best at the top), log scale; hollow dots are the seed's rows."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    sets = ["MAE in", "MAE out", "MAE long"]
-    labels = [f"{m}\n[{s}]" for m, s in zip(frame["model"], frame["source"])]
-    figure, axis = plt.subplots(figsize=(max(6, 1.3 * len(frame)), 4))
-    positions = np.arange(len(frame))
-    for offset, column in enumerate(sets):
-        axis.bar(positions + (offset - 1) * 0.27, frame[column].astype(float), width=0.27, label=column)
-    axis.set_yscale("log")
-    axis.set_xticks(positions, labels, fontsize=7, rotation=30, ha="right")
-    axis.set_ylabel("mean absolute error (log scale)")
-    axis.legend()
-    axis.grid(axis="y", alpha=0.3)
+    sets = [("MAE in", "in range"), ("MAE out", "out of range"), ("MAE long", "long expressions")]
+    frame = frame.assign(_out=frame["MAE out"].astype(float)).sort_values("_out", ascending=False, kind="stable")
+    published = (frame["source"] == "seed (published)").to_numpy()
+    labels = [f"{m} (seed)" if p else m for m, p in zip(frame["model"], published)]
+    rows = np.arange(len(frame))
+    figure, axes = plt.subplots(1, 3, sharey=True, figsize=(8, 1.1 + 0.24 * len(frame)))
+    for axis, (column, title) in zip(axes, sets):
+        values = frame[column].astype(float).to_numpy()
+        for mask, face in ((~published, "C0"), (published, "none")):
+            axis.scatter(values[mask], rows[mask], s=22, facecolors=face, edgecolors="C0", zorder=3)
+        axis.set_xscale("log")
+        axis.set_title(title, fontsize=9)
+        axis.grid(axis="x", which="major", alpha=0.3)
+        axis.grid(axis="y", alpha=0.15)
+        axis.tick_params(labelsize=8)
+    axes[0].set_yticks(rows, labels, fontsize=8)
+    axes[0].set_ylim(-0.7, len(frame) - 0.3)
+    axes[1].set_xlabel("mean absolute error (log scale; hollow: the seed's published numbers)", fontsize=8)
     figure.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
-    save_figure(figure, path)
+    save_figure(figure, path, dpi=120)
     plt.close(figure)
     return path
 
