@@ -34,7 +34,7 @@ report: run
 	$(BIN)/predcalc report
 
 book: venv
-	PYTHONPATH=$(abspath lib) $(BIN)/python -m predcalc.book
+	PYTHONPATH=$(abspath lib) $(BIN)/python -m predcalc.report.book
 
 test: test-lib test-backends test-notebooks
 

@@ -1,6 +1,6 @@
-# Sphinx configuration of the book (``make book``). predcalc.book copies this folder into
+# Sphinx configuration of the book (``make book``). predcalc.report.book copies this folder into
 # build/book_src/, writes the pages beside it and runs Sphinx there: edit the chapters in
-# lib/predcalc/book.py, the look here and in _static/predcalc.css.
+# lib/predcalc/report/book.py, the look here and in _static/predcalc.css.
 from pathlib import Path
 
 project = "predcalc"

@@ -1,4 +1,4 @@
-"""The report as a browsable book (``make book``, ``python -m predcalc.book``).
+"""The report as a browsable book (``make book``, ``python -m predcalc.report.book``).
 
 Builds a static site with Sphinx, MyST-NB and the Sphinx Book Theme from what is already
 there: ``reports/findings.md`` (the plain-text source of the numbers, written by
@@ -27,7 +27,8 @@ import sys
 import time
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+from predcalc.paths import ROOT
+
 CONFIG = ROOT / "book"
 SOURCE = ROOT / "build" / "book_src"
 OUT = ROOT / "build" / "book"
@@ -271,15 +272,17 @@ def _title(path: Path) -> str:
 
 def notebooks(root: Path = ROOT) -> list[Notebook]:
     """Every notebook in ``notebooks/``, paired with its executed copy when there is one."""
+    from predcalc.training.runner import ALIASES, discover
+
     found = []
-    for source in sorted((root / "notebooks").glob("*.ipynb")):
-        if source.name.startswith("_"):
-            continue
-        executed = root / "reports" / "runs" / source.stem / source.name
+    for listed in discover(directory=root / "notebooks"):
+        name = listed.stem  # an alias (03_lstm) runs its template (03_gated_rnn) under its own name
+        source = listed if listed.exists() else listed.with_name(f"{ALIASES[name][0]}.ipynb")
+        executed = root / "reports" / "runs" / name / f"{name}.ipynb"
         path = executed if executed.exists() else source
         run_json = executed.parent / "run.json"
         run = json.loads(run_json.read_text()) if run_json.exists() else {}
-        found.append(Notebook(source.stem, path, executed.exists(), _title(path), run))
+        found.append(Notebook(name, path, executed.exists(), _title(path), run))
     return found
 
 
@@ -756,7 +759,7 @@ def build(out: Path = OUT, source: Path = SOURCE, root: Path = ROOT, quiet: bool
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m predcalc.book", description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(prog="python -m predcalc.report.book", description=__doc__.splitlines()[0])
     parser.add_argument("--out", type=Path, default=OUT, help="the site (default build/book)")
     parser.add_argument("--source", type=Path, default=SOURCE, help="the generated pages (default build/book_src)")
     parser.add_argument("--verbose", action="store_true", help="Sphinx's progress output")
