@@ -86,3 +86,114 @@ def completeness_gap(fn: Callable, inputs, baseline, attributions) -> np.ndarray
     f = lambda v: keras.ops.convert_to_numpy(fn(keras.ops.convert_to_tensor(v))).reshape(len(x))
     a = np.asarray(attributions)
     return a.reshape(len(x), -1).sum(axis=1) - (f(x).astype("float64") - f(b).astype("float64"))
+
+
+# -- the study of notebook 23: statistics of attributions, attention and gates ------------------
+
+NUMBER_POS, OPERATOR_POS = [0, 2, 4], [1, 3]  # token classes of ``a op b op c`` (seed protocol)
+
+
+def token_classes(length: int) -> dict[str, list[int]]:
+    """Positions of numbers, operators and padding in a padded ``a op b op c`` of ``length`` tokens."""
+    return {"numbers": NUMBER_POS, "operators": OPERATOR_POS, "padding": list(range(5, length))}
+
+
+def ig_statistics(model, x, baseline, attributions, plus: float) -> dict:
+    """Completeness, attribution shares per token class and sign-following correlations."""
+    a, x = np.asarray(attributions), np.asarray(x)
+    classes = token_classes(x.shape[1])
+    gap = completeness_gap(model, x, baseline, a)
+    delta = np.abs(model.predict(x, verbose=0)[:, 0] - model.predict(baseline[None], verbose=0)[0, 0])
+    sign_b = np.where(x[:, 1] == plus, 1.0, -1.0)  # the operator in front of b
+    sign_c = np.where(x[:, 3] == plus, 1.0, -1.0)
+    total = np.abs(a).sum(axis=1, keepdims=True)
+    share = lambda pos: float((np.abs(a[:, pos]).sum(1) / total[:, 0]).mean())
+    return {
+        "completeness_max_gap": float(np.abs(gap).max()), "mean_abs_delta": float(delta.mean()),
+        "share_numbers": share(classes["numbers"]), "share_operators": share(classes["operators"]),
+        "share_padding": share(classes["padding"]),
+        # does the attribution of b (c) follow the signed term it contributes, op * b (op * c)?
+        "corr_b": float(np.corrcoef(a[:, 2], sign_b * x[:, 2])[0, 1]),
+        "corr_c": float(np.corrcoef(a[:, 4], sign_c * x[:, 4])[0, 1]),
+        "corr_a": float(np.corrcoef(a[:, 0], x[:, 0])[0, 1])}
+
+
+def attention_statistics(alpha) -> dict:
+    """Attention mass on the five expression tokens and on the padding, and the top position."""
+    alpha = np.asarray(alpha)
+    return {"mass_expression": float(alpha[:, :5].sum(1).mean()), "mass_padding": float(alpha[:, 5:].sum(1).mean()),
+            "top_position": int(alpha.mean(0).argmax()), "top_weight": float(alpha.mean(0).max()),
+            "uniform_weight": 1 / alpha.shape[1]}
+
+
+def _layer_input(model, layer_name, inputs):
+    return keras.Model(model.inputs, model.get_layer(layer_name).input)(inputs)
+
+
+def seed_cell_gates(model, kind: str, x) -> tuple[dict, float]:
+    """Gate sequences of a trained Keras ``lstm``/``gru`` layer, read through the seed cell.
+
+    The layer's weights are loaded into ``SeedLSTMCell``/``SeedGRUCell``; returns the gates (numpy,
+    ``(batch, time, units)`` each, plus ``h``) and the max difference of the final hidden states.
+    """
+    from predcalc.layers import SeedGRUCell, SeedLSTMCell
+
+    layer = model.get_layer(kind)
+    cell = {"lstm": SeedLSTMCell, "gru": SeedGRUCell}[kind](layer.units)
+    cell.set_keras_weights(layer)
+    seq = _layer_input(model, kind, x)
+    g = {k: keras.ops.convert_to_numpy(v) for k, v in cell.gate_sequence(seq).items()}
+    keras_h = keras.ops.convert_to_numpy(keras.Model(model.inputs, layer.output)(x))
+    return g, float(np.abs(g["h"][:, -1] - keras_h).max())
+
+
+def min_gru_update_gate(model, x, layer_name: str = "min_gru_1") -> np.ndarray:
+    """minGRU's update gate ``z_t = sigmoid(Linear(x_t))`` from its kernel, ``(batch, time, units)``."""
+    layer = model.get_layer(layer_name)
+    seq = keras.ops.convert_to_numpy(_layer_input(model, layer_name, x))  # (n, time, embedding)
+    kernel, bias = (keras.ops.convert_to_numpy(w) for w in (layer.kernel, layer.bias))
+    return 1 / (1 + np.exp(-(seq @ kernel[:, :layer.units] + bias[:layer.units])))
+
+
+def trained_gates(models: dict, x) -> tuple[dict, dict]:
+    """Gates of the trained ``lstm``, ``gru`` and ``min_gru`` among ``models`` (name -> keras.Model).
+
+    Returns ``gates`` (label -> gate name -> array) and ``parity`` (name -> max |h_T difference|).
+    """
+    gates, parity = {}, {}
+    if "lstm" in models:
+        g, parity["lstm"] = seed_cell_gates(models["lstm"], "lstm", x)
+        gates["LSTM"] = {"forget f": g["f"], "input i": g["i"], "output o": g["o"]}
+    if "gru" in models:
+        g, parity["gru"] = seed_cell_gates(models["gru"], "gru", x)
+        gates["GRU"] = {"update z": g["z"], "reset r": g["r"]}
+    if "min_gru" in models:
+        gates["minGRU"] = {"update z": min_gru_update_gate(models["min_gru"], x)}
+    return gates, parity
+
+
+def gate_statistics(gates: dict, length: int) -> dict:
+    """Mean gate value on numbers, operators and padding for each model's gate."""
+    classes = token_classes(length)
+    stats = {}
+    for model_name, named in gates.items():
+        for gate_name, values in named.items():
+            per_position = values.mean(axis=(0, 2))
+            stats[f"{model_name} {gate_name}"] = {k: float(per_position[pos].mean()) for k, pos in classes.items()}
+    return stats
+
+
+def state_retention(gates: dict, length: int) -> dict:
+    """Share of the position-4 state that survives the pads, per unit: median and best unit.
+
+    LSTM cell state: ``prod f_t``; GRU and minGRU (seed eq. (10)): ``prod (1 - z_t)``.
+    """
+    pad_pos = token_classes(length)["padding"]
+    keep = {"LSTM": ("forget f", lambda g: g), "GRU": ("update z", lambda g: 1 - g),
+            "minGRU": ("update z", lambda g: 1 - g)}
+    retention = {}
+    for model_name, (gate_name, carry) in keep.items():
+        if model_name in gates:
+            per_unit = np.prod(carry(gates[model_name][gate_name][:, pad_pos, :]), axis=1).mean(0)  # (units,)
+            retention[model_name] = {"median_unit": float(np.median(per_unit)), "max_unit": float(per_unit.max())}
+    return retention
