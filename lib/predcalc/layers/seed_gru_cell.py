@@ -1,10 +1,11 @@
 """The GRU cell written exactly as equations (7)-(10) of seed document 000."""
 
-import numbers
 
 import keras
 import numpy as np
 from keras import ops
+
+from predcalc.layers._seed_cell import _SeedCell
 
 # Seed symbol -> attribute of `SeedGRUCell`, in the order the weights are
 # created (and so the order of `cell.weights` and `cell.get_weights()`).
@@ -115,7 +116,7 @@ def seed_to_keras_gru(weights):
 
 
 @keras.saving.register_keras_serializable(package="predcalc")
-class SeedGRUCell(keras.layers.Layer):
+class SeedGRUCell(_SeedCell):
     """GRU cell implementing seed 000 equations (7)-(10) literally, one time step.
 
     With `[h_{t-1}, x_t]` the concatenation of the previous hidden state and
@@ -190,6 +191,13 @@ class SeedGRUCell(keras.layers.Layer):
           modeling. https://arxiv.org/abs/1412.3555
     """
 
+    _weight_names = SEED_GRU_WEIGHT_NAMES
+    _keras_name = "GRU"
+    _keras_layers = (keras.layers.GRU, keras.layers.GRUCell)
+    _equations = "(7)-(10)"
+    _keras_to_seed = staticmethod(keras_gru_to_seed)
+    _seed_to_keras = staticmethod(seed_to_keras_gru)
+
     def __init__(
         self,
         units,
@@ -197,18 +205,7 @@ class SeedGRUCell(keras.layers.Layer):
         bias_initializer="zeros",
         **kwargs,
     ):
-        if (
-            not isinstance(units, numbers.Integral)
-            or isinstance(units, bool)
-            or units <= 0
-        ):
-            raise ValueError(
-                f"`units` must be a positive integer. Received: units={units}"
-            )
-        super().__init__(**kwargs)
-        self.units = int(units)
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.bias_initializer = keras.initializers.get(bias_initializer)
+        super().__init__(units, kernel_initializer, bias_initializer, **kwargs)
         self.state_size = self.units
         self.output_size = self.units
 
@@ -260,103 +257,18 @@ class SeedGRUCell(keras.layers.Layer):
         h = self.step_with_gates(inputs, states)["h"]
         return h, ([h] if isinstance(states, (list, tuple)) else h)
 
-    def gate_sequence(self, inputs, initial_state=None):
-        """Runs a whole sequence eagerly and stacks every intermediate.
-
-        A helper for explanation notebooks (a Python loop over a static number
-        of time steps, no masking); use `keras.layers.RNN(cell)` in models.
-
-        Args:
-            inputs: tensor of shape `(batch, time, input_dim)`.
-            initial_state: optional `h_0` of shape `(batch, units)`; zeros by
-                default.
-
-        Returns:
-            dict with the keys of `step_with_gates`, each a tensor of shape
-            `(batch, time, units)`.
-        """
-        inputs = ops.convert_to_tensor(inputs, dtype=self.compute_dtype)
-        batch, time = inputs.shape[0], inputs.shape[1]
+    def _initial_states(self, batch, initial_state):
         if initial_state is None:
-            initial_state = ops.zeros((batch, self.units), dtype=self.compute_dtype)
-        h = initial_state
-        if isinstance(h, (list, tuple)):
-            h = h[0]
-        steps = []
-        for t in range(time):
-            step = self.step_with_gates(inputs[:, t, :], h)
-            h = step["h"]
-            steps.append(step)
-        return {key: ops.stack([s[key] for s in steps], axis=1) for key in steps[0]}
+            return self._zero_state(batch)
+        return initial_state[0] if isinstance(initial_state, (list, tuple)) else initial_state
 
-    def seed_weights(self):
-        """Returns the weights as a dict keyed by the seed symbols `W_z`, ..., `b_h`."""
-        return {
-            symbol: ops.convert_to_numpy(getattr(self, attribute))
-            for symbol, attribute in SEED_GRU_WEIGHT_NAMES
-        }
+    def _next_states(self, step):
+        return step["h"]
 
-    def set_keras_weights(self, source):
-        """Loads the weights of a `keras.layers.GRU(reset_after=False)` (or its cell).
-
-        Builds the cell first if needed, taking `input_dim` from the kernel.
-
-        Args:
-            source: a built `keras.layers.GRU` or `keras.layers.GRUCell` with
-                `reset_after=False`, `tanh` activation and `sigmoid`
-                recurrent activation, or a list `[kernel, recurrent_kernel,
-                bias]` of arrays in Keras layout.
-        """
-        if isinstance(source, (keras.layers.GRU, keras.layers.GRUCell)):
-            cell = source.cell if isinstance(source, keras.layers.GRU) else source
-            if cell.reset_after:
-                raise ValueError(
-                    "SeedGRUCell implements seed equation (9), the "
-                    "`reset_after=False` GRU. Received: reset_after=True"
-                )
-            for argument, expected in (
-                ("activation", "tanh"),
-                ("recurrent_activation", "sigmoid"),
-            ):
-                name = keras.activations.serialize(getattr(cell, argument))
-                if name != expected:
-                    raise ValueError(
-                        f"SeedGRUCell uses `{argument}='{expected}'` as in "
-                        f"seed equations (7)-(10). Received: {argument}={name}"
-                    )
-            source = cell.get_weights()
-        source = [np.asarray(w) for w in source]
-        if len(source) not in (2, 3):
+    def _check_keras_cell(self, cell):
+        if cell.reset_after:
             raise ValueError(
-                "Expected `[kernel, recurrent_kernel, bias]`. "
-                f"Received a list of {len(source)} arrays."
+                "SeedGRUCell implements seed equation (9), the "
+                "`reset_after=False` GRU. Received: reset_after=True"
             )
-        if source[1].shape[0] != self.units:
-            raise ValueError(
-                f"The Keras GRU has {source[1].shape[0]} units but this cell "
-                f"has units={self.units}."
-            )
-        weights = keras_gru_to_seed(*source)
-        if not self.built:
-            self.build((None, source[0].shape[0]))
-        for symbol, attribute in SEED_GRU_WEIGHT_NAMES:
-            getattr(self, attribute).assign(weights[symbol])
-
-    def get_keras_weights(self):
-        """Returns `[kernel, recurrent_kernel, bias]` for a `reset_after=False` GRU."""
-        return seed_to_keras_gru(self.seed_weights())
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "units": self.units,
-                "kernel_initializer": keras.initializers.serialize(
-                    self.kernel_initializer
-                ),
-                "bias_initializer": keras.initializers.serialize(
-                    self.bias_initializer
-                ),
-            }
-        )
-        return config
+        super()._check_keras_cell(cell)

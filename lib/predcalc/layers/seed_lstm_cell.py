@@ -1,10 +1,11 @@
 """The LSTM cell written exactly as equations (1)-(6) of seed document 000."""
 
-import numbers
 
 import keras
 import numpy as np
 from keras import ops
+
+from predcalc.layers._seed_cell import _SeedCell
 
 # Seed symbol -> attribute of `SeedLSTMCell`, in the order the weights are
 # created (and so the order of `cell.weights` and `cell.get_weights()`).
@@ -100,7 +101,7 @@ def seed_to_keras_lstm(weights):
 
 
 @keras.saving.register_keras_serializable(package="predcalc")
-class SeedLSTMCell(keras.layers.Layer):
+class SeedLSTMCell(_SeedCell):
     """LSTM cell implementing seed 000 equations (1)-(6) literally, one time step.
 
     With `[h_{t-1}, x_t]` the concatenation of the previous hidden state and
@@ -177,6 +178,13 @@ class SeedLSTMCell(keras.layers.Layer):
           exploration of recurrent network architectures. ICML.
     """
 
+    _weight_names = SEED_LSTM_WEIGHT_NAMES
+    _keras_name = "LSTM"
+    _keras_layers = (keras.layers.LSTM, keras.layers.LSTMCell)
+    _equations = "(1)-(6)"
+    _keras_to_seed = staticmethod(keras_lstm_to_seed)
+    _seed_to_keras = staticmethod(seed_to_keras_lstm)
+
     def __init__(
         self,
         units,
@@ -185,18 +193,7 @@ class SeedLSTMCell(keras.layers.Layer):
         unit_forget_bias=True,
         **kwargs,
     ):
-        if (
-            not isinstance(units, numbers.Integral)
-            or isinstance(units, bool)
-            or units <= 0
-        ):
-            raise ValueError(
-                f"`units` must be a positive integer. Received: units={units}"
-            )
-        super().__init__(**kwargs)
-        self.units = int(units)
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.bias_initializer = keras.initializers.get(bias_initializer)
+        super().__init__(units, kernel_initializer, bias_initializer, **kwargs)
         self.unit_forget_bias = bool(unit_forget_bias)
         self.state_size = [self.units, self.units]
         self.output_size = self.units
@@ -252,97 +249,15 @@ class SeedLSTMCell(keras.layers.Layer):
         step = self.step_with_gates(inputs, states)
         return step["h"], [step["h"], step["C"]]
 
-    def gate_sequence(self, inputs, initial_state=None):
-        """Runs a whole sequence eagerly and stacks every intermediate.
-
-        A helper for explanation notebooks (a Python loop over a static number
-        of time steps, no masking); use `keras.layers.RNN(cell)` in models.
-
-        Args:
-            inputs: tensor of shape `(batch, time, input_dim)`.
-            initial_state: optional `[h_0, C_0]`; zeros by default.
-
-        Returns:
-            dict with the keys of `step_with_gates`, each a tensor of shape
-            `(batch, time, units)`.
-        """
-        inputs = ops.convert_to_tensor(inputs, dtype=self.compute_dtype)
-        batch, time = inputs.shape[0], inputs.shape[1]
+    def _initial_states(self, batch, initial_state):
         if initial_state is None:
-            zeros = ops.zeros((batch, self.units), dtype=self.compute_dtype)
-            initial_state = [zeros, zeros]
-        states = list(initial_state)
-        steps = []
-        for t in range(time):
-            step = self.step_with_gates(inputs[:, t, :], states)
-            states = [step["h"], step["C"]]
-            steps.append(step)
-        return {key: ops.stack([s[key] for s in steps], axis=1) for key in steps[0]}
+            return [self._zero_state(batch), self._zero_state(batch)]
+        return list(initial_state)
 
-    def seed_weights(self):
-        """Returns the weights as a dict keyed by the seed symbols `W_f`, ..., `b_o`."""
-        return {
-            symbol: ops.convert_to_numpy(getattr(self, attribute))
-            for symbol, attribute in SEED_LSTM_WEIGHT_NAMES
-        }
-
-    def set_keras_weights(self, source):
-        """Loads the weights of a `keras.layers.LSTM` (or `LSTMCell`).
-
-        Builds the cell first if needed, taking `input_dim` from the kernel.
-
-        Args:
-            source: a built `keras.layers.LSTM` or `keras.layers.LSTMCell`
-                with `tanh` activation and `sigmoid` recurrent activation, or
-                a list `[kernel, recurrent_kernel, bias]` of arrays in Keras
-                layout.
-        """
-        if isinstance(source, (keras.layers.LSTM, keras.layers.LSTMCell)):
-            cell = source.cell if isinstance(source, keras.layers.LSTM) else source
-            for argument, expected in (
-                ("activation", "tanh"),
-                ("recurrent_activation", "sigmoid"),
-            ):
-                name = keras.activations.serialize(getattr(cell, argument))
-                if name != expected:
-                    raise ValueError(
-                        f"SeedLSTMCell uses `{argument}='{expected}'` as in "
-                        f"seed equations (1)-(6). Received: {argument}={name}"
-                    )
-            source = cell.get_weights()
-        source = [np.asarray(w) for w in source]
-        if len(source) not in (2, 3):
-            raise ValueError(
-                "Expected `[kernel, recurrent_kernel, bias]`. "
-                f"Received a list of {len(source)} arrays."
-            )
-        if source[1].shape[0] != self.units:
-            raise ValueError(
-                f"The Keras LSTM has {source[1].shape[0]} units but this cell "
-                f"has units={self.units}."
-            )
-        weights = keras_lstm_to_seed(*source)
-        if not self.built:
-            self.build((None, source[0].shape[0]))
-        for symbol, attribute in SEED_LSTM_WEIGHT_NAMES:
-            getattr(self, attribute).assign(weights[symbol])
-
-    def get_keras_weights(self):
-        """Returns `[kernel, recurrent_kernel, bias]` for `LSTM.set_weights`."""
-        return seed_to_keras_lstm(self.seed_weights())
+    def _next_states(self, step):
+        return [step["h"], step["C"]]
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            {
-                "units": self.units,
-                "kernel_initializer": keras.initializers.serialize(
-                    self.kernel_initializer
-                ),
-                "bias_initializer": keras.initializers.serialize(
-                    self.bias_initializer
-                ),
-                "unit_forget_bias": self.unit_forget_bias,
-            }
-        )
+        config.update({"unit_forget_bias": self.unit_forget_bias})
         return config

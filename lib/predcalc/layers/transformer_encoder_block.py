@@ -1,30 +1,13 @@
 """One transformer encoder layer, seed document 002 equations (15)-(17)."""
 
-import numbers
-
 import keras
 from keras import ops
 
-
-def _positive_int(name, value, allow_none=False):
-    if value is None and allow_none:
-        return None
-    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value <= 0:
-        raise ValueError(
-            f"`{name}` must be a positive integer{' or None' if allow_none else ''}. "
-            f"Received: {name}={value}"
-        )
-    return int(value)
-
-
-def _rate(name, value):
-    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not 0 <= value < 1:
-        raise ValueError(f"`{name}` must be a number in [0, 1). Received: {name}={value}")
-    return float(value)
+from predcalc.layers._attention_block import _AttentionBlock
 
 
 @keras.saving.register_keras_serializable(package="predcalc")
-class TransformerEncoderBlock(keras.layers.Layer):
+class TransformerEncoderBlock(_AttentionBlock):
     """A transformer encoder layer: self-attention and a point-wise FFN (post-norm).
 
     For a sequence `X` of `d_model`-dimensional token vectors (seed document
@@ -93,99 +76,9 @@ class TransformerEncoderBlock(keras.layers.Layer):
           https://arxiv.org/abs/1706.03762
     """
 
-    def __init__(
-        self,
-        num_heads,
-        ffn_units,
-        key_dim=None,
-        dropout=0.0,
-        activation="relu",
-        layer_norm_epsilon=1e-5,
-        kernel_initializer="glorot_uniform",
-        bias_initializer="zeros",
-        **kwargs,
-    ):
-        num_heads = _positive_int("num_heads", num_heads)
-        ffn_units = _positive_int("ffn_units", ffn_units)
-        key_dim = _positive_int("key_dim", key_dim, allow_none=True)
-        dropout = _rate("dropout", dropout)
-        if not isinstance(layer_norm_epsilon, numbers.Real) or not layer_norm_epsilon > 0:
-            raise ValueError(
-                "`layer_norm_epsilon` must be a positive number. "
-                f"Received: layer_norm_epsilon={layer_norm_epsilon}"
-            )
-        super().__init__(**kwargs)
-        self.num_heads = num_heads
-        self.ffn_units = ffn_units
-        self.key_dim = key_dim
-        self.dropout = dropout
-        self.activation = keras.activations.get(activation)
-        self.layer_norm_epsilon = float(layer_norm_epsilon)
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.bias_initializer = keras.initializers.get(bias_initializer)
-        self.supports_masking = True
-
-    def _initializers(self):
-        return {
-            "kernel_initializer": keras.initializers.get(
-                keras.initializers.serialize(self.kernel_initializer)
-            ),
-            "bias_initializer": keras.initializers.get(
-                keras.initializers.serialize(self.bias_initializer)
-            ),
-        }
-
     def build(self, input_shape):
-        if len(input_shape) != 3 or input_shape[-1] is None:
-            raise ValueError(
-                "TransformerEncoderBlock expects inputs of shape "
-                "(batch, time, d_model) with a known d_model. "
-                f"Received: input_shape={input_shape}"
-            )
-        d_model = input_shape[-1]
-        key_dim = self.key_dim
-        if key_dim is None:
-            if d_model % self.num_heads:
-                raise ValueError(
-                    "With key_dim=None, d_model must be divisible by num_heads. "
-                    f"Received: d_model={d_model}, num_heads={self.num_heads}"
-                )
-            key_dim = d_model // self.num_heads
-        self.self_attention = keras.layers.MultiHeadAttention(
-            num_heads=self.num_heads,
-            key_dim=key_dim,
-            dropout=self.dropout,
-            dtype=self.dtype_policy,
-            name="self_attention",
-            **self._initializers(),
-        )
-        self.self_attention.build(input_shape, input_shape)
-        self.attention_dropout = keras.layers.Dropout(
-            self.dropout, dtype=self.dtype_policy, name="attention_dropout"
-        )
-        self.attention_norm = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="attention_norm"
-        )
-        self.attention_norm.build(input_shape)
-        self.ffn_inner = keras.layers.Dense(
-            self.ffn_units,
-            activation=self.activation,
-            dtype=self.dtype_policy,
-            name="ffn_inner",
-            **self._initializers(),
-        )
-        self.ffn_inner.build(input_shape)
-        self.ffn_outer = keras.layers.Dense(
-            d_model, dtype=self.dtype_policy, name="ffn_outer", **self._initializers()
-        )
-        self.ffn_outer.build((*input_shape[:-1], self.ffn_units))
-        self.ffn_dropout = keras.layers.Dropout(
-            self.dropout, dtype=self.dtype_policy, name="ffn_dropout"
-        )
-        self.ffn_norm = keras.layers.LayerNormalization(
-            epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="ffn_norm"
-        )
-        self.ffn_norm.build(input_shape)
+        key_dim = self._key_dim(input_shape)
+        self._build_block("self_attention", input_shape, input_shape, key_dim)
 
     def call(self, inputs, mask=None, training=None, return_attention_scores=False):
         attention_mask = None
@@ -194,39 +87,9 @@ class TransformerEncoderBlock(keras.layers.Layer):
             attention_mask = ops.logical_and(
                 ops.expand_dims(mask, 1), ops.expand_dims(mask, 2)
             )  # (batch, query time, key time)
-        attention = self.self_attention(
-            inputs,
-            inputs,
-            attention_mask=attention_mask,
-            training=training,
-            return_attention_scores=return_attention_scores,
-        )  # (15) (batch, time, d_model)
-        if return_attention_scores:
-            attention, scores = attention  # scores: (batch, heads, time, time)
-        x = self.attention_norm(
-            inputs + self.attention_dropout(attention, training=training)
-        )  # (16) (batch, time, d_model)
-        ffn = self.ffn_outer(self.ffn_inner(x))  # (17) (batch, time, d_model)
-        outputs = self.ffn_norm(x + self.ffn_dropout(ffn, training=training))  # (16)
-        if return_attention_scores:
-            return outputs, scores
-        return outputs
+        return self._attend(
+            self.self_attention, inputs, inputs, attention_mask, training, return_attention_scores
+        )
 
     def compute_mask(self, inputs, mask=None):
         return mask
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            {
-                "num_heads": self.num_heads,
-                "ffn_units": self.ffn_units,
-                "key_dim": self.key_dim,
-                "dropout": self.dropout,
-                "activation": keras.activations.serialize(self.activation),
-                "layer_norm_epsilon": self.layer_norm_epsilon,
-                "kernel_initializer": keras.initializers.serialize(self.kernel_initializer),
-                "bias_initializer": keras.initializers.serialize(self.bias_initializer),
-            }
-        )
-        return config

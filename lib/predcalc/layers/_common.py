@@ -1,0 +1,93 @@
+"""Argument checks and config helpers shared by the layers (private: no layer here)."""
+
+import numbers
+
+import keras
+
+
+def positive_int(name, value, allow_none=False):
+    """``value`` as an int, or a ValueError naming ``name`` (``None`` passes with ``allow_none``)."""
+    if value is None and allow_none:
+        return None
+    if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value <= 0:
+        raise ValueError(
+            f"`{name}` must be a positive integer{' or None' if allow_none else ''}. "
+            f"Received: {name}={value}"
+        )
+    return int(value)
+
+
+def rate(name, value):
+    """A rate in ``[0, 1)`` as a float, or a ValueError naming ``name``."""
+    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not 0 <= value < 1:
+        raise ValueError(f"`{name}` must be a number in [0, 1). Received: {name}={value}")
+    return float(value)
+
+
+def check_bools(**values):
+    """A ValueError for the first argument that is not a bool."""
+    for arg_name, value in values.items():
+        if not isinstance(value, bool):
+            raise ValueError(
+                f"{arg_name} must be a bool. Received: {arg_name}={value}"
+            )
+
+
+def serialized(layer, *names):
+    """``{name: keras.initializers.serialize(layer.name)}`` for a ``get_config``."""
+    return {name: keras.initializers.serialize(getattr(layer, name)) for name in names}
+
+
+def fresh_initializers(layer, *names):
+    """New initializer objects equal to the layer's (one per sub-layer, so none is shared)."""
+    return {
+        name: keras.initializers.get(keras.initializers.serialize(getattr(layer, name)))
+        for name in names
+    }
+
+
+# -- the sequence layers (minGRU/minLSTM, mLSTM, sLSTM, Mamba) ---------------------------------
+
+FORGET_GATES = ("sigmoid", "exp")
+
+
+def check_positive_ints(**values):
+    """A ValueError for the first argument that is not a positive int."""
+    for arg_name, value in values.items():
+        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+            raise ValueError(
+                f"{arg_name} must be a positive integer. "
+                f"Received: {arg_name}={value}"
+            )
+
+
+def check_heads(units, num_heads, forget_gate):
+    """`units` split into `num_heads` heads, and a known forget-gate form (mLSTM, sLSTM)."""
+    check_positive_ints(units=units, num_heads=num_heads)
+    if units % num_heads != 0:
+        raise ValueError(
+            "units must be divisible by num_heads. "
+            f"Received: units={units}, num_heads={num_heads}"
+        )
+    if forget_gate not in FORGET_GATES:
+        raise ValueError(
+            f"forget_gate must be one of {FORGET_GATES}. "
+            f"Received: forget_gate={forget_gate!r}"
+        )
+
+
+def sequence_output_shape(layer, input_shape, state_shapes):
+    """The output shape of a layer with `units`, `return_sequences` and `return_state`."""
+    batch_size, time_steps = input_shape[0], input_shape[1]
+    if layer.return_sequences:
+        output_shape = (batch_size, time_steps, layer.units)
+    else:
+        output_shape = (batch_size, layer.units)
+    if layer.return_state:
+        return [output_shape, *state_shapes]
+    return output_shape
+
+
+def config_entries(layer, names, initializers=()):
+    """`{name: layer.name}` for plain arguments, serialized for initializers (for `get_config`)."""
+    return {**{name: getattr(layer, name) for name in names}, **serialized(layer, *initializers)}
