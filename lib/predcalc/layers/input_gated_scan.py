@@ -16,6 +16,7 @@ package exports only the two public layers.
 import keras
 from keras import ops
 
+from predcalc.layers._common import check_bools, check_positive_ints, config_entries, sequence_output_shape
 from predcalc.layers.scan_kernels import log_space_scan
 from predcalc.layers.scan_kernels import run_steps
 
@@ -37,20 +38,9 @@ class _InputGatedScan(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        if isinstance(units, bool) or not isinstance(units, int) or units <= 0:
-            raise ValueError(
-                f"units must be a positive integer. Received: units={units}"
-            )
-        for arg_name, value in (
-            ("return_sequences", return_sequences),
-            ("return_state", return_state),
-            ("parallel", parallel),
-            ("use_bias", use_bias),
-        ):
-            if not isinstance(value, bool):
-                raise ValueError(
-                    f"{arg_name} must be a bool. Received: {arg_name}={value}"
-                )
+        check_positive_ints(units=units)
+        check_bools(return_sequences=return_sequences, return_state=return_state, parallel=parallel,
+                    use_bias=use_bias)
         self.units = units
         self.return_sequences = return_sequences
         self.return_state = return_state
@@ -139,31 +129,12 @@ class _InputGatedScan(keras.layers.Layer):
         return ops.moveaxis(sequence, 0, 1), last_state
 
     def compute_output_shape(self, input_shape):
-        batch_size, time_steps = input_shape[0], input_shape[1]
-        state_shape = (batch_size, self.units)
-        if self.return_sequences:
-            output_shape = (batch_size, time_steps, self.units)
-        else:
-            output_shape = state_shape
-        if self.return_state:
-            return [output_shape, state_shape]
-        return output_shape
+        return sequence_output_shape(self, input_shape, [(input_shape[0], self.units)])
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            {
-                "units": self.units,
-                "return_sequences": self.return_sequences,
-                "return_state": self.return_state,
-                "parallel": self.parallel,
-                "use_bias": self.use_bias,
-                "kernel_initializer": keras.initializers.serialize(
-                    self.kernel_initializer
-                ),
-                "bias_initializer": keras.initializers.serialize(
-                    self.bias_initializer
-                ),
-            }
-        )
+        config.update(config_entries(
+            self, ("units", "return_sequences", "return_state", "parallel", "use_bias"),
+            ("kernel_initializer", "bias_initializer"),
+        ))
         return config

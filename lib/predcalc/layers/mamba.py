@@ -5,6 +5,7 @@ import math
 import keras
 from keras import ops
 
+from predcalc.layers._common import check_bools, check_positive_ints, config_entries, sequence_output_shape
 from predcalc.layers.scan_kernels import linear_scan
 from predcalc.layers.scan_kernels import run_steps
 
@@ -224,20 +225,7 @@ class Mamba(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        for arg_name, value in (
-            ("units", units),
-            ("state_size", state_size),
-            ("expand", expand),
-        ):
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, int)
-                or value <= 0
-            ):
-                raise ValueError(
-                    f"{arg_name} must be a positive integer. "
-                    f"Received: {arg_name}={value}"
-                )
+        check_positive_ints(units=units, state_size=state_size, expand=expand)
         if (
             isinstance(conv_kernel_size, bool)
             or not isinstance(conv_kernel_size, int)
@@ -257,15 +245,7 @@ class Mamba(keras.layers.Layer):
                 'dt_rank must be a positive integer or "auto". '
                 f"Received: dt_rank={dt_rank!r}"
             )
-        for arg_name, value in (
-            ("return_sequences", return_sequences),
-            ("return_state", return_state),
-            ("parallel", parallel),
-        ):
-            if not isinstance(value, bool):
-                raise ValueError(
-                    f"{arg_name} must be a bool. Received: {arg_name}={value}"
-                )
+        check_bools(return_sequences=return_sequences, return_state=return_state, parallel=parallel)
         self.units = units
         self.state_size = state_size
         self.expand = expand
@@ -445,40 +425,19 @@ class Mamba(keras.layers.Layer):
         return ops.moveaxis(y, 0, 1), ssm_state, conv_state
 
     def compute_output_shape(self, input_shape):
-        batch_size, time_steps = input_shape[0], input_shape[1]
-        if self.return_sequences:
-            output_shape = (batch_size, time_steps, self.units)
-        else:
-            output_shape = (batch_size, self.units)
-        if self.return_state:
-            shapes = [
-                output_shape,
-                (batch_size, self.inner_dim, self.state_size),
-            ]
-            if self._has_conv_state:
-                shapes.append(
-                    (batch_size, self.conv_kernel_size - 1, self.inner_dim)
-                )
-            return shapes
-        return output_shape
+        batch_size = input_shape[0]
+        states = [(batch_size, self.inner_dim, self.state_size)]
+        if self._has_conv_state:
+            states.append((batch_size, self.conv_kernel_size - 1, self.inner_dim))
+        return sequence_output_shape(self, input_shape, states)
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            {
-                "units": self.units,
-                "state_size": self.state_size,
-                "expand": self.expand,
-                "conv_kernel_size": self.conv_kernel_size,
-                "dt_rank": self.dt_rank,
-                "return_sequences": self.return_sequences,
-                "return_state": self.return_state,
-                "parallel": self.parallel,
-                "kernel_initializer": keras.initializers.serialize(
-                    self.kernel_initializer
-                ),
-            }
-        )
+        config.update(config_entries(
+            self, ("units", "state_size", "expand", "conv_kernel_size", "dt_rank", "return_sequences",
+                   "return_state", "parallel"),
+            ("kernel_initializer",),
+        ))
         return config
 
 

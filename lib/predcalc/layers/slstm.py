@@ -3,9 +3,9 @@
 import keras
 from keras import ops
 
+from predcalc.layers._common import check_bools, check_heads, config_entries, sequence_output_shape
 from predcalc.layers.scan_kernels import run_steps
 
-FORGET_GATES = ("sigmoid", "exp")
 
 
 def slstm_log_forget(forget_logits, forget_gate):
@@ -160,35 +160,8 @@ class SLSTM(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        for arg_name, value in (("units", units), ("num_heads", num_heads)):
-            if (
-                isinstance(value, bool)
-                or not isinstance(value, int)
-                or value <= 0
-            ):
-                raise ValueError(
-                    f"{arg_name} must be a positive integer. "
-                    f"Received: {arg_name}={value}"
-                )
-        if units % num_heads != 0:
-            raise ValueError(
-                "units must be divisible by num_heads. "
-                f"Received: units={units}, num_heads={num_heads}"
-            )
-        if forget_gate not in FORGET_GATES:
-            raise ValueError(
-                f"forget_gate must be one of {FORGET_GATES}. "
-                f"Received: forget_gate={forget_gate!r}"
-            )
-        for arg_name, value in (
-            ("return_sequences", return_sequences),
-            ("return_state", return_state),
-            ("use_bias", use_bias),
-        ):
-            if not isinstance(value, bool):
-                raise ValueError(
-                    f"{arg_name} must be a bool. Received: {arg_name}={value}"
-                )
+        check_heads(units, num_heads, forget_gate)
+        check_bools(return_sequences=return_sequences, return_state=return_state, use_bias=use_bias)
         self.units = units
         self.num_heads = num_heads
         self.head_dim = units // num_heads
@@ -289,35 +262,12 @@ class SLSTM(keras.layers.Layer):
         return output
 
     def compute_output_shape(self, input_shape):
-        batch_size, time_steps = input_shape[0], input_shape[1]
-        state_shape = (batch_size, self.units)
-        if self.return_sequences:
-            output_shape = (batch_size, time_steps, self.units)
-        else:
-            output_shape = state_shape
-        if self.return_state:
-            return [output_shape] + [state_shape] * 4
-        return output_shape
+        return sequence_output_shape(self, input_shape, [(input_shape[0], self.units)] * 4)
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            {
-                "units": self.units,
-                "num_heads": self.num_heads,
-                "forget_gate": self.forget_gate,
-                "return_sequences": self.return_sequences,
-                "return_state": self.return_state,
-                "use_bias": self.use_bias,
-                "kernel_initializer": keras.initializers.serialize(
-                    self.kernel_initializer
-                ),
-                "recurrent_initializer": keras.initializers.serialize(
-                    self.recurrent_initializer
-                ),
-                "bias_initializer": keras.initializers.serialize(
-                    self.bias_initializer
-                ),
-            }
-        )
+        config.update(config_entries(
+            self, ("units", "num_heads", "forget_gate", "return_sequences", "return_state", "use_bias"),
+            ("kernel_initializer", "recurrent_initializer", "bias_initializer"),
+        ))
         return config
