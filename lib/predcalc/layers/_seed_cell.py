@@ -6,13 +6,11 @@ A subclass sets `_weight_names` (seed symbol -> attribute), `_keras_name` ("LSTM
 `_keras_to_seed` / `_seed_to_keras`, and the state handling of `gate_sequence`.
 """
 
-import numbers
-
 import keras
 import numpy as np
 from keras import ops
 
-from predcalc.layers._common import serialized
+from predcalc.layers._common import positive_int, serialized
 
 
 class _SeedCell(keras.layers.Layer):
@@ -22,14 +20,7 @@ class _SeedCell(keras.layers.Layer):
     _equations = ""
 
     def __init__(self, units, kernel_initializer="glorot_uniform", bias_initializer="zeros", **kwargs):
-        if (
-            not isinstance(units, numbers.Integral)
-            or isinstance(units, bool)
-            or units <= 0
-        ):
-            raise ValueError(
-                f"`units` must be a positive integer. Received: units={units}"
-            )
+        positive_int("units", units)
         super().__init__(**kwargs)
         self.units = int(units)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
@@ -126,3 +117,48 @@ class _SeedCell(keras.layers.Layer):
         config = super().get_config()
         config.update({"units": self.units, **serialized(self, "kernel_initializer", "bias_initializer")})
         return config
+
+
+def check_keras_kernels(kernel, recurrent_kernel, gates):
+    """`(kernel, recurrent_kernel, units)` of a Keras LSTM/GRU with `gates` column blocks."""
+    kernel = np.asarray(kernel)
+    recurrent_kernel = np.asarray(recurrent_kernel)
+    units = recurrent_kernel.shape[0]
+    if (
+        kernel.ndim != 2
+        or recurrent_kernel.shape != (units, gates * units)
+        or kernel.shape[1] != gates * units
+    ):
+        raise ValueError(
+            f"Expected `kernel` of shape (input_dim, {gates} * units) and "
+            f"`recurrent_kernel` of shape (units, {gates} * units). Received: "
+            f"kernel.shape={kernel.shape}, "
+            f"recurrent_kernel.shape={recurrent_kernel.shape}"
+        )
+    return kernel, recurrent_kernel, units
+
+
+def keras_blocks_to_seed(kernel, recurrent_kernel, bias, gate_index, signs=None):
+    """Seed `W_g = [recurrent_kernel_g.T, kernel_g.T]`, `b_g = bias_g` per gate (times its sign)."""
+    units = recurrent_kernel.shape[0]
+    weights = {}
+    for gate, index in gate_index.items():
+        block = slice(index * units, (index + 1) * units)
+        sign = (signs or {}).get(gate, 1.0)
+        weights[f"W_{gate}"] = sign * np.concatenate(
+            [recurrent_kernel[:, block].T, kernel[:, block].T], axis=1
+        )
+        weights[f"b_{gate}"] = sign * bias[block]
+    return weights
+
+
+def seed_to_keras_blocks(weights, gate_index, signs=None):
+    """The inverse of `keras_blocks_to_seed`: `[kernel, recurrent_kernel, bias]`."""
+    gates = sorted(gate_index, key=gate_index.get)
+    gate_signs = [(signs or {}).get(gate, 1.0) for gate in gates]
+    units = np.asarray(weights[f"W_{gates[0]}"]).shape[0]
+    matrices = [s * np.asarray(weights[f"W_{g}"]) for s, g in zip(gate_signs, gates)]
+    kernel = np.concatenate([m[:, units:].T for m in matrices], axis=1)
+    recurrent_kernel = np.concatenate([m[:, :units].T for m in matrices], axis=1)
+    bias = np.concatenate([s * np.asarray(weights[f"b_{g}"]) for s, g in zip(gate_signs, gates)])
+    return [kernel, recurrent_kernel, bias]

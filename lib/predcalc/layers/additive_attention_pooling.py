@@ -1,9 +1,9 @@
 """Additive (Bahdanau) attention pooling, seed document 000 equations (11)-(14)."""
 
-import numbers
-
 import keras
 from keras import ops
+
+from predcalc.layers._common import config_entries, positive_int
 
 
 @keras.saving.register_keras_serializable(package="predcalc")
@@ -78,15 +78,7 @@ class AdditiveAttentionPooling(keras.layers.Layer):
         context_initializer="glorot_uniform",
         **kwargs,
     ):
-        if units is not None and (
-            not isinstance(units, numbers.Integral)
-            or isinstance(units, bool)
-            or units <= 0
-        ):
-            raise ValueError(
-                "`units` must be a positive integer or None. "
-                f"Received: units={units}"
-            )
+        positive_int("units", units, allow_none=True)
         super().__init__(**kwargs)
         self.units = None if units is None else int(units)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
@@ -142,18 +134,7 @@ class AdditiveAttentionPooling(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            {
-                "units": self.units,
-                "kernel_initializer": keras.initializers.serialize(
-                    self.kernel_initializer
-                ),
-                "bias_initializer": keras.initializers.serialize(
-                    self.bias_initializer
-                ),
-                "context_initializer": keras.initializers.serialize(
-                    self.context_initializer
-                ),
-            }
-        )
+        config.update(config_entries(
+            self, ("units",), ("kernel_initializer", "bias_initializer", "context_initializer")
+        ))
         return config

@@ -1,8 +1,8 @@
 """Bidirectional LSTM followed by additive attention pooling (seed 000, 2.3)."""
 
-import numbers
-
 import keras
+
+from predcalc.layers._common import config_entries, positive_int
 
 from predcalc.layers.additive_attention_pooling import AdditiveAttentionPooling
 
@@ -93,22 +93,8 @@ class BidirectionalLSTMAttention(keras.layers.Layer):
         seed=None,
         **kwargs,
     ):
-        for name, value, optional in (
-            ("units", units, False),
-            ("attention_units", attention_units, True),
-        ):
-            if optional and value is None:
-                continue
-            if (
-                not isinstance(value, numbers.Integral)
-                or isinstance(value, bool)
-                or value <= 0
-            ):
-                raise ValueError(
-                    f"`{name}` must be a positive integer"
-                    f"{' or None' if optional else ''}. "
-                    f"Received: {name}={value}"
-                )
+        positive_int("units", units)
+        positive_int("attention_units", attention_units, allow_none=True)
         for name, value in (
             ("dropout", dropout),
             ("recurrent_dropout", recurrent_dropout),
@@ -179,22 +165,8 @@ class BidirectionalLSTMAttention(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            {
-                "units": self.units,
-                "attention_units": self.attention_units,
-                "dropout": self.dropout,
-                "recurrent_dropout": self.recurrent_dropout,
-                "kernel_initializer": keras.initializers.serialize(
-                    self.kernel_initializer
-                ),
-                "recurrent_initializer": keras.initializers.serialize(
-                    self.recurrent_initializer
-                ),
-                "bias_initializer": keras.initializers.serialize(
-                    self.bias_initializer
-                ),
-                "seed": self.seed,
-            }
-        )
+        config.update(config_entries(
+            self, ("units", "attention_units", "dropout", "recurrent_dropout", "seed"),
+            ("kernel_initializer", "recurrent_initializer", "bias_initializer"),
+        ))
         return config

@@ -1,9 +1,9 @@
 """One step of the plain recurrent network of the findings document (seed 000, 1.1)."""
 
-import numbers
-
 import keras
 from keras import ops
+
+from predcalc.layers._common import config_entries, positive_int
 
 
 @keras.saving.register_keras_serializable(package="predcalc")
@@ -77,14 +77,7 @@ class PReLURNNCell(keras.layers.Layer):
         alpha_initializer=None,
         **kwargs,
     ):
-        if (
-            not isinstance(units, numbers.Integral)
-            or isinstance(units, bool)
-            or units <= 0
-        ):
-            raise ValueError(
-                f"`units` must be a positive integer. Received: units={units}"
-            )
+        positive_int("units", units)
         super().__init__(**kwargs)
         if alpha_initializer is None:
             alpha_initializer = keras.initializers.Constant(0.25)
@@ -134,21 +127,8 @@ class PReLURNNCell(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(
-            {
-                "units": self.units,
-                "kernel_initializer": keras.initializers.serialize(
-                    self.kernel_initializer
-                ),
-                "recurrent_initializer": keras.initializers.serialize(
-                    self.recurrent_initializer
-                ),
-                "bias_initializer": keras.initializers.serialize(
-                    self.bias_initializer
-                ),
-                "alpha_initializer": keras.initializers.serialize(
-                    self.alpha_initializer
-                ),
-            }
-        )
+        config.update(config_entries(
+            self, ("units",),
+            ("kernel_initializer", "recurrent_initializer", "bias_initializer", "alpha_initializer"),
+        ))
         return config

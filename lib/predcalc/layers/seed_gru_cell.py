@@ -5,7 +5,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from predcalc.layers._seed_cell import _SeedCell
+from predcalc.layers._seed_cell import _SeedCell, check_keras_kernels, keras_blocks_to_seed, seed_to_keras_blocks
 
 # Seed symbol -> attribute of `SeedGRUCell`, in the order the weights are
 # created (and so the order of `cell.weights` and `cell.get_weights()`).
@@ -19,6 +19,7 @@ SEED_GRU_WEIGHT_NAMES = (
 )
 # Column blocks of the Keras GRU kernels and bias: gate order z, r, h.
 _KERAS_GATE_INDEX = {"z": 0, "r": 1, "h": 2}
+_SIGNS = {"z": -1.0}  # Keras' z is the seed's 1 - z: the update gate's weights are negated
 
 
 def keras_gru_to_seed(kernel, recurrent_kernel, bias=None):
@@ -56,20 +57,7 @@ def keras_gru_to_seed(kernel, recurrent_kernel, bias=None):
         `(units, units + input_dim)`) and `"b_z", "b_r", "b_h"` (arrays of
         shape `(units,)`) to NumPy arrays.
     """
-    kernel = np.asarray(kernel)
-    recurrent_kernel = np.asarray(recurrent_kernel)
-    units = recurrent_kernel.shape[0]
-    if (
-        kernel.ndim != 2
-        or recurrent_kernel.shape != (units, 3 * units)
-        or kernel.shape[1] != 3 * units
-    ):
-        raise ValueError(
-            "Expected `kernel` of shape (input_dim, 3 * units) and "
-            "`recurrent_kernel` of shape (units, 3 * units). Received: "
-            f"kernel.shape={kernel.shape}, "
-            f"recurrent_kernel.shape={recurrent_kernel.shape}"
-        )
+    kernel, recurrent_kernel, units = check_keras_kernels(kernel, recurrent_kernel, 3)
     if bias is None:
         bias = np.zeros((3 * units,), dtype=kernel.dtype)
     bias = np.asarray(bias)
@@ -80,15 +68,7 @@ def keras_gru_to_seed(kernel, recurrent_kernel, bias=None):
             f"bias.shape={bias.shape} (a (2, 3 * units) bias means "
             "reset_after=True)"
         )
-    weights = {}
-    for gate, index in _KERAS_GATE_INDEX.items():
-        block = slice(index * units, (index + 1) * units)
-        sign = -1.0 if gate == "z" else 1.0
-        weights[f"W_{gate}"] = sign * np.concatenate(
-            [recurrent_kernel[:, block].T, kernel[:, block].T], axis=1
-        )
-        weights[f"b_{gate}"] = sign * bias[block]
-    return weights
+    return keras_blocks_to_seed(kernel, recurrent_kernel, bias, _KERAS_GATE_INDEX, _SIGNS)
 
 
 def seed_to_keras_gru(weights):
@@ -103,16 +83,7 @@ def seed_to_keras_gru(weights):
     Returns:
         `[kernel, recurrent_kernel, bias]`, ready for `GRU.set_weights`.
     """
-    units = np.asarray(weights["W_z"]).shape[0]
-    gates = sorted(_KERAS_GATE_INDEX, key=_KERAS_GATE_INDEX.get)  # z, r, h
-    signs = [-1.0 if gate == "z" else 1.0 for gate in gates]
-    matrices = [s * np.asarray(weights[f"W_{g}"]) for s, g in zip(signs, gates)]
-    kernel = np.concatenate([m[:, units:].T for m in matrices], axis=1)
-    recurrent_kernel = np.concatenate([m[:, :units].T for m in matrices], axis=1)
-    bias = np.concatenate(
-        [s * np.asarray(weights[f"b_{g}"]) for s, g in zip(signs, gates)]
-    )
-    return [kernel, recurrent_kernel, bias]
+    return seed_to_keras_blocks(weights, _KERAS_GATE_INDEX, _SIGNS)  # gate order z, r, h
 
 
 @keras.saving.register_keras_serializable(package="predcalc")

@@ -5,7 +5,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from predcalc.layers._seed_cell import _SeedCell
+from predcalc.layers._seed_cell import _SeedCell, check_keras_kernels, keras_blocks_to_seed, seed_to_keras_blocks
 
 # Seed symbol -> attribute of `SeedLSTMCell`, in the order the weights are
 # created (and so the order of `cell.weights` and `cell.get_weights()`).
@@ -47,20 +47,7 @@ def keras_lstm_to_seed(kernel, recurrent_kernel, bias=None):
         shape `(units, units + input_dim)`) and `"b_f", "b_i", "b_C", "b_o"`
         (arrays of shape `(units,)`) to NumPy arrays.
     """
-    kernel = np.asarray(kernel)
-    recurrent_kernel = np.asarray(recurrent_kernel)
-    units = recurrent_kernel.shape[0]
-    if (
-        kernel.ndim != 2
-        or recurrent_kernel.shape != (units, 4 * units)
-        or kernel.shape[1] != 4 * units
-    ):
-        raise ValueError(
-            "Expected `kernel` of shape (input_dim, 4 * units) and "
-            "`recurrent_kernel` of shape (units, 4 * units). Received: "
-            f"kernel.shape={kernel.shape}, "
-            f"recurrent_kernel.shape={recurrent_kernel.shape}"
-        )
+    kernel, recurrent_kernel, units = check_keras_kernels(kernel, recurrent_kernel, 4)
     if bias is None:
         bias = np.zeros((4 * units,), dtype=kernel.dtype)
     bias = np.asarray(bias)
@@ -69,14 +56,7 @@ def keras_lstm_to_seed(kernel, recurrent_kernel, bias=None):
             f"Expected `bias` of shape ({4 * units},). "
             f"Received: bias.shape={bias.shape}"
         )
-    weights = {}
-    for gate, index in _KERAS_GATE_INDEX.items():
-        block = slice(index * units, (index + 1) * units)
-        weights[f"W_{gate}"] = np.concatenate(
-            [recurrent_kernel[:, block].T, kernel[:, block].T], axis=1
-        )
-        weights[f"b_{gate}"] = bias[block].copy()
-    return weights
+    return keras_blocks_to_seed(kernel, recurrent_kernel, bias, _KERAS_GATE_INDEX)
 
 
 def seed_to_keras_lstm(weights):
@@ -91,13 +71,7 @@ def seed_to_keras_lstm(weights):
     Returns:
         `[kernel, recurrent_kernel, bias]`, ready for `LSTM.set_weights`.
     """
-    units = np.asarray(weights["W_f"]).shape[0]
-    gates = sorted(_KERAS_GATE_INDEX, key=_KERAS_GATE_INDEX.get)  # i, f, C, o
-    matrices = [np.asarray(weights[f"W_{gate}"]) for gate in gates]
-    kernel = np.concatenate([m[:, units:].T for m in matrices], axis=1)
-    recurrent_kernel = np.concatenate([m[:, :units].T for m in matrices], axis=1)
-    bias = np.concatenate([np.asarray(weights[f"b_{gate}"]) for gate in gates])
-    return [kernel, recurrent_kernel, bias]
+    return seed_to_keras_blocks(weights, _KERAS_GATE_INDEX)  # gate order i, f, C, o
 
 
 @keras.saving.register_keras_serializable(package="predcalc")
