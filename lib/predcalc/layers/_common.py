@@ -91,3 +91,32 @@ def sequence_output_shape(layer, input_shape, state_shapes):
 def config_entries(layer, names, initializers=()):
     """`{name: layer.name}` for plain arguments, serialized for initializers (for `get_config`)."""
     return {**{name: getattr(layer, name) for name in names}, **serialized(layer, *initializers)}
+
+
+def sequence_input_dim(layer, input_shape):
+    """The feature size of inputs `(batch, time, features)`, or a ValueError."""
+    if len(input_shape) != 3:
+        raise ValueError(
+            f"{type(layer).__name__} expects inputs of shape (batch, time, features). "
+            f"Received: input_shape={input_shape}"
+        )
+    if input_shape[-1] is None:
+        raise ValueError(
+            "The last dimension of the inputs must be defined. "
+            f"Received: input_shape={input_shape}"
+        )
+    return input_shape[-1]
+
+
+def set_initializers(layer, **initializers):
+    """`layer.name = keras.initializers.get(value)` for each initializer argument."""
+    for name, value in initializers.items():
+        setattr(layer, name, keras.initializers.get(value))
+
+
+def no_xla_on_tensorflow(layer):
+    """Marks a scan layer `supports_jit=False` on TensorFlow, where neither `associative_scan`
+    nor the gradient of `keras.ops.scan` compiles under XLA (`jit_compile="auto"` then runs the
+    layer in graph mode)."""
+    if keras.backend.backend() == "tensorflow":
+        layer.supports_jit = False

@@ -26,6 +26,18 @@ class _SeedCell(keras.layers.Layer):
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
 
+    def _bias_initializer_for(self, symbol):
+        return self.bias_initializer
+
+    def build(self, input_shape):
+        input_dim = input_shape[-1]
+        for symbol, attribute in self._weight_names:
+            if symbol.startswith("W"):  # (units, units + input_dim): acts on [h_{t-1}, x_t]
+                shape, initializer = (self.units, self.units + input_dim), self.kernel_initializer
+            else:
+                shape, initializer = (self.units,), self._bias_initializer_for(symbol)
+            setattr(self, attribute, self.add_weight(shape=shape, initializer=initializer, name=attribute))
+
     def _zero_state(self, batch):
         return ops.zeros((batch, self.units), dtype=self.compute_dtype)
 

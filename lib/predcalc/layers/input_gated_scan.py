@@ -16,7 +16,8 @@ package exports only the two public layers.
 import keras
 from keras import ops
 
-from predcalc.layers._common import check_bools, check_positive_ints, config_entries, sequence_output_shape
+from predcalc.layers._common import check_bools, check_positive_ints, no_xla_on_tensorflow
+from predcalc.layers._common import config_entries, sequence_input_dim, sequence_output_shape, set_initializers
 from predcalc.layers.scan_kernels import log_space_scan
 from predcalc.layers.scan_kernels import run_steps
 
@@ -46,25 +47,11 @@ class _InputGatedScan(keras.layers.Layer):
         self.return_state = return_state
         self.parallel = parallel
         self.use_bias = use_bias
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.bias_initializer = keras.initializers.get(bias_initializer)
-        if keras.backend.backend() == "tensorflow":
-            # Neither TF path compiles under XLA (see `scan_kernels`).
-            self.supports_jit = False
+        set_initializers(self, kernel_initializer=kernel_initializer, bias_initializer=bias_initializer)
+        no_xla_on_tensorflow(self)  # neither TF path compiles under XLA (see `scan_kernels`)
 
     def build(self, input_shape):
-        name = type(self).__name__
-        if len(input_shape) != 3:
-            raise ValueError(
-                f"{name} expects inputs of shape (batch, time, features). "
-                f"Received: input_shape={input_shape}"
-            )
-        input_dim = input_shape[-1]
-        if input_dim is None:
-            raise ValueError(
-                "The last dimension of the inputs must be defined. "
-                f"Received: input_shape={input_shape}"
-            )
+        input_dim = sequence_input_dim(self, input_shape)
         self.kernel = self.add_weight(
             name="kernel",
             shape=(input_dim, self.gate_count * self.units),

@@ -5,7 +5,8 @@ import math
 import keras
 from keras import ops
 
-from predcalc.layers._common import check_bools, check_positive_ints, config_entries, sequence_output_shape
+from predcalc.layers._common import check_bools, check_positive_ints, no_xla_on_tensorflow
+from predcalc.layers._common import config_entries, sequence_input_dim, sequence_output_shape
 from predcalc.layers.scan_kernels import linear_scan
 from predcalc.layers.scan_kernels import run_steps
 
@@ -150,10 +151,9 @@ class Mamba(keras.layers.Layer):
     `D = 1`, and `b_dt` such that `softplus(b_dt)` is log-uniform in
     `[0.001, 0.1]`.
 
-    On TensorFlow neither path compiles under XLA (`associative_scan`, and
-    the gradient of `keras.ops.scan`), so the layer reports
-    `supports_jit=False` there and `jit_compile="auto"` falls back to graph
-    mode. JAX compiles both paths.
+    XLA: as `MinGRU`, neither path compiles on TensorFlow (the layer reports
+    `supports_jit=False` there, so `jit_compile="auto"` runs it in graph
+    mode); JAX compiles both.
 
     The layer does not support masking.
 
@@ -197,14 +197,10 @@ class Mamba(keras.layers.Layer):
     x = Mamba(16, state_size=8)(x)
     outputs = keras.layers.Dense(1)(x)
     model = keras.Model(inputs, outputs)
-
-    # Continue a sequence from carried states.
-    layer = Mamba(8, return_sequences=True, return_state=True)
-    sequence = np.random.normal(size=(2, 20, 3))
-    first, *states = layer(sequence[:, :10])
-    second, *states = layer(sequence[:, 10:], initial_state=states)
-    # second == layer(sequence)[0][:, 10:]
     ```
+
+    States carry across calls as in `MLSTM`'s example:
+    `first, *states = layer(part)`, then `layer(rest, initial_state=states)`.
 
     References:
         - [Gu & Dao, 2023. Mamba: Linear-Time Sequence Modeling with
@@ -257,26 +253,14 @@ class Mamba(keras.layers.Layer):
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.inner_dim = expand * units
         self._dt_rank = math.ceil(units / 16) if dt_rank == "auto" else dt_rank
-        if keras.backend.backend() == "tensorflow":
-            # Neither TF path compiles under XLA (see `scan_kernels`).
-            self.supports_jit = False
+        no_xla_on_tensorflow(self)  # neither TF path compiles under XLA (see `scan_kernels`)
 
     @property
     def _has_conv_state(self):
         return self.conv_kernel_size > 1
 
     def build(self, input_shape):
-        if len(input_shape) != 3:
-            raise ValueError(
-                "Mamba expects inputs of shape (batch, time, features). "
-                f"Received: input_shape={input_shape}"
-            )
-        input_dim = input_shape[-1]
-        if input_dim is None:
-            raise ValueError(
-                "The last dimension of the inputs must be defined. "
-                f"Received: input_shape={input_shape}"
-            )
+        input_dim = sequence_input_dim(self, input_shape)
         inner, state_size = self.inner_dim, self.state_size
         self.in_kernel = self.add_weight(
             name="in_kernel",

@@ -84,22 +84,15 @@ class MinLSTM(_InputGatedScan):
     default and its speed trade-offs are those of `MinGRU` (on JAX on a CPU
     the step loop is faster).
 
-    On TensorFlow neither path compiles under XLA (`associative_scan`, and
-    the gradient of `keras.ops.scan`), so the layer reports
-    `supports_jit=False` there and `jit_compile="auto"` falls back to graph
-    mode. JAX compiles both paths.
+    XLA: as `MinGRU` (`supports_jit=False` on TensorFlow, JAX compiles both
+    paths).
 
     The layer does not support masking.
 
     Args:
-        units: int, the size of the hidden state `h_t` and of the output.
-        return_sequences: bool, return the whole sequence `(batch, time,
-            units)` instead of the last state `(batch, units)`. Defaults to
-            `False`.
-        return_state: bool, also return the last state, to continue the
-            sequence later with `initial_state`. Defaults to `False`.
-        parallel: bool, use the log-space parallel scan (`True`, default) or
-            the sequential step loop (`False`).
+        units, return_sequences, return_state, parallel: as in `MinGRU`
+            (state size; the whole sequence or the last state; also return
+            the last state; the parallel scan or the step loop).
         use_bias: bool, whether the three projections have biases. Defaults
             to `True`.
         kernel_initializer: initializer of the projection kernel `(features,
@@ -109,38 +102,13 @@ class MinLSTM(_InputGatedScan):
             `"zeros"`.
         **kwargs: base layer keyword arguments, e.g. `name` and `dtype`.
 
-    Call arguments:
-        inputs: `(batch, time, features)` tensor.
-        initial_state: optional `(batch, units)` tensor (or a list holding
-            it), the state `h_0`; zeros when omitted. Pass the state returned
-            with `return_state=True` to continue a sequence.
+    Call arguments, returns and the carried state (`return_state=True`,
+    then `initial_state=state`) are those of `MinGRU`; use it the same way:
+    `MinLSTM(32, return_sequences=True)` stacks, `MinLSTM(32)` ends a stack.
 
-    Returns:
-        `(batch, time, units)` if `return_sequences` else `(batch, units)`;
-        with `return_state=True`, a list `[output, last_state]`.
-
-    Example:
-
-    ```python
-    inputs = keras.Input((15, 1))
-    x = MinLSTM(32, return_sequences=True)(inputs)
-    x = MinLSTM(32)(x)
-    outputs = keras.layers.Dense(1)(x)
-    model = keras.Model(inputs, outputs)
-
-    # Continue a sequence from a carried state.
-    layer = MinLSTM(8, return_sequences=True, return_state=True)
-    sequence = np.random.normal(size=(2, 20, 3))
-    first, state = layer(sequence[:, :10])
-    second, state = layer(sequence[:, 10:], initial_state=state)
-    # second == layer(sequence)[0][:, 10:]
-    ```
-
-    References:
-        - [Feng et al., 2024. Were RNNs All We Needed?](
-          https://arxiv.org/abs/2410.01201)
-        - [Heinsen, 2023. Efficient Parallelization of a Ubiquitous Sequential
-          Computation](https://arxiv.org/abs/2311.06281)
+    References: Feng et al., 2024, "Were RNNs All We Needed?"
+    (https://arxiv.org/abs/2410.01201), and Heinsen's log-space scan (see
+    `MinGRU`).
     """
 
     gate_count = 3

@@ -5,7 +5,8 @@ import math
 import keras
 from keras import ops
 
-from predcalc.layers._common import check_bools, check_heads, config_entries, sequence_output_shape
+from predcalc.layers._common import check_bools, check_heads, no_xla_on_tensorflow
+from predcalc.layers._common import config_entries, sequence_input_dim, sequence_output_shape, set_initializers
 from predcalc.layers.scan_kernels import run_steps
 
 
@@ -250,24 +251,12 @@ class MLSTM(keras.layers.Layer):
         self.return_state = return_state
         self.parallel = parallel
         self.use_bias = use_bias
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.bias_initializer = keras.initializers.get(bias_initializer)
-        if not parallel and keras.backend.backend() == "tensorflow":
-            # `keras.ops.scan` does not train under XLA on TF.
-            self.supports_jit = False
+        set_initializers(self, kernel_initializer=kernel_initializer, bias_initializer=bias_initializer)
+        if not parallel:
+            no_xla_on_tensorflow(self)  # `keras.ops.scan` does not train under XLA on TF
 
     def build(self, input_shape):
-        if len(input_shape) != 3:
-            raise ValueError(
-                "MLSTM expects inputs of shape (batch, time, features). "
-                f"Received: input_shape={input_shape}"
-            )
-        input_dim = input_shape[-1]
-        if input_dim is None:
-            raise ValueError(
-                "The last dimension of the inputs must be defined. "
-                f"Received: input_shape={input_shape}"
-            )
+        input_dim = sequence_input_dim(self, input_shape)
         projection_dim = 4 * self.units + 2 * self.num_heads
         self.kernel = self.add_weight(
             name="kernel",

@@ -180,19 +180,6 @@ class SeedGRUCell(_SeedCell):
         self.state_size = self.units
         self.output_size = self.units
 
-    def build(self, input_shape):
-        input_dim = input_shape[-1]
-        for symbol, attribute in SEED_GRU_WEIGHT_NAMES:
-            if symbol.startswith("W"):
-                shape = (self.units, self.units + input_dim)
-                initializer = self.kernel_initializer
-            else:
-                shape, initializer = (self.units,), self.bias_initializer
-            weight = self.add_weight(
-                shape=shape, initializer=initializer, name=attribute
-            )
-            setattr(self, attribute, weight)
-
     def step_with_gates(self, inputs, states):
         """One step of equations (7)-(10) returning every intermediate.
 

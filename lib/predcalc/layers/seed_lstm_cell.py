@@ -172,20 +172,8 @@ class SeedLSTMCell(_SeedCell):
         self.state_size = [self.units, self.units]
         self.output_size = self.units
 
-    def build(self, input_shape):
-        input_dim = input_shape[-1]
-        kernel_shape = (self.units, self.units + input_dim)
-        for symbol, attribute in SEED_LSTM_WEIGHT_NAMES:
-            if symbol.startswith("W"):
-                shape, initializer = kernel_shape, self.kernel_initializer
-            elif symbol == "b_f" and self.unit_forget_bias:
-                shape, initializer = (self.units,), "ones"
-            else:
-                shape, initializer = (self.units,), self.bias_initializer
-            weight = self.add_weight(
-                shape=shape, initializer=initializer, name=attribute
-            )
-            setattr(self, attribute, weight)
+    def _bias_initializer_for(self, symbol):
+        return "ones" if symbol == "b_f" and self.unit_forget_bias else self.bias_initializer
 
     def step_with_gates(self, inputs, states):
         """One step of equations (1)-(6) returning every intermediate.

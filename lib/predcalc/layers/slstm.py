@@ -3,7 +3,8 @@
 import keras
 from keras import ops
 
-from predcalc.layers._common import check_bools, check_heads, config_entries, sequence_output_shape
+from predcalc.layers._common import check_bools, check_heads, no_xla_on_tensorflow
+from predcalc.layers._common import config_entries, sequence_input_dim, sequence_output_shape, set_initializers
 from predcalc.layers.scan_kernels import run_steps
 
 
@@ -132,18 +133,13 @@ class SLSTM(keras.layers.Layer):
     x = SLSTM(32, num_heads=4, return_sequences=True)(inputs)
     outputs = keras.layers.Dense(1)(x[:, -1])
     model = keras.Model(inputs, outputs)
-
-    # Continue a sequence from carried states.
-    layer = SLSTM(8, return_sequences=True, return_state=True)
-    sequence = np.random.normal(size=(2, 20, 3))
-    first, *states = layer(sequence[:, :10])
-    second, *states = layer(sequence[:, 10:], initial_state=states)
-    # second == layer(sequence)[0][:, 10:]
     ```
 
-    References:
-        - [Beck et al., 2024. xLSTM: Extended Long Short-Term Memory](
-          https://arxiv.org/abs/2405.04517)
+    States carry across calls as in `MLSTM`'s example:
+    `first, *states = layer(part)`, then `layer(rest, initial_state=states)`.
+
+    Reference: Beck et al., 2024, "xLSTM: Extended Long Short-Term Memory"
+    (https://arxiv.org/abs/2405.04517).
     """
 
     def __init__(
@@ -169,27 +165,12 @@ class SLSTM(keras.layers.Layer):
         self.return_sequences = return_sequences
         self.return_state = return_state
         self.use_bias = use_bias
-        self.kernel_initializer = keras.initializers.get(kernel_initializer)
-        self.recurrent_initializer = keras.initializers.get(
-            recurrent_initializer
-        )
-        self.bias_initializer = keras.initializers.get(bias_initializer)
-        if keras.backend.backend() == "tensorflow":
-            # `keras.ops.scan` does not train under XLA on TF.
-            self.supports_jit = False
+        set_initializers(self, kernel_initializer=kernel_initializer,
+                         recurrent_initializer=recurrent_initializer, bias_initializer=bias_initializer)
+        no_xla_on_tensorflow(self)  # `keras.ops.scan` does not train under XLA on TF
 
     def build(self, input_shape):
-        if len(input_shape) != 3:
-            raise ValueError(
-                "SLSTM expects inputs of shape (batch, time, features). "
-                f"Received: input_shape={input_shape}"
-            )
-        input_dim = input_shape[-1]
-        if input_dim is None:
-            raise ValueError(
-                "The last dimension of the inputs must be defined. "
-                f"Received: input_shape={input_shape}"
-            )
+        input_dim = sequence_input_dim(self, input_shape)
         self.kernel = self.add_weight(
             name="kernel",
             shape=(input_dim, 4 * self.units),
