@@ -48,3 +48,92 @@ def test_llm_steps_markdown():
     assert "20 weights" in text and "not a measurement of Gemma" in text
     figure, axis = llm_steps.plot_loss({"loss": [2.0, 1.0], "val_loss": [2.5, 1.5]}, "t")
     assert len(axis.lines) == 2
+
+
+def test_shared_model_notebook_steps(tmp_path, capsys):
+    import pandas as pd
+
+    from predcalc.report import notebook as steps
+
+    assert steps.output_folder(tmp_path / "a" / "b").is_dir()
+    protocol = seed_protocol(0)
+    steps.show_protocol(protocol)
+    out = capsys.readouterr().out
+    assert f"     train: {protocol.counts()['train']:,}" in out
+    assert f"{protocol.train.expressions[0]!r} = " in out
+    spec = types.SimpleNamespace(label="M")
+    result = types.SimpleNamespace(spec=spec, runs=[{"train_seconds": 4.0, "epochs": 2}, {"train_seconds": 6.0, "epochs": 2}])
+    results = types.SimpleNamespace(models={"m": result}, exports={
+        "m": {"float32": {"max_abs_diff": 1e-7}, "int8": {"error": "no"}}})
+    assert steps.seconds_per_epoch(results) == {"m": 2.5}
+    table = pd.DataFrame([{"model": "M", "source": "this run", "params": 1200, "MAE in": 0.1, "MAE out": 2.0,
+                           "MAE long": 3.0, "acc in": 0.5, "acc out": 0.25, "acc long": 0.0},
+                          {"model": "M", "source": "seed (published)", "params": 1, "MAE in": 9, "MAE out": 9,
+                           "MAE long": 9, "acc in": 0, "acc out": 0, "acc long": 0}])
+    rows = steps.ours(table)
+    assert len(rows) == 1
+    assert steps.model_summary(results, rows, "m", {"m": 2.5}) == (
+        "**M** (1,200 parameters, 2.50 s per epoch): MAE 0.100 in range, 2.00 out of range, 3.00 long; "
+        "exact 50.0 % / 25.0 % / 0.0 %")
+    assert steps.export_summary(results, "m") == " Export of m: float32 (max diff 1e-07); failed: int8."
+    assert steps.export_summary(results, "other") == ""
+
+
+def _fake_results(protocol):
+    """Two 'models' whose predictions are the rule itself and the rule plus one."""
+    sets = protocol.test_sets()
+    models = {}
+    for name, shift in (("exact", 0.0), ("off", 1.0)):
+        spec = types.SimpleNamespace(label=name.upper(), seed_row=None)
+        first = types.SimpleNamespace(params=10)
+        predictions = {k: split.values.astype(float) + shift for k, split in sets.items()}
+        models[name] = types.SimpleNamespace(spec=spec, first=first, predictions=predictions,
+                                             runs=[{"train_seconds": 3.0, "epochs": 3}])
+    return types.SimpleNamespace(models=models, exports={})
+
+
+def test_term_weights_speed_and_summary(capsys, tmp_path):
+    import json
+
+    import pandas as pd
+
+    from predcalc.report import notebook as steps
+
+    protocol = seed_protocol(0)
+    results = _fake_results(protocol)
+    steps.show_speed(results)
+    assert "EXACT: 1.00 s per epoch, 3 epochs" in capsys.readouterr().out
+    weights = steps.show_term_weights(results, protocol)
+    assert list(weights.columns[:2]) == ["model", "test set"] and len(weights) == 4
+    exact_in = weights[(weights.model == "EXACT") & (weights["test set"] == "in")].iloc[0]
+    np.testing.assert_allclose([exact_in["w1"], exact_in["w2"], exact_in["w3"], exact_in["b"]], [1, 1, 1, 0], atol=1e-6)
+    table = pd.DataFrame([{"model": "EXACT", "source": "this run", "params": 10, "MAE in": 0.5, "MAE out": 1.0,
+                           "MAE long": 2.0, "acc in": 1.0, "acc out": 1.0, "acc long": 1.0}])
+    text = steps.recurrent_summary(results, table, weights, "exact", [0])
+    assert "EXACT (10 parameters) over 1 seed(s): in-range MAE **0.5000**" in text
+    assert "(the rule: 1, 1, 1)" in text and text.endswith("2 times the in-range error.")
+    figure = steps.plot_accuracy_by_length(results, protocol)
+    assert [line.get_label() for line in figure.axes[0].lines][:2] == ["EXACT", "OFF"]
+    assert list(figure.axes[0].lines[0].get_ydata()) == [1.0] * 7
+    path = steps.write_study(tmp_path, "99_x", protocol, {"a": 1}, study={"k": 2})
+    record = json.loads(path.read_text())
+    assert record["kind"] == "study" and record["study"] == {"k": 2} and record["data"]["seed"] == 0
+
+
+def test_parallel_vs_loop_step_times_both_paths(monkeypatch):
+    import keras
+
+    from predcalc.studies.speed import parallel_vs_loop_step
+    from predcalc.training import fit
+
+    built = []
+
+    def fake_build(name, parallel):
+        built.append((name, parallel))
+        return None, keras.Sequential([keras.Input((3,)), keras.layers.Dense(1)]), None
+
+    monkeypatch.setattr(fit, "build", fake_build)
+    x, y = np.ones((4, 3), "float32"), np.zeros(4, "float32")
+    medians = parallel_vs_loop_step("mamba", x, y, repeats=2)
+    assert built == [("mamba", True), ("mamba", False)]
+    assert set(medians) == {True, False} and all(s > 0 for s in medians.values())

@@ -197,3 +197,17 @@ def state_retention(gates: dict, length: int) -> dict:
             per_unit = np.prod(carry(gates[model_name][gate_name][:, pad_pos, :]), axis=1).mean(0)  # (units,)
             retention[model_name] = {"median_unit": float(np.median(per_unit)), "max_unit": float(per_unit.max())}
     return retention
+
+
+def quality_table(trained: dict, protocol, labels: dict):
+    """Parameters, epochs and in-range / long MAE of each trained model (``fit.TrainedModel``)."""
+    import pandas as pd
+
+    from predcalc.training import fit
+
+    rows = []
+    for name, t in trained.items():
+        metrics, _ = fit.evaluate(t, {"in": protocol.test_in, "long": protocol.test_long})
+        rows.append({"model": labels[name], "params": t.params, "epochs": t.epochs, "MAE in": metrics["in"]["mae"],
+                     "MAE long": metrics["long"]["mae"]})
+    return pd.DataFrame(rows)

@@ -194,3 +194,22 @@ def speedups(records: list[dict], phase: str = "train_step") -> list[dict]:
             row["parallel_vs_step"] = step / par if par and step else None
             rows.append(row)
     return rows
+
+
+def parallel_vs_loop_step(model_name: str, x, y, repeats: int = 15) -> dict[bool, float]:
+    """Median seconds of one ``train_on_batch`` of a registered model built with ``parallel=True``
+    (the scan) and ``parallel=False`` (the step loop), timed interleaved so both see the same load."""
+    from predcalc.training import fit
+
+    timed, step_seconds = {}, {}
+    for parallel in (True, False):
+        _, model, _ = fit.build(model_name, parallel=parallel)
+        model.compile(optimizer="adam", loss="mse")
+        model.train_on_batch(x, y)  # trace
+        timed[parallel] = model
+    for _ in range(repeats):
+        for parallel, model in timed.items():
+            start = time.perf_counter()
+            model.train_on_batch(x, y)
+            step_seconds.setdefault(parallel, []).append(time.perf_counter() - start)
+    return {parallel: float(np.median(s)) for parallel, s in step_seconds.items()}
