@@ -77,7 +77,7 @@ class Predictor:
         """Predicted values, one per expression (raises TokenizerError on what it cannot encode)."""
         outputs = np.asarray(self._run(self.encode(expressions)))
         if "answer_format" in self.info and self.path.suffix != ".keras":  # raw slot logits: decode them
-            from predcalc.models.token_heads import AnswerFormat
+            from predcalc.data.answers import AnswerFormat
 
             return AnswerFormat(**self.info["answer_format"]).values_from_logits(outputs)
         return outputs.astype(np.float64).reshape(len(expressions), -1)[:, 0]
