@@ -607,7 +607,8 @@ def _onnx_with_fallback(model, path, check, judged, limits) -> dict:
         if record["verdict"] == "use":
             return {**record, **({"tried": attempts} if attempts else {})}
         attempts.append(record)
-    return {**attempts[-1], "error": attempts[-1].get("error", attempts[-1]["reason"]), "tried": attempts[:-1]}
+    why = " | ".join(f"{a['converter']}: {a.get('error') or a['reason']}" for a in attempts)
+    return {**attempts[-1], "error": why, "tried": attempts[:-1]}
 
 
 def _int8_with_retries(trained, path, record, litert, judged, representative, wide_expressions, test_sets):
