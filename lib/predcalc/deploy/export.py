@@ -459,6 +459,27 @@ def _swap_shape(shape, old, new):
     return shape
 
 
+def _unrolled(model):
+    """The model with every Keras recurrent layer unrolled (same weights), or None if it has none."""
+    found = []
+
+    def unroll(node):
+        if isinstance(node, dict):
+            if node.get("unroll") is False:
+                found.append(True)
+            return {k: (True if k == "unroll" and v is False else unroll(v)) for k, v in node.items()}
+        if isinstance(node, list):
+            return [unroll(v) for v in node]
+        return node
+
+    config = unroll(model.get_config())
+    if not found:
+        return None
+    unrolled = model.__class__.from_config(config)
+    unrolled.set_weights(model.get_weights())
+    return unrolled
+
+
 def length_variant_path(directory, length: int) -> Path:
     return Path(directory) / f"model_float32_len{length}.tflite"
 
@@ -535,8 +556,8 @@ def export_trained(trained, directory, test_sets: dict, representative_expressio
             Path(path).unlink(missing_ok=True)
         return record
 
-    def litert(fmt, path, calibration=representative) -> dict:
-        info = export_litert(trained.model, path, fmt, calibration)
+    def litert(fmt, path, calibration=representative, model=None) -> dict:
+        info = export_litert(model or trained.model, path, fmt, calibration)
         return {"bytes": info["bytes"], "tf_select": info["tf_select"], **check(LiteRTModel(path))}
 
     for fmt in formats:
@@ -621,11 +642,16 @@ def _int8_with_retries(trained, path, record, litert, judged, representative, wi
     wide = np.concatenate([representative, trained.tokenizer.encode_batch(list(wide_expressions))])
     wide = wide[np.random.default_rng(0).permutation(len(wide))[:2000]]
     tried = [record]
-    for fmt, calibration, name in (("int8_16x8", representative, "16x8, calibration: training inputs"),
-                                   ("int8", wide, "int8, calibration: training and test inputs"),
-                                   ("int8_16x8", wide, "16x8, calibration: training and test inputs")):
+    attempts = [("int8_16x8", representative, "16x8, calibration: training inputs", None),
+                ("int8", wide, "int8, calibration: training and test inputs", None),
+                ("int8_16x8", wide, "16x8, calibration: training and test inputs", None)]
+    unrolled = _unrolled(trained.model)
+    if unrolled is not None:  # Keras RNN layers: unroll=True (what kept an LSTM's int8, FACTS.md)
+        attempts += [("int8", representative, "int8 unrolled, calibration: training inputs", unrolled),
+                     ("int8_16x8", wide, "16x8 unrolled, calibration: training and test inputs", unrolled)]
+    for fmt, calibration, name, model in attempts:
         try:
-            attempt = judged(fmt, {**litert(fmt, path, calibration), "limits": record["limits"],
+            attempt = judged(fmt, {**litert(fmt, path, calibration, model), "limits": record["limits"],
                                    "variant": name}, path)
         except Exception as error:
             path.unlink(missing_ok=True)
