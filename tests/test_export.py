@@ -82,6 +82,8 @@ def test_verdicts_of_checked_artifacts():
 
     assert _verdict("float32", record(1e-5, 0.0, 0.0, 0.0), False) == ("use", "matches Keras")
     assert _verdict("onnx", record(1.1, 0.0, 0.0, 0.0), False)[0] == "unsuitable"  # a silent wrong converter
+    assert _verdict("float32", record(2.3e-3, 0.0, 0.0, 0.0), False, scale=10.0)[0] == "use"  # relative 2.3e-4
+    assert _verdict("float32", record(2.3e-3, 0.0, 0.0, 0.0), False, scale=1.0)[0] == "unsuitable"
     assert _verdict("onnx", record(1e9, 0.0, 0.0, 0.0), True)[0] == "use"  # token answers: accuracy decides
     assert _verdict("float32_len30", record(1e-5, -0.1, 0.0, 0.0), False)[0] == "unsuitable"
     assert _verdict("int8", record(0.9, -0.019, 0.01, 0.0), False)[0] == "use"

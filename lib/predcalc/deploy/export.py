@@ -40,7 +40,7 @@ INT8_VARIANTS = ("int8_16x8",)
 # (removed from disk, its numbers kept in export.json); float32 and ONNX must stay within PARITY.
 QUANTISED_LOSS_LIMIT = 0.02
 PARITY_ACCURACY = 0.005
-PARITY_ABS_DIFF = 1e-3
+PARITY_RELATIVE_DIFF = 1e-3  # of the largest |value| Keras predicts on the test sets (at least 1)
 # Recurrent and scan models: extra LiteRT float32 files at longer input lengths (multiples of the
 # trained length), so a longer expression is not refused. Each is checked: padded to the longer
 # length, the test sets must give the trained length's answers.
@@ -415,14 +415,15 @@ def input_limits(spec, tokenizer, length: int | None = None) -> dict:
             "answer_digits": digits}  # None: a regression output, any magnitude
 
 
-def _verdict(fmt: str, record: dict, token_output: bool) -> tuple[str, str]:
-    """("use" | "unsuitable", why) of one checked artifact."""
+def _verdict(fmt: str, record: dict, token_output: bool, scale: float = 1.0) -> tuple[str, str]:
+    """("use" | "unsuitable", why) of one checked artifact; ``scale``: the largest |value| Keras predicts."""
     worst = min(record["accuracy_change"].values(), default=0.0)
     if fmt in ("float32", "onnx") or fmt.startswith("float32_len"):
         if worst < -PARITY_ACCURACY:
             return "unsuitable", f"loses {-100 * worst:.1f} points of exact accuracy against Keras"
-        if not token_output and record["max_abs_diff"] > PARITY_ABS_DIFF:
-            return "unsuitable", f"differs from Keras by {record['max_abs_diff']:.2g} (> {PARITY_ABS_DIFF:g})"
+        limit = PARITY_RELATIVE_DIFF * max(1.0, scale)
+        if not token_output and record["max_abs_diff"] > limit:
+            return "unsuitable", f"differs from Keras by {record['max_abs_diff']:.2g} (> {limit:.2g})"
         return "use", "matches Keras"
     if worst < -QUANTISED_LOSS_LIMIT:
         return "unsuitable", (f"loses {-100 * worst:.1f} points of exact accuracy "
@@ -538,6 +539,8 @@ def export_trained(trained, directory, test_sets: dict, representative_expressio
     keras_out = {name: trained.spec.predict_values(trained.model, x) for name, x in encoded.items()}
     representative = trained.tokenizer.encode_batch(list(representative_expressions))
     limits = input_limits(trained.spec, trained.tokenizer)
+    finite = [np.abs(v[np.isfinite(v)]) for v in keras_out.values()]
+    scale = max([float(f.max()) for f in finite if f.size] + [1.0])
 
     def check(runner, inputs=None) -> dict:
         diffs, change = [], {}
@@ -550,7 +553,7 @@ def export_trained(trained, directory, test_sets: dict, representative_expressio
         return {"max_abs_diff": max(diffs, default=0.0), "accuracy_change": change}
 
     def judged(fmt, record, path):
-        verdict, reason = _verdict(fmt, record, token_output)
+        verdict, reason = _verdict(fmt, record, token_output, scale)
         record.update(verdict=verdict, reason=reason)
         if verdict != "use":
             Path(path).unlink(missing_ok=True)
