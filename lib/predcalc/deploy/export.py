@@ -569,6 +569,15 @@ def export_trained(trained, directory, test_sets: dict, representative_expressio
         try:
             if fmt == "onnx":
                 report[fmt] = _onnx_with_fallback(trained.model, path, check, judged, limits)
+            elif fmt == "int8":  # a first conversion that crashes still gets the retries
+                try:
+                    first = {**litert(fmt, path), "limits": limits}
+                except Exception as error:
+                    path.unlink(missing_ok=True)
+                    first = {"error": _error_reason(error), "verdict": "unsuitable", "limits": limits,
+                             "reason": "could not be converted or run"}
+                report[fmt] = _int8_with_retries(trained, path, first, litert, judged, representative,
+                                                 wide_calibration_expressions, test_sets)
             else:
                 record = {**litert(fmt, path), "limits": limits}
                 if fmt == "int8_dynamic" and "float32" in report and "bytes" in report["float32"] \
@@ -576,9 +585,6 @@ def export_trained(trained, directory, test_sets: dict, representative_expressio
                     record.update(verdict="unsuitable", reason="nothing was quantised: the file is float32 "
                                   "under another name (use model_float32.tflite)")
                     path.unlink(missing_ok=True)
-                elif fmt == "int8":
-                    record = _int8_with_retries(trained, path, record, litert, judged, representative,
-                                                wide_calibration_expressions, test_sets)
                 else:
                     record = judged(fmt, record, path)
                 report[fmt] = record
@@ -637,7 +643,9 @@ def _onnx_with_fallback(model, path, check, judged, limits) -> dict:
 
 def _int8_with_retries(trained, path, record, litert, judged, representative, wide_expressions, test_sets):
     """Full-integer int8; if it loses too much, 16x8 and wider calibration; the best that passes."""
-    record = judged("int8", {**record, "variant": "int8, calibration: training inputs"}, path)
+    record = {**record, "variant": "int8, calibration: training inputs"}
+    if "error" not in record:
+        record = judged("int8", record, path)
     if record["verdict"] == "use":
         return record
     if wide_expressions is None:
