@@ -11,8 +11,15 @@ Each export directory holds ``predcalc.json``, which names the tokeniser, so
 ``predcalc predict`` can read any artifact.
 
 ONNX (``model.onnx``) is written by Keras' ONNX export (tf2onnx on the TensorFlow backend) with
-a flexible batch where the converter allows it, and checked with ONNX Runtime the same way. A
-format whose conversion fails is recorded with the converter's reason; the others go on.
+a flexible batch where the converter allows it, else by the PyTorch backend (torch.export and
+onnxscript, batch 1) in a child process, and checked with ONNX Runtime the same way. A format
+whose conversion fails is recorded with the converter's reason; the others go on.
+
+Every artifact gets a verdict in ``export.json``: ``use``, or ``unsuitable`` with the reason (it
+does not match Keras, a quantised file loses more than 2 points of exact accuracy on a test set,
+or nothing was quantised); an unsuitable file is removed, its numbers kept. Full-integer int8 is
+retried (16x8, wider calibration, unrolled RNN layers) before it is given up. Recurrent and scan
+models also get float32 LiteRT files at longer input lengths, kept where padding is harmless.
 ``export_directory`` re-exports a stored ``model.keras`` (``predcalc export``) and writes
 ``export.json`` beside the artifacts. TF-TRT engines are built from the SavedModel by
 :mod:`predcalc.deploy.tensorrt` (where TensorFlow has TensorRT, e.g. on a Jetson).
