@@ -71,3 +71,21 @@ def test_a_crashing_converter_becomes_an_error_not_a_dead_process(exported_fnn2,
     monkeypatch.setattr(subprocess, "run", lambda *args, **kwargs: Crashed())
     with pytest.raises(RuntimeError, match="int8 conversion or first run failed in a child process: the converter crashed \\(SIGSEGV\\)"):
         export.export_litert(trained.model, "/tmp/never.tflite", "int8", np.zeros((2, 15), np.float32))
+
+
+def test_verdicts_of_checked_artifacts():
+    """float32 and ONNX must match Keras; a quantised file may lose at most 2 points anywhere."""
+    from predcalc.deploy.export import _verdict
+
+    def record(diff, *changes):
+        return {"max_abs_diff": diff, "accuracy_change": dict(zip(("in", "out", "long"), changes))}
+
+    assert _verdict("float32", record(1e-5, 0.0, 0.0, 0.0), False) == ("use", "matches Keras")
+    assert _verdict("onnx", record(1.1, 0.0, 0.0, 0.0), False)[0] == "unsuitable"  # a silent wrong converter
+    assert _verdict("float32", record(2.3e-3, 0.0, 0.0, 0.0), False, scale=10.0)[0] == "use"  # relative 2.3e-4
+    assert _verdict("float32", record(2.3e-3, 0.0, 0.0, 0.0), False, scale=1.0)[0] == "unsuitable"
+    assert _verdict("onnx", record(1e9, 0.0, 0.0, 0.0), True)[0] == "use"  # token answers: accuracy decides
+    assert _verdict("float32_len30", record(1e-5, -0.1, 0.0, 0.0), False)[0] == "unsuitable"
+    assert _verdict("int8", record(0.9, -0.019, 0.01, 0.0), False)[0] == "use"
+    verdict, reason = _verdict("int8", record(0.9, 0.0, -0.021, 0.0), False)
+    assert verdict == "unsuitable" and reason == "loses 2.1 points of exact accuracy (limit 2)"

@@ -11,8 +11,15 @@ Each export directory holds ``predcalc.json``, which names the tokeniser, so
 ``predcalc predict`` can read any artifact.
 
 ONNX (``model.onnx``) is written by Keras' ONNX export (tf2onnx on the TensorFlow backend) with
-a flexible batch where the converter allows it, and checked with ONNX Runtime the same way. A
-format whose conversion fails is recorded with the converter's reason; the others go on.
+a flexible batch where the converter allows it, else by the PyTorch backend (torch.export and
+onnxscript, batch 1) in a child process, and checked with ONNX Runtime the same way. A format
+whose conversion fails is recorded with the converter's reason; the others go on.
+
+Every artifact gets a verdict in ``export.json``: ``use``, or ``unsuitable`` with the reason (it
+does not match Keras, a quantised file loses more than 2 points of exact accuracy on a test set,
+or nothing was quantised); an unsuitable file is removed, its numbers kept. Full-integer int8 is
+retried (16x8, wider calibration, unrolled RNN layers) before it is given up. Recurrent and scan
+models also get float32 LiteRT files at longer input lengths, kept where padding is harmless.
 ``export_directory`` re-exports a stored ``model.keras`` (``predcalc export``) and writes
 ``export.json`` beside the artifacts. TF-TRT engines are built from the SavedModel by
 :mod:`predcalc.deploy.tensorrt` (where TensorFlow has TensorRT, e.g. on a Jetson).
@@ -34,6 +41,18 @@ from predcalc.paths import ROOT, relative, write_if_changed
 
 LITERT_FORMATS = ("float32", "float16", "int8_dynamic", "int8")
 FORMATS = (*LITERT_FORMATS, "onnx")
+# Tried when full-integer int8 loses too much: int16 activations with int8 weights (per-channel).
+INT8_VARIANTS = ("int8_16x8",)
+# A quantised artifact that loses more than this much exact accuracy on any test set is unsuitable
+# (removed from disk, its numbers kept in export.json); float32 and ONNX must stay within PARITY.
+QUANTISED_LOSS_LIMIT = 0.02
+PARITY_ACCURACY = 0.005
+PARITY_RELATIVE_DIFF = 1e-3  # of the largest |value| Keras predicts on the test sets (at least 1)
+# Recurrent and scan models: extra LiteRT float32 files at longer input lengths (multiples of the
+# trained length), so a longer expression is not refused. Each is checked: padded to the longer
+# length, the test sets must give the trained length's answers.
+LENGTH_FACTORS = (2, 4)
+VARIABLE_LENGTH_FAMILIES = ("RNN", "LSTM", "GRU", "gated linear recurrence", "efficient RNN")
 SIDECAR = "predcalc.json"
 EXPORT_RECORD = "export.json"
 ONNX_FILE = "model.onnx"
@@ -68,6 +87,12 @@ def converter_options(fmt: str, representative: np.ndarray | None, tf) -> dict:
         return {"optimizations": [tf.lite.Optimize.DEFAULT], "target_spec": {"supported_types": [tf.float16]}}
     if fmt == "int8_dynamic":
         return {"optimizations": [tf.lite.Optimize.DEFAULT]}
+    if fmt == "int8_16x8":
+        options = converter_options("int8", representative, tf)
+        options["target_spec"] = {"supported_ops": [
+            tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8,
+            tf.lite.OpsSet.TFLITE_BUILTINS]}  # float kernels where an op has no 16x8 one
+        return options
     if fmt == "int8":
         if representative is None or len(representative) == 0:
             raise ValueError("full-integer int8 needs representative inputs")
@@ -88,7 +113,7 @@ def artifact_path(directory, fmt: str) -> Path:
 # Formats whose converter can crash the process (full-integer calibration segfaulted on a
 # non-unrolled LSTM at batch 1, FACTS.md): they convert in a child process, so a crash becomes
 # an error in the export report instead of a dead notebook kernel.
-ISOLATED_FORMATS = ("int8",)
+ISOLATED_FORMATS = ("int8", "int8_16x8")
 
 
 def export_litert(model, path, fmt: str = "float32", representative=None, isolate: bool | None = None) -> dict:
@@ -109,16 +134,16 @@ def export_litert(model, path, fmt: str = "float32", representative=None, isolat
     path.parent.mkdir(parents=True, exist_ok=True)
     options = converter_options(fmt, representative, tf)
     spec = options.pop("target_spec", {})
+    builtin_ops = spec.pop("supported_ops", [tf.lite.OpsSet.TFLITE_BUILTINS])
     try:
         model.export(str(path), format="litert", input_signature=_input_spec(model, tf), verbose=False,
-                     target_spec={**spec, "supported_ops": [tf.lite.OpsSet.TFLITE_BUILTINS]}, **options)
+                     target_spec={**spec, "supported_ops": builtin_ops}, **options)
         tf_select = False
     except Exception:  # the converter says which op lacks a builtin kernel; retry with TF Select
         options = converter_options(fmt, representative, tf)
         options.pop("target_spec", None)
         model.export(str(path), format="litert", input_signature=_input_spec(model, tf), verbose=False,
-                     target_spec={**spec, "supported_ops": [tf.lite.OpsSet.TFLITE_BUILTINS,
-                                                            tf.lite.OpsSet.SELECT_TF_OPS]}, **options)
+                     target_spec={**spec, "supported_ops": [*builtin_ops, tf.lite.OpsSet.SELECT_TF_OPS]}, **options)
         tf_select = True
     return {"path": str(path), "bytes": path.stat().st_size, "tf_select": tf_select}
 
@@ -134,7 +159,7 @@ def _export_litert_in_child(model, path, fmt, representative) -> dict:
         model.save(model_file)
         np.save(data_file, np.zeros((0,)) if representative is None else np.asarray(representative))
         result = subprocess.run([sys.executable, "-m", "predcalc.deploy.export", str(model_file), str(path), fmt,
-                                 str(data_file)], capture_output=True, text=True)
+                                 str(data_file)], capture_output=True, text=True, timeout=CHILD_TIMEOUT)
     if result.returncode != 0:
         if result.returncode < 0:
             reason = f"the converter crashed ({signal.Signals(-result.returncode).name})"
@@ -145,8 +170,55 @@ def _export_litert_in_child(model, path, fmt, representative) -> dict:
     return json.loads(result.stdout.strip().splitlines()[-1])
 
 
+CHILD_TIMEOUT = 1800  # seconds a child conversion may take
+
+
+def export_onnx_torch(model, path) -> dict:
+    """``model.onnx`` from the PyTorch backend (torch.export + onnxscript), in a child process.
+
+    The route that converts what tf2onnx cannot (``Log1p`` of the log-space scans, the TensorArray
+    and ``If`` nodes of sLSTM and Mamba): the model is reloaded with ``KERAS_BACKEND=torch`` and
+    exported with a fixed input signature of batch 1 (a flexible one silently falls back to an
+    exporter that gives wrong numbers, FACTS.md). The caller checks the file against Keras.
+    """
+    import os
+    import subprocess
+    import sys
+    import tempfile
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory() as scratch:
+        model_file = Path(scratch) / "model.keras"
+        model.save(model_file)
+        env = {**os.environ, "KERAS_BACKEND": "torch"}
+        result = subprocess.run([sys.executable, "-m", "predcalc.deploy.export", "--onnx-torch", str(model_file),
+                                 str(path)], capture_output=True, text=True, env=env, timeout=CHILD_TIMEOUT)
+    if result.returncode != 0 or not path.is_file():
+        lines = [line for line in result.stderr.strip().splitlines() if line.strip() and "Warning" not in line]
+        raise RuntimeError(f"PyTorch-backend ONNX export failed: {lines[-1] if lines else result.returncode}")
+    return {"path": str(path), "bytes": path.stat().st_size, "batch": 1, "converter": "torch"}
+
+
+def _onnx_torch_child(model_file, out) -> int:
+    import warnings
+
+    import keras
+
+    import predcalc.layers  # noqa: F401  (registers the custom layers)
+
+    warnings.simplefilter("ignore")
+    model = keras.saving.load_model(model_file)
+    spec = [keras.InputSpec(shape=(1, *model.inputs[0].shape[1:]), dtype=model.inputs[0].dtype)]
+    model.export(out, format="onnx", input_signature=spec, verbose=False)
+    return 0
+
+
 def _child_main(argv) -> int:
-    """``python -m predcalc.deploy.export MODEL.keras OUT.tflite FORMAT REPRESENTATIVE.npy``."""
+    """``python -m predcalc.deploy.export MODEL.keras OUT.tflite FORMAT REPRESENTATIVE.npy``
+    (or ``--onnx-torch MODEL.keras OUT.onnx`` under ``KERAS_BACKEND=torch``)."""
+    if argv[0] == "--onnx-torch":
+        return _onnx_torch_child(*argv[1:])
     import keras
 
     import predcalc.layers  # noqa: F401  (registers the custom layers)
@@ -342,8 +414,87 @@ def write_sidecar(directory, spec, tokenizer, extra: dict | None = None) -> Path
     return path
 
 
+def input_limits(spec, tokenizer, length: int | None = None) -> dict:
+    """What an artifact accepts and answers: its token (or character) length and answer digits."""
+    answer_format = getattr(spec.predict_values, "__self__", None)
+    digits = getattr(answer_format, "digits", None)
+    return {"tokenizer": tokenizer.name, "max_tokens": int(length or tokenizer.length),
+            "answer_digits": digits}  # None: a regression output, any magnitude
+
+
+def _verdict(fmt: str, record: dict, token_output: bool, scale: float = 1.0) -> tuple[str, str]:
+    """("use" | "unsuitable", why) of one checked artifact; ``scale``: the largest |value| Keras predicts."""
+    worst = min(record["accuracy_change"].values(), default=0.0)
+    if fmt in ("float32", "onnx") or fmt.startswith("float32_len"):
+        if worst < -PARITY_ACCURACY:
+            return "unsuitable", f"loses {-100 * worst:.1f} points of exact accuracy against Keras"
+        limit = PARITY_RELATIVE_DIFF * max(1.0, scale)
+        if not token_output and record["max_abs_diff"] > limit:
+            return "unsuitable", f"differs from Keras by {record['max_abs_diff']:.2g} (> {limit:.2g})"
+        return "use", "matches Keras"
+    if worst < -QUANTISED_LOSS_LIMIT:
+        return "unsuitable", (f"loses {-100 * worst:.1f} points of exact accuracy "
+                              f"(limit {100 * QUANTISED_LOSS_LIMIT:.0f})")
+    return "use", f"within {100 * QUANTISED_LOSS_LIMIT:.0f} points of Keras"
+
+
+def _resized(model, length: int):
+    """The model rebuilt for inputs of ``length`` tokens, with the same weights (or an error)."""
+    old = int(model.inputs[0].shape[1])
+
+    def swap(node):
+        if isinstance(node, dict):
+            return {k: (_swap_shape(v, old, length) if k in ("batch_shape", "batch_input_shape", "target_shape")
+                        else swap(v)) for k, v in node.items()}
+        if isinstance(node, list):
+            return [swap(v) for v in node]
+        return node
+
+    resized = model.__class__.from_config(swap(model.get_config()))
+    resized.set_weights(model.get_weights())
+    if tuple(resized.inputs[0].shape[1:]) != (length, *model.inputs[0].shape[2:]):
+        raise ValueError(f"could not resize the input to {length}")
+    return resized
+
+
+def _swap_shape(shape, old, new):
+    if isinstance(shape, (list, tuple)):
+        shape = list(shape)
+        if None in shape[:1] and len(shape) > 1 and shape[1] == old:
+            shape[1] = new
+        elif shape and shape[0] == old:
+            shape[0] = new
+    return shape
+
+
+def _unrolled(model):
+    """The model with every Keras recurrent layer unrolled (same weights), or None if it has none."""
+    found = []
+
+    def unroll(node):
+        if isinstance(node, dict):
+            if node.get("unroll") is False:
+                found.append(True)
+            return {k: (True if k == "unroll" and v is False else unroll(v)) for k, v in node.items()}
+        if isinstance(node, list):
+            return [unroll(v) for v in node]
+        return node
+
+    config = unroll(model.get_config())
+    if not found:
+        return None
+    unrolled = model.__class__.from_config(config)
+    unrolled.set_weights(model.get_weights())
+    return unrolled
+
+
+def length_variant_path(directory, length: int) -> Path:
+    return Path(directory) / f"model_float32_len{length}.tflite"
+
+
 def export_trained(trained, directory, test_sets: dict, representative_expressions,
-                   formats=FORMATS, saved_model: bool = True, progress=None, replace: bool = True) -> dict:
+                   formats=FORMATS, saved_model: bool = True, progress=None, replace: bool = True,
+                   wide_calibration_expressions=None) -> dict:
     """Export one trained model in every format and check each artifact on the test sets.
 
     Args:
@@ -355,11 +506,22 @@ def export_trained(trained, directory, test_sets: dict, representative_expressio
         representative_expressions: calibration inputs for full-integer int8.
         formats: of :data:`FORMATS` (LiteRT formats and ``"onnx"``).
         progress: called with each format's name when it is done.
+        wide_calibration_expressions: a second calibration set over the whole input range, tried
+            when full-integer int8 loses more than :data:`QUANTISED_LOSS_LIMIT` (default: the
+            training expressions and every test set's inputs).
+
+    Every artifact is checked against Keras and given a ``verdict``: ``"use"``, or
+    ``"unsuitable"`` with a ``reason``; an unsuitable file is removed from disk (its numbers stay
+    in the report). ONNX goes through tf2onnx, else the PyTorch backend; full-integer int8 that
+    loses too much is retried as 16x8 and with wider calibration; a "dynamic-range int8" file
+    with nothing quantised (as large as float32) is unsuitable; recurrent and scan models get
+    float32 LiteRT files at longer input lengths (``float32_len<N>``).
 
     Returns:
-        ``{format: {"bytes", "max_abs_diff", "accuracy_change": {set: delta}, ...}}`` (LiteRT formats
-        add ``tf_select``, ONNX ``batch``), or ``{format: {"error": reason}}`` for a format that could
-        not be converted or run.
+        ``{format: {"bytes", "max_abs_diff", "accuracy_change": {set: delta}, "verdict", "limits",
+        ...}}`` (LiteRT formats add ``tf_select``, ONNX ``batch`` and ``converter``), or
+        ``{format: {"error": reason, "verdict": "unsuitable"}}`` for a format that could not be
+        converted or run.
     """
     from predcalc.training.metrics import exact_accuracy
 
@@ -369,6 +531,9 @@ def export_trained(trained, directory, test_sets: dict, representative_expressio
     directory.mkdir(parents=True, exist_ok=True)
     sidecar = directory / SIDECAR
     extra = json.loads(sidecar.read_text()) if not replace and sidecar.is_file() else {}
+    extra.pop("litert_lengths", None)
+    for old in directory.glob("model_float32_len*.tflite"):
+        old.unlink()
     write_sidecar(directory, trained.spec, trained.tokenizer, extra)
     report = {}
     if saved_model:
@@ -376,34 +541,146 @@ def export_trained(trained, directory, test_sets: dict, representative_expressio
         trained.model.export(str(directory / "saved_model"), format="tf_saved_model", verbose=False)
         report["saved_model"] = {"bytes": sum(f.stat().st_size for f in (directory / "saved_model").rglob("*")
                                               if f.is_file())}
+    token_output = hasattr(getattr(trained.spec.predict_values, "__self__", None), "values_from_logits")
     encoded = {name: trained.tokenizer.encode_batch(split.expressions) for name, split in test_sets.items()}
     keras_out = {name: trained.spec.predict_values(trained.model, x) for name, x in encoded.items()}
     representative = trained.tokenizer.encode_batch(list(representative_expressions))
+    limits = input_limits(trained.spec, trained.tokenizer)
+    finite = [np.abs(v[np.isfinite(v)]) for v in keras_out.values()]
+    scale = max([float(f.max()) for f in finite if f.size] + [1.0])
+
+    def check(runner, inputs=None) -> dict:
+        diffs, change = [], {}
+        for name, split in test_sets.items():
+            values = artifact_values(trained.spec, runner, encoded[name] if inputs is None else inputs[name])
+            # an answer unparseable (NaN) in both agrees; in only one, it differs without bound
+            gap = np.where(np.isnan(values) & np.isnan(keras_out[name]), 0.0, np.abs(values - keras_out[name]))
+            diffs.append(float(np.max(np.nan_to_num(gap, nan=np.inf))) if len(split) else 0.0)
+            change[name] = exact_accuracy(split.values, values) - exact_accuracy(split.values, keras_out[name])
+        return {"max_abs_diff": max(diffs, default=0.0), "accuracy_change": change}
+
+    def judged(fmt, record, path):
+        verdict, reason = _verdict(fmt, record, token_output, scale)
+        record.update(verdict=verdict, reason=reason)
+        if verdict != "use":
+            Path(path).unlink(missing_ok=True)
+        return record
+
+    def litert(fmt, path, calibration=representative, model=None) -> dict:
+        info = export_litert(model or trained.model, path, fmt, calibration)
+        return {"bytes": info["bytes"], "tf_select": info["tf_select"], **check(LiteRTModel(path))}
+
     for fmt in formats:
         path = artifact_path(directory, fmt)
         path.unlink(missing_ok=True)
         try:
             if fmt == "onnx":
-                info = export_onnx(trained.model, path)
-                runner, extra_info = ONNXModel(path), {"batch": info["batch"]}
+                report[fmt] = _onnx_with_fallback(trained.model, path, check, judged, limits)
+            elif fmt == "int8":  # a first conversion that crashes still gets the retries
+                try:
+                    first = {**litert(fmt, path), "limits": limits}
+                except Exception as error:
+                    path.unlink(missing_ok=True)
+                    first = {"error": _error_reason(error), "verdict": "unsuitable", "limits": limits,
+                             "reason": "could not be converted or run"}
+                report[fmt] = _int8_with_retries(trained, path, first, litert, judged, representative,
+                                                 wide_calibration_expressions, test_sets)
             else:
-                info = export_litert(trained.model, path, fmt, representative)
-                runner, extra_info = LiteRTModel(path), {"tf_select": info["tf_select"]}
-            diffs, change = [], {}
-            for name, split in test_sets.items():
-                values = artifact_values(trained.spec, runner, encoded[name])
-                # an answer unparseable (NaN) in both agrees; in only one, it differs without bound
-                gap = np.where(np.isnan(values) & np.isnan(keras_out[name]), 0.0, np.abs(values - keras_out[name]))
-                diffs.append(float(np.max(np.nan_to_num(gap, nan=np.inf))) if len(split) else 0.0)
-                change[name] = exact_accuracy(split.values, values) - exact_accuracy(split.values, keras_out[name])
+                record = {**litert(fmt, path), "limits": limits}
+                if fmt == "int8_dynamic" and "float32" in report and "bytes" in report["float32"] \
+                        and record["bytes"] >= 0.9 * report["float32"]["bytes"]:
+                    record.update(verdict="unsuitable", reason="nothing was quantised: the file is float32 "
+                                  "under another name (use model_float32.tflite)")
+                    path.unlink(missing_ok=True)
+                else:
+                    record = judged(fmt, record, path)
+                report[fmt] = record
         except Exception as error:  # report the converter's (or runtime's) reason; the batch goes on
-            report[fmt] = {"error": _error_reason(error)}
+            path.unlink(missing_ok=True)
+            report[fmt] = {"error": _error_reason(error), "verdict": "unsuitable",
+                           "reason": "could not be converted or run"}
             continue
-        report[fmt] = {"bytes": info["bytes"], **extra_info, "max_abs_diff": max(diffs, default=0.0),
-                       "accuracy_change": change}
         if progress is not None:
             progress(fmt)
+    if "float32" in formats and trained.spec.family in VARIABLE_LENGTH_FAMILIES:
+        lengths = []
+        for factor in LENGTH_FACTORS:
+            length = factor * trained.tokenizer.length
+            name, path = f"float32_len{length}", length_variant_path(directory, length)
+            try:
+                resized = _resized(trained.model, length)
+                tokenizer = type(trained.tokenizer)(**{**trained.tokenizer.get_config(), "length": length})
+                padded = {n: tokenizer.encode_batch(split.expressions) for n, split in test_sets.items()}
+                info = export_litert(resized, path, "float32")
+                record = {"bytes": info["bytes"], "tf_select": info["tf_select"],
+                          **check(LiteRTModel(path), padded),
+                          "limits": input_limits(trained.spec, tokenizer)}
+                record = judged(name, record, path)
+                if record["verdict"] == "use":
+                    lengths.append(length)
+            except Exception as error:
+                path.unlink(missing_ok=True)
+                record = {"error": _error_reason(error), "verdict": "unsuitable",
+                          "reason": "could not be rebuilt at this length, converted or run"}
+            report[name] = record
+        if lengths:
+            write_sidecar(directory, trained.spec, trained.tokenizer, {**extra, "litert_lengths": lengths})
     return report
+
+
+def _onnx_with_fallback(model, path, check, judged, limits) -> dict:
+    """tf2onnx first; if it fails or its file does not match Keras, the PyTorch backend."""
+    attempts = []
+    for converter in ("tf2onnx", "torch"):
+        try:
+            info = export_onnx(model, path) if converter == "tf2onnx" else export_onnx_torch(model, path)
+            record = {"bytes": info["bytes"], "batch": info["batch"], "converter": converter,
+                      **check(ONNXModel(path)), "limits": limits}
+            record = judged("onnx", record, path)
+        except Exception as error:
+            path.unlink(missing_ok=True)
+            record = {"error": _error_reason(error), "verdict": "unsuitable", "converter": converter,
+                      "reason": "could not be converted or run"}
+        if record["verdict"] == "use":
+            return {**record, **({"tried": attempts} if attempts else {})}
+        attempts.append(record)
+    why = " | ".join(f"{a['converter']}: {a.get('error') or a['reason']}" for a in attempts)
+    return {**attempts[-1], "error": why, "tried": attempts[:-1]}
+
+
+def _int8_with_retries(trained, path, record, litert, judged, representative, wide_expressions, test_sets):
+    """Full-integer int8; if it loses too much, 16x8 and wider calibration; the best that passes."""
+    record = {**record, "variant": "int8, calibration: training inputs"}
+    if "error" not in record:
+        record = judged("int8", record, path)
+    if record["verdict"] == "use":
+        return record
+    if wide_expressions is None:
+        wide_expressions = [e for split in test_sets.values() for e in split.expressions]
+    wide = np.concatenate([representative, trained.tokenizer.encode_batch(list(wide_expressions))])
+    wide = wide[np.random.default_rng(0).permutation(len(wide))[:2000]]
+    tried = [record]
+    attempts = [("int8_16x8", representative, "16x8, calibration: training inputs", None),
+                ("int8", wide, "int8, calibration: training and test inputs", None),
+                ("int8_16x8", wide, "16x8, calibration: training and test inputs", None)]
+    unrolled = _unrolled(trained.model)
+    if unrolled is not None:  # Keras RNN layers: unroll=True (what kept an LSTM's int8, FACTS.md)
+        attempts += [("int8", representative, "int8 unrolled, calibration: training inputs", unrolled),
+                     ("int8_16x8", wide, "16x8 unrolled, calibration: training and test inputs", unrolled)]
+    for fmt, calibration, name, model in attempts:
+        try:
+            attempt = judged(fmt, {**litert(fmt, path, calibration, model), "limits": record["limits"],
+                                   "variant": name}, path)
+        except Exception as error:
+            path.unlink(missing_ok=True)
+            attempt = {"error": _error_reason(error), "verdict": "unsuitable", "variant": name,
+                       "reason": "could not be converted or run"}
+        if attempt["verdict"] == "use":
+            return {**attempt, "tried": tried}
+        tried.append(attempt)
+    best = max((t for t in tried if "accuracy_change" in t),
+               key=lambda t: min(t["accuracy_change"].values(), default=0.0), default=tried[0])
+    return {**best, "tried": [t for t in tried if t is not best]}
 
 
 def find_keras_models(path) -> list[Path]:

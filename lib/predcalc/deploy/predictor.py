@@ -3,6 +3,10 @@
 A ``.tflite`` file (LiteRT), a ``.onnx`` file (ONNX Runtime), a SavedModel directory (TensorFlow,
 also a TF-TRT-converted one) or a ``.keras`` file; ``predcalc.json`` beside it names the tokeniser.
 Only NumPy and the artifact's runtime are needed, so the same code runs on a Jetson.
+
+Recurrent and scan models also have float32 LiteRT files at longer input lengths
+(``model_float32_len<N>.tflite``, listed as ``litert_lengths`` in ``predcalc.json``): given
+``model_float32.tflite``, an expression too long for it runs on the shortest file that holds it.
 """
 
 from __future__ import annotations
@@ -41,10 +45,17 @@ class Predictor:
             raise FileNotFoundError(f"{sidecar} is missing: it names the tokenizer the model reads")
         self.info = json.loads(sidecar.read_text())
         self.tokenizer = get_tokenizer(self.info["tokenizer"], **self.info.get("tokenizer_config", {}))
+        self._longer = []  # (tokenizer, path) of the longer float32 LiteRT files, shortest first
         if self.path.suffix == ".tflite":
             from predcalc.deploy.export import LiteRTModel
 
             self._run = LiteRTModel(self.path)
+            if self.path.name == "model_float32.tflite":
+                for length in sorted(self.info.get("litert_lengths", [])):
+                    longer = self.path.parent / f"model_float32_len{length}.tflite"
+                    if longer.is_file():
+                        config = {**self.info.get("tokenizer_config", {}), "length": length}
+                        self._longer.append((get_tokenizer(self.info["tokenizer"], **config), longer))
         elif self.path.suffix == ".onnx":
             from predcalc.deploy.export import ONNXModel
 
@@ -75,9 +86,46 @@ class Predictor:
 
     def predict(self, expressions) -> np.ndarray:
         """Predicted values, one per expression (raises TokenizerError on what it cannot encode)."""
-        outputs = np.asarray(self._run(self.encode(expressions)))
+        expressions = list(expressions)
+        if not self._longer:
+            return self._values(self._run(self.encode(expressions)), len(expressions))
+        from predcalc.data import TokenizerError
+        from predcalc.deploy.export import LiteRTModel
+
+        groups: dict = {}  # runner index -> (positions, encoded rows); 0 is the trained length
+        for position, expression in enumerate(expressions):
+            for index, tokenizer in enumerate([self.tokenizer, *(t for t, _ in self._longer)]):
+                try:
+                    row = tokenizer.encode(expression)
+                except TokenizerError as error:
+                    if index == len(self._longer) or "at most" not in str(error):
+                        raise
+                    continue
+                groups.setdefault(index, ([], []))
+                groups[index][0].append(position)
+                groups[index][1].append(row)
+                break
+        values = np.full(len(expressions), np.nan)
+        for index, (positions, rows) in groups.items():
+            if index == 0:
+                run = self._run
+            else:
+                tokenizer, run = self._longer[index - 1]
+                if isinstance(run, Path):  # opened on first use
+                    run = LiteRTModel(run)
+                    self._longer[index - 1] = (tokenizer, run)
+            values[positions] = self._values(run(np.stack(rows)), len(rows))
+        return values
+
+    @property
+    def max_tokens(self) -> int:
+        """The longest input this predictor takes (tokens or characters)."""
+        return max([self.tokenizer.length, *(t.length for t, _ in self._longer)])
+
+    def _values(self, outputs, n: int) -> np.ndarray:
+        outputs = np.asarray(outputs)
         if "answer_format" in self.info and self.path.suffix != ".keras":  # raw slot logits: decode them
-            from predcalc.models.token_heads import AnswerFormat
+            from predcalc.data.answers import AnswerFormat
 
             return AnswerFormat(**self.info["answer_format"]).values_from_logits(outputs)
-        return outputs.astype(np.float64).reshape(len(expressions), -1)[:, 0]
+        return outputs.astype(np.float64).reshape(n, -1)[:, 0]

@@ -7,6 +7,13 @@ this step runs on the Jetson itself, on the SavedModel that ``predcalc export`` 
     python -m predcalc.deploy.tensorrt reports/runs/01_fnn/export/fnn2 --precision FP16
     predcalc predict "3 - -2 + 4" --model reports/runs/01_fnn/export/fnn2/saved_model_trt_fp16
 
+Engines are built with dynamic shapes (``use_dynamic_shape=True``, an optimisation profile over
+the batch sizes in :data:`BATCH_SIZES`): TensorRT 10 removed implicit batch, and an engine built
+at one batch size does not serve another (TF-TRT then falls back to TensorFlow without a word).
+:func:`convert_export` builds the profile from those batch sizes and checks the converted model at
+exactly those sizes, and counts the ``TRTEngineOp`` nodes, so a conversion that left everything to
+TensorFlow shows as 0 engines.
+
 Where TensorRT is missing, :func:`convert` raises :class:`TensorRTUnavailableError` naming
 the reason and the way to run it on a Jetson. The module needs only NumPy and TensorFlow (no
 Keras): the SavedModel carries the model's forward pass.
@@ -24,6 +31,9 @@ import numpy as np
 from predcalc.paths import write_if_changed
 
 PRECISIONS = ("FP32", "FP16", "INT8")
+# The batch sizes the engines' optimisation profile covers and the check runs at: one expression
+# (the calculator) and a batch (``predcalc evaluate``, throughput).
+BATCH_SIZES = (1, 64)
 JETSON_HINT = (
     "TF-TRT runs only where TensorFlow is built with TensorRT: on a Jetson, install NVIDIA's TensorFlow "
     "for JetPack (NVIDIA's guide 'Installing TensorFlow for Jetson Platform'), copy the export directory "
@@ -75,9 +85,20 @@ def _signature_input(saved_model_dir: Path, signature_key: str):
     return name, spec
 
 
+def batch_of(inputs, size: int) -> np.ndarray:
+    """The first ``size`` rows of ``inputs``, repeated if there are fewer."""
+    inputs = np.asarray(inputs)
+    return np.resize(inputs, (size, *inputs.shape[1:])) if len(inputs) < size else inputs[:size]
+
+
+def engine_count(saved_model_dir) -> int:
+    """How many ``TRTEngineOp`` nodes a converted SavedModel holds (0: TensorFlow runs it all)."""
+    return (Path(saved_model_dir) / "saved_model.pb").read_bytes().count(b"TRTEngineOp")
+
+
 def convert(saved_model_dir, output_dir=None, precision: str = "FP16", calibration_inputs=None,
             build_inputs=None, max_workspace_bytes: int = 1 << 28, minimum_segment_size: int = 3,
-            signature_key: str = "serving_default") -> dict:
+            signature_key: str = "serving_default", batch_sizes=BATCH_SIZES) -> dict:
     """Convert a SavedModel with ``TrtGraphConverterV2`` and save the result.
 
     Args:
@@ -87,11 +108,13 @@ def convert(saved_model_dir, output_dir=None, precision: str = "FP16", calibrati
         precision: ``"FP32"``, ``"FP16"`` or ``"INT8"``.
         calibration_inputs: encoded inputs, shape (n, ...), run through the graph to calibrate
             INT8 ranges (required for INT8, ignored otherwise).
-        build_inputs: encoded inputs whose shapes the engines are built for ahead of time
-            (otherwise they are built on the first call on the device).
+        build_inputs: encoded inputs to build the engines with ahead of time, at each of
+            ``batch_sizes`` (otherwise they are built on the first call on the device).
+        batch_sizes: the batch sizes of the dynamic-shape optimisation profile ("Range": the
+            engines serve every batch from the smallest to the largest).
 
     Returns:
-        ``{"path", "precision", "bytes", "tensorrt", "engines_built"}``.
+        ``{"path", "precision", "bytes", "tensorrt", "engines_built", "batch_sizes", "trt_engines"}``.
 
     Raises:
         ValueError: an unknown precision, or INT8 without calibration inputs.
@@ -123,18 +146,26 @@ def convert(saved_model_dir, output_dir=None, precision: str = "FP16", calibrati
     params = trt.TrtConversionParams(precision_mode=precision, max_workspace_size_bytes=max_workspace_bytes,
                                      minimum_segment_size=minimum_segment_size,
                                      use_calibration=precision == "INT8")
+    # TensorRT 10 has no implicit batch: dynamic shapes, one profile over the batch sizes
     converter = trt.TrtGraphConverterV2(input_saved_model_dir=str(saved_model_dir),
-                                        input_saved_model_signature_key=signature_key, conversion_params=params)
+                                        input_saved_model_signature_key=signature_key, conversion_params=params,
+                                        use_dynamic_shape=True, dynamic_shape_profile_strategy="Range")
     if precision == "INT8":
         converter.convert(calibration_input_fn=batches(calibration_inputs))
     else:
         converter.convert()
+    sizes = sorted({int(b) for b in batch_sizes})
     if build_inputs is not None and len(build_inputs):
-        converter.build(input_fn=batches(np.asarray(build_inputs)[:1]))
+        def build_batches():
+            for size in sizes:
+                yield (tf.constant(batch_of(build_inputs, size), dtype=spec.dtype),)
+
+        converter.build(input_fn=build_batches)
     converter.save(str(output_dir))
     size = sum(f.stat().st_size for f in output_dir.rglob("*") if f.is_file())
     return {"path": str(output_dir), "precision": precision, "bytes": size, "tensorrt": runtime,
-            "engines_built": build_inputs is not None and len(build_inputs) > 0}
+            "engines_built": build_inputs is not None and len(build_inputs) > 0, "batch_sizes": sizes,
+            "trt_engines": engine_count(output_dir)}
 
 
 def convert_export(export_dir, precisions=("FP16",), calibration_expressions=None, check_expressions=None) -> dict:
@@ -143,8 +174,12 @@ def convert_export(export_dir, precisions=("FP16",), calibration_expressions=Non
     Calibration and check expressions default to the seed protocol's training and in-range test
     expressions (data seed 0), encoded by the tokeniser named in ``predcalc.json``.
 
+    The engines are built and checked at the same batch sizes (:data:`BATCH_SIZES`): the check
+    expressions run in batches of exactly each size, against the plain SavedModel.
+
     Returns:
-        ``{precision: {"path", "bytes", "max_abs_diff", ...}}``; a precision that fails holds
+        ``{precision: {"path", "bytes", "max_abs_diff", "max_abs_diff_by_batch", "trt_engines", ...}}``;
+        a precision that fails holds
         ``{"error": reason}``. Also written to ``export_dir/tensorrt.json``.
     """
     from predcalc.data import get_tokenizer, seed_protocol
@@ -168,9 +203,17 @@ def convert_export(export_dir, precisions=("FP16",), calibration_expressions=Non
     for precision in precisions:
         try:
             result = convert(export_dir / "saved_model", precision=precision, calibration_inputs=calibration,
-                             build_inputs=check[:1])
-            outputs = SavedModelRunner(result["path"])(check)
-            result["max_abs_diff"] = float(np.max(np.abs(outputs - reference)))
+                             build_inputs=check, batch_sizes=BATCH_SIZES)
+            runner = SavedModelRunner(result["path"])
+            by_batch = {}
+            for size in result["batch_sizes"]:  # whole batches of exactly this size
+                usable = len(check) // size * size or size
+                inputs = batch_of(check, usable)
+                outputs = np.concatenate([runner(inputs[i:i + size]) for i in range(0, usable, size)])
+                expected = reference[:usable] if len(reference) >= usable else np.resize(reference, outputs.shape)
+                by_batch[str(size)] = float(np.max(np.abs(outputs - expected)))
+            result["max_abs_diff_by_batch"] = by_batch
+            result["max_abs_diff"] = max(by_batch.values())
         except TensorRTUnavailableError:
             raise
         except Exception as error:  # the converter's reason; the other precisions go on

@@ -289,8 +289,8 @@ THREATS = [
 
 
 def export_table(records: list[dict], test_sets=("in", "out", "long")) -> pd.DataFrame:
-    """One row per exported artifact: size, TF Select, largest difference from Keras, and the
-    change of exact accuracy on each of ``test_sets``."""
+    """One row per exported artifact: size, TF Select, largest difference from Keras, the change
+    of exact accuracy on each of ``test_sets``, and its verdict (use / unsuitable, and why)."""
     rows = []
     for record in records:
         for name, model in record["models"].items():
@@ -300,7 +300,9 @@ def export_table(records: list[dict], test_sets=("in", "out", "long")) -> pd.Dat
                 change = info.get("accuracy_change", {})
                 rows.append({"model": model["label"], "format": fmt, "KB": info.get("bytes", math.nan) / 1024,
                              "TF Select": info.get("tf_select"), "max abs diff": info.get("max_abs_diff"),
-                             **{f"acc change {t}": change.get(t) for t in test_sets}, "error": info.get("error", "")})
+                             **{f"acc change {t}": change.get(t) for t in test_sets},
+                             "verdict": info.get("verdict", ""),
+                             "why": info.get("error", "") or (info.get("reason", "") if info.get("verdict") != "use" else "")})
     return pd.DataFrame(rows)
 
 

@@ -27,7 +27,9 @@ from __future__ import annotations
 import math
 
 import numpy as np
-from scipy import stats
+
+# scipy is imported inside the two statistics below: the deploy runtime (``predcalc evaluate`` on a
+# Jetson) scores predictions with NumPy alone.
 
 SCORE_TERMS = (("in", "mae"), ("out22", "mae"), ("long4", "mae"), ("out22", "mre"))
 
@@ -107,6 +109,8 @@ def log_score_p_value(scores) -> float:
     scores = np.asarray(scores, dtype=np.float64)
     if scores.size < 2 or not np.all(np.isfinite(scores)) or np.any(scores <= 0):
         return float("nan")
+    from scipy import stats
+
     logs = np.log(scores)
     if np.allclose(logs, logs[0]):
         return 0.0 if logs[0] != 0 else 1.0
@@ -115,6 +119,8 @@ def log_score_p_value(scores) -> float:
 
 def confidence_interval(values, level: float = 0.95) -> tuple[float, float]:
     """Student-t confidence interval of the mean; (nan, nan) with fewer than 2 values."""
+    from scipy import stats
+
     values = np.asarray(values, dtype=np.float64)
     if values.size < 2:
         return float("nan"), float("nan")
