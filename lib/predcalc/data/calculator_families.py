@@ -32,6 +32,7 @@ class World:
     spaces: float = 0.5  # chance that an expression is written with spaces
     integer_results: bool = False  # keep only expressions with a '/' and an integer value
     bias_high_digits: float = 0.0  # chance that a number's digits come from 7-9 (coverage of carries)
+    repeat: float = 0.0  # chance that a number repeats the digits of the one before (equal magnitudes)
 
 
 TRAINING_WORLD = World()
@@ -42,12 +43,16 @@ def answer(value: Fraction) -> str:
     return str(value.numerator) if value.denominator == 1 else f"{value.numerator}/{value.denominator}"
 
 
-def _number(rng, world: World, digits: int | None = None) -> str:
-    size = digits or int(rng.integers(world.digits[0], world.digits[1] + 1))
-    pool = "789" if rng.random() < world.bias_high_digits else "0123456789"
-    text = "".join(rng.choice(list(pool), size=size))
-    if size > 1 and text[0] == "0":
-        text = str(rng.integers(1, 10)) + text[1:]
+def _number(rng, world: World, memory: list) -> str:
+    if memory and rng.random() < world.repeat:
+        text = memory[-1]
+    else:
+        size = int(rng.integers(world.digits[0], world.digits[1] + 1))
+        pool = "789" if rng.random() < world.bias_high_digits else "0123456789"
+        text = "".join(rng.choice(list(pool), size=size))
+        if size > 1 and text[0] == "0":
+            text = str(rng.integers(1, 10)) + text[1:]
+    memory.append(text)
     return ("-" if rng.random() < world.unary else "") + text
 
 
@@ -58,21 +63,21 @@ def _flat(rng, world: World, operands: list[list[str]]) -> list[str]:
     return tokens
 
 
-def _expression(rng, world: World, n_ops: int, depth: int) -> list[str]:
+def _expression(rng, world: World, n_ops: int, depth: int, memory: list) -> list[str]:
     """Tokens with exactly ``n_ops`` operators and parenthesis depth exactly ``depth``."""
     if depth == 0:
-        return _flat(rng, world, [[_number(rng, world)] for _ in range(n_ops + 1)])
+        return _flat(rng, world, [[_number(rng, world, memory)] for _ in range(n_ops + 1)])
     inside = int(rng.integers(0, n_ops + 1))
-    group = ["("] + _expression(rng, world, inside, depth - 1) + [")"]
+    group = ["("] + _expression(rng, world, inside, depth - 1, memory) + [")"]
     rest = n_ops - inside
     here = int(rng.integers(1, rest + 1)) if rest else 0
     shares = rng.multinomial(rest - here, [1 / here] * here) if here else []
     operands = []
     for share in shares:  # the operators not used at this level go into sibling groups
         if share:
-            operands.append(["("] + _expression(rng, world, int(share), int(rng.integers(0, depth))) + [")"])
+            operands.append(["("] + _expression(rng, world, int(share), int(rng.integers(0, depth)), memory) + [")"])
         else:
-            operands.append([_number(rng, world)])
+            operands.append([_number(rng, world, memory)])
     operands.insert(int(rng.integers(0, here + 1)), group)
     return _flat(rng, world, operands)
 
@@ -90,7 +95,7 @@ def draw(world: World, n: int, seed: int) -> list[tuple[str, str]]:
     while len(pairs) < n:
         n_ops = int(rng.integers(world.operators[0], world.operators[1] + 1))
         depth = int(rng.integers(world.depth[0], world.depth[1] + 1))
-        text = _write(rng, world, _expression(rng, world, n_ops, depth))
+        text = _write(rng, world, _expression(rng, world, n_ops, depth, []))
         try:
             value = evaluate(text)
         except ExpressionError:  # division by zero
