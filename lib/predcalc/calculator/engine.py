@@ -317,7 +317,7 @@ class Engine:
             states[i] = CalculatorError("the controller marked nothing as ready")
             return
         taken_until = -1
-        unwraps = []
+        unwraps, queued = [], []
         for position in ready:
             token = tokens[position]
             if token == "(":
@@ -334,14 +334,12 @@ class Engine:
             if span[0] <= taken_until:
                 continue
             taken_until = span[1]
-            if token == "(":
-                unwraps.append(position)
-            else:
-                jobs.setdefault(token, []).append((i, position))
+            (unwraps if token == "(" else queued).append(position)
         for position in reversed(unwraps):
             tokens[position: position + 3] = [tokens[position + 1]]
-            for op_jobs in jobs.values():  # queued operators to the right moved two places left
-                op_jobs[:] = [(j, p - 2 if j == i and p > position else p) for j, p in op_jobs]
+        for position in queued:  # each unwrap to its left moved it two places left
+            moved = position - 2 * sum(u < position for u in unwraps)
+            jobs.setdefault(tokens[moved], []).append((i, moved))
 
 
 def answer_text(result) -> str:

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from predcalc.calculator.steps import STEPS, Step
+from predcalc.calculator.steps import STEPS, Step, TableStep  # noqa: F401  (TableStep re-exported)
 
 try:  # training needs Keras; the runtime-only install does not have it
     import keras
@@ -138,21 +138,6 @@ class DenseStep:
         h = np.maximum(h @ w2 + b2, 0)
         return np.stack([np.argmax(h @ heads[2 * j] + heads[2 * j + 1], axis=-1)
                          for j in range(len(self.step.outputs))], axis=1)
-
-
-class TableStep:
-    """A step function memoised on its whole input domain (from any step function, e.g. a network).
-
-    Identical to the function it was built from on every input; a lookup instead of a forward pass.
-    """
-
-    def __init__(self, name: str, function):
-        self.step = STEPS[name]
-        self.name = name
-        self.table = np.asarray(function(self.step.domain()), np.int64)
-
-    def __call__(self, inputs: np.ndarray) -> np.ndarray:
-        return self.table[self.step.index(np.asarray(inputs, np.int64))]
 
 
 def check_step(name: str, function) -> dict:
