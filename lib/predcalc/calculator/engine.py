@@ -100,6 +100,9 @@ class Engine:
         if reverse:
             columns = [c[:, ::-1] for c in columns]
         n, length = shape
+        if n == 0:
+            return np.zeros((0, length, len(self.steps[name](np.zeros((1, len(columns) + 1), np.int64))[0])),
+                            np.int64), np.zeros(0, np.int64)
         flat = [c.reshape(-1) for c in columns]
         spec = np.stack([np.stack(self.call(name, np.full(n * length, s), *flat, record=False), axis=-1)
                          for s in range(n_states)], axis=1).reshape(n, length, n_states, -1)
@@ -118,8 +121,8 @@ class Engine:
         final = np.take_along_axis(prefix[:, -1], initial[:, None], axis=-1)[:, 0]
         outputs = np.take_along_axis(spec, state_in[:, :, None, None], axis=2)[:, :, 0]
         if self.record is not None:  # the inputs the sequential chain sees (training data)
-            self.record.setdefault(name, []).append(
-                np.stack([state_in.reshape(-1)] + flat, axis=1))
+            self.record.setdefault(name, []).append(np.stack([state_in.reshape(-1)] + flat, axis=1))
+            self.record.setdefault(f"{name}:sequences", []).append(np.stack([state_in] + columns, axis=-1))
         if reverse:
             outputs = outputs[:, ::-1]
         return outputs, final
@@ -133,8 +136,11 @@ class Engine:
     def addsub(self, a: np.ndarray, b: np.ndarray, mode: np.ndarray) -> np.ndarray:
         """|a| + |b| (mode ADD) or |a| - |b| (mode SUB, with |a| >= |b|), least significant digit first."""
         width = max(a.shape[1], b.shape[1]) + 1
+        a, b = _shift(a, 0, width), _shift(b, 0, width)
+        if "addsub_sequence" in self.steps:  # ablation: a sequence model instead of the chained step
+            return _trim(np.asarray(self.steps["addsub_sequence"](a, b, np.asarray(mode, np.int64)), np.int64))
         mode = np.broadcast_to(np.asarray(mode, np.int64)[:, None], (len(a), width))
-        outputs, _ = self.chain("addsub", [mode, _shift(a, 0, width), _shift(b, 0, width)], 2, 0)
+        outputs, _ = self.chain("addsub", [mode, a, b], 2, 0)
         return _trim(outputs[..., 0])
 
     def times_digit(self, a: np.ndarray, digit: np.ndarray) -> np.ndarray:

@@ -32,8 +32,9 @@ def trace(world: World, n: int, seed: int) -> dict[str, np.ndarray]:
     (unique rows per step), plus ``sequences``: the token kinds of every reduction round."""
     record: dict = {}
     Engine(reference_steps(), record=record).evaluate([text for text, _ in draw(world, n, seed)])
-    out = {name: np.unique(np.concatenate(rows), axis=0) for name, rows in record.items() if name != "sequences"}
-    out["sequences"] = record.get("sequences", [])
+    out = {name: np.unique(np.concatenate(rows), axis=0) for name, rows in record.items()
+           if name != "sequences" and ":" not in name}
+    out.update({name: rows for name, rows in record.items() if name == "sequences" or ":" in name})
     return out
 
 
@@ -48,7 +49,7 @@ def missing(name: str, rows: np.ndarray) -> np.ndarray:
 def merge(a: dict, b: dict) -> dict:
     out = {}
     for name in set(a) | set(b):
-        if name == "sequences":
+        if name == "sequences" or ":" in name:
             out[name] = list(a.get(name, [])) + list(b.get(name, []))
         else:
             out[name] = np.unique(np.concatenate([x for x in (a.get(name), b.get(name)) if x is not None]), axis=0)
