@@ -64,12 +64,23 @@ def parameters(networks: dict) -> dict:
     return {**counts, "total": sum(counts.values())}
 
 
+_TRAINED: dict = {}  # (seed, expressions) -> train_calculator's result, reused by the ablations
+
+
+def trained(seed: int, expressions: int) -> dict:
+    """The calculator of one seed (trained once per process)."""
+    key = (seed, expressions)
+    if key not in _TRAINED:
+        _TRAINED[key] = train_calculator(Recipe(expressions=expressions, seed=seed), seed=seed)
+    return _TRAINED[key]
+
+
 def train_seed(seed: int, expressions: int, test_families: dict, export_dir: Path, direct_sample: int = 20) -> dict:
     """Train every step for one seed, export it to LiteRT, score the exported file on every family."""
     from predcalc.calculator.export import export_litert, parity
     from predcalc.calculator.runtime import Calculator
 
-    result = train_calculator(Recipe(expressions=expressions, seed=seed), seed=seed)
+    result = trained(seed, expressions)
     path = export_litert(result["networks"], Path(export_dir) / "model.tflite",
                          {"seed": seed, "parameters": parameters(result["networks"]),
                           "training_world": "at most 5 digits, 1-4 operators of + - * /, depth at most 2"})
@@ -104,13 +115,13 @@ def ablation(kind: str, seed: int, expressions: int, test_families: dict) -> dic
     """One ablation at one seed (see :mod:`predcalc.calculator.ablations`)."""
     started = time.perf_counter()
     if kind == "uniform":
-        reference = train_calculator(Recipe(expressions=expressions, seed=seed), seed=seed, names=())
-        total = expressions + reference["coverage"]["biased_rounds"] * (expressions // 4)
+        total = expressions + trained(seed, expressions)["coverage"]["biased_rounds"] * (expressions // 4)
+        started = time.perf_counter()
         result = train_calculator(Recipe(expressions=total, seed=seed, coverage_checked=False), seed=seed)
         engine = engine_from(result["networks"])
         extra = {"expressions": total, "coverage": result["coverage"], "checks": result["checks"]}
     else:
-        result = train_calculator(Recipe(expressions=expressions, seed=seed), seed=seed)
+        result = trained(seed, expressions)  # the calculator of this seed; only the swapped part is trained
         steps = engine_from(result["networks"]).steps
         if kind == "pick":
             model = ablations.train_pick(result["data"]["sequences"], seed)
@@ -295,17 +306,17 @@ ABLATION_LABELS = {
 
 def study_record(records, comparison, ablation_records, control, speed, boxes, parameters: dict) -> dict:
     """The metrics.json of the study (read by the report)."""
-    return {
-        "notebook": "40_calculator", "parameters": parameters, "boxes": boxes,
-        "training_box": TRAINING_BOX, "labels": ABLATION_LABELS,
+    return {"notebook": "40_calculator", "kind": "study", "calculator": {
+        "parameters": parameters, "boxes": boxes, "training_box": TRAINING_BOX, "labels": ABLATION_LABELS,
         "seeds": records, "summary": comparison, "control": control, "speed": speed,
         "ablations": {kind: [{k: v for k, v in r.items() if k != "families"} for r in rs]
                       for kind, rs in ablation_records.items()},
-    }
+    }}
 
 
 def conclusion(record: dict) -> str:
     """A few sentences of what the study measured, from its numbers."""
+    record = record["calculator"]
     main = record["summary"]["calculator"]
     worst = min(main, key=lambda name: main[name]["mean"])
     seeds = record["seeds"]

@@ -141,7 +141,7 @@ def _seed_sets(n: int, seed: int) -> dict[str, list[tuple[str, str]]]:
         ops = rng.choice(SEED_OPERATORS, size=length - 1)
         long.append(" ".join([str(numbers[0])] + [f"{o} {x}" for o, x in zip(ops, numbers[1:])]))
     sets = {"seed_in": list(protocol.test_in.expressions), "seed_out": list(protocol.test_out.expressions),
-            "seed_long": long}
+            "seed_long": list(protocol.test_long.expressions), "seed_long_2_14": long}
     return {name: [(e, answer(evaluate(e))) for e in expressions] for name, expressions in sets.items()}
 
 
@@ -166,11 +166,17 @@ def _worlds() -> dict[str, World]:
     }
 
 
-FAMILIES = tuple(_worlds()) + ("structured", "seed_in", "seed_out", "seed_long")
+#: The seed protocol's own test sets (in range, out of range, long: 2-8 numbers), whole, and long
+#: expressions of 2-14 numbers; the other families are draws of ``n`` expressions.
+SEED_SETS = ("seed_in", "seed_out", "seed_long", "seed_long_2_14")
+FAMILIES = tuple(_worlds()) + ("structured",) + SEED_SETS
 
 
-def families(n: int = 500, seed: int = 1000, names=None) -> dict[str, list[tuple[str, str]]]:
-    """Each test family as (expression, exact answer) pairs, fixed by ``seed``."""
+def families(n: int = 500, seed: int = 1000, names=None, whole_seed_sets: bool = True) -> dict[str, list[tuple[str, str]]]:
+    """Each test family as (expression, exact answer) pairs, fixed by ``seed``.
+
+    The seed protocol's sets are whole unless ``whole_seed_sets`` is False (then a seeded sample of ``n``).
+    """
     names = tuple(names or FAMILIES)
     unknown = set(names) - set(FAMILIES)
     if unknown:
@@ -184,10 +190,12 @@ def families(n: int = 500, seed: int = 1000, names=None) -> dict[str, list[tuple
             out[name] = draw(worlds[name], n, seed + index)
         elif name == "structured":
             out[name] = _structured(n, seed + index)
-    if set(names) & {"seed_in", "seed_out", "seed_long"}:
+    if set(names) & set(SEED_SETS):
+        rng = np.random.default_rng(seed)
         for name, pairs in _seed_sets(n, seed).items():
             if name in names:
-                out[name] = pairs
+                keep = sorted(rng.permutation(len(pairs))[:n]) if not whole_seed_sets else range(len(pairs))
+                out[name] = [pairs[i] for i in keep]
     return {name: out[name] for name in names}
 
 
