@@ -155,6 +155,8 @@ def _export(args) -> int:
 
 
 def _bench(args) -> int:
+    if args.calculator is not None:
+        return _bench_calculator(args)
     from predcalc.deploy.bench import BENCH_FILE, bench, bench_table
 
     record = bench(args.model, runs=args.runs, expression=args.expression, batch_size=args.batch,
@@ -163,6 +165,23 @@ def _bench(args) -> int:
     print(f"wrote {args.output or BENCH_FILE}")
     # a runtime that fails is a row of the table; a model that cannot load or run Keras fails the command
     return 1 if any("error" in m or "keras_predict" in m["errors"] for m in record["models"]) else 0
+
+
+def _bench_calculator(args) -> int:
+    from predcalc.calculator.bench import bench
+    from predcalc.paths import REPORTS
+
+    path = Path(args.calculator) if args.calculator else REPORTS / "calculator" / "model.tflite"
+    record = bench(path, n=args.expressions)
+    for label in ("integers", "with_division"):
+        row = record[label]
+        print(f"{label:>13}: calculator {row['calculator_seconds']:.2f} s, Python (fractions) "
+              f"{row['python_seconds']:.3f} s, ratio {row['ratio']:.1f}x, exact {100 * row['exact']:.2f} %")
+    print(f"{record['n']:,} expressions of {record['operators']} operators; one expression through LiteRT: "
+          f"{record['latency_ms']['median']:.1f} ms (median)")
+    if args.output:
+        Path(args.output).write_text(json.dumps(record, indent=1) + "\n")
+    return 0
 
 
 def _sweep(args) -> int:
@@ -230,6 +249,11 @@ def parser() -> argparse.ArgumentParser:
     bench.add_argument("--batch", type=int, help="throughput batch: the first N in-range test expressions "
                                                  "(default all)")
     bench.add_argument("--output", help="where the JSON goes (default reports/bench.json)")
+    bench.add_argument("--calculator", nargs="?", const="", metavar="PATH",
+                       help="time the learned calculator (default reports/calculator/model.tflite) against Python's "
+                            "exact evaluator on --expressions expressions of 10 operators")
+    bench.add_argument("--expressions", type=int, default=10_000,
+                       help="with --calculator: how many expressions are timed (default 10,000)")
     bench.set_defaults(handler=_bench)
 
     sweep = commands.add_parser("sweep", help="run notebooks x parameter grid x seeds in parallel into "
