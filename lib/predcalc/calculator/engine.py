@@ -104,22 +104,25 @@ class Engine:
             return np.zeros((0, length, len(self.steps[name](np.zeros((1, len(columns) + 1), np.int64))[0])),
                             np.int64), np.zeros(0, np.int64)
         flat = [c.reshape(-1) for c in columns]
-        spec = np.stack([np.stack(self.call(name, np.full(n * length, s), *flat, record=False), axis=-1)
-                         for s in range(n_states)], axis=1).reshape(n, length, n_states, -1)
-        maps = spec[..., -1]  # [n, L, S]: state out for each state in
-        prefix = maps.copy()
+        states = np.tile(np.arange(n_states), n * length)  # one call: every state at every position
+        spec = np.stack(self.call(name, states, *[np.repeat(c, n_states) for c in flat], record=False), axis=-1)
+        spec = spec.reshape(n, length, n_states, -1)
+        maps = spec[..., -1]  # [n, L, S]: the state out for each state in
+        prefix = maps.reshape(n * length, n_states).copy()
+        rows = np.arange(n * length).reshape(n, length)
         shift = 1
-        while shift < length:
-            composed = np.take_along_axis(prefix[:, shift:], prefix[:, :-shift], axis=-1)
-            prefix[:, shift:] = composed
+        while shift < length:  # prefix[i] <- prefix[i] after prefix[i - shift] (composition of state maps)
+            later, earlier = rows[:, shift:].reshape(-1), rows[:, :-shift].reshape(-1)
+            prefix[later] = prefix[later[:, None], prefix[earlier]]
             shift *= 2
+        prefix = prefix.reshape(n, length, n_states)
         initial = np.broadcast_to(np.asarray(initial, np.int64), (n,))
+        every = np.arange(n)[:, None]
         state_in = np.empty((n, length), np.int64)
         state_in[:, 0] = initial
-        state_in[:, 1:] = np.take_along_axis(prefix[:, :-1], np.broadcast_to(initial[:, None, None], (n, length - 1, 1)),
-                                             axis=-1)[..., 0]
-        final = np.take_along_axis(prefix[:, -1], initial[:, None], axis=-1)[:, 0]
-        outputs = np.take_along_axis(spec, state_in[:, :, None, None], axis=2)[:, :, 0]
+        state_in[:, 1:] = prefix[every, np.arange(length - 1)[None, :], initial[:, None]]
+        final = prefix[np.arange(n), length - 1, initial]
+        outputs = spec[every, np.arange(length)[None, :], state_in]
         if self.record is not None:  # the inputs the sequential chain sees (training data)
             self.record.setdefault(name, []).append(np.stack([state_in.reshape(-1)] + flat, axis=1))
             self.record.setdefault(f"{name}:sequences", []).append(np.stack([state_in] + columns, axis=-1))
@@ -189,10 +192,12 @@ class Engine:
             active = np.flatnonzero(shifts >= j)
             aligned = np.stack([_shift(m[active], j, width) for m in multiples[1:]])  # [9, a, width]
             state = self.compare(np.tile(remainder[active], (9, 1)), aligned.reshape(-1, width)).reshape(9, -1)
+            # the learned counter on every digit it can be asked about; with the comparisons' flags
+            # fed in order this is q <- count(q) for each multiple not above the remainder
+            (counted,) = self.call("count", np.arange(9))
             digit = np.zeros(len(active), np.int64)
             for k in range(9):
-                (counted,) = self.call("count", digit)
-                digit = np.where(state[k] != LESS, counted, digit)
+                digit = np.where(state[k] != LESS, counted[k], digit)
             chosen = _shift(multiples[digit, active], j, width)
             remainder[active] = _shift(self.addsub(remainder[active], chosen, np.full(len(active), SUB)), 0, width)
             quotient[active, j] = digit
