@@ -93,7 +93,8 @@ def _control(x):
     if not _CONTROL_TABLE:
         windows = reachable_windows()
         _CONTROL_TABLE.update(zip(map(tuple, windows.tolist()), window_labels(windows).tolist()))
-    return np.array([_CONTROL_TABLE[row] for row in map(tuple, np.asarray(x).tolist())], np.int64)[:, None]
+    # a window no valid expression shows is never asked about; it reads as not ready
+    return np.array([_CONTROL_TABLE.get(row, 0) for row in map(tuple, np.asarray(x).tolist())], np.int64)[:, None]
 
 
 def _all(step_inputs):
