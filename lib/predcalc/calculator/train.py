@@ -64,19 +64,24 @@ class Recipe:
     expressions: int = 400
     seed: int = 0
     coverage_checked: bool = True
-    biased_rounds: int = 10  # at most this many top-ups of biased expressions
+    biased_rounds: int = 200  # the top-ups of biased expressions stop when nothing is missing (or raise here)
     world: World = TRAINING_WORLD
 
 
 def training_data(recipe: Recipe) -> tuple[dict, dict]:
     """Step inputs for training and a coverage report (inputs seen / reachable, per step)."""
     data = trace(recipe.world, recipe.expressions, recipe.seed)
+
+    def incomplete() -> bool:
+        empty = {n: np.zeros((0, len(STEPS[n].inputs)), np.int64) for n in STEPS}
+        return any(len(missing(n, data.get(n, empty[n]))) for n in STEPS if n != "control")
+
     rounds = 0
     if recipe.coverage_checked:
         biased = dataclasses.replace(recipe.world, bias_high_digits=0.5, repeat=0.3)
-        while rounds < recipe.biased_rounds and any(len(missing(n, data.get(n, np.zeros((0, len(STEPS[n].inputs)),
-                                                                                         np.int64))))
-                                                    for n in STEPS if n != "control"):
+        while incomplete():
+            if rounds == recipe.biased_rounds:
+                raise RuntimeError(f"step inputs still missing after {rounds} top-ups of biased expressions")
             rounds += 1
             data = merge(data, trace(biased, recipe.expressions // 4, 10_000 * (recipe.seed + 1) + rounds))
     report = {}
