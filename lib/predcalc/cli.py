@@ -89,7 +89,7 @@ def _predict(args) -> int:
 
 def _evaluate(args) -> int:
     from predcalc.calculator.runtime import Calculator
-    from predcalc.data.answers import score_answers, value_answer
+    from predcalc.data.exact_answers import score_answers, value_answer
     from predcalc.data.files import load_exact_pairs
 
     pairs = load_exact_pairs(args.file)

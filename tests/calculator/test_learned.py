@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from predcalc.calculator.steps import STEPS, TableStep
-from predcalc.data.answers import in_lowest_terms, parse_answer, score_answers, value_answer
+from predcalc.data.exact_answers import in_lowest_terms, parse_answer, score_answers, value_answer
 
 keras = pytest.importorskip("keras")
 

@@ -9,7 +9,7 @@ import time
 
 import numpy as np
 
-from predcalc.data.answers import score_answers
+from predcalc.data.exact_answers import score_answers
 from predcalc.data.calculator_families import INTEGER_WORLD, draw
 
 

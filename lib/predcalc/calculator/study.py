@@ -17,7 +17,7 @@ from predcalc.calculator.bench import bench  # noqa: F401  (the notebook calls s
 from predcalc.calculator.engine import Engine, answer_text
 from predcalc.calculator.steps import STEPS
 from predcalc.calculator.train import Recipe, engine_from, train_calculator
-from predcalc.data.answers import score_answers
+from predcalc.data.exact_answers import score_answers
 from predcalc.data.calculator_families import FAMILIES, INTEGER_WORLD, axes, draw, families
 
 AXIS_FAMILIES = {
@@ -145,7 +145,7 @@ def end_to_end(seed: int, test_families: dict, train_size: int, epochs: int, bat
     """The baseline: one character-level model (``char_lstm_tokens``, sign and 8 digits) trained on
     expressions of the integer training world whose answers fit its 8 digits."""
     from predcalc.data import make_split
-    from predcalc.data.answers import value_answer
+    from predcalc.data.exact_answers import value_answer
     from predcalc.data.protocol import Protocol
     from predcalc.training import fit
 
