@@ -17,6 +17,7 @@ import argparse
 import json
 import os
 import sys
+from pathlib import Path
 
 EXIT_USAGE = 2
 
@@ -46,36 +47,77 @@ def _report(args) -> int:
     return 0
 
 
-def _predict(args) -> int:
-    from predcalc.data import canonical, evaluate
-    from predcalc.deploy.predictor import DEFAULT_MODEL, Predictor
+def _default_model():
+    """The model the findings recommend: the learned calculator where it is exported, else FNN2."""
+    from predcalc.deploy.predictor import DEFAULT_MODEL
+    from predcalc.paths import REPORTS
 
+    calculator = REPORTS / "calculator" / "model.tflite"
+    return calculator if calculator.is_file() else DEFAULT_MODEL
+
+
+def _model(args):
+    """A calculator (exact answers as text) or a Predictor (values), for ``args.model``."""
+    from predcalc.calculator.runtime import Calculator, is_calculator
+    from predcalc.deploy.predictor import Predictor
+
+    path = args.model if args.model is not None else _default_model()
+    return Calculator(path) if is_calculator(path) else Predictor(path)
+
+
+def _predict(args) -> int:
+    from predcalc.calculator.runtime import Calculator
+    from predcalc.data import canonical, evaluate
+
+    model = _model(args)
+    if isinstance(model, Calculator):
+        (result,) = model.evaluate([args.expression])
+        if isinstance(result, ValueError):
+            raise result
+        print(f"{args.expression.strip()} = {result.text()}  (calculated by {model.name})")
+        return 0
     expression = canonical(args.expression)
     exact = evaluate(expression)
-    predictor = Predictor(args.model or DEFAULT_MODEL)
-    value = float(predictor.predict([expression])[0])
+    value = float(model.predict([expression])[0])
     exact_text = str(exact) if exact.denominator == 1 else f"{exact} = {float(exact):.6g}"
     if value != value:  # NaN: a token-output model wrote no parseable answer
-        print(f"{expression} = (no parseable answer from {predictor.name}; exact {exact_text})")
+        print(f"{expression} = (no parseable answer from {model.name}; exact {exact_text})")
         return 0
-    print(f"{expression} = {value:.4f}  (predicted by {predictor.name}; rounded {round(value)}; exact {exact_text})")
+    print(f"{expression} = {value:.4f}  (predicted by {model.name}; rounded {round(value)}; exact {exact_text})")
     return 0
 
 
 def _evaluate(args) -> int:
-    from predcalc.data import load_expression_file
-    from predcalc.training.metrics import regression_metrics
-    from predcalc.deploy.predictor import Predictor
+    from predcalc.calculator.runtime import Calculator
+    from predcalc.data.exact_answers import score_answers, value_answer
+    from predcalc.data.files import load_exact_pairs
 
-    split = load_expression_file(args.file)
-    predictor = Predictor(args.model)
-    predictions = predictor.predict(split.expressions)
-    result = {"model": str(args.model), "file": str(args.file), **regression_metrics(split.values, predictions)}
+    pairs = load_exact_pairs(args.file)
+    expressions = [e for e, _ in pairs]
+    truths = [str(v) for _, v in pairs]
+    model = _model(args)
+    result = {"model": str(args.model), "file": str(args.file)}
+    if isinstance(model, Calculator):
+        answers = model.answers(expressions)
+    else:
+        import numpy as np
+
+        predictions = np.asarray(model.predict(expressions), dtype=np.float64)
+        answers = [value_answer(p) or "" for p in predictions]
+        errors = np.abs(predictions - np.array([float(v) for _, v in pairs]))
+        result["mae"] = float(np.mean(errors))
+    scored = score_answers(truths, answers)
+    result.update(n=scored["n"], exact=scored["exact"], lowest_terms=scored["lowest_terms"])
+    if args.output:
+        lines = ["expression\tanswer\ttruth\tright"]
+        lines += [f"{e}\t{a}\t{t}\t{int(r)}" for e, a, t, r in zip(expressions, answers, truths, scored["right"])]
+        Path(args.output).write_text("\n".join(lines) + "\n")
     if args.json:
         print(json.dumps(result, indent=1))
     else:
-        print(f"{predictor.name} on {args.file}: n {result['n']}, MAE {result['mae']:.4g}, "
-              f"MRE {result['mre']:.4g}, exact accuracy {100 * result['accuracy']:.2f} %")
+        mae = f", MAE {result['mae']:.4g}" if "mae" in result else ""
+        print(f"{model.name} on {args.file}: n {result['n']}, exact {100 * result['exact']:.2f} % "
+              f"(lowest terms {100 * result['lowest_terms']:.2f} %){mae}")
     return 0
 
 
@@ -113,6 +155,8 @@ def _export(args) -> int:
 
 
 def _bench(args) -> int:
+    if args.calculator is not None:
+        return _bench_calculator(args)
     from predcalc.deploy.bench import BENCH_FILE, bench, bench_table
 
     record = bench(args.model, runs=args.runs, expression=args.expression, batch_size=args.batch,
@@ -121,6 +165,23 @@ def _bench(args) -> int:
     print(f"wrote {args.output or BENCH_FILE}")
     # a runtime that fails is a row of the table; a model that cannot load or run Keras fails the command
     return 1 if any("error" in m or "keras_predict" in m["errors"] for m in record["models"]) else 0
+
+
+def _bench_calculator(args) -> int:
+    from predcalc.calculator.bench import bench
+    from predcalc.paths import REPORTS
+
+    path = Path(args.calculator) if args.calculator else REPORTS / "calculator" / "model.tflite"
+    record = bench(path, n=args.expressions)
+    for label in ("integers", "with_division"):
+        row = record[label]
+        print(f"{label:>13}: calculator {row['calculator_seconds']:.2f} s, Python (fractions) "
+              f"{row['python_seconds']:.3f} s, ratio {row['ratio']:.1f}x, exact {100 * row['exact']:.2f} %")
+    print(f"{record['n']:,} expressions of {record['operators']} operators; one expression through LiteRT: "
+          f"{record['latency_ms']['median']:.1f} ms (median)")
+    if args.output:
+        Path(args.output).write_text(json.dumps(record, indent=1) + "\n")
+    return 0
 
 
 def _sweep(args) -> int:
@@ -157,7 +218,7 @@ def parser() -> argparse.ArgumentParser:
     predict.add_argument("expression", help='an expression such as "3 - -2 + 4"')
     predict.add_argument("--model", help="a .tflite, .onnx or .keras file or a SavedModel directory, with "
                                          "predcalc.json beside it "
-                                         "(default: the FNN2 exported by 01_fnn)")
+                                         "(default: the learned calculator, reports/calculator/model.tflite, else the FNN2 of 01_fnn)")
     predict.set_defaults(handler=_predict)
 
     evaluate = commands.add_parser("evaluate", help="metrics of a model on a file of expression<TAB>answer lines")
@@ -165,6 +226,8 @@ def parser() -> argparse.ArgumentParser:
                                                          "directory, with predcalc.json beside it")
     evaluate.add_argument("--file", required=True, help="one expression per line, optionally <TAB> answer")
     evaluate.add_argument("--json", action="store_true", help="print the metrics as JSON")
+    evaluate.add_argument("--output", metavar="FILE", help="write expression, answer, truth and right (1/0), "
+                                                          "one tab-separated line per expression")
     evaluate.set_defaults(handler=_evaluate)
 
     export = commands.add_parser("export", help="(re)write every artifact of stored models and check each "
@@ -186,6 +249,11 @@ def parser() -> argparse.ArgumentParser:
     bench.add_argument("--batch", type=int, help="throughput batch: the first N in-range test expressions "
                                                  "(default all)")
     bench.add_argument("--output", help="where the JSON goes (default reports/bench.json)")
+    bench.add_argument("--calculator", nargs="?", const="", metavar="PATH",
+                       help="time the learned calculator (default reports/calculator/model.tflite) against Python's "
+                            "exact evaluator on --expressions expressions of 10 operators")
+    bench.add_argument("--expressions", type=int, default=10_000,
+                       help="with --calculator: how many expressions are timed (default 10,000)")
     bench.set_defaults(handler=_bench)
 
     sweep = commands.add_parser("sweep", help="run notebooks x parameter grid x seeds in parallel into "

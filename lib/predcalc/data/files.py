@@ -15,11 +15,12 @@ class ExpressionFileError(ValueError):
     """A malformed line in an expression file; the message names the file and line."""
 
 
-def load_expression_file(path) -> Split:
-    """Read ``expression<TAB>answer`` lines; a missing answer is computed exactly.
+def load_exact_pairs(path) -> list[tuple[str, Fraction]]:
+    """Read ``expression<TAB>answer`` lines as (expression, exact answer); a missing answer is computed.
 
     Blank lines and lines starting with ``#`` are skipped. An answer that disagrees with
-    the exact value is kept as given (the file is the ground truth the user chose).
+    the exact value is kept as given (the file is the ground truth the user chose). Answers are
+    integers or fractions ``p/q`` read exactly (no float).
 
     Raises:
         FileNotFoundError: the file does not exist.
@@ -28,7 +29,7 @@ def load_expression_file(path) -> Split:
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no such file: {path}")
-    expressions, values = [], []
+    pairs = []
     for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
         line = raw.strip()
         if not line or line.startswith("#"):
@@ -43,14 +44,19 @@ def load_expression_file(path) -> Split:
             raise ExpressionFileError(f"{path}:{number}: {error}") from None
         if len(fields) == 2 and fields[1].strip():
             try:
-                value = float(Fraction(fields[1].strip()))
+                exact = Fraction(fields[1].strip())
             except (ValueError, ZeroDivisionError):
                 raise ExpressionFileError(f"{path}:{number}: answer {fields[1].strip()!r} is not a number") from None
-        else:
-            value = float(exact)
-        expressions.append(expression)
-        values.append(value)
-    if not expressions:
+        pairs.append((expression, exact))
+    if not pairs:
         raise ExpressionFileError(f"{path}: no expressions in the file")
-    return Split(name=path.stem, expressions=tuple(expressions), values=np.array(values, dtype=np.float64),
+    return pairs
+
+
+def load_expression_file(path) -> Split:
+    """:func:`load_exact_pairs` as a Split (float values, for the regression metrics)."""
+    pairs = load_exact_pairs(path)
+    expressions = tuple(e for e, _ in pairs)
+    return Split(name=Path(path).stem, expressions=expressions,
+                 values=np.array([float(v) for _, v in pairs], dtype=np.float64),
                  terms=np.array([count_numbers(e) for e in expressions], dtype=np.int64))

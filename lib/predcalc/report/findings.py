@@ -242,7 +242,10 @@ def answer_lines(records: list[dict], general: pd.DataFrame) -> list[str]:
                   & (general["acc long"] >= GOAL["long"]) & (general["params"] < GOAL["params"])
                   & (general["train s (max)"] < GOAL["train_seconds"])]
     gemini = SEED_LLM_ROWS["Gemini 2.5 Pro"]
-    lines = ["## Answer", "",
+    from predcalc.report.calculator import answer_lines as calculator_lines
+
+    calculators = [line for r in records if "calculator" in r for line in calculator_lines(r)]
+    lines = ["## Answer", "", *calculators,
              f"- Seed protocol (trained on 3 numbers from -5..4): **{best['model']}** ({best['source']}, "
              f"{int(best['params']):,} parameters, at most {best['train s (max)']:.0f} s of training per seed) is exact "
              f"on {100 * best['acc in']:.2f} % in range, {100 * best['acc out']:.2f} % out of range and "

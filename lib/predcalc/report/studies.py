@@ -15,7 +15,7 @@ import pandas as pd
 from predcalc.models.syntax_gated_scan import coefficient_summary
 from predcalc.report.tables import markdown_table, plain_cell
 
-STUDY_KEYS = ("speed", "timeseries", "explain", "extended")
+STUDY_KEYS = ("speed", "timeseries", "explain", "extended", "calculator")
 
 
 def is_study(record: dict) -> bool:
@@ -258,4 +258,8 @@ def studies_markdown(records: list[dict], relative_dirs: dict) -> list[str]:
             lines += _explain_section(record, folder, figures)
         elif "extended" in record:
             lines += _extended_section(record, folder)
+        elif "calculator" in record:
+            from predcalc.report.calculator import section
+
+            lines += section(record, folder)
     return lines

@@ -1,0 +1,365 @@
+"""The calculator's generic loop: learned steps, driven over digit arrays, batched over expressions.
+
+Code here only moves things: it lexes, builds each token's window of kinds, aligns digits by
+significance (pads, shifts, trims), loops, selects between operands on a learned flag, and splices
+results into the token list. Every decision about values (which token is ready, each digit, carry,
+borrow, comparison, sign, quotient digit, and when a remainder is zero) is the output of a
+learned step (see :mod:`predcalc.calculator.steps`). Numbers are rationals: ``a / b`` is kept
+as a numerator and a denominator, reduced by Euclid's algorithm run on learned steps.
+
+``steps`` maps a step name to a function ``int array [n, inputs] -> int array [n, outputs]``.
+"""
+
+from __future__ import annotations
+
+from typing import Callable
+
+import numpy as np
+
+from predcalc.calculator.tokens import KINDS, CalculatorError, Number, kind, lex, windows
+
+# compare's states
+EQUAL, LESS, GREATER = 0, 1, 2
+ADD, SUB = 0, 1
+
+StepFunction = Callable[[np.ndarray], np.ndarray]
+
+
+def _pad(arrays, width=None) -> np.ndarray:
+    width = max(width or 1, max(len(a) for a in arrays))
+    out = np.zeros((len(arrays), width), np.int64)
+    for row, digits in enumerate(arrays):
+        out[row, : len(digits)] = digits
+    return out
+
+
+def _trim(digits: np.ndarray) -> np.ndarray:
+    """Drop all-zero top columns (alignment, no arithmetic), keeping at least one digit."""
+    used = np.flatnonzero(digits.any(axis=0))
+    return digits[:, : (used[-1] + 1 if used.size else 1)]
+
+
+def _lengths(digits: np.ndarray) -> np.ndarray:
+    """Significant length of each row: the position of its most significant non-zero digit, plus one."""
+    nonzero = digits != 0
+    return np.where(nonzero.any(axis=1), digits.shape[1] - np.argmax(nonzero[:, ::-1], axis=1), 0)
+
+
+def _shift(digits: np.ndarray, places: int, width: int) -> np.ndarray:
+    """Digits moved ``places`` up in significance, in ``width`` columns (alignment)."""
+    out = np.zeros((len(digits), width), np.int64)
+    keep = min(digits.shape[1], width - places)
+    out[:, places: places + keep] = digits[:, :keep]
+    return out
+
+
+class Engine:
+    """Evaluate expressions with learned steps.
+
+    Args:
+        steps: step name -> step function.
+        pick: optional controller ablation: ``list of kind arrays -> list of token indices`` that
+            reduces one token per expression and round, instead of every token the ``control``
+            step marks ready.
+        record: optional dict; when given, every step's inputs are appended to ``record[name]``
+            and every round's token kinds to ``record["sequences"]`` (to make training data).
+    """
+
+    def __init__(self, steps: dict[str, StepFunction], pick=None, record: dict | None = None):
+        self.steps = steps
+        self.pick = pick
+        self.record = record
+
+    # ------------------------------------------------------------------ steps
+    def call(self, name: str, *columns, record: bool = True) -> list[np.ndarray]:
+        n = max(np.size(c) for c in columns)
+        inputs = np.stack([np.broadcast_to(np.asarray(c, np.int64), (n,)) for c in columns], axis=1)
+        if record and self.record is not None:
+            self.record.setdefault(name, []).append(inputs)
+        outputs = np.asarray(self.steps[name](inputs))
+        return [outputs[:, i] for i in range(outputs.shape[1])]
+
+    def chain(self, name: str, columns: list, n_states: int, initial, reverse: bool = False):
+        """Run a step along digit positions, its state output (the last) fed back as its first input.
+
+        Evaluated in parallel: the step runs once for every possible incoming state at every
+        position, and the state entering each position is found by composing the per-position
+        state maps (a prefix scan of selections). This is the same chain as a loop over positions.
+
+        Args:
+            columns: the step's other inputs, each ``[n, L]`` (or broadcastable).
+            n_states: how many values the state takes.
+            initial: the state entering the first position, ``[n]``.
+            reverse: run from the most significant position down.
+
+        Returns:
+            outputs ``[n, L, m]`` (every output at each position) and the final state ``[n]``.
+        """
+        shape = np.broadcast_shapes(*[np.shape(c) for c in columns])
+        columns = [np.broadcast_to(np.asarray(c, np.int64), shape) for c in columns]
+        if reverse:
+            columns = [c[:, ::-1] for c in columns]
+        n, length = shape
+        if n == 0:
+            return np.zeros((0, length, len(self.steps[name](np.zeros((1, len(columns) + 1), np.int64))[0])),
+                            np.int64), np.zeros(0, np.int64)
+        flat = [c.reshape(-1) for c in columns]
+        states = np.tile(np.arange(n_states), n * length)  # one call: every state at every position
+        spec = np.stack(self.call(name, states, *[np.repeat(c, n_states) for c in flat], record=False), axis=-1)
+        spec = spec.reshape(n, length, n_states, -1)
+        maps = spec[..., -1]  # [n, L, S]: the state out for each state in
+        prefix = maps.reshape(n * length, n_states).copy()
+        rows = np.arange(n * length).reshape(n, length)
+        shift = 1
+        while shift < length:  # prefix[i] <- prefix[i] after prefix[i - shift] (composition of state maps)
+            later, earlier = rows[:, shift:].reshape(-1), rows[:, :-shift].reshape(-1)
+            prefix[later] = prefix[later[:, None], prefix[earlier]]
+            shift *= 2
+        prefix = prefix.reshape(n, length, n_states)
+        initial = np.broadcast_to(np.asarray(initial, np.int64), (n,))
+        every = np.arange(n)[:, None]
+        state_in = np.empty((n, length), np.int64)
+        state_in[:, 0] = initial
+        state_in[:, 1:] = prefix[every, np.arange(length - 1)[None, :], initial[:, None]]
+        final = prefix[np.arange(n), length - 1, initial]
+        outputs = spec[every, np.arange(length)[None, :], state_in]
+        if self.record is not None:  # the inputs the sequential chain sees (training data)
+            self.record.setdefault(name, []).append(np.stack([state_in.reshape(-1)] + flat, axis=1))
+            self.record.setdefault(f"{name}:sequences", []).append(np.stack([state_in] + columns, axis=-1))
+        if reverse:
+            outputs = outputs[:, ::-1]
+        return outputs, final
+
+    def compare(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Magnitude comparison, most significant digit first: EQUAL, LESS (a < b) or GREATER."""
+        width = max(a.shape[1], b.shape[1])
+        _, state = self.chain("compare", [_shift(a, 0, width), _shift(b, 0, width)], 3, EQUAL, reverse=True)
+        return state
+
+    def addsub(self, a: np.ndarray, b: np.ndarray, mode: np.ndarray) -> np.ndarray:
+        """|a| + |b| (mode ADD) or |a| - |b| (mode SUB, with |a| >= |b|), least significant digit first."""
+        width = max(a.shape[1], b.shape[1]) + 1
+        a, b = _shift(a, 0, width), _shift(b, 0, width)
+        if "addsub_sequence" in self.steps:  # ablation: a sequence model instead of the chained step
+            return _trim(np.asarray(self.steps["addsub_sequence"](a, b, np.asarray(mode, np.int64)), np.int64))
+        mode = np.broadcast_to(np.asarray(mode, np.int64)[:, None], (len(a), width))
+        outputs, _ = self.chain("addsub", [mode, a, b], 2, 0)
+        return _trim(outputs[..., 0])
+
+    def times_digit(self, a: np.ndarray, digit: np.ndarray) -> np.ndarray:
+        """|a| x d for one digit d per row: the learned digit-product step with its carry fed back."""
+        width = a.shape[1] + 1
+        digit = np.broadcast_to(np.asarray(digit, np.int64)[:, None], (len(a), width))
+        outputs, _ = self.chain("muldigit", [_shift(a, 0, width), digit], 10, 0)
+        return outputs[..., 0]
+
+    def multiply(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """|a| x |b|: a partial product per digit of b, aligned at its significance, summed pairwise."""
+        n, la, lb = len(a), a.shape[1], b.shape[1]
+        width = la + lb + 1
+        partial = self.times_digit(np.repeat(a, lb, axis=0), b.reshape(-1)).reshape(n, lb, la + 1)
+        rows = np.zeros((n, lb, width), np.int64)
+        for j in range(lb):
+            rows[:, j, j: j + la + 1] = partial[:, j]
+        while rows.shape[1] > 1:
+            if rows.shape[1] % 2:
+                rows = np.concatenate([rows, np.zeros((n, 1, width), np.int64)], axis=1)
+            half = rows.shape[1] // 2
+            summed = self.addsub(rows[:, 0::2].reshape(-1, width), rows[:, 1::2].reshape(-1, width),
+                                 np.full(n * half, ADD))
+            rows = _shift(summed, 0, width).reshape(n, half, width)
+        return _trim(rows[:, 0])
+
+    def is_zero(self, a: np.ndarray) -> np.ndarray:
+        return self.compare(a, np.zeros((len(a), 1), np.int64)) == EQUAL
+
+    def is_one(self, a: np.ndarray) -> np.ndarray:
+        return self.compare(a, np.ones((len(a), 1), np.int64)) == EQUAL
+
+    def divmod(self, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Long division of magnitudes (y > 0). The multiples y x k (k = 1..9) are aligned under the
+        remainder's top digits; a learned counter counts those the learned comparison finds not
+        above the remainder (the quotient digit), and that multiple is subtracted."""
+        n = len(x)
+        width = max(x.shape[1], y.shape[1]) + 2
+        remainder = _shift(x, 0, width)
+        multiples = np.zeros((10, n, width), np.int64)
+        product = self.times_digit(np.tile(y, (9, 1)), np.repeat(np.arange(1, 10), n))
+        multiples[1:] = _shift(product, 0, width).reshape(9, n, width)
+        shifts = _lengths(x) - _lengths(y)  # alignment by significance
+        quotient = np.zeros((n, width), np.int64)
+        for j in range(int(shifts.max(initial=-1)), -1, -1):
+            active = np.flatnonzero(shifts >= j)
+            aligned = np.stack([_shift(m[active], j, width) for m in multiples[1:]])  # [9, a, width]
+            state = self.compare(np.tile(remainder[active], (9, 1)), aligned.reshape(-1, width)).reshape(9, -1)
+            # the learned counter on every digit it can be asked about; with the comparisons' flags
+            # fed in order this is q <- count(q) for each multiple not above the remainder
+            (counted,) = self.call("count", np.arange(9))
+            digit = np.zeros(len(active), np.int64)
+            for k in range(9):
+                digit = np.where(state[k] != LESS, counted[k], digit)
+            chosen = _shift(multiples[digit, active], j, width)
+            remainder[active] = _shift(self.addsub(remainder[active], chosen, np.full(len(active), SUB)), 0, width)
+            quotient[active, j] = digit
+        return _trim(quotient), _trim(remainder)
+
+    def gcd(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
+        """Euclid's algorithm: (a, b) <- (b, a mod b) until the learned test says b is zero."""
+        width = max(a.shape[1], b.shape[1])
+        a, b = _shift(a, 0, width), _shift(b, 0, width)
+        active = np.flatnonzero(~self.is_zero(b))
+        while active.size:
+            _, remainder = self.divmod(a[active], b[active])
+            a[active], b[active] = b[active], _shift(remainder, 0, width)
+            active = active[~self.is_zero(b[active])]
+        return _trim(a)
+
+    def signed_add(self, sign_a, a, sign_b, b, op) -> tuple[np.ndarray, np.ndarray]:
+        """(-1)^sa |a| (+ or -) (-1)^sb |b|: the learned sign step picks add or subtract and the order."""
+        state = self.compare(a, b)
+        mode, swap, sign = self.call("sign", op, sign_a, sign_b, state)
+        width = max(a.shape[1], b.shape[1])
+        a, b = _shift(a, 0, width), _shift(b, 0, width)
+        swap = swap.astype(bool)[:, None]
+        return sign, self.addsub(np.where(swap, b, a), np.where(swap, a, b), mode)
+
+    # ------------------------------------------------------------------ rationals
+    def reduce(self, numerator, denominator):
+        """A fraction in lowest terms: both parts divided by their gcd (skipped where the learned test
+        says the denominator is already 1)."""
+        rows = np.flatnonzero(~self.is_one(denominator))
+        numerators = list(numerator)
+        denominators = list(denominator)
+        if rows.size:
+            g = self.gcd(numerator[rows], denominator[rows])
+            top, _ = self.divmod(numerator[rows], g)
+            bottom, _ = self.divmod(denominator[rows], g)
+            for k, row in enumerate(rows):
+                numerators[row], denominators[row] = top[k], bottom[k]
+        return numerators, denominators
+
+    def apply(self, op: str, lefts: list[Number], rights: list[Number]) -> list:
+        """``left op right`` for a batch of rational pairs: Numbers, or CalculatorError where it fails."""
+        n = len(lefts)
+        s1 = np.array([x.sign for x in lefts])
+        s2 = np.array([x.sign for x in rights])
+        n1, d1 = _pad([x.numerator for x in lefts]), _pad([x.denominator for x in lefts])
+        n2, d2 = _pad([x.numerator for x in rights]), _pad([x.denominator for x in rights])
+        results: list = [None] * n
+        if op in "+-":
+            opcode = np.full(n, ADD if op == "+" else SUB)
+            whole = self.is_one(d1) & self.is_one(d2)
+            rows = np.flatnonzero(whole)
+            if rows.size:
+                sign, value = self.signed_add(s1[rows], n1[rows], s2[rows], n2[rows], opcode[rows])
+                for k, row in enumerate(rows):
+                    results[row] = Number(int(sign[k]), value[k], d1[row, :1])
+            rows = np.flatnonzero(~whole)
+            if rows.size:
+                left = self.multiply(n1[rows], d2[rows])
+                right = self.multiply(n2[rows], d1[rows])
+                sign, value = self.signed_add(s1[rows], left, s2[rows], right, opcode[rows])
+                top, bottom = self.reduce(value, self.multiply(d1[rows], d2[rows]))
+                for k, row in enumerate(rows):
+                    results[row] = Number(int(sign[k]), top[k], bottom[k])
+            return results
+        (sign,) = self.call("xor", s1, s2)
+        if op == "*":
+            top, bottom = self.multiply(n1, n2), self.multiply(d1, d2)
+            rows = np.arange(n)
+        else:
+            zero = self.is_zero(n2)
+            for row in np.flatnonzero(zero):
+                results[row] = CalculatorError("division by zero")
+            rows = np.flatnonzero(~zero)
+            top, bottom = self.multiply(n1[rows], d2[rows]), self.multiply(d1[rows], n2[rows])
+        if rows.size:
+            top, bottom = self.reduce(top, bottom)
+            for k, row in enumerate(rows):
+                results[row] = Number(int(sign[row]), top[k], bottom[k])
+        return results
+
+    # ------------------------------------------------------------------ control
+    def _ready(self, sequences: list[np.ndarray]) -> list[list[int]]:
+        if self.pick is not None:
+            return [[index] for index in self.pick(sequences)]
+        flat = np.concatenate([windows(kinds) for kinds in sequences])
+        (ready,) = self.call("control", *flat.T)
+        bounds = np.cumsum([0] + [len(kinds) for kinds in sequences])
+        return [list(np.flatnonzero(ready[bounds[i]: bounds[i + 1]])) for i in range(len(sequences))]
+
+    def evaluate(self, texts) -> list:
+        """The value of each expression as a Number, or the CalculatorError that stopped it."""
+        states: list = []
+        for text in texts:
+            try:
+                states.append(lex(text))
+            except CalculatorError as error:
+                states.append(error)
+        while True:
+            active = [i for i, s in enumerate(states) if isinstance(s, list) and len(s) > 1]
+            if not active:
+                break
+            sequences = [np.array([kind(t) for t in states[i]]) for i in active]
+            if self.record is not None:
+                self.record.setdefault("sequences", []).extend(sequences)
+            jobs: dict[str, list] = {}
+            for i, ready in zip(active, self._ready(sequences)):
+                self._schedule(i, states[i], ready, jobs, states)
+            splices: dict[int, list] = {}
+            for op, items in jobs.items():
+                for (i, position), result in zip(items, self.apply(op, *zip(*[(states[i][p - 1], states[i][p + 1])
+                                                                           for i, p in items]))):
+                    splices.setdefault(i, []).append((position - 1, position + 2, result))
+            for i, edits in splices.items():
+                for start, stop, result in sorted(edits, key=lambda e: e[0], reverse=True):
+                    if isinstance(states[i], CalculatorError):
+                        break
+                    if isinstance(result, CalculatorError):
+                        states[i] = result
+                        break
+                    states[i][start:stop] = [result]
+        return [s if isinstance(s, CalculatorError) else s[0] for s in states]
+
+    @staticmethod
+    def _schedule(i, tokens, ready, jobs, states):
+        """Unwrap ready ``( n )`` at once; queue ready operators; refuse illegal picks."""
+        if not ready:
+            states[i] = CalculatorError("the controller marked nothing as ready")
+            return
+        taken_until = -1
+        unwraps, queued = [], []
+        for position in ready:
+            token = tokens[position]
+            if token == "(":
+                span = (position, position + 2)
+                legal = position + 2 < len(tokens) and isinstance(tokens[position + 1], Number) \
+                    and tokens[position + 2] == ")"
+            else:
+                span = (position - 1, position + 1)
+                legal = isinstance(token, str) and token in "+-*/" and 0 < position < len(tokens) - 1 \
+                    and isinstance(tokens[position - 1], Number) and isinstance(tokens[position + 1], Number)
+            if not legal:
+                states[i] = CalculatorError(f"the controller picked an illegal reduction at token {position}")
+                return
+            if span[0] <= taken_until:
+                continue
+            taken_until = span[1]
+            (unwraps if token == "(" else queued).append(position)
+        for position in reversed(unwraps):
+            tokens[position: position + 3] = [tokens[position + 1]]
+        for position in queued:  # each unwrap to its left moved it two places left
+            moved = position - 2 * sum(u < position for u in unwraps)
+            jobs.setdefault(tokens[moved], []).append((i, moved))
+
+
+def answer_text(result) -> str:
+    """``"-12"``, ``"7/3"`` or ``"error: ..."``."""
+    return f"error: {result}" if isinstance(result, CalculatorError) else result.text()
+
+
+def kinds_of(text: str) -> np.ndarray:
+    return np.array([kind(t) for t in lex(text)])
+
+
+__all__ = ["Engine", "answer_text", "KINDS"]

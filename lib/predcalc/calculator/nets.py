@@ -1,0 +1,149 @@
+"""The calculator's learned parts: small Keras networks, trained by gradient descent on step targets.
+
+Each arithmetic step is a multilayer perceptron over the one-hot codes of its inputs, with one
+softmax head per output:
+
+    h = relu(W2 relu(W1 [onehot(x_1), ..., onehot(x_k)] + b1) + b2),  y_j = argmax(V_j h + c_j)
+
+The controller scores a token from its window of kinds as a sum of learned pair terms:
+
+    score(w) = b[w_0] + sum_{k in -2, -1, 1, 2} T_k[w_0, w_k],   ready  <=>  score > 0
+
+so readiness is learned per (token, neighbour) pair and composes to windows never seen together.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from predcalc.calculator.steps import STEPS, Step, TableStep  # noqa: F401  (TableStep re-exported)
+
+try:  # training needs Keras; the runtime-only install does not have it
+    import keras
+except ImportError:  # pragma: no cover - exercised in the runtime-only install
+    keras = None
+
+HIDDEN = {"compare": 32, "addsub": 64, "sign": 32, "muldigit": 128, "xor": 8, "count": 32}
+
+
+if keras is not None:
+    @keras.saving.register_keras_serializable(package="predcalc")
+    class PairwiseWindowScore(keras.layers.Layer):
+        """score(w) = b[w_0] + sum_k T_k[w_0, w_k] over a window ``w`` of token kinds (centre first
+        after reordering); input ``[..., 2r+1]`` int, output ``[...]`` float."""
+
+        def __init__(self, n_kinds: int, radius: int = 2, **kwargs):
+            super().__init__(**kwargs)
+            self.n_kinds = n_kinds
+            self.radius = radius
+
+        def build(self, input_shape):
+            self.pairs = self.add_weight(shape=(2 * self.radius, self.n_kinds * self.n_kinds),
+                                         initializer=keras.initializers.RandomNormal(stddev=0.1), name="pairs")
+            self.bias = self.add_weight(shape=(self.n_kinds,), initializer="zeros", name="bias")
+
+        def call(self, windows):
+            windows = keras.ops.cast(windows, "int32")
+            centre = windows[..., self.radius]
+            score = keras.ops.take(self.bias, centre)
+            offsets = [k for k in range(2 * self.radius + 1) if k != self.radius]
+            for slot, k in enumerate(offsets):
+                index = centre * self.n_kinds + windows[..., k]
+                score = score + keras.ops.take(self.pairs[slot], index)
+            return score
+
+        def get_config(self):
+            return {**super().get_config(), "n_kinds": self.n_kinds, "radius": self.radius}
+
+
+def build_step(name: str, seed: int, hidden: int | None = None) -> "keras.Model":
+    """The training model of a step: int inputs ``[n, k]`` -> one logits tensor per output."""
+    step = STEPS[name]
+    keras.utils.set_random_seed(seed)
+    inputs = keras.Input((len(step.inputs),), dtype="int32", name="inputs")
+    if name == "control":
+        score = PairwiseWindowScore(step.inputs[0], name="pairwise")(inputs)
+        logits = keras.ops.stack([keras.ops.zeros_like(score), score], axis=-1)
+        return keras.Model(inputs, [logits], name="control")
+    codes = [keras.ops.one_hot(inputs[:, i], radix) for i, radix in enumerate(step.inputs)]
+    x = keras.ops.concatenate(codes, axis=-1)
+    width = hidden or HIDDEN[name]
+    x = keras.layers.Dense(width, activation="relu", name="hidden_1")(x)
+    x = keras.layers.Dense(width, activation="relu", name="hidden_2")(x)
+    heads = [keras.layers.Dense(classes, name=f"output_{j}")(x) for j, classes in enumerate(step.outputs)]
+    return keras.Model(inputs, heads, name=name)
+
+
+def decide(model: "keras.Model") -> "keras.Model":
+    """The inference model: int inputs -> int class of each output, ``[n, m]``."""
+    heads = model.outputs
+    classes = [keras.ops.cast(keras.ops.argmax(h, axis=-1), "int32") for h in heads]
+    return keras.Model(model.inputs, keras.ops.stack(classes, axis=-1), name=f"{model.name}_decide")
+
+
+LEARNING_RATE = {"control": 0.05}
+
+
+def train_step(name: str, inputs: np.ndarray, seed: int, epochs: int = 2000, hidden: int | None = None,
+               learning_rate: float | None = None, chunk: int = 25) -> tuple["keras.Model", dict]:
+    """Fit a step network to its reference targets on ``inputs`` (the step inputs seen in training).
+
+    Adam on the softmax cross-entropy of each output, in chunks of ``chunk`` epochs, until every
+    training input has been right after two chunks in a row (or ``epochs``).
+    """
+    step = STEPS[name]
+    targets = step.reference(inputs)
+    model = build_step(name, seed, hidden)
+    rate = learning_rate or LEARNING_RATE.get(name, 1e-2)
+    model.compile(optimizer=keras.optimizers.Adam(rate),
+                  loss=[keras.losses.SparseCategoricalCrossentropy(from_logits=True)] * len(step.outputs))
+    y = [targets[:, j] for j in range(targets.shape[1])]
+    done, streak, loss, right = 0, 0, float("nan"), 0.0
+    while done < epochs and streak < 2:
+        history = model.fit(inputs, y, batch_size=min(128, len(inputs)), epochs=chunk, verbose=0, shuffle=True)
+        done += chunk
+        loss = float(history.history["loss"][-1])
+        right = float(np.mean(np.all(DenseStep.from_model(model)(inputs) == targets, axis=1)))
+        streak = streak + 1 if right == 1.0 else 0
+    return model, {"epochs": done, "loss": loss, "train_exact": right, "parameters": int(model.count_params())}
+
+
+class DenseStep:
+    """A trained step network run in plain NumPy from its weights (no Keras needed)."""
+
+    def __init__(self, name: str, weights: list[np.ndarray]):
+        self.step: Step = STEPS[name]
+        self.name = name
+        self.weights = [np.asarray(w) for w in weights]
+
+    @classmethod
+    def from_model(cls, model) -> "DenseStep":
+        return cls(model.name, [np.asarray(w) for w in model.get_weights()])
+
+    def __call__(self, inputs: np.ndarray) -> np.ndarray:
+        inputs = np.asarray(inputs, np.int64)
+        if self.name == "control":
+            pairs, bias = self.weights
+            radius = inputs.shape[1] // 2
+            centre = inputs[:, radius]
+            score = bias[centre]
+            for slot, k in enumerate([k for k in range(inputs.shape[1]) if k != radius]):
+                score = score + pairs[slot][centre * bias.shape[0] + inputs[:, k]]
+            return (score > 0).astype(np.int64)[:, None]
+        offsets = np.cumsum((0,) + self.step.inputs[:-1])
+        x = np.zeros((len(inputs), sum(self.step.inputs)), np.float32)
+        x[np.arange(len(inputs))[:, None], inputs + offsets] = 1.0
+        w1, b1, w2, b2, *heads = self.weights
+        h = np.maximum(x @ w1 + b1, 0)
+        h = np.maximum(h @ w2 + b2, 0)
+        return np.stack([np.argmax(h @ heads[2 * j] + heads[2 * j + 1], axis=-1)
+                         for j in range(len(self.step.outputs))], axis=1)
+
+
+def check_step(name: str, function) -> dict:
+    """A step function against its reference on every input that can occur."""
+    step = STEPS[name]
+    reachable = step.reachable()
+    wrong = ~np.all(np.asarray(function(reachable)) == step.reference(reachable), axis=1)
+    return {"step": name, "inputs": int(len(reachable)), "wrong": int(wrong.sum()),
+            "examples": [[int(v) for v in row] for row in reachable[wrong][:5]]}

@@ -1,0 +1,310 @@
+"""The calculator study behind ``notebooks/40_calculator.ipynb``: seeds, control, ablations, speed.
+
+Every function returns plain JSON-able records; :func:`cached` stores each one under the run's
+``parts/`` folder so a long study resumes where it stopped.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from predcalc.calculator import ablations
+from predcalc.calculator.bench import bench  # noqa: F401  (the notebook calls study.bench)
+from predcalc.calculator.engine import Engine, answer_text
+from predcalc.calculator.steps import STEPS
+from predcalc.calculator.train import Recipe, engine_from, train_calculator
+from predcalc.data.exact_answers import score_answers
+from predcalc.data.calculator_families import FAMILIES, INTEGER_WORLD, axes, draw, families
+
+AXIS_FAMILIES = {
+    "digits": ("iid", "digits_6_10", "digits_11_20", "digits_21_50"),
+    "operators": ("iid", "ops_5_10", "ops_11_20", "ops_21_40"),
+    "depth": ("iid", "depth_3_4", "depth_5_6", "depth_7_10"),
+}
+TRAINING_BOX = {"digits": 5, "operators": 4, "depth": 2}
+
+
+def cached(folder: Path | None, key: str, compute):
+    """``compute()``'s record, stored as ``folder/key.json`` (read back instead of recomputed)."""
+    if folder is None:
+        return compute()
+    path = Path(folder) / f"{key}.json"
+    if path.is_file():
+        return json.loads(path.read_text())
+    record = compute()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_suffix(".tmp")
+    temporary.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    temporary.replace(path)
+    return record
+
+
+def score_families(answer, test_families: dict, batch_size: int = 256) -> dict:
+    """Exact accuracy (and lowest terms) of ``answer: list[str] -> list[str]`` on each family."""
+    out = {}
+    for name, pairs in test_families.items():
+        expressions = [e for e, _ in pairs]
+        answers = []
+        for start in range(0, len(expressions), batch_size):
+            answers += answer(expressions[start: start + batch_size])
+        scored = score_answers([t for _, t in pairs], answers)
+        out[name] = {"n": scored["n"], "exact": scored["exact"], "lowest_terms": scored["lowest_terms"]}
+    return out
+
+
+def engine_answer(engine: Engine):
+    return lambda expressions: [answer_text(r) for r in engine.evaluate(expressions)]
+
+
+def parameters(networks: dict) -> dict:
+    counts = {name: int(model.count_params()) for name, model in networks.items()}
+    return {**counts, "total": sum(counts.values())}
+
+
+_TRAINED: dict = {}  # (seed, expressions) -> train_calculator's result, reused by the ablations
+
+
+def trained(seed: int, expressions: int) -> dict:
+    """The calculator of one seed (trained once per process)."""
+    key = (seed, expressions)
+    if key not in _TRAINED:
+        _TRAINED[key] = train_calculator(Recipe(expressions=expressions, seed=seed), seed=seed)
+    return _TRAINED[key]
+
+
+def train_seed(seed: int, expressions: int, test_families: dict, export_dir: Path, direct_sample: int = 20) -> dict:
+    """Train every step for one seed, export it to LiteRT, score the exported file on every family."""
+    from predcalc.calculator.export import export_litert, parity
+    from predcalc.calculator.runtime import Calculator
+
+    result = trained(seed, expressions)
+    path = export_litert(result["networks"], Path(export_dir) / "model.tflite",
+                         {"seed": seed, "parameters": parameters(result["networks"]),
+                          "training_world": "at most 5 digits, 1-4 operators of + - * /, depth at most 2"})
+    started = time.perf_counter()
+    calculator = Calculator(path)
+    scores = score_families(calculator.answers, test_families)
+    seconds = time.perf_counter() - started
+    sample = [e for pairs in test_families.values() for e, _ in pairs[:direct_sample]]
+    direct = Calculator(path, tabulate=False).answers(sample)
+    return {
+        "seed": seed, "file": path.name, "size_bytes": path.stat().st_size,
+        "parameters": parameters(result["networks"]), "train_seconds": round(result["seconds"], 1),
+        "steps": {name: {k: (round(v, 3) if isinstance(v, float) else v) for k, v in info.items()}
+                  for name, info in result["stats"].items()},
+        "checks": result["checks"], "coverage": result["coverage"], "litert_parity": parity(result["networks"], path),
+        "direct_agrees": sum(a == b for a, b in zip(direct, calculator.answers(sample))), "direct_sample": len(sample),
+        "families": scores, "evaluate_seconds": round(seconds, 1),
+    }
+
+
+def untrained_control(seed: int, test_families: dict) -> dict:
+    """The same networks at their random initialisation, no training: what the structure alone does."""
+    from predcalc.calculator.nets import DenseStep, build_step, check_step
+
+    networks = {name: build_step(name, seed) for name in STEPS}
+    checks = {name: check_step(name, DenseStep.from_model(model)) for name, model in networks.items()}
+    return {"seed": seed, "checks": checks, "families": score_families(engine_answer(engine_from(networks)),
+                                                                       test_families)}
+
+
+def ablation(kind: str, seed: int, expressions: int, test_families: dict) -> dict:
+    """One ablation at one seed (see :mod:`predcalc.calculator.ablations`)."""
+    started = time.perf_counter()
+    if kind == "uniform":
+        total = expressions + trained(seed, expressions)["coverage"]["biased_rounds"] * (expressions // 4)
+        started = time.perf_counter()
+        result = train_calculator(Recipe(expressions=total, seed=seed, coverage_checked=False), seed=seed)
+        engine = engine_from(result["networks"])
+        extra = {"expressions": total, "coverage": result["coverage"], "checks": result["checks"]}
+    else:
+        result = trained(seed, expressions)  # the calculator of this seed; only the swapped part is trained
+        steps = engine_from(result["networks"]).steps
+        if kind == "pick":
+            model = ablations.train_pick(result["data"]["sequences"], seed)
+            engine = Engine(steps, pick=ablations.pick_controller(model))
+            extra = {"parameters": int(model.count_params())}
+        elif kind in ("continuous_state", "answers_only"):
+            sequences = ablations.adder_sequences(result["data"])
+            model = ablations.train_gru_adder(sequences, seed, carry_targets=kind == "continuous_state")
+            engine = Engine({**steps, "addsub_sequence": ablations.gru_addsub(model)})
+            extra = {"parameters": int(model.count_params()), "training_sequences": int(len(sequences)),
+                     "longest": int(sequences.shape[1])}
+        else:
+            raise ValueError(f"unknown ablation {kind!r}")
+    train_seconds = time.perf_counter() - started
+    return {"kind": kind, "seed": seed, "train_seconds": round(train_seconds, 1), **extra,
+            "families": score_families(engine_answer(engine), test_families)}
+
+
+def end_to_end(seed: int, test_families: dict, train_size: int, epochs: int, batch_size: int = 128) -> dict:
+    """The baseline: one character-level model (``char_lstm_tokens``, sign and 8 digits) trained on
+    expressions of the integer training world whose answers fit its 8 digits."""
+    from predcalc.data import make_split
+    from predcalc.data.exact_answers import value_answer
+    from predcalc.data.protocol import Protocol
+    from predcalc.training import fit
+
+    pairs = [(e, a) for e, a in draw(INTEGER_WORLD, int(train_size * 1.4), 50_000 + seed)
+             if "/" not in a and len(a.lstrip("-")) <= 8][:train_size]
+    cut = int(len(pairs) * 0.9)
+    train = make_split("train", [e for e, _ in pairs[:cut]])
+    validation = make_split("validation", [e for e, _ in pairs[cut:]])
+    protocol = Protocol(seed=seed, train=train, validation=validation, test_in=validation, test_out=validation,
+                        test_long=validation)
+    trained = fit.train("char_lstm_tokens", protocol, seed=seed, epochs=epochs, batch_size=batch_size,
+                        patience=epochs, learning_rate=3e-3)
+
+    def answer(expressions):
+        out = []
+        for expression in expressions:
+            try:
+                out.append(value_answer(trained.predict([expression])[0]) or "")
+            except ValueError:  # the tokeniser refuses it (too long for its 64 characters)
+                out.append("")
+        return out
+
+    return {"seed": seed, "parameters": trained.params, "epochs": trained.epochs,
+            "train_seconds": round(trained.seconds, 1), "train_expressions": len(train),
+            "families": score_families(answer, test_families)}
+
+
+def summary(records: list[dict]) -> dict:
+    """Mean and worst exact accuracy per family over seeds."""
+    names = list(records[0]["families"])
+    out = {}
+    for name in names:
+        values = [r["families"][name]["exact"] for r in records]
+        out[name] = {"mean": float(np.mean(values)), "min": float(np.min(values)), "seeds": len(values),
+                     "n": records[0]["families"][name]["n"],
+                     "lowest_terms": float(np.mean([r["families"][name]["lowest_terms"] for r in records]))}
+    return out
+
+
+def family_boxes(test_families: dict) -> dict:
+    """Per family: the largest digits, operators and depth it holds (its box)."""
+    out = {}
+    for name, pairs in test_families.items():
+        found = [axes(e) for e, _ in pairs]
+        out[name] = {key: [min(f[key] for f in found), max(f[key] for f in found)] for key in found[0]}
+        out[name]["answer_digits"] = max(len(a.split("/")[0].lstrip("-")) for _, a in pairs)
+    return out
+
+
+def plot_axes(results: dict, boxes: dict, path=None):
+    """Exact accuracy against digits, operators and depth (one panel each), the training box shaded."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    figure, panels = plt.subplots(1, 3, figsize=(10, 3.2), sharey=True)
+    for panel, (axis, names) in zip(panels, AXIS_FAMILIES.items()):
+        for label, summary_of in results.items():
+            xs = [boxes[n][axis][1] for n in names]
+            ys = [100 * summary_of[n]["mean"] for n in names]
+            panel.plot(xs, ys, marker="o", label=label)
+        panel.axvspan(0, TRAINING_BOX[axis] + 0.5, color="grey", alpha=0.15, lw=0)
+        panel.set_xscale("log" if axis == "digits" else "linear")
+        panel.set_xlabel(f"largest {axis} in the family" + (" (log)" if axis == "digits" else ""))
+        panel.grid(alpha=0.3)
+    panels[0].set_ylabel("exact answers (%, mean of seeds)")
+    panels[0].set_ylim(-3, 103)
+    panels[-1].legend(fontsize=7, loc="lower left")
+    figure.suptitle("Exact accuracy beyond the training box (shaded)", fontsize=10)
+    figure.tight_layout()
+    if path is not None:
+        from predcalc.paths import save_figure
+
+        save_figure(figure, path)
+    return figure
+
+
+def family_frame(summary_of: dict):
+    """Mean and worst-seed exact accuracy (%) per family, and the share in lowest terms."""
+    import pandas as pd
+
+    return pd.DataFrame({name: {"exact %": 100 * v["mean"], "worst seed %": 100 * v["min"],
+                                "lowest terms %": 100 * v["lowest_terms"], "n": v["n"], "seeds": v["seeds"]}
+                         for name, v in summary_of.items()}).T.round(2)
+
+
+def check_frame(records: list[dict]):
+    """Per step: reachable inputs, wrong decisions (worst seed), inputs missing from training, parameters."""
+    import pandas as pd
+
+    rows = {}
+    for name in records[0]["checks"]:
+        rows[name] = {"inputs": records[0]["checks"][name]["inputs"],
+                      "wrong (worst seed)": max(r["checks"][name]["wrong"] for r in records),
+                      "missing in training (most)": max(r["coverage"][name]["missing"] for r in records),
+                      "parameters": records[0]["parameters"][name],
+                      "epochs (most)": max(r["steps"][name]["epochs"] for r in records),
+                      "LiteRT disagreements": max(r["litert_parity"][name] for r in records)}
+    return pd.DataFrame(rows).T
+
+
+def comparison_frame(comparison: dict):
+    """Mean exact accuracy (%) of the calculator, each ablation and the control, family by family."""
+    import pandas as pd
+
+    return pd.DataFrame({label: {name: 100 * v["mean"] for name, v in summary_of.items()}
+                         for label, summary_of in comparison.items()}).round(1)
+
+
+ABLATION_LABELS = {
+    "calculator": "learned calculator (readiness control, discrete states, coverage-checked steps)",
+    "pick": "control trained on the reference's single pick",
+    "continuous_state": "adder with a continuous GRU state (digit and carry targets)",
+    "answers_only": "adder GRU trained on result digits only (no carry targets)",
+    "uniform": "steps trained on uniform digits, no coverage check",
+    "end_to_end": "one end-to-end character LSTM (char_lstm_tokens)",
+    "untrained": "control: the same networks, untrained",
+}
+
+
+def study_record(records, comparison, ablation_records, control, speed, boxes, parameters: dict) -> dict:
+    """The metrics.json of the study (read by the report)."""
+    return {"notebook": "40_calculator", "kind": "study", "calculator": {
+        "parameters": parameters, "boxes": boxes, "training_box": TRAINING_BOX, "labels": ABLATION_LABELS,
+        "seeds": records, "summary": comparison, "control": control, "speed": speed,
+        "ablations": {kind: [{k: v for k, v in r.items() if k != "families"} for r in rs]
+                      for kind, rs in ablation_records.items()},
+    }}
+
+
+def conclusion(record: dict) -> str:
+    """A few sentences of what the study measured, from its numbers."""
+    record = record["calculator"]
+    main = record["summary"]["calculator"]
+    worst = min(main, key=lambda name: main[name]["mean"])
+    seeds = record["seeds"]
+    lines = [f"- The learned calculator ({seeds[0]['parameters']['total']:,} parameters, at most "
+             f"{max(r['train_seconds'] for r in seeds):.0f} s of training per seed, {len(seeds)} seed(s)) is exact "
+             f"on {100 * min(v['mean'] for v in main.values()):.2f} % or more of every family (worst: {worst}); "
+             f"mean over families {100 * np.mean([v['mean'] for v in main.values()]):.2f} %.",
+             f"- Every learned step was checked on every input that can occur: "
+             f"{sum(max(r['checks'][s]['wrong'] for r in seeds) for s in seeds[0]['checks'])} wrong decisions in the "
+             f"worst seed."]
+    for kind, summary_of in record["summary"].items():
+        if kind == "calculator":
+            continue
+        mean = np.mean([v["mean"] for v in summary_of.values()])
+        lines.append(f"- {ABLATION_LABELS.get(kind, kind)}: mean {100 * mean:.1f} % over families "
+                     f"(iid {100 * summary_of['iid']['mean']:.1f} %, digits 21-50 "
+                     f"{100 * summary_of['digits_21_50']['mean']:.1f} %, depth 7-10 "
+                     f"{100 * summary_of['depth_7_10']['mean']:.1f} %).")
+    speed = record["speed"]
+    lines.append(f"- Speed ({speed['n']:,} expressions of {speed['operators']} operators): the LiteRT calculator "
+                 f"takes {speed['integers']['ratio']:.1f}x Python's exact evaluator on integers and "
+                 f"{speed['with_division']['ratio']:.1f}x with division; one expression "
+                 f"{speed['latency_ms']['median']:.1f} ms.")
+    return "\n".join(lines)
+
+
+__all__ = ["FAMILIES", "families", "train_seed", "untrained_control", "ablation", "end_to_end", "summary",
+           "family_boxes", "plot_axes", "bench", "cached"]

@@ -1,0 +1,138 @@
+"""The calculator's lexer: characters to tokens, numbers as signed digit atoms (code, not learned).
+
+A token is an operator or parenthesis (a one-character string) or a :class:`Number`: a sign bit
+and the digits of a numerator and a denominator, least significant digit first. Unary minus
+binds to a literal (``2*-26``). The grammar check is a single left-to-right pass (no recursion,
+so 5,000 nested parentheses are fine); it looks at token kinds only, never at values.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+OPERATORS = "+-*/"
+#: Token kinds the controller sees: 0 is padding (before the start or after the end).
+PAD, NUM = 0, 1
+KINDS = {"+": 2, "-": 3, "*": 4, "/": 5, "(": 6, ")": 7}
+N_KINDS = 8
+MAX_CHARACTERS = 1_000_000
+
+
+class CalculatorError(ValueError):
+    """An expression the calculator refuses: malformed input or division by zero."""
+
+
+@dataclasses.dataclass
+class Number:
+    """A signed rational atom: ``(-1)**sign * numerator / denominator``, digits least significant first."""
+
+    sign: int
+    numerator: np.ndarray
+    denominator: np.ndarray
+
+    @classmethod
+    def from_text(cls, digits: str, negative: bool = False) -> "Number":
+        return cls(int(negative), digits_from_text(digits), digits_from_text("1"))
+
+    def text(self) -> str:
+        numerator = text_from_digits(self.numerator)
+        denominator = text_from_digits(self.denominator)
+        sign = "-" if self.sign and numerator != "0" else ""  # the sign of zero is normalised
+        return f"{sign}{numerator}" if denominator == "1" else f"{sign}{numerator}/{denominator}"
+
+
+def digits_from_text(digits: str) -> np.ndarray:
+    """``"120"`` -> ``[0, 2, 1]`` (least significant first, leading zeros dropped)."""
+    stripped = digits.lstrip("0") or "0"
+    return np.frombuffer(stripped[::-1].encode(), dtype=np.uint8) - ord("0")
+
+
+def text_from_digits(digits: np.ndarray) -> str:
+    significant = np.flatnonzero(digits)
+    if significant.size == 0:
+        return "0"
+    return (np.asarray(digits[: significant[-1] + 1][::-1], dtype=np.uint8) + ord("0")).tobytes().decode()
+
+
+def lex(text: str) -> list:
+    """Tokens of ``text``: Numbers and one-character operator/parenthesis strings.
+
+    Raises:
+        CalculatorError: on characters outside the grammar or a malformed token sequence, with
+            the position of the problem.
+    """
+    if not isinstance(text, str):
+        raise CalculatorError(f"expression must be a string. Received: {text!r}")
+    if len(text) > MAX_CHARACTERS:
+        raise CalculatorError(f"expression longer than {MAX_CHARACTERS:,} characters")
+    tokens, positions, index = [], [], 0
+    while index < len(text):
+        char = text[index]
+        if char.isspace():
+            index += 1
+            continue
+        if char.isdigit() and char.isascii():
+            end = index
+            while end < len(text) and text[end].isdigit() and text[end].isascii():
+                end += 1
+            negative = (tokens and tokens[-1] == "-" and _unary(tokens[:-1]))
+            if negative:
+                tokens.pop()
+                positions.pop()
+            tokens.append(Number.from_text(text[index:end], negative=bool(negative)))
+            positions.append(index)
+            index = end
+            continue
+        if char in KINDS:
+            tokens.append(char)
+            positions.append(index)
+            index += 1
+            continue
+        raise CalculatorError(f"unexpected character {char!r} at position {index}")
+    _check(tokens, positions, text)
+    return tokens
+
+
+def _unary(before: list) -> bool:
+    """A ``-`` is a sign (not an operator) at the start, after an operator or after ``(``."""
+    return not before or (isinstance(before[-1], str) and before[-1] != ")")
+
+
+def _check(tokens: list, positions: list, text: str) -> None:
+    if not tokens:
+        raise CalculatorError("empty expression")
+    depth, expect_operand = 0, True
+    for token, position in zip(tokens, positions):
+        if isinstance(token, Number) or token == "(":
+            if not expect_operand:
+                raise CalculatorError(f"missing operator before position {position}")
+            if token == "(":
+                depth += 1
+            else:
+                expect_operand = False
+        elif token == ")":
+            if expect_operand:
+                raise CalculatorError(f"missing number before ')' at position {position}")
+            depth -= 1
+            if depth < 0:
+                raise CalculatorError(f"unbalanced parentheses: ')' at position {position} has no '('")
+        else:
+            if expect_operand:
+                raise CalculatorError(f"operator {token!r} at position {position} has no left operand")
+            expect_operand = True
+    if expect_operand:
+        raise CalculatorError(f"expression ends too early: {text.strip()[-20:]!r}")
+    if depth:
+        raise CalculatorError(f"unbalanced parentheses: {depth} '(' never closed")
+
+
+def kind(token) -> int:
+    return NUM if isinstance(token, Number) else KINDS[token]
+
+
+def windows(kinds: np.ndarray, radius: int = 2) -> np.ndarray:
+    """Each token's neighbourhood of kinds, ``[len, 2 * radius + 1]``, padded with PAD."""
+    padded = np.concatenate([np.zeros(radius, np.int64), kinds, np.zeros(radius, np.int64)])
+    return np.stack([padded[offset: offset + len(kinds)] for offset in range(2 * radius + 1)], axis=1)

@@ -1,0 +1,96 @@
+"""The learned calculator in the findings: the answer lines and its section (40_calculator)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from predcalc.report.anchors import SEED_LLM_ROWS
+from predcalc.report.tables import markdown_table
+
+GEMINI = "Gemini 2.5 Pro"
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.1f} %" if value < 0.9995 or value == 1 else f"{100 * value:.2f} %"
+
+
+def answer_lines(record: dict) -> list[str]:
+    """The Answer section's bullets on the calculator, from its metrics."""
+    study = record["calculator"]
+    main = study["summary"]["calculator"]
+    seeds = study["seeds"]
+    worst = min(main, key=lambda name: main[name]["mean"])
+    boxes = study["boxes"]
+    most = {key: max(box[key][1] for box in boxes.values()) for key in ("digits", "operators", "depth")}
+    answer_digits = max(box["answer_digits"] for box in boxes.values())
+    lines = [
+        f"- All four operators with parentheses (40_calculator): the **learned calculator** "
+        f"({seeds[0]['parameters']['total']:,} parameters in {len(seeds[0]['parameters']) - 1} step networks, "
+        f"{len(seeds)} seeds, at most {max(r['train_seconds'] for r in seeds):.0f} s of training each), run through "
+        f"its LiteRT file, is exact on at least {_pct(main[worst]['mean'])} of every one of its {len(main)} test "
+        f"families (mean of seeds; worst {worst}), from a training world of at most 5 digits, 4 operators and "
+        f"depth 2 to numbers of up to {most['digits']} digits, {most['operators']} operators, depth {most['depth']} "
+        f"and answers of up to {answer_digits} digits, with `/` giving exact fractions.",
+        "  - Learned: which tokens are ready to reduce, and every digit, carry, borrow, comparison, sign and "
+        "quotient digit (7 small networks, each checked on every input that can occur). Code: the lexer, the "
+        "loop, digit alignment, the splice of a result into the token list and the sign of zero.",
+    ]
+    gemini = SEED_LLM_ROWS[GEMINI]
+    lines.append(f"  - On the seed protocol's own test sets (whole, as the seed scored its LLMs): "
+                 f"{_pct(main['seed_in']['mean'])} in range, {_pct(main['seed_out']['mean'])} out of range, "
+                 f"{_pct(main['seed_long']['mean'])} long (2-8 numbers); the seed's best fine-tuned LLM ({GEMINI}, "
+                 f"published): {100 * gemini['accuracy_in']:.2f} / {100 * gemini['accuracy_out']:.2f} / "
+                 f"{100 * gemini['accuracy_long']:.1f} %. The calculator was trained on its own world "
+                 f"(up to 5 digits, 4 operators), not on the seed's training split.")
+    summary = study["summary"]
+    for kind in ("pick", "continuous_state", "answers_only", "uniform", "end_to_end", "untrained"):
+        if kind in summary:
+            means = [v["mean"] for v in summary[kind].values()]
+            lines.append(f"  - {study['labels'][kind]}: mean {100 * np.mean(means):.1f} % over the families "
+                         f"(worst {100 * min(means):.1f} %).")
+    return lines
+
+
+def section(record: dict, folder: str) -> list[str]:
+    """The findings section of the learned calculator."""
+    study = record["calculator"]
+    seeds = study["seeds"]
+    main = study["summary"]["calculator"]
+    boxes = study["boxes"]
+    rows = []
+    for name, value in main.items():
+        box = boxes[name]
+        rows.append({"family": name, "digits": "-".join(map(str, box["digits"])),
+                     "operators": "-".join(map(str, box["operators"])), "depth": "-".join(map(str, box["depth"])),
+                     "n": value["n"], "exact (mean)": _pct(value["mean"]), "worst seed": _pct(value["min"]),
+                     "lowest terms": _pct(value["lowest_terms"])})
+    import pandas as pd
+
+    steps = []
+    for name in seeds[0]["checks"]:
+        steps.append({"step": name, "parameters": seeds[0]["parameters"][name],
+                      "reachable inputs": seeds[0]["checks"][name]["inputs"],
+                      "wrong (worst seed)": max(r["checks"][name]["wrong"] for r in seeds),
+                      "unseen in training (most)": max(r["coverage"][name]["missing"] for r in seeds),
+                      "LiteRT vs Keras (inputs differing)": max(r["litert_parity"][name] for r in seeds)})
+    comparison = pd.DataFrame({study["labels"].get(k, k): {n: f"{100 * v['mean']:.1f}" for n, v in s.items()}
+                               for k, s in study["summary"].items()})
+    comparison.insert(0, "family", comparison.index)
+    speed = study["speed"]
+    lines = ["### A learned calculator: + - * / with parentheses (40_calculator)", "",
+             "Trained on integers of at most 5 digits, 1-4 operators of `+ - * /`, parenthesis depth at most 2; "
+             "scored exactly (integers and fractions, no float) through the exported LiteRT file "
+             "`reports/calculator/model.tflite` (seed 0; the other seeds beside it). Boxes are the smallest and "
+             "largest digits per number, operators and depth found in each family.", "",
+             markdown_table(pd.DataFrame(rows)), "",
+             "Every learned step checked on every input that can occur (the controller on every window of token "
+             "kinds a valid expression can show):", "", markdown_table(pd.DataFrame(steps)), "",
+             f"Ablations, {len(study['ablations'].get('pick', []))} seed(s) each, exact accuracy (%, mean of seeds) "
+             "on the same families (smaller draws):", "", markdown_table(comparison), "",
+             f"![accuracy by axis]({folder}/accuracy_by_axis.png)", "",
+             f"Speed ({speed['n']:,} expressions of {speed['operators']} operators, best of three, this 2-core CPU): "
+             f"the LiteRT calculator takes {speed['integers']['calculator_seconds']:.2f} s against Python's exact "
+             f"evaluator's {speed['integers']['python_seconds']:.2f} s on integers "
+             f"({speed['integers']['ratio']:.1f}x), {speed['with_division']['ratio']:.1f}x with division; one "
+             f"expression takes {speed['latency_ms']['median']:.1f} ms.", ""]
+    return lines

@@ -1,0 +1,48 @@
+"""``predcalc predict`` and ``predcalc evaluate`` on the exported calculator (reports/calculator/)."""
+
+from fractions import Fraction
+
+import pytest
+
+from predcalc import cli
+from predcalc.data.expressions import evaluate
+from predcalc.paths import REPORTS
+
+MODEL = REPORTS / "calculator" / "model.tflite"
+
+
+def test_predict_calculates_exactly(capsys):
+    assert cli.main(["predict", "2*-26 + (7 - 3) / 6", "--model", str(MODEL)]) == 0
+    assert capsys.readouterr().out.startswith("2*-26 + (7 - 3) / 6 = -154/3  (calculated by calculator")
+
+
+def test_predict_uses_the_calculator_by_default(capsys):
+    assert cli.main(["predict", "123456789 * 987654321"]) == 0
+    assert "= 121932631112635269  (calculated by calculator" in capsys.readouterr().out
+
+
+def test_division_by_zero_is_one_line_and_exit_2(capsys):
+    assert cli.main(["predict", "5 / (2 - 2)", "--model", str(MODEL)]) == 2
+    error = capsys.readouterr().err
+    assert "division by zero" in error and len(error.strip().splitlines()) == 1
+
+
+def test_evaluate_scores_long_answers_exactly_and_writes_each_line(tmp_path, capsys):
+    big = "9" * 30
+    right = str(evaluate(f"{big} + 1"))
+    lines = [f"{big} + 1\t{right}", f"{big} + 1\t{right[:-1]}1", "1/3 + 1/6\t1/2", f"{big} * {big}"]
+    file = tmp_path / "tests.tsv"
+    file.write_text("\n".join(lines) + "\n")
+    out = tmp_path / "answers.tsv"
+    assert cli.main(["evaluate", "--model", str(MODEL), "--file", str(file), "--output", str(out), "--json"]) == 0
+    rows = [line.split("\t") for line in out.read_text().splitlines()[1:]]
+    assert [row[3] for row in rows] == ["1", "0", "1", "1"]  # the second truth differs in its last digit
+    assert rows[3][1] == str(int(big) ** 2) and len(rows[3][1]) == 60
+    assert Fraction(rows[2][1]) == Fraction(1, 2)
+    assert '"exact": 0.75' in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("expression", ["", "3 +", "(2", "2 ^ 3"])
+def test_malformed_input_is_refused(expression, capsys):
+    assert cli.main(["predict", expression, "--model", str(MODEL)]) == 2
+    assert len(capsys.readouterr().err.strip().splitlines()) == 1

@@ -1,0 +1,120 @@
+"""The calculator's code parts: lexer, reference readiness, the loop with reference steps."""
+
+import re
+from fractions import Fraction
+
+import numpy as np
+import pytest
+
+from predcalc.calculator.engine import Engine, answer_text
+from predcalc.calculator.reference import complete_window, reachable_windows, ready_labels, window_labels
+from predcalc.calculator.steps import STEPS
+from predcalc.calculator.train import reference_steps
+from predcalc.calculator.tokens import KINDS, NUM, CalculatorError, Number, lex
+from predcalc.data.calculator_families import FAMILIES, axes, families
+from predcalc.data.expressions import evaluate
+
+
+def kinds(text):
+    return [KINDS[c] if c in KINDS else NUM for c in text.replace(" ", "")]
+
+
+@pytest.fixture(scope="module")
+def reference_engine():
+    return Engine(reference_steps())
+
+
+def test_lexer_binds_unary_minus_to_literals():
+    tokens = lex("3 - -2*-26")
+    assert [t if isinstance(t, str) else t.text() for t in tokens] == ["3", "-", "-2", "*", "-26"]
+    assert [t if isinstance(t, str) else t.text() for t in lex("(-7)-3")] == ["(", "-7", ")", "-", "3"]
+    assert Number.from_text("000120").text() == "120"
+
+
+@pytest.mark.parametrize("text, message", [
+    ("", "empty"), ("3 +", "ends too early"), ("(3", "never closed"), ("3)", "has no '('"),
+    ("3 4", "missing operator"), ("2 ^ 3", "unexpected character"), ("* 3", "no left operand"), ("()", "missing number"),
+])
+def test_lexer_refuses_malformed_input_with_a_reason(text, message):
+    with pytest.raises(CalculatorError, match=re.escape(message)):
+        lex(text)
+
+
+def test_lexer_is_not_recursive():
+    depth = 5000
+    assert len(lex("(" * depth + "1" + ")" * depth)) == 2 * depth + 1
+    assert len(lex("+".join(["7"] * 20000))) == 39999
+
+
+def test_ready_labels_follow_the_parse_tree():
+    assert ready_labels(kinds("1+2*3")).tolist() == [0, 0, 0, 1, 0]
+    assert ready_labels(kinds("1-2+3")).tolist() == [0, 1, 0, 0, 0]
+    assert ready_labels(kinds("1*2+3*4")).tolist() == [0, 1, 0, 0, 0, 1, 0]
+    assert ready_labels(kinds("(1)+(2-3)")).tolist() == [1, 0, 0, 0, 0, 0, 1, 0, 0]
+
+
+def test_readiness_depends_only_on_the_window():
+    windows = reachable_windows()
+    assert len(windows) == 669
+    labels = window_labels(windows)
+    rng = np.random.default_rng(0)
+    for index in rng.choice(len(windows), 60, replace=False):  # other completions give the same label
+        core, centre = complete_window([int(k) for k in windows[index]])
+        wrapped = [NUM, KINDS["*"], KINDS["("], *core, KINDS[")"]]  # inside another expression
+        assert ready_labels(wrapped)[centre + 3] == labels[index]
+
+
+def test_parallel_chain_equals_the_step_loop(reference_engine):
+    rng = np.random.default_rng(1)
+    a, b = rng.integers(0, 10, (50, 12)), rng.integers(0, 10, (50, 12))
+    mode = rng.integers(0, 2, 50)
+    outputs, final = reference_engine.chain("addsub", [mode[:, None], a, b], 2, 0)
+    carry = np.zeros(50, np.int64)
+    for i in range(12):
+        step = STEPS["addsub"].reference(np.stack([carry, mode, a[:, i], b[:, i]], 1))
+        assert (outputs[:, i] == step).all()
+        carry = step[:, 1]
+    assert (final == carry).all()
+    state = np.zeros(50, np.int64)
+    _, compared = reference_engine.chain("compare", [a, b], 3, 0, reverse=True)
+    for i in reversed(range(12)):
+        state = STEPS["compare"].reference(np.stack([state, a[:, i], b[:, i]], 1))[:, 0]
+    assert (compared == state).all()
+
+
+def test_reference_steps_compute_every_family_exactly(reference_engine):
+    for name, pairs in families(n=15, seed=3, whole_seed_sets=False).items():
+        answers = [answer_text(r) for r in reference_engine.evaluate([e for e, _ in pairs])]
+        assert answers == [a for _, a in pairs], name
+
+
+@pytest.mark.parametrize("text, answer", [
+    ("1/3*3", "1"), ("6/4", "3/2"), ("-0", "0"), ("-5 * 0", "0"), ("0 - 0", "0"), ("2*-26", "-52"),
+    ("99999999999 + 1", "100000000000"), ("10000000000 - 1", "9999999999"), ("(1/2 + 1/3) * 6 - 5/7", "30/7"),
+    ("-7/-14", "1/2"), ("((((((((((5))))))))))", "5"),
+])
+def test_reference_engine_on_edge_cases(reference_engine, text, answer):
+    (result,) = reference_engine.evaluate([text])
+    assert answer_text(result) == answer == (str(evaluate(text)) if "/" not in answer else answer)
+
+
+def test_division_by_zero_is_an_error_not_a_number(reference_engine):
+    results = reference_engine.evaluate(["5/0", "1 + 2/(3-3)", "4/2"])
+    assert isinstance(results[0], CalculatorError) and "division by zero" in str(results[0])
+    assert isinstance(results[1], CalculatorError)
+    assert answer_text(results[2]) == "2"
+
+
+def test_families_are_fixed_by_their_seed_and_stay_in_their_box():
+    first, second = families(n=20, seed=5), families(n=20, seed=5)
+    assert first == second and set(first) == set(FAMILIES)
+    assert families(n=20, seed=6)["iid"] != first["iid"]
+    box = {"iid": (5, 4, 2), "digits_21_50": (50, 4, 2), "ops_21_40": (5, 40, 2), "depth_7_10": (5, 4, 10)}
+    for name, (digits, operators, depth) in box.items():
+        for expression, answer in first[name]:
+            found = axes(expression)
+            assert found["digits"] <= digits and found["operators"] <= operators and found["depth"] <= depth
+            assert Fraction(answer) == evaluate(expression)
+    assert min(axes(e)["digits"] for e, _ in first["digits_21_50"]) >= 21
+    assert min(axes(e)["depth"] for e, _ in first["depth_7_10"]) >= 7
+    assert all("/" in e for e, _ in first["div_integer"]) and all("/" not in a for _, a in first["div_integer"])

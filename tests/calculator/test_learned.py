@@ -1,0 +1,75 @@
+"""The calculator's learned parts: networks, tables, checks, export parity and exact scoring."""
+
+import numpy as np
+import pytest
+
+from predcalc.calculator.steps import STEPS, TableStep
+from predcalc.data.exact_answers import in_lowest_terms, parse_answer, score_answers, value_answer
+
+keras = pytest.importorskip("keras")
+
+from predcalc.calculator.nets import DenseStep, build_step, check_step, train_step  # noqa: E402
+
+
+def test_exact_scoring_tells_30_digit_answers_apart():
+    truth = "123456789012345678901234567890"
+    near = "123456789012345678901234567891"
+    assert score_answers([truth, truth], [truth, near])["right"] == [True, False]
+    assert float(truth) == float(near)  # the reason floats cannot score this
+    assert value_answer(float(truth)) != truth  # a float prediction of a 30-digit answer is not exact
+
+
+def test_answers_compare_as_rationals_and_lowest_terms_is_counted_apart():
+    scored = score_answers(["3/2", "-5", "7"], ["6/4", "-5/1", "seven"])
+    assert scored["right"] == [True, True, False]
+    assert scored["lowest_terms"] == 0.0
+    assert in_lowest_terms("3/2") and in_lowest_terms("-5") and not in_lowest_terms("6/4")
+    assert parse_answer("1/0") is None and parse_answer(" -12 ") == -12
+
+
+def test_dense_step_is_the_keras_forward_pass():
+    for name in STEPS:
+        model = build_step(name, seed=3)
+        domain = STEPS[name].domain()[:500]
+        heads = model(domain, training=False)
+        heads = heads if isinstance(heads, (list, tuple)) else [heads]
+        if name == "control":
+            expected = (np.asarray(heads[0])[:, 1] > 0).astype(np.int64)[:, None]
+        else:
+            expected = np.stack([np.argmax(np.asarray(h), axis=-1) for h in heads], axis=1)
+        assert (DenseStep.from_model(model)(domain) == expected).all(), name
+
+
+def test_table_step_equals_the_function_it_memoises():
+    step = DenseStep.from_model(build_step("muldigit", seed=1))
+    table = TableStep("muldigit", step)
+    rows = np.random.default_rng(0).integers(0, 10, (300, 3))
+    assert (table(rows) == step(rows)).all()
+
+
+def test_check_step_finds_wrong_decisions():
+    untrained = check_step("compare", DenseStep.from_model(build_step("compare", seed=0)))
+    assert untrained["inputs"] == 300 and untrained["wrong"] > 0
+    assert check_step("compare", STEPS["compare"].reference)["wrong"] == 0
+    assert check_step("muldigit", STEPS["muldigit"].reference)["inputs"] == len(STEPS["muldigit"].reachable())
+
+
+@pytest.mark.slow
+def test_a_step_learns_its_whole_table():
+    name = "compare"
+    model, info = train_step(name, STEPS[name].domain(), seed=0)
+    assert info["train_exact"] == 1.0
+    assert check_step(name, DenseStep.from_model(model))["wrong"] == 0
+
+
+def test_litert_export_matches_keras_on_every_input(tmp_path):
+    from predcalc.calculator.export import export_litert, parity
+    from predcalc.calculator.runtime import Calculator, is_calculator
+
+    networks = {name: build_step(name, seed=2) for name in STEPS}
+    path = export_litert(networks, tmp_path / "model.tflite")
+    assert is_calculator(path)
+    assert parity(networks, path) == {name: 0 for name in STEPS}
+    tabulated, direct = Calculator(path), Calculator(path, tabulate=False)
+    expressions = ["1 + 2", "3 * (4 - 5)", "7 / 2"]
+    assert tabulated.answers(expressions) == direct.answers(expressions)
