@@ -1,6 +1,7 @@
 # Two commands on a fresh machine with Python 3.11:
-#   make report   executes every notebook (quick profile; PROFILE=full for the seed's settings)
-#                 into reports/runs/ and rebuilds reports/findings.md and the README table
+#   make report   executes every notebook (quick profile) into the git-ignored build/runs/ and builds
+#                 build/findings.md there; PROFILE=full (the seed's settings) writes into reports/runs/
+#                 and rebuilds reports/findings.md and the README table. ONLY=01 runs one notebook.
 #   make book     builds the report as a static site, build/book/index.html, from reports/ (no
 #                 notebook is re-run)
 #   make test     runs the library tests (layers on TensorFlow, JAX and PyTorch) and every notebook;
@@ -31,7 +32,7 @@ run: venv
 	$(BIN)/predcalc run --profile $(PROFILE) --workers $(WORKERS) $(if $(ONLY),--only $(ONLY))
 
 report: run
-	$(BIN)/predcalc report
+	$(BIN)/predcalc report --profile $(PROFILE)
 
 book: venv
 	PYTHONPATH=$(abspath lib) $(BIN)/python -m predcalc.report.book

@@ -17,20 +17,39 @@ import argparse
 import json
 import os
 import sys
+import time
+from pathlib import Path
 
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 
 
 def _run(args) -> int:
+    from predcalc.paths import relative, runs_for
     from predcalc.training import runner
 
-    outcomes = runner.run(only=args.only, profile=args.profile, workers=args.workers)
-    width = max(len(o.notebook) for o in outcomes)
-    for outcome in outcomes:
-        status = "ok" if outcome.error is None else f"FAILED: {outcome.error}"
-        print(f"{outcome.notebook:<{width}}  {outcome.seconds:7.1f} s  {status}")
+    runs = Path(args.output) if args.output else runs_for(args.profile)
+    widths = []
+
+    def status(outcome, done, total):
+        width = max(widths or [len(outcome.notebook)])
+        state = "ok" if outcome.error is None else f"FAILED: {outcome.error} (outputs in {relative(outcome.output)})"
+        print(f"[{done:>{len(str(total))}}/{total}] {outcome.notebook:<{width}}  {outcome.seconds:7.1f} s  {state}",
+              flush=True)
+
+    notebooks = Path(args.notebooks) if args.notebooks else runner.NOTEBOOKS
+    widths.extend(len(nb.stem) for nb in runner.discover(args.only, notebooks))
+    start = time.perf_counter()
+    try:
+        outcomes = runner.run(only=args.only, profile=args.profile, workers=args.workers, runs=runs,
+                              notebooks_dir=notebooks, report=status)
+    except runner.Interrupted as stop:
+        print(f"predcalc run: interrupted; kernels stopped; {len(stop.outcomes)} finished notebook"
+              f"{'s' * (len(stop.outcomes) != 1)} kept in {relative(runs)}", file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
     failed = [o.notebook for o in outcomes if o.error is not None]
-    print(f"{len(outcomes) - len(failed)} of {len(outcomes)} notebooks ran; outputs in {runner.RUNS}")
+    print(f"{len(outcomes) - len(failed)} of {len(outcomes)} notebooks ran in {time.perf_counter() - start:.0f} s; "
+          f"outputs in {relative(runs)}/, kernel logs in {relative(runner.LOGS)}/")
     if failed:
         print(f"failed: {', '.join(failed)}", file=sys.stderr)
         return 1
@@ -38,11 +57,22 @@ def _run(args) -> int:
 
 
 def _report(args) -> int:
+    from predcalc.paths import ROOT, relative, reports_for, runs_for
     from predcalc.report import findings
 
-    written = findings.build()
-    print(f"wrote {written['findings']} and {written['html']} ({written['models']} table rows)"
-          + ("; README table updated" if written["readme"] else "; README has no findings markers"))
+    runs = Path(args.runs) if args.runs else runs_for(args.profile)
+    if not runs.is_dir():
+        raise FileNotFoundError(f"no run folder {relative(runs)}/ (run `predcalc run"
+                                f"{' --profile full' if args.profile == 'full' else ''}` first)")
+    if not any(runs.glob("*/metrics.json")):
+        print(f"no metrics.json in {relative(runs)}/: the notebooks run there tabulate nothing; no page written")
+        return 0
+    full = args.profile == "full" and not args.runs
+    written = findings.build(runs=runs, reports=reports_for("full" if full else "quick"),
+                             readme=ROOT / "README.md" if full else None)
+    print(f"wrote {relative(written['findings'])} and {relative(written['html'])} ({written['models']} table rows)"
+          + ("; README table updated" if written["readme"] else
+             "" if not full else "; README has no findings markers"))
     return 0
 
 
@@ -143,14 +173,22 @@ def parser() -> argparse.ArgumentParser:
                                           "neural networks that read an arithmetic expression and predict its value.")
     commands = main_parser.add_subparsers(dest="command", required=True)
 
-    run = commands.add_parser("run", help="execute the notebooks with papermill into reports/runs/")
+    run = commands.add_parser("run", help="execute the notebooks with papermill (quick: into build/runs/; "
+                                          "full: into reports/runs/)")
     run.add_argument("--profile", choices=["quick", "full"], default="quick",
-                     help="quick: the notebooks' cheap defaults; full: the seed's settings (200 epochs, 5 seeds)")
+                     help="quick: the notebooks' cheap defaults, into the git-ignored build/runs/; full: the "
+                          "seed's settings (200 epochs, 5 seeds), into the committed reports/runs/")
+    run.add_argument("--output", metavar="DIR", help="write the run folders here instead")
+    run.add_argument("--notebooks", metavar="DIR", help="run the notebooks of this folder (default notebooks/)")
     run.add_argument("--only", nargs="+", metavar="NAME", help="notebooks whose name starts with NAME (e.g. 01_fnn)")
     run.add_argument("--workers", type=int, default=1, help="notebooks executed in parallel (default 1)")
     run.set_defaults(handler=_run)
 
-    report = commands.add_parser("report", help="rebuild reports/findings.md and the README table from stored metrics")
+    report = commands.add_parser("report", help="rebuild the findings page from stored metrics (full: "
+                                                "reports/findings.md and the README table; quick: build/findings.md)")
+    report.add_argument("--profile", choices=["quick", "full"], default="full",
+                        help="full (default): reports/runs/ -> reports/ and README.md; quick: build/runs/ -> build/")
+    report.add_argument("--runs", metavar="DIR", help="read the run folders here (the page goes to build/)")
     report.set_defaults(handler=_report)
 
     predict = commands.add_parser("predict", help="predict the value of an expression with an exported model")
@@ -199,10 +237,35 @@ def parser() -> argparse.ArgumentParser:
     return main_parser
 
 
+def _quiet_runtime() -> None:
+    """Load TensorFlow with file descriptor 2 silenced: its C++ start-up lines (absl's "All log
+    messages before absl::InitializeLog()", the CUDA stub's "Could not find cuda drivers") ignore
+    TF_CPP_MIN_LOG_LEVEL and would otherwise be most of what a command prints."""
+    try:
+        saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    except OSError:
+        return
+    try:
+        os.dup2(devnull, 2)
+        try:
+            import tensorflow as tf
+
+            tf.config.list_physical_devices()
+        except Exception:  # no TensorFlow (a deploy machine): the command loads what it needs
+            pass
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
 def main(argv=None) -> int:
     args = parser().parse_args(argv)
     for key, value in (("TF_CPP_MIN_LOG_LEVEL", "3"), ("TF_ENABLE_ONEDNN_OPTS", "0")):
         os.environ.setdefault(key, value)  # before TensorFlow is imported: quiet, deterministic kernels
+    if args.command in ("report", "evaluate", "export", "bench"):
+        _quiet_runtime()
     try:
         return args.handler(args)
     except (ValueError, FileNotFoundError, RuntimeError) as error:

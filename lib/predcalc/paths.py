@@ -11,7 +11,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]  # lib/predcalc/paths.py -> the repository
 NOTEBOOKS = ROOT / "notebooks"
 REPORTS = ROOT / "reports"
-RUNS = REPORTS / "runs"
+RUNS = REPORTS / "runs"  # the committed results: only a full run (``--profile full``) writes here
+SCRATCH = ROOT / "build"  # git-ignored
+SCRATCH_RUNS = SCRATCH / "runs"  # where a quick run writes its notebooks, and its findings page beside
+LOGS = SCRATCH / "logs"  # each notebook's kernel and runtime output (kept out of the terminal)
+FAILED = SCRATCH / "failed"  # a failed notebook's outputs, to read; never over a complete result
+
+
+def runs_for(profile: str) -> Path:
+    """Where ``predcalc run --profile PROFILE`` writes: reports/runs/ for full, build/runs/ otherwise."""
+    return RUNS if profile == "full" else SCRATCH_RUNS
+
+
+def reports_for(profile: str) -> Path:
+    """Where ``predcalc report --profile PROFILE`` writes the findings page."""
+    return REPORTS if profile == "full" else SCRATCH
 
 
 def relative(path) -> str:
