@@ -66,6 +66,7 @@ def test_a_quick_run_goes_to_the_scratch_folder():
     assert paths.reports_for("quick") == paths.ROOT / "build"
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_the_kernels_keeps_what_finished_and_exits_130(tmp_path):
     import os
     import signal

@@ -44,6 +44,7 @@ def test_config_errors(tmp_path, setup):
         sweep.run(config, engine="ray", root=tmp_path / "sweeps", notebooks_dir=notebooks)
 
 
+@pytest.mark.slow
 def test_sweep_runs_resumes_and_reports_failures(setup, capsys):
     tmp_path, notebooks, config = setup
     (tmp_path / "tiny.yaml").write_text("name: tiny\nnotebooks: [90_tiny]\ngrid:\n  a: [1, 3]\nseeds: [0, 1]\n")
@@ -115,6 +116,7 @@ def test_a_single_notebook_string_is_one_notebook_not_its_characters(tmp_path):
         sweep.load_config(tmp_path / "bad.json")
 
 
+@pytest.mark.slow
 def test_a_killed_sweep_ends_its_workers_and_their_kernels(tmp_path):
     import os
     import signal

@@ -37,6 +37,10 @@ from predcalc.paths import FAILED, LOGS, NOTEBOOKS, ROOT, RUNS, relative, runs_f
 PROFILES = {
     "quick": {},
     "full": {"seeds": [0, 1, 2, 3, 4], "epochs": 200, "patience": 20},
+    # The smallest run that still executes every cell: what `make test-notebooks` (nbval) injects.
+    # Only sizes that no NBVAL_CHECK_OUTPUT cell prints (not models, data or test-set sizes).
+    "smoke": {"epochs": 1, "train_epochs": 1, "control_epochs": 1, "repeats": 1, "ig_steps": 8,
+              "n_explained": 20, "export_check": 10},
 }
 
 RUN_INFO = "run.json"  # written beside each executed notebook: profile, time, error
