@@ -216,3 +216,30 @@ def test_one_template_runs_as_03_lstm_and_04_gru():
     assert source == runner.NOTEBOOKS / "03_gated_rnn.ipynb" and source.is_file()
     assert parameters == {"models": ["gru"]}
     assert runner.source_of(runner.NOTEBOOKS / "01_fnn.ipynb") == (runner.NOTEBOOKS / "01_fnn.ipynb", {})
+
+
+@pytest.mark.slow
+def test_a_quick_run_on_a_fresh_clone_leaves_every_tracked_file_unchanged(tmp_path):
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from predcalc.paths import ROOT
+
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("needs git and a git checkout")
+    clone = tmp_path / "clone"
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                          check=True).stdout.strip()
+    subprocess.run(["git", "clone", "--quiet", "--no-checkout", str(ROOT), str(clone)], check=True)
+    subprocess.run(["git", "checkout", "--quiet", head], cwd=clone, check=True)
+    env = {**os.environ, "PYTHONPATH": str(clone / "lib")}
+    for command in (["run", "--only", "00"], ["report", "--profile", "quick"]):
+        result = subprocess.run([sys.executable, "-m", "predcalc.cli", *command], cwd=clone, env=env,
+                                capture_output=True, text=True, timeout=600)
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert "Traceback" not in result.stderr and "cudart_stub" not in result.stderr
+    assert (clone / "build" / "runs" / "00_backprop_by_hand" / "00_backprop_by_hand.ipynb").is_file()
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=clone, capture_output=True, text=True, check=True)
+    assert status.stdout == ""
