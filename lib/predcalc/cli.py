@@ -172,7 +172,7 @@ def _sweep(args) -> int:
         raise ValueError(f"--workers must be at least 1. Received: {args.workers}")
     try:
         outcomes = sweep.run(config, workers=args.workers, engine=args.engine, scheduler=args.scheduler,
-                             root=Path(args.output) if args.output else sweep.SWEEPS)
+                             root=Path(args.output).resolve() if args.output else sweep.SWEEPS)
     except Interrupted as stop:
         print(f"predcalc sweep: interrupted; workers stopped; {len(stop.outcomes)} finished run"
               f"{'s' * (len(stop.outcomes) != 1)} kept (run it again to resume)", file=sys.stderr, flush=True)

@@ -239,6 +239,8 @@ def execute(notebook: Path, profile: str, runs: Path = RUNS, progress_bar: bool 
     destination = runs / notebook.stem
     runs.mkdir(parents=True, exist_ok=True)
     logs.mkdir(parents=True, exist_ok=True)
+    for stale in runs.glob(f".{notebook.stem}.*.partial"):  # left by a run killed outright (SIGKILL)
+        shutil.rmtree(stale, ignore_errors=True)
     temporary = Path(tempfile.mkdtemp(prefix=f".{notebook.stem}.", suffix=".partial", dir=runs))
     start = time.perf_counter()
     source, alias_parameters = source_of(notebook)
@@ -302,9 +304,11 @@ def run(only=None, profile: str = "quick", workers: int = 1, runs: Path | None =
         raise ValueError(f"workers must be at least 1. Received: workers={workers}")
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; choose one of {sorted(PROFILES)}")
-    runs = Path(runs) if runs is not None else runs_for(profile)
+    # absolute: the notebook processes run in the repository root, not in this process's folder
+    runs = (Path(runs) if runs is not None else runs_for(profile)).resolve()
+    failed, logs = Path(failed).resolve(), Path(logs).resolve()
     kernel_environment()
-    notebooks = discover(only, notebooks_dir)
+    notebooks = [path.absolute() for path in discover(only, Path(notebooks_dir).resolve())]
     outcomes: list[Outcome] = []
     children = _Children()
     previous = _main_thread_signals()
@@ -340,8 +344,34 @@ def run(only=None, profile: str = "quick", workers: int = 1, runs: Path | None =
     return sorted(outcomes, key=lambda o: o.notebook)
 
 
+def end_with_parent() -> None:
+    """In a child process (a notebook's, a sweep worker): ignore the terminal's Ctrl-C (the parent
+    ends its children itself); on SIGTERM stop this process's kernels and exit; and get that SIGTERM
+    when the parent dies, even killed outright (Linux: a parent-death signal)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def stop(signum, frame):
+        import psutil
+
+        for child in psutil.Process().children(recursive=True):
+            kill_tree(child.pid, timeout=3)
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+        if os.getppid() == 1:  # the parent already died before the signal was set
+            os._exit(1)
+
+
 def _child_main(argv) -> int:
     source, output_notebook, parameters, cwd, error_file = argv
+    end_with_parent()
     error = _execute_here(source, output_notebook, json.loads(parameters), cwd)
     if error is not None:
         Path(error_file).write_text(error)

@@ -31,15 +31,13 @@ import datetime
 import hashlib
 import itertools
 import json
-import os
 import signal
-import sys
 import time
 from pathlib import Path
 
 from predcalc.paths import write_if_changed
 from predcalc.training.runner import (NOTEBOOKS, ROOT, RUN_INFO, Interrupted, _main_thread_signals,
-                                      kernel_environment, kill_tree)
+                                      end_with_parent, kernel_environment, kill_tree)
 
 SWEEPS = ROOT / "reports" / "sweeps"
 ENGINES = ("process", "dask")
@@ -246,28 +244,8 @@ def run_job(job: Job) -> Outcome:
 
 
 def _worker_start() -> None:
-    """In each worker process: ignore the terminal's Ctrl-C (the sweep ends the workers itself), end
-    with the sweep even when it is killed outright (Linux: a parent-death signal), and on SIGTERM
-    stop the worker's kernel before exiting."""
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-    def stop(signum, frame):
-        import psutil
-
-        for child in psutil.Process().children(recursive=True):
-            kill_tree(child.pid, timeout=3)
-        os._exit(128 + signum)
-
-    signal.signal(signal.SIGTERM, stop)
-    if sys.platform.startswith("linux"):
-        try:
-            import ctypes
-
-            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
-        except (OSError, AttributeError):
-            pass
-        if os.getppid() == 1:  # the sweep already died before the signal was set
-            os._exit(1)
+    """Each worker ends with the sweep (see :func:`predcalc.training.runner.end_with_parent`)."""
+    end_with_parent()
 
 
 def _dask_client(workers: int, scheduler: str | None):
