@@ -1,10 +1,14 @@
 # Two commands on a fresh machine with Python 3.11:
-#   make report   executes every notebook (quick profile; PROFILE=full for the seed's settings)
-#                 into reports/runs/ and rebuilds reports/findings.md and the README table
+#   make report   executes every notebook (quick profile) into the git-ignored build/runs/ and builds
+#                 build/findings.md there; PROFILE=full (the seed's settings) writes into reports/runs/
+#                 and rebuilds reports/findings.md and the README table. ONLY=01 runs one notebook.
 #   make book     builds the report as a static site, build/book/index.html, from reports/ (no
 #                 notebook is re-run)
-#   make test     runs the library tests (layers on TensorFlow, JAX and PyTorch) and every notebook;
-#                 tests/test_book.py opens the built book in headless Chromium (skipped without one)
+#   make test     runs the library tests (layers on TensorFlow, JAX and PyTorch) and every notebook
+#                 (nbval, at the smoke profile: one epoch); tests/test_book.py opens the built book in
+#                 headless Chromium (skipped without one). CI (.ci/run) runs it.
+#   make test-fast  the developer's loop: library tests on TensorFlow without the `slow` ones
+#                 (no training longer than a few seconds, no kernels, no notebooks)
 # Both create the virtual environment .venv and install requirements.txt when needed.
 
 PYTHON ?= python3
@@ -17,7 +21,9 @@ BIN := $(VENV)/bin
 export TF_CPP_MIN_LOG_LEVEL := 3
 export TF_ENABLE_ONEDNN_OPTS := 0
 
-.PHONY: report run book test test-lib test-backends test-notebooks venv clean-runs
+NOTEBOOK_PROFILE ?= smoke
+
+.PHONY: report run book test test-fast test-lib test-backends test-notebooks venv clean-runs
 
 venv: $(VENV)/.installed
 
@@ -31,12 +37,15 @@ run: venv
 	$(BIN)/predcalc run --profile $(PROFILE) --workers $(WORKERS) $(if $(ONLY),--only $(ONLY))
 
 report: run
-	$(BIN)/predcalc report
+	$(BIN)/predcalc report --profile $(PROFILE)
 
 book: venv
 	PYTHONPATH=$(abspath lib) $(BIN)/python -m predcalc.report.book
 
 test: test-lib test-backends test-notebooks
+
+test-fast: venv
+	$(BIN)/python -m pytest -q -m "not slow" tests
 
 test-lib: venv
 	$(BIN)/python -m pytest -q tests
@@ -45,6 +54,9 @@ test-backends: venv
 	KERAS_BACKEND=jax $(BIN)/python -m pytest -q tests/layers
 	KERAS_BACKEND=torch $(BIN)/python -m pytest -q tests/layers
 
+# notebooks/conftest.py injects the profile's values (one epoch) into each parameters cell;
+# NOTEBOOK_PROFILE= runs the notebooks as written.
 test-notebooks: venv
-	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/python -m pytest -q --nbval-lax --nbval-current-env \
+	PREDCALC_NOTEBOOK_PROFILE=$(NOTEBOOK_PROFILE) PATH="$(abspath $(BIN)):$$PATH" \
+		$(BIN)/python -m pytest -q --nbval-lax --nbval-current-env \
 		--nbval-cell-timeout=900 notebooks

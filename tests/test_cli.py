@@ -68,3 +68,60 @@ def test_console_script_exits_2_without_traceback(exported_fnn2):
                              str(exported_fnn2[2] / "model_float32.tflite")], capture_output=True, text=True, env=env)
     assert result.returncode == 2
     assert "Traceback" not in result.stderr and "expression ends too early" in result.stderr
+
+
+def test_a_leading_minus_is_the_expression_not_an_option(exported_fnn2, capsys):
+    model = str(exported_fnn2[2] / "model_float32.tflite")
+    assert main(["predict", "-3+4", "--model", model]) == 0
+    assert capsys.readouterr().out.startswith("-3 + 4 = ")
+    assert main(["predict", "--model", model, "-2 - -5"]) == 0
+    assert "exact 3" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["predict", "1 + 2", "--model", ""], "--model is empty"),
+    (["predict", "1 + 2", "--model", "  "], "--model is empty"),
+    (["evaluate", "--model", "", "--file", "x.tsv"], "--model is empty"),
+    (["predict"], "the following arguments are required: expression"),
+    (["predict", "1", "--bogus"], "unrecognized arguments: --bogus"),
+    (["frobnicate"], "invalid choice: 'frobnicate'"),
+    (["run", "--workers", "two"], "invalid int value: 'two'"),
+    (["predict", " + ".join(["1"] * 20_000)], "holds at most 15"),
+    (["predict", "(" * 5_000 + "1" + ")" * 5_000], "numeric tokenizer"),
+    (["predict", "(" * 5_000 + "1"], "is never closed"),
+])
+def test_every_usage_error_is_one_short_line_and_exit_2(capsys, argv, message):
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and len(err) < 400 and "Traceback" not in err
+    assert message in err
+
+
+def test_a_token_model_refuses_an_answer_longer_than_its_digits():
+    from predcalc.deploy.predictor import Predictor
+    from fractions import Fraction
+
+    predictor = Predictor.__new__(Predictor)
+    predictor.info = {"model": "transformer_tokens", "answer_format": {"digits": 3, "reversed": False}}
+    predictor.check_answer(Fraction(999))
+    predictor.check_answer(Fraction(-999))
+    with pytest.raises(ValueError, match="at most 3 digits .* the exact answer 1100 does not fit"):
+        predictor.check_answer(Fraction(1100))
+    with pytest.raises(ValueError, match="integer answers only"):
+        predictor.check_answer(Fraction(1, 3))
+    predictor.info = {"model": "calc8", "answer_format": {"digits": 8}}
+    predictor.check_answer(Fraction(600 + 500))
+    with pytest.raises(ValueError, match="at most 8 digits"):
+        predictor.check_answer(Fraction(10 ** 8))
+    predictor.info = {"model": "fnn2"}  # a regression model writes any number
+    predictor.check_answer(Fraction(10 ** 9))
+
+
+@pytest.mark.slow
+def test_predict_with_the_committed_token_model_refuses_600_plus_500(capsys):
+    model = ROOT / "reports/runs/06_transformer/export/transformer_tokens/model.keras"
+    if not model.is_file():
+        pytest.skip("no committed transformer_tokens model")
+    assert main(["predict", "600 + 500", "--model", str(model)]) == 2
+    err = capsys.readouterr().err
+    assert "writes answers of at most 3 digits" in err and err.count("\n") == 1

@@ -94,6 +94,7 @@ def _copy_model(source: Path, target: Path) -> Path:
     return target / "model.keras"
 
 
+@pytest.mark.slow
 def test_export_command_on_a_run_directory(exported_fnn2, tmp_path, capsys):
     run = tmp_path / "runs" / "01_tiny"
     model_file = _copy_model(exported_fnn2[2], run / "export" / "fnn2")

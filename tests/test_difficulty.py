@@ -52,6 +52,7 @@ def test_character_models_read_every_family_and_stay_small(name, suite, tmp_path
     assert spec.encode_targets(np.array([-1234567.0]), tokenizer).shape == (1, REVERSED8.slots)
 
 
+@pytest.mark.slow
 def test_family_table_plot_and_study_record(suite, tmp_path):
     protocol = suite_protocol(suite, seed=0)
     results = run_seeds(["char_lstm_tokens"], protocol, seeds=[0, 1], epochs=1, batch_size=64, progress=False)

@@ -39,6 +39,7 @@ def test_parameter_counts():
     assert {get_spec(name).family for name in NAMES} == {"efficient RNN"}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_trains_one_epoch_and_round_trips(name, small_protocol, tmp_path):
     trained = fit.train(name, small_protocol, seed=0, epochs=1, batch_size=32)

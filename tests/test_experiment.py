@@ -10,6 +10,7 @@ def protocol():
     return seed_protocol(0)
 
 
+@pytest.mark.slow
 def test_extra_test_sets_are_scored_in_every_seed_record(protocol):
     suite = extended_suite(seed=0, train_size=50, test_size=4, operators="+-", parentheses=False)
     results = run_seeds(["fnn_baseline"], protocol, seeds=[0, 1], epochs=1, progress=False,
@@ -26,6 +27,7 @@ def test_extra_test_sets_may_not_shadow_the_protocol(protocol):
                   extra_test_sets={"out": protocol.test_out})
 
 
+@pytest.mark.slow
 def test_worker_processes_give_the_sequential_records_and_first_model(protocol):
     import numpy as np
 

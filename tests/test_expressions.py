@@ -101,3 +101,24 @@ def test_library_never_calls_eval():
                  and any(line.lstrip().startswith(("eval(", "return eval(")) or " eval(" in line
                          for line in p.read_text().splitlines())]
     assert offenders == []
+
+
+def test_twenty_thousand_terms_and_five_thousand_parentheses_need_no_recursion():
+    from predcalc.data.expressions import depth, evaluate, parse
+
+    assert evaluate(" + ".join(["1"] * 20_000)) == 20_000
+    assert evaluate(" - ".join(["2"] * 20_000)) == 2 - 2 * 19_999
+    nested = "(" * 5_000 + "1 + 2" + ")" * 5_000
+    assert evaluate(nested) == 3 and depth(parse(nested)) == 5_000
+    assert evaluate("-(" * 5_000 + "2" + ")" * 5_000) == 2
+    assert evaluate("- " * 5_000 + "7") == 7
+
+
+def test_errors_on_a_huge_expression_quote_it_short():
+    import pytest
+
+    from predcalc.data.expressions import ExpressionError, parse
+
+    with pytest.raises(ExpressionError, match="'\\(' at position 4999 is never closed") as info:
+        parse("(" * 5_000 + "1")
+    assert len(str(info.value)) < 200

@@ -28,6 +28,7 @@ def tuned(tmp_path_factory):
     return protocol, model, info, directory, base_kernels, expected, trainable, tuning
 
 
+@pytest.mark.slow
 def test_lora_trainable_weights_follow_the_config(tuned):
     _, model, info, _, _, expected, trainable, tuning = tuned
     config = model.backbone.get_config()
@@ -52,6 +53,7 @@ def test_lora_count_for_other_targets_and_gemma():
     assert llm.enable_lora(model, 2, targets) == 528
 
 
+@pytest.mark.slow
 def test_training_lowers_the_loss_and_moves_only_the_adapters(tuned):
     _, model, _, _, base_kernels, _, _, tuning = tuned
     for key in ("loss", "val_loss"):  # answer-token cross-entropy, epoch by epoch
@@ -66,6 +68,7 @@ def test_training_lowers_the_loss_and_moves_only_the_adapters(tuned):
     assert all(np.abs(w.numpy()).max() > 0 for w in b)  # B starts at zero; training moved it
 
 
+@pytest.mark.slow
 def test_packing_matches_the_gemma3_preprocessor(tuned):
     model = tuned[1]
     prompts, answers = ["3 - -2 + 4 =", "-5 + 4 - 0 ="], ["9", "-1"]
@@ -81,6 +84,7 @@ def test_packing_matches_the_gemma3_preprocessor(tuned):
         llm.pack_examples(model.preprocessor.tokenizer, prompts, answers, 5)
 
 
+@pytest.mark.slow
 def test_saved_preset_and_adapter_reload_with_the_same_generations(tuned):
     protocol, model, _, directory, _, _, _, _ = tuned
     prompts = [llm.prompt_text(e) for e in protocol.test_in.expressions[:24] + protocol.test_long.expressions[-8:]]
@@ -96,6 +100,7 @@ def test_saved_preset_and_adapter_reload_with_the_same_generations(tuned):
     assert llm.generate(adapted, prompts, batch_size=16) == before
 
 
+@pytest.mark.slow
 def test_generation_does_not_depend_on_the_batch(tuned):
     protocol, model = tuned[0], tuned[1]
     prompts = [llm.prompt_text(e) for e in protocol.test_long.expressions[::50]]
@@ -122,6 +127,7 @@ def test_answer_accuracy_counts_unparseable_answers_as_wrong():
         llm.answer_accuracy(["1", "2"], [1.0])
 
 
+@pytest.mark.slow
 def test_evaluate_on_a_seeded_subsample(tuned):
     protocol, model = tuned[0], tuned[1]
     sets = {"in": protocol.test_in, "long": protocol.test_long}
@@ -138,6 +144,7 @@ def test_evaluate_on_a_seeded_subsample(tuned):
     assert llm.subsample(protocol.test_in, 0) is protocol.test_in
 
 
+@pytest.mark.slow
 def test_litert_greedy_generation_matches_keras(tuned, tmp_path):
     protocol, model = tuned[0], tuned[1]
     prompts = [llm.prompt_text(e) for e in protocol.test_in.expressions[:12]]
@@ -159,6 +166,7 @@ def test_tokeniser_is_deterministic_and_splits_digits():
     assert pieces.encode("-12 = 345", out_type=str) == ["▁-", "1", "2", "▁=", "▁", "3", "4", "5"]
 
 
+@pytest.mark.slow
 def test_clear_errors(tuned, tmp_path):
     model = tuned[1]
     for rank in (0, -1, 2.5, True, "4"):

@@ -54,6 +54,7 @@ def test_bilstm_attention_parameter_formula():
     assert model.count_params() == 8 * (u * u + 2 * u) + a * (2 * u + 2) + 2 * u + 1
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", NAMES)
 def test_builds_trains_one_epoch_and_round_trips(name, protocol, tmp_path):
     spec, model, tokenizer = fit.build(name)

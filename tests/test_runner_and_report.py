@@ -39,14 +39,68 @@ def test_a_failing_notebook_does_not_stop_the_others(tmp_path):
     _notebook(notebooks / "01_ok.ipynb", "import pathlib\npathlib.Path(output_dir, 'done').write_text(str(epochs))")
     _notebook(notebooks / "02_bad.ipynb", "raise RuntimeError('deliberate failure')")
     _notebook(notebooks / "03_ok.ipynb", "print(seeds)")
-    outcomes = runner.run(profile="full", workers=2, runs=tmp_path / "runs", notebooks_dir=notebooks)
+    runs, failed = tmp_path / "runs", tmp_path / "failed"
+    (runs / "02_bad").mkdir(parents=True)
+    (runs / "02_bad" / "metrics.json").write_text("{}")  # a complete earlier result
+    outcomes = runner.run(profile="full", workers=2, runs=runs, notebooks_dir=notebooks, failed=failed,
+                          logs=tmp_path / "logs", progress=False)
     assert [o.notebook for o in outcomes] == ["01_ok", "02_bad", "03_ok"]
     assert outcomes[0].error is None and outcomes[2].error is None
     assert "deliberate failure" in outcomes[1].error
-    assert (tmp_path / "runs" / "01_ok" / "done").read_text() == "200"
-    assert (tmp_path / "runs" / "02_bad" / "02_bad.ipynb").is_file()  # the failed notebook is kept to read
-    info = json.loads((tmp_path / "runs" / "02_bad" / "run.json").read_text())
+    assert (runs / "01_ok" / "done").read_text() == "200"
+    # the failed notebook is kept to read, away from the complete result it would have replaced
+    assert (failed / "02_bad" / "02_bad.ipynb").is_file() and outcomes[1].output == failed / "02_bad"
+    assert (runs / "02_bad" / "metrics.json").read_text() == "{}"
+    info = json.loads((failed / "02_bad" / "run.json").read_text())
     assert info["profile"] == "full" and "deliberate failure" in info["error"]
+    assert sorted(p.name for p in runs.iterdir()) == ["01_ok", "02_bad", "03_ok"]  # no temporary folder left
+    injected = json.loads((runs / "01_ok" / "run.json").read_text())["injected"]["output_dir"]
+    assert injected.endswith("runs/01_ok")  # the final folder, not the temporary one
+
+
+def test_a_quick_run_goes_to_the_scratch_folder():
+    from predcalc import paths
+
+    assert paths.runs_for("quick") == paths.ROOT / "build" / "runs"
+    assert paths.runs_for("full") == paths.RUNS
+    assert paths.reports_for("quick") == paths.ROOT / "build"
+
+
+@pytest.mark.slow
+def test_ctrl_c_stops_the_kernels_keeps_what_finished_and_exits_130(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    notebooks, runs = tmp_path / "notebooks", tmp_path / "runs"
+    notebooks.mkdir()
+    _notebook(notebooks / "01_fast.ipynb", "print('fast')")
+    _notebook(notebooks / "02_slow.ipynb", "import pathlib, time\npathlib.Path(output_dir, 'started').write_text('')"
+                                           "\ntime.sleep(600)")
+    process = subprocess.Popen([sys.executable, "-m", "predcalc.cli", "run", "--notebooks", str(notebooks),
+                                "--output", str(runs)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 120
+    while not list(runs.glob(".02_slow*/started")):
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.2)
+    family = psutil.Process(process.pid).children(recursive=True)
+    assert len(family) >= 2  # the notebook's process and its kernel
+    start = time.monotonic()
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, (out, err)
+    assert time.monotonic() - start < 20
+    assert "Traceback" not in err and "Traceback" not in out
+    lines = [line for line in err.splitlines() if line.strip() and "notebook" in line and "interrupted" in line]
+    assert len(lines) == 1 and "1 finished notebook kept" in lines[0], err
+    assert (runs / "01_fast" / "01_fast.ipynb").is_file()  # what finished is kept
+    assert sorted(p.name for p in runs.iterdir()) == ["01_fast"]  # nothing half-written
+    time.sleep(0.5)
+    assert not [p for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
 
 
 def _record(notebook, models):
@@ -162,3 +216,30 @@ def test_one_template_runs_as_03_lstm_and_04_gru():
     assert source == runner.NOTEBOOKS / "03_gated_rnn.ipynb" and source.is_file()
     assert parameters == {"models": ["gru"]}
     assert runner.source_of(runner.NOTEBOOKS / "01_fnn.ipynb") == (runner.NOTEBOOKS / "01_fnn.ipynb", {})
+
+
+@pytest.mark.slow
+def test_a_quick_run_on_a_fresh_clone_leaves_every_tracked_file_unchanged(tmp_path):
+    import os
+    import shutil
+    import subprocess
+    import sys
+
+    from predcalc.paths import ROOT
+
+    if shutil.which("git") is None or not (ROOT / ".git").exists():
+        pytest.skip("needs git and a git checkout")
+    clone = tmp_path / "clone"
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
+                          check=True).stdout.strip()
+    subprocess.run(["git", "clone", "--quiet", "--no-checkout", str(ROOT), str(clone)], check=True)
+    subprocess.run(["git", "checkout", "--quiet", head], cwd=clone, check=True)
+    env = {**os.environ, "PYTHONPATH": str(clone / "lib")}
+    for command in (["run", "--only", "00"], ["report", "--profile", "quick"]):
+        result = subprocess.run([sys.executable, "-m", "predcalc.cli", *command], cwd=clone, env=env,
+                                capture_output=True, text=True, timeout=600)
+        assert result.returncode == 0, result.stderr[-2000:]
+        assert "Traceback" not in result.stderr and "cudart_stub" not in result.stderr
+    assert (clone / "build" / "runs" / "00_backprop_by_hand" / "00_backprop_by_hand.ipynb").is_file()
+    status = subprocess.run(["git", "status", "--porcelain"], cwd=clone, capture_output=True, text=True, check=True)
+    assert status.stdout == ""

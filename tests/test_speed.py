@@ -45,6 +45,7 @@ def test_speedups_are_ratios_of_medians():
         speed.speedups(records, "backward")
 
 
+@pytest.mark.slow
 def test_build_layer_and_tiny_profile():
     with pytest.raises(ValueError, match="kind='min_rnn'"):
         speed.build_layer("min_rnn", 4)

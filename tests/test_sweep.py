@@ -44,6 +44,7 @@ def test_config_errors(tmp_path, setup):
         sweep.run(config, engine="ray", root=tmp_path / "sweeps", notebooks_dir=notebooks)
 
 
+@pytest.mark.slow
 def test_sweep_runs_resumes_and_reports_failures(setup, capsys):
     tmp_path, notebooks, config = setup
     (tmp_path / "tiny.yaml").write_text("name: tiny\nnotebooks: [90_tiny]\ngrid:\n  a: [1, 3]\nseeds: [0, 1]\n")
@@ -82,3 +83,72 @@ def test_cli_parses_sweep_and_dask_missing_is_clear(monkeypatch):
     monkeypatch.setattr(builtins, "__import__", no_dask)
     with pytest.raises(RuntimeError, match="pip install dask distributed"):
         sweep._dask_client(1, None)
+
+
+@pytest.mark.parametrize("text, message", [
+    ("name: x\nnotebooks: [a\n", "not valid YAML at line 3"),
+    ("- a\n- b\n", "a sweep config is a mapping"),
+    ("notebooks: []\n", "'notebooks' names at least one notebook"),
+    ("notebooks: [1, 2]\n", "'notebooks' is a list of notebook names"),
+    ("notebooks: [a]\ngrid: [1, 2]\n", "'grid' maps parameter names"),
+    ("notebooks: [a]\ngrid:\n  epochs: 20\n", "grid values are non-empty lists. Received: epochs=20 \\(write epochs: \\[20\\]\\)"),
+    ("notebooks: [a]\nseeds: 3\n", "'seeds' is a non-empty list of integers. Received: 3 \\(write seeds: \\[3\\]\\)"),
+    ("notebooks: [a]\nseeds: [0, x]\n", "'seeds' is a non-empty list of integers"),
+    ("notebooks: [a]\nworkers: two\n", "'workers' is a positive integer"),
+    ("notebooks: [a]\nname: ../up\n", "'name' is a folder name"),
+])
+def test_malformed_configs_are_one_line_errors(tmp_path, capsys, text, message):
+    path = tmp_path / "bad.yaml"
+    path.write_text(text)
+    with pytest.raises(sweep.SweepConfigError, match=message):
+        sweep.load_config(path)
+    assert cli.main(["sweep", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("predcalc sweep: error: ") and "Traceback" not in err
+
+
+def test_a_single_notebook_string_is_one_notebook_not_its_characters(tmp_path):
+    path = tmp_path / "one.yaml"
+    path.write_text('notebooks: "01"\n')
+    assert sweep.load_config(path)["notebooks"] == ["01"]
+    (tmp_path / "bad.json").write_text('{"notebooks": ["a"],}')
+    with pytest.raises(sweep.SweepConfigError, match="not valid JSON at line 1"):
+        sweep.load_config(tmp_path / "bad.json")
+
+
+@pytest.mark.slow
+def test_a_killed_sweep_ends_its_workers_and_their_kernels(tmp_path):
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    import psutil
+
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell('a = 1\noutput_dir = "out"')
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params, nbformat.v4.new_code_cell(
+        "import pathlib, time\npathlib.Path(output_dir).mkdir(parents=True, exist_ok=True)\n"
+        "pathlib.Path(output_dir, 'started').write_text('')\ntime.sleep(600)")]
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, tmp_path / "91_sleep.ipynb")
+    (tmp_path / "s.json").write_text(json.dumps({"name": "s", "notebooks": [str(tmp_path / "91_sleep.ipynb")],
+                                                 "grid": {"a": [1, 2]}}))
+    root = tmp_path / "sweeps"
+    process = subprocess.Popen([sys.executable, "-m", "predcalc.cli", "sweep", str(tmp_path / "s.json"),
+                                "--workers", "2", "--output", str(root)], stdout=subprocess.PIPE,
+                               stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 180
+    while len(list(root.glob("s/*/started"))) < 2:
+        assert process.poll() is None and time.monotonic() < deadline, process.communicate()
+        time.sleep(0.2)
+    family = psutil.Process(process.pid).children(recursive=True)
+    assert len(family) >= 4  # two workers, each with a kernel
+    process.send_signal(signal.SIGTERM)
+    out, err = process.communicate(timeout=60)
+    assert process.returncode == 130, (out, err)
+    assert "Traceback" not in err and "interrupted; workers stopped" in err
+    time.sleep(0.5)
+    assert not [p for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]

@@ -30,6 +30,7 @@ def test_the_value_path_is_linear_so_scaling_values_scales_the_state_term():
     np.testing.assert_allclose(y2, 2 * y, rtol=1e-4, atol=1e-5)
 
 
+@pytest.mark.slow
 def test_trains_and_round_trips(tmp_path):
     protocol = seed_protocol(0)
     trained = fit.train("scan_typed", protocol, seed=0, epochs=3, learning_rate=0.01)
@@ -90,6 +91,7 @@ def test_overwrite_makes_the_state_after_an_operator_forget_the_history():
         overwrite_operator_gates(value_gates)
 
 
+@pytest.mark.slow
 def test_solved_scan_is_exact_on_six_digit_numbers_after_one_epoch(tmp_path):
     """Trained on the seed protocol (numbers -5..4, three terms) for one epoch, then finished in closed form."""
     from predcalc.models.syntax_gated_scan import coefficient_summary, signed_sum_coefficients

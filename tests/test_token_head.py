@@ -121,6 +121,7 @@ def small_protocol():
     return dataclasses.replace(protocol, train=keep(protocol.train, 256), validation=keep(protocol.validation, 64))
 
 
+@pytest.mark.slow
 def test_tiny_token_transformer_trains_and_evaluates_in_the_pipeline(small_protocol):
     trained = fit.train("transformer_tokens_reversed", small_protocol, seed=0, epochs=4, batch_size=32,
                              learning_rate=1e-2, model_kwargs=TINY)
@@ -138,6 +139,7 @@ def test_tiny_token_transformer_trains_and_evaluates_in_the_pipeline(small_proto
         assert np.isfinite(metrics[name]["mae"])
 
 
+@pytest.mark.slow
 def test_lstm_token_model_trains_and_survives_a_keras_round_trip(small_protocol, tmp_path):
     trained = fit.train("lstm_tokens_reversed", small_protocol, seed=0, epochs=1,
                              model_kwargs={"units": 8, "readout_heads": 2, "readout_ffn_units": 8})
@@ -150,6 +152,7 @@ def test_lstm_token_model_trains_and_survives_a_keras_round_trip(small_protocol,
                                   trained.spec.predict_values(trained.model, x))
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="LiteRT export needs TensorFlow")
 def test_token_model_exports_to_litert_and_decodes_the_same(small_protocol, tmp_path):
     from predcalc.deploy.export import LiteRTModel, export_trained
@@ -168,6 +171,7 @@ def test_token_model_exports_to_litert_and_decodes_the_same(small_protocol, tmp_
     np.testing.assert_array_equal(PLAIN.values_from_logits(litert), trained.predict(small_protocol.validation.expressions))
 
 
+@pytest.mark.slow
 def test_predictor_decodes_an_exported_token_model(tmp_path):
     """predcalc.json names the answer format, so a .tflite token model predicts values, not logits."""
     import json

@@ -22,6 +22,7 @@ def test_unknown_model_names_the_registered_ones():
     assert {"fnn_baseline", "fnn2"} <= set(MODELS)
 
 
+@pytest.mark.slow
 def test_same_seed_same_model_other_seed_other_model(protocol):
     a = fit.train("fnn_baseline", protocol, seed=3, epochs=2)
     b = fit.train("fnn_baseline", protocol, seed=3, epochs=2)
@@ -32,6 +33,7 @@ def test_same_seed_same_model_other_seed_other_model(protocol):
     assert not np.array_equal(a.model.get_weights()[0], c.model.get_weights()[0])
 
 
+@pytest.mark.slow
 def test_training_learns_and_early_stopping_restores_the_best_epoch(protocol):
     trained = fit.train("fnn2", protocol, seed=0, epochs=12, patience=2, learning_rate=0.05)
     history = trained.history

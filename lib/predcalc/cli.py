@@ -14,24 +14,43 @@ User errors (bad expressions, missing files, unknown names) print one line and e
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
+import time
 from pathlib import Path
 
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 
 
 def _run(args) -> int:
+    from predcalc.paths import relative, runs_for
     from predcalc.training import runner
 
-    outcomes = runner.run(only=args.only, profile=args.profile, workers=args.workers)
-    width = max(len(o.notebook) for o in outcomes)
-    for outcome in outcomes:
-        status = "ok" if outcome.error is None else f"FAILED: {outcome.error}"
-        print(f"{outcome.notebook:<{width}}  {outcome.seconds:7.1f} s  {status}")
+    runs = Path(args.output) if args.output else runs_for(args.profile)
+    widths = []
+
+    def status(outcome, done, total):
+        width = max(widths or [len(outcome.notebook)])
+        state = "ok" if outcome.error is None else f"FAILED: {outcome.error} (outputs in {relative(outcome.output)})"
+        print(f"[{done:>{len(str(total))}}/{total}] {outcome.notebook:<{width}}  {outcome.seconds:7.1f} s  {state}",
+              flush=True)
+
+    notebooks = Path(args.notebooks) if args.notebooks else runner.NOTEBOOKS
+    widths.extend(len(nb.stem) for nb in runner.discover(args.only, notebooks))
+    start = time.perf_counter()
+    try:
+        outcomes = runner.run(only=args.only, profile=args.profile, workers=args.workers, runs=runs,
+                              notebooks_dir=notebooks, report=status)
+    except runner.Interrupted as stop:
+        print(f"predcalc run: interrupted; kernels stopped; {len(stop.outcomes)} finished notebook"
+              f"{'s' * (len(stop.outcomes) != 1)} kept in {relative(runs)}", file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
     failed = [o.notebook for o in outcomes if o.error is not None]
-    print(f"{len(outcomes) - len(failed)} of {len(outcomes)} notebooks ran; outputs in {runner.RUNS}")
+    print(f"{len(outcomes) - len(failed)} of {len(outcomes)} notebooks ran in {time.perf_counter() - start:.0f} s; "
+          f"outputs in {relative(runs)}/, kernel logs in {relative(runner.LOGS)}/")
     if failed:
         print(f"failed: {', '.join(failed)}", file=sys.stderr)
         return 1
@@ -39,12 +58,28 @@ def _run(args) -> int:
 
 
 def _report(args) -> int:
+    from predcalc.paths import ROOT, relative, reports_for, runs_for
     from predcalc.report import findings
 
-    written = findings.build()
-    print(f"wrote {written['findings']} and {written['html']} ({written['models']} table rows)"
-          + ("; README table updated" if written["readme"] else "; README has no findings markers"))
+    runs = Path(args.runs) if args.runs else runs_for(args.profile)
+    if not runs.is_dir():
+        raise FileNotFoundError(f"no run folder {relative(runs)}/ (run `predcalc run"
+                                f"{' --profile full' if args.profile == 'full' else ''}` first)")
+    if not any(runs.glob("*/metrics.json")):
+        print(f"no metrics.json in {relative(runs)}/: the notebooks run there tabulate nothing; no page written")
+        return 0
+    full = args.profile == "full" and not args.runs
+    written = findings.build(runs=runs, reports=reports_for("full" if full else "quick"),
+                             readme=ROOT / "README.md" if full else None)
+    print(f"wrote {relative(written['findings'])} and {relative(written['html'])} ({written['models']} table rows)"
+          + ("; README table updated" if written["readme"] else
+             "" if not full else "; README has no findings markers"))
     return 0
+
+
+def _check_model_argument(model) -> None:
+    if model is not None and not model.strip():
+        raise ValueError("--model is empty: name a model file or directory")
 
 
 def _default_model():
@@ -61,6 +96,7 @@ def _model(args):
     from predcalc.calculator.runtime import Calculator, is_calculator
     from predcalc.deploy.predictor import Predictor
 
+    _check_model_argument(args.model)
     path = args.model if args.model is not None else _default_model()
     return Calculator(path) if is_calculator(path) else Predictor(path)
 
@@ -78,6 +114,7 @@ def _predict(args) -> int:
         return 0
     expression = canonical(args.expression)
     exact = evaluate(expression)
+    model.check_answer(exact)  # a token-output model refuses an answer longer than its digits
     value = float(model.predict([expression])[0])
     exact_text = str(exact) if exact.denominator == 1 else f"{exact} = {float(exact):.6g}"
     if value != value:  # NaN: a token-output model wrote no parseable answer
@@ -187,31 +224,83 @@ def _bench_calculator(args) -> int:
 def _sweep(args) -> int:
     from predcalc.training import sweep
 
+    from predcalc.training.runner import Interrupted
+
     config = sweep.load_config(args.config)
-    outcomes = sweep.run(config, workers=args.workers, engine=args.engine, scheduler=args.scheduler)
+    if args.workers is not None and args.workers < 1:
+        raise ValueError(f"--workers must be at least 1. Received: {args.workers}")
+    try:
+        outcomes = sweep.run(config, workers=args.workers, engine=args.engine, scheduler=args.scheduler,
+                             root=Path(args.output).resolve() if args.output else sweep.SWEEPS)
+    except Interrupted as stop:
+        print(f"predcalc sweep: interrupted; workers stopped; {len(stop.outcomes)} finished run"
+              f"{'s' * (len(stop.outcomes) != 1)} kept (run it again to resume)", file=sys.stderr, flush=True)
+        return EXIT_INTERRUPTED
     for outcome in outcomes:
         status = "skipped (finished)" if outcome.skipped else "ok" if outcome.error is None else f"FAILED: {outcome.error}"
         print(f"{outcome.name}  {outcome.seconds:7.1f} s  {status}")
     failed = [o for o in outcomes if o.error is not None]
-    print(f"{len(outcomes) - len(failed)} of {len(outcomes)} runs finished; outputs in {sweep.SWEEPS / config['name']}")
+    root = Path(args.output) if args.output else sweep.SWEEPS
+    print(f"{len(outcomes) - len(failed)} of {len(outcomes)} runs finished; outputs in {root / config['name']}")
     return 1 if failed else 0
+
+
+class UsageError(Exception):
+    """A command line argparse rejects (printed as one line, exit 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse with its errors as one line (``predcalc predict: error: ...``), not usage + message."""
+
+    def error(self, message):
+        raise UsageError(f"{self.prog}: error: {message} (see {self.prog} --help)")
+
+
+def _expression_arguments(argv: list[str]) -> list[str]:
+    """Let ``predcalc predict -3+4`` read ``-3+4`` as the expression, not as an option: a word after
+    ``predict`` that starts with '-' and is no option gets a leading space (the parser ignores spaces)."""
+    if not argv or argv[0] != "predict":
+        return argv
+    out, takes_value = [argv[0]], False
+    for word in argv[1:]:
+        if takes_value:
+            out.append(word)
+            takes_value = False
+        elif word == "--":
+            out.append(word)
+            takes_value = True  # the next word is positional anyway
+        elif word.startswith("-") and len(word) > 1 and (word[1].isdigit() or word[1] in " (+-*/") \
+                and not word.startswith("--"):
+            out.append(" " + word)
+        else:
+            out.append(word)
+            takes_value = word == "--model"
+    return out
 
 
 def parser() -> argparse.ArgumentParser:
     from predcalc.deploy.export import FORMATS
 
-    main_parser = argparse.ArgumentParser(prog="predcalc", description="A predictive calculator: "
+    main_parser = _Parser(prog="predcalc", description="A predictive calculator: "
                                           "neural networks that read an arithmetic expression and predict its value.")
     commands = main_parser.add_subparsers(dest="command", required=True)
 
-    run = commands.add_parser("run", help="execute the notebooks with papermill into reports/runs/")
+    run = commands.add_parser("run", help="execute the notebooks with papermill (quick: into build/runs/; "
+                                          "full: into reports/runs/)")
     run.add_argument("--profile", choices=["quick", "full"], default="quick",
-                     help="quick: the notebooks' cheap defaults; full: the seed's settings (200 epochs, 5 seeds)")
+                     help="quick: the notebooks' cheap defaults, into the git-ignored build/runs/; full: the "
+                          "seed's settings (200 epochs, 5 seeds), into the committed reports/runs/")
+    run.add_argument("--output", metavar="DIR", help="write the run folders here instead")
+    run.add_argument("--notebooks", metavar="DIR", help="run the notebooks of this folder (default notebooks/)")
     run.add_argument("--only", nargs="+", metavar="NAME", help="notebooks whose name starts with NAME (e.g. 01_fnn)")
     run.add_argument("--workers", type=int, default=1, help="notebooks executed in parallel (default 1)")
     run.set_defaults(handler=_run)
 
-    report = commands.add_parser("report", help="rebuild reports/findings.md and the README table from stored metrics")
+    report = commands.add_parser("report", help="rebuild the findings page from stored metrics (full: "
+                                                "reports/findings.md and the README table; quick: build/findings.md)")
+    report.add_argument("--profile", choices=["quick", "full"], default="full",
+                        help="full (default): reports/runs/ -> reports/ and README.md; quick: build/runs/ -> build/")
+    report.add_argument("--runs", metavar="DIR", help="read the run folders here (the page goes to build/)")
     report.set_defaults(handler=_report)
 
     predict = commands.add_parser("predict", help="predict the value of an expression with an exported model")
@@ -262,20 +351,84 @@ def parser() -> argparse.ArgumentParser:
     sweep.add_argument("--workers", type=int, help="runs at a time (default: the config's workers, else 1)")
     sweep.add_argument("--engine", choices=["process", "dask"], default="process",
                        help="local worker processes, or a dask.distributed cluster (optional packages)")
+    sweep.add_argument("--output", metavar="DIR", help="the sweeps folder (default reports/sweeps/)")
     sweep.add_argument("--scheduler", help="with --engine dask: a scheduler address (default: a local cluster)")
     sweep.set_defaults(handler=_sweep)
     return main_parser
 
 
+@contextlib.contextmanager
+def _silenced_stderr_fd():
+    """File descriptor 2 to /dev/null for the block: the C++ lines of TensorFlow and LiteRT (absl's
+    "All log messages before absl::InitializeLog()", the CUDA stub's "Could not find cuda drivers",
+    "Created TensorFlow Lite XNNPACK delegate") ignore TF_CPP_MIN_LOG_LEVEL and would otherwise be
+    most of what a command prints. Python's own ``sys.stderr`` is flushed first and restored after."""
+    if os.environ.get("PREDCALC_DEBUG"):
+        yield
+        return
+    try:
+        sys.stderr.flush()
+        saved, devnull = os.dup(2), os.open(os.devnull, os.O_WRONLY)
+    except (OSError, ValueError):  # no real descriptor (an embedding, a test capture): leave it
+        yield
+        return
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        sys.stderr.flush()
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+def _quiet_runtime() -> None:
+    """Load TensorFlow with its start-up lines silenced (see :func:`_silenced_stderr_fd`)."""
+    with _silenced_stderr_fd():
+        try:
+            import tensorflow as tf
+
+            tf.config.list_physical_devices()
+        except Exception:  # no TensorFlow (a deploy machine): the command loads what it needs
+            pass
+
+
+def _short(message, limit: int = 300) -> str:
+    lines = [line for line in str(message).strip().splitlines() if line.strip()]
+    line = lines[0] if lines else ""
+    return line if len(line) <= limit else line[:limit - 3] + "..."
+
+
 def main(argv=None) -> int:
-    args = parser().parse_args(argv)
+    """The command line: every error is one line on stderr and exit 2 (130 on Ctrl-C), never a traceback
+    (``PREDCALC_DEBUG=1`` shows it)."""
+    argv = _expression_arguments(list(sys.argv[1:] if argv is None else argv))
+    try:
+        args = parser().parse_args(argv)
+    except UsageError as error:
+        print(_short(error), file=sys.stderr)
+        return EXIT_USAGE
     for key, value in (("TF_CPP_MIN_LOG_LEVEL", "3"), ("TF_ENABLE_ONEDNN_OPTS", "0")):
         os.environ.setdefault(key, value)  # before TensorFlow is imported: quiet, deterministic kernels
+    if args.command in ("report", "evaluate", "export", "bench"):
+        _quiet_runtime()
     try:
-        return args.handler(args)
-    except (ValueError, FileNotFoundError, RuntimeError) as error:
-        # ExpressionError, TokenizerError and ExpressionFileError are ValueErrors
-        print(f"predcalc {args.command}: error: {error}", file=sys.stderr)
+        # predict and evaluate print their result on stdout; their stderr is only runtime noise
+        with _silenced_stderr_fd() if args.command in ("predict", "evaluate") else contextlib.nullcontext():
+            return args.handler(args)
+    except KeyboardInterrupt:
+        print(f"predcalc {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except (ValueError, OSError, RuntimeError) as error:
+        # ExpressionError, TokenizerError, ExpressionFileError and SweepConfigError are ValueErrors
+        if os.environ.get("PREDCALC_DEBUG"):
+            raise
+        print(f"predcalc {args.command}: error: {_short(error)}", file=sys.stderr)
+        return EXIT_USAGE
+    except Exception as error:  # anything else (a broken model file, a missing optional package): one line too
+        if os.environ.get("PREDCALC_DEBUG"):
+            raise
+        print(f"predcalc {args.command}: error: {type(error).__name__}: {_short(error)}", file=sys.stderr)
         return EXIT_USAGE
 
 

@@ -11,7 +11,21 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]  # lib/predcalc/paths.py -> the repository
 NOTEBOOKS = ROOT / "notebooks"
 REPORTS = ROOT / "reports"
-RUNS = REPORTS / "runs"
+RUNS = REPORTS / "runs"  # the committed results: only a full run (``--profile full``) writes here
+SCRATCH = ROOT / "build"  # git-ignored
+SCRATCH_RUNS = SCRATCH / "runs"  # where a quick run writes its notebooks, and its findings page beside
+LOGS = SCRATCH / "logs"  # each notebook's kernel and runtime output (kept out of the terminal)
+FAILED = SCRATCH / "failed"  # a failed notebook's outputs, to read; never over a complete result
+
+
+def runs_for(profile: str) -> Path:
+    """Where ``predcalc run --profile PROFILE`` writes: reports/runs/ for full, build/runs/ otherwise."""
+    return RUNS if profile == "full" else SCRATCH_RUNS
+
+
+def reports_for(profile: str) -> Path:
+    """Where ``predcalc report --profile PROFILE`` writes the findings page."""
+    return REPORTS if profile == "full" else SCRATCH
 
 
 def relative(path) -> str:
@@ -26,14 +40,26 @@ def relative(path) -> str:
 def write_if_changed(path, data) -> bool:
     """Write ``data`` (str or bytes) to ``path`` unless the file already holds exactly it.
 
-    Reruns that change nothing then write nothing: no new modification time, no diff.
-    Returns whether the file was written.
+    Reruns that change nothing then write nothing: no new modification time, no diff. The write
+    is atomic (a temporary file beside it, then a rename): an interrupted write leaves the old
+    file, never half of the new one. Returns whether the file was written.
     """
+    import os
+    import tempfile
+
     path = Path(path)
     raw = data.encode() if isinstance(data, str) else bytes(data)
     if path.is_file() and path.stat().st_size == len(raw) and path.read_bytes() == raw:
         return False
-    path.write_bytes(raw)
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(descriptor, "wb") as handle:
+            handle.write(raw)
+        os.chmod(temporary, 0o644)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
     return True
 
 

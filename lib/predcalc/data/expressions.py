@@ -1,4 +1,4 @@
-"""Arithmetic expressions: a tokenizer, a recursive-descent parser and an exact evaluator.
+"""Arithmetic expressions: a tokenizer, an operator-precedence parser and an exact evaluator.
 
 The grammar (integers, ``+ - * /``, unary minus, parentheses)::
 
@@ -7,7 +7,8 @@ The grammar (integers, ``+ - * /``, unary minus, parentheses)::
     factor     := ("-" | "+") factor | INTEGER | "(" expression ")"
 
 Values are computed with :class:`fractions.Fraction`, so ``1 / 3 * 3`` is exactly 1.
-Nothing here calls ``eval``: a string is only ever tokenised and parsed.
+Nothing here calls ``eval``: a string is only ever tokenised and parsed. Parsing and evaluation
+use explicit stacks, not recursion: 20,000 terms or 5,000 nested parentheses are fine.
 """
 
 from __future__ import annotations
@@ -55,72 +56,87 @@ def tokenize(text: str) -> list[Token]:
             tokens.append(Token(other, other, match.start(2)))
         else:
             raise ExpressionError(
-                f"unexpected character {other!r} at position {match.start(2)} in {text!r}"
+                f"unexpected character {other!r} at position {match.start(2)} in {_short(text)!r}"
             )
     return tokens
 
 
+_PRECEDENCE = {"+": 1, "-": 1, "*": 2, "/": 2}
+
+
 class _Parser:
+    """Operator precedence with explicit stacks (no recursion): the grammar above, for expressions
+    of any length and nesting depth (Python's recursion limit does not apply)."""
+
     def __init__(self, text: str):
         self.text = text
         self.tokens = tokenize(text)
-        self.index = 0
 
-    def peek(self) -> Token | None:
-        return self.tokens[self.index] if self.index < len(self.tokens) else None
-
-    def take(self) -> Token:
-        token = self.peek()
-        if token is None:
-            raise ExpressionError(f"expression ends too early: {self.text!r}")
-        self.index += 1
-        return token
+    def _unexpected(self, token: Token) -> ExpressionError:
+        return ExpressionError(f"unexpected {token.text!r} at position {token.position} in {_short(self.text)!r}")
 
     def parse(self):
-        tree = self.expression()
-        token = self.peek()
-        if token is not None:
-            if token.kind == ")":
-                raise ExpressionError(
-                    f"unbalanced parentheses: ')' at position {token.position} has no '(' in {self.text!r}"
-                )
-            raise ExpressionError(
-                f"unexpected {token.text!r} at position {token.position} in {self.text!r}"
-            )
-        return tree
+        values: list = []
+        operators: list[Token] = []  # binary and unary operators, and "(" markers
+        unary: set[int] = set()  # ids of the tokens on ``operators`` that are unary signs
 
-    def expression(self):
-        tree = self.term()
-        while (token := self.peek()) is not None and token.kind == "op" and token.text in "+-":
-            self.take()
-            tree = (token.text, tree, self.term())
-        return tree
+        def reduce_binary():
+            op = operators.pop()
+            right = values.pop()
+            values.append((op.text, values.pop(), right))
 
-    def term(self):
-        tree = self.factor()
-        while (token := self.peek()) is not None and token.kind == "op" and token.text in "*/":
-            self.take()
-            tree = (token.text, tree, self.factor())
-        return tree
+        def finish_operand(value):
+            while operators and id(operators[-1]) in unary:
+                sign = operators.pop()
+                value = ("neg" if sign.text == "-" else "pos", value)
+            values.append(value)
 
-    def factor(self):
-        token = self.take()
-        if token.kind == "op" and token.text in "+-":
-            return ("neg" if token.text == "-" else "pos", self.factor())
-        if token.kind == "int":
-            return int(token.text)
-        if token.kind == "(":
-            tree = self.expression()
-            closing = self.peek()
-            if closing is None or closing.kind != ")":
-                raise ExpressionError(
-                    f"unbalanced parentheses: '(' at position {token.position} is never closed in {self.text!r}"
-                )
-            self.take()
-            return ("group", tree)
-        raise ExpressionError(
-            f"unexpected {token.text!r} at position {token.position} in {self.text!r}"
-        )
+        expect_operand = True
+        for token in self.tokens:
+            if expect_operand:
+                if token.kind == "op" and token.text in "+-":
+                    operators.append(token)
+                    unary.add(id(token))
+                elif token.kind == "int":
+                    finish_operand(int(token.text))
+                    expect_operand = False
+                elif token.kind == "(":
+                    operators.append(token)
+                else:
+                    raise self._unexpected(token)
+            elif token.kind == "op":
+                precedence = _PRECEDENCE[token.text]
+                while operators and operators[-1].kind == "op" and _PRECEDENCE[operators[-1].text] >= precedence:
+                    reduce_binary()
+                operators.append(token)
+                expect_operand = True
+            elif token.kind == ")":
+                while operators and operators[-1].kind == "op":
+                    reduce_binary()
+                if not operators:
+                    raise ExpressionError(f"unbalanced parentheses: ')' at position {token.position} has no '(' "
+                                          f"in {_short(self.text)!r}")
+                operators.pop()
+                finish_operand(("group", values.pop()))
+            else:  # a number or "(" right after an operand
+                opening = next((op for op in reversed(operators) if op.kind == "("), None)
+                if opening is not None:
+                    raise ExpressionError(f"unbalanced parentheses: '(' at position {opening.position} is never "
+                                          f"closed in {_short(self.text)!r}")
+                raise self._unexpected(token)
+        if expect_operand:
+            raise ExpressionError(f"expression ends too early: {_short(self.text)!r}")
+        while operators and operators[-1].kind == "op":
+            reduce_binary()
+        if operators:  # an unclosed "(" (the innermost one is named)
+            raise ExpressionError(f"unbalanced parentheses: '(' at position {operators[-1].position} is never "
+                                  f"closed in {_short(self.text)!r}")
+        return values.pop()
+
+
+def _short(text: str, limit: int = 80) -> str:
+    """The expression as error messages quote it: whole, or its start and end when it is long."""
+    return text if len(text) <= limit else f"{text[:limit // 2 - 2]} ... {text[-(limit // 2 - 3):]}"
 
 
 def parse(text: str):
@@ -132,24 +148,46 @@ def parse(text: str):
     return _Parser(text).parse()
 
 
+def _children(tree) -> tuple:
+    return () if isinstance(tree, int) else tree[1:]
+
+
+def _postorder(tree):
+    """The nodes of a tree, children before their parent, left to right (no recursion)."""
+    stack = [(tree, False)]
+    while stack:
+        node, expanded = stack.pop()
+        if expanded or isinstance(node, int):
+            yield node
+        else:
+            stack.append((node, True))
+            stack.extend((child, False) for child in reversed(_children(node)))
+
+
 def _value(tree) -> Fraction:
-    if isinstance(tree, int):
-        return Fraction(tree)
-    op = tree[0]
-    if op == "neg":
-        return -_value(tree[1])
-    if op in ("pos", "group"):
-        return _value(tree[1])
-    left, right = _value(tree[1]), _value(tree[2])
-    if op == "+":
-        return left + right
-    if op == "-":
-        return left - right
-    if op == "*":
-        return left * right
-    if right == 0:
-        raise ExpressionError("division by zero")
-    return left / right
+    results: list[Fraction] = []
+    for node in _postorder(tree):
+        if isinstance(node, int):
+            results.append(Fraction(node))
+            continue
+        op = node[0]
+        if op == "neg":
+            results.append(-results.pop())
+            continue
+        if op in ("pos", "group"):
+            continue  # the value on the stack is already the node's
+        right, left = results.pop(), results.pop()
+        if op == "+":
+            results.append(left + right)
+        elif op == "-":
+            results.append(left - right)
+        elif op == "*":
+            results.append(left * right)
+        elif right == 0:
+            raise ExpressionError("division by zero")
+        else:
+            results.append(left / right)
+    return results.pop()
 
 
 def evaluate(text: str) -> Fraction:
@@ -169,10 +207,16 @@ def count_numbers(text: str) -> int:
 
 def depth(tree) -> int:
     """Parenthesis nesting depth of a parsed expression."""
-    if isinstance(tree, int):
-        return 0
-    inner = max(depth(child) for child in tree[1:])
-    return inner + 1 if tree[0] == "group" else inner
+    depths: list[int] = []
+    for node in _postorder(tree):
+        if isinstance(node, int):
+            depths.append(0)
+            continue
+        count = len(node) - 1
+        inner = max(depths[-count:])
+        del depths[-count:]
+        depths.append(inner + 1 if node[0] == "group" else inner)
+    return depths.pop()
 
 
 def format_expression(numbers, operators) -> str:

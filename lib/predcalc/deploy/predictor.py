@@ -81,6 +81,21 @@ class Predictor:
     def name(self) -> str:
         return f"{self.info.get('model', '?')} ({self.path.name})"
 
+    def check_answer(self, exact) -> None:
+        """Refuse an exact answer the model cannot write (a token-output model writes a sign and at
+        most ``answer_format.digits`` digits of an integer): a ``ValueError`` with the reason, where
+        the decoded prediction would otherwise be a wrong number printed as if it were an answer."""
+        answer = self.info.get("answer_format")
+        if not answer:
+            return
+        digits = int(answer.get("digits", 0))
+        if getattr(exact, "denominator", 1) != 1:
+            raise ValueError(f"{self.info.get('model', 'this model')} writes integer answers only; the exact "
+                             f"answer {exact} = {float(exact):.6g} is not one")
+        if abs(int(exact)) > 10 ** digits - 1:
+            raise ValueError(f"{self.info.get('model', 'this model')} writes answers of at most {digits} digits "
+                             f"(|answer| <= {10 ** digits - 1:,}); the exact answer {exact} does not fit")
+
     def encode(self, expressions) -> np.ndarray:
         return self.tokenizer.encode_batch(list(expressions))
 

@@ -451,8 +451,9 @@ def update_readme(table: str, readme: Path = ROOT / "README.md") -> bool:
     return True
 
 
-def build(runs: Path = RUNS, reports: Path = REPORTS, readme: Path = ROOT / "README.md") -> dict:
-    """Rebuild the findings from stored metrics; returns the paths written."""
+def build(runs: Path = RUNS, reports: Path = REPORTS, readme: Path | None = ROOT / "README.md") -> dict:
+    """Rebuild the findings from stored metrics; returns the paths written (``readme=None``: leave
+    the README alone, as a quick run's page in build/ does)."""
     import markdown
 
     records = load_runs(runs)
@@ -470,4 +471,4 @@ def build(runs: Path = RUNS, reports: Path = REPORTS, readme: Path = ROOT / "REA
     answer = [line for line in answer_lines(records, generalisation_table(records)) if line != "## Answer"]
     readme_text = "\n".join(answer[1:] + [readme_table]) if answer else readme_table
     return {"findings": reports / "findings.md", "html": reports / "findings.html", "figure": figure,
-            "readme": update_readme(readme_text, readme), "models": len(models)}
+            "readme": update_readme(readme_text, readme) if readme is not None else False, "models": len(models)}

@@ -1,8 +1,17 @@
 """Batch execution of the notebooks with papermill (``predcalc run``).
 
-Each notebook runs in its own kernel into ``reports/runs/<name>/``: the executed notebook,
-its ``metrics.json``, figures and exported models. A notebook that fails does not stop the
-others; the summary names it and the run exits non-zero.
+Each notebook runs in its own process and kernel. A quick run writes into the git-ignored
+``build/runs/<name>/``; only a full run (``--profile full``) writes into ``reports/runs/<name>/``,
+the committed results. Each notebook first runs into a hidden temporary folder beside its
+destination, which replaces the destination by a rename only once the notebook has finished:
+an interrupted or failed run never leaves a half-written result where a complete one was. A
+failed notebook's outputs go to ``build/failed/<name>/`` and its log to ``build/logs/<name>.log``;
+the batch goes on and the summary names it.
+
+The kernels' and runtimes' own output (IPKernel warnings, TensorFlow and CUDA stub lines) goes
+to ``build/logs/<name>.log``, not to the terminal, and C-level output is kept out of the
+executed notebooks. Ctrl-C (or SIGTERM) stops every kernel, keeps the notebooks that finished,
+and raises :class:`Interrupted`.
 """
 
 from __future__ import annotations
@@ -12,22 +21,36 @@ import dataclasses
 import datetime
 import json
 import os
+import shutil
+import signal
+import subprocess
 import sys
+import tempfile
+import threading
 import time
 from pathlib import Path
 
-from predcalc.paths import NOTEBOOKS, ROOT, RUNS, relative
+from predcalc.paths import FAILED, LOGS, NOTEBOOKS, ROOT, RUNS, relative, runs_for
 
 # Parameters injected by each profile (only those a notebook declares). A notebook can
 # override them in its metadata: {"predcalc": {"profiles": {"full": {...}}}}.
 PROFILES = {
     "quick": {},
     "full": {"seeds": [0, 1, 2, 3, 4], "epochs": 200, "patience": 20},
+    # The smallest run that still executes every cell: what `make test-notebooks` (nbval) injects.
+    # Only sizes that no NBVAL_CHECK_OUTPUT cell prints (not models, data or test-set sizes).
+    "smoke": {"epochs": 1, "train_epochs": 1, "control_epochs": 1, "repeats": 1, "ig_steps": 8,
+              "n_explained": 20, "export_check": 10},
 }
 
 RUN_INFO = "run.json"  # written beside each executed notebook: profile, time, error
 
 KERNEL_ENV = {"TF_CPP_MIN_LOG_LEVEL": "3", "TF_ENABLE_ONEDNN_OPTS": "0", "PYTHONWARNINGS": "ignore"}
+
+# Arguments of every kernel papermill starts: output written by C code (absl's "All log messages
+# before absl::InitializeLog()", CUDA stub lines, the TFLite delegate banner) goes to the kernel's
+# own stderr, the notebook's log file, instead of into the cell outputs.
+KERNEL_ARGUMENTS = ["--IPKernelApp.capture_fd_output=False"]
 
 
 def kernel_environment() -> None:
@@ -98,48 +121,263 @@ class Outcome:
     notebook: str
     seconds: float
     error: str | None = None
+    output: Path | None = None  # where its outputs are (the run folder, or build/failed/<name> on failure)
 
 
-def execute(notebook: Path, profile: str, runs: Path = RUNS, progress_bar: bool = False) -> Outcome:
+class Interrupted(Exception):
+    """A batch stopped by Ctrl-C or SIGTERM: its kernels are stopped; ``outcomes`` are the notebooks
+    that had finished (their results kept)."""
+
+    def __init__(self, outcomes: list[Outcome]):
+        super().__init__(f"interrupted after {len(outcomes)} notebook{'s' * (len(outcomes) != 1)}")
+        self.outcomes = outcomes
+
+
+def _one_line(error: BaseException) -> str:
+    lines = [line for line in str(error).strip().splitlines() if line.strip()]
+    reason = lines[-1] if lines else ""
+    return f"{type(error).__name__}: {reason[:500]}"
+
+
+def _execute_here(source: str, output_notebook: str, parameters: dict, cwd: str) -> str | None:
+    """Run one notebook with papermill in this process; the error in one line, or None."""
     import papermill
 
-    output_dir = runs / notebook.stem
-    output_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        papermill.execute_notebook(source, output_notebook, parameters=parameters, cwd=cwd,
+                                   kernel_name="python3", progress_bar=False, log_output=False,
+                                   extra_arguments=KERNEL_ARGUMENTS)
+    except Exception as error:  # a failed notebook is reported; the batch goes on
+        return _one_line(error)
+    return None
+
+
+def _replace_text(folder: Path, old: str, new: str) -> None:
+    """Name the final folder, not the temporary one, in the text files the notebook wrote."""
+    for path in folder.rglob("*"):
+        if path.is_file() and path.suffix in (".json", ".ipynb", ".md", ".txt", ".csv"):
+            try:
+                text = path.read_text()
+            except (UnicodeDecodeError, OSError):
+                continue
+            if old in text:
+                path.write_text(text.replace(old, new))
+
+
+def _replace_folder(source: Path, destination: Path) -> None:
+    """Move ``source`` to ``destination`` by renames: ``destination`` is at every moment either
+    the previous complete folder or the new one (a hidden ``.<name>.old`` holds the previous
+    one for the instant between the two renames)."""
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    old = destination.with_name(f".{destination.name}.old")
+    if old.exists():
+        shutil.rmtree(old)
+    if destination.exists():
+        destination.rename(old)
+    source.rename(destination)
+    if old.exists():
+        shutil.rmtree(old, ignore_errors=True)
+
+
+class _Children:
+    """The notebook processes of a batch, so that an interrupt can end them and their kernels."""
+
+    def __init__(self):
+        self.lock = threading.Lock()
+        self.processes: set[subprocess.Popen] = set()
+        self.stopping = False
+
+    def start(self, command, log) -> subprocess.Popen:
+        with self.lock:
+            if self.stopping:
+                raise KeyboardInterrupt
+            # its own session: the terminal's Ctrl-C reaches this process only, which then ends the tree
+            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                                       start_new_session=True, cwd=str(ROOT))
+            self.processes.add(process)
+            return process
+
+    def done(self, process) -> None:
+        with self.lock:
+            self.processes.discard(process)
+
+    def stop_all(self, timeout: float = 5.0) -> None:
+        with self.lock:
+            self.stopping = True
+            processes = list(self.processes)
+        for process in processes:
+            kill_tree(process.pid, timeout)
+
+
+def kill_tree(pid: int, timeout: float = 5.0) -> None:
+    """Terminate a process and every descendant (a kernel papermill started is one), then kill
+    what is still alive after ``timeout`` seconds."""
+    import psutil
+
+    try:
+        parent = psutil.Process(pid)
+        family = parent.children(recursive=True) + [parent]
+    except psutil.NoSuchProcess:
+        return
+    for process in family:
+        try:
+            process.terminate()
+        except psutil.NoSuchProcess:
+            pass
+    _, alive = psutil.wait_procs(family, timeout=timeout)
+    for process in alive:
+        try:
+            process.kill()
+        except psutil.NoSuchProcess:
+            pass
+    psutil.wait_procs(alive, timeout=timeout)
+
+
+def execute(notebook: Path, profile: str, runs: Path = RUNS, progress_bar: bool = False,
+            failed: Path = FAILED, logs: Path = LOGS, children: _Children | None = None) -> Outcome:
+    """Run one notebook into ``runs/<name>/`` through a temporary folder, in a child process."""
+    destination = runs / notebook.stem
+    runs.mkdir(parents=True, exist_ok=True)
+    logs.mkdir(parents=True, exist_ok=True)
+    for stale in runs.glob(f".{notebook.stem}.*.partial"):  # left by a run killed outright (SIGKILL)
+        shutil.rmtree(stale, ignore_errors=True)
+    temporary = Path(tempfile.mkdtemp(prefix=f".{notebook.stem}.", suffix=".partial", dir=runs))
     start = time.perf_counter()
     source, alias_parameters = source_of(notebook)
-    parameters = {**parameters_for(source, profile, output_dir), **alias_parameters}
+    parameters = {**parameters_for(source, profile, temporary), **alias_parameters}
+    error_file = temporary / ".error"
+    command = [sys.executable, "-m", "predcalc.training.runner", "--execute", str(source),
+               str(temporary / notebook.name), json.dumps(parameters), str(source.parent), str(error_file)]
+    children = children or _Children()
     try:
-        papermill.execute_notebook(str(source), str(output_dir / notebook.name), parameters=parameters,
-                                   cwd=str(source.parent), kernel_name="python3",
-                                   progress_bar=progress_bar, log_output=False)
-        outcome = Outcome(notebook.stem, time.perf_counter() - start)
-    except Exception as error:  # a failed notebook is reported; the batch goes on
-        lines = [line for line in str(error).strip().splitlines() if line.strip()]
-        reason = lines[-1] if lines else type(error).__name__
-        outcome = Outcome(notebook.stem, time.perf_counter() - start, f"{type(error).__name__}: {reason[:500]}")
-    (output_dir / RUN_INFO).write_text(json.dumps({
-        "profile": profile, "seconds": round(outcome.seconds, 1), "error": outcome.error,
-        "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "injected": {k: relative(v) if k == "output_dir" else v for k, v in parameters.items()}}, indent=1))
-    return outcome
+        with open(logs / f"{notebook.stem}.log", "w") as log:
+            process = children.start(command, log)
+            try:
+                code = process.wait()
+            finally:
+                children.done(process)
+        if children.stopping:
+            raise KeyboardInterrupt
+        error = error_file.read_text() if error_file.is_file() else None
+        if error is None and code != 0:
+            error = f"the notebook process exited with {code} (see {relative(logs / f'{notebook.stem}.log')})"
+        error_file.unlink(missing_ok=True)
+        seconds = time.perf_counter() - start
+        final = failed / notebook.stem if error else destination
+        _replace_text(temporary, str(temporary), relative(final))
+        (temporary / RUN_INFO).write_text(json.dumps({
+            "profile": profile, "seconds": round(seconds, 1), "error": error,
+            "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "injected": {k: relative(final) if k == "output_dir" else v for k, v in parameters.items()}},
+            indent=1))
+        _replace_folder(temporary, final)
+        return Outcome(notebook.stem, seconds, error, final)
+    finally:
+        if temporary.exists():
+            shutil.rmtree(temporary, ignore_errors=True)
 
 
-def run(only=None, profile: str = "quick", workers: int = 1, runs: Path = RUNS,
-        notebooks_dir: Path = NOTEBOOKS) -> list[Outcome]:
-    """Execute the notebooks, ``workers`` at a time, with a progress bar."""
+def _main_thread_signals():
+    """SIGTERM is handled like Ctrl-C (the kernels are stopped); returns the previous handler."""
+    if threading.current_thread() is not threading.main_thread():
+        return None
+
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+
+    return signal.signal(signal.SIGTERM, handler)
+
+
+def run(only=None, profile: str = "quick", workers: int = 1, runs: Path | None = None,
+        notebooks_dir: Path = NOTEBOOKS, failed: Path = FAILED, logs: Path = LOGS,
+        progress: bool = True, report=None) -> list[Outcome]:
+    """Execute the notebooks, ``workers`` at a time, under one progress bar.
+
+    ``runs`` defaults to :func:`predcalc.paths.runs_for` (build/runs/ for quick, reports/runs/ for
+    full). ``report(outcome, done, total)`` is called as each notebook finishes (the command line
+    prints a status line). Raises :class:`Interrupted` on Ctrl-C or SIGTERM, after stopping the
+    kernels; the notebooks that finished keep their results.
+    """
     from tqdm import tqdm
 
     if workers < 1:
         raise ValueError(f"workers must be at least 1. Received: workers={workers}")
+    if profile not in PROFILES:
+        raise ValueError(f"unknown profile {profile!r}; choose one of {sorted(PROFILES)}")
+    # absolute: the notebook processes run in the repository root, not in this process's folder
+    runs = (Path(runs) if runs is not None else runs_for(profile)).resolve()
+    failed, logs = Path(failed).resolve(), Path(logs).resolve()
     kernel_environment()
-    notebooks = discover(only, notebooks_dir)
-    outcomes = []
-    with tqdm(total=len(notebooks), desc=f"notebooks ({profile})", unit="nb") as bar:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = {pool.submit(execute, nb, profile, runs): nb for nb in notebooks}
-            for future in concurrent.futures.as_completed(futures):
-                outcome = future.result()
-                outcomes.append(outcome)
-                bar.set_postfix_str(f"{outcome.notebook} {'ok' if outcome.error is None else 'FAILED'}")
-                bar.update()
+    notebooks = [path.absolute() for path in discover(only, Path(notebooks_dir).resolve())]
+    outcomes: list[Outcome] = []
+    children = _Children()
+    previous = _main_thread_signals()
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers)
+    bar = tqdm(total=len(notebooks), desc=f"{profile} run", unit="notebook", disable=not progress,
+               bar_format="{desc}: notebook {n_fmt} of {total_fmt} |{bar}| elapsed {elapsed}, left ~{remaining}"
+                          "{postfix}", dynamic_ncols=True)
+    try:
+        futures = {pool.submit(execute, nb, profile, runs, False, failed, logs, children): nb for nb in notebooks}
+        bar.set_postfix_str(", ".join(nb.stem for nb in notebooks[:workers]))
+        for future in concurrent.futures.as_completed(futures):
+            outcome = future.result()
+            outcomes.append(outcome)
+            bar.update()
+            running = [nb.stem for f, nb in futures.items() if f.running()]
+            bar.set_postfix_str(", ".join(running))
+            if report is not None:
+                bar.clear()
+                report(outcome, len(outcomes), len(notebooks))
+                bar.refresh()
+    except KeyboardInterrupt:
+        for future in futures if "futures" in locals() else ():
+            future.cancel()
+        children.stop_all()
+        pool.shutdown(wait=True, cancel_futures=True)
+        bar.close()
+        raise Interrupted(sorted(outcomes, key=lambda o: o.notebook)) from None
+    finally:
+        pool.shutdown(wait=True, cancel_futures=True)
+        bar.close()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     return sorted(outcomes, key=lambda o: o.notebook)
+
+
+def end_with_parent() -> None:
+    """In a child process (a notebook's, a sweep worker): ignore the terminal's Ctrl-C (the parent
+    ends its children itself); on SIGTERM stop this process's kernels and exit; and get that SIGTERM
+    when the parent dies, even killed outright (Linux: a parent-death signal)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+    def stop(signum, frame):
+        import psutil
+
+        for child in psutil.Process().children(recursive=True):
+            kill_tree(child.pid, timeout=3)
+        os._exit(128 + signum)
+
+    signal.signal(signal.SIGTERM, stop)
+    if sys.platform.startswith("linux"):
+        try:
+            import ctypes
+
+            ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+        except (OSError, AttributeError):
+            pass
+        if os.getppid() == 1:  # the parent already died before the signal was set
+            os._exit(1)
+
+
+def _child_main(argv) -> int:
+    source, output_notebook, parameters, cwd, error_file = argv
+    end_with_parent()
+    error = _execute_here(source, output_notebook, json.loads(parameters), cwd)
+    if error is not None:
+        Path(error_file).write_text(error)
+        return 1
+    return 0
+
+
+if __name__ == "__main__" and len(sys.argv) == 7 and sys.argv[1] == "--execute":
+    sys.exit(_child_main(sys.argv[2:]))

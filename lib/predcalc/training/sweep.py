@@ -31,42 +31,109 @@ import datetime
 import hashlib
 import itertools
 import json
+import signal
 import time
 from pathlib import Path
 
 from predcalc.paths import write_if_changed
-from predcalc.training.runner import NOTEBOOKS, ROOT, RUN_INFO, kernel_environment
+from predcalc.training.runner import (NOTEBOOKS, ROOT, RUN_INFO, Interrupted, _main_thread_signals,
+                                      end_with_parent, kernel_environment, kill_tree)
 
 SWEEPS = ROOT / "reports" / "sweeps"
 ENGINES = ("process", "dask")
 SUMMARY = "sweep.json"
 
 
+class SweepConfigError(ValueError):
+    """A sweep config that cannot be read or does not follow the schema (one line, naming the file)."""
+
+
+CONFIG_KEYS = ("name", "notebooks", "grid", "seeds", "workers")
+
+
+def _is_int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def check_config(config, where: str = "the sweep config") -> dict:
+    """The schema of a sweep config, checked; returns it with its defaults (``notebooks`` always a list).
+
+    name: a folder name; notebooks: a name or a list of names (a single string is one notebook, not
+    its characters); grid: a mapping of parameter -> non-empty list; seeds: null or a list of
+    integers; workers: a positive integer.
+    """
+    def fail(message):
+        raise SweepConfigError(f"{where}: {message}")
+
+    if not isinstance(config, dict):
+        fail(f"a sweep config is a mapping (name, notebooks, grid, seeds, workers). Received: {type(config).__name__}")
+    unknown = sorted(str(k) for k in set(config) - set(CONFIG_KEYS))
+    if unknown:
+        fail(f"unknown sweep config keys {unknown} (known: {', '.join(CONFIG_KEYS)})")
+    config = dict(config)
+    name = config.get("name")
+    if name is not None and (not isinstance(name, str) or not name.strip() or "/" in name or "\\" in name
+                             or name.startswith(".")):
+        fail(f"'name' is a folder name (text without '/', not starting with '.'). Received: {name!r}")
+    notebooks = config.get("notebooks")
+    if isinstance(notebooks, str):
+        notebooks = [notebooks]  # one notebook, not its characters
+    if not notebooks:
+        fail("'notebooks' names at least one notebook (e.g. notebooks: [01_fnn])")
+    if not isinstance(notebooks, list) or not all(isinstance(n, str) and n.strip() for n in notebooks):
+        fail(f"'notebooks' is a list of notebook names. Received: {notebooks!r}")
+    config["notebooks"] = notebooks
+    grid = config.get("grid")
+    if grid is None:
+        grid = {}
+    if not isinstance(grid, dict):
+        fail(f"'grid' maps parameter names to lists of values. Received: {type(grid).__name__}")
+    for key, values in grid.items():
+        if not isinstance(key, str) or not key.isidentifier():
+            fail(f"grid keys are notebook parameter names. Received: {key!r}")
+        if not isinstance(values, list) or not values:
+            fail(f"grid values are non-empty lists. Received: {key}={values!r}"
+                 + (f" (write {key}: [{values!r}])" if not isinstance(values, (list, dict)) else ""))
+    config["grid"] = grid
+    seeds = config.get("seeds")
+    if seeds is not None and (not isinstance(seeds, list) or not seeds or not all(_is_int(x) for x in seeds)):
+        fail(f"'seeds' is a non-empty list of integers. Received: {seeds!r}"
+             + (f" (write seeds: [{seeds}])" if _is_int(seeds) else ""))
+    config["seeds"] = seeds
+    if "workers" in config and not (_is_int(config["workers"]) and config["workers"] >= 1):
+        fail(f"'workers' is a positive integer. Received: {config['workers']!r}")
+    return config
+
+
 def load_config(path) -> dict:
-    """Reads and checks a sweep config (``.yaml``/``.yml`` or ``.json``)."""
+    """Reads and checks a sweep config (``.yaml``/``.yml`` or ``.json``); errors are one line."""
     path = Path(path)
     if not path.is_file():
         raise FileNotFoundError(f"no sweep config at {path}")
-    text = path.read_text()
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as error:
+        raise SweepConfigError(f"{path}: cannot read it ({type(error).__name__})") from None
     if path.suffix in (".yaml", ".yml"):
         import yaml
 
-        config = yaml.safe_load(text)
+        try:
+            config = yaml.safe_load(text)
+        except yaml.YAMLError as error:
+            mark = getattr(error, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+            problem = getattr(error, "problem", None) or type(error).__name__
+            raise SweepConfigError(f"{path}: not valid YAML{where}: {problem}") from None
+    elif path.suffix == ".json":
+        try:
+            config = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise SweepConfigError(f"{path}: not valid JSON at line {error.lineno}, column {error.colno}: "
+                                   f"{error.msg}") from None
     else:
-        config = json.loads(text)
-    if not isinstance(config, dict):
-        raise ValueError(f"a sweep config is a mapping. Received: {type(config).__name__} in {path}")
-    unknown = set(config) - {"name", "notebooks", "grid", "seeds", "workers"}
-    if unknown:
-        raise ValueError(f"unknown sweep config keys {sorted(unknown)} in {path}")
-    if not config.get("notebooks"):
-        raise ValueError(f"a sweep config names at least one notebook under 'notebooks' ({path})")
-    config.setdefault("name", path.stem)
-    config.setdefault("grid", {})
-    config.setdefault("seeds", None)
-    for key, values in config["grid"].items():
-        if not isinstance(values, list) or not values:
-            raise ValueError(f"grid values are non-empty lists. Received: {key}={values!r}")
+        raise SweepConfigError(f"{path}: a sweep config is a .yaml, .yml or .json file")
+    config = check_config(config, str(path))
+    config["name"] = config.get("name") or path.stem
     return config
 
 
@@ -176,6 +243,11 @@ def run_job(job: Job) -> Outcome:
     return Outcome(job.name, job.parameters, seconds, error)
 
 
+def _worker_start() -> None:
+    """Each worker ends with the sweep (see :func:`predcalc.training.runner.end_with_parent`)."""
+    end_with_parent()
+
+
 def _dask_client(workers: int, scheduler: str | None):
     try:
         from dask.distributed import Client, LocalCluster
@@ -194,6 +266,8 @@ def run(config: dict, workers: int | None = None, engine: str = "process", root:
 
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}. Received: engine={engine!r}")
+    config = check_config(config)
+    config["name"] = config.get("name") or "sweep"
     workers = workers or int(config.get("workers", 1))
     if workers < 1:
         raise ValueError(f"workers must be at least 1. Received: workers={workers}")
@@ -210,10 +284,24 @@ def run(config: dict, workers: int | None = None, engine: str = "process", root:
                     outcomes.append(future.result())
                     bar.update()
         elif todo:
-            with concurrent.futures.ProcessPoolExecutor(max_workers=workers) as pool:
+            previous = _main_thread_signals()
+            pool = concurrent.futures.ProcessPoolExecutor(max_workers=workers, initializer=_worker_start)
+            try:
                 for future in concurrent.futures.as_completed([pool.submit(run_job, j) for j in todo]):
                     outcomes.append(future.result())
                     bar.update()
+            except (KeyboardInterrupt, concurrent.futures.process.BrokenProcessPool):
+                # Ctrl-C or SIGTERM: end every worker and its kernel; the finished runs stay (and are skipped
+                # when the sweep is run again)
+                for process in list((pool._processes or {}).values()):
+                    kill_tree(process.pid, timeout=5)
+                pool.shutdown(wait=False, cancel_futures=True)
+                bar.close()
+                raise Interrupted(outcomes) from None
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
+                if previous is not None:
+                    signal.signal(signal.SIGTERM, previous)
     outcomes.sort(key=lambda o: o.name)
     summary = Path(root) / config["name"] / SUMMARY
     summary.parent.mkdir(parents=True, exist_ok=True)
