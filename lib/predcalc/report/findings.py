@@ -130,6 +130,49 @@ def model_table(records: list[dict], reference_runs: list[dict] | None = None) -
     return frame.reindex(columns=[c for c in columns if c in frame.columns])
 
 
+def seed_way_table(records: list[dict]) -> pd.DataFrame:
+    """The seed's published columns computed the seed's way (``metrics.seed_way``), one row per
+    model whose runs stored the seed's signed error and MRE, its published row beside it.
+
+    Like for like with ANCHORS.md: MAE out and MRE out over all 2,048 out-of-range expressions,
+    the seed's MRE (divide by |truth|), the signed "MAE long" mean(|y| - prediction) over all 700
+    long expressions, the seed's score (signed long4 term) and its log t-test p-value.
+    """
+    base_runs = baseline_runs(records)
+    if not base_runs or not all(M.has_seed_way(r) for r in base_runs):
+        return pd.DataFrame()
+    baseline = M.seed_baseline(base_runs)
+    rows = []
+    for record, _, model, repeats in unique_models(records):
+        runs = [r["metrics"] for r in model["runs"]]
+        if not runs or not all(M.has_seed_way(r) for r in runs):
+            continue
+        seeds = f"{len(runs)} seed{'s' * (len(runs) > 1)}"
+        rows.append({"model": model["label"], "source": _source(record, repeats, f"{record.get('_profile')}, {seeds}"),
+                     **M.seed_way(runs, baseline)})
+        published = SEED_ROWS.get(model.get("seed_row") or "")
+        if published:
+            rows.append({"model": model["seed_row"], "source": "seed (published)",
+                         "MAE in": published["mae_in"], "MRE in": published["mre_in"],
+                         "MAE out": published["mae_out"], "MRE out": published["mre_out"],
+                         "MAE long (signed)": published["mae_long"], "score": published["score"],
+                         "p": published["p"]})
+    return pd.DataFrame(rows)
+
+
+SEED_WAY_TEXT = (
+    "The table above uses this project's definitions (MAE long an absolute error, MRE divided by "
+    "max(|y|, 1), out-of-range score terms on out22). The seed's notebooks compute its published "
+    "columns differently, so the table below recomputes them the seed's way from the same runs: MAE "
+    "and MRE out over all 2,048 out-of-range expressions, MRE divided by |y| (0 by 1), **MAE long "
+    "(signed) = mean(|y| - prediction)** over the 700 long expressions as in the seed's `FNN_FNN2.py` "
+    "(not an error: it can be negative or near 0 for a bad model), the seed's score (its long4 term "
+    "signed, its relative term the seed MRE over all out) against the baseline FNN's runs taken the "
+    "way `FNN1_1.py` takes them, and p the t-test of log(score) against 0 (`get_p-value.py`). Only "
+    "these columns compare like for like with a \"seed (published)\" row; runs stored before the "
+    "seed's columns were recorded are not listed.")
+
+
 def comparison_table(record: dict, runs: Path = RUNS) -> pd.DataFrame:
     """A notebook's own table, scored against the stored baseline if it did not train one."""
     return model_table([record], reference_runs=baseline_runs(load_runs(runs)))
@@ -384,6 +427,10 @@ def findings_markdown(records: list[dict], models: pd.DataFrame, exports: pd.Dat
                      + ", ".join(f"{k} {v:,}" for k, v in counts.items()))
     lines += ["", "## Results", "", markdown_table(models), "",
               "![MAE per test set](figures/mae_by_test_set.png)", ""]
+    seed_way = seed_way_table(records)
+    if not seed_way.empty:
+        lines += ["## The seed's columns, computed the seed's way", "", SEED_WAY_TEXT, "",
+                  markdown_table(seed_way), ""]
     general = generalisation_table(records)
     if not general.empty:
         best = general.iloc[0]

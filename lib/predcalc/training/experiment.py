@@ -166,6 +166,23 @@ def run_seeds(model_names, protocol: Protocol, seeds=(0,), epochs: int = 200, pa
     return results
 
 
+def add_pretrained(results: Results, name: str, extra_test_sets: dict | None = None) -> Results:
+    """Score a model whose builder loads trained weights (e.g. ``fnn2_seed_weights``) without
+    training it, as one run (seed 0, 0 epochs) beside the trained ones in ``results``."""
+    import time
+
+    from predcalc.training.fit import build
+
+    spec, model, tokenizer = build(name)
+    trained = TrainedModel(spec=spec, model=model, tokenizer=tokenizer, seed=0, history={}, epochs=0, seconds=0.0)
+    start = time.perf_counter()
+    scores, predictions = evaluate(trained, {**results.protocol.test_sets(), **(extra_test_sets or {})})
+    trained.seconds = time.perf_counter() - start
+    record = {**run_record(trained, scores), "pretrained": True}
+    _collect(results, name, trained, predictions, record)
+    return results
+
+
 def _train_kwargs(job: dict, protocol: Protocol) -> TrainedModel:
     return train(job["name"], protocol, seed=job["seed"], epochs=job["epochs"], patience=job["patience"],
                  batch_size=job["batch_size"], learning_rate=job["learning_rate"], model_kwargs=job["model_kwargs"])
