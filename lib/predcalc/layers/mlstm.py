@@ -184,6 +184,12 @@ class MLSTM(keras.layers.Layer):
             `initial_state`. Defaults to `False`.
         parallel: bool, use the parallel quadratic form (`True`, default) or
             the recurrent step loop (`False`).
+        stabilized: bool, the xLSTM block's training stabilisers on top of
+            the max-state `m_t` and the normaliser: the forget-gate biases
+            start at `linspace(3, 6)` over heads (`f_t` near 1) and the
+            input-gate biases at `N(0, 0.1)`, and `h~_t` is normalised per
+            head (the paper's group norm, here without parameters) before
+            the output gate. Defaults to `False` (as before).
         use_bias: bool, whether the projections have biases. Defaults to
             `True`.
         kernel_initializer: initializer of the input kernel `(features,
@@ -236,6 +242,7 @@ class MLSTM(keras.layers.Layer):
         use_bias=True,
         kernel_initializer="glorot_uniform",
         bias_initializer="zeros",
+        stabilized=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -263,6 +270,7 @@ class MLSTM(keras.layers.Layer):
             ("return_sequences", return_sequences),
             ("return_state", return_state),
             ("parallel", parallel),
+            ("stabilized", stabilized),
             ("use_bias", use_bias),
         ):
             if not isinstance(value, bool):
@@ -276,6 +284,7 @@ class MLSTM(keras.layers.Layer):
         self.return_sequences = return_sequences
         self.return_state = return_state
         self.parallel = parallel
+        self.stabilized = stabilized
         self.use_bias = use_bias
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
@@ -307,8 +316,22 @@ class MLSTM(keras.layers.Layer):
                 shape=(projection_dim,),
                 initializer=self.bias_initializer,
             )
+            if self.stabilized:
+                self._init_gate_biases()
         else:
             self.bias = None
+
+    def _init_gate_biases(self):
+        """xLSTM's gate initialisation: input ~ N(0, 0.1), forget linspace(3, 6)."""
+        units, heads = self.units, self.num_heads
+        bias = ops.convert_to_numpy(self.bias).copy()
+        bias[4 * units : 4 * units + heads] = ops.convert_to_numpy(
+            keras.random.normal((heads,), stddev=0.1)
+        )
+        bias[4 * units + heads :] = [
+            3.0 + 3.0 * k / max(heads - 1, 1) for k in range(heads)
+        ]
+        self.bias.assign(bias)
 
     def _project(self, inputs):
         units, heads, head_dim = self.units, self.num_heads, self.head_dim
@@ -366,6 +389,12 @@ class MLSTM(keras.layers.Layer):
                 query, key, value, log_i, log_f, initial_state
             )  # (batch, heads, time, hd)
 
+        if self.stabilized:  # per-head norm (xLSTM's group norm)
+            mean = ops.mean(h_tilde, axis=-1, keepdims=True)
+            centred = h_tilde - mean
+            h_tilde = centred * ops.rsqrt(
+                ops.mean(ops.square(centred), axis=-1, keepdims=True) + 1e-5
+            )
         h_tilde = ops.transpose(
             h_tilde, (0, 2, 1, 3)
         )  # (batch, time, heads, hd)
@@ -418,6 +447,7 @@ class MLSTM(keras.layers.Layer):
                 "return_sequences": self.return_sequences,
                 "return_state": self.return_state,
                 "parallel": self.parallel,
+                "stabilized": self.stabilized,
                 "use_bias": self.use_bias,
                 "kernel_initializer": keras.initializers.serialize(
                     self.kernel_initializer
