@@ -24,7 +24,16 @@ EXIT_USAGE = 2
 def _run(args) -> int:
     from predcalc.training import runner
 
-    outcomes = runner.run(only=args.only, profile=args.profile, workers=args.workers)
+    import json as _json
+
+    overrides = {}
+    for item in args.set or []:
+        key, _, value = item.partition("=")
+        try:
+            overrides[key] = _json.loads(value)
+        except ValueError:
+            overrides[key] = value
+    outcomes = runner.run(only=args.only, profile=args.profile, workers=args.workers, overrides=overrides or None)
     width = max(len(o.notebook) for o in outcomes)
     for outcome in outcomes:
         status = "ok" if outcome.error is None else f"FAILED: {outcome.error}"
@@ -148,6 +157,8 @@ def parser() -> argparse.ArgumentParser:
                      help="quick: the notebooks' cheap defaults; full: the seed's settings (200 epochs, 5 seeds)")
     run.add_argument("--only", nargs="+", metavar="NAME", help="notebooks whose name starts with NAME (e.g. 01_fnn)")
     run.add_argument("--workers", type=int, default=1, help="notebooks executed in parallel (default 1)")
+    run.add_argument("--set", nargs="+", metavar="KEY=JSON",
+                     help="override notebook parameters on top of the profile, e.g. epochs=30 'seeds=[0,1]'")
     run.set_defaults(handler=_run)
 
     report = commands.add_parser("report", help="rebuild reports/findings.md and the README table from stored metrics")

@@ -35,7 +35,9 @@ def load_runs(runs: Path = RUNS) -> list[dict]:
         record = json.loads(path.read_text())
         record["_dir"] = path.parent
         info = path.parent / RUN_INFO
-        record["_profile"] = json.loads(info.read_text())["profile"] if info.is_file() else "notebook defaults"
+        run_info = json.loads(info.read_text()) if info.is_file() else {}
+        record["_profile"] = run_info.get("profile", "notebook defaults")
+        record["_overrides"] = run_info.get("overrides") or {}
         found.append(record)
     return found
 
@@ -104,8 +106,11 @@ def model_table(records: list[dict], reference_runs: list[dict] | None = None) -
     for record, _, model, repeats in unique_models(records):
         runs = model["runs"]
         seeds = f"{len(runs)} seed{'s' * (len(runs) > 1)}"
+        profile = record.get('_profile', 'this run')
+        if model.get("kept_from"):
+            profile = f"{model['kept_from'].get('profile')}, run of {(model['kept_from'].get('created') or '')[:10]}"
         row = {"model": model["label"], "params": model["params"],
-               "source": _source(record, repeats, f"{record.get('_profile', 'this run')}, {seeds}")}
+               "source": _source(record, repeats, f"{profile}, {seeds}")}
         for test_set in ("in", "out", "long"):
             row[f"MAE {test_set}"] = _mean(runs, test_set, "mae")
             if test_set != "long":
@@ -471,8 +476,12 @@ def findings_markdown(records: list[dict], models: pd.DataFrame, exports: pd.Dat
         relative = relative_dirs[record["notebook"]]
         figures = sorted(p.name for p in record["_dir"].glob("*.png"))
         profile = record.get("_profile")
-        command = (f"predcalc run --profile {profile} --only {record['notebook']}" if profile in PROFILES
+        overrides = record.get("_overrides") or {}
+        base = profile.split(" with ")[0] if isinstance(profile, str) else profile
+        command = (f"predcalc run --profile {base} --only {record['notebook']}" if base in PROFILES
                    else f"predcalc run --only {record['notebook']}")
+        if overrides:
+            command += " --set " + " ".join(f"'{k}={json.dumps(v)}'" for k, v in overrides.items())
         lines.append(f"- [{record['notebook']}]({relative}/{record['notebook']}.ipynb) (`{command}`): parameters "
                      f"`{json.dumps(record['parameters'])}`")
         lines += [f"  ![{name}]({relative}/{name})" for name in figures]

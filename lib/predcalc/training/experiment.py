@@ -42,6 +42,23 @@ class Results:
     protocol: Protocol
     models: dict = dataclasses.field(default_factory=dict)
     exports: dict = dataclasses.field(default_factory=dict)
+    kept: dict = dataclasses.field(default_factory=dict)  # stored records of models not retrained
+
+    def keep_stored(self, directory) -> list[str]:
+        """Keep the models of the ``metrics.json`` already in ``directory`` that this run did not
+        train, each marked ``kept_from`` (that run's date, profile and parameters), so a notebook
+        can add models without retraining the others. Returns the kept names."""
+        path = Path(directory) / "metrics.json"
+        if not path.is_file():
+            return []
+        stored = json.loads(path.read_text())
+        info = Path(directory) / "run.json"
+        profile = json.loads(info.read_text()).get("profile") if info.is_file() else None
+        for name, model in stored.get("models", {}).items():
+            if name not in self.models:
+                self.kept[name] = {**model, "kept_from": model.get("kept_from") or {
+                    "created": stored.get("created"), "profile": profile, "parameters": stored.get("parameters")}}
+        return sorted(self.kept)
 
     def plot_predictions(self, test_sets=REPORT_SETS, path=None):
         """Predicted vs true value of each model's first seed, one panel per test set."""
@@ -111,7 +128,7 @@ class Results:
                        "tokenizer": r.spec.tokenizer, "params": r.first.params, "runs": r.runs,
                        "export": self.exports.get(name)}
                 for name, r in self.models.items()
-            },
+            } | {name: model for name, model in self.kept.items() if name not in self.models},
         }
 
     def write(self, directory, notebook: str, parameters: dict) -> Path:

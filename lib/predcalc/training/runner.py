@@ -100,14 +100,15 @@ class Outcome:
     error: str | None = None
 
 
-def execute(notebook: Path, profile: str, runs: Path = RUNS, progress_bar: bool = False) -> Outcome:
+def execute(notebook: Path, profile: str, runs: Path = RUNS, progress_bar: bool = False,
+            overrides: dict | None = None) -> Outcome:
     import papermill
 
     output_dir = runs / notebook.stem
     output_dir.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     source, alias_parameters = source_of(notebook)
-    parameters = {**parameters_for(source, profile, output_dir), **alias_parameters}
+    parameters = {**parameters_for(source, profile, output_dir), **alias_parameters, **(overrides or {})}
     try:
         papermill.execute_notebook(str(source), str(output_dir / notebook.name), parameters=parameters,
                                    cwd=str(source.parent), kernel_name="python3",
@@ -117,16 +118,21 @@ def execute(notebook: Path, profile: str, runs: Path = RUNS, progress_bar: bool 
         lines = [line for line in str(error).strip().splitlines() if line.strip()]
         reason = lines[-1] if lines else type(error).__name__
         outcome = Outcome(notebook.stem, time.perf_counter() - start, f"{type(error).__name__}: {reason[:500]}")
+    label = profile if not overrides else f"{profile} with {', '.join(f'{k}={v}' for k, v in overrides.items())}"
     (output_dir / RUN_INFO).write_text(json.dumps({
-        "profile": profile, "seconds": round(outcome.seconds, 1), "error": outcome.error,
+        "profile": label, "overrides": overrides or {}, "seconds": round(outcome.seconds, 1), "error": outcome.error,
         "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "injected": {k: relative(v) if k == "output_dir" else v for k, v in parameters.items()}}, indent=1))
     return outcome
 
 
 def run(only=None, profile: str = "quick", workers: int = 1, runs: Path = RUNS,
-        notebooks_dir: Path = NOTEBOOKS) -> list[Outcome]:
-    """Execute the notebooks, ``workers`` at a time, with a progress bar."""
+        notebooks_dir: Path = NOTEBOOKS, overrides: dict | None = None) -> list[Outcome]:
+    """Execute the notebooks, ``workers`` at a time, with a progress bar.
+
+    ``overrides`` (``predcalc run --set KEY=JSON``) replace parameters on top of the profile,
+    e.g. fewer epochs to fit a time budget; ``run.json`` and the report's profile label name them.
+    """
     from tqdm import tqdm
 
     if workers < 1:
@@ -136,7 +142,7 @@ def run(only=None, profile: str = "quick", workers: int = 1, runs: Path = RUNS,
     outcomes = []
     with tqdm(total=len(notebooks), desc=f"notebooks ({profile})", unit="nb") as bar:
         with concurrent.futures.ThreadPoolExecutor(max_workers=workers) as pool:
-            futures = {pool.submit(execute, nb, profile, runs): nb for nb in notebooks}
+            futures = {pool.submit(execute, nb, profile, runs, False, overrides): nb for nb in notebooks}
             for future in concurrent.futures.as_completed(futures):
                 outcome = future.result()
                 outcomes.append(outcome)
