@@ -90,6 +90,14 @@ def _source(record: dict, repeats: list[str], detail: str) -> str:
     return f"{record['notebook']} ({detail}{again})"
 
 
+def _profile_of(record: dict, model: dict) -> str:
+    """The profile a model's runs came from: the record's, or the earlier run's for a kept model."""
+    if model.get("kept_from"):
+        kept = model["kept_from"]
+        return f"{kept.get('profile')}, run of {(kept.get('created') or '')[:10]}"
+    return record.get("_profile", "this run")
+
+
 def _mean(runs, test_set, metric):
     return float(np.mean([r["metrics"][test_set][metric] for r in runs]))
 
@@ -106,11 +114,8 @@ def model_table(records: list[dict], reference_runs: list[dict] | None = None) -
     for record, _, model, repeats in unique_models(records):
         runs = model["runs"]
         seeds = f"{len(runs)} seed{'s' * (len(runs) > 1)}"
-        profile = record.get('_profile', 'this run')
-        if model.get("kept_from"):
-            profile = f"{model['kept_from'].get('profile')}, run of {(model['kept_from'].get('created') or '')[:10]}"
         row = {"model": model["label"], "params": model["params"],
-               "source": _source(record, repeats, f"{profile}, {seeds}")}
+               "source": _source(record, repeats, f"{_profile_of(record, model)}, {seeds}")}
         for test_set in ("in", "out", "long"):
             row[f"MAE {test_set}"] = _mean(runs, test_set, "mae")
             if test_set != "long":
@@ -153,7 +158,7 @@ def seed_way_table(records: list[dict]) -> pd.DataFrame:
         if not runs or not all(M.has_seed_way(r) for r in runs):
             continue
         seeds = f"{len(runs)} seed{'s' * (len(runs) > 1)}"
-        rows.append({"model": model["label"], "source": _source(record, repeats, f"{record.get('_profile')}, {seeds}"),
+        rows.append({"model": model["label"], "source": _source(record, repeats, f"{_profile_of(record, model)}, {seeds}"),
                      **M.seed_way(runs, baseline)})
         published = SEED_ROWS.get(model.get("seed_row") or "")
         if published and not any(r["model"] == model["seed_row"] and r["source"] == "seed (published)" for r in rows):
@@ -472,10 +477,10 @@ def findings_markdown(records: list[dict], models: pd.DataFrame, exports: pd.Dat
                   markdown_table(seed_way), "", *seed_weights_lines(records)]
     stability = stability_table(reports / "experiments" / "stability.json")
     if not stability.empty:
-        lines += ["## Reduced checks: stabilised mLSTM, bounded Mamba, FNN2 with the seed's patience", "",
+        lines += ["## Reduced checks: stabilised mLSTM and bounded Mamba", "",
                   "`mlstm_stable` (xLSTM gate initialisation and per-head norm on top of the max-state stabiliser) "
                   "and `mamba_bounded` (exact zero-order hold, RMS-normalised B and C: a state bounded on unseen "
-                  "magnitudes), and FNN2 with the seed's early-stopping patience of 10, trained by `reports/experiments/stability.py` with fewer epochs and seeds than the "
+                  "magnitudes), trained by `reports/experiments/stability.py` with fewer epochs and seeds than the "
                   "full profile (settings in each row); compare the seeds that failed before in 09_xlstm and the "
                   "out-of-range MAE of 10_mamba.", "", markdown_table(stability), ""]
     general = generalisation_table(records)
