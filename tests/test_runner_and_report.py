@@ -243,3 +243,32 @@ def test_a_quick_run_on_a_fresh_clone_leaves_every_tracked_file_unchanged(tmp_pa
     assert (clone / "build" / "runs" / "00_backprop_by_hand" / "00_backprop_by_hand.ipynb").is_file()
     status = subprocess.run(["git", "status", "--porcelain"], cwd=clone, capture_output=True, text=True, check=True)
     assert status.stdout == ""
+
+
+def test_set_overrides_reach_the_notebook_and_run_json(tmp_path):
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    _notebook(notebooks / "01_ok.ipynb", "import pathlib\npathlib.Path(output_dir, 'done').write_text(f'{epochs} {seeds}')")
+    outcomes = runner.run(profile="full", runs=tmp_path / "runs", notebooks_dir=notebooks,
+                          overrides={"epochs": 3, "seeds": [1, 2]})
+    assert outcomes[0].error is None
+    assert (tmp_path / "runs" / "01_ok" / "done").read_text() == "3 [1, 2]"
+    info = json.loads((tmp_path / "runs" / "01_ok" / "run.json").read_text())
+    assert info["overrides"] == {"epochs": 3, "seeds": [1, 2]}
+    assert info["profile"].startswith("full with epochs=3")
+
+
+def test_keep_stored_keeps_models_not_retrained(tmp_path):
+    from predcalc.data import seed_protocol
+    from predcalc.training.experiment import Results
+
+    stored = {**_record("06_x", {"old": _model("Old", 0.5), "new": _model("New", 0.9)}), "created": "2026-01-02T00:00"}
+    (tmp_path / "metrics.json").write_text(json.dumps(stored))
+    (tmp_path / "run.json").write_text(json.dumps({"profile": "full"}))
+    results = Results(protocol=seed_protocol(0))
+    results.models["new"] = None  # stands for a model this run trains
+    assert results.keep_stored(tmp_path) == ["old"]
+    assert results.kept["old"]["kept_from"] == {"created": "2026-01-02T00:00", "profile": "full", "parameters": {}}
+    record = _record("06_x", {"old": results.kept["old"]})
+    table = findings.model_table([record], reference_runs=None)
+    assert "full, run of 2026-01-02, 2 seeds" in table.source.iloc[0]

@@ -28,7 +28,7 @@ def test_study_tables_hold_the_stored_numbers():
     assert list(speed["length"]) == [64, 256]
     assert speed.loc[1, "train minGRU / GRU parallel"] == "8.00x"  # 2 * 256 / 64
     series = timeseries_table(_timeseries_record()["timeseries"])
-    assert list(series["model"]) == ["Keras GRU", "naive (last value)", "Mamba"]  # by MAE
+    assert list(series["model"]) == ["Keras GRU", "baseline: naive (last value)", "Mamba"]  # by MAE
     assert list(series["MAE / naive"]) == ["0.50", "1.00", "2.00"]
     assert is_study(_speed_record()) and not is_study({"models": {"x": {}}, "data": {}})
 
@@ -43,7 +43,8 @@ def test_report_has_a_studies_section_and_a_command_per_run(tmp_path):
     text = (tmp_path / "reports" / "findings.md").read_text()
     assert "## Studies" in text
     assert "Best training-step speed-up over Keras here: **8.00x** (min_gru, parallel scan, length 256)" in text
-    assert "- co2: best Keras GRU (MAE 0.500, 0.50x the naive forecast); 1 of 2 models beat" in text
+    assert ("- co2: best network Keras GRU (MAE 0.500, 0.50x the naive forecast); the strongest baseline is naive "
+            "(last value) (MAE 1.000); 1 of 2 networks beat every baseline") in text
     assert "`predcalc run --profile full --only 22_timeseries`" in text
     assert "- `21_parallel_scan`" not in text  # studies have no protocol counts
 

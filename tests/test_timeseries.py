@@ -58,3 +58,33 @@ def test_series_load_offline_and_models_build():
     for name in ts.MODELS:
         model = ts.build_model(name, k=4, units=4)
         assert model.predict(np.zeros((2, 4, 1)), verbose=0).shape == (2, 1)
+
+
+def test_change_target_maps_back_to_levels_exactly():
+    from predcalc.studies import timeseries as ts
+
+    series = np.cumsum(np.arange(40, dtype="float64")) * 0.5 + 3.0  # a trend
+    w = ts.chronological_split(series, k=4, target="change")
+    np.testing.assert_allclose(w.levels(w.y_test, "test"), series[w.test_index])
+    np.testing.assert_allclose(w.truth("test"), series[w.test_index])
+    # inputs of a window: the k changes before its target, scaled on training changes only
+    change = np.diff(series)
+    i = 0
+    np.testing.assert_allclose(w.unscale(w.x_train[i]), change[w.train_index[i] - 5:w.train_index[i] - 1])
+    assert w.train_index.max() < w.val_index.min() < w.test_index.min()
+
+
+def test_seasonal_naive_and_ar_baselines():
+    from predcalc.studies import timeseries as ts
+
+    series = np.tile([1.0, 5.0, 2.0], 10)
+    np.testing.assert_array_equal(ts.seasonal_naive_forecast(series, [6, 7, 8], 3), [1.0, 5.0, 2.0])
+    # a noiseless AR(1) around a constant is forecast exactly from its fitted coefficients
+    rng = np.random.default_rng(0)
+    values = [0.0]
+    for _ in range(299):
+        values.append(2.0 + 0.6 * values[-1] + 0.01 * rng.normal())
+    values = np.array(values)
+    forecast, info = ts.ar_forecast(values, 200, np.arange(210, 300), max_lag=4)
+    assert info["lags"] >= 1
+    assert np.max(np.abs(forecast - values[210:300])) < 0.06

@@ -65,3 +65,30 @@ def test_attention_maps_needs_an_attention_layer():
     _, model, _ = fit.build("fnn2")
     with pytest.raises(ValueError, match="no attention layer"):
         attention_maps(model, NumericTokenizer().encode_batch(EXPRESSIONS))
+
+
+def test_seed_recipe_models_and_schedule():
+    import keras
+    import numpy as np
+
+    from predcalc.models import get_spec
+    from predcalc.training import fit
+
+    for name, params in (("transformer4_seed", 38209), ("transformer5_seed", 498241)):
+        spec, model, tokenizer = fit.build(name)
+        assert model.count_params() == params  # the seed's published counts (the CLS token is a constant)
+        assert spec.optimizer == "adamw_seed"
+        assert model.get_layer("cls_token").value == 15.0
+        assert model.get_layer("encoder_1").num_heads == 8
+        out = model(tokenizer.encode_batch(["1 + 2 - 3", "4 - -5 + 1"]))
+        assert out.shape == (2, 1)
+    # warm-up floor(200/10) + 1 = 21 epochs to the peak, then cosine to 10 % of it
+    schedule = fit.seed_schedule(200, 10)
+    peak = fit.SEED_PEAK_LEARNING_RATE
+    assert float(schedule(0)) == 0.0
+    np.testing.assert_allclose(float(schedule(105)), peak / 2, rtol=1e-5)
+    np.testing.assert_allclose(float(schedule(210)), peak, rtol=1e-5)
+    np.testing.assert_allclose(float(schedule(2000)), 0.1 * peak, rtol=1e-5)
+    optimizer = fit.make_optimizer(get_spec("transformer4_seed"), 1e-3, 2000, epochs=200)
+    assert isinstance(optimizer, keras.optimizers.AdamW)
+    assert optimizer.weight_decay == 4e-3 and optimizer.beta_1 == 0.85 and optimizer.clipnorm == 1.0

@@ -30,6 +30,13 @@ def _run(args) -> int:
     from predcalc.training import runner
 
     runs = Path(args.output) if args.output else runs_for(args.profile)
+    overrides = {}
+    for item in args.set or []:
+        key, _, value = item.partition("=")
+        try:
+            overrides[key] = json.loads(value)
+        except ValueError:
+            overrides[key] = value
     widths = []
 
     def status(outcome, done, total):
@@ -43,7 +50,7 @@ def _run(args) -> int:
     start = time.perf_counter()
     try:
         outcomes = runner.run(only=args.only, profile=args.profile, workers=args.workers, runs=runs,
-                              notebooks_dir=notebooks, report=status)
+                              notebooks_dir=notebooks, report=status, overrides=overrides or None)
     except runner.Interrupted as stop:
         print(f"predcalc run: interrupted; kernels stopped; {len(stop.outcomes)} finished notebook"
               f"{'s' * (len(stop.outcomes) != 1)} kept in {relative(runs)}", file=sys.stderr, flush=True)
@@ -294,6 +301,8 @@ def parser() -> argparse.ArgumentParser:
     run.add_argument("--notebooks", metavar="DIR", help="run the notebooks of this folder (default notebooks/)")
     run.add_argument("--only", nargs="+", metavar="NAME", help="notebooks whose name starts with NAME (e.g. 01_fnn)")
     run.add_argument("--workers", type=int, default=1, help="notebooks executed in parallel (default 1)")
+    run.add_argument("--set", nargs="+", metavar="KEY=JSON",
+                     help="override notebook parameters on top of the profile, e.g. epochs=30 'seeds=[0,1]'")
     run.set_defaults(handler=_run)
 
     report = commands.add_parser("report", help="rebuild the findings page from stored metrics (full: "

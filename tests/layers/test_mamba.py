@@ -268,3 +268,44 @@ def test_wrong_number_of_initial_states():
             inputs(),
             initial_state=[np.zeros((BATCH, 2 * UNITS, STATE), "float32")],
         )
+
+
+@pytest.mark.parametrize("parallel", [True, False])
+def test_bounded_state_stays_bounded_far_outside_the_training_range(parallel):
+    # Inputs 1,000 times the scale seen in training: the default discretisation's
+    # state grows with delta * B * x (each itself growing with the input); the bounded
+    # one is a convex combination of h_{t-1} and B_t u_t / |A| with |B_t| <= sqrt(N).
+    rng = np.random.default_rng(3)
+    x = rng.normal(size=(2, 15, 3)).astype("float32")
+    far = 1000.0 * x
+
+    def state(bounded, values):
+        layer = Mamba(4, state_size=8, conv_kernel_size=0, return_state=True,
+                      parallel=parallel, bounded_state=bounded)
+        built_with_random_weights(layer, values.shape, seed=4)
+        _, h = layer(values)
+        return to_numpy(h), layer
+
+    h_near, layer = state(True, x)
+    h_far, _ = state(True, far)
+    assert np.all(np.isfinite(h_far))
+    # the bound: max over time of |u| * sqrt(N) / min |A| (u = silu of the input projection)
+    u = np.asarray(keras.activations.silu(far @ to_numpy(layer.in_kernel)[:, :layer.inner_dim]))
+    a_min = np.exp(to_numpy(layer.log_decay_rate)).min()
+    assert np.abs(h_far).max() <= np.abs(u).max() * np.sqrt(8) / a_min * (1 + 1e-4)
+    # and it grows no faster than the input (a linear bound), unlike the default path
+    growth = np.abs(h_far).max() / np.abs(h_near).max()
+    default_growth = np.abs(state(False, far)[0]).max() / np.abs(state(False, x)[0]).max()
+    assert growth <= 1000.0 * 1.5
+    assert default_growth > 10 * growth
+
+
+def test_bounded_state_scan_equals_steps_and_round_trips():
+    x = inputs(time=16, seed=5)
+    layers = [Mamba(4, state_size=8, conv_kernel_size=4, return_sequences=True,
+                    parallel=p, bounded_state=True) for p in (True, False)]
+    for layer in layers:
+        built_with_random_weights(layer, x.shape, seed=6)
+    np.testing.assert_allclose(to_numpy(layers[0](x)), to_numpy(layers[1](x)), atol=1e-4)
+    clone = Mamba.from_config(layers[0].get_config())
+    assert clone.bounded_state is True

@@ -136,3 +136,29 @@ def seed_protocol(seed: int = 0, draws: int = 4000, validation_fraction: float =
         test_out=make_split("out", test_out),
         test_long=make_split("long", test_long),
     )
+
+
+def seed_getxy_draws() -> set[str]:
+    """The seed's own training draw (train + validation), replayed from ``GetXY.py``.
+
+    ``GetXY.py`` seeds NumPy's legacy generator with 42 and draws 4,000 ``a op b op c``; the
+    set of unique expressions is fixed by that seed (its order, and so the seed's 75/25 split,
+    depends on Python's string hashing and is not reproducible). The seed's in-range test set
+    is every expression over -5..4 not in this set.
+    """
+    state = np.random.RandomState(42)
+    x1, x2, x3 = (state.rand(4000) * 10 for _ in range(3))
+    ints = [(x.astype(int) - 5) for x in (x1, x2, x3)]
+    drawn = set()
+    for i in range(4000):
+        n = state.rand(1)[0]
+        if n < 0.25:
+            ops = ("+", "+")
+        elif 0.25 < n < 0.5:
+            ops = ("+", "-")
+        elif n > 0.75:
+            ops = ("-", "+")
+        else:
+            ops = ("-", "-")
+        drawn.add(format_expression((int(ints[0][i]), int(ints[1][i]), int(ints[2][i])), ops))
+    return drawn

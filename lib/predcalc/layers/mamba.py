@@ -40,7 +40,16 @@ def causal_depthwise_conv(inputs, kernel, bias, conv_state):
     return outputs, new_conv_state  # (batch, time, channels)
 
 
-def selective_ssm_coefficients(x, delta, b_input, log_decay_rate):
+def rms_normalize(values, epsilon=1e-6):
+    """Parameter-free RMSNorm over the last axis (Jamba's norm of `B_t`, `C_t`)."""
+    return values * ops.rsqrt(
+        ops.mean(ops.square(values), axis=-1, keepdims=True) + epsilon
+    )
+
+
+def selective_ssm_coefficients(
+    x, delta, b_input, log_decay_rate, bounded_state=False
+):
     """Zero-order-hold discretisation of the selective SSM (Mamba, Section 2).
 
     `A = -exp(A_log)`, `a_t = exp(delta_t * A)` (that is `A_bar`) and
@@ -52,11 +61,21 @@ def selective_ssm_coefficients(x, delta, b_input, log_decay_rate):
         b_input: `(batch, time, state)`, the input-dependent `B_t`.
         log_decay_rate: `(channels, state)`, `A_log`.
 
+    With `bounded_state=True`, `B_t` is RMS-normalised and `B_bar` is the
+    exact zero-order hold `(1 - a_t) / (-A) * B_t`: then `h_t` is a convex
+    combination of `h_{t-1}` and `B_t x_t / (-A)`, so `|h_t|` never exceeds
+    `max(|h_0|, max_s |B_s x_s| / |A|)` however large `delta` grows on
+    inputs of unseen magnitude.
+
     Returns:
         `(a, b)`, each `(batch, time, channels, state)`.
     """
     a_matrix = -ops.exp(log_decay_rate)  # (channels, state)
     a = ops.exp(delta[..., None] * a_matrix)  # (batch, time, channels, state)
+    if bounded_state:
+        b_input = rms_normalize(b_input)[:, :, None, :]  # (batch, time, 1, N)
+        b = (1.0 - a) / (-a_matrix) * x[..., None] * b_input
+        return a, b
     b_input = b_input[:, :, None, :]  # (batch, time, 1, state)
     b = (delta * x)[..., None] * b_input  # (batch, time, channels, state)
     return a, b
@@ -72,6 +91,7 @@ def mamba_step(
     dt_bias,
     log_decay_rate,
     skip,
+    bounded_state=False,
 ):
     """One recurrent Mamba (S6) step from the raw SSM input `x_t`.
 
@@ -113,10 +133,14 @@ def mamba_step(
     b_t = dbc[:, dt_rank : dt_rank + state_size]  # (batch, state)
     c_t = dbc[:, dt_rank + state_size :]  # (batch, state)
     a_matrix = -ops.exp(log_decay_rate)  # (channels, state)
-    h = (
-        ops.exp(delta[..., None] * a_matrix) * h_prev
-        + (delta * u)[..., None] * b_t[:, None, :]
-    )  # (batch, channels, state)
+    a_t = ops.exp(delta[..., None] * a_matrix)  # (batch, channels, state)
+    if bounded_state:  # exact ZOH, normalised B_t and C_t
+        b_t, c_t = rms_normalize(b_t), rms_normalize(c_t)
+        h = a_t * h_prev + (1.0 - a_t) / (-a_matrix) * (
+            u[..., None] * b_t[:, None, :]
+        )  # (batch, channels, state)
+    else:
+        h = a_t * h_prev + (delta * u)[..., None] * b_t[:, None, :]
     y = ops.sum(h * c_t[:, None, :], axis=-1) + skip * u  # (batch, channels)
     return y, (h, conv_window)
 
@@ -176,6 +200,12 @@ class Mamba(keras.layers.Layer):
             `initial_state`. Defaults to `False`.
         parallel: bool, use the parallel scan (`True`, default) or the
             token-by-token recurrence (`False`).
+        bounded_state: bool, keep the state bounded on inputs of unseen
+            magnitude: exact zero-order-hold `B_bar = (1 - A_bar) / (-A) B`
+            (Mamba, eq. 4) with `B_t` and `C_t` RMS-normalised (as Jamba
+            normalises them), so `h_t` is a convex combination of
+            `h_{t-1}` and `B_t x_t / (-A)`. Defaults to `False` (the
+            `delta B x` approximation, as before).
         kernel_initializer: initializer of the input, selection and output
             projections. Defaults to `"glorot_uniform"`.
         **kwargs: base layer keyword arguments, e.g. `name` and `dtype`.
@@ -218,6 +248,7 @@ class Mamba(keras.layers.Layer):
         return_state=False,
         parallel=True,
         kernel_initializer="glorot_uniform",
+        bounded_state=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -241,7 +272,8 @@ class Mamba(keras.layers.Layer):
                 'dt_rank must be a positive integer or "auto". '
                 f"Received: dt_rank={dt_rank!r}"
             )
-        check_bools(return_sequences=return_sequences, return_state=return_state, parallel=parallel)
+        check_bools(return_sequences=return_sequences, return_state=return_state, parallel=parallel,
+                    bounded_state=bounded_state)
         self.units = units
         self.state_size = state_size
         self.expand = expand
@@ -250,6 +282,7 @@ class Mamba(keras.layers.Layer):
         self.return_sequences = return_sequences
         self.return_state = return_state
         self.parallel = parallel
+        self.bounded_state = bounded_state
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.inner_dim = expand * units
         self._dt_rank = math.ceil(units / 16) if dt_rank == "auto" else dt_rank
@@ -373,8 +406,10 @@ class Mamba(keras.layers.Layer):
         )  # (batch, time, d)
         b_input = dbc[..., dt_rank : dt_rank + state_size]  # (batch, time, N)
         c_input = dbc[..., dt_rank + state_size :]  # (batch, time, N)
+        if self.bounded_state:
+            c_input = rms_normalize(c_input)
         a, b = selective_ssm_coefficients(
-            u, delta, b_input, self.log_decay_rate
+            u, delta, b_input, self.log_decay_rate, self.bounded_state
         )  # (batch, time, d, N) each
         h, ssm_state = linear_scan(a, b, ssm_state)  # (batch, time, d, N)
         y = ops.sum(h * c_input[:, :, None, :], axis=-1) + self.skip * u
@@ -400,7 +435,9 @@ class Mamba(keras.layers.Layer):
             conv_state = ops.zeros_like(x[:, :1])  # (batch, 1, d)
 
         def step(states, x_t):
-            y_t, new_states = mamba_step(states, x_t, *weights)
+            y_t, new_states = mamba_step(
+                states, x_t, *weights, bounded_state=self.bounded_state
+            )
             return new_states, y_t  # (batch, d)
 
         (ssm_state, conv_state), y = run_steps(
@@ -419,7 +456,7 @@ class Mamba(keras.layers.Layer):
         config = super().get_config()
         config.update(config_entries(
             self, ("units", "state_size", "expand", "conv_kernel_size", "dt_rank", "return_sequences",
-                   "return_state", "parallel"),
+                   "return_state", "parallel", "bounded_state"),
             ("kernel_initializer",),
         ))
         return config

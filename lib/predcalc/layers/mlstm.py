@@ -185,6 +185,12 @@ class MLSTM(keras.layers.Layer):
             `initial_state`. Defaults to `False`.
         parallel: bool, use the parallel quadratic form (`True`, default) or
             the recurrent step loop (`False`).
+        stabilized: bool, the xLSTM block's training stabilisers on top of
+            the max-state `m_t` and the normaliser: the forget-gate biases
+            start at `linspace(3, 6)` over heads (`f_t` near 1) and the
+            input-gate biases at `N(0, 0.1)`, and `h~_t` is normalised per
+            head (the paper's group norm, here without parameters) before
+            the output gate. Defaults to `False` (as before).
         use_bias: bool, whether the projections have biases. Defaults to
             `True`.
         kernel_initializer: initializer of the input kernel `(features,
@@ -237,12 +243,13 @@ class MLSTM(keras.layers.Layer):
         use_bias=True,
         kernel_initializer="glorot_uniform",
         bias_initializer="zeros",
+        stabilized=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
         check_heads(units, num_heads, forget_gate)
         check_bools(return_sequences=return_sequences, return_state=return_state, parallel=parallel,
-                    use_bias=use_bias)
+                    stabilized=stabilized, use_bias=use_bias)
         self.units = units
         self.num_heads = num_heads
         self.head_dim = units // num_heads
@@ -250,6 +257,7 @@ class MLSTM(keras.layers.Layer):
         self.return_sequences = return_sequences
         self.return_state = return_state
         self.parallel = parallel
+        self.stabilized = stabilized
         self.use_bias = use_bias
         set_initializers(self, kernel_initializer=kernel_initializer, bias_initializer=bias_initializer)
         if not parallel:
@@ -269,8 +277,22 @@ class MLSTM(keras.layers.Layer):
                 shape=(projection_dim,),
                 initializer=self.bias_initializer,
             )
+            if self.stabilized:
+                self._init_gate_biases()
         else:
             self.bias = None
+
+    def _init_gate_biases(self):
+        """xLSTM's gate initialisation: input ~ N(0, 0.1), forget linspace(3, 6)."""
+        units, heads = self.units, self.num_heads
+        bias = ops.convert_to_numpy(self.bias).copy()
+        bias[4 * units : 4 * units + heads] = ops.convert_to_numpy(
+            keras.random.normal((heads,), stddev=0.1)
+        )
+        bias[4 * units + heads :] = [
+            3.0 + 3.0 * k / max(heads - 1, 1) for k in range(heads)
+        ]
+        self.bias.assign(bias)
 
     def _project(self, inputs):
         units, heads, head_dim = self.units, self.num_heads, self.head_dim
@@ -328,6 +350,12 @@ class MLSTM(keras.layers.Layer):
                 query, key, value, log_i, log_f, initial_state
             )  # (batch, heads, time, hd)
 
+        if self.stabilized:  # per-head norm (xLSTM's group norm)
+            mean = ops.mean(h_tilde, axis=-1, keepdims=True)
+            centred = h_tilde - mean
+            h_tilde = centred * ops.rsqrt(
+                ops.mean(ops.square(centred), axis=-1, keepdims=True) + 1e-5
+            )
         h_tilde = ops.transpose(
             h_tilde, (0, 2, 1, 3)
         )  # (batch, time, heads, hd)
@@ -362,7 +390,8 @@ class MLSTM(keras.layers.Layer):
     def get_config(self):
         config = super().get_config()
         config.update(config_entries(
-            self, ("units", "num_heads", "forget_gate", "return_sequences", "return_state", "parallel", "use_bias"),
+            self, ("units", "num_heads", "forget_gate", "return_sequences", "return_state", "parallel", "stabilized",
+                   "use_bias"),
             ("kernel_initializer", "bias_initializer"),
         ))
         return config

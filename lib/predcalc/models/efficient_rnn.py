@@ -82,21 +82,36 @@ def slstm(tokenizer, units: int = 64, num_heads: int = 4, forget_gate: str = "si
 
 @register_model("mlstm", label="mLSTM (2 x 64, 4 heads)", family=FAMILY, tokenizer="numeric")
 def mlstm(tokenizer, units: int = 64, num_heads: int = 4, forget_gate: str = "sigmoid", layers: int = 2,
-          embedding: int = 64, parallel: bool = True) -> keras.Model:
+          embedding: int = 64, parallel: bool = True, stabilized: bool = False,
+          name: str = "mlstm") -> keras.Model:
     """Stacked mLSTM layers, parallel quadratic form (34,513 parameters with the defaults)."""
     _check_layers(layers)
     return sequence_model(tokenizer, lambda: [
         MLSTM(units, num_heads=num_heads, forget_gate=forget_gate, return_sequences=index < layers - 1,
-              parallel=parallel, name=f"mlstm_{index + 1}")
-        for index in range(layers)], embedding, name="mlstm")
+              parallel=parallel, stabilized=stabilized, name=f"mlstm_{index + 1}")
+        for index in range(layers)], embedding, name=name)
+
+
+@register_model("mlstm_stable", label="mLSTM, xLSTM stabilisers", family=FAMILY, tokenizer="numeric")
+def mlstm_stable(tokenizer, **kwargs) -> keras.Model:
+    """``mlstm`` with ``stabilized=True``: xLSTM gate-bias init and per-head norm (same parameters)."""
+    return mlstm(tokenizer, stabilized=True, name="mlstm_stable", **kwargs)
 
 
 @register_model("mamba", label="Mamba (2 x 32, N 16)", family=FAMILY, tokenizer="numeric")
 def mamba(tokenizer, units: int = 32, state_size: int = 16, expand: int = 2, conv_kernel_size: int = 4,
-          layers: int = 2, embedding: int = 32, parallel: bool = True) -> keras.Model:
+          layers: int = 2, embedding: int = 32, parallel: bool = True, bounded_state: bool = False,
+          name: str = "mamba") -> keras.Model:
     """Stacked Mamba blocks: selective SSM, causal convolution, gate (19,937 parameters with the defaults)."""
     _check_layers(layers)
     return sequence_model(tokenizer, lambda: [
         Mamba(units, state_size=state_size, expand=expand, conv_kernel_size=conv_kernel_size,
-              return_sequences=index < layers - 1, parallel=parallel, name=f"mamba_{index + 1}")
-        for index in range(layers)], embedding, name="mamba")
+              return_sequences=index < layers - 1, parallel=parallel, bounded_state=bounded_state,
+              name=f"mamba_{index + 1}")
+        for index in range(layers)], embedding, name=name)
+
+
+@register_model("mamba_bounded", label="Mamba, bounded state (2 x 32, N 16)", family=FAMILY, tokenizer="numeric")
+def mamba_bounded(tokenizer, **kwargs) -> keras.Model:
+    """``mamba`` with ``bounded_state=True``: exact ZOH and RMS-normalised B, C (same parameters)."""
+    return mamba(tokenizer, bounded_state=True, name="mamba_bounded", **kwargs)

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import keras
+import numpy as np
 
 from predcalc.models.registry import register_model
 
@@ -29,3 +32,30 @@ def fnn_baseline(tokenizer, units: int = 30) -> keras.Model:
 def fnn2(tokenizer, units: int = 345) -> keras.Model:
     """The seed's FNN2: one hidden layer of 345 units with PReLU (6,211 parameters)."""
     return dense_prelu_stack(tokenizer, (units,), name="fnn2")
+
+
+SEED_FNN2_WEIGHTS = Path(__file__).parent / "seed_weights" / "FNN2_weights.weights.h5"
+
+
+def load_seed_fnn2_weights(model: keras.Model, path=SEED_FNN2_WEIGHTS) -> keras.Model:
+    """Set an FNN2's weights from the seed's ``FNN2_weights.weights.h5`` (a Keras 3 Sequential of
+    Flatten, Dense(345), PReLU, Dense(1)), mapping its layer names onto this model's."""
+    import h5py
+
+    with h5py.File(path, "r") as file:
+        def read(layer):
+            group = file["layers"][layer]["vars"]
+            return [np.asarray(group[str(i)]) for i in range(len(group))]
+
+        model.get_layer("dense_1").set_weights(read("dense"))
+        model.get_layer("prelu_1").set_weights(read("p_re_lu"))
+        model.get_layer("value").set_weights(read("dense_1"))
+    return model
+
+
+@register_model("fnn2_seed_weights", label="FNN2, the seed's own weights", family="FNN", tokenizer="numeric",
+                seed_row="FNN2 (1 x 345 PReLU)")
+def fnn2_seed_weights(tokenizer, path: str | None = None) -> keras.Model:
+    """The seed's trained FNN2 (its weights file, not trained here): score it, do not fit it."""
+    model = dense_prelu_stack(tokenizer, (345,), name="fnn2_seed_weights")
+    return load_seed_fnn2_weights(model, path or SEED_FNN2_WEIGHTS)

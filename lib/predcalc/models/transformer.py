@@ -26,6 +26,7 @@ import inspect
 import keras
 import numpy as np
 
+from predcalc.layers.cls_token import ClsToken
 from predcalc.layers.digit_readout import DigitReadout
 from predcalc.layers.sinusoidal_positional_encoding import SinusoidalPositionalEncoding
 from predcalc.layers.transformer_encoder_block import TransformerEncoderBlock
@@ -61,6 +62,55 @@ def regression_transformer(tokenizer, name: str, **encoder) -> keras.Model:
     x = keras.layers.GlobalAveragePooling1D(name="pooling")(x)
     outputs = keras.layers.Dense(1, name="value")(x)
     return keras.Model(inputs, outputs, name=name)
+
+
+def seed_recipe_transformer(tokenizer, name: str, d_model: int, num_heads: int, num_layers: int, ffn_units: int,
+                            cls: bool = True, scale_embedding: bool = True, dropout: float = 0.0) -> keras.Model:
+    """The seed's transformer recipe (``transformer_transformer4.py``): a CLS token of value 15
+    prepended to the numeric tokens, each token projected by ``Dense(d_model)`` and scaled by
+    sqrt(d_model), sinusoidal positions, post-norm encoder layers, the prediction read from the
+    CLS position. ``cls=False`` pools by the mean instead, ``scale_embedding=False`` drops the
+    scaling (the ablations). Trained with ``optimizer="adamw_seed"`` (see ``fit.make_optimizer``).
+    """
+    inputs, x = numeric_sequence(tokenizer, False)
+    if cls:
+        x = ClsToken(15.0, name="cls_token")(x)
+    x = keras.layers.Dense(d_model, name="token_projection")(x)
+    if scale_embedding:
+        x = keras.layers.Rescaling(float(np.sqrt(d_model)), name="embedding_scale")(x)
+    x = SinusoidalPositionalEncoding(name="positional_encoding")(x)
+    for index in range(1, num_layers + 1):
+        x = TransformerEncoderBlock(num_heads=num_heads, ffn_units=ffn_units, dropout=dropout,
+                                    name=f"encoder_{index}")(x)
+    if cls:
+        steps = x.shape[1]
+        x = keras.layers.Cropping1D((0, steps - 1), name="cls_pooling")(x)
+        x = keras.layers.Flatten(name="cls_vector")(x)
+    else:
+        x = keras.layers.GlobalAveragePooling1D(name="pooling")(x)
+    outputs = keras.layers.Dense(1, name="value")(x)
+    return keras.Model(inputs, outputs, name=name)
+
+
+@register_model("transformer4_seed", label="transformer4, the seed's recipe (CLS, 8 heads, AdamW seed schedule)",
+                family="transformer", tokenizer="numeric", seed_row="transformer4 (encoder, regression)",
+                optimizer="adamw_seed")
+def transformer4_seed(tokenizer, d_model: int = 32, num_heads: int = 8, num_layers: int = 3, ffn_units: int = 128,
+                      cls: bool = True, scale_embedding: bool = True) -> keras.Model:
+    """transformer4's size (38,209 parameters + none for the CLS token) with the seed's recipe."""
+    return seed_recipe_transformer(tokenizer, "transformer4_seed", d_model=d_model, num_heads=num_heads,
+                                   num_layers=num_layers, ffn_units=ffn_units, cls=cls,
+                                   scale_embedding=scale_embedding)
+
+
+@register_model("transformer5_seed", label="transformer5, the seed's recipe (CLS, 8 heads, AdamW seed schedule)",
+                family="transformer", tokenizer="numeric", seed_row="transformer5", optimizer="adamw_seed")
+def transformer5_seed(tokenizer, d_model: int = 64, num_heads: int = 8, num_layers: int = 6, ffn_units: int = 512,
+                      cls: bool = True, scale_embedding: bool = True) -> keras.Model:
+    """transformer5's size (498,241 parameters) with the seed's recipe."""
+    return seed_recipe_transformer(tokenizer, "transformer5_seed", d_model=d_model, num_heads=num_heads,
+                                   num_layers=num_layers, ffn_units=ffn_units, cls=cls,
+                                   scale_embedding=scale_embedding)
 
 
 @register_model("transformer4", label="transformer4 (3 x d32 encoder, regression)", family="transformer",

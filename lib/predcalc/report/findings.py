@@ -35,7 +35,9 @@ def load_runs(runs: Path = RUNS) -> list[dict]:
         record = json.loads(path.read_text())
         record["_dir"] = path.parent
         info = path.parent / RUN_INFO
-        record["_profile"] = json.loads(info.read_text())["profile"] if info.is_file() else "notebook defaults"
+        run_info = json.loads(info.read_text()) if info.is_file() else {}
+        record["_profile"] = run_info.get("profile", "notebook defaults")
+        record["_overrides"] = run_info.get("overrides") or {}
         found.append(record)
     return found
 
@@ -88,6 +90,14 @@ def _source(record: dict, repeats: list[str], detail: str) -> str:
     return f"{record['notebook']} ({detail}{again})"
 
 
+def _profile_of(record: dict, model: dict) -> str:
+    """The profile a model's runs came from: the record's, or the earlier run's for a kept model."""
+    if model.get("kept_from"):
+        kept = model["kept_from"]
+        return f"{kept.get('profile')}, run of {(kept.get('created') or '')[:10]}"
+    return record.get("_profile", "this run")
+
+
 def _mean(runs, test_set, metric):
     return float(np.mean([r["metrics"][test_set][metric] for r in runs]))
 
@@ -105,7 +115,7 @@ def model_table(records: list[dict], reference_runs: list[dict] | None = None) -
         runs = model["runs"]
         seeds = f"{len(runs)} seed{'s' * (len(runs) > 1)}"
         row = {"model": model["label"], "params": model["params"],
-               "source": _source(record, repeats, f"{record.get('_profile', 'this run')}, {seeds}")}
+               "source": _source(record, repeats, f"{_profile_of(record, model)}, {seeds}")}
         for test_set in ("in", "out", "long"):
             row[f"MAE {test_set}"] = _mean(runs, test_set, "mae")
             if test_set != "long":
@@ -119,7 +129,7 @@ def model_table(records: list[dict], reference_runs: list[dict] | None = None) -
         row["epochs"] = float(np.mean([r["epochs"] for r in runs]))
         rows.append(row)
         published = SEED_ROWS.get(model.get("seed_row") or "")
-        if published:
+        if published and not any(r["model"] == model["seed_row"] and r["source"] == "seed (published)" for r in rows):
             rows.append({"model": model["seed_row"], "source": "seed (published)", "params": published["params"],
                          "MAE in": published["mae_in"], "MRE in": published["mre_in"],
                          "MAE out": published["mae_out"], "MRE out": published["mre_out"],
@@ -128,6 +138,83 @@ def model_table(records: list[dict], reference_runs: list[dict] | None = None) -
                "acc in", "acc out", "acc long", "score", "p", "epochs"]
     frame = pd.DataFrame(rows)
     return frame.reindex(columns=[c for c in columns if c in frame.columns])
+
+
+def seed_way_table(records: list[dict]) -> pd.DataFrame:
+    """The seed's published columns computed the seed's way (``metrics.seed_way``), one row per
+    model whose runs stored the seed's signed error and MRE, its published row beside it.
+
+    Like for like with ANCHORS.md: MAE out and MRE out over all 2,048 out-of-range expressions,
+    the seed's MRE (divide by |truth|), the signed "MAE long" mean(|y| - prediction) over all 700
+    long expressions, the seed's score (signed long4 term) and its log t-test p-value.
+    """
+    base_runs = baseline_runs(records)
+    if not base_runs or not all(M.has_seed_way(r) for r in base_runs):
+        return pd.DataFrame()
+    baseline = M.seed_baseline(base_runs)
+    rows = []
+    for record, _, model, repeats in unique_models(records):
+        runs = [r["metrics"] for r in model["runs"]]
+        if not runs or not all(M.has_seed_way(r) for r in runs):
+            continue
+        seeds = f"{len(runs)} seed{'s' * (len(runs) > 1)}"
+        rows.append({"model": model["label"], "source": _source(record, repeats, f"{_profile_of(record, model)}, {seeds}"),
+                     **M.seed_way(runs, baseline)})
+        published = SEED_ROWS.get(model.get("seed_row") or "")
+        if published and not any(r["model"] == model["seed_row"] and r["source"] == "seed (published)" for r in rows):
+            rows.append({"model": model["seed_row"], "source": "seed (published)",
+                         "MAE in": published["mae_in"], "MRE in": published["mre_in"],
+                         "MAE out": published["mae_out"], "MRE out": published["mre_out"],
+                         "MAE long (signed)": published["mae_long"], "score": published["score"],
+                         "p": published["p"]})
+    return pd.DataFrame(rows)
+
+
+SEED_WAY_TEXT = (
+    "The table above uses this project's definitions (MAE long an absolute error, MRE divided by "
+    "max(|y|, 1), out-of-range score terms on out22). The seed's notebooks compute its published "
+    "columns differently, so the table below recomputes them the seed's way from the same runs: MAE "
+    "and MRE out over all 2,048 out-of-range expressions, MRE divided by |y| (0 by 1), **MAE long "
+    "(signed) = mean(|y| - prediction)** over the 700 long expressions as in the seed's `FNN_FNN2.py` "
+    "(not an error: it can be negative or near 0 for a bad model), the seed's score (its long4 term "
+    "signed, its relative term the seed MRE over all out) against the baseline FNN's runs taken the "
+    "way `FNN1_1.py` takes them, and p the t-test of log(score) against 0 (`get_p-value.py`). Only "
+    "these columns compare like for like with a \"seed (published)\" row; runs stored before the "
+    "seed's columns were recorded are not listed. The score's baseline here is this project's baseline FNN runs; "
+    "the seed's baseline came from its own `FNN1_1.py` runs, so scores compare only within a table.")
+
+
+def seed_weights_lines(records: list[dict]) -> list[str]:
+    """What the seed's own FNN2 weights score on the seed's own in-range test set (01_fnn)."""
+    for record in records:
+        path = Path(record["_dir"]) / "seed_weights_check.json"
+        if path.is_file() and "fnn2_seed_weights" in record["models"]:
+            check = json.loads(path.read_text())
+            ours = record["models"]["fnn2_seed_weights"]["runs"][0]["metrics"]["in"]["mae"]
+            return [f"The seed's own FNN2 weights (its `FNN2_weights.weights.h5`, one trained model, scored here) reach "
+                    f"in-range MAE {ours:.4f} on this project's in-range test set, of which "
+                    f"{check['project_in_test_in_seed_draw']:,} of {check['project_in_test']:,} expressions were in "
+                    f"the seed's own training draw, and {check['seed_in_test']['mae']:.4f} on the seed's own in-range "
+                    f"test set ({check['seed_in_test']['n']:,} expressions, replayed from `GetXY.py`); the published "
+                    "0.0269 is a mean over 5 runs that its shipped weights do not reach on its own test set.", ""]
+    return []
+
+
+def stability_table(path: Path = REPORTS / "experiments" / "stability.json") -> pd.DataFrame:
+    """Per-seed results of ``reports/experiments/stability.py`` (reduced runs of the stabilised layers)."""
+    if not path.is_file():
+        return pd.DataFrame()
+    rows = []
+    for record in json.loads(path.read_text()).values():
+        name = record["parameters"]["models"][0]
+        model, parameters = record["models"][name], record["parameters"]
+        for run in model["runs"]:
+            m = run["metrics"]
+            rows.append({"model": model["label"], "seed": run["seed"],
+                         "settings": f"{parameters['epochs']} epochs max, patience {parameters['patience']}",
+                         "epochs": run["epochs"], "acc in": m["in"]["accuracy"], "MAE in": m["in"]["mae"],
+                         "MAE out": m["out"]["mae"], "MAE long": m["long"]["mae"]})
+    return pd.DataFrame(rows)
 
 
 def comparison_table(record: dict, runs: Path = RUNS) -> pd.DataFrame:
@@ -389,6 +476,18 @@ def findings_markdown(records: list[dict], models: pd.DataFrame, exports: pd.Dat
                      + ", ".join(f"{k} {v:,}" for k, v in counts.items()))
     lines += ["", "## Results", "", markdown_table(models), "",
               "![MAE per test set](figures/mae_by_test_set.png)", ""]
+    seed_way = seed_way_table(records)
+    if not seed_way.empty:
+        lines += ["## The seed's columns, computed the seed's way", "", SEED_WAY_TEXT, "",
+                  markdown_table(seed_way), "", *seed_weights_lines(records)]
+    stability = stability_table(reports / "experiments" / "stability.json")
+    if not stability.empty:
+        lines += ["## Reduced checks: stabilised mLSTM and bounded Mamba", "",
+                  "`mlstm_stable` (xLSTM gate initialisation and per-head norm on top of the max-state stabiliser) "
+                  "and `mamba_bounded` (exact zero-order hold, RMS-normalised B and C: a state bounded on unseen "
+                  "magnitudes), trained by `reports/experiments/stability.py` with fewer epochs and seeds than the "
+                  "full profile (settings in each row); compare the seeds that failed before in 09_xlstm and the "
+                  "out-of-range MAE of 10_mamba.", "", markdown_table(stability), ""]
     general = generalisation_table(records)
     if not general.empty:
         best = general.iloc[0]
@@ -429,8 +528,12 @@ def findings_markdown(records: list[dict], models: pd.DataFrame, exports: pd.Dat
         relative = relative_dirs[record["notebook"]]
         figures = sorted(p.name for p in record["_dir"].glob("*.png"))
         profile = record.get("_profile")
-        command = (f"predcalc run --profile {profile} --only {record['notebook']}" if profile in PROFILES
+        overrides = record.get("_overrides") or {}
+        base = profile.split(" with ")[0] if isinstance(profile, str) else profile
+        command = (f"predcalc run --profile {base} --only {record['notebook']}" if base in PROFILES
                    else f"predcalc run --only {record['notebook']}")
+        if overrides:
+            command += " --set " + " ".join(f"'{k}={json.dumps(v)}'" for k, v in overrides.items())
         lines.append(f"- [{record['notebook']}]({relative}/{record['notebook']}.ipynb) (`{command}`): parameters "
                      f"`{json.dumps(record['parameters'])}`")
         lines += [f"  ![{name}]({relative}/{name})" for name in figures]

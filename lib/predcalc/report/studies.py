@@ -47,10 +47,13 @@ def timeseries_table(entry: dict) -> pd.DataFrame:
                      "RMSE": f"{r['RMSE']:.3f} ± {r.get('RMSE_std', 0):.3f}",
                      "MAE / naive": f"{r['MAE'] / naive[r['series']]['mae']:.2f}",
                      "epochs": f"{r.get('epochs', math.nan):.0f}", "_mae": r["MAE"]})
-    for series, metrics in naive.items():
-        rows.append({"series": series, "model": "naive (last value)", "params": 0,
-                     "MAE": f"{metrics['mae']:.3f}", "RMSE": f"{metrics['rmse']:.3f}", "MAE / naive": "1.00",
-                     "epochs": "", "_mae": metrics["mae"]})
+    baselines = entry.get("baselines") or {series: {"naive (last value)": m} for series, m in naive.items()}
+    for series, named in baselines.items():
+        for label, metrics in named.items():
+            rows.append({"series": series, "model": f"baseline: {label}", "params": 0,
+                         "MAE": f"{metrics['mae']:.3f}", "RMSE": f"{metrics['rmse']:.3f}",
+                         "MAE / naive": f"{metrics['mae'] / naive[series]['mae']:.2f}",
+                         "epochs": "", "_mae": metrics["mae"]})
     frame = pd.DataFrame(rows).sort_values(["series", "_mae"]).reset_index(drop=True)
     return frame.drop(columns=["_mae"])
 
@@ -89,14 +92,22 @@ def _timeseries_section(record: dict, folder: str) -> list[str]:
              f"{parameters.get('epochs')} epochs with early stopping (patience {parameters.get('patience')}). "
              "Mean ± standard deviation over seeds, test segment, in the series' units.", "",
              _table(timeseries_table(entry)), ""]
+    if parameters.get("target"):
+        lines += [f"The networks forecast the **{parameters['target']}** of the series"
+                  + (" (the next value minus the last, scaled on the training changes; the level forecast is the "
+                     "last value plus it)" if parameters["target"] == "change" else "") + ".", ""]
     for series, metrics in entry["naive"].items():
         rows = [r for r in entry["summary"] if r["series"] == series]
-        beat = [r["model"] for r in rows if r["MAE"] < metrics["mae"]]
+        named = (entry.get("baselines") or {}).get(series, {"naive (last value)": metrics})
+        strongest = min(named.items(), key=lambda item: item[1]["mae"])
+        beat = [r["model"] for r in rows if r["MAE"] < strongest[1]["mae"]]
         best = min(rows, key=lambda r: r["MAE"]) if rows else None
         if best:
-            lines.append(f"- {series}: best {best['model']} (MAE {best['MAE']:.3f}, "
-                         f"{best['MAE'] / metrics['mae']:.2f}x the naive forecast); {len(beat)} of {len(rows)} models "
-                         "beat the last-value forecast" + (f" ({', '.join(beat)})." if beat else "."))
+            lines.append(f"- {series}: best network {best['model']} (MAE {best['MAE']:.3f}, "
+                         f"{best['MAE'] / metrics['mae']:.2f}x the naive forecast); the strongest baseline is "
+                         f"{strongest[0]} (MAE {strongest[1]['mae']:.3f}); {len(beat)} of {len(rows)} networks beat "
+                         "every baseline" + (f" ({', '.join(beat)})." if beat else
+                                             ": the networks do not beat it here (see the notebook's conclusion)."))
     lines += ["", f"![forecasts]({folder}/forecasts.png)", ""]
     return lines
 

@@ -7,6 +7,13 @@ the past ``k`` values and predicts the next one. Splits are chronological by the
 predicted value: every training target comes before every validation target, which comes
 before every test target; inputs may reach back into the previous segment (they are the past,
 known at forecast time). The scaler (mean, std) is fitted on the training segment only.
+
+``target="change"`` forecasts the change ``y_t - y_{t-1}`` instead of the level (inputs: the
+past ``k`` changes, scaled by the training changes' mean and std), the usual remedy when the
+test values lie beyond the training range (a trend, as in CO2); the level forecast is the last
+value plus the predicted change. Baselines (no training on test values): the naive last value,
+the seasonal naive (the value one season earlier) and an autoregressive model fitted by
+statsmodels on the training segment (``ar_forecast``).
 """
 
 from __future__ import annotations
@@ -62,6 +69,22 @@ class Windows:
     train_index: np.ndarray
     val_index: np.ndarray
     test_index: np.ndarray
+    target: str = "level"
+    series: np.ndarray | None = None  # the raw series (levels), to map forecasts back
+
+    def levels(self, scaled, part: str = "test") -> np.ndarray:
+        """Scaled model outputs for ``part`` as level forecasts in the series' units."""
+        values = self.unscale(scaled)
+        if self.target == "level":
+            return values
+        index = getattr(self, f"{part}_index")
+        return self.series[index - 1] + values
+
+    def truth(self, part: str = "test") -> np.ndarray:
+        """The true levels of ``part``'s targets."""
+        if self.series is None:
+            return self.unscale(getattr(self, f"y_{part}"))
+        return self.series[getattr(self, f"{part}_index")]
 
     def scale(self, values):
         return (np.asarray(values, dtype="float64") - self.mean) / self.std
@@ -73,7 +96,8 @@ class Windows:
         return {"train": len(self.y_train), "validation": len(self.y_val), "test": len(self.y_test)}
 
 
-def chronological_split(series, k: int, train: float = 0.7, validation: float = 0.15) -> Windows:
+def chronological_split(series, k: int, train: float = 0.7, validation: float = 0.15,
+                        target: str = "level") -> Windows:
     """Windows of ``k`` past values; targets split in time order ``train | validation | test``.
 
     The boundaries are on the series: values ``[0, n_train)`` are training targets (and the
@@ -84,26 +108,83 @@ def chronological_split(series, k: int, train: float = 0.7, validation: float = 
     if not (0 < train < 1 and 0 <= validation < 1 and train + validation < 1):
         raise ValueError(f"train and validation must be fractions with train + validation < 1. "
                          f"Received: train={train}, validation={validation}")
+    if target not in ("level", "change"):
+        raise ValueError(f'target must be "level" or "change". Received: target={target!r}')
     n = len(series)
     n_train = int(round(train * n))
     n_val = int(round(validation * n))
-    if n_train <= k:
+    if n_train <= k + (target == "change"):
         raise ValueError(f"the training segment ({n_train} values) must be longer than k={k}")
-    mean = float(series[:n_train].mean())
-    std = float(series[:n_train].std()) or 1.0
-    x, y = make_windows((series - mean) / std, k)
-    index = np.arange(k, n)  # position of each target in the series
+    if target == "level":
+        mean = float(series[:n_train].mean())
+        std = float(series[:n_train].std()) or 1.0
+        x, y = make_windows((series - mean) / std, k)
+        index = np.arange(k, n)  # position of each target in the series
+    else:
+        change = np.diff(series)  # change[j] = series[j + 1] - series[j]
+        mean = float(change[:n_train - 1].mean())
+        std = float(change[:n_train - 1].std()) or 1.0
+        x, y = make_windows((change - mean) / std, k)
+        index = np.arange(k + 1, n)  # y[i] = change[i + k] is the step into series[i + k + 1]
     parts = {"train": index < n_train, "val": (index >= n_train) & (index < n_train + n_val),
              "test": index >= n_train + n_val}
     return Windows(k=int(k), mean=mean, std=std,
                    **{f"{axis}_{part}": arr[mask] for part, mask in parts.items()
                       for axis, arr in (("x", x), ("y", y))},
-                   **{f"{part}_index": index[mask] for part, mask in parts.items()})
+                   **{f"{part}_index": index[mask] for part, mask in parts.items()},
+                   target=target, series=series.copy())
 
 
 def naive_forecast(x) -> np.ndarray:
     """The last-value baseline: the forecast of ``y[i]`` is ``x[i, -1]``."""
     return np.asarray(x)[:, -1]
+
+
+SEASONS = {"sunspots": 11, "co2": 12}  # the solar cycle in years, the year in months
+
+
+def seasonal_naive_forecast(series, index, season: int) -> np.ndarray:
+    """The value one season earlier: the forecast of ``series[i]`` is ``series[i - season]``."""
+    return np.asarray(series, dtype="float64")[np.asarray(index) - season]
+
+
+def ar_forecast(series, n_train: int, index, max_lag: int = 24, difference: bool = False) -> tuple[np.ndarray, dict]:
+    """One-step forecasts of ``series[index]`` by an AR(p) model fitted on ``series[:n_train]``.
+
+    The order p (1..``max_lag``) is chosen by BIC with statsmodels' ``ar_select_order`` on the
+    training segment only; the fitted coefficients then forecast each target from the true past
+    values (as the neural models do). ``difference=True`` fits it on first differences and
+    adds the forecast change to the last value (ARIMA(p, 1, 0) with a constant).
+    """
+    from statsmodels.tsa.ar_model import AutoReg, ar_select_order
+
+    series = np.asarray(series, dtype="float64")
+    values = np.diff(series) if difference else series
+    fit_on = values[:n_train - 1] if difference else values[:n_train]
+    order = ar_select_order(fit_on, maxlag=max_lag, ic="bic", trend="c").ar_lags
+    lags = int(max(order)) if order else 0
+    fitted = AutoReg(fit_on, lags=lags, trend="c").fit()
+    const, coefs = float(fitted.params[0]), np.asarray(fitted.params[1:], dtype="float64")
+    index = np.asarray(index)
+    position = index - 1 if difference else index  # the value to forecast in ``values``
+    forecast = np.array([const + sum(coefs[j] * values[p - 1 - j] for j in range(lags)) for p in position])
+    if difference:
+        forecast = series[index - 1] + forecast
+    return forecast, {"lags": lags, "difference": bool(difference)}
+
+
+def baselines(name: str, windows: Windows, n_train: int) -> dict:
+    """Test metrics of the naive, seasonal-naive and AR (levels and changes) forecasts."""
+    truth = windows.truth("test")
+    index = windows.test_index
+    series = windows.series
+    out = {"naive (last value)": forecast_metrics(truth, series[index - 1]),
+           f"seasonal naive ({SEASONS[name]})": forecast_metrics(truth, seasonal_naive_forecast(
+               series, index, SEASONS[name]))}
+    for difference, label in ((False, "AR on levels"), (True, "AR on changes")):
+        forecast, info = ar_forecast(series, n_train, index, difference=difference)
+        out[f"{label} (p={info['lags']})"] = forecast_metrics(truth, forecast)
+    return out
 
 
 def forecast_metrics(truth, prediction) -> dict[str, float]:
@@ -146,7 +227,7 @@ def fit_and_evaluate(name: str, windows: Windows, seed: int = 0, epochs: int = 2
     history = model.fit(windows.x_train[..., None], windows.y_train, epochs=epochs, batch_size=batch_size,
                         validation_data=(windows.x_val[..., None], windows.y_val), callbacks=callbacks,
                         verbose=0, shuffle=True)
-    prediction = windows.unscale(model.predict(windows.x_test[..., None], verbose=0)[:, 0])
+    prediction = windows.levels(model.predict(windows.x_test[..., None], verbose=0)[:, 0], "test")
     return {"model": name, "seed": int(seed), "epochs": len(history.history["loss"]),
-            "params": int(model.count_params()),
-            **forecast_metrics(windows.unscale(windows.y_test), prediction), "forecast": prediction.tolist()}
+            "params": int(model.count_params()), "target": windows.target,
+            **forecast_metrics(windows.truth("test"), prediction), "forecast": prediction.tolist()}

@@ -42,6 +42,23 @@ class Results:
     protocol: Protocol
     models: dict = dataclasses.field(default_factory=dict)
     exports: dict = dataclasses.field(default_factory=dict)
+    kept: dict = dataclasses.field(default_factory=dict)  # stored records of models not retrained
+
+    def keep_stored(self, directory) -> list[str]:
+        """Keep the models of the ``metrics.json`` already in ``directory`` that this run did not
+        train, each marked ``kept_from`` (that run's date, profile and parameters), so a notebook
+        can add models without retraining the others. Returns the kept names."""
+        path = Path(directory) / "metrics.json"
+        if not path.is_file():
+            return []
+        stored = json.loads(path.read_text())
+        info = Path(directory) / "run.json"
+        profile = json.loads(info.read_text()).get("profile") if info.is_file() else None
+        for name, model in stored.get("models", {}).items():
+            if name not in self.models:
+                self.kept[name] = {**model, "kept_from": model.get("kept_from") or {
+                    "created": stored.get("created"), "profile": profile, "parameters": stored.get("parameters")}}
+        return sorted(self.kept)
 
     def plot_predictions(self, test_sets=REPORT_SETS, path=None):
         """Predicted vs true value of each model's first seed, one panel per test set."""
@@ -111,7 +128,7 @@ class Results:
                        "tokenizer": r.spec.tokenizer, "params": r.first.params, "runs": r.runs,
                        "export": self.exports.get(name)}
                 for name, r in self.models.items()
-            },
+            } | {name: model for name, model in self.kept.items() if name not in self.models},
         }
 
     def write(self, directory, notebook: str, parameters: dict) -> Path:
@@ -163,6 +180,23 @@ def run_seeds(model_names, protocol: Protocol, seeds=(0,), epochs: int = 200, pa
         for job, outcome in zip(jobs, outcomes):
             first = _restore(job, outcome) if outcome["weights"] else None  # only a first seed saved weights
             _collect(results, job["name"], first, outcome["predictions"], outcome["record"])
+    return results
+
+
+def add_pretrained(results: Results, name: str, extra_test_sets: dict | None = None) -> Results:
+    """Score a model whose builder loads trained weights (e.g. ``fnn2_seed_weights``) without
+    training it, as one run (seed 0, 0 epochs) beside the trained ones in ``results``."""
+    import time
+
+    from predcalc.training.fit import build
+
+    spec, model, tokenizer = build(name)
+    trained = TrainedModel(spec=spec, model=model, tokenizer=tokenizer, seed=0, history={}, epochs=0, seconds=0.0)
+    start = time.perf_counter()
+    scores, predictions = evaluate(trained, {**results.protocol.test_sets(), **(extra_test_sets or {})})
+    trained.seconds = time.perf_counter() - start
+    record = {**run_record(trained, scores), "pretrained": True}
+    _collect(results, name, trained, predictions, record)
     return results
 
 

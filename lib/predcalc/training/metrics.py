@@ -20,6 +20,20 @@
   expressions (``long4``) and the out-of-range terms only expressions whose absolute
   values sum to 22 (``out22``).
 - p-value: two-sided one-sample t-test of log(score) over seeds against 0.
+
+The seed's own notebooks compute some of these differently (``FNN_FNN2.py``,
+``get_p-value.py``, the baseline in ``FNN1_1.py``); ``seed_way`` below reproduces them so a
+published number is compared like for like:
+
+- signed "MAE long" (``signed``): ``mean(abs(truth) - prediction)``, not an absolute error;
+  its published column is this over all 700 long expressions, its score term over ``long4``.
+- seed MRE (``mre_seed``): ``|prediction - truth| / |truth|``, a truth of 0 dividing by 1
+  (so a truth of 0.5 divides by 0.5, unlike ``mre``).
+- seed score: the in and out22 terms as above, the long term the signed ``long4`` value
+  squared, the relative term the seed MRE over *all* out-of-range expressions; the baseline's
+  terms as ``FNN1_1.py`` makes them: absolute MAE on in, out22 and long4, and the seed MRE over
+  in and out together.
+- seed p-value: ``get_p-value.py``, the one-sample t-test of log(score) against 0.
 """
 
 from __future__ import annotations
@@ -66,11 +80,26 @@ def exact_accuracy(truth, prediction) -> float:
     return float(np.mean(hit))
 
 
+def signed_abs_error(truth, prediction) -> float:
+    """The seed's "MAE long": mean(|truth| - prediction), signed; NaN counts as the answer 0."""
+    truth, prediction = _pair(truth, prediction)
+    return float(np.mean(np.abs(truth) - np.where(np.isnan(prediction), 0.0, prediction)))
+
+
+def mre_seed(truth, prediction) -> float:
+    """The seed's MRE: |prediction - truth| / |truth|, a truth of 0 dividing by 1."""
+    truth = np.asarray(truth, dtype=np.float64).reshape(-1)
+    return float(np.mean(absolute_errors(truth, prediction) / np.where(truth == 0, 1.0, np.abs(truth))))
+
+
 def regression_metrics(truth, prediction) -> dict:
-    """MAE, MRE, exact accuracy, the count and the unparseable (NaN) predictions of one test set."""
+    """MAE, MRE, exact accuracy, the count and the unparseable (NaN) predictions of one test set,
+    and the seed's own signed error and MRE (``signed``, ``mre_seed``; see the module notes)."""
     return {
         "mae": mae(truth, prediction),
         "mre": mre(truth, prediction),
+        "signed": signed_abs_error(truth, prediction),
+        "mre_seed": mre_seed(truth, prediction),
         "accuracy": exact_accuracy(truth, prediction),
         "n": int(np.asarray(truth).size),
         "unparseable": int(np.isnan(np.asarray(prediction, dtype=np.float64)).sum()),
@@ -102,6 +131,51 @@ def mean_baseline(runs: list[dict]) -> dict:
                    for name in {n for s, n in SCORE_TERMS if s == test_set}}
         for test_set in {s for s, _ in SCORE_TERMS}
     }
+
+
+SEED_WAY_KEYS = (("in", "signed"), ("out", "mre_seed"), ("long", "signed"), ("long4", "signed"))
+
+
+def has_seed_way(metrics: dict) -> bool:
+    """True when a run's metrics hold what ``seed_way`` needs (runs before it was added do not)."""
+    return all(name in metrics.get(test_set, {}) for test_set, name in SEED_WAY_KEYS)
+
+
+def seed_baseline(runs: list[dict]) -> dict:
+    """The seed's baseline terms (``FNN1_1.py``), from the baseline FNN's per-seed metrics:
+    squared means of MAE in, MAE out22, absolute MAE long4 and the seed MRE over in and out."""
+    if not runs:
+        raise ValueError("the baseline has no runs")
+
+    def rel(run):
+        n_in, n_out = run["in"]["n"], run["out"]["n"]
+        return (run["in"]["mre_seed"] * n_in + run["out"]["mre_seed"] * n_out) / (n_in + n_out)
+
+    return {"in": float(np.mean([r["in"]["mae"] for r in runs])) ** 2,
+            "out22": float(np.mean([r["out22"]["mae"] for r in runs])) ** 2,
+            "long4": float(np.mean([r["long4"]["mae"] for r in runs])) ** 2,
+            "rel": float(np.mean([rel(r) for r in runs])) ** 2}
+
+
+def seed_score(metrics: dict, baseline: dict) -> float:
+    """The seed's benchmark of one run (``FNN_FNN2.py``): signed long4 term, seed MRE over all out."""
+    terms = (("in", metrics["in"]["mae"]), ("out22", metrics["out22"]["mae"]),
+             ("long4", metrics["long4"]["signed"]), ("rel", metrics["out"]["mre_seed"]))
+    if any(value == 0 for _, value in terms):
+        return math.inf
+    return float(np.mean([baseline[key] / value ** 2 for key, value in terms]))
+
+
+def seed_way(runs: list[dict], baseline: dict) -> dict:
+    """The seed's published columns of one model, computed the seed's way, averaged over runs:
+    MAE/MRE in and out (all 2,048), the signed "MAE long" over all 700, score and its p-value."""
+    scores = [seed_score(r, baseline) for r in runs]
+    return {"MAE in": float(np.mean([r["in"]["mae"] for r in runs])),
+            "MRE in": float(np.mean([r["in"]["mre_seed"] for r in runs])),
+            "MAE out": float(np.mean([r["out"]["mae"] for r in runs])),
+            "MRE out": float(np.mean([r["out"]["mre_seed"] for r in runs])),
+            "MAE long (signed)": float(np.mean([r["long"]["signed"] for r in runs])),
+            "score": float(np.mean(scores)), "p": log_score_p_value(scores)}
 
 
 def log_score_p_value(scores) -> float:

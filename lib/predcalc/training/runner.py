@@ -234,7 +234,8 @@ def kill_tree(pid: int, timeout: float = 5.0) -> None:
 
 
 def execute(notebook: Path, profile: str, runs: Path = RUNS, progress_bar: bool = False,
-            failed: Path = FAILED, logs: Path = LOGS, children: _Children | None = None) -> Outcome:
+            failed: Path = FAILED, logs: Path = LOGS, children: _Children | None = None,
+            overrides: dict | None = None) -> Outcome:
     """Run one notebook into ``runs/<name>/`` through a temporary folder, in a child process."""
     destination = runs / notebook.stem
     runs.mkdir(parents=True, exist_ok=True)
@@ -244,7 +245,7 @@ def execute(notebook: Path, profile: str, runs: Path = RUNS, progress_bar: bool 
     temporary = Path(tempfile.mkdtemp(prefix=f".{notebook.stem}.", suffix=".partial", dir=runs))
     start = time.perf_counter()
     source, alias_parameters = source_of(notebook)
-    parameters = {**parameters_for(source, profile, temporary), **alias_parameters}
+    parameters = {**parameters_for(source, profile, temporary), **alias_parameters, **(overrides or {})}
     error_file = temporary / ".error"
     command = [sys.executable, "-m", "predcalc.training.runner", "--execute", str(source),
                str(temporary / notebook.name), json.dumps(parameters), str(source.parent), str(error_file)]
@@ -265,8 +266,9 @@ def execute(notebook: Path, profile: str, runs: Path = RUNS, progress_bar: bool 
         seconds = time.perf_counter() - start
         final = failed / notebook.stem if error else destination
         _replace_text(temporary, str(temporary), relative(final))
+        label = profile if not overrides else f"{profile} with {', '.join(f'{k}={v}' for k, v in overrides.items())}"
         (temporary / RUN_INFO).write_text(json.dumps({
-            "profile": profile, "seconds": round(seconds, 1), "error": error,
+            "profile": label, "overrides": overrides or {}, "seconds": round(seconds, 1), "error": error,
             "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "injected": {k: relative(final) if k == "output_dir" else v for k, v in parameters.items()}},
             indent=1))
@@ -290,13 +292,15 @@ def _main_thread_signals():
 
 def run(only=None, profile: str = "quick", workers: int = 1, runs: Path | None = None,
         notebooks_dir: Path = NOTEBOOKS, failed: Path = FAILED, logs: Path = LOGS,
-        progress: bool = True, report=None) -> list[Outcome]:
+        progress: bool = True, report=None, overrides: dict | None = None) -> list[Outcome]:
     """Execute the notebooks, ``workers`` at a time, under one progress bar.
 
     ``runs`` defaults to :func:`predcalc.paths.runs_for` (build/runs/ for quick, reports/runs/ for
     full). ``report(outcome, done, total)`` is called as each notebook finishes (the command line
     prints a status line). Raises :class:`Interrupted` on Ctrl-C or SIGTERM, after stopping the
-    kernels; the notebooks that finished keep their results.
+    kernels; the notebooks that finished keep their results. ``overrides`` (``predcalc run --set
+    KEY=JSON``) replace parameters on top of the profile (e.g. fewer epochs to fit a time budget);
+    ``run.json`` and the report's profile label name them.
     """
     from tqdm import tqdm
 
@@ -317,7 +321,7 @@ def run(only=None, profile: str = "quick", workers: int = 1, runs: Path | None =
                bar_format="{desc}: notebook {n_fmt} of {total_fmt} |{bar}| elapsed {elapsed}, left ~{remaining}"
                           "{postfix}", dynamic_ncols=True)
     try:
-        futures = {pool.submit(execute, nb, profile, runs, False, failed, logs, children): nb for nb in notebooks}
+        futures = {pool.submit(execute, nb, profile, runs, False, failed, logs, children, overrides): nb for nb in notebooks}
         bar.set_postfix_str(", ".join(nb.stem for nb in notebooks[:workers]))
         for future in concurrent.futures.as_completed(futures):
             outcome = future.result()
