@@ -51,7 +51,7 @@ def test_evaluate_on_a_users_file(exported_fnn2, tmp_path, capsys):
     model = exported_fnn2[2] / "model_float32.tflite"
     assert main(["evaluate", "--model", str(model), "--file", str(path), "--json"]) == 0
     result = json.loads(capsys.readouterr().out)
-    assert result["n"] == 2 and 0 <= result["accuracy"] <= 1 and result["mae"] >= 0
+    assert result["n"] == 2 and 0 <= result["exact"] <= 1 and result["mae"] >= 0
     path.write_text("1 + 2\n1 +\n")
     assert main(["evaluate", "--model", str(model), "--file", str(path)]) == 2
     assert "mine.tsv:2: expression ends too early" in capsys.readouterr().err
