@@ -137,3 +137,16 @@ def test_parallel_vs_loop_step_times_both_paths(monkeypatch):
     medians = parallel_vs_loop_step("mamba", x, y, repeats=2)
     assert built == [("mamba", True), ("mamba", False)]
     assert set(medians) == {True, False} and all(s > 0 for s in medians.values())
+
+
+def test_seed_recipe_lines_score_the_seed_way_beside_the_published_row():
+    from predcalc.report.findings import baseline_runs, load_runs
+
+    stored = [r for r in load_runs() if r["notebook"] == "06_transformer"][0]["models"]["transformer4_seed"]
+    spec = types.SimpleNamespace(seed_row=stored["seed_row"])
+    results = types.SimpleNamespace(models={"transformer4_seed": types.SimpleNamespace(runs=stored["runs"], spec=spec)})
+    lines = notes.seed_recipe_lines(results, baseline_runs(load_runs()), 40)
+    assert len(lines) == 2 and lines[0].startswith("transformer4_seed (1 seed(s), 40 epochs at most): MAE in ")
+    assert "seed published: MAE in " in lines[1] and lines[1].startswith(" " * len("transformer4_seed"))
+    assert notes.seed_recipe_lines(results, None, 40) == []
+    assert notes.seed_recipe_lines(types.SimpleNamespace(models={}), baseline_runs(load_runs()), 40) == []

@@ -51,22 +51,25 @@ def _check_layers(layers: int) -> None:
         raise ValueError(f"layers must be at least 1. Received: layers={layers}")
 
 
+def _stacked_min(tokenizer, layer_class, name: str, units: int, layers: int, embedding: int,
+                 parallel: bool) -> keras.Model:
+    """``layers`` stacked minGRU or minLSTM layers named ``NAME_1``, ``NAME_2``, ...: only the last returns one state."""
+    _check_layers(layers)
+    return sequence_model(tokenizer, lambda: [
+        layer_class(units, return_sequences=index < layers - 1, parallel=parallel, name=f"{name}_{index + 1}")
+        for index in range(layers)], embedding, name=name)
+
+
 @register_model("min_gru", label="MinGRU (2 x 64)", family=FAMILY, tokenizer="numeric")
 def min_gru(tokenizer, units: int = 64, layers: int = 2, embedding: int = 64, parallel: bool = True) -> keras.Model:
     """Stacked minGRU layers (16,833 parameters with the defaults)."""
-    _check_layers(layers)
-    return sequence_model(tokenizer, lambda: [
-        MinGRU(units, return_sequences=index < layers - 1, parallel=parallel, name=f"min_gru_{index + 1}")
-        for index in range(layers)], embedding, name="min_gru")
+    return _stacked_min(tokenizer, MinGRU, "min_gru", units, layers, embedding, parallel)
 
 
 @register_model("min_lstm", label="MinLSTM (2 x 64)", family=FAMILY, tokenizer="numeric")
 def min_lstm(tokenizer, units: int = 64, layers: int = 2, embedding: int = 64, parallel: bool = True) -> keras.Model:
     """Stacked minLSTM layers (25,153 parameters with the defaults)."""
-    _check_layers(layers)
-    return sequence_model(tokenizer, lambda: [
-        MinLSTM(units, return_sequences=index < layers - 1, parallel=parallel, name=f"min_lstm_{index + 1}")
-        for index in range(layers)], embedding, name="min_lstm")
+    return _stacked_min(tokenizer, MinLSTM, "min_lstm", units, layers, embedding, parallel)
 
 
 @register_model("slstm", label="sLSTM (64, 4 heads)", family=FAMILY, tokenizer="numeric")

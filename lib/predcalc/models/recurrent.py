@@ -62,24 +62,30 @@ def rnn2(tokenizer, units: int = 470, num_layers: int = 1, unroll: bool = True,
     return keras.Model(inputs, outputs, name="rnn2")
 
 
+def _last_state_to_value(tokenizer, mask_padding: bool, make_layer, name: str) -> keras.Model:
+    """The numeric tokens through one recurrent layer (built by ``make_layer()`` after the inputs, as
+    before), its last state to one linear neuron."""
+    inputs, x = numeric_sequence(tokenizer, mask_padding)
+    x = make_layer()(x)
+    outputs = keras.layers.Dense(1, name="value")(x)
+    return keras.Model(inputs, outputs, name=name)
+
+
 @register_model("lstm", label="LSTM (64 units)", family="LSTM", tokenizer="numeric")
 def lstm(tokenizer, units: int = 64, unroll: bool = True, mask_padding: bool = False) -> keras.Model:
     """Keras LSTM (seed 000 equations (1)-(6)) over the numeric tokens, last state to one neuron."""
     _check_positive(units=units)
-    inputs, x = numeric_sequence(tokenizer, mask_padding)
-    x = keras.layers.LSTM(units, unroll=unroll, name="lstm")(x)
-    outputs = keras.layers.Dense(1, name="value")(x)
-    return keras.Model(inputs, outputs, name="lstm")
+    return _last_state_to_value(tokenizer, mask_padding, lambda: keras.layers.LSTM(units, unroll=unroll, name="lstm"),
+                                name="lstm")
 
 
 @register_model("gru", label="GRU (64 units)", family="GRU", tokenizer="numeric")
 def gru(tokenizer, units: int = 64, unroll: bool = True, mask_padding: bool = False) -> keras.Model:
     """Keras GRU with the reset gate before the product (seed 000 eq. (7)-(10)), last state to one neuron."""
     _check_positive(units=units)
-    inputs, x = numeric_sequence(tokenizer, mask_padding)
-    x = keras.layers.GRU(units, reset_after=False, unroll=unroll, name="gru")(x)
-    outputs = keras.layers.Dense(1, name="value")(x)
-    return keras.Model(inputs, outputs, name="gru")
+    return _last_state_to_value(tokenizer, mask_padding,
+                                lambda: keras.layers.GRU(units, reset_after=False, unroll=unroll, name="gru"),
+                                name="gru")
 
 
 @register_model("bilstm_attention", label="BiLSTM + attention (2 x 19 units)", family="BiLSTM + attention",

@@ -62,18 +62,23 @@ def _table(frame: pd.DataFrame) -> str:
     return markdown_table(frame, cell=plain_cell, empty="")
 
 
+def _opening(title: str, record: dict, intro: str, table: pd.DataFrame) -> list[str]:
+    """A study's heading (with its notebook and profile), its introduction and its table."""
+    return [f"### {title} ({record['notebook']}, {record['_profile']})", "", intro, "", _table(table), ""]
+
+
 def _speed_section(record: dict, folder: str) -> list[str]:
     entry, parameters = record["speed"], record["parameters"]
     lengths = sorted({r["length"] for r in entry["speedups"]})
     train = [r for r in entry["speedups"] if r["phase"] == "train_step" and r["parallel_vs_keras"]]
     best = max(train, key=lambda r: r["parallel_vs_keras"]) if train else None
     paper = entry.get("paper_speedup_t4_gpu", {})
-    lines = [f"### Parallel scan vs step loop vs Keras ({record['notebook']}, {record['_profile']})", "",
-             f"Median seconds of a training step and of inference, batch {parameters.get('batch')}, "
-             f"{parameters.get('units')} units, lengths {lengths[0]} to {lengths[-1]}, {parameters.get('repeats')} "
-             f"interleaved repeats, on this project's 2-core CPU ({record['backend']} backend). Each cell is the "
-             "Keras layer's time over the min* layer's (above 1: the min* layer is faster).", "",
-             _table(speed_table(entry)), ""]
+    lines = _opening("Parallel scan vs step loop vs Keras", record,
+                     f"Median seconds of a training step and of inference, batch {parameters.get('batch')}, "
+                     f"{parameters.get('units')} units, lengths {lengths[0]} to {lengths[-1]}, {parameters.get('repeats')} "
+                     f"interleaved repeats, on this project's 2-core CPU ({record['backend']} backend). Each cell is the "
+                     "Keras layer's time over the min* layer's (above 1: the min* layer is faster).",
+                     speed_table(entry))
     if best:
         lines.append(f"Best training-step speed-up over Keras here: **{best['parallel_vs_keras']:.2f}x** "
                      f"({best['family']}, parallel scan, length {best['length']}); the paper reports "
@@ -86,12 +91,12 @@ def _speed_section(record: dict, folder: str) -> list[str]:
 
 def _timeseries_section(record: dict, folder: str) -> list[str]:
     entry, parameters = record["timeseries"], record["parameters"]
-    lines = [f"### One-step-ahead forecasting of real series ({record['notebook']}, {record['_profile']})", "",
-             f"Sunspots (yearly) and Mauna Loa CO2 (monthly) from statsmodels, chronological 70/15/15 split, the "
-             f"past {parameters.get('k')} values in, {len(parameters.get('seeds', []))} seed(s) each, at most "
-             f"{parameters.get('epochs')} epochs with early stopping (patience {parameters.get('patience')}). "
-             "Mean ± standard deviation over seeds, test segment, in the series' units.", "",
-             _table(timeseries_table(entry)), ""]
+    lines = _opening("One-step-ahead forecasting of real series", record,
+                     f"Sunspots (yearly) and Mauna Loa CO2 (monthly) from statsmodels, chronological 70/15/15 split, the "
+                     f"past {parameters.get('k')} values in, {len(parameters.get('seeds', []))} seed(s) each, at most "
+                     f"{parameters.get('epochs')} epochs with early stopping (patience {parameters.get('patience')}). "
+                     "Mean ± standard deviation over seeds, test segment, in the series' units.",
+                     timeseries_table(entry))
     if parameters.get("target"):
         lines += [f"The networks forecast the **{parameters['target']}** of the series"
                   + (" (the next value minus the last, scaled on the training changes; the level forecast is the "
@@ -126,11 +131,11 @@ def _explain_section(record: dict, folder: str, figures) -> list[str]:
                      "IG share operators": f"{100 * s['share_operators']:.0f} %",
                      "r(IG b, op·b)": f"{s['corr_b']:.2f}", "r(IG c, op·c)": f"{s['corr_c']:.2f}",
                      "completeness gap": f"{s['completeness_max_gap']:.2g}"})
-    lines = [f"### Explanations ({record['notebook']}, {record['_profile']})", "",
-             "Integrated gradients from an all-padding input over in-range test expressions: the share of the "
-             "attribution mass on numbers and operators, and whether the attribution of b and c follows the "
-             "signed term they contribute (a model that applies the operator gives r near 1).", "",
-             _table(pd.DataFrame(rows)), ""]
+    lines = _opening("Explanations", record,
+                     "Integrated gradients from an all-padding input over in-range test expressions: the share of the "
+                     "attribution mass on numbers and operators, and whether the attribution of b and c follows the "
+                     "signed term they contribute (a model that applies the operator gives r near 1).",
+                     pd.DataFrame(rows))
     attention = entry.get("attention") or {}
     if attention:
         lines.append(f"- BiLSTM attention: {100 * attention['mass_expression']:.0f} % of the weight on the five "
@@ -202,8 +207,7 @@ def _extended_section(record: dict, folder: str) -> list[str]:
                       "`+` and `-` (operators overwrite the sign state, so a number's coefficient depends only on "
                       "the operator before it), then the readout is solved by least squares on the seed's training "
                       "split; its ablation solves the readout with the operator gates as fitted.")
-    lines = [f"### {title} ({record['notebook']}, {record['_profile']})", "", intro, "",
-             _table(extended_table(entry)), ""]
+    lines = _opening(title, record, intro, extended_table(entry))
     for model in entry["models"].values():
         runs = model["runs"]
         mre = {f: sum(r["metrics"][f]["mre"] for r in runs) / len(runs) for f in ("digits_1", "digits_6")

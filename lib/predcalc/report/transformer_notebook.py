@@ -104,6 +104,43 @@ def readout_answer(trained, name: str, expression: str) -> str:
     return f"{name} writes {answer_format.text(np.argmax(logits, -1)[0])!r} -> {trained.predict([expression])[0]:g}"
 
 
+def model_sizes(names) -> list[str]:
+    """One line per model: its parameter count (beside the seed's, when it has a seed row) and output shape."""
+    from predcalc.report.anchors import SEED_ROWS
+    from predcalc.training import fit
+
+    lines = []
+    for name in names:
+        spec, model, _ = fit.build(name)
+        seed_row = SEED_ROWS.get(spec.seed_row or "")
+        beside = f" (seed: {seed_row['params']:,})" if seed_row else ""
+        lines.append(f"{name:<28} {model.count_params():>8,} parameters{beside}  output {tuple(model.outputs[0].shape[1:])}")
+    return lines
+
+
+def seed_recipe_lines(results, base_runs, epochs) -> list[str]:
+    """The seed recipe's models (transformer4_seed, transformer5_seed) scored the seed's way against the
+    baseline FNN's runs ``base_runs``, each beside the seed's published row; none without those runs."""
+    from predcalc.report.anchors import SEED_ROWS
+    from predcalc.training import metrics as M
+
+    seed_recipe = [name for name in ("transformer4_seed", "transformer5_seed") if name in results.models]
+    if not (seed_recipe and base_runs and all(M.has_seed_way(r) for r in base_runs)):
+        return []
+    baseline = M.seed_baseline(base_runs)
+    lines = []
+    for name in seed_recipe:
+        result = results.models[name]
+        ours = M.seed_way([run["metrics"] for run in result.runs], baseline)
+        published = SEED_ROWS[result.spec.seed_row]
+        lines.append(f"{name} ({len(result.runs)} seed(s), {epochs} epochs at most): " + ", ".join(
+            f"{key} {value:.4g}" for key, value in ours.items()))
+        lines.append(f"{'':>{len(name)}}  seed published: MAE in {published['mae_in']}, MRE in {published['mre_in']}, "
+                     f"MAE out {published['mae_out']}, MRE out {published['mre_out']}, MAE long (signed) "
+                     f"{published['mae_long']}, score {published['score']}, p {published['p']}")
+    return lines
+
+
 def conclusion(table, results, token_models, unparseable: dict, unseen: dict, protocol, seeds, epochs) -> str:
     ours = table[table.source != "seed (published)"].set_index("model")
     seed_rows = table[table.source == "seed (published)"].set_index("model")
