@@ -73,3 +73,15 @@ def test_litert_export_matches_keras_on_every_input(tmp_path):
     tabulated, direct = Calculator(path), Calculator(path, tabulate=False)
     expressions = ["1 + 2", "3 * (4 - 5)", "7 / 2"]
     assert tabulated.answers(expressions) == direct.answers(expressions)
+
+
+def test_gru_adder_numpy_path_equals_keras():
+    from predcalc.calculator import ablations
+
+    rng = np.random.default_rng(0)
+    sequences = rng.integers(0, 10, (40, 6, 3))
+    sequences[:, :, 0] = rng.integers(0, 2, (40, 1))
+    model = ablations.train_gru_adder(sequences, seed=0, carry_targets=True, epochs=1)
+    digits, _ = model(sequences.astype(np.int32), training=False)
+    numpy_digits = ablations.gru_addsub(model)(sequences[:, :, 1], sequences[:, :, 2], sequences[:, 0, 0])
+    assert (np.argmax(np.asarray(digits), axis=-1) == numpy_digits).all()

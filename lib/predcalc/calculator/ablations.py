@@ -138,12 +138,26 @@ def train_gru_adder(sequences: np.ndarray, seed: int, carry_targets: bool, units
 
 
 def gru_addsub(model):
-    """An ``addsub`` replacement for :class:`~predcalc.calculator.engine.Engine`: digits from the GRU."""
+    """An ``addsub`` replacement for :class:`~predcalc.calculator.engine.Engine`: digits from the GRU,
+    run in NumPy from its weights (Keras' GRU with ``reset_after``: gates ordered z, r, h)."""
+    kernel, recurrent, bias = [np.asarray(w) for w in model.get_layer("gru").get_weights()]
+    readout, readout_bias = [np.asarray(w) for w in model.get_layer("digit").get_weights()]
+    units = recurrent.shape[0]
+    sigmoid = lambda v: 1 / (1 + np.exp(-v))  # noqa: E731
 
     def run(a: np.ndarray, b: np.ndarray, mode: np.ndarray) -> np.ndarray:
-        width = a.shape[1]
-        x = np.stack([np.broadcast_to(np.asarray(mode)[:, None], a.shape), a, b], axis=-1).astype(np.int32)
-        digit, _ = model(x, training=False)
-        return np.argmax(np.asarray(digit), axis=-1).reshape(len(a), width)
+        n, width = a.shape
+        x = np.concatenate([np.eye(2)[np.broadcast_to(np.asarray(mode)[:, None], a.shape)], np.eye(10)[a],
+                            np.eye(10)[b]], axis=-1) @ kernel + bias[0]
+        h = np.zeros((n, units))
+        digits = np.zeros((n, width), np.int64)
+        for t in range(width):
+            inner = h @ recurrent + bias[1]
+            z = sigmoid(x[:, t, :units] + inner[:, :units])
+            r = sigmoid(x[:, t, units: 2 * units] + inner[:, units: 2 * units])
+            candidate = np.tanh(x[:, t, 2 * units:] + r * inner[:, 2 * units:])
+            h = z * h + (1 - z) * candidate
+            digits[:, t] = np.argmax(h @ readout + readout_bias, axis=-1)
+        return digits
 
     return run

@@ -13,12 +13,15 @@ from predcalc.data.exact_answers import score_answers
 from predcalc.data.calculator_families import INTEGER_WORLD, draw
 
 
-def bench(calculator_path, n: int = 10_000, operators: int = 10, seed: int = 7, repeats: int = 3) -> dict:
+def bench(calculator_path, n: int = 10_000, operators: int = 10, seed: int = 7, repeats: int = 3,
+          n_division: int | None = None) -> dict:
     """Throughput of the exported calculator against Python's exact evaluator (``fractions``), one run.
 
     Both evaluate the same ``n`` expressions of ``operators`` operators (integers of the training
-    world, and a second set with ``/``); the ratio is the calculator's time over Python's, best of
-    ``repeats``. Also the latency of one expression through the LiteRT file.
+    world), and ``n_division`` (default ``n // 10``) with ``/`` as well, whose fractions the
+    calculator reduces with Euclid's algorithm on its learned steps (the slow path); the ratio is
+    the calculator's time over Python's, best of ``repeats`` (once for the division set). Also the latency of one expression
+    through the LiteRT file.
     """
     import dataclasses
 
@@ -28,11 +31,12 @@ def bench(calculator_path, n: int = 10_000, operators: int = 10, seed: int = 7, 
 
     calculator = Calculator(calculator_path)
     out = {"n": n, "operators": operators}
+    sizes = {"integers": n, "with_division": n_division or max(1, n // 10)}
     for label, world in (("integers", INTEGER_WORLD), ("with_division", TRAINING_WORLD)):
         world = dataclasses.replace(world, operators=(operators, operators))
-        expressions = [e for e, _ in draw(world, n, seed)]
+        expressions = [e for e, _ in draw(world, sizes[label], seed)]
         python, model = [], []
-        for _ in range(repeats):
+        for _ in range(repeats if label == "integers" else 1):  # the slow division path is timed once
             started = time.perf_counter()
             truth = [evaluate(e) for e in expressions]
             python.append(time.perf_counter() - started)
@@ -40,7 +44,7 @@ def bench(calculator_path, n: int = 10_000, operators: int = 10, seed: int = 7, 
             answers = calculator.answers(expressions, batch_size=len(expressions))
             model.append(time.perf_counter() - started)
         scored = score_answers([str(t) for t in truth], answers)
-        out[label] = {"python_seconds": min(python), "calculator_seconds": min(model),
+        out[label] = {"n": len(expressions), "python_seconds": min(python), "calculator_seconds": min(model),
                       "ratio": min(model) / min(python), "exact": scored["exact"]}
     latencies = []
     for expression in ["2*-26 + (7 - 3) / 4"] * 50:

@@ -112,7 +112,7 @@ def untrained_control(seed: int, test_families: dict) -> dict:
                                                                        test_families)}
 
 
-def ablation(kind: str, seed: int, expressions: int, test_families: dict) -> dict:
+def ablation(kind: str, seed: int, expressions: int, test_families: dict, adder_epochs: int = 60) -> dict:
     """One ablation at one seed (see :mod:`predcalc.calculator.ablations`)."""
     started = time.perf_counter()
     if kind == "uniform":
@@ -130,9 +130,11 @@ def ablation(kind: str, seed: int, expressions: int, test_families: dict) -> dic
             extra = {"parameters": int(model.count_params())}
         elif kind in ("continuous_state", "answers_only"):
             sequences = ablations.adder_sequences(result["data"])
-            model = ablations.train_gru_adder(sequences, seed, carry_targets=kind == "continuous_state")
+            model = ablations.train_gru_adder(sequences, seed, carry_targets=kind == "continuous_state",
+                                              epochs=adder_epochs)
             engine = Engine({**steps, "addsub_sequence": ablations.gru_addsub(model)})
             extra = {"parameters": int(model.count_params()), "training_sequences": int(len(sequences)),
+                     "epochs": adder_epochs,
                      "longest": int(sequences.shape[1])}
         else:
             raise ValueError(f"unknown ablation {kind!r}")
@@ -301,7 +303,7 @@ def conclusion(record: dict) -> str:
     speed = record["speed"]
     lines.append(f"- Speed ({speed['n']:,} expressions of {speed['operators']} operators): the LiteRT calculator "
                  f"takes {speed['integers']['ratio']:.1f}x Python's exact evaluator on integers and "
-                 f"{speed['with_division']['ratio']:.1f}x with division; one expression "
+                 f"{speed['with_division']['ratio']:.1f}x on {speed['with_division']['n']:,} with division; one expression "
                  f"{speed['latency_ms']['median']:.1f} ms.")
     return "\n".join(lines)
 

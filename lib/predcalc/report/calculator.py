@@ -91,6 +91,7 @@ def section(record: dict, folder: str) -> list[str]:
              f"Speed ({speed['n']:,} expressions of {speed['operators']} operators, best of three, this 2-core CPU): "
              f"the LiteRT calculator takes {speed['integers']['calculator_seconds']:.2f} s against Python's exact "
              f"evaluator's {speed['integers']['python_seconds']:.2f} s on integers "
-             f"({speed['integers']['ratio']:.1f}x), {speed['with_division']['ratio']:.1f}x with division; one "
+             f"({speed['integers']['ratio']:.1f}x), {speed['with_division']['ratio']:.1f}x on "
+             f"{speed['with_division']['n']:,} expressions with division; one "
              f"expression takes {speed['latency_ms']['median']:.1f} ms.", ""]
     return lines
