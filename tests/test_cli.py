@@ -78,6 +78,16 @@ def test_a_leading_minus_is_the_expression_not_an_option(exported_fnn2, capsys):
     assert "exact 3" in capsys.readouterr().out
 
 
+FNN2 = str(ROOT / "reports/runs/01_fnn/export/fnn2/model_float32.tflite")
+
+
+def test_the_default_calculator_takes_20000_terms_and_5000_parentheses(capsys):
+    assert main(["predict", " + ".join(["1"] * 20_000)]) == 0
+    assert "= 20000  (calculated by calculator" in capsys.readouterr().out
+    assert main(["predict", "(" * 5_000 + "-7" + ")" * 5_000]) == 0
+    assert "= -7  (calculated by calculator" in capsys.readouterr().out
+
+
 @pytest.mark.parametrize("argv, message", [
     (["predict", "1 + 2", "--model", ""], "--model is empty"),
     (["predict", "1 + 2", "--model", "  "], "--model is empty"),
@@ -86,9 +96,9 @@ def test_a_leading_minus_is_the_expression_not_an_option(exported_fnn2, capsys):
     (["predict", "1", "--bogus"], "unrecognized arguments: --bogus"),
     (["frobnicate"], "invalid choice: 'frobnicate'"),
     (["run", "--workers", "two"], "invalid int value: 'two'"),
-    (["predict", " + ".join(["1"] * 20_000)], "holds at most 15"),
-    (["predict", "(" * 5_000 + "1" + ")" * 5_000], "numeric tokenizer"),
-    (["predict", "(" * 5_000 + "1"], "is never closed"),
+    (["predict", " + ".join(["1"] * 20_000), "--model", FNN2], "holds at most 15"),
+    (["predict", "(" * 5_000 + "1" + ")" * 5_000, "--model", FNN2], "numeric tokenizer"),
+    (["predict", "(" * 5_000 + "1"], "never closed"),
 ])
 def test_every_usage_error_is_one_short_line_and_exit_2(capsys, argv, message):
     assert main(argv) == 2

@@ -136,10 +136,10 @@ def _evaluate(args) -> int:
     from predcalc.data.exact_answers import score_answers, value_answer
     from predcalc.data.files import load_exact_pairs
 
+    model = _model(args)
     pairs = load_exact_pairs(args.file)
     expressions = [e for e, _ in pairs]
     truths = [str(v) for _, v in pairs]
-    model = _model(args)
     result = {"model": str(args.model), "file": str(args.file)}
     if isinstance(model, Calculator):
         answers = model.answers(expressions)
