@@ -204,21 +204,28 @@ def plot_axes(results: dict, boxes: dict, path=None):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    figure, panels = plt.subplots(1, 3, figsize=(10, 3.2), sharey=True)
+    figure, panels = plt.subplots(1, 3, figsize=(10, 3.8), sharey=True)
     for panel, (axis, names) in zip(panels, AXIS_FAMILIES.items()):
-        for label, summary_of in results.items():
+        for index, (label, summary_of) in enumerate(results.items()):
             xs = [boxes[n][axis][1] for n in names]
             ys = [100 * summary_of[n]["mean"] for n in names]
-            panel.plot(xs, ys, marker="o", label=label)
+            main = label == "calculator"
+            panel.plot(xs, ys, marker="o", color=f"C{index}", label=ABLATION_LABELS.get(label, label),
+                       linewidth=3 if main else 1.3, markersize=6 if main else 4, zorder=3 if main else 2,
+                       linestyle="-" if main else "--")
         panel.axvspan(0, TRAINING_BOX[axis] + 0.5, color="grey", alpha=0.15, lw=0)
-        panel.set_xscale("log" if axis == "digits" else "linear")
-        panel.set_xlabel(f"largest {axis} in the family" + (" (log)" if axis == "digits" else ""))
+        if axis == "digits":
+            panel.set_xscale("log")
+            panel.set_xticks([boxes[n][axis][1] for n in names], [str(boxes[n][axis][1]) for n in names])
+            panel.minorticks_off()
+        panel.set_xlabel(f"largest {axis} in the family" + (" (log scale)" if axis == "digits" else ""))
         panel.grid(alpha=0.3)
     panels[0].set_ylabel("exact answers (%, mean of seeds)")
     panels[0].set_ylim(-3, 103)
-    panels[-1].legend(fontsize=7, loc="lower left")
+    handles, labels = panels[0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc="lower center", ncol=2, fontsize=7.5, frameon=False)
     figure.suptitle("Exact accuracy beyond the training box (shaded)", fontsize=10)
-    figure.tight_layout()
+    figure.tight_layout(rect=(0, 0.2, 1, 1))
     if path is not None:
         from predcalc.paths import save_figure
 
