@@ -278,7 +278,7 @@ ABLATION_LABELS = {
 
 def study_record(records, comparison, ablation_records, control, speed, boxes, parameters: dict) -> dict:
     """The metrics.json of the study (read by the report)."""
-    return {"notebook": "40_calculator", "kind": "study", "calculator": {
+    return {"notebook": "40_calculator", "kind": "study", "parameters": parameters, "models": {}, "calculator": {
         "parameters": parameters, "boxes": boxes, "training_box": TRAINING_BOX, "labels": ABLATION_LABELS,
         "seeds": records, "summary": comparison, "control": control, "speed": speed,
         "ablations": {kind: [{k: v for k, v in r.items() if k != "families"} for r in rs]
