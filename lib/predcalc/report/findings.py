@@ -75,7 +75,7 @@ def unique_models(records: list[dict]):
     later ones in ``repeats``."""
     out = []
     for record in records:
-        for name, model in record["models"].items():
+        for name, model in record.get("models", {}).items():  # a study record may train none
             earlier = next((entry for entry in out if entry[1] == name
                             and _same_runs(entry[2]["runs"], model["runs"])), None)
             if earlier is not None:
@@ -383,7 +383,7 @@ def export_table(records: list[dict], test_sets=("in", "out", "long")) -> pd.Dat
     of exact accuracy on each of ``test_sets``, and its verdict (use / unsuitable, and why)."""
     rows = []
     for record in records:
-        for name, model in record["models"].items():
+        for name, model in record.get("models", {}).items():
             for fmt, info in (model.get("export") or {}).items():
                 if fmt == "saved_model":
                     continue
