@@ -84,5 +84,5 @@ def test_export_table_names_the_families_it_compares():
         "bytes": 2048, "tf_select": False, "max_abs_diff": 0.0, "accuracy_change": {"iid": 0.0, "depth_3": -0.01}}}}}}
     table = export_table([record], test_sets=("iid", "depth_3"))
     assert list(table.columns) == ["model", "format", "KB", "TF Select", "max abs diff", "acc change iid",
-                                   "acc change depth_3", "error"]
+                                   "acc change depth_3", "verdict", "why"]
     assert table.iloc[0]["acc change depth_3"] == -0.01 and table.iloc[0]["KB"] == 2.0
