@@ -16,6 +16,7 @@ from typing import Callable
 
 import numpy as np
 
+from predcalc.calculator.steps import STEPS
 from predcalc.calculator.tokens import KINDS, CalculatorError, Number, kind, lex, windows
 
 # compare's states
@@ -101,8 +102,7 @@ class Engine:
             columns = [c[:, ::-1] for c in columns]
         n, length = shape
         if n == 0:
-            return np.zeros((0, length, len(self.steps[name](np.zeros((1, len(columns) + 1), np.int64))[0])),
-                            np.int64), np.zeros(0, np.int64)
+            return np.zeros((0, length, len(STEPS[name].outputs)), np.int64), np.zeros(0, np.int64)
         flat = [c.reshape(-1) for c in columns]
         states = np.tile(np.arange(n_states), n * length)  # one call: every state at every position
         spec = np.stack(self.call(name, states, *[np.repeat(c, n_states) for c in flat], record=False), axis=-1)

@@ -116,7 +116,6 @@ def engine_from(networks: dict, tabulate: bool = True, **kwargs) -> Engine:
     """An engine running trained networks (tabulated on their input domain, or a forward pass per call)."""
     steps = {}
     for name, model in networks.items():
-        function = model if isinstance(model, (DenseStep, TableStep)) or callable(model) and not hasattr(
-            model, "get_weights") else DenseStep.from_model(model)
+        function = DenseStep.from_model(model) if hasattr(model, "get_weights") else model  # Keras -> NumPy
         steps[name] = TableStep(name, function) if tabulate else function
     return Engine(steps, **kwargs)
