@@ -42,7 +42,7 @@ def test_training_learns_and_early_stopping_restores_the_best_epoch(protocol):
     best = min(history["val_loss"])
     mse = float(np.mean((predictions["validation"] - protocol.validation.values) ** 2))
     assert mse == pytest.approx(best, rel=1e-3)  # the restored weights are the best epoch's
-    assert set(scores["validation"]) == {"mae", "mre", "accuracy", "n", "unparseable"}
+    assert set(scores["validation"]) == {"mae", "mre", "accuracy", "n", "unparseable", "signed", "mre_seed"}
     assert scores["validation"]["unparseable"] == 0  # a regression head always answers
 
 
