@@ -48,7 +48,7 @@ test-fast: venv
 	$(BIN)/python -m pytest -q -m "not slow" tests
 
 test-lib: venv
-	$(BIN)/python -m pytest -q tests
+	$(BIN)/python -m pytest -q --durations=10 tests
 
 test-backends: venv
 	KERAS_BACKEND=jax $(BIN)/python -m pytest -q tests/layers
@@ -59,4 +59,4 @@ test-backends: venv
 test-notebooks: venv
 	PREDCALC_NOTEBOOK_PROFILE=$(NOTEBOOK_PROFILE) PATH="$(abspath $(BIN)):$$PATH" \
 		$(BIN)/python -m pytest -q --nbval-lax --nbval-current-env \
-		--nbval-cell-timeout=900 notebooks
+		--nbval-cell-timeout=900 --durations=15 notebooks
