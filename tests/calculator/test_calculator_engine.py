@@ -8,7 +8,7 @@ import pytest
 
 from predcalc.calculator.engine import Engine, answer_text
 from predcalc.calculator.reference import complete_window, reachable_windows, ready_labels, window_labels
-from predcalc.calculator.steps import STEPS
+from predcalc.calculator.steps import STEPS, TableStep
 from predcalc.calculator.train import reference_steps
 from predcalc.calculator.tokens import KINDS, NUM, CalculatorError, Number, lex
 from predcalc.data.calculator_families import FAMILIES, axes, families
@@ -80,6 +80,17 @@ def test_parallel_chain_equals_the_step_loop(reference_engine):
     for i in reversed(range(12)):
         state = STEPS["compare"].reference(np.stack([state, a[:, i], b[:, i]], 1))[:, 0]
     assert (compared == state).all()
+
+
+def test_tabulated_chain_loop_equals_the_parallel_scan(reference_engine):
+    tabulated = Engine({name: TableStep(name, step) for name, step in reference_steps().items()})
+    rng = np.random.default_rng(2)
+    a, b, d = rng.integers(0, 10, (40, 9)), rng.integers(0, 10, (40, 9)), rng.integers(0, 10, (40, 1))
+    for name, columns, states, reverse in [("addsub", [rng.integers(0, 2, (40, 1)), a, b], 2, False),
+                                           ("compare", [a, b], 3, True), ("muldigit", [a, d], 10, False)]:
+        scanned = reference_engine.chain(name, columns, states, 0, reverse=reverse)
+        looped = tabulated.chain(name, columns, states, 0, reverse=reverse)
+        assert (scanned[0] == looped[0]).all() and (scanned[1] == looped[1]).all(), name
 
 
 def test_reference_steps_compute_every_family_exactly(reference_engine):

@@ -16,8 +16,8 @@ from typing import Callable
 
 import numpy as np
 
-from predcalc.calculator.steps import STEPS
-from predcalc.calculator.tokens import KINDS, CalculatorError, Number, kind, lex, windows
+from predcalc.calculator.steps import STEPS, TableStep
+from predcalc.calculator.tokens import KINDS, CalculatorError, Number, kind, lex, windows_of_many
 
 # compare's states
 EQUAL, LESS, GREATER = 0, 1, 2
@@ -103,6 +103,10 @@ class Engine:
         n, length = shape
         if n == 0:
             return np.zeros((0, length, len(STEPS[name].outputs)), np.int64), np.zeros(0, np.int64)
+        step = self.steps[name]
+        if isinstance(step, TableStep) and self.record is None:  # lookups: a loop is cheaper than the scan
+            outputs, final = _chain_lookup(step, columns, initial)
+            return (outputs[:, ::-1] if reverse else outputs), final
         flat = [c.reshape(-1) for c in columns]
         states = np.tile(np.arange(n_states), n * length)  # one call: every state at every position
         spec = np.stack(self.call(name, states, *[np.repeat(c, n_states) for c in flat], record=False), axis=-1)
@@ -283,7 +287,7 @@ class Engine:
     def _ready(self, sequences: list[np.ndarray]) -> list[list[int]]:
         if self.pick is not None:
             return [[index] for index in self.pick(sequences)]
-        flat = np.concatenate([windows(kinds) for kinds in sequences])
+        flat = windows_of_many(sequences)
         (ready,) = self.call("control", *flat.T)
         bounds = np.cumsum([0] + [len(kinds) for kinds in sequences])
         return [list(np.flatnonzero(ready[bounds[i]: bounds[i + 1]])) for i in range(len(sequences))]
@@ -351,6 +355,25 @@ class Engine:
         for position in queued:  # each unwrap to its left moved it two places left
             moved = position - 2 * sum(u < position for u in unwraps)
             jobs.setdefault(tokens[moved], []).append((i, moved))
+
+
+def _chain_lookup(step: TableStep, columns: list, initial) -> tuple[np.ndarray, np.ndarray]:
+    """The chain of a tabulated step as a loop over positions, one table lookup per position.
+
+    The same chain as :meth:`Engine.chain`'s prefix scan (a test checks it); with a table in hand
+    a lookup per position costs less than composing the state maps.
+    """
+    n, length = columns[0].shape
+    code = np.zeros((n, length), np.int64)  # the mixed-radix row of the inputs other than the state
+    for column, radix in zip(columns, step.step.inputs[1:]):
+        code = code * radix + column
+    stride = int(np.prod(step.step.inputs[1:]))
+    state = np.broadcast_to(np.asarray(initial, np.int64), (n,))
+    outputs = np.empty((n, length, step.table.shape[1]), np.int64)
+    for position in range(length):
+        outputs[:, position] = step.table[state * stride + code[:, position]]
+        state = outputs[:, position, -1]
+    return outputs, state.copy()
 
 
 def answer_text(result) -> str:

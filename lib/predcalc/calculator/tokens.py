@@ -9,6 +9,7 @@ so 5,000 nested parentheses are fine); it looks at token kinds only, never at va
 from __future__ import annotations
 
 import dataclasses
+import re
 
 import numpy as np
 
@@ -34,7 +35,7 @@ class Number:
 
     @classmethod
     def from_text(cls, digits: str, negative: bool = False) -> "Number":
-        return cls(int(negative), digits_from_text(digits), digits_from_text("1"))
+        return cls(int(negative), digits_from_text(digits), _ONE)
 
     def text(self) -> str:
         numerator = text_from_digits(self.numerator)
@@ -49,11 +50,18 @@ def digits_from_text(digits: str) -> np.ndarray:
     return np.frombuffer(stripped[::-1].encode(), dtype=np.uint8) - ord("0")
 
 
+_ONE = digits_from_text("1")
+_ONE.setflags(write=False)  # shared by every integer's denominator
+
+
 def text_from_digits(digits: np.ndarray) -> str:
     significant = np.flatnonzero(digits)
     if significant.size == 0:
         return "0"
     return (np.asarray(digits[: significant[-1] + 1][::-1], dtype=np.uint8) + ord("0")).tobytes().decode()
+
+
+_TOKENS = re.compile(r"([0-9]+)|([-+*/()])|(\s+)|(.)", re.DOTALL)
 
 
 def lex(text: str) -> list:
@@ -67,30 +75,21 @@ def lex(text: str) -> list:
         raise CalculatorError(f"expression must be a string. Received: {text!r}")
     if len(text) > MAX_CHARACTERS:
         raise CalculatorError(f"expression longer than {MAX_CHARACTERS:,} characters")
-    tokens, positions, index = [], [], 0
-    while index < len(text):
-        char = text[index]
-        if char.isspace():
-            index += 1
-            continue
-        if char.isdigit() and char.isascii():
-            end = index
-            while end < len(text) and text[end].isdigit() and text[end].isascii():
-                end += 1
-            negative = (tokens and tokens[-1] == "-" and _unary(tokens[:-1]))
+    tokens, positions = [], []
+    for match in _TOKENS.finditer(text):
+        digits, symbol, _, other = match.groups()
+        if digits is not None:
+            negative = tokens and tokens[-1] == "-" and _unary(tokens[:-1])
             if negative:
                 tokens.pop()
                 positions.pop()
-            tokens.append(Number.from_text(text[index:end], negative=bool(negative)))
-            positions.append(index)
-            index = end
-            continue
-        if char in KINDS:
-            tokens.append(char)
-            positions.append(index)
-            index += 1
-            continue
-        raise CalculatorError(f"unexpected character {char!r} at position {index}")
+            tokens.append(Number.from_text(digits, negative=bool(negative)))
+            positions.append(match.start())
+        elif symbol is not None:
+            tokens.append(symbol)
+            positions.append(match.start())
+        elif other is not None:
+            raise CalculatorError(f"unexpected character {other!r} at position {match.start()}")
     _check(tokens, positions, text)
     return tokens
 
@@ -130,6 +129,16 @@ def _check(tokens: list, positions: list, text: str) -> None:
 
 def kind(token) -> int:
     return NUM if isinstance(token, Number) else KINDS[token]
+
+
+def windows_of_many(sequences: list, radius: int = 2) -> np.ndarray:
+    """:func:`windows` of each sequence, concatenated (one gather for the whole batch)."""
+    lengths = np.array([len(k) for k in sequences])
+    pad = np.zeros(radius, np.int64)
+    padded = np.concatenate([part for k in sequences for part in (pad, k)] + [pad])
+    starts = np.cumsum(lengths + radius) - lengths  # where each sequence's first token sits in padded
+    first = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
+    return padded[(first - radius)[:, None] + np.arange(2 * radius + 1)]
 
 
 def windows(kinds: np.ndarray, radius: int = 2) -> np.ndarray:
