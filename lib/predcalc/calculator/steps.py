@@ -3,19 +3,7 @@
 Every step maps a few small integers (digits, a carry, a state) to a few small integers. Its
 inputs are finite, so a learned step can be checked on every input that can occur. The
 ``reference`` functions make training targets (training only); at inference the calculator
-calls a trained network instead.
-
-=========  =====================================  ==========================  ================
-step       reads                                  writes                      trained on
-=========  =====================================  ==========================  ================
-control    token kinds at offsets -2..+2          ready (0/1)                 readiness labels
-compare    state (=,<,>), digit a, digit b        next state                  most significant first
-addsub     carry, mode (+/-), digit a, digit b    digit, carry                least significant first
-sign       op (+/-), sign a, sign b, compare      magnitude mode, swap, sign  the sign rules
-muldigit   carry, digit a, digit d                digit, carry (0-9)          a * d + carry
-xor        sign a, sign b                         sign of a product/quotient
-count      quotient digit q                       q + 1                       long division
-=========  =====================================  ==========================  ================
+calls a trained network instead. :data:`TARGETS` says what each step reads and is trained to write.
 """
 
 from __future__ import annotations
@@ -95,6 +83,18 @@ def _control(x):
         _CONTROL_TABLE.update(zip(map(tuple, windows.tolist()), window_labels(windows).tolist()))
     # a window no valid expression shows is never asked about; it reads as not ready
     return np.array([_CONTROL_TABLE.get(row, 0) for row in map(tuple, np.asarray(x).tolist())], np.int64)[:, None]
+
+
+#: What each step reads and the reference targets it is trained to write (the findings print it).
+TARGETS = {
+    "control": ("token kinds at offsets -2..+2", "ready to reduce (0/1): readiness labels of every ready token"),
+    "compare": ("state (=,<,>), digit a, digit b", "next state, most significant digit first"),
+    "addsub": ("carry, mode (+/-), digit a, digit b", "digit and carry/borrow, least significant first"),
+    "sign": ("op (+/-), sign a, sign b, comparison", "magnitude mode, swap, result sign (the sign rules)"),
+    "muldigit": ("carry (0-9), digit a, digit d", "digit and carry of a x d + carry"),
+    "xor": ("sign a, sign b", "sign of a product or quotient"),
+    "count": ("quotient digit q", "q + 1 (the long-division counter)"),
+}
 
 
 def _all(step_inputs):

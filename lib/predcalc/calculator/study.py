@@ -286,6 +286,72 @@ def study_record(records, comparison, ablation_records, control, speed, boxes, p
     }}
 
 
+# Each ablation swaps one design choice; the model it is compared with has that choice and keeps the
+# rest. The supervision ablation swaps the targets of the continuous-state adder (a discrete state
+# fed back has no gradient, so it cannot be trained from final answers alone).
+CHOICES = {"continuous_state": "calculator", "pick": "calculator", "uniform": "calculator",
+           "answers_only": "continuous_state"}
+
+
+def order(kind: str) -> int:
+    """Where a model of the study stands in tables: the calculator, the ablations, the baseline, the control."""
+    order = ["calculator", *CHOICES, "end_to_end", "untrained"]
+    return order.index(kind) if kind in order else len(order)
+
+
+def inside_world(boxes: dict, box: dict = TRAINING_BOX) -> set[str]:
+    """The families whose every expression lies inside the training world's box."""
+    return {name for name, found in boxes.items() if all(found[axis][1] <= box[axis] for axis in box)}
+
+
+def ablation_rows(record: dict) -> list[dict]:
+    """Per model of the study (the calculator, each ablation, the baseline, the control): seeds, mean
+    exact accuracy over the families inside and beyond the training world, the worst family, and the
+    points lost beyond it against the calculator (the ablations score smaller draws of the families)."""
+    study = record["calculator"]
+    inside = inside_world(study["boxes"], study.get("training_box", TRAINING_BOX))
+    rows = []
+    for kind, summary_of in study["summary"].items():
+        within = [v["mean"] for name, v in summary_of.items() if name in inside]
+        beyond = [v["mean"] for name, v in summary_of.items() if name not in inside]
+        worst = min(summary_of, key=lambda name: summary_of[name]["mean"])
+        rows.append({"kind": kind, "label": study["labels"].get(kind, kind),
+                     "seeds": next(iter(summary_of.values()))["seeds"],
+                     "n": next(iter(summary_of.values()))["n"],
+                     "inside": float(np.mean(within)), "beyond": float(np.mean(beyond)),
+                     "worst_family": worst, "worst_family_mean": summary_of[worst]["mean"],
+                     "worst_seed": float(min(v["min"] for v in summary_of.values()))})
+    rows.sort(key=lambda row: order(row["kind"]))
+    calculator = next(row for row in rows if row["kind"] == "calculator")
+    for row in rows:
+        row["lost_beyond"] = calculator["beyond"] - row["beyond"]
+    return rows
+
+
+def carriers(record: dict) -> str:
+    """Which design choice carries the extrapolation: what each swap costs beyond the training world."""
+    rows = {row["kind"]: row for row in ablation_rows(record)}
+    swapped = sorted((kind for kind in CHOICES if kind in rows and CHOICES[kind] in rows),
+                     key=lambda kind: rows[kind]["beyond"] - rows[CHOICES[kind]]["beyond"])
+    if not swapped:
+        return ""
+    parts = []
+    for kind in swapped:
+        row, reference = rows[kind], rows[CHOICES[kind]]
+        against = "" if CHOICES[kind] == "calculator" else f" against the {reference['label']}"
+        parts.append(f"{row['label']}: {100 * (reference['beyond'] - row['beyond']):.1f} points lost beyond it"
+                     f"{against} ({100 * row['beyond']:.1f} % beyond, {100 * row['inside']:.1f} % inside)")
+    direct = [kind for kind in swapped if CHOICES[kind] == "calculator"]
+    text = (f"Beyond the training world the calculator is exact on {100 * rows['calculator']['beyond']:.1f} % "
+            f"(mean over families and seeds). One choice swapped at a time: " + "; ".join(parts) + ". "
+            f"The costliest swap is the {rows[direct[0]]['label']}: the choice it removes carries the "
+            f"extrapolation.")
+    if "end_to_end" in rows:
+        text += (f" One end-to-end model on the same world reaches {100 * rows['end_to_end']['inside']:.1f} % "
+                 f"inside and {100 * rows['end_to_end']['beyond']:.1f} % beyond.")
+    return text
+
+
 def conclusion(record: dict) -> str:
     """A few sentences of what the study measured, from its numbers."""
     record = record["calculator"]
@@ -307,6 +373,7 @@ def conclusion(record: dict) -> str:
                      f"(iid {100 * summary_of['iid']['mean']:.1f} %, digits 21-50 "
                      f"{100 * summary_of['digits_21_50']['mean']:.1f} %, depth 7-10 "
                      f"{100 * summary_of['depth_7_10']['mean']:.1f} %).")
+    lines.append(f"- {carriers({'calculator': record})}")
     speed = record["speed"]
     lines.append(f"- Speed ({speed['n']:,} expressions of {speed['operators']} operators): the LiteRT calculator "
                  f"takes {speed['integers']['ratio']:.1f}x Python's exact evaluator on integers and "
@@ -316,4 +383,4 @@ def conclusion(record: dict) -> str:
 
 
 __all__ = ["FAMILIES", "families", "train_seed", "untrained_control", "ablation", "end_to_end", "summary",
-           "family_boxes", "plot_axes", "bench", "cached"]
+           "family_boxes", "plot_axes", "bench", "cached", "ablation_rows", "carriers"]

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from predcalc.calculator.steps import TARGETS
+from predcalc.calculator.study import ablation_rows, order, carriers
 from predcalc.report.anchors import SEED_LLM_ROWS
 from predcalc.report.tables import markdown_table
 
@@ -74,14 +76,20 @@ def section(record: dict, folder: str) -> list[str]:
 
     steps = []
     for name in seeds[0]["checks"]:
-        steps.append({"step": name, "parameters": seeds[0]["parameters"][name],
+        reads, writes = TARGETS[name]
+        steps.append({"step": name, "reads": reads, "trained to write": writes,
+                      "parameters": f"{seeds[0]['parameters'][name]:,}",
                       "reachable inputs": seeds[0]["checks"][name]["inputs"],
                       "wrong (worst seed)": max(r["checks"][name]["wrong"] for r in seeds),
                       "unseen in training (most)": max(r["coverage"][name]["missing"] for r in seeds),
                       "LiteRT vs Keras (inputs differing)": max(r["litert_parity"][name] for r in seeds)})
     comparison = pd.DataFrame({study["labels"].get(k, k): {n: f"{100 * v['mean']:.1f}" for n, v in s.items()}
-                               for k, s in study["summary"].items()})
+                               for k, s in sorted(study["summary"].items(), key=lambda item: order(item[0]))})
     comparison.insert(0, "family", comparison.index)
+    summary_rows = [{"model": row["label"], "seeds": row["seeds"], "expressions a family": row["n"],
+                     "inside": f"{100 * row['inside']:.1f}", "beyond": f"{100 * row['beyond']:.1f}",
+                     "worst family (mean)": f"{row['worst_family']} {100 * row['worst_family_mean']:.1f}",
+                     "worst seed on a family": f"{100 * row['worst_seed']:.1f}"} for row in ablation_rows(record)]
     speed = study["speed"]
     lines = ["### A learned calculator: + - * / with parentheses (40_calculator)", "",
              "Trained on integers of at most 5 digits, 1-4 operators of `+ - * /`, parenthesis depth at most 2; "
@@ -91,8 +99,12 @@ def section(record: dict, folder: str) -> list[str]:
              markdown_table(pd.DataFrame(rows)), "",
              "Every learned step checked on every input that can occur (the controller on every window of token "
              "kinds a valid expression can show):", "", markdown_table(pd.DataFrame(steps)), "",
-             f"Ablations, {len(study['ablations'].get('pick', []))} seed(s) each, exact accuracy (%, mean of seeds) "
-             "on the same families (smaller draws):", "", markdown_table(comparison), "",
+             "Which choice carries the extrapolation: each ablation swaps one choice and keeps the rest; exact "
+             "accuracy (%, mean over families and seeds) inside the training world (families whose every "
+             "expression lies in it) and beyond it:", "", markdown_table(pd.DataFrame(summary_rows)), "",
+             carriers(record), "",
+             "The same, family by family (%, mean of seeds; the ablations and the control score smaller draws "
+             "of the same families):", "", markdown_table(comparison), "",
              f"![accuracy by axis]({folder}/accuracy_by_axis.png)", "",
              f"Speed ({speed['n']:,} expressions of {speed['operators']} operators, best of three, this 2-core CPU): "
              f"the LiteRT calculator takes {speed['integers']['calculator_seconds']:.2f} s against Python's exact "

@@ -1,0 +1,40 @@
+"""The study's summary of the ablations: inside vs beyond the training world, and what carries it."""
+
+from predcalc.calculator import study
+
+
+def _record():
+    boxes = {"iid": {"digits": [1, 5], "operators": [1, 4], "depth": [0, 2]},
+             "digits_6_10": {"digits": [6, 10], "operators": [1, 4], "depth": [0, 2]},
+             "depth_3_4": {"digits": [1, 5], "operators": [1, 4], "depth": [3, 4]}}
+
+    def summary(iid, digits, depth, seeds=5):
+        return {name: {"mean": value, "min": value - 0.1 * (value > 0.1), "seeds": seeds, "n": 100}
+                for name, value in (("iid", iid), ("digits_6_10", digits), ("depth_3_4", depth))}
+
+    return {"calculator": {
+        "boxes": boxes, "training_box": study.TRAINING_BOX, "labels": study.ABLATION_LABELS,
+        "summary": {"untrained": summary(0.0, 0.0, 0.0), "pick": summary(1.0, 0.9, 0.7),
+                    "calculator": summary(1.0, 1.0, 1.0), "continuous_state": summary(0.6, 0.2, 0.3),
+                    "answers_only": summary(0.5, 0.1, 0.3)}}}
+
+
+def test_inside_world_keeps_the_families_within_every_axis_of_the_box():
+    assert study.inside_world(_record()["calculator"]["boxes"]) == {"iid"}
+
+
+def test_ablation_rows_split_inside_and_beyond_and_order_the_models():
+    rows = study.ablation_rows(_record())
+    assert [row["kind"] for row in rows] == ["calculator", "continuous_state", "pick", "answers_only", "untrained"]
+    pick = rows[2]
+    assert pick["inside"] == 1.0 and abs(pick["beyond"] - 0.8) < 1e-12
+    assert abs(pick["lost_beyond"] - 0.2) < 1e-12
+    assert pick["worst_family"] == "depth_3_4" and abs(pick["worst_seed"] - 0.6) < 1e-12
+
+
+def test_carriers_names_the_costliest_swap_and_compares_supervision_with_its_own_reference():
+    text = study.carriers(_record())
+    assert "The costliest swap is the " + study.ABLATION_LABELS["continuous_state"] in text
+    # the supervision ablation is measured against the continuous-state adder, not the calculator
+    assert f"5.0 points lost beyond it against the {study.ABLATION_LABELS['continuous_state']}" in text
+    assert "75.0 points lost beyond it (25.0 % beyond, 60.0 % inside)" in text
