@@ -138,7 +138,7 @@ def test_report_builds_findings_readme_table_and_figure(tmp_path):
     readme_text = readme.read_text()
     assert "old" not in readme_text and readme_text.startswith("intro\n") and readme_text.endswith("outro\n")
     assert "| RNN | 02_rnn (notebook defaults, 2 seeds)" in readme_text
-    assert "- The goal (at least 99.9 / 99 / 99 % exact" in readme_text and "is met by no model." in readme_text
+    assert "- The goal (at least 99.9 / 99 / 99 % exact" in readme_text and "is met by no trained model." in readme_text
     assert text.index("## Answer") < text.index("## Protocol")
     assert written["figure"].is_file() and (reports / "findings.html").read_text().startswith("<!doctype html>")
 
@@ -188,23 +188,30 @@ def test_answer_names_the_best_model_and_checks_the_goal():
     exact = {"in": 1.0, "out": 1.0, "long": 0.995}
     records = [_record("30_beyond_seed", {
         "slow": model("Slow", exact, seconds=900.0), "big": model("Big", exact, params=200_000),
-        "scan": model("Scan", exact), "lstm": model("LSTM", {"in": 0.99, "out": 0.2, "long": 0.3})})]
+        "scan": model("Scan", exact), "lstm": model("LSTM", {"in": 0.99, "out": 0.2, "long": 0.3}),
+        "scan_typed_solved": model("Solved", {"in": 1.0, "out": 1.0, "long": 1.0}, params=10)})]
     extended = {"notebook": "32_four_operators", "kind": "study", "models": {}, "parameters": {},
                 "extended": {"families": ["iid", "digits_6"], "scope": {"trained_on": "extended suite"}, "models": {
                     "a": {"label": "Char A", "params": 9, "runs": [
                         {"metrics": {"iid": {"accuracy": 1.0}, "digits_6": {"accuracy": 0.1}}},
                         {"metrics": {"iid": {"accuracy": 0.98}, "digits_6": {"accuracy": 0.3}}}]},
                     "b": {"label": "Char B", "params": 8, "runs": [
-                        {"metrics": {"iid": {"accuracy": 0.5}, "digits_6": {"accuracy": 0.2}}}]}}}}
+                        {"metrics": {"iid": {"accuracy": 0.5}, "digits_6": {"accuracy": 0.2}}}]},
+                    "scan_typed_solved": {"label": "Solved", "params": 8, "runs": [
+                        {"metrics": {"iid": {"accuracy": 1.0}, "digits_6": {"accuracy": 0.9}}}]}}}}
     records.append(extended)
     text = "\n".join(findings.answer_lines(records, findings.generalisation_table(records)))
     assert "(30_beyond_seed (2 seeds), 100 parameters, at most 30 s of training per seed) is exact on 100.00 % in " \
            "range, 100.00 % out of range and 99.50 % of long expressions (tied with **Slow**, **Big**)." in text
     # ties go to fewer parameters, then less training time, whatever the order of the records
     assert "is met by **Scan**." in text  # Big has too many parameters, Slow trains too long, LSTM is not exact
+    # a closed-form finish is never named as a trained result, but it is reported as partly built
+    assert "- Partly built, not trained results" in text and "**Solved (partly built)** 100.00 / 100.00 / 100.00 %" in text
     assert ("- The extended suite, all four operators and parentheses (32_four_operators): **Char A** (9 parameters, "
-            "2 seeds) has the highest mean exact accuracy over the 2 families, 59.5 %: 99.0 % on held-out expressions "
-            "of the training distribution; at least 99 % on 1 of them (iid); worst digits_6 20.0 %.") in text
+            "2 seeds) has the highest mean exact accuracy of the trained models over the 2 families, 59.5 %: 99.0 % on "
+            "held-out expressions of the training distribution; at least 99 % on 1 of them (iid); worst digits_6 "
+            "20.0 %. Partly built: **Solved (partly built)** (a closed-form finish of the fitted scan) reaches a mean "
+            "of 95.0 %, worst digits_6 90.0 %.") in text
     assert findings.answer_lines([], findings.generalisation_table([])) == []
 
 
@@ -272,3 +279,10 @@ def test_keep_stored_keeps_models_not_retrained(tmp_path):
     record = _record("06_x", {"old": results.kept["old"]})
     table = findings.model_table([record], reference_runs=None)
     assert "full, run of 2026-01-02, 2 seeds" in table.source.iloc[0]
+
+
+def test_the_partly_built_models_are_the_registry_models_with_a_closed_form_finish():
+    from predcalc.models import registry
+    from predcalc.report.studies import FINISHES
+
+    assert set(FINISHES) == {name for name, spec in registry.MODELS.items() if spec.finish is not None}
