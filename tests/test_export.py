@@ -89,3 +89,22 @@ def test_verdicts_of_checked_artifacts():
     assert _verdict("int8", record(0.9, -0.019, 0.01, 0.0), False)[0] == "use"
     verdict, reason = _verdict("int8", record(0.9, 0.0, -0.021, 0.0), False)
     assert verdict == "unsuitable" and reason == "loses 2.1 points of exact accuracy (limit 2)"
+
+
+def test_drop_stack_traces_removes_the_exporters_paths_and_keeps_the_graph(tmp_path):
+    import onnx
+    from onnx import TensorProto, helper
+
+    from predcalc.deploy.export import drop_stack_traces
+
+    node = helper.make_node("Relu", ["x"], ["y"])
+    node.metadata_props.add(key="pkg.torch.onnx.stack_trace", value='File "/home/someone/layer.py", line 4')
+    node.metadata_props.add(key="namespace", value="relu")
+    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3])])
+    path = tmp_path / "model.onnx"
+    onnx.save(helper.make_model(graph), str(path))
+    drop_stack_traces(path)
+    kept = onnx.load(str(path))
+    assert [(p.key, p.value) for p in kept.graph.node[0].metadata_props] == [("namespace", "relu")]
+    assert b"/home/someone" not in path.read_bytes() and kept.graph.node[0].op_type == "Relu"

@@ -211,7 +211,32 @@ def _onnx_torch_child(model_file, out) -> int:
     model = keras.saving.load_model(model_file)
     spec = [keras.InputSpec(shape=(1, *model.inputs[0].shape[1:]), dtype=model.inputs[0].dtype)]
     model.export(out, format="onnx", input_signature=spec, verbose=False)
+    drop_stack_traces(out)
     return 0
+
+
+def drop_stack_traces(path) -> None:
+    """Remove the per-node Python stack traces the PyTorch exporter writes into an ONNX file's metadata:
+    they name the paths of the machine that exported it, and no runtime reads them."""
+    import onnx
+
+    model = onnx.load(str(path))
+
+    def clean(nodes):
+        for node in nodes:
+            kept = [prop for prop in node.metadata_props if "stack_trace" not in prop.key]
+            del node.metadata_props[:]
+            node.metadata_props.extend(kept)
+            for attribute in node.attribute:
+                if attribute.HasField("g"):
+                    clean(attribute.g.node)
+                for graph in attribute.graphs:
+                    clean(graph.node)
+
+    clean(model.graph.node)
+    for function in model.functions:
+        clean(function.node)
+    onnx.save(model, str(path))
 
 
 def _child_main(argv) -> int:
