@@ -286,3 +286,36 @@ def test_the_partly_built_models_are_the_registry_models_with_a_closed_form_fini
     from predcalc.report.studies import FINISHES
 
     assert set(FINISHES) == {name for name, spec in registry.MODELS.items() if spec.finish is not None}
+
+
+def test_ctrl_c_delivered_to_a_worker_thread_still_stops_the_wait():
+    """The kernel may deliver SIGINT to any thread; the waiting main thread must still wake and raise."""
+    import subprocess
+    import sys
+    import textwrap
+
+    script = textwrap.dedent("""
+        import concurrent.futures, signal, threading, time
+        from predcalc.training.runner import as_completed_interruptibly
+
+        idents = []
+        def work():
+            idents.append(threading.get_ident())
+            time.sleep(30)
+        pool = concurrent.futures.ThreadPoolExecutor(1)
+        future = pool.submit(work)
+        while not idents:
+            time.sleep(0.01)
+        threading.Timer(0.5, signal.pthread_kill, (idents[0], signal.SIGINT)).start()
+        start = time.monotonic()
+        try:
+            for _ in as_completed_interruptibly([future]):
+                pass
+        except KeyboardInterrupt:
+            print(f"interrupted after {time.monotonic() - start:.1f} s", flush=True)
+        import os
+        os._exit(0)
+    """)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=25)
+    assert result.stdout.startswith("interrupted after"), (result.stdout, result.stderr)
+    assert float(result.stdout.split()[2]) < 3

@@ -279,6 +279,20 @@ def execute(notebook: Path, profile: str, runs: Path = RUNS, progress_bar: bool 
             shutil.rmtree(temporary, ignore_errors=True)
 
 
+def as_completed_interruptibly(futures, poll: float = 0.25):
+    """Like :func:`concurrent.futures.as_completed`, but the waiting thread wakes every ``poll`` seconds.
+
+    A lock wait with no timeout is interrupted only by a signal delivered to its own thread; the
+    kernel may deliver Ctrl-C to any thread of the process (a worker's ``waitpid``), and the main
+    thread would then sleep on until a future finished. Waking up lets it run the handler at once.
+    """
+    pending = set(futures)
+    while pending:
+        done, pending = concurrent.futures.wait(pending, timeout=poll,
+                                                return_when=concurrent.futures.FIRST_COMPLETED)
+        yield from done
+
+
 def _main_thread_signals():
     """SIGTERM is handled like Ctrl-C (the kernels are stopped); returns the previous handler."""
     if threading.current_thread() is not threading.main_thread():
@@ -323,7 +337,7 @@ def run(only=None, profile: str = "quick", workers: int = 1, runs: Path | None =
     try:
         futures = {pool.submit(execute, nb, profile, runs, False, failed, logs, children, overrides): nb for nb in notebooks}
         bar.set_postfix_str(", ".join(nb.stem for nb in notebooks[:workers]))
-        for future in concurrent.futures.as_completed(futures):
+        for future in as_completed_interruptibly(futures):
             outcome = future.result()
             outcomes.append(outcome)
             bar.update()

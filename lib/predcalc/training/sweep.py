@@ -37,7 +37,8 @@ from pathlib import Path
 
 from predcalc.paths import write_if_changed
 from predcalc.training.runner import (NOTEBOOKS, ROOT, RUN_INFO, Interrupted, _main_thread_signals,
-                                      end_with_parent, kernel_environment, kill_tree)
+                                      as_completed_interruptibly, end_with_parent, kernel_environment,
+                                      kill_tree)
 
 SWEEPS = ROOT / "reports" / "sweeps"
 ENGINES = ("process", "dask")
@@ -287,7 +288,7 @@ def run(config: dict, workers: int | None = None, engine: str = "process", root:
             previous = _main_thread_signals()
             pool = concurrent.futures.ProcessPoolExecutor(max_workers=workers, initializer=_worker_start)
             try:
-                for future in concurrent.futures.as_completed([pool.submit(run_job, j) for j in todo]):
+                for future in as_completed_interruptibly([pool.submit(run_job, j) for j in todo]):
                     outcomes.append(future.result())
                     bar.update()
             except (KeyboardInterrupt, concurrent.futures.process.BrokenProcessPool):
