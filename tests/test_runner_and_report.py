@@ -91,7 +91,11 @@ def test_ctrl_c_stops_the_kernels_keeps_what_finished_and_exits_130(tmp_path):
     assert len(family) >= 2  # the notebook's process and its kernel
     start = time.monotonic()
     process.send_signal(signal.SIGINT)
-    out, err = process.communicate(timeout=60)
+    try:
+        out, err = process.communicate(timeout=60)
+    except subprocess.TimeoutExpired:  # leave no stray run, notebook or kernel behind
+        runner.kill_tree(process.pid, timeout=2)
+        raise
     assert process.returncode == 130, (out, err)
     assert time.monotonic() - start < 20
     assert "Traceback" not in err and "Traceback" not in out
