@@ -46,3 +46,22 @@ def test_evaluate_scores_long_answers_exactly_and_writes_each_line(tmp_path, cap
 def test_malformed_input_is_refused(expression, capsys):
     assert cli.main(["predict", expression, "--model", str(MODEL)]) == 2
     assert len(capsys.readouterr().err.strip().splitlines()) == 1
+
+
+def test_the_shipped_calculator_is_exact_past_its_test_families():
+    """Beyond the largest family on each axis: 60-100 digit numbers, 41-80 operators without spaces,
+    depth 11-14, and division of 30-digit numbers by 25-digit ones."""
+    import dataclasses
+
+    from predcalc.calculator.runtime import Calculator
+    from predcalc.data.calculator_families import TRAINING_WORLD, answer, draw
+
+    worlds = [dataclasses.replace(TRAINING_WORLD, digits=(60, 100), operators=(1, 3), ops="+-*"),
+              dataclasses.replace(TRAINING_WORLD, digits=(1, 3), operators=(41, 80), spaces=0.0),
+              dataclasses.replace(TRAINING_WORLD, digits=(1, 2), operators=(14, 16), depth=(11, 14)),
+              dataclasses.replace(TRAINING_WORLD, digits=(25, 30), operators=(1, 1), ops="/")]
+    pairs = [pair for seed, world in enumerate(worlds) for pair in draw(world, 12, seed)]
+    answers = Calculator(MODEL).answers([e for e, _ in pairs])
+    wrong = [(e, a, t) for (e, t), a in zip(pairs, answers) if a != t]
+    assert not wrong, wrong[:3]
+    assert all(answer(evaluate(e)) == t for e, t in pairs)  # the truths are the exact evaluator's
