@@ -3,6 +3,8 @@
 import re
 from fractions import Fraction
 
+import time
+
 import numpy as np
 import pytest
 
@@ -129,3 +131,21 @@ def test_families_are_fixed_by_their_seed_and_stay_in_their_box():
     assert min(axes(e)["digits"] for e, _ in first["digits_21_50"]) >= 21
     assert min(axes(e)["depth"] for e, _ in first["depth_7_10"]) >= 7
     assert all("/" in e for e, _ in first["div_integer"]) and all("/" not in a for _, a in first["div_integer"])
+
+
+def test_a_broken_adder_cannot_make_euclid_loop_for_ever():
+    """An adder that ignores b never shrinks a remainder: Euclid stops at Lamé's bound with an error."""
+    steps = dict(reference_steps())
+    addsub = steps["addsub"]
+
+    def ignores_b(inputs):
+        inputs = np.array(inputs)
+        inputs[:, 3] = 0
+        return addsub(inputs)
+
+    engine = Engine({**steps, "addsub": ignores_b})
+    started = time.perf_counter()
+    results = engine.evaluate(["1/3 + 1/6", "2 + 3"])
+    assert time.perf_counter() - started < 30
+    assert isinstance(results[0], CalculatorError) and "Lamé" in str(results[0])
+    assert not isinstance(results[1], CalculatorError)  # wrong (2), but no fraction: nothing to give up on

@@ -207,16 +207,25 @@ class Engine:
             quotient[active, j] = digit
         return _trim(quotient), _trim(remainder)
 
-    def gcd(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """Euclid's algorithm: (a, b) <- (b, a mod b) until the learned test says b is zero."""
+    def gcd(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Euclid's algorithm: (a, b) <- (b, a mod b) until the learned test says b is zero.
+
+        Returns the gcd and, per row, whether the loop gave up: correct steps need at most five
+        rounds per decimal digit (Lamé's bound); steps that never reach a zero remainder (an
+        ablation's adder) would otherwise loop for ever.
+        """
         width = max(a.shape[1], b.shape[1])
         a, b = _shift(a, 0, width), _shift(b, 0, width)
         active = np.flatnonzero(~self.is_zero(b))
-        while active.size:
+        for _ in range(5 * width + 1):
+            if not active.size:
+                break
             _, remainder = self.divmod(a[active], b[active])
             a[active], b[active] = b[active], _shift(remainder, 0, width)
             active = active[~self.is_zero(b[active])]
-        return _trim(a)
+        stuck = np.zeros(len(a), bool)
+        stuck[active] = True
+        return _trim(a), stuck
 
     def signed_add(self, sign_a, a, sign_b, b, op) -> tuple[np.ndarray, np.ndarray]:
         """(-1)^sa |a| (+ or -) (-1)^sb |b|: the learned sign step picks add or subtract and the order."""
@@ -230,16 +239,16 @@ class Engine:
     # ------------------------------------------------------------------ rationals
     def reduce(self, numerator, denominator):
         """A fraction in lowest terms: both parts divided by their gcd (skipped where the learned test
-        says the denominator is already 1)."""
+        says the denominator is already 1). A row whose gcd gave up gets None as its numerator."""
         rows = np.flatnonzero(~self.is_one(denominator))
         numerators = list(numerator)
         denominators = list(denominator)
         if rows.size:
-            g = self.gcd(numerator[rows], denominator[rows])
+            g, stuck = self.gcd(numerator[rows], denominator[rows])
             top, _ = self.divmod(numerator[rows], g)
             bottom, _ = self.divmod(denominator[rows], g)
             for k, row in enumerate(rows):
-                numerators[row], denominators[row] = top[k], bottom[k]
+                numerators[row], denominators[row] = (None if stuck[k] else top[k]), bottom[k]
         return numerators, denominators
 
     def apply(self, op: str, lefts: list[Number], rights: list[Number]) -> list:
@@ -265,7 +274,7 @@ class Engine:
                 sign, value = self.signed_add(s1[rows], left, s2[rows], right, opcode[rows])
                 top, bottom = self.reduce(value, self.multiply(d1[rows], d2[rows]))
                 for k, row in enumerate(rows):
-                    results[row] = Number(int(sign[k]), top[k], bottom[k])
+                    results[row] = _number(int(sign[k]), top[k], bottom[k])
             return results
         (sign,) = self.call("xor", s1, s2)
         if op == "*":
@@ -280,7 +289,7 @@ class Engine:
         if rows.size:
             top, bottom = self.reduce(top, bottom)
             for k, row in enumerate(rows):
-                results[row] = Number(int(sign[row]), top[k], bottom[k])
+                results[row] = _number(int(sign[row]), top[k], bottom[k])
         return results
 
     # ------------------------------------------------------------------ control
@@ -355,6 +364,13 @@ class Engine:
         for position in queued:  # each unwrap to its left moved it two places left
             moved = position - 2 * sum(u < position for u in unwraps)
             jobs.setdefault(tokens[moved], []).append((i, moved))
+
+
+def _number(sign: int, numerator, denominator):
+    """A Number, or the error of a fraction whose reduction gave up (see :meth:`Engine.gcd`)."""
+    if numerator is None:
+        return CalculatorError("the learned steps did not reduce the fraction (Euclid ran past Lamé's bound)")
+    return Number(sign, numerator, denominator)
 
 
 def _chain_lookup(step: TableStep, columns: list, initial) -> tuple[np.ndarray, np.ndarray]:
