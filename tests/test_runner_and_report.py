@@ -81,8 +81,11 @@ def test_ctrl_c_stops_the_kernels_keeps_what_finished_and_exits_130(tmp_path):
     _notebook(notebooks / "01_fast.ipynb", "print('fast')")
     _notebook(notebooks / "02_slow.ipynb", "import pathlib, time\npathlib.Path(output_dir, 'started').write_text('')"
                                            "\ntime.sleep(600)")
+    # a shell that started this test in the background (`cmd &`) makes it ignore SIGINT, and a Python
+    # started with SIGINT ignored keeps ignoring it: the child gets the terminal's default back
     process = subprocess.Popen([sys.executable, "-m", "predcalc.cli", "run", "--notebooks", str(notebooks),
-                                "--output", str(runs)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                                "--output", str(runs)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                               preexec_fn=_default_sigint)
     deadline = time.monotonic() + 120
     while not list(runs.glob(".02_slow*/started")):
         assert process.poll() is None and time.monotonic() < deadline, process.communicate()
@@ -105,6 +108,13 @@ def test_ctrl_c_stops_the_kernels_keeps_what_finished_and_exits_130(tmp_path):
     assert sorted(p.name for p in runs.iterdir()) == ["01_fast"]  # nothing half-written
     time.sleep(0.5)
     assert not [p for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+
+def _default_sigint():
+    """In a child before exec: SIGINT as a terminal delivers it (Python then raises KeyboardInterrupt)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def _record(notebook, models):
@@ -320,6 +330,7 @@ def test_ctrl_c_delivered_to_a_worker_thread_still_stops_the_wait():
         import os
         os._exit(0)
     """)
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=25)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=25,
+                            preexec_fn=_default_sigint)
     assert result.stdout.startswith("interrupted after"), (result.stdout, result.stderr)
     assert float(result.stdout.split()[2]) < 3
