@@ -108,3 +108,17 @@ def test_drop_stack_traces_removes_the_exporters_paths_and_keeps_the_graph(tmp_p
     kept = onnx.load(str(path))
     assert [(p.key, p.value) for p in kept.graph.node[0].metadata_props] == [("namespace", "relu")]
     assert b"/home/someone" not in path.read_bytes() and kept.graph.node[0].op_type == "Relu"
+
+
+def test_a_stored_model_is_checked_on_its_own_runs_data():
+    from predcalc.deploy.export import _check_data
+
+    suite_run = {"data": {"suite_seed": 0}, "parameters": {"train_size": 50, "test_size": 5},
+                 "extended": {"scope": {"operators": "+-*/", "parentheses": True}}}
+    protocol, label = _check_data(suite_run, None)
+    assert label == {"suite_seed": 0} and "depth_3" in protocol.test_sets() and len(protocol.train) == 50
+    assert any("*" in e or "/" in e for e in protocol.train.expressions)
+    protocol, label = _check_data({"data": {"seed": 3}}, None)
+    assert label == {"data_seed": 3} and set(protocol.test_sets()) >= {"in", "out", "long"}
+    assert _check_data(suite_run, 1)[1] == {"data_seed": 1}  # an explicit seed names the seed protocol
+    assert _check_data(None, None)[1] == {"data_seed": 0}

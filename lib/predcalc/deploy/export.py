@@ -747,7 +747,7 @@ def export_directory(model_path, formats=FORMATS, data_seed: int | None = None, 
     import keras
 
     import predcalc.layers  # noqa: F401  (registers the custom layers)
-    from predcalc.data import get_tokenizer, seed_protocol
+    from predcalc.data import get_tokenizer
     from predcalc.models import get_spec
 
     model_path = Path(model_path)
@@ -759,21 +759,40 @@ def export_directory(model_path, formats=FORMATS, data_seed: int | None = None, 
     spec = get_spec(info["model"])
     tokenizer = get_tokenizer(info["tokenizer"], **info.get("tokenizer_config", {}))
     metrics_path, record = _run_record(model_path)
-    if data_seed is None:
-        data_seed = int(record["data"]["seed"]) if record else 0
-    protocol = seed_protocol(data_seed)
+    protocol, data_label = _check_data(record, data_seed)
     trained = types.SimpleNamespace(spec=spec, tokenizer=tokenizer, model=keras.saving.load_model(model_path))
     report = export_trained(trained, directory, protocol.test_sets(), protocol.train.expressions,
                             formats=formats, progress=progress, replace=False)
-    result = {"model": spec.name, "label": spec.label, "source": relative(model_path), "data_seed": data_seed,
+    result = {"model": spec.name, "label": spec.label, "source": relative(model_path), **data_label,
               "backend": keras.backend.backend(), "keras": keras.__version__,
               "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
               "formats": report}
     write_if_changed(directory / EXPORT_RECORD, json.dumps(result, indent=1))
-    if update_metrics and record and directory.name in record.get("models", {}):
-        record["models"][directory.name]["export"] = report
+    models = (record or {}).get("models", {}) or (record or {}).get("extended", {}).get("models", {})
+    if update_metrics and directory.name in models:
+        models[directory.name]["export"] = report
         write_if_changed(metrics_path, json.dumps(record, indent=1))
     return result
+
+
+def _check_data(record: dict | None, data_seed: int | None):
+    """The test sets and calibration expressions a stored model is checked and quantised with, and
+    the seed that fixes them: its run's own data (the extended suite for a model an extended-suite
+    study trained), else the seed protocol with ``data_seed`` (default: the run's, else 0)."""
+    from predcalc.data import seed_protocol
+
+    data = (record or {}).get("data", {})
+    if data_seed is None and "suite_seed" in data:
+        from predcalc.data.extended import ALL_OPERATORS, extended_suite, suite_protocol
+
+        parameters, scope = record.get("parameters", {}), record.get("extended", {}).get("scope", {})
+        suite = extended_suite(seed=int(data["suite_seed"]), train_size=int(parameters.get("train_size", 20000)),
+                               test_size=int(parameters.get("test_size", 200)),
+                               operators=scope.get("operators", ALL_OPERATORS),
+                               parentheses=bool(scope.get("parentheses", True)))
+        return suite_protocol(suite, seed=int(data["suite_seed"])), {"suite_seed": int(data["suite_seed"])}
+    seed = int(data_seed if data_seed is not None else data.get("seed", 0))
+    return seed_protocol(seed), {"data_seed": seed}
 
 
 if __name__ == "__main__":
