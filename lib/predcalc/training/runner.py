@@ -266,6 +266,7 @@ def execute(notebook: Path, profile: str, runs: Path = RUNS, progress_bar: bool 
         seconds = time.perf_counter() - start
         final = failed / notebook.stem if error else destination
         _replace_text(temporary, str(temporary), relative(final))
+        _replace_text(temporary, f"{ROOT}{os.sep}", "")  # papermill's input_path: relative to the repository
         label = profile if not overrides else f"{profile} with {', '.join(f'{k}={v}' for k, v in overrides.items())}"
         (temporary / RUN_INFO).write_text(json.dumps({
             "profile": label, "overrides": overrides or {}, "seconds": round(seconds, 1), "error": error,
