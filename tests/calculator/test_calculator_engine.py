@@ -93,6 +93,31 @@ def test_tabulated_chain_loop_equals_the_parallel_scan(reference_engine):
         scanned = reference_engine.chain(name, columns, states, 0, reverse=reverse)
         looped = tabulated.chain(name, columns, states, 0, reverse=reverse)
         assert (scanned[0] == looped[0]).all() and (scanned[1] == looped[1]).all(), name
+        for engine in (reference_engine, tabulated):  # one output, or only the final state
+            first, final = engine.chain(name, columns, states, 0, reverse=reverse, keep=0)
+            assert (first == scanned[0][..., 0]).all() and (final == scanned[1]).all(), name
+            assert engine.chain(name, columns, states, 0, reverse=reverse, keep=False)[0] is None
+
+
+def test_rational_results_are_exact_and_in_lowest_terms(reference_engine):
+    """Cross-cancellation (gcds of the parts, none where a part is 1) on fractions built to share
+    factors, zeros, equal denominators and integers: every result equals ``fractions``' own."""
+    rng = np.random.default_rng(5)
+    factors = [1, 2, 3, 4, 6, 7, 9, 12, 35, 360, 1001, 9999]
+    texts, truths = [], []
+    for _ in range(300):
+        parts = [Fraction(int(rng.choice(factors)) * int(rng.integers(-3, 4)), int(rng.choice(factors)))
+                 for _ in range(4)]
+        op = "+-*/"[rng.integers(4)]
+        left, right = parts[0] / parts[1] if parts[1] else parts[0], parts[2] / parts[3] if parts[3] else parts[2]
+        if op == "/" and right == 0:
+            continue
+        text = f"({left.numerator}/{left.denominator}) {op} ({right.numerator}/{right.denominator})"
+        texts.append(text.replace("--", "- -").replace("(-", "(0-"))
+        truths.append(str(evaluate(texts[-1])))
+    answers = [answer_text(r) for r in reference_engine.evaluate(texts)]
+    assert answers == truths
+    assert len({t for t in truths if "/" in t}) > 50  # fractions, not only integers
 
 
 def test_reference_steps_compute_every_family_exactly(reference_engine):

@@ -13,15 +13,14 @@ from predcalc.data.exact_answers import score_answers
 from predcalc.data.calculator_families import INTEGER_WORLD, draw
 
 
-def bench(calculator_path, n: int = 10_000, operators: int = 10, seed: int = 7, repeats: int = 3,
-          n_division: int | None = None) -> dict:
+def bench(calculator_path, n: int = 10_000, operators: int = 10, seed: int = 7, repeats: int = 3) -> dict:
     """Throughput of the exported calculator against Python's exact evaluator (``fractions``), one run.
 
-    Both evaluate the same ``n`` expressions of ``operators`` operators (integers of the training
-    world), and ``n_division`` (default ``n // 10``) with ``/`` as well, whose fractions the
-    calculator reduces with Euclid's algorithm on its learned steps (the slow path); the ratio is
-    the calculator's time over Python's, best of ``repeats`` (once for the division set). Also the latency of one expression
-    through the LiteRT file.
+    Both evaluate the same ``n`` expressions of ``operators`` operators from the training world's
+    numbers: once with ``+ - *`` only (integers), once with ``/`` as well, whose fractions the
+    calculator reduces with Euclid's algorithm on its learned steps. The ratio is the calculator's
+    time over Python's, each the best of ``repeats``. Also the latency of one expression through
+    the LiteRT file.
     """
     import dataclasses
 
@@ -31,12 +30,11 @@ def bench(calculator_path, n: int = 10_000, operators: int = 10, seed: int = 7, 
 
     calculator = Calculator(calculator_path)
     out = {"n": n, "operators": operators}
-    sizes = {"integers": n, "with_division": n_division or max(1, n // 10)}
     for label, world in (("integers", INTEGER_WORLD), ("with_division", TRAINING_WORLD)):
         world = dataclasses.replace(world, operators=(operators, operators))
-        expressions = [e for e, _ in draw(world, sizes[label], seed)]
+        expressions = [e for e, _ in draw(world, n, seed)]
         python, model = [], []
-        for _ in range(repeats if label == "integers" else 1):  # the slow division path is timed once
+        for _ in range(repeats):
             started = time.perf_counter()
             truth = [evaluate(e) for e in expressions]
             python.append(time.perf_counter() - started)

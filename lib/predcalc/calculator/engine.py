@@ -80,7 +80,8 @@ class Engine:
         outputs = np.asarray(self.steps[name](inputs))
         return [outputs[:, i] for i in range(outputs.shape[1])]
 
-    def chain(self, name: str, columns: list, n_states: int, initial, reverse: bool = False):
+    def chain(self, name: str, columns: list, n_states: int, initial, reverse: bool = False,
+              keep: bool | int = True):
         """Run a step along digit positions, its state output (the last) fed back as its first input.
 
         Evaluated in parallel: the step runs once for every possible incoming state at every
@@ -92,9 +93,12 @@ class Engine:
             n_states: how many values the state takes.
             initial: the state entering the first position, ``[n]``.
             reverse: run from the most significant position down.
+            keep: which outputs to return: all (True), output ``k`` only (an int: ``[n, L]``), or
+                none (False: only the final state is needed, as in a comparison).
 
         Returns:
-            outputs ``[n, L, m]`` (every output at each position) and the final state ``[n]``.
+            outputs ``[n, L, m]`` (every output at each position, as ``keep`` says) and the final
+            state ``[n]``.
         """
         shape = np.broadcast_shapes(*[np.shape(c) for c in columns])
         columns = [np.broadcast_to(np.asarray(c, np.int64), shape) for c in columns]
@@ -105,8 +109,11 @@ class Engine:
             return np.zeros((0, length, len(STEPS[name].outputs)), np.int64), np.zeros(0, np.int64)
         step = self.steps[name]
         if isinstance(step, TableStep) and self.record is None:  # lookups: a loop is cheaper than the scan
-            outputs, final = _chain_lookup(step, columns, initial)
-            return (outputs[:, ::-1] if reverse else outputs), final
+            rows, final = _chain_lookup(step, columns, initial)
+            if keep is False:
+                return None, final
+            table = step.table[rows.T] if keep is True else step.table[:, keep].take(rows.T)
+            return (table[:, ::-1] if reverse else table), final
         flat = [c.reshape(-1) for c in columns]
         states = np.tile(np.arange(n_states), n * length)  # one call: every state at every position
         spec = np.stack(self.call(name, states, *[np.repeat(c, n_states) for c in flat], record=False), axis=-1)
@@ -132,12 +139,14 @@ class Engine:
             self.record.setdefault(f"{name}:sequences", []).append(np.stack([state_in] + columns, axis=-1))
         if reverse:
             outputs = outputs[:, ::-1]
-        return outputs, final
+        if keep is False:
+            return None, final
+        return (outputs if keep is True else outputs[..., keep]), final
 
     def compare(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """Magnitude comparison, most significant digit first: EQUAL, LESS (a < b) or GREATER."""
         width = max(a.shape[1], b.shape[1])
-        _, state = self.chain("compare", [_shift(a, 0, width), _shift(b, 0, width)], 3, EQUAL, reverse=True)
+        _, state = self.chain("compare", [_shift(a, 0, width), _shift(b, 0, width)], 3, EQUAL, reverse=True, keep=False)
         return state
 
     def addsub(self, a: np.ndarray, b: np.ndarray, mode: np.ndarray) -> np.ndarray:
@@ -147,15 +156,15 @@ class Engine:
         if "addsub_sequence" in self.steps:  # ablation: a sequence model instead of the chained step
             return _trim(np.asarray(self.steps["addsub_sequence"](a, b, np.asarray(mode, np.int64)), np.int64))
         mode = np.broadcast_to(np.asarray(mode, np.int64)[:, None], (len(a), width))
-        outputs, _ = self.chain("addsub", [mode, a, b], 2, 0)
-        return _trim(outputs[..., 0])
+        digits, _ = self.chain("addsub", [mode, a, b], 2, 0, keep=0)
+        return _trim(digits)
 
     def times_digit(self, a: np.ndarray, digit: np.ndarray) -> np.ndarray:
         """|a| x d for one digit d per row: the learned digit-product step with its carry fed back."""
         width = a.shape[1] + 1
         digit = np.broadcast_to(np.asarray(digit, np.int64)[:, None], (len(a), width))
-        outputs, _ = self.chain("muldigit", [_shift(a, 0, width), digit], 10, 0)
-        return outputs[..., 0]
+        digits, _ = self.chain("muldigit", [_shift(a, 0, width), digit], 10, 0, keep=0)
+        return digits
 
     def multiply(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         """|a| x |b|: a partial product per digit of b, aligned at its significance, summed pairwise."""
@@ -237,19 +246,31 @@ class Engine:
         return sign, self.addsub(np.where(swap, b, a), np.where(swap, a, b), mode)
 
     # ------------------------------------------------------------------ rationals
-    def reduce(self, numerator, denominator):
-        """A fraction in lowest terms: both parts divided by their gcd (skipped where the learned test
-        says the denominator is already 1). A row whose gcd gave up gets None as its numerator."""
-        rows = np.flatnonzero(~self.is_one(denominator))
-        numerators = list(numerator)
-        denominators = list(denominator)
+    # Operands are in lowest terms, so results are kept there the way Knuth (TAOCP 4.5.1) and
+    # Python's ``fractions`` do: gcds of the small parts (denominators, a numerator and the other
+    # denominator) instead of one Euclid on the large product, and none where a part is 1.
+    def common(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """gcd(|a|, |b|) per row and whether Euclid gave up; 1 without Euclid where the learned test
+        finds a or b equal to 1."""
+        n = len(a)
+        g = np.ones((n, 1), np.int64)
+        stuck = np.zeros(n, bool)
+        rows = np.flatnonzero(~(self.is_one(a) | self.is_one(b)))
         if rows.size:
-            g, stuck = self.gcd(numerator[rows], denominator[rows])
-            top, _ = self.divmod(numerator[rows], g)
-            bottom, _ = self.divmod(denominator[rows], g)
-            for k, row in enumerate(rows):
-                numerators[row], denominators[row] = (None if stuck[k] else top[k]), bottom[k]
-        return numerators, denominators
+            found, stuck[rows] = self.gcd(a[rows], b[rows])
+            g = _shift(g, 0, found.shape[1])
+            g[rows] = found
+        return g, stuck
+
+    def divide_out(self, x: np.ndarray, g: np.ndarray) -> np.ndarray:
+        """|x| / |g| for a g that divides x (long division), x itself where g is 1."""
+        rows = np.flatnonzero(~self.is_one(g))
+        if not rows.size:
+            return x
+        quotient, _ = self.divmod(x[rows], g[rows])
+        out = x.copy()
+        out[rows] = _shift(quotient, 0, x.shape[1])
+        return _trim(out)
 
     def apply(self, op: str, lefts: list[Number], rights: list[Number]) -> list:
         """``left op right`` for a batch of rational pairs: Numbers, or CalculatorError where it fails."""
@@ -268,28 +289,37 @@ class Engine:
                 for k, row in enumerate(rows):
                     results[row] = Number(int(sign[k]), value[k], d1[row, :1])
             rows = np.flatnonzero(~whole)
-            if rows.size:
-                left = self.multiply(n1[rows], d2[rows])
-                right = self.multiply(n2[rows], d1[rows])
-                sign, value = self.signed_add(s1[rows], left, s2[rows], right, opcode[rows])
-                top, bottom = self.reduce(value, self.multiply(d1[rows], d2[rows]))
+            if rows.size:  # n1/d1 + n2/d2 = t / (d1/g x d2), t = n1 (d2/g) + n2 (d1/g), g = gcd(d1, d2)
+                g, stuck = self.common(d1[rows], d2[rows])
+                d1g, d2g = self.divide_out(d1[rows], g), self.divide_out(d2[rows], g)
+                sign, t = self.signed_add(s1[rows], self.multiply(n1[rows], d2g), s2[rows],
+                                          self.multiply(n2[rows], d1g), opcode[rows])
+                g2, stuck2 = self.common(t, g)  # gcd(t, d1/g x d2) = gcd(t, g)
+                top = self.divide_out(t, g2)
+                bottom = self.multiply(d1g, self.divide_out(d2[rows], g2))
                 for k, row in enumerate(rows):
-                    results[row] = _number(int(sign[k]), top[k], bottom[k])
+                    results[row] = _number(int(sign[k]), None if stuck[k] or stuck2[k] else top[k], bottom[k])
             return results
         (sign,) = self.call("xor", s1, s2)
-        if op == "*":
-            top, bottom = self.multiply(n1, n2), self.multiply(d1, d2)
+        if op == "*":  # (n1/g1 x n2/g2) / (d1/g2 x d2/g1), g1 = gcd(n1, d2), g2 = gcd(n2, d1)
             rows = np.arange(n)
-        else:
+            a, b, c, d = n1, d1, n2, d2
+            g1, stuck = self.common(a, d)
+            g2, stuck2 = self.common(c, b)
+            top = self.multiply(self.divide_out(a, g1), self.divide_out(c, g2))
+            bottom = self.multiply(self.divide_out(b, g2), self.divide_out(d, g1))
+        else:  # (n1/g1 x d2/g2) / (d1/g2 x n2/g1), g1 = gcd(n1, n2), g2 = gcd(d1, d2)
             zero = self.is_zero(n2)
             for row in np.flatnonzero(zero):
                 results[row] = CalculatorError("division by zero")
             rows = np.flatnonzero(~zero)
-            top, bottom = self.multiply(n1[rows], d2[rows]), self.multiply(d1[rows], n2[rows])
-        if rows.size:
-            top, bottom = self.reduce(top, bottom)
-            for k, row in enumerate(rows):
-                results[row] = _number(int(sign[row]), top[k], bottom[k])
+            a, b, c, d = n1[rows], d1[rows], n2[rows], d2[rows]
+            g1, stuck = self.common(a, c)
+            g2, stuck2 = self.common(b, d)
+            top = self.multiply(self.divide_out(a, g1), self.divide_out(d, g2))
+            bottom = self.multiply(self.divide_out(b, g2), self.divide_out(c, g1))
+        for k, row in enumerate(rows):
+            results[row] = _number(int(sign[row]), None if stuck[k] or stuck2[k] else top[k], bottom[k])
         return results
 
     # ------------------------------------------------------------------ control
@@ -374,22 +404,24 @@ def _number(sign: int, numerator, denominator):
 
 
 def _chain_lookup(step: TableStep, columns: list, initial) -> tuple[np.ndarray, np.ndarray]:
-    """The chain of a tabulated step as a loop over positions, one table lookup per position.
+    """The chain of a tabulated step as a loop over positions, one lookup of the next state per position.
 
-    The same chain as :meth:`Engine.chain`'s prefix scan (a test checks it); with a table in hand
-    a lookup per position costs less than composing the state maps.
+    Returns the table row read at each position ``[n, L]`` (``step.table[rows]`` are the outputs)
+    and the final state. The same chain as :meth:`Engine.chain`'s prefix scan (a test checks it);
+    with a table in hand a lookup per position costs less than composing the state maps.
     """
     n, length = columns[0].shape
-    code = np.zeros((n, length), np.int64)  # the mixed-radix row of the inputs other than the state
+    code = np.zeros((length, n), np.int64)  # the mixed-radix code of the inputs other than the state
     for column, radix in zip(columns, step.step.inputs[1:]):
-        code = code * radix + column
+        code = code * radix + np.asarray(column).T
     stride = int(np.prod(step.step.inputs[1:]))
-    state = np.broadcast_to(np.asarray(initial, np.int64), (n,))
-    outputs = np.empty((n, length, step.table.shape[1]), np.int64)
+    next_state = step.table[:, -1] * stride  # states kept times the stride: a row is state + code
+    state = np.broadcast_to(np.asarray(initial, np.int64), (n,)) * stride
+    rows = np.empty((length, n), np.int64)  # the table row read at each position
     for position in range(length):
-        outputs[:, position] = step.table[state * stride + code[:, position]]
-        state = outputs[:, position, -1]
-    return outputs, state.copy()
+        np.add(state, code[position], out=rows[position])
+        state = next_state.take(rows[position])
+    return rows, state // stride
 
 
 def answer_text(result) -> str:
