@@ -34,6 +34,14 @@ def fnn2(tokenizer, units: int = 345) -> keras.Model:
     return dense_prelu_stack(tokenizer, (units,), name="fnn2")
 
 
+@register_model("fnn2_cosine", label="FNN2, Adam with cosine decay (1 x 345 PReLU)", family="FNN",
+                tokenizer="numeric", seed_row="FNN2 (1 x 345 PReLU)", optimizer="adam_cosine")
+def fnn2_cosine(tokenizer, units: int = 345) -> keras.Model:
+    """FNN2 as the seed built it, trained with Adam whose rate decays along a cosine,
+    lr_t = lr_0 (1 + cos(pi t / T)) / 2 over all T steps of the run, instead of a constant 1e-3."""
+    return dense_prelu_stack(tokenizer, (units,), name="fnn2_cosine")
+
+
 SEED_FNN2_WEIGHTS = Path(__file__).parent / "seed_weights" / "FNN2_weights.weights.h5"
 
 

@@ -72,7 +72,8 @@ def seed_schedule(epochs: int, steps_per_epoch: int, peak: float = SEED_PEAK_LEA
 
 
 def make_optimizer(spec: ModelSpec, learning_rate: float, steps: int, epochs: int | None = None):
-    """Adam for most models; AdamW with linear warm-up and cosine decay where the spec asks.
+    """Adam for most models; Adam with cosine decay, or AdamW with linear warm-up and cosine decay,
+    where the spec asks.
 
     ``adamw_seed`` is the seed's transformer recipe: AdamW (weight decay 4e-3, beta_1 0.85,
     clipnorm 1.0) on :func:`seed_schedule` with the seed's peak 1.42e-3, whatever
@@ -83,6 +84,8 @@ def make_optimizer(spec: ModelSpec, learning_rate: float, steps: int, epochs: in
         schedule = seed_schedule(epochs, max(steps // epochs, 1))
         return keras.optimizers.AdamW(learning_rate=schedule, weight_decay=4e-3, beta_1=0.85, beta_2=0.999,
                                       clipnorm=1.0)
+    if spec.optimizer == "adam_cosine":  # Adam, its rate decayed along a cosine to 0 over all steps
+        return keras.optimizers.Adam(learning_rate=keras.optimizers.schedules.CosineDecay(learning_rate, max(steps, 1)))
     if spec.optimizer == "adamw_cosine":
         schedule = keras.optimizers.schedules.CosineDecay(
             initial_learning_rate=0.0, decay_steps=max(steps, 1), warmup_target=learning_rate,
