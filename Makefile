@@ -2,6 +2,7 @@
 #   make report   executes every notebook (quick profile) into the git-ignored build/runs/ and builds
 #                 build/findings.md there; PROFILE=full (the seed's settings) writes into reports/runs/
 #                 and rebuilds reports/findings.md and the README table. ONLY=01 runs one notebook.
+#   make exports  writes every stored model's LiteRT and ONNX files beside its model.keras
 #   make book     builds the report as a static site, build/book/index.html, from reports/ (no
 #                 notebook is re-run)
 #   make test     runs the library tests (layers on TensorFlow, JAX and PyTorch) and every notebook
@@ -23,7 +24,7 @@ export TF_ENABLE_ONEDNN_OPTS := 0
 
 NOTEBOOK_PROFILE ?= smoke
 
-.PHONY: report run book test test-fast test-lib test-backends test-notebooks venv clean-runs
+.PHONY: report run book exports test test-fast test-lib test-backends test-notebooks venv clean-runs
 
 venv: $(VENV)/.installed
 
@@ -38,6 +39,11 @@ run: venv
 
 report: run
 	$(BIN)/predcalc report --profile $(PROFILE)
+
+# Every stored model's artifacts (LiteRT, ONNX, SavedModel), each checked against Keras: git keeps
+# them only for the recommended models, so a fresh clone writes the rest with this.
+exports: venv
+	$(BIN)/predcalc export $(patsubst %/export,%,$(wildcard reports/runs/*/export))
 
 book: venv
 	PYTHONPATH=$(abspath lib) $(BIN)/python -m predcalc.report.book

@@ -14,7 +14,7 @@ def exported_fnn2(tmp_path_factory):
     """An FNN2 trained for 3 epochs and exported in every format (with model.keras)."""
     from predcalc.training import fit
     from predcalc.data import seed_protocol
-    from predcalc.deploy.export import export_trained
+    from predcalc.deploy.export import export_trained, write_export_record
 
     protocol = seed_protocol(0)
     trained = fit.train("fnn2", protocol, seed=0, epochs=3)
@@ -22,4 +22,5 @@ def exported_fnn2(tmp_path_factory):
     report = export_trained(trained, directory, {"in": protocol.test_in, "out": protocol.test_out},
                             protocol.train.expressions[:100])
     trained.model.save(directory / "model.keras")
+    write_export_record(directory, trained.spec, report, {"data_seed": 0})
     return protocol, trained, directory, report

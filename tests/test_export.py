@@ -19,6 +19,16 @@ def test_every_format_is_written_and_runs(exported_fnn2):
     assert json.loads((directory / "predcalc.json").read_text())["tokenizer"] == "numeric"
 
 
+def test_export_json_gives_every_artifact_its_size_and_verdict(exported_fnn2):
+    _, _, directory, report = exported_fnn2
+    record = json.loads((directory / "export.json").read_text())
+    assert record["model"] == "fnn2" and record["source"].endswith("fnn2/model.keras")
+    assert record["formats"] == json.loads(json.dumps(report))
+    for name, entry in record["formats"].items():
+        if name != "saved_model":
+            assert entry["bytes"] > 0 and entry["verdict"] in ("use", "unsuitable"), name
+
+
 def test_parity_with_keras(exported_fnn2):
     protocol, trained, directory, report = exported_fnn2
     assert report["float32"]["max_abs_diff"] < 1e-4

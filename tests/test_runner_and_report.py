@@ -281,6 +281,25 @@ def test_set_overrides_reach_the_notebook_and_run_json(tmp_path):
     assert info["profile"].startswith("full with epochs=3")
 
 
+def test_a_keep_stored_run_starts_from_the_stored_folder(tmp_path):
+    """The notebook sees the stored run (its metrics.json, the kept models' export folders); a run
+    without keep_stored starts empty, so nothing stale survives it."""
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    body = ("import pathlib\nout = pathlib.Path(output_dir)\n"
+            "(out / 'seen').write_text(' '.join(sorted(p.name for p in out.iterdir())))")
+    _notebook(notebooks / "01_ok.ipynb", body, parameters="keep_stored = False\noutput_dir = 'x'")
+    runs = tmp_path / "runs"
+    (runs / "01_ok" / "export" / "old").mkdir(parents=True)
+    (runs / "01_ok" / "metrics.json").write_text("{}")
+    for keep in (True, False):
+        outcome, = runner.run(profile="full", runs=runs, notebooks_dir=notebooks, overrides={"keep_stored": keep})
+        assert outcome.error is None
+        seen = (runs / "01_ok" / "seen").read_text().split()
+        assert (("export" in seen and "metrics.json" in seen) if keep else "export" not in seen), (keep, seen)
+    assert not (runs / "01_ok" / "export").exists()
+
+
 def test_keep_stored_keeps_models_not_retrained(tmp_path):
     from predcalc.data import seed_protocol
     from predcalc.training.experiment import Results

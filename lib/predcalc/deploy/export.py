@@ -732,6 +732,21 @@ def _run_record(model_path: Path) -> tuple[Path | None, dict | None]:
     return None, None
 
 
+def write_export_record(directory, spec, report: dict, data_label: dict, source=None) -> dict:
+    """Write ``export.json`` beside the artifacts: each artifact's size, parity against Keras,
+    exact-accuracy change, input limits and verdict (``report``, from :func:`export_trained`),
+    with the model, the data it was checked on and the Keras that checked it. Returns the record."""
+    import keras
+
+    directory = Path(directory)
+    result = {"model": spec.name, "label": spec.label, "source": relative(source or directory / "model.keras"),
+              **data_label, "backend": keras.backend.backend(), "keras": keras.__version__,
+              "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+              "formats": report}
+    write_if_changed(directory / EXPORT_RECORD, json.dumps(result, indent=1))
+    return result
+
+
 def export_directory(model_path, formats=FORMATS, data_seed: int | None = None, progress=None,
                      update_metrics: bool = True) -> dict:
     """Re-export a stored ``model.keras`` in every format beside it and check each artifact.
@@ -763,11 +778,7 @@ def export_directory(model_path, formats=FORMATS, data_seed: int | None = None, 
     trained = types.SimpleNamespace(spec=spec, tokenizer=tokenizer, model=keras.saving.load_model(model_path))
     report = export_trained(trained, directory, protocol.test_sets(), protocol.train.expressions,
                             formats=formats, progress=progress, replace=False)
-    result = {"model": spec.name, "label": spec.label, "source": relative(model_path), **data_label,
-              "backend": keras.backend.backend(), "keras": keras.__version__,
-              "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-              "formats": report}
-    write_if_changed(directory / EXPORT_RECORD, json.dumps(result, indent=1))
+    result = write_export_record(directory, spec, report, data_label, source=model_path)
     models = (record or {}).get("models", {}) or (record or {}).get("extended", {}).get("models", {})
     if update_metrics and directory.name in models:
         models[directory.name]["export"] = report

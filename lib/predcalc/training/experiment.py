@@ -103,16 +103,18 @@ class Results:
         return figure
 
     def export(self, directory, progress: bool = True) -> dict:
-        """Export each model's first seed (SavedModel, .keras and four LiteRT formats) and check them."""
+        """Export each model's first seed (SavedModel, .keras, LiteRT and ONNX), check them, and write
+        each folder's ``export.json``."""
         from tqdm.auto import tqdm
 
-        from predcalc.deploy.export import export_trained
+        from predcalc.deploy.export import export_trained, write_export_record
 
         for name, result in tqdm(self.models.items(), desc="export", disable=not progress):
             target = Path(directory) / name
             self.exports[name] = export_trained(result.first, target, self.protocol.test_sets(),
                                                 self.protocol.train.expressions)
             result.first.model.save(target / "model.keras")
+            write_export_record(target, result.spec, self.exports[name], {"data_seed": self.protocol.seed})
         return self.exports
 
     def to_json(self, notebook: str, parameters: dict) -> dict:

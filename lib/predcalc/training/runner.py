@@ -246,6 +246,10 @@ def execute(notebook: Path, profile: str, runs: Path = RUNS, progress_bar: bool 
     start = time.perf_counter()
     source, alias_parameters = source_of(notebook)
     parameters = {**parameters_for(source, profile, temporary), **alias_parameters, **(overrides or {})}
+    if parameters.get("keep_stored") and destination.is_dir():
+        # the notebook keeps the models it does not retrain: it reads their records and keeps their
+        # export folders, so it starts from a copy of the stored run
+        shutil.copytree(destination, temporary, dirs_exist_ok=True)
     error_file = temporary / ".error"
     command = [sys.executable, "-m", "predcalc.training.runner", "--execute", str(source),
                str(temporary / notebook.name), json.dumps(parameters), str(source.parent), str(error_file)]
