@@ -355,3 +355,17 @@ def test_ctrl_c_delivered_to_a_worker_thread_still_stops_the_wait():
                             preexec_fn=_default_sigint)
     assert result.stdout.startswith("interrupted after"), (result.stdout, result.stderr)
     assert float(result.stdout.split()[2]) < 3
+
+
+def test_the_wait_ticks_the_progress_clock_while_a_notebook_runs():
+    """The bar's elapsed time keeps counting between notebooks: the wait calls ``tick`` as it wakes,
+    and ``_every`` limits the redraws to one a second."""
+    import concurrent.futures
+    import time
+
+    ticks, redraws = [], []
+    clock = runner._every(1.0, lambda: redraws.append(1))
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        future = pool.submit(time.sleep, 1.6)
+        done = list(runner.as_completed_interruptibly([future], poll=0.1, tick=lambda: (ticks.append(1), clock())))
+    assert done == [future] and len(ticks) >= 10 and len(redraws) == 1

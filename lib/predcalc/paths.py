@@ -63,10 +63,53 @@ def write_if_changed(path, data) -> bool:
     return True
 
 
+def compact_png(raw: bytes) -> bytes:
+    """A plot's PNG re-encoded with a palette of at most 256 colours, optimised: about a third of
+    the bytes and the same to the eye (a plot has few colours). Deterministic; returns ``raw``
+    where that is not smaller."""
+    import io
+
+    from PIL import Image
+
+    image = Image.open(io.BytesIO(raw))
+    if image.mode == "P":
+        return raw
+    buffer = io.BytesIO()
+    image.convert("RGB").quantize(colors=256, method=Image.Quantize.MEDIANCUT).save(buffer, "PNG", optimize=True)
+    return buffer.getvalue() if buffer.tell() < len(raw) else raw
+
+
+def compact_notebook_images(path) -> bool:
+    """:func:`compact_png` on every PNG output of an executed notebook; returns whether it changed."""
+    import base64
+
+    import nbformat
+
+    path = Path(path)
+    notebook = nbformat.read(path, as_version=4)
+    changed = False
+    for cell in notebook.cells:
+        for output in cell.get("outputs", []):
+            data = output.get("data", {})
+            if "image/png" in data:
+                raw = base64.b64decode(data["image/png"])
+                compact = compact_png(raw)
+                if compact is not raw:
+                    data["image/png"] = base64.b64encode(compact).decode()
+                    changed = True
+    if changed:
+        text = nbformat.writes(notebook)
+        write_if_changed(path, text if text.endswith("\n") else text + "\n")
+    return changed
+
+
 def save_figure(figure, path, dpi: int = 110) -> bool:
-    """``figure.savefig`` through :func:`write_if_changed` (the format from the file's suffix)."""
+    """``figure.savefig`` through :func:`write_if_changed` (the format from the file's suffix; a PNG
+    through :func:`compact_png`)."""
     import io
 
     buffer = io.BytesIO()
-    figure.savefig(buffer, format=Path(path).suffix.lstrip(".") or "png", dpi=dpi)
-    return write_if_changed(path, buffer.getvalue())
+    suffix = Path(path).suffix.lstrip(".") or "png"
+    figure.savefig(buffer, format=suffix, dpi=dpi)
+    raw = buffer.getvalue()
+    return write_if_changed(path, compact_png(raw) if suffix == "png" else raw)

@@ -30,7 +30,7 @@ import threading
 import time
 from pathlib import Path
 
-from predcalc.paths import FAILED, LOGS, NOTEBOOKS, ROOT, RUNS, relative, runs_for
+from predcalc.paths import FAILED, LOGS, NOTEBOOKS, ROOT, RUNS, compact_notebook_images, relative, runs_for
 
 # Parameters injected by each profile (only those a notebook declares). A notebook can
 # override them in its metadata: {"predcalc": {"profiles": {"full": {...}}}}.
@@ -271,6 +271,8 @@ def execute(notebook: Path, profile: str, runs: Path = RUNS, progress_bar: bool 
         final = failed / notebook.stem if error else destination
         _replace_text(temporary, str(temporary), relative(final))
         _replace_text(temporary, f"{ROOT}{os.sep}", "")  # papermill's input_path: relative to the repository
+        if (temporary / notebook.name).is_file():  # its figures as palette PNGs (a third of the bytes)
+            compact_notebook_images(temporary / notebook.name)
         label = profile if not overrides else f"{profile} with {', '.join(f'{k}={v}' for k, v in overrides.items())}"
         (temporary / RUN_INFO).write_text(json.dumps({
             "profile": label, "overrides": overrides or {}, "seconds": round(seconds, 1), "error": error,
@@ -284,18 +286,33 @@ def execute(notebook: Path, profile: str, runs: Path = RUNS, progress_bar: bool 
             shutil.rmtree(temporary, ignore_errors=True)
 
 
-def as_completed_interruptibly(futures, poll: float = 0.25):
+def as_completed_interruptibly(futures, poll: float = 0.25, tick=None):
     """Like :func:`concurrent.futures.as_completed`, but the waiting thread wakes every ``poll`` seconds.
 
     A lock wait with no timeout is interrupted only by a signal delivered to its own thread; the
     kernel may deliver Ctrl-C to any thread of the process (a worker's ``waitpid``), and the main
-    thread would then sleep on until a future finished. Waking up lets it run the handler at once.
+    thread would then sleep on until a future finished. Waking up lets it run the handler at once
+    (and ``tick()``, if given: the progress bar's clock).
     """
     pending = set(futures)
     while pending:
         done, pending = concurrent.futures.wait(pending, timeout=poll,
                                                 return_when=concurrent.futures.FIRST_COMPLETED)
+        if tick is not None:
+            tick()
         yield from done
+
+
+def _every(seconds: float, action):
+    """A function that runs ``action`` when at least ``seconds`` have passed since it last did."""
+    last = [time.monotonic()]
+
+    def maybe():
+        if time.monotonic() - last[0] >= seconds:
+            last[0] = time.monotonic()
+            action()
+
+    return maybe
 
 
 def _main_thread_signals():
@@ -342,7 +359,8 @@ def run(only=None, profile: str = "quick", workers: int = 1, runs: Path | None =
     try:
         futures = {pool.submit(execute, nb, profile, runs, False, failed, logs, children, overrides): nb for nb in notebooks}
         bar.set_postfix_str(", ".join(nb.stem for nb in notebooks[:workers]))
-        for future in as_completed_interruptibly(futures):
+        clock = _every(1.0, bar.refresh) if progress and sys.stderr.isatty() else None  # elapsed keeps counting
+        for future in as_completed_interruptibly(futures, tick=clock):
             outcome = future.result()
             outcomes.append(outcome)
             bar.update()
