@@ -97,6 +97,8 @@ def test_tabulated_chain_loop_equals_the_parallel_scan(reference_engine):
             first, final = engine.chain(name, columns, states, 0, reverse=reverse, keep=0)
             assert (first == scanned[0][..., 0]).all() and (final == scanned[1]).all(), name
             assert engine.chain(name, columns, states, 0, reverse=reverse, keep=False)[0] is None
+            none = [np.zeros((0, 9), np.int64) for _ in columns]  # an empty batch keeps the shapes
+            assert engine.chain(name, none, states, 0, keep=0)[0].shape == (0, 9)
 
 
 def test_rational_results_are_exact_and_in_lowest_terms(reference_engine):

@@ -106,7 +106,8 @@ class Engine:
             columns = [c[:, ::-1] for c in columns]
         n, length = shape
         if n == 0:
-            return np.zeros((0, length, len(STEPS[name].outputs)), np.int64), np.zeros(0, np.int64)
+            empty = np.zeros((0, length, len(STEPS[name].outputs)), np.int64)
+            return (None if keep is False else empty if keep is True else empty[..., keep]), np.zeros(0, np.int64)
         step = self.steps[name]
         if isinstance(step, TableStep) and self.record is None:  # lookups: a loop is cheaper than the scan
             rows, final = _chain_lookup(step, columns, initial)
