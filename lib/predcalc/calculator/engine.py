@@ -202,13 +202,14 @@ class Engine:
         multiples[1:] = _shift(product, 0, width).reshape(9, n, width)
         shifts = _lengths(x) - _lengths(y)  # alignment by significance
         quotient = np.zeros((n, width), np.int64)
+        # the learned counter on every digit it can be asked about; with the comparisons' flags fed
+        # in order this is q <- count(q) for each multiple not above the remainder
+        (counted,) = self.call("count", np.arange(9))
         for j in range(int(shifts.max(initial=-1)), -1, -1):
             active = np.flatnonzero(shifts >= j)
-            aligned = np.stack([_shift(m[active], j, width) for m in multiples[1:]])  # [9, a, width]
+            aligned = np.zeros((9, len(active), width), np.int64)  # the multiples j places up
+            aligned[:, :, j:] = multiples[1:, active, : width - j]
             state = self.compare(np.tile(remainder[active], (9, 1)), aligned.reshape(-1, width)).reshape(9, -1)
-            # the learned counter on every digit it can be asked about; with the comparisons' flags
-            # fed in order this is q <- count(q) for each multiple not above the remainder
-            (counted,) = self.call("count", np.arange(9))
             digit = np.zeros(len(active), np.int64)
             for k in range(9):
                 digit = np.where(state[k] != LESS, counted[k], digit)
