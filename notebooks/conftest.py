@@ -3,7 +3,7 @@
 The profile's values that a notebook declares (``predcalc.training.runner.PROFILES``, and the
 notebook's own ``metadata.predcalc.profiles``) are appended to its ``parameters`` cell, as papermill
 would inject them: one epoch instead of many, so that CI checks every cell in minutes. The cells
-nbval compares (``NBVAL_CHECK_OUTPUT``) print nothing these values change. Without the variable the
+nbval compares (tagged ``nbval-check-output``) print nothing these values change. Without the variable the
 notebooks run as written (their quick defaults).
 """
 

@@ -2,9 +2,9 @@
 
     python -m predcalc.training.notebook_tools refresh notebooks/01_fnn.ipynb [...]
 
-A cell whose source contains ``# NBVAL_CHECK_OUTPUT`` keeps its (deterministic) output, which
-``pytest --nbval-lax`` compares on every CI run; every other output and execution count is
-dropped. Cell tags (``parameters``) are kept.
+A cell tagged ``nbval-check-output`` (nbval's tag; the ``# NBVAL_CHECK_OUTPUT`` comment also
+works) keeps its (deterministic) output, which ``pytest --nbval-lax`` compares on every CI run;
+every other output and execution count is dropped. Cell tags (``parameters``) are kept.
 """
 
 from __future__ import annotations
@@ -13,13 +13,19 @@ import sys
 from pathlib import Path
 
 CHECK_MARK = "# NBVAL_CHECK_OUTPUT"
+CHECK_TAG = "nbval-check-output"
+
+
+def is_checked(cell) -> bool:
+    """Whether nbval compares this cell's output (its tag, or the comment in its source)."""
+    return CHECK_TAG in cell.get("metadata", {}).get("tags", []) or CHECK_MARK in cell.get("source", "")
 
 
 def strip(notebook) -> None:
     for cell in notebook.cells:
         if cell.cell_type != "code":
             continue
-        if CHECK_MARK in cell.source:
+        if is_checked(cell):
             cell.outputs = [o for o in cell.outputs if o.get("name") != "stderr"]
             continue
         cell.outputs = []

@@ -38,7 +38,7 @@ PROFILES = {
     "quick": {},
     "full": {"seeds": [0, 1, 2, 3, 4], "epochs": 200, "patience": 20},
     # The smallest run that still executes every cell: what `make test-notebooks` (nbval) injects.
-    # Only sizes that no NBVAL_CHECK_OUTPUT cell prints (not models, data or test-set sizes).
+    # Only sizes that no checked cell (tag nbval-check-output) prints (not models, data or test-set sizes).
     "smoke": {"epochs": 1, "train_epochs": 1, "control_epochs": 1, "repeats": 1, "ig_steps": 8,
               "n_explained": 20, "export_check": 10},
 }
