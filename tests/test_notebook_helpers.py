@@ -146,7 +146,8 @@ def test_seed_recipe_lines_score_the_seed_way_beside_the_published_row():
     spec = types.SimpleNamespace(seed_row=stored["seed_row"])
     results = types.SimpleNamespace(models={"transformer4_seed": types.SimpleNamespace(runs=stored["runs"], spec=spec)})
     lines = notes.seed_recipe_lines(results, baseline_runs(load_runs()), 40)
-    assert len(lines) == 2 and lines[0].startswith("transformer4_seed (1 seed(s), 40 epochs at most): MAE in ")
+    assert len(lines) == 2
+    assert lines[0].startswith(f"transformer4_seed ({len(stored['runs'])} seed(s), 40 epochs at most): MAE in ")
     assert "seed published: MAE in " in lines[1] and lines[1].startswith(" " * len("transformer4_seed"))
     assert notes.seed_recipe_lines(results, None, 40) == []
     assert notes.seed_recipe_lines(types.SimpleNamespace(models={}), baseline_runs(load_runs()), 40) == []
