@@ -48,6 +48,16 @@ def test_lexer_is_not_recursive():
     assert len(lex("+".join(["7"] * 20000))) == 39999
 
 
+def test_windows_pad_each_sequence_and_batch_like_one_at_a_time():
+    from predcalc.calculator.tokens import windows, windows_of_many
+
+    assert windows(np.array([1, 2, 1])).tolist() == [[0, 0, 1, 2, 1], [0, 1, 2, 1, 0], [1, 2, 1, 0, 0]]
+    sequences = [np.array([1]), np.array([6, 1, 4, 1, 7]), np.array([1, 3, 1])]
+    batched = windows_of_many(sequences)
+    assert (batched == np.concatenate([windows(k) for k in sequences])).all()
+    assert batched[0].tolist() == [0, 0, 1, 0, 0]  # no kind leaks from one sequence into the next
+
+
 def test_ready_labels_follow_the_parse_tree():
     assert ready_labels(kinds("1+2*3")).tolist() == [0, 0, 0, 1, 0]
     assert ready_labels(kinds("1-2+3")).tolist() == [0, 1, 0, 0, 0]

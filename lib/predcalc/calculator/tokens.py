@@ -132,16 +132,17 @@ def kind(token) -> int:
 
 
 def windows_of_many(sequences: list, radius: int = 2) -> np.ndarray:
-    """:func:`windows` of each sequence, concatenated (one gather for the whole batch)."""
+    """:func:`windows` of each sequence, concatenated: one gather for the whole batch.
+
+    The sequences are laid out with ``radius`` PADs before each and after the last, so the i-th
+    sequence's tokens sit ``(i + 1) * radius`` places after their index in the concatenation."""
     lengths = np.array([len(k) for k in sequences])
     pad = np.zeros(radius, np.int64)
-    padded = np.concatenate([part for k in sequences for part in (pad, k)] + [pad])
-    starts = np.cumsum(lengths + radius) - lengths  # where each sequence's first token sits in padded
-    first = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
-    return padded[(first - radius)[:, None] + np.arange(2 * radius + 1)]
+    padded = np.concatenate([part for k in sequences for part in (pad, np.asarray(k, np.int64))] + [pad])
+    position = np.arange(lengths.sum()) + radius * np.repeat(np.arange(1, len(sequences) + 1), lengths)
+    return padded[(position - radius)[:, None] + np.arange(2 * radius + 1)]
 
 
 def windows(kinds: np.ndarray, radius: int = 2) -> np.ndarray:
     """Each token's neighbourhood of kinds, ``[len, 2 * radius + 1]``, padded with PAD."""
-    padded = np.concatenate([np.zeros(radius, np.int64), kinds, np.zeros(radius, np.int64)])
-    return np.stack([padded[offset: offset + len(kinds)] for offset in range(2 * radius + 1)], axis=1)
+    return windows_of_many([kinds], radius)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 from predcalc.calculator.steps import TARGETS
-from predcalc.calculator.study import ablation_rows, order, carriers
+from predcalc.calculator.study import ablation_rows, carriers, order, speed_summary
 from predcalc.report.anchors import SEED_LLM_ROWS
 from predcalc.report.tables import markdown_table
 
@@ -56,20 +56,11 @@ def answer_lines(record: dict) -> list[str]:
             lines.append(f"  - {study['labels'][kind]} ({seeds_run} seed{'s' * (seeds_run != 1)}, "
                          f"{next(iter(summary[kind].values()))['n']} expressions a family): mean "
                          f"{100 * np.mean(means):.1f} % over the families (worst {100 * min(means):.1f} %).")
-    if any(kind in summary for kind in ("pick", "continuous_state", "uniform")):
-        lines.append(f"  - {carriers(record)}")
-    speed = study["speed"]
-    lines.append(f"  - Speed ({speed['n']:,} expressions of {speed['operators']} operators, one run on this 2-core "
-                 f"CPU): {speed['integers']['ratio']:.1f}x the time of Python's exact evaluator on integers, "
-                 f"{speed['with_division']['ratio']:.1f}x with division (the learned steps reduce fractions "
-                 f"by Euclid's algorithm); {speed['latency_ms']['median']:.1f} ms for one expression. The goal, "
-                 f"within 10x, is {_met(speed['integers']['ratio'])} on integers and "
-                 f"{_met(speed['with_division']['ratio'])} with division.")
+    carried = carriers(record)
+    if carried:
+        lines.append(f"  - {carried}")
+    lines.append(f"  - {speed_summary(study['speed'])}")
     return lines
-
-
-def _met(ratio: float) -> str:
-    return "met" if ratio <= 10 else "not met"
 
 
 def section(record: dict, folder: str) -> list[str]:

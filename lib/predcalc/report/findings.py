@@ -21,7 +21,7 @@ from predcalc.training import metrics as M
 from predcalc.report.anchors import SEED_LLM_ROWS, SEED_ROWS
 from predcalc.training.experiment import BASELINE
 from predcalc.training.runner import PROFILES, ROOT, RUN_INFO, RUNS
-from predcalc.report.studies import FINISHES, extended_best, extended_title, is_study, studies_markdown
+from predcalc.report.studies import FINISHES, extended_best, extended_title, is_study, shown_label, studies_markdown
 from predcalc.report.tables import markdown_table  # noqa: F401 (notebooks import it from here)
 
 REPORTS = ROOT / "reports"
@@ -81,8 +81,7 @@ def unique_models(records: list[dict]):
             if earlier is not None:
                 earlier[3].append(record["notebook"])
             else:
-                if name in FINISHES:  # a construction on top of training: the tables say so
-                    model = {**model, "label": f"{model['label']} (partly built)"}
+                model = {**model, "label": shown_label(name, model["label"])}  # a construction says so
                 out.append((record, name, model, []))
     return out
 

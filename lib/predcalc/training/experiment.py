@@ -102,9 +102,10 @@ class Results:
             save_figure(figure, path)
         return figure
 
-    def export(self, directory, progress: bool = True) -> dict:
+    def export(self, directory, progress: bool = True, data_label: dict | None = None) -> dict:
         """Export each model's first seed (SavedModel, .keras, LiteRT and ONNX), check them, and write
-        each folder's ``export.json``."""
+        each folder's ``export.json``, which names the data they were checked on with ``data_label``
+        (default: the seed protocol's seed; an extended-suite study passes its ``suite_seed``)."""
         from tqdm.auto import tqdm
 
         from predcalc.deploy.export import export_trained, write_export_record
@@ -114,7 +115,7 @@ class Results:
             self.exports[name] = export_trained(result.first, target, self.protocol.test_sets(),
                                                 self.protocol.train.expressions)
             result.first.model.save(target / "model.keras")
-            write_export_record(target, result.spec, self.exports[name], {"data_seed": self.protocol.seed})
+            write_export_record(target, result.spec, self.exports[name], data_label or {"data_seed": self.protocol.seed})
         return self.exports
 
     def to_json(self, notebook: str, parameters: dict) -> dict:
