@@ -77,7 +77,7 @@ def test_seed_way_signed_long_and_seed_mre_on_a_hand_computed_case():
 def _seed_run(mae_in, mae_out22, long4_abs, long4_signed, mre_in, mre_out, long_signed=1.0):
     return {"in": {"mae": mae_in, "mre_seed": mre_in, "n": 1, "signed": 0.0},
             "out": {"mae": 2.0, "mre_seed": mre_out, "n": 3},
-            "out22": {"mae": mae_out22}, "long": {"signed": long_signed},
+            "out22": {"mae": mae_out22}, "long": {"signed": long_signed, "mae": 7.0},
             "long4": {"mae": long4_abs, "signed": long4_signed}}
 
 
@@ -89,5 +89,10 @@ def test_seed_score_and_seed_way_by_hand():
     # terms: 0.16/0.04 = 4, 9/9 = 1, signed long4: 25/6.25 = 4, rel: 0.25/0.25 = 1
     assert M.seed_score(run, base) == pytest.approx(2.5)
     table = M.seed_way([run, run], base)
-    assert table["score"] == pytest.approx(2.5) and table["MAE long (signed)"] == 1.0
+    assert table["score"] == pytest.approx(2.5) and table["MAE long"] == 1.0 and table["long"] == "signed"
+    # the transformer notebooks' way: the absolute long4 term 25/81 and the absolute long MAE
+    assert M.seed_score(run, base, "absolute") == pytest.approx((4 + 1 + 25 / 81 + 1) / 4)
+    table = M.seed_way([run, run], base, "absolute")
+    assert table["MAE long"] == 7.0 and table["long"] == "absolute"
+    assert table["score"] == pytest.approx((4 + 1 + 25 / 81 + 1) / 4)
     assert table["MRE out"] == 0.5 and M.has_seed_way(run) and not M.has_seed_way({"in": {"mae": 1}})

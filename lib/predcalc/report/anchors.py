@@ -3,19 +3,24 @@
 These are published reference numbers, not measurements of this project.
 """
 
+# "long": how the seed's code behind a row computes its "MAE long" (and the long4 term of its score):
+# "signed", mean(|y| - prediction), in FNN_FNN2.py (the FNN rows); "absolute", the per-run mean of
+# |y - prediction|, in the transformer notebooks' per-run cell (transformer_transformer4.py, the cell
+# that also gives the score's p-value). The code behind RNN2 and BiLSTM + attention is not in matura/.
 SEED_ROWS = {
     "FNN2 (1 x 345 PReLU)": {"params": 6211, "mae_in": 0.0269, "mre_in": 0.0110, "mae_out": 2.178,
-                             "mre_out": 0.250, "mae_long": 6.156, "score": 10.70, "p": 1.4e-6},
+                             "mre_out": 0.250, "mae_long": 6.156, "score": 10.70, "p": 1.4e-6, "long": "signed"},
     "FNN3 (+ positional enc.)": {"params": 8893, "mae_in": 0.0275, "mre_in": 0.0111, "mae_out": 2.372,
-                                 "mre_out": 0.275, "mae_long": 5.647, "score": 8.91, "p": 1.6e-6},
+                                 "mre_out": 0.275, "mae_long": 5.647, "score": 8.91, "p": 1.6e-6, "long": "signed"},
     "RNN2 (SimpleRNN + PReLU)": {"params": 222464, "mae_in": 0.245, "mre_in": 0.094, "mae_out": 3.738,
                                  "mre_out": 0.364, "mae_long": 5.519, "score": 0.67, "p": 1.2e-3},
     "BiLSTM + attention": {"params": 6511, "mae_in": 0.814, "mre_in": 0.303, "mae_out": 3.971,
                            "mre_out": 0.434, "mae_long": 2.932, "score": 2.20, "p": 0.147},
     "transformer4 (encoder, regression)": {"params": 38209, "mae_in": 0.0393, "mre_in": 0.0163, "mae_out": 4.420,
-                                           "mre_out": 0.495, "mae_long": 3.886, "score": 5.02, "p": 1.9e-4},
+                                           "mre_out": 0.495, "mae_long": 3.886, "score": 5.02, "p": 1.9e-4,
+                                           "long": "absolute"},
     "transformer5": {"params": 498241, "mae_in": 0.0366, "mre_in": 0.0149, "mae_out": 4.902,
-                     "mre_out": 0.540, "mae_long": 3.802, "score": 4.77, "p": 9.7e-4},
+                     "mre_out": 0.540, "mae_long": 3.802, "score": 4.77, "p": 9.7e-4, "long": "absolute"},
 }
 
 SEED_LLM_ROWS = {

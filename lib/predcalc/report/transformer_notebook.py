@@ -131,13 +131,13 @@ def seed_recipe_lines(results, base_runs, epochs) -> list[str]:
     lines = []
     for name in seed_recipe:
         result = results.models[name]
-        ours = M.seed_way([run["metrics"] for run in result.runs], baseline)
         published = SEED_ROWS[result.spec.seed_row]
+        ours = M.seed_way([run["metrics"] for run in result.runs], baseline, published["long"])
         lines.append(f"{name} ({len(result.runs)} seed(s), {epochs} epochs at most): " + ", ".join(
-            f"{key} {value:.4g}" for key, value in ours.items()))
+            f"{key} {value:.4g}" if key != "long" else f"({value})" for key, value in ours.items()))
         lines.append(f"{'':>{len(name)}}  seed published: MAE in {published['mae_in']}, MRE in {published['mre_in']}, "
-                     f"MAE out {published['mae_out']}, MRE out {published['mre_out']}, MAE long (signed) "
-                     f"{published['mae_long']}, score {published['score']}, p {published['p']}")
+                     f"MAE out {published['mae_out']}, MRE out {published['mre_out']}, MAE long "
+                     f"{published['mae_long']} ({published['long']}), score {published['score']}, p {published['p']}")
     return lines
 
 
