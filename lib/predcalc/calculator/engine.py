@@ -231,7 +231,7 @@ class Engine:
         for _ in range(5 * width + 1):
             if not active.size:
                 break
-            _, remainder = self.divmod(a[active], b[active])
+            _, remainder = self.divmod(_trim(a[active]), _trim(b[active]))  # the rows left are narrower
             a[active], b[active] = b[active], _shift(remainder, 0, width)
             active = active[~self.is_zero(b[active])]
         stuck = np.zeros(len(a), bool)
