@@ -172,6 +172,7 @@ def _visit(driver, url):
     return [entry for entry in driver.get_log("browser") if entry["level"] == "SEVERE"]
 
 
+@pytest.mark.slow  # builds the book and drives Chromium through every page
 def test_every_chapter_loads_with_title_figures_and_working_links(site, browser):
     driver, base = browser
     errors = _visit(driver, base + "index.html")

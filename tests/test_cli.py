@@ -81,6 +81,7 @@ def test_a_leading_minus_is_the_expression_not_an_option(exported_fnn2, capsys):
 FNN2 = str(ROOT / "reports/runs/01_fnn/export/fnn2/model_float32.tflite")
 
 
+@pytest.mark.slow  # about 20,000 rounds of the learned calculator's loop: minutes here
 def test_the_default_calculator_takes_20000_terms_and_5000_parentheses(capsys):
     assert main(["predict", " + ".join(["1"] * 20_000)]) == 0
     assert "= 20000  (calculated by calculator" in capsys.readouterr().out

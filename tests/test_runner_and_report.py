@@ -33,6 +33,7 @@ def test_notebook_metadata_overrides_a_profile(tmp_path):
     assert runner.parameters_for(path, "full", tmp_path)["epochs"] == 7
 
 
+@pytest.mark.slow  # starts notebook kernels
 def test_a_failing_notebook_does_not_stop_the_others(tmp_path):
     notebooks = tmp_path / "notebooks"
     notebooks.mkdir()

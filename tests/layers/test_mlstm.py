@@ -297,6 +297,7 @@ def test_stabilized_parallel_equals_recurrent(parallel):
 @pytest.mark.skipif(keras.backend.backend() != "tensorflow",
                     reason="the training check is calibrated on TensorFlow (09_xlstm trains there); other "
                            "backends draw other initial weights from the same seed")
+@pytest.mark.slow  # trains one model per seed
 def test_every_seed_trains_when_stabilized():
     # a sum of 6 numbers in -5..4 (the calculator's task in miniature): every seed must
     # bring the loss well below that of predicting the mean
