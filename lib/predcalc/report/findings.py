@@ -163,14 +163,16 @@ def seed_way_table(records: list[dict]) -> pd.DataFrame:
         published = SEED_ROWS.get(model.get("seed_row") or "")
         long = (published or {}).get("long", "signed")
         rows.append({"model": model["label"], "source": _source(record, repeats, f"{_profile_of(record, model)}, {seeds}"),
-                     **M.seed_way(runs, baseline, long)})
+                     **M.seed_way(runs, baseline, long), "long": long})
         if published and not any(r["model"] == model["seed_row"] and r["source"] == "seed (published)" for r in rows):
             rows.append({"model": model["seed_row"], "source": "seed (published)",
                          "MAE in": published["mae_in"], "MRE in": published["mre_in"],
                          "MAE out": published["mae_out"], "MRE out": published["mre_out"],
                          "MAE long": published["mae_long"], "long": long, "score": published["score"],
                          "p": published["p"]})
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    columns = ["model", "source", "MAE in", "MRE in", "MAE out", "MRE out", "MAE long", "long", "score", "p"]
+    return frame.reindex(columns=[c for c in columns if c in frame.columns])
 
 
 SEED_WAY_TEXT = (

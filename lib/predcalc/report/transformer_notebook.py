@@ -134,7 +134,8 @@ def seed_recipe_lines(results, base_runs, epochs) -> list[str]:
         published = SEED_ROWS[result.spec.seed_row]
         ours = M.seed_way([run["metrics"] for run in result.runs], baseline, published["long"])
         lines.append(f"{name} ({len(result.runs)} seed(s), {epochs} epochs at most): " + ", ".join(
-            f"{key} {value:.4g}" if key != "long" else f"({value})" for key, value in ours.items()))
+            f"{key} {value:.4g}" + (f" ({published['long']})" if key == "MAE long" else "")
+            for key, value in ours.items()))
         lines.append(f"{'':>{len(name)}}  seed published: MAE in {published['mae_in']}, MRE in {published['mre_in']}, "
                      f"MAE out {published['mae_out']}, MRE out {published['mre_out']}, MAE long "
                      f"{published['mae_long']} ({published['long']}), score {published['score']}, p {published['p']}")

@@ -182,7 +182,7 @@ def seed_way(runs: list[dict], baseline: dict, long: str = "signed") -> dict:
             "MRE in": float(np.mean([r["in"]["mre_seed"] for r in runs])),
             "MAE out": float(np.mean([r["out"]["mae"] for r in runs])),
             "MRE out": float(np.mean([r["out"]["mre_seed"] for r in runs])),
-            "MAE long": float(np.mean([r["long"][SEED_LONG[long]] for r in runs])), "long": long,
+            "MAE long": float(np.mean([r["long"][SEED_LONG[long]] for r in runs])),
             "score": float(np.mean(scores)), "p": log_score_p_value(scores)}
 
 
