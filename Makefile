@@ -23,6 +23,9 @@ export TF_CPP_MIN_LOG_LEVEL := 3
 export TF_ENABLE_ONEDNN_OPTS := 0
 
 NOTEBOOK_PROFILE ?= smoke
+# pytest-xdist workers for `make test` (auto: one per core); a test file, or a notebook, stays on one worker.
+TEST_WORKERS ?= auto
+PARALLEL := -n $(TEST_WORKERS) --dist loadfile
 
 .PHONY: report run book exports test test-fast test-lib test-backends test-notebooks venv clean-runs
 
@@ -51,18 +54,18 @@ book: venv
 test: test-lib test-backends test-notebooks
 
 test-fast: venv
-	$(BIN)/python -m pytest -q -m "not slow" tests
+	$(BIN)/python -m pytest -q $(PARALLEL) -m "not slow" tests
 
 test-lib: venv
-	$(BIN)/python -m pytest -q --durations=10 tests
+	$(BIN)/python -m pytest -q $(PARALLEL) --durations=20 tests
 
 test-backends: venv
-	KERAS_BACKEND=jax $(BIN)/python -m pytest -q tests/layers
-	KERAS_BACKEND=torch $(BIN)/python -m pytest -q tests/layers
+	KERAS_BACKEND=jax $(BIN)/python -m pytest -q $(PARALLEL) tests/layers
+	KERAS_BACKEND=torch $(BIN)/python -m pytest -q $(PARALLEL) tests/layers
 
 # notebooks/conftest.py injects the profile's values (one epoch) into each parameters cell;
 # NOTEBOOK_PROFILE= runs the notebooks as written.
 test-notebooks: venv
 	PREDCALC_NOTEBOOK_PROFILE=$(NOTEBOOK_PROFILE) PATH="$(abspath $(BIN)):$$PATH" \
-		$(BIN)/python -m pytest -q --nbval-lax --nbval-current-env \
+		$(BIN)/python -m pytest -q $(PARALLEL) --nbval-lax --nbval-current-env \
 		--nbval-cell-timeout=900 --durations=15 notebooks

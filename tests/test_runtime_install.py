@@ -64,29 +64,69 @@ def test_runtime_extra_installs_nothing_heavy(runtime_venv):
     assert not names & HEAVY, names & HEAVY
 
 
+# Run by the runtime venv's interpreter: `predcalc evaluate` and `predcalc predict` on every artifact
+# in one process (one import of LiteRT and ONNX Runtime instead of two per artifact).
+LIGHT_DRIVER = """
+import contextlib, io, json, sys
+from predcalc.cli import main
+
+tsv, artifacts = sys.argv[1], sys.argv[2:]
+out = {}
+for artifact in artifacts:
+    record = {}
+    for command, argv in (("evaluate", ["evaluate", "--model", artifact, "--file", tsv, "--json"]),
+                          ("predict", ["predict", "3 - -2 + 4", "--model", artifact])):
+        stdout, stderr = io.StringIO(), io.StringIO()
+        with contextlib.redirect_stdout(stdout), contextlib.redirect_stderr(stderr):
+            rc = main(argv)
+        record[command] = {"rc": rc, "stdout": stdout.getvalue(), "stderr": stderr.getvalue()}
+    out[artifact] = record
+print(json.dumps(out))
+"""
+
+
+def _full_install_evaluate(artifact: Path, tsv: Path) -> dict:
+    """`predcalc evaluate --json` in this (full-install) process."""
+    import contextlib
+    import io
+
+    from predcalc.cli import main
+
+    stdout = io.StringIO()
+    with contextlib.redirect_stdout(stdout):
+        assert main(["evaluate", "--model", str(artifact), "--file", str(tsv), "--json"]) == 0, artifact
+    return json.loads(stdout.getvalue())
+
+
 @pytest.mark.slow
 def test_runtime_install_evaluates_every_artifact_like_the_full_install(runtime_venv, tmp_path):
     artifacts = runtime_artifacts()
     if not artifacts:
         pytest.skip("no exported LiteRT or ONNX files under reports/ (run `predcalc export`)")
     tsv = expression_file(tmp_path)
-    full_env = {**os.environ, "PYTHONPATH": str(ROOT / "lib")}
+    light = subprocess.run([str(runtime_venv / "bin" / "python"), "-c", LIGHT_DRIVER, str(tsv),
+                            *map(str, artifacts)], capture_output=True, text=True, cwd=tmp_path, env=_clean_env())
+    assert light.returncode == 0, light.stderr[-2000:]
+    light_records = json.loads(light.stdout)
     mismatches = []
     for artifact in artifacts:
-        light = subprocess.run([str(runtime_venv / "bin" / "predcalc"), "evaluate", "--model", str(artifact),
-                                "--file", str(tsv), "--json"], capture_output=True, text=True, cwd=tmp_path,
-                               env=_clean_env())
-        full = subprocess.run([sys.executable, "-m", "predcalc.cli", "evaluate", "--model", str(artifact),
-                               "--file", str(tsv), "--json"], capture_output=True, text=True, env=full_env)
-        assert full.returncode == 0, (artifact, full.stderr)
-        assert light.returncode == 0, (artifact, light.stderr)
-        light_metrics, full_metrics = json.loads(light.stdout), json.loads(full.stdout)
+        record = light_records[str(artifact)]
+        assert record["evaluate"]["rc"] == 0, (artifact, record["evaluate"]["stderr"])
+        light_metrics, full_metrics = json.loads(record["evaluate"]["stdout"]), _full_install_evaluate(artifact, tsv)
         if light_metrics["exact"] != full_metrics["exact"] or ("mae" in full_metrics and
                 abs(light_metrics["mae"] - full_metrics["mae"]) > 1e-6 * max(1.0, full_metrics["mae"])):
             mismatches.append((str(artifact.relative_to(ROOT)), light_metrics, full_metrics))
+        predicted = record["predict"]
+        assert predicted["rc"] == 0 and predicted["stdout"].startswith("3 - -2 + 4 = "), (artifact, predicted)
     assert not mismatches, mismatches
-    # and `predict`, once per artifact
-    for artifact in artifacts:
-        result = subprocess.run([str(runtime_venv / "bin" / "predcalc"), "predict", "3 - -2 + 4", "--model",
-                                 str(artifact)], capture_output=True, text=True, cwd=tmp_path, env=_clean_env())
-        assert result.returncode == 0 and result.stdout.startswith("3 - -2 + 4 = "), (artifact, result.stderr)
+
+
+@pytest.mark.slow
+def test_the_runtime_install_has_the_predcalc_command(runtime_venv, tmp_path):
+    artifact = ROOT / "reports" / "calculator" / "model.tflite"
+    if not artifact.is_file():
+        pytest.skip("no stored calculator (reports/calculator/model.tflite)")
+    result = subprocess.run([str(runtime_venv / "bin" / "predcalc"), "predict", "3 - -2 + 4", "--model",
+                             str(artifact)], capture_output=True, text=True, cwd=tmp_path, env=_clean_env())
+    assert result.returncode == 0 and result.stdout.startswith("3 - -2 + 4 = 9 "), result
+    assert result.stderr == "", result.stderr

@@ -41,15 +41,16 @@ def show_comparison(results, notebook: str, parameters: dict):
     return table
 
 
-def show_export(results, output, notebook: str, parameters: dict, models=None):
-    """Exports the first seed of ``models`` (default: every model) under ``output/export``, checks
-    every file against Keras, and displays and returns the export table."""
+def show_export(results, output, notebook: str, parameters: dict, models=None, formats=None):
+    """Exports the first seed of ``models`` (default: every model) under ``output/export`` in
+    ``formats`` (default: all), checks every file against Keras, and displays and returns the
+    export table."""
     from predcalc.report.findings import export_table, markdown_table
     from predcalc.training.experiment import Results
 
     names = list(results.models) if models is None else [n for n in models if n in results.models]
     exported = Results(protocol=results.protocol, models={name: results.models[name] for name in names})
-    results.exports.update(exported.export(Path(output) / "export"))
+    results.exports.update(exported.export(Path(output) / "export", formats=formats))
     table = export_table([results.to_json(notebook, parameters)])
     _display_markdown(markdown_table(table))
     return table

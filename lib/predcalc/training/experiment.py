@@ -102,18 +102,19 @@ class Results:
             save_figure(figure, path)
         return figure
 
-    def export(self, directory, progress: bool = True, data_label: dict | None = None) -> dict:
-        """Export each model's first seed (SavedModel, .keras, LiteRT and ONNX), check them, and write
-        each folder's ``export.json``, which names the data they were checked on with ``data_label``
+    def export(self, directory, progress: bool = True, data_label: dict | None = None, formats=None) -> dict:
+        """Export each model's first seed (SavedModel, .keras, and the LiteRT and ONNX ``formats``,
+        default every one of :data:`predcalc.deploy.export.FORMATS`), check them, and write each
+        folder's ``export.json``, which names the data they were checked on with ``data_label``
         (default: the seed protocol's seed; an extended-suite study passes its ``suite_seed``)."""
         from tqdm.auto import tqdm
 
-        from predcalc.deploy.export import export_trained, write_export_record
+        from predcalc.deploy.export import FORMATS, export_trained, write_export_record
 
         for name, result in tqdm(self.models.items(), desc="export", disable=not progress):
             target = Path(directory) / name
             self.exports[name] = export_trained(result.first, target, self.protocol.test_sets(),
-                                                self.protocol.train.expressions)
+                                                self.protocol.train.expressions, formats=formats or FORMATS)
             result.first.model.save(target / "model.keras")
             write_export_record(target, result.spec, self.exports[name], data_label or {"data_seed": self.protocol.seed})
         return self.exports

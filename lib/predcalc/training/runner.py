@@ -39,8 +39,9 @@ PROFILES = {
     "full": {"seeds": [0, 1, 2, 3, 4], "epochs": 200, "patience": 20},
     # The smallest run that still executes every cell: what `make test-notebooks` (nbval) injects.
     # Only sizes that no checked cell (tag nbval-check-output) prints (not models, data or test-set sizes).
+    # Exports: float32 LiteRT only (with SavedModel and .keras); tests/test_export.py covers the rest.
     "smoke": {"epochs": 1, "train_epochs": 1, "control_epochs": 1, "repeats": 1, "ig_steps": 8,
-              "n_explained": 20, "export_check": 10},
+              "n_explained": 20, "export_check": 10, "export_formats": ["float32"]},
 }
 
 RUN_INFO = "run.json"  # written beside each executed notebook: profile, time, error
