@@ -7,7 +7,8 @@
 #                 notebook is re-run)
 #   make test     runs the library tests (layers on TensorFlow, JAX and PyTorch) and every notebook
 #                 (nbval, at the smoke profile: one epoch); tests/test_book.py opens the built book in
-#                 headless Chromium (skipped without one). CI (.ci/run) runs it.
+#                 headless Chromium (skipped without one). CI (.ci/run) runs it. Each pytest session
+#                 runs on every core (pytest-xdist; TEST_WORKERS=1 for one worker).
 #   make test-fast  the developer's loop: library tests on TensorFlow without the `slow` ones
 #                 (no training longer than a few seconds, no kernels, no notebooks)
 # Both create the virtual environment .venv and install requirements.txt when needed.
