@@ -152,3 +152,18 @@ def test_a_killed_sweep_ends_its_workers_and_their_kernels(tmp_path):
     assert "Traceback" not in err and "interrupted; workers stopped" in err
     time.sleep(0.5)
     assert not [p for p in family if p.is_running() and p.status() != psutil.STATUS_ZOMBIE]
+
+
+@pytest.mark.slow
+def test_a_run_inside_the_repository_keeps_no_machine_path(setup, monkeypatch):
+    from predcalc import paths
+
+    tmp_path, notebooks, config = setup
+    monkeypatch.setattr(paths, "ROOT", tmp_path)  # the sweep folder now lies inside "the repository"
+    (job,) = sweep.expand({**config, "grid": {"a": [1]}, "seeds": [0]}, tmp_path / "reports" / "sweeps", notebooks)
+    assert sweep.run_job(job).error is None
+    folder = tmp_path / "reports" / "sweeps" / "tiny" / job.name
+    info = json.loads((folder / "run.json").read_text())
+    assert info["parameters"]["output_dir"] == f"reports/sweeps/tiny/{job.name}"
+    for path in folder.iterdir():
+        assert str(tmp_path) not in path.read_text(), path.name

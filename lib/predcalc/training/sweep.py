@@ -31,14 +31,16 @@ import datetime
 import hashlib
 import itertools
 import json
+import os
 import signal
 import time
 from pathlib import Path
 
-from predcalc.paths import write_if_changed
+from predcalc import paths
+from predcalc.paths import relative, write_if_changed
 from predcalc.training.runner import (NOTEBOOKS, ROOT, RUN_INFO, Interrupted, _main_thread_signals,
-                                      as_completed_interruptibly, end_with_parent, kernel_environment,
-                                      kill_tree)
+                                      _replace_text, as_completed_interruptibly, end_with_parent,
+                                      kernel_environment, kill_tree)
 
 SWEEPS = ROOT / "reports" / "sweeps"
 ENGINES = ("process", "dask")
@@ -238,8 +240,15 @@ def run_job(job: Job) -> Outcome:
         lines = [line for line in str(exc).strip().splitlines() if line.strip()]
         error = f"{type(exc).__name__}: {(lines[-1] if lines else '')[:500]}"
     seconds = time.perf_counter() - start
+    # The kernel ran in notebooks/, so it was given the absolute folder; what is kept names it
+    # relative to the repository (no machine path in a committed file) when it lies inside it.
+    where = relative(folder)
+    if where != str(folder):
+        _replace_text(folder, str(folder), where)
+        _replace_text(folder, f"{paths.ROOT}{os.sep}", "")  # papermill's input_path
+    parameters = {**job.parameters, **({"output_dir": where} if "output_dir" in job.parameters else {})}
     (folder / RUN_INFO).write_text(json.dumps({
-        "notebook": notebook.stem, "parameters": job.parameters, "seconds": round(seconds, 1), "error": error,
+        "notebook": notebook.stem, "parameters": parameters, "seconds": round(seconds, 1), "error": error,
         "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}, indent=1))
     return Outcome(job.name, job.parameters, seconds, error)
 
