@@ -167,3 +167,18 @@ def test_a_run_inside_the_repository_keeps_no_machine_path(setup, monkeypatch):
     assert info["parameters"]["output_dir"] == f"reports/sweeps/tiny/{job.name}"
     for path in folder.iterdir():
         assert str(tmp_path) not in path.read_text(), path.name
+
+
+@pytest.mark.slow
+def test_the_kernels_stderr_goes_to_a_log_not_the_terminal(setup, monkeypatch, capfd):
+    from predcalc import paths
+
+    tmp_path, notebooks, config = setup
+    monkeypatch.setattr(paths, "LOGS", tmp_path / "logs")
+    nb = nbformat.read(notebooks / "90_tiny.ipynb", as_version=4)
+    nb.cells.append(nbformat.v4.new_code_cell("import os\nos.write(2, b'C-level noise\\n')"))
+    nbformat.write(nb, notebooks / "90_tiny.ipynb")
+    (job,) = sweep.expand({**config, "grid": {"a": [1]}, "seeds": [0]}, tmp_path / "sweeps", notebooks)
+    assert sweep.run_job(job).error is None
+    assert "C-level noise" not in capfd.readouterr().err
+    assert "C-level noise" in (tmp_path / "logs" / "sweeps" / "tiny" / f"{job.name}.log").read_text()

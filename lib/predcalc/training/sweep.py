@@ -230,15 +230,25 @@ def run_job(job: Job) -> Outcome:
     notebook = Path(job.notebook)
     start = time.perf_counter()
     error = None
-    try:
-        papermill.execute_notebook(str(notebook), str(folder / notebook.name), parameters=job.parameters,
-                                   cwd=str(notebook.parent), kernel_name="python3", progress_bar=False,
-                                   log_output=False)
-        if not (folder / "metrics.json").is_file():
-            error = "the notebook ran but wrote no metrics.json into its output_dir"
-    except Exception as exc:  # a failed run is reported; the sweep goes on
-        lines = [line for line in str(exc).strip().splitlines() if line.strip()]
-        error = f"{type(exc).__name__}: {(lines[-1] if lines else '')[:500]}"
+    # The kernel inherits this worker's stderr: its TensorFlow and CUDA stub lines go to a log file
+    # (build/logs/sweeps/<sweep>/<run>.log), not to the terminal.
+    log = paths.LOGS / "sweeps" / folder.parent.name / f"{folder.name}.log"
+    log.parent.mkdir(parents=True, exist_ok=True)
+    with open(log, "w") as handle:
+        saved = os.dup(2)
+        os.dup2(handle.fileno(), 2)
+        try:
+            papermill.execute_notebook(str(notebook), str(folder / notebook.name), parameters=job.parameters,
+                                       cwd=str(notebook.parent), kernel_name="python3", progress_bar=False,
+                                       log_output=False)
+            if not (folder / "metrics.json").is_file():
+                error = "the notebook ran but wrote no metrics.json into its output_dir"
+        except Exception as exc:  # a failed run is reported; the sweep goes on
+            lines = [line for line in str(exc).strip().splitlines() if line.strip()]
+            error = f"{type(exc).__name__}: {(lines[-1] if lines else '')[:500]}"
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
     seconds = time.perf_counter() - start
     # The kernel ran in notebooks/, so it was given the absolute folder; what is kept names it
     # relative to the repository (no machine path in a committed file) when it lies inside it.
