@@ -151,3 +151,18 @@ def test_seed_recipe_lines_score_the_seed_way_beside_the_published_row():
     assert "seed published: MAE in " in lines[1] and lines[1].startswith(" " * len("transformer4_seed"))
     assert notes.seed_recipe_lines(results, None, 40) == []
     assert notes.seed_recipe_lines(types.SimpleNamespace(models={}), baseline_runs(load_runs()), 40) == []
+
+
+def test_the_conclusion_reports_a_seed_recipe_run_beside_the_published_row():
+    import pandas as pd
+
+    row = {"params": 38209, "MAE in": 0.0389, "MAE out": 4.642, "MAE long": 3.915, "acc in": 0.9993,
+           "acc out": 0.0722, "acc long": 0.1826}
+    table = pd.DataFrame([{"model": "t4 seed recipe", "source": "06_transformer", **row},
+                          {"model": "transformer4 (encoder, regression)", "source": "seed (published)", **row,
+                           "MAE in": 0.0393}])
+    spec = types.SimpleNamespace(label="t4 seed recipe", seed_row="transformer4 (encoder, regression)")
+    results = types.SimpleNamespace(models={"transformer4_seed": types.SimpleNamespace(spec=spec)})
+    text = notes.conclusion(table, results, [], {}, {}, None, [0, 1], 200)
+    assert text.startswith("- **transformer4_seed** (38,209 parameters")
+    assert "MAE in range **0.0389** (seed 0.0393)" in text

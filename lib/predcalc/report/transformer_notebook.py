@@ -146,7 +146,7 @@ def conclusion(table, results, token_models, unparseable: dict, unseen: dict, pr
     ours = table[table.source != "seed (published)"].set_index("model")
     seed_rows = table[table.source == "seed (published)"].set_index("model")
     lines = []
-    for name in ("transformer4", "transformer5"):
+    for name in ("transformer4", "transformer5", "transformer4_seed", "transformer5_seed"):
         if name not in results.models:
             continue
         spec = results.models[name].spec
