@@ -19,6 +19,7 @@ import pandas as pd
 from predcalc.paths import save_figure, write_if_changed
 from predcalc.training import metrics as M
 from predcalc.report.anchors import SEED_LLM_ROWS, SEED_ROWS
+from predcalc.report.recipe_ablation import recipe_ablation_lines
 from predcalc.training.experiment import BASELINE
 from predcalc.training.runner import PROFILES, ROOT, RUN_INFO, RUNS
 from predcalc.report.studies import FINISHES, extended_best, extended_title, is_study, shown_label, studies_markdown
@@ -501,6 +502,7 @@ def findings_markdown(records: list[dict], models: pd.DataFrame, exports: pd.Dat
     if not seed_way.empty:
         lines += ["## The seed's columns, computed the seed's way", "", SEED_WAY_TEXT, "",
                   markdown_table(seed_way), "", *seed_weights_lines(records)]
+    lines += recipe_ablation_lines(records, reports / "sweeps")
     stability = stability_table(reports / "experiments" / "stability.json")
     if not stability.empty:
         lines += ["## Reduced checks: stabilised mLSTM and bounded Mamba", "",

@@ -1,0 +1,42 @@
+import json
+
+from predcalc.report.recipe_ablation import SWEEP, recipe_ablation_lines, recipe_ablation_table
+
+
+def _runs(maes, accuracy=1.0):
+    return [{"seed": s, "metrics": {k: {"mae": m, "accuracy": accuracy} for k in ("in", "out", "long")}}
+            for s, m in enumerate(maes)]
+
+
+def _sweep_run(root, name, kwargs, seed, mae, error=None):
+    folder = root / SWEEP / f"06_transformer__{name}"
+    folder.mkdir(parents=True)
+    parameters = {"models": ["transformer4_seed"], "model_kwargs": {"transformer4_seed": kwargs}, "epochs": 200,
+                  "patience": 200, "seeds": [seed]}
+    (folder / "run.json").write_text(json.dumps({"parameters": parameters, "error": error}))
+    (folder / "metrics.json").write_text(json.dumps({"models": {"transformer4_seed": {"runs": _runs([mae])}}}))
+
+
+def test_one_row_per_undone_choice_beside_the_stored_runs(tmp_path):
+    _sweep_run(tmp_path, "a", {"cls": False}, 0, 0.06)
+    _sweep_run(tmp_path, "b", {"cls": False}, 1, 0.08)
+    _sweep_run(tmp_path, "c", {"scale_embedding": False}, 0, 0.05)
+    _sweep_run(tmp_path, "d", {"scale_embedding": False}, 1, 9.0, error="KeyboardInterrupt: stopped")  # not finished
+    records = [{"notebook": "06_transformer", "parameters": {"epochs": 200, "patience": 200},
+                "models": {"transformer4_seed": {"runs": _runs([0.03, 0.05])},
+                           "transformer4": {"runs": _runs([0.1, 0.12], 0.99),
+                                            "kept_from": {"parameters": {"epochs": 200, "patience": 20}}}}}]
+    table = recipe_ablation_table(records, tmp_path).set_index("variant")
+    assert list(table.index) == ["every choice of the seed's recipe", "this project's transformer4 recipe",
+                                 "mean pooling instead of the CLS token", "no sqrt(d_model) scale on the embedding"]
+    assert table.loc["every choice of the seed's recipe", "MAE in"] == "0.04 ± 0.014"
+    assert table.loc["every choice of the seed's recipe", "trained"] == "200 epochs, no early stopping"
+    assert table.loc["this project's transformer4 recipe", "trained"] == "200 epochs, early stopping (patience 20)"
+    assert table.loc["this project's transformer4 recipe", "exact in"] == "99.00 %"
+    assert table.loc["mean pooling instead of the CLS token", "MAE out"] == "0.07 ± 0.014"
+    assert table.loc["no sqrt(d_model) scale on the embedding", "seeds"] == 1  # the failed run is left out
+    assert recipe_ablation_lines(records, tmp_path)[0] == "## The seed's transformer recipe: which choice matters"
+
+
+def test_nothing_without_the_sweep(tmp_path):
+    assert recipe_ablation_table([], tmp_path).empty and recipe_ablation_lines([], tmp_path) == []
