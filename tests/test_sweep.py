@@ -167,6 +167,8 @@ def test_a_run_inside_the_repository_keeps_no_machine_path(setup, monkeypatch):
     assert info["parameters"]["output_dir"] == f"reports/sweeps/tiny/{job.name}"
     for path in folder.iterdir():
         assert str(tmp_path) not in path.read_text(), path.name
+    outcome = {"name": job.name, "parameters": {"a": 1, "output_dir": str(folder)}}
+    assert sweep.portable(outcome)["parameters"]["output_dir"] == f"reports/sweeps/tiny/{job.name}"
 
 
 @pytest.mark.slow

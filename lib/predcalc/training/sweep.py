@@ -326,8 +326,16 @@ def run(config: dict, workers: int | None = None, engine: str = "process", root:
     summary = Path(root) / config["name"] / SUMMARY
     summary.parent.mkdir(parents=True, exist_ok=True)
     write_if_changed(summary, json.dumps({"name": config["name"], "engine": engine, "workers": workers,
-                                   "runs": [dataclasses.asdict(o) for o in outcomes]}, indent=1))
+                                   "runs": [portable(dataclasses.asdict(o)) for o in outcomes]}, indent=1))
     return outcomes
+
+
+def portable(outcome: dict) -> dict:
+    """An outcome as sweep.json keeps it: its output_dir relative to the repository when inside it."""
+    parameters = outcome.get("parameters") or {}
+    if "output_dir" in parameters:
+        outcome = {**outcome, "parameters": {**parameters, "output_dir": relative(parameters["output_dir"])}}
+    return outcome
 
 
 def collect(name: str, root: Path = SWEEPS) -> list[dict]:
