@@ -256,7 +256,7 @@ def run_job(job: Job) -> Outcome:
     if where != str(folder):
         _replace_text(folder, str(folder), where)
         _replace_text(folder, f"{paths.ROOT}{os.sep}", "")  # papermill's input_path
-    parameters = {**job.parameters, **({"output_dir": where} if "output_dir" in job.parameters else {})}
+    parameters = portable({"parameters": job.parameters})["parameters"]
     (folder / RUN_INFO).write_text(json.dumps({
         "notebook": notebook.stem, "parameters": parameters, "seconds": round(seconds, 1), "error": error,
         "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}, indent=1))
