@@ -30,6 +30,7 @@ import threading
 import time
 from pathlib import Path
 
+from predcalc import paths
 from predcalc.paths import FAILED, LOGS, NOTEBOOKS, ROOT, RUNS, compact_notebook_images, relative, runs_for
 
 # Parameters injected by each profile (only those a notebook declares). A notebook can
@@ -165,6 +166,14 @@ def _replace_text(folder: Path, old: str, new: str) -> None:
                 path.write_text(text.replace(old, new))
 
 
+def _name_relative(folder: Path, written_as: str, final: Path) -> None:
+    """In the text files a notebook wrote into ``folder``: the folder its kernel was given
+    (``written_as``) becomes ``final`` relative to the repository, and papermill's input_path loses
+    the repository's prefix. No machine path is kept in a result."""
+    _replace_text(folder, written_as, relative(final))
+    _replace_text(folder, f"{paths.ROOT}{os.sep}", "")
+
+
 def _replace_folder(source: Path, destination: Path) -> None:
     """Move ``source`` to ``destination`` by renames: ``destination`` is at every moment either
     the previous complete folder or the new one (a hidden ``.<name>.old`` holds the previous
@@ -270,8 +279,7 @@ def execute(notebook: Path, profile: str, runs: Path = RUNS, progress_bar: bool 
         error_file.unlink(missing_ok=True)
         seconds = time.perf_counter() - start
         final = failed / notebook.stem if error else destination
-        _replace_text(temporary, str(temporary), relative(final))
-        _replace_text(temporary, f"{ROOT}{os.sep}", "")  # papermill's input_path: relative to the repository
+        _name_relative(temporary, str(temporary), final)
         if (temporary / notebook.name).is_file():  # its figures as palette PNGs (a third of the bytes)
             compact_notebook_images(temporary / notebook.name)
         label = profile if not overrides else f"{profile} with {', '.join(f'{k}={v}' for k, v in overrides.items())}"

@@ -39,7 +39,7 @@ from pathlib import Path
 from predcalc import paths
 from predcalc.paths import relative, write_if_changed
 from predcalc.training.runner import (NOTEBOOKS, ROOT, RUN_INFO, Interrupted, _main_thread_signals,
-                                      _replace_text, as_completed_interruptibly, end_with_parent,
+                                      _name_relative, as_completed_interruptibly, end_with_parent,
                                       kernel_environment, kill_tree)
 
 SWEEPS = ROOT / "reports" / "sweeps"
@@ -252,10 +252,8 @@ def run_job(job: Job) -> Outcome:
     seconds = time.perf_counter() - start
     # The kernel ran in notebooks/, so it was given the absolute folder; what is kept names it
     # relative to the repository (no machine path in a committed file) when it lies inside it.
-    where = relative(folder)
-    if where != str(folder):
-        _replace_text(folder, str(folder), where)
-        _replace_text(folder, f"{paths.ROOT}{os.sep}", "")  # papermill's input_path
+    if relative(folder) != str(folder):
+        _name_relative(folder, str(folder), folder)
     parameters = portable({"parameters": job.parameters})["parameters"]
     (folder / RUN_INFO).write_text(json.dumps({
         "notebook": notebook.stem, "parameters": parameters, "seconds": round(seconds, 1), "error": error,
