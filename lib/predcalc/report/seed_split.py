@@ -1,0 +1,51 @@
+"""Runs too long for one session, trained one seed per sweep run and listed as one record.
+
+A sweep named in :data:`SEED_SPLIT_SWEEPS` trains one model with one set of parameters, one seed
+per run (``predcalc sweep`` resumes an interrupted sweep at the next unfinished seed, so the seeds
+of a slow model accumulate over sessions). :func:`seed_split_records` merges each such sweep's
+finished runs into one record shaped like a notebook's ``metrics.json`` (every seed's runs under
+each model), so the findings list it beside the notebook runs, with the seeds it has so far.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from predcalc.report.recipe_ablation import _how
+
+# sweeps/<name>.yaml: the seed's transformer5 recipe, about 35 minutes a seed on a 2-core CPU
+SEED_SPLIT_SWEEPS = ("transformer5_seed",)
+
+
+def seed_split_records(sweeps: Path, names=SEED_SPLIT_SWEEPS) -> list[dict]:
+    """One record per sweep in ``names`` with at least one finished run (see the module doc).
+
+    Raises ``ValueError`` when the runs of a sweep differ in anything but their seed (they could
+    not be averaged as one model's seeds) or repeat a seed.
+    """
+    from predcalc.training.sweep import collect
+
+    records = []
+    for name in names:
+        runs = collect(name, Path(sweeps))
+        if not runs:
+            continue
+        settings = [{k: v for k, v in run["parameters"].items() if k not in ("seeds", "output_dir")} for run in runs]
+        if any(s != settings[0] for s in settings):
+            raise ValueError(f"sweep {name}: its runs differ in more than the seed; a seed-split sweep "
+                             "trains one model with one set of parameters")
+        models: dict[str, dict] = {}
+        for run in runs:
+            for model_name, model in run["metrics"]["models"].items():
+                models.setdefault(model_name, {**model, "runs": []})["runs"].extend(model["runs"])
+        for model_name, model in models.items():
+            seeds = [r["seed"] for r in model["runs"]]
+            if len(set(seeds)) != len(seeds):
+                raise ValueError(f"sweep {name}: {model_name} has seed(s) trained twice: {sorted(seeds)}")
+            model["runs"].sort(key=lambda r: r["seed"])
+        first = runs[0]["metrics"]
+        seeds = sorted(seed for run in runs for seed in run["parameters"].get("seeds", []))
+        records.append({**first, "models": models, "parameters": {**settings[0], "seeds": seeds},
+                        "_dir": Path(sweeps) / name, "_sweep": name, "_overrides": {},
+                        "_profile": f"{_how(settings[0])}, one seed per run of sweep {name}"})
+    return records
