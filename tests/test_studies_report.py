@@ -6,7 +6,7 @@ from predcalc.report.studies import is_study, speed_table, timeseries_table
 
 def _speed_record():
     speedups = [{"length": length, "family": family, "phase": phase, "parallel_vs_keras": 2.0 * length / 64,
-                 "step_vs_keras": 1.5, "parallel_vs_step": 1.0}
+                 "scan_vs_keras": length / 64, "step_vs_keras": 1.5, "parallel_vs_step": 1.0}
                 for length in (64, 256) for family in ("min_gru", "min_lstm") for phase in ("train_step", "inference")]
     return {"notebook": "21_parallel_scan", "kind": "study", "models": {}, "backend": "tensorflow",
             "parameters": {"batch": 8, "units": 32, "repeats": 3, "lengths": [64, 256]},
@@ -27,6 +27,7 @@ def test_study_tables_hold_the_stored_numbers():
     speed = speed_table(_speed_record()["speed"])
     assert list(speed["length"]) == [64, 256]
     assert speed.loc[1, "train minGRU / GRU parallel"] == "8.00x"  # 2 * 256 / 64
+    assert speed.loc[1, "train minGRU / GRU scan"] == "4.00x"
     series = timeseries_table(_timeseries_record()["timeseries"])
     assert list(series["model"]) == ["Keras GRU", "baseline: naive (last value)", "Mamba"]  # by MAE
     assert list(series["MAE / naive"]) == ["0.50", "1.00", "2.00"]
@@ -42,7 +43,8 @@ def test_report_has_a_studies_section_and_a_command_per_run(tmp_path):
     findings.build(runs=runs, reports=tmp_path / "reports", readme=tmp_path / "README.md")
     text = (tmp_path / "reports" / "findings.md").read_text()
     assert "## Studies" in text
-    assert "Best training-step speed-up over Keras here: **8.00x** (min_gru, parallel scan, length 256)" in text
+    assert ("Best training-step speed-up over Keras here: **8.00x** (min_gru, parallel path of a layer returning its "
+            "last state, length 256); **4.00x** (min_gru, parallel scan of the whole sequence, length 256)") in text
     assert ("- co2: best network Keras GRU (MAE 0.500, 0.50x the naive forecast); the strongest baseline is naive "
             "(last value) (MAE 1.000); 1 of 2 networks beat every baseline") in text
     assert "`predcalc run --profile full --only 22_timeseries`" in text

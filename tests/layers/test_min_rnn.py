@@ -186,6 +186,15 @@ def test_last_output_and_state(Layer, parallel):
     np.testing.assert_allclose(to_numpy(state), sequence[:, -1], atol=1e-6)
 
 
+def test_last_state_path_with_an_initial_state_equals_the_numpy_reference(name, Layer):
+    # return_sequences=False: the parallel path reduces to h_T without a scan
+    layer = deterministic_layer(Layer, True, return_sequences=False)
+    x = inputs()
+    h0 = np.linspace(-1.0, 1.0, BATCH * UNITS).reshape(BATCH, UNITS).astype("float32")
+    expected = CASES[name][1](x, *numpy_weights(layer), h0)[:, -1]
+    np.testing.assert_allclose(to_numpy(layer(x, initial_state=h0)), expected, atol=1e-5)
+
+
 @pytest.mark.parametrize("parallel", [True, False])
 def test_functional_model_with_flexible_batch(Layer, parallel):
     model_inputs = keras.Input((TIME, FEATURES))

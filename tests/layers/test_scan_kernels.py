@@ -152,6 +152,24 @@ def test_cumsum_form_loses_early_steps_when_decay_exceeds_float32_range():
     )
 
 
+@pytest.mark.parametrize("with_initial_state", [False, True])
+def test_last_state_reduction_matches_numpy(with_initial_state):
+    log_a, log_b = gates((2, 7, 3), seed=6)
+    h0 = np.array([[0.5, -1.0, 2.0], [-0.25, 0.0, 1.0]], "float32") if with_initial_state else None
+    expected = reference_scan(np.exp(log_a), np.exp(log_b), h0)[:, -1]
+    np.testing.assert_allclose(to_numpy(scan_kernels.log_space_last_state(log_a, log_b, h0)), expected, rtol=1e-5)
+
+
+def test_last_state_reduction_is_exact_on_a_long_sequence():
+    # 4096 steps: the suffix sums of the early steps reach thousands of nats, but those terms
+    # weigh exp(-thousands); the recent ones, which decide h_T, get short, exact sums.
+    log_a, log_b = gates((2, 4096, 4), seed=7)
+    expected = reference_scan(np.exp(log_a), np.exp(log_b))[:, -1]
+    last = to_numpy(scan_kernels.log_space_last_state(log_a, log_b))
+    np.testing.assert_allclose(last, expected, rtol=2e-6)
+    np.testing.assert_allclose(last, to_numpy(scan_kernels.log_space_scan(log_a, log_b)[1]), rtol=2e-6)
+
+
 def test_log_space_scan_gradients_are_finite():
     log_a, log_b = gates((2, 16, 3), seed=5)
     if keras.backend.backend() == "jax":
@@ -179,6 +197,23 @@ def test_log_space_scan_gradients_are_finite():
         grads = [la.grad, lb.grad]
     for grad in grads:
         assert np.all(np.isfinite(to_numpy(grad)))
+
+
+def test_last_state_gradient_equals_the_scan_gradient():
+    import tensorflow as tf
+
+    if keras.backend.backend() != "tensorflow":
+        pytest.skip("one backend's autodiff is enough for this identity")
+    log_a, log_b = gates((2, 16, 3), seed=8)
+    weights = tf.constant(np.random.default_rng(0).normal(size=(2, 3)).astype("float32"))
+    grads = []
+    for last in (lambda la, lb: scan_kernels.log_space_scan(la, lb)[1], scan_kernels.log_space_last_state):
+        la, lb = tf.Variable(log_a), tf.Variable(log_b)
+        with tf.GradientTape() as tape:
+            loss = tf.reduce_sum(weights * last(la, lb))
+        grads.append([g.numpy() for g in tape.gradient(loss, [la, lb])])
+    for scan_grad, last_grad in zip(*grads):
+        np.testing.assert_allclose(last_grad, scan_grad, rtol=1e-4, atol=1e-6)
 
 
 def test_run_steps_with_outputs_shaped_unlike_the_state():

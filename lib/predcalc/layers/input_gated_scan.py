@@ -18,6 +18,7 @@ from keras import ops
 
 from predcalc.layers._common import check_bools, check_positive_ints, no_xla_on_tensorflow
 from predcalc.layers._common import config_entries, sequence_input_dim, sequence_output_shape, set_initializers
+from predcalc.layers.scan_kernels import log_space_last_state
 from predcalc.layers.scan_kernels import log_space_scan
 from predcalc.layers.scan_kernels import run_steps
 
@@ -88,9 +89,15 @@ class _InputGatedScan(keras.layers.Layer):
             log_a, log_b = self._log_coefficients(
                 *logits
             )  # (batch, time, units) each
-            sequence, last_state = log_space_scan(
-                log_a, log_b, initial_state
-            )  # (batch, time, units), (batch, units)
+            if self.return_sequences:
+                sequence, last_state = log_space_scan(
+                    log_a, log_b, initial_state
+                )  # (batch, time, units), (batch, units)
+            else:  # only h_T is returned: one reduction, no scan
+                sequence = None
+                last_state = log_space_last_state(
+                    log_a, log_b, initial_state
+                )  # (batch, units)
         else:
             sequence, last_state = self._step_path(logits, initial_state)
 

@@ -66,7 +66,10 @@ class MinGRU(_InputGatedScan):
     (`log a_t = -softplus(k_t)`, `log b_t = -softplus(-k_t) + log g(.)`);
     with `parallel=False` it is computed one step at a time with
     `keras.ops.scan`. Both give the same numbers: at length 4096 (batch 2,
-    16 units, float32) each is within 5e-7 of a float64 loop. The parallel
+    16 units, float32) each is within 5e-7 of a float64 loop. A layer
+    returning only its last state (`return_sequences=False`) skips the scan on
+    the parallel path: `h_T` is one log-sum-exp reduction
+    (`scan_kernels.log_space_last_state`). The parallel
     path is the default because its depth is `O(log T)` instead of `O(T)`,
     which is what makes minGRU fast on a GPU, and because on a 2-core CPU it
     trained 5-100x faster than the step loop on TensorFlow and PyTorch

@@ -81,8 +81,8 @@ class MinLSTM(_InputGatedScan):
     `log f'_t = -softplus(d_t)`, `log i'_t = -softplus(-d_t)` and
     `d_t = softplus(-k_f) - softplus(-k_i)`; with `parallel=False` one step
     at a time with `keras.ops.scan`. Both paths give the same numbers. The
-    default and its speed trade-offs are those of `MinGRU` (on JAX on a CPU
-    the step loop is faster).
+    default, its last-state reduction and its speed trade-offs are those of
+    `MinGRU` (on JAX on a CPU the step loop is faster).
 
     XLA: as `MinGRU` (`supports_jit=False` on TensorFlow, JAX compiles both
     paths).

@@ -28,7 +28,11 @@ from typing import Callable, Mapping
 
 import numpy as np
 
-KINDS = ("keras_gru", "keras_lstm", "min_gru_parallel", "min_gru_step", "min_lstm_parallel", "min_lstm_step")
+# min*_parallel: the layer as the model uses it (returning its last state, the parallel path reduces
+# to h_T in one logsumexp, no scan); min*_scan: the parallel scan of the whole sequence, its last
+# step taken (what a layer under another one computes); min*_step: the step loop.
+PATHS = ("parallel", "scan", "step")
+KINDS = ("keras_gru", "keras_lstm", *(f"{family}_{path}" for family in ("min_gru", "min_lstm") for path in PATHS))
 PHASES = ("train_step", "inference")
 
 # arXiv 2410.01201 (ANCHORS.md section 2): speed-up of minGRU / minLSTM training steps over
@@ -108,6 +112,9 @@ def build_layer(kind: str, units: int):
     if kind.startswith("min_gru_") or kind.startswith("min_lstm_"):
         cls = MinGRU if kind.startswith("min_gru_") else MinLSTM
         path = kind.rsplit("_", 1)[1]
+        if path == "scan":
+            return keras.Sequential([cls(units, return_sequences=True), keras.layers.Lambda(lambda h: h[:, -1])],
+                                    name=f"{kind}_last_step")
         if path in ("parallel", "step"):
             return cls(units, parallel=path == "parallel")
     raise ValueError(f"unknown kind; choose one of {', '.join(KINDS)}. Received: kind={kind!r}")
@@ -178,7 +185,8 @@ def profile(lengths=(64, 256), kinds=KINDS, repeats: int = 5, warmup: int = 1, b
 
 def speedups(records: list[dict], phase: str = "train_step") -> list[dict]:
     """Per length, the speed-up of each min* path over its Keras counterpart (GRU / LSTM):
-    ``keras median / min* median`` (above 1: the min* layer is faster), and parallel over step."""
+    ``keras median / min* median`` for each of :data:`PATHS` (above 1: the min* layer is faster), and
+    parallel over step."""
     if phase not in PHASES:
         raise ValueError(f"phase must be one of {PHASES}. Received: phase={phase!r}")
     by_key = {(r["length"], r["kind"]): r[phase] for r in records}
@@ -187,7 +195,7 @@ def speedups(records: list[dict], phase: str = "train_step") -> list[dict]:
         for family, reference in (("min_gru", "keras_gru"), ("min_lstm", "keras_lstm")):
             row = {"length": length, "family": family, "phase": phase}
             ref = by_key.get((length, reference))
-            for path in ("parallel", "step"):
+            for path in PATHS:
                 value = by_key.get((length, f"{family}_{path}"))
                 row[f"{path}_vs_keras"] = ref / value if ref is not None and value else None
             par, step = by_key.get((length, f"{family}_parallel")), by_key.get((length, f"{family}_step"))
