@@ -368,7 +368,8 @@ def run(only=None, profile: str = "quick", workers: int = 1, runs: Path | None =
     try:
         futures = {pool.submit(execute, nb, profile, runs, False, failed, logs, children, overrides): nb for nb in notebooks}
         bar.set_postfix_str(", ".join(nb.stem for nb in notebooks[:workers]))
-        clock = _every(1.0, bar.refresh) if progress and sys.stderr.isatty() else None  # elapsed keeps counting
+        # elapsed keeps counting: each second on a terminal, each minute in a log file (one line a minute)
+        clock = _every(1.0 if sys.stderr.isatty() else 60.0, bar.refresh) if progress else None
         for future in as_completed_interruptibly(futures, tick=clock):
             outcome = future.result()
             outcomes.append(outcome)
