@@ -20,7 +20,7 @@ from predcalc.paths import save_figure, write_if_changed
 from predcalc.training import metrics as M
 from predcalc.report.anchors import SEED_LLM_ROWS, SEED_ROWS
 from predcalc.report.recipe_ablation import recipe_ablation_lines
-from predcalc.report.seed_split import seed_split_records
+from predcalc.report.seed_split import seed_split_lines, seed_split_records
 from predcalc.training.experiment import BASELINE
 from predcalc.training.runner import PROFILES, ROOT, RUN_INFO, RUNS
 from predcalc.report.studies import FINISHES, extended_best, extended_title, is_study, shown_label, studies_markdown
@@ -522,6 +522,7 @@ def findings_markdown(records: list[dict], models: pd.DataFrame, exports: pd.Dat
     if not seed_way.empty:
         lines += ["## The seed's columns, computed the seed's way", "", SEED_WAY_TEXT, "",
                   markdown_table(seed_way), "", *seed_weights_lines(records)]
+    lines += seed_split_lines(records)
     lines += recipe_ablation_lines(records, reports / "sweeps")
     stability = stability_table(records)
     if not stability.empty:

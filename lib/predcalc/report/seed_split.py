@@ -49,3 +49,19 @@ def seed_split_records(sweeps: Path, names=SEED_SPLIT_SWEEPS) -> list[dict]:
                         "_dir": Path(sweeps) / name, "_sweep": name, "_overrides": {},
                         "_profile": f"{_how(settings[0])}, one seed per run of sweep {name}"})
     return records
+
+
+def seed_split_lines(records: list[dict]) -> list[str]:
+    """One line per seed-split sweep: how many seeds it has, and each seed's MAE in / out / long."""
+    lines = []
+    for record in records:
+        if not record.get("_sweep"):
+            continue
+        for model in record["models"].values():
+            runs = model["runs"]
+            per_seed = "; ".join(f"seed {r['seed']}: " + " / ".join(f"{r['metrics'][t]['mae']:.4g}" for t in ("in", "out", "long"))
+                                 for r in runs)
+            lines.append(f"- {model['label']}: {len(runs)} seed{'s' * (len(runs) != 1)} so far, trained by "
+                         f"`predcalc sweep sweeps/{record['_sweep']}.yaml` (one seed per run; it resumes at the next "
+                         f"seed). MAE in / out / long per seed: {per_seed}.")
+    return lines + [""] if lines else []
