@@ -53,7 +53,8 @@ def test_the_findings_list_a_seed_split_sweep_with_its_command(tmp_path):
     text = (reports / "findings.md").read_text()
     assert "| slow transformer | 06_transformer (200 epochs, no early stopping, one seed per run of sweep " \
            "transformer5_seed, 1 seed) |" in text
-    assert "- sweep [transformer5_seed](sweeps/transformer5_seed/) (`predcalc sweep sweeps/transformer5_seed.yaml`" in text
+    assert ("- sweep `transformer5_seed` in `reports/sweeps/transformer5_seed/` (`predcalc sweep "
+            "sweeps/transformer5_seed.yaml`") in text
     assert ("- slow transformer: 1 seed so far, trained by `predcalc sweep sweeps/transformer5_seed.yaml` (one seed "
             "per run; it resumes at the next seed). MAE in / out / long per seed: seed 0: 0.1 / 1 / 2.") in text
 

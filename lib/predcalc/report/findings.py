@@ -567,7 +567,7 @@ def findings_markdown(records: list[dict], models: pd.DataFrame, exports: pd.Dat
     for record in records:
         if record.get("_sweep"):
             name, parameters = record["_sweep"], record["parameters"]
-            lines.append(f"- sweep [{name}]({Path(os.path.relpath(record['_dir'], reports)).as_posix()}/) "
+            lines.append(f"- sweep `{name}` in `reports/{Path(os.path.relpath(record['_dir'], reports)).as_posix()}/` "
                          f"(`predcalc sweep sweeps/{name}.yaml`, resumes at the next unfinished seed): "
                          f"{record['notebook']}, seeds {parameters['seeds']}, parameters "
                          f"`{json.dumps({k: v for k, v in parameters.items() if k != 'seeds'})}`")
