@@ -229,7 +229,7 @@ def stability_table(records: list[dict], pairs=STABILISED) -> pd.DataFrame:
             runs = sorted(model["runs"], key=lambda r: r["seed"])
             exact = [100 * r["metrics"]["in"]["accuracy"] for r in runs]
             out = [r["metrics"]["out"]["mae"] for r in runs]
-            rows.append({"model": model["label"], "source": _source(record, [], f"{_profile_of(record, model)}"),
+            rows.append({"model": model["label"], "source": _source(record, [], _profile_of(record, model)),
                          "seeds": " ".join(str(r["seed"]) for r in runs),
                          "exact in per seed (%)": " / ".join(f"{v:.1f}" for v in exact),
                          "worst exact in": f"{min(exact):.1f} %",
@@ -558,8 +558,10 @@ def findings_markdown(records: list[dict], models: pd.DataFrame, exports: pd.Dat
         from predcalc.deploy.bench import deployment_markdown
 
         lines += deployment_markdown(json.loads(bench.read_text()))
-    relative_dirs = {record["notebook"]: Path(os.path.relpath(record["_dir"], reports)).as_posix()
-                     for record in records if not record.get("_sweep")}
+    def from_reports(record):
+        return Path(os.path.relpath(record["_dir"], reports)).as_posix()
+
+    relative_dirs = {record["notebook"]: from_reports(record) for record in records if not record.get("_sweep")}
     lines += studies_markdown(records, relative_dirs)
     lines += ["## Runs", "",
               "Each run's numbers come back with the command beside it (`predcalc run` executes the notebook "
@@ -567,7 +569,7 @@ def findings_markdown(records: list[dict], models: pd.DataFrame, exports: pd.Dat
     for record in records:
         if record.get("_sweep"):
             name, parameters = record["_sweep"], record["parameters"]
-            lines.append(f"- sweep `{name}` in `reports/{Path(os.path.relpath(record['_dir'], reports)).as_posix()}/` "
+            lines.append(f"- sweep `{name}` in `reports/{from_reports(record)}/` "
                          f"(`predcalc sweep sweeps/{name}.yaml`, resumes at the next unfinished seed): "
                          f"{record['notebook']}, seeds {parameters['seeds']}, parameters "
                          f"`{json.dumps({k: v for k, v in parameters.items() if k != 'seeds'})}`")
