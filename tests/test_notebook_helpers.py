@@ -166,3 +166,17 @@ def test_the_conclusion_reports_a_seed_recipe_run_beside_the_published_row():
     text = notes.conclusion(table, results, [], {}, {}, None, [0, 1], 200)
     assert text.startswith("- **transformer4_seed** (38,209 parameters")
     assert "MAE in range **0.0389** (seed 0.0393)" in text
+
+
+def test_loss_plot_draws_a_panel_only_for_heads_the_run_trained():
+    def result(label):
+        history = {"loss": [2.0, 1.0], "val_loss": [2.5, 1.5]}
+        return types.SimpleNamespace(spec=types.SimpleNamespace(label=label), first=types.SimpleNamespace(history=history))
+
+    regression_only = types.SimpleNamespace(models={"t5": result("T5")})
+    figure = notes.plot_losses(regression_only, [])
+    assert [axis.get_title() for axis in figure.axes] == ["regression heads: MSE"]
+    both = types.SimpleNamespace(models={"t5": result("T5"), "tok": result("TOK")})
+    figure = notes.plot_losses(both, ["tok"])
+    assert [axis.get_title() for axis in figure.axes] == ["regression heads: MSE", "token heads: cross-entropy per slot"]
+    assert [len(axis.lines) for axis in figure.axes] == [2, 2]

@@ -92,3 +92,25 @@ def test_seed_recipe_models_and_schedule():
     optimizer = fit.make_optimizer(get_spec("transformer4_seed"), 1e-3, 2000, epochs=200)
     assert isinstance(optimizer, keras.optimizers.AdamW)
     assert optimizer.weight_decay == 4e-3 and optimizer.beta_1 == 0.85 and optimizer.clipnorm == 1.0
+
+
+def test_seed_schedule_peak_is_a_training_option():
+    from predcalc.data import seed_protocol
+
+    protocol = seed_protocol(0)
+    spec = get_spec("transformer4_seed")
+    optimizer = fit.make_optimizer(spec, 1e-3, 2000, epochs=200, peak_learning_rate=5e-4)
+    np.testing.assert_allclose(float(optimizer.learning_rate), 0.0)  # warm-up starts at zero
+    schedule = optimizer._learning_rate
+    np.testing.assert_allclose(float(schedule(210)), 5e-4, rtol=1e-5)
+    np.testing.assert_allclose(float(schedule(2000)), 5e-5, rtol=1e-5)
+    with pytest.raises(ValueError, match="adamw_seed"):
+        fit.make_optimizer(get_spec("fnn2"), 1e-3, 2000, epochs=200, peak_learning_rate=5e-4)
+    with pytest.raises(ValueError, match="positive"):
+        fit.make_optimizer(spec, 1e-3, 2000, epochs=200, peak_learning_rate=0.0)
+    # train() takes the peak from model_kwargs and passes the rest to the builder
+    trained = fit.train("transformer4_seed", protocol, epochs=1, model_kwargs={"peak_learning_rate": 5e-4, "cls": False})
+    assert "cls_token" not in [layer.name for layer in trained.model.layers]
+    np.testing.assert_allclose(float(trained.model.optimizer._learning_rate.warmup_target), 5e-4)
+    with pytest.raises(ValueError, match="adamw_seed"):
+        fit.train("fnn2", protocol, epochs=1, model_kwargs={"peak_learning_rate": 5e-4})

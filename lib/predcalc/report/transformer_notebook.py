@@ -27,15 +27,19 @@ def unseen_shares(protocol) -> dict:
 
 
 def plot_losses(results, token_models):
-    """Loss per epoch of each model's first seed: regression heads left, token heads right."""
+    """Loss per epoch of each model's first seed: regression heads left, token heads right (a
+    panel only for a kind of head the run trained)."""
     import matplotlib.pyplot as plt
 
-    figure, axes = plt.subplots(1, 2, figsize=(11, 3.6))
-    for name, result in results.models.items():
-        axis = axes[1] if name in token_models else axes[0]
-        line, = axis.plot(result.first.history["loss"], label=f"{result.spec.label} train")
-        axis.plot(result.first.history["val_loss"], linestyle="--", color=line.get_color(), label="validation")
-    for axis, title in zip(axes, ("regression heads: MSE", "token heads: cross-entropy per slot")):
+    panels = {"regression heads: MSE": [n for n in results.models if n not in token_models],
+              "token heads: cross-entropy per slot": [n for n in results.models if n in token_models]}
+    panels = {title: names for title, names in panels.items() if names}
+    figure, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 3.6), squeeze=False)
+    for axis, (title, names) in zip(axes[0], panels.items()):
+        for name in names:
+            result = results.models[name]
+            line, = axis.plot(result.first.history["loss"], label=f"{result.spec.label} train")
+            axis.plot(result.first.history["val_loss"], linestyle="--", color=line.get_color(), label="validation")
         axis.set_yscale("log")
         axis.set_xlabel("epoch")
         axis.set_title(title, fontsize=10)

@@ -71,17 +71,24 @@ def seed_schedule(epochs: int, steps_per_epoch: int, peak: float = SEED_PEAK_LEA
         warmup_target=peak, warmup_steps=warmup)
 
 
-def make_optimizer(spec: ModelSpec, learning_rate: float, steps: int, epochs: int | None = None):
+def make_optimizer(spec: ModelSpec, learning_rate: float, steps: int, epochs: int | None = None,
+                   peak_learning_rate: float | None = None):
     """Adam for most models; Adam with cosine decay, or AdamW with linear warm-up and cosine decay,
     where the spec asks.
 
     ``adamw_seed`` is the seed's transformer recipe: AdamW (weight decay 4e-3, beta_1 0.85,
-    clipnorm 1.0) on :func:`seed_schedule` with the seed's peak 1.42e-3, whatever
-    ``learning_rate`` says (the notebook's rate is for the other models).
+    clipnorm 1.0) on :func:`seed_schedule`, peaking at ``peak_learning_rate`` (default: the seed's
+    1.42e-3), whatever ``learning_rate`` says (the notebook's rate is for the other models).
     """
+    if peak_learning_rate is not None and spec.optimizer != "adamw_seed":
+        raise ValueError(f"peak_learning_rate sets the seed schedule of adamw_seed models; {spec.name} trains "
+                         f"with {spec.optimizer!r}. Received: peak_learning_rate={peak_learning_rate}")
     if spec.optimizer == "adamw_seed":
         epochs = epochs or 1
-        schedule = seed_schedule(epochs, max(steps // epochs, 1))
+        peak = SEED_PEAK_LEARNING_RATE if peak_learning_rate is None else float(peak_learning_rate)
+        if not peak > 0:
+            raise ValueError(f"peak_learning_rate must be positive. Received: {peak_learning_rate}")
+        schedule = seed_schedule(epochs, max(steps // epochs, 1), peak=peak)
         return keras.optimizers.AdamW(learning_rate=schedule, weight_decay=4e-3, beta_1=0.85, beta_2=0.999,
                                       clipnorm=1.0)
     if spec.optimizer == "adam_cosine":  # Adam, its rate decayed along a cosine to 0 over all steps
@@ -100,17 +107,21 @@ def train(name: str, protocol: Protocol, seed: int = 0, epochs: int = 200, batch
     """Fit a registered model on the protocol's training split.
 
     Early stopping watches the validation loss and restores the best weights; a spec's ``finish``
-    step (if any) then runs on them, inside the timed training.
+    step (if any) then runs on them, inside the timed training. ``model_kwargs`` go to the model's
+    builder, except ``peak_learning_rate``: the peak of the seed schedule (``adamw_seed`` models).
     """
     if epochs <= 0:
         raise ValueError(f"epochs must be positive. Received: epochs={epochs}")
-    spec, model, tokenizer = build(name, seed=seed, **(model_kwargs or {}))
+    builder_kwargs = dict(model_kwargs or {})
+    peak_learning_rate = builder_kwargs.pop("peak_learning_rate", None)
+    spec, model, tokenizer = build(name, seed=seed, **builder_kwargs)
     x_train = tokenizer.encode_batch(protocol.train.expressions)
     y_train = spec.encode_targets(protocol.train.values, tokenizer)
     x_val = tokenizer.encode_batch(protocol.validation.expressions)
     y_val = spec.encode_targets(protocol.validation.values, tokenizer)
     steps = epochs * int(np.ceil(len(x_train) / batch_size))
-    model.compile(optimizer=make_optimizer(spec, learning_rate, steps, epochs=epochs), loss=spec.loss)
+    model.compile(optimizer=make_optimizer(spec, learning_rate, steps, epochs=epochs,
+                                           peak_learning_rate=peak_learning_rate), loss=spec.loss)
     stopper = keras.callbacks.EarlyStopping(monitor="val_loss", patience=patience, restore_best_weights=True)
     start = time.perf_counter()
     history = model.fit(x_train, y_train, validation_data=(x_val, y_val), epochs=epochs, batch_size=batch_size,
