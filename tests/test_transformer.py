@@ -114,3 +114,19 @@ def test_seed_schedule_peak_is_a_training_option():
     np.testing.assert_allclose(float(trained.model.optimizer._learning_rate.warmup_target), 5e-4)
     with pytest.raises(ValueError, match="adamw_seed"):
         fit.train("fnn2", protocol, epochs=1, model_kwargs={"peak_learning_rate": 5e-4})
+
+
+def test_gated_transformer_reads_out_the_raw_values(tmp_path):
+    import keras
+
+    spec, model, tokenizer = fit.build("transformer4_gated", seed=0)
+    assert spec.optimizer == "adamw_seed" and model.count_params() == 38210
+    x = tokenizer.encode_batch(["1 + 2 - 3", "40 - -5 + 1"])
+    readout = model.get_layer("value")
+    features = keras.Model(model.inputs, readout.input[0])(x)
+    gates = np.asarray(readout.gates(features))[..., 0]
+    bias = float(np.asarray(readout.bias)[0])
+    np.testing.assert_allclose(np.asarray(model(x))[:, 0], (gates * x).sum(axis=1) + bias, rtol=1e-4, atol=1e-5)
+    model.save(tmp_path / "gated.keras")
+    loaded = keras.models.load_model(tmp_path / "gated.keras")
+    np.testing.assert_allclose(np.asarray(loaded(x)), np.asarray(model(x)), rtol=1e-6)

@@ -28,6 +28,7 @@ import numpy as np
 
 from predcalc.layers.cls_token import ClsToken
 from predcalc.layers.digit_readout import DigitReadout
+from predcalc.layers.gated_value_sum import GatedValueSum
 from predcalc.layers.sinusoidal_positional_encoding import SinusoidalPositionalEncoding
 from predcalc.layers.transformer_encoder_block import TransformerEncoderBlock
 from predcalc.models.registry import register_model
@@ -64,17 +65,13 @@ def regression_transformer(tokenizer, name: str, **encoder) -> keras.Model:
     return keras.Model(inputs, outputs, name=name)
 
 
-def seed_recipe_transformer(tokenizer, name: str, d_model: int, num_heads: int, num_layers: int, ffn_units: int,
-                            cls: bool = True, scale_embedding: bool = True, dropout: float = 0.0) -> keras.Model:
-    """The seed's transformer recipe (``transformer_transformer4.py``): a CLS token of value 15
-    prepended to the numeric tokens, each token projected by ``Dense(d_model)`` and scaled by
-    sqrt(d_model), sinusoidal positions, post-norm encoder layers, the prediction read from the
-    CLS position. ``cls=False`` pools by the mean instead, ``scale_embedding=False`` drops the
-    scaling (the ablations). Trained with ``optimizer="adamw_seed"`` (see ``fit.make_optimizer``).
-    """
-    inputs, x = numeric_sequence(tokenizer, False)
-    if cls:
-        x = ClsToken(15.0, name="cls_token")(x)
+def seed_recipe_encoder(tokenizer, d_model: int, num_heads: int, num_layers: int, ffn_units: int,
+                        cls: bool = False, scale_embedding: bool = True, dropout: float = 0.0):
+    """Inputs, the numeric tokens ``(batch, length, 1)`` and the encoded sequence of the seed's
+    recipe: a CLS token of value 15 prepended where ``cls``, each token projected by
+    ``Dense(d_model)`` and scaled by sqrt(d_model), sinusoidal positions, post-norm encoder layers."""
+    inputs, values = numeric_sequence(tokenizer, False)
+    x = ClsToken(15.0, name="cls_token")(values) if cls else values
     x = keras.layers.Dense(d_model, name="token_projection")(x)
     if scale_embedding:
         x = keras.layers.Rescaling(float(np.sqrt(d_model)), name="embedding_scale")(x)
@@ -82,6 +79,18 @@ def seed_recipe_transformer(tokenizer, name: str, d_model: int, num_heads: int, 
     for index in range(1, num_layers + 1):
         x = TransformerEncoderBlock(num_heads=num_heads, ffn_units=ffn_units, dropout=dropout,
                                     name=f"encoder_{index}")(x)
+    return inputs, values, x
+
+
+def seed_recipe_transformer(tokenizer, name: str, d_model: int, num_heads: int, num_layers: int, ffn_units: int,
+                            cls: bool = True, scale_embedding: bool = True, dropout: float = 0.0) -> keras.Model:
+    """The seed's transformer recipe (``transformer_transformer4.py``): :func:`seed_recipe_encoder`
+    with the prediction read from the CLS position. ``cls=False`` pools by the mean instead,
+    ``scale_embedding=False`` drops the scaling (the ablations). Trained with
+    ``optimizer="adamw_seed"`` (see ``fit.make_optimizer``).
+    """
+    inputs, _, x = seed_recipe_encoder(tokenizer, d_model, num_heads, num_layers, ffn_units, cls=cls,
+                                       scale_embedding=scale_embedding, dropout=dropout)
     if cls:
         steps = x.shape[1]
         x = keras.layers.Cropping1D((0, steps - 1), name="cls_pooling")(x)
@@ -111,6 +120,20 @@ def transformer5_seed(tokenizer, d_model: int = 64, num_heads: int = 8, num_laye
     return seed_recipe_transformer(tokenizer, "transformer5_seed", d_model=d_model, num_heads=num_heads,
                                    num_layers=num_layers, ffn_units=ffn_units, cls=cls,
                                    scale_embedding=scale_embedding)
+
+
+@register_model("transformer4_gated", label="transformer4, the seed's recipe with a gated value readout",
+                family="transformer", tokenizer="numeric", seed_row="transformer4 (encoder, regression)",
+                optimizer="adamw_seed")
+def transformer4_gated(tokenizer, d_model: int = 32, num_heads: int = 8, num_layers: int = 3,
+                       ffn_units: int = 128, scale_embedding: bool = True) -> keras.Model:
+    """transformer4_seed's encoder (no CLS token) read out by
+    :class:`predcalc.layers.GatedValueSum`: ``y = sum_t (w^T h_t + c) v_t + b`` over the raw
+    numeric tokens ``v_t``, so the answer stays linear in the numbers (38,210 parameters)."""
+    inputs, values, x = seed_recipe_encoder(tokenizer, d_model, num_heads, num_layers, ffn_units,
+                                            scale_embedding=scale_embedding)
+    outputs = GatedValueSum(name="value")([x, values])
+    return keras.Model(inputs, outputs, name="transformer4_gated")
 
 
 @register_model("transformer4", label="transformer4 (3 x d32 encoder, regression)", family="transformer",

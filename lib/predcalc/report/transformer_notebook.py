@@ -122,13 +122,17 @@ def model_sizes(names) -> list[str]:
     return lines
 
 
+# trained with the seed's recipe (CLS or gated readout, AdamW seed schedule), scored the seed's way too
+SEED_RECIPE_MODELS = ("transformer4_seed", "transformer5_seed", "transformer4_gated")
+
+
 def seed_recipe_lines(results, base_runs, epochs) -> list[str]:
-    """The seed recipe's models (transformer4_seed, transformer5_seed) scored the seed's way against the
+    """The seed recipe's models (SEED_RECIPE_MODELS) scored the seed's way against the
     baseline FNN's runs ``base_runs``, each beside the seed's published row; none without those runs."""
     from predcalc.report.anchors import SEED_ROWS
     from predcalc.training import metrics as M
 
-    seed_recipe = [name for name in ("transformer4_seed", "transformer5_seed") if name in results.models]
+    seed_recipe = [name for name in SEED_RECIPE_MODELS if name in results.models]
     if not (seed_recipe and base_runs and all(M.has_seed_way(r) for r in base_runs)):
         return []
     baseline = M.seed_baseline(base_runs)
@@ -150,13 +154,14 @@ def conclusion(table, results, token_models, unparseable: dict, unseen: dict, pr
     ours = table[table.source != "seed (published)"].set_index("model")
     seed_rows = table[table.source == "seed (published)"].set_index("model")
     lines = []
-    for name in ("transformer4", "transformer5", "transformer4_seed", "transformer5_seed"):
+    for name in ("transformer4", "transformer5", *SEED_RECIPE_MODELS):
         if name not in results.models:
             continue
         spec = results.models[name].spec
         row, published = ours.loc[spec.label], seed_rows.loc[spec.seed_row]
         lines.append(
-            f"- **{name}** ({row['params']:,} parameters, the seed's count; {len(seeds)} seed(s), {epochs} epochs at most): "
+            f"- **{name}** ({row['params']:,} parameters, seed {published['params']:,}; {len(seeds)} seed(s), "
+            f"{epochs} epochs at most): "
             f"MAE in range **{row['MAE in']:.4f}** (seed {published['MAE in']}), out of range **{row['MAE out']:.3f}** "
             f"(seed {published['MAE out']}), long **{row['MAE long']:.3f}** (seed {published['MAE long']}); exact "
             f"{100 * row['acc in']:.1f} % / {100 * row['acc out']:.1f} % / {100 * row['acc long']:.1f} % (in / out / long).")
