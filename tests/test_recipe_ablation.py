@@ -1,6 +1,7 @@
 import json
 
-from predcalc.report.recipe_ablation import SWEEP, recipe_ablation_lines, recipe_ablation_table
+from predcalc.report.recipe_ablation import PEAK_SWEEP, SWEEP, peak_probe_lines, peak_probe_table
+from predcalc.report.recipe_ablation import recipe_ablation_lines, recipe_ablation_table
 
 
 def _runs(maes, accuracy=1.0):
@@ -24,13 +25,16 @@ def test_one_row_per_undone_choice_beside_the_stored_runs(tmp_path):
     _sweep_run(tmp_path, "d", {"scale_embedding": False}, 1, 9.0, error="KeyboardInterrupt: stopped")  # not finished
     records = [{"notebook": "06_transformer", "parameters": {"epochs": 200, "patience": 200},
                 "models": {"transformer4_seed": {"runs": _runs([0.03, 0.05])},
+                           "transformer4_gated": {"runs": _runs([0.02, 0.02])},
                            "transformer4": {"runs": _runs([0.1, 0.12], 0.99),
                                             "kept_from": {"parameters": {"epochs": 200, "patience": 20}}}}}]
     table = recipe_ablation_table(records, tmp_path).set_index("variant")
-    assert list(table.index) == ["every choice of the seed's recipe", "this project's transformer4 recipe",
+    assert list(table.index) == ["every choice of the seed's recipe", "gated value readout instead of the CLS token",
+                                 "this project's transformer4 recipe",
                                  "mean pooling instead of the CLS token", "no sqrt(d_model) scale on the embedding"]
     assert table.loc["every choice of the seed's recipe", "MAE in"] == "0.04 ± 0.014"
     assert table.loc["every choice of the seed's recipe", "trained"] == "200 epochs, no early stopping"
+    assert table.loc["gated value readout instead of the CLS token", "MAE out"] == "0.02 ± 0"
     assert table.loc["this project's transformer4 recipe", "trained"] == "200 epochs, early stopping (patience 20)"
     assert table.loc["this project's transformer4 recipe", "exact in"] == "99.00 %"
     assert table.loc["mean pooling instead of the CLS token", "MAE out"] == "0.07 ± 0.014"
@@ -40,3 +44,29 @@ def test_one_row_per_undone_choice_beside_the_stored_runs(tmp_path):
 
 def test_nothing_without_the_sweep(tmp_path):
     assert recipe_ablation_table([], tmp_path).empty and recipe_ablation_lines([], tmp_path) == []
+
+
+def _peak_run(root, name, peak, seed, val_loss, mae, error=None):
+    folder = root / PEAK_SWEEP / f"06_transformer__{name}"
+    folder.mkdir(parents=True)
+    parameters = {"models": ["transformer5_seed"], "model_kwargs": {"transformer5_seed": {"peak_learning_rate": peak}},
+                  "epochs": 25, "patience": 25, "seeds": [seed]}
+    (folder / "run.json").write_text(json.dumps({"parameters": parameters, "error": error}))
+    runs = [{**run, "best_val_loss": val_loss} for run in _runs([mae])]
+    (folder / "metrics.json").write_text(json.dumps({"models": {"transformer5_seed": {"runs": runs}}}))
+
+
+def test_peak_probe_one_row_per_rate_and_names_the_best(tmp_path):
+    _peak_run(tmp_path, "a", 1.42e-3, 0, 20.0, 3.8)
+    _peak_run(tmp_path, "b", 1.42e-3, 1, 22.0, 3.6)
+    _peak_run(tmp_path, "c", 2e-4, 0, 0.1, 0.25)
+    _peak_run(tmp_path, "d", 2e-4, 1, 0.3, 0.35)
+    _peak_run(tmp_path, "e", 5e-5, 0, 9.0, 1.0, error="KeyboardInterrupt: stopped")  # not finished
+    table = peak_probe_table(tmp_path)
+    assert list(table["peak learning rate"]) == ["0.00142", "0.0002"]
+    assert list(table["best val MSE"]) == ["21 ± 1.4", "0.2 ± 0.14"]
+    assert table.loc[1, "trained"] == "25 epochs, no early stopping" and table.loc[1, "MAE in"] == "0.3 ± 0.071"
+    lines = peak_probe_lines(tmp_path)
+    assert lines[0] == "### transformer5_seed: the peak learning rate"
+    assert "the lowest mean validation MSE is at a peak of 0.0002;" in lines[2]
+    assert peak_probe_table(tmp_path / "none").empty and peak_probe_lines(tmp_path / "none") == []

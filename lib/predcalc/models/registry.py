@@ -46,6 +46,7 @@ class ModelSpec:
     loss: object = "mse"
     optimizer: str = "adam"
     finish: Callable | None = None
+    peak_learning_rate: float | None = None  # adamw_seed models: the seed schedule's peak (None: the seed's)
 
 
 MODELS: dict[str, ModelSpec] = {}
@@ -54,7 +55,7 @@ MODELS: dict[str, ModelSpec] = {}
 def register_model(name: str, *, label: str, family: str, tokenizer: str, seed_row: str | None = None,
                    tokenizer_config: dict | None = None, predict_values: Callable = regression_values,
                    encode_targets: Callable = identity_targets, loss="mse", optimizer: str = "adam",
-                   finish: Callable | None = None):
+                   finish: Callable | None = None, peak_learning_rate: float | None = None):
     """Decorator: register ``build(tokenizer, **kwargs) -> keras.Model`` under ``name``."""
 
     def decorate(build):
@@ -63,7 +64,7 @@ def register_model(name: str, *, label: str, family: str, tokenizer: str, seed_r
         MODELS[name] = ModelSpec(name=name, label=label, family=family, tokenizer=tokenizer, build=build,
                                  seed_row=seed_row, tokenizer_config=dict(tokenizer_config or {}),
                                  predict_values=predict_values, encode_targets=encode_targets, loss=loss,
-                                 optimizer=optimizer, finish=finish)
+                                 optimizer=optimizer, finish=finish, peak_learning_rate=peak_learning_rate)
         return build
 
     return decorate

@@ -19,7 +19,7 @@ import pandas as pd
 from predcalc.paths import save_figure, write_if_changed
 from predcalc.training import metrics as M
 from predcalc.report.anchors import SEED_LLM_ROWS, SEED_ROWS
-from predcalc.report.recipe_ablation import recipe_ablation_lines
+from predcalc.report.recipe_ablation import peak_probe_lines, recipe_ablation_lines
 from predcalc.report.seed_split import seed_split_lines, seed_split_records
 from predcalc.training.experiment import BASELINE
 from predcalc.training.runner import PROFILES, ROOT, RUN_INFO, RUNS
@@ -524,6 +524,7 @@ def findings_markdown(records: list[dict], models: pd.DataFrame, exports: pd.Dat
                   markdown_table(seed_way), "", *seed_weights_lines(records)]
     lines += seed_split_lines(records)
     lines += recipe_ablation_lines(records, reports / "sweeps")
+    lines += peak_probe_lines(reports / "sweeps")
     stability = stability_table(records)
     if not stability.empty:
         lines += ["## Stabilised mLSTM and bounded Mamba, every seed", "", STABILITY_TEXT, "",

@@ -1,6 +1,9 @@
 """Which choice of the seed's transformer recipe matters: ``transformer4_seed`` with one choice undone
 at a time (the sweep ``sweeps/transformer4_seed_ablation.yaml``, stored in ``reports/sweeps/``),
-beside the stored run with every choice and this project's own ``transformer4`` recipe.
+beside the stored run with every choice, the same encoder with a gated value readout
+(``transformer4_gated``) and this project's own ``transformer4`` recipe; and the peak learning rate
+of ``transformer5_seed``, chosen by short trials as the seed's tuner did
+(``sweeps/transformer5_seed_peak.yaml``).
 """
 
 from __future__ import annotations
@@ -50,6 +53,7 @@ def recipe_ablation_table(records: list[dict], sweeps: Path) -> pd.DataFrame:
     stored = next((r for r in records if r.get("notebook") == "06_transformer"), None)
     if stored is not None:
         for name, variant in ((MODEL, "every choice of the seed's recipe"),
+                              ("transformer4_gated", "gated value readout instead of the CLS token"),
                               ("transformer4", "this project's transformer4 recipe")):
             model = stored["models"].get(name)
             if model and model.get("runs"):  # a model kept from an earlier run carries that run's parameters
@@ -63,8 +67,11 @@ TEXT = (f"`{MODEL}` (38,209 parameters, the seed's recipe: CLS token, sqrt(d_mod
         "AdamW with the seed's warm-up and cosine decay) with one choice undone at a time, trained by "
         f"`predcalc sweep sweeps/{SWEEP}.yaml` into `reports/sweeps/{SWEEP}/`, beside the stored "
         "06_transformer runs. Mean ± standard deviation over seeds of the absolute MAE (the seed's "
-        "transformer notebooks define MAE long this way too); this project's transformer4 differs in "
-        "several choices at once (mean pooling, 4 heads, no scale, AdamW decayed to 0, early stopping).")
+        "transformer notebooks define MAE long this way too). The gated readout (`transformer4_gated`, one "
+        "parameter more) keeps the encoder and changes only the head: the answer is "
+        "sum_t (w^T h_t + c) v_t + b over the raw numbers v_t, linear in them at any size. This project's "
+        "transformer4 differs in several choices at once (mean pooling, 4 heads, no scale, AdamW decayed "
+        "to 0, early stopping).")
 
 
 def recipe_ablation_lines(records: list[dict], sweeps: Path) -> list[str]:
@@ -75,3 +82,43 @@ def recipe_ablation_lines(records: list[dict], sweeps: Path) -> list[str]:
     if table.empty:
         return []
     return ["## The seed's transformer recipe: which choice matters", "", TEXT, "", markdown_table(table), ""]
+
+
+PEAK_SWEEP = "transformer5_seed_peak"
+PEAK_MODEL = "transformer5_seed"
+
+
+def peak_probe_table(sweeps: Path) -> pd.DataFrame:
+    """One row per peak learning rate of the probe sweep, highest first: best validation MSE and
+    absolute MAE, mean ± standard deviation over seeds; empty without the sweep's finished runs."""
+    from predcalc.training.sweep import collect
+
+    peaks: dict[tuple, list] = {}
+    for run in collect(PEAK_SWEEP, sweeps):
+        peak = run["parameters"]["model_kwargs"][PEAK_MODEL]["peak_learning_rate"]
+        peaks.setdefault((float(peak), _how(run["parameters"])), []).extend(run["metrics"]["models"][PEAK_MODEL]["runs"])
+    rows = [{"peak learning rate": f"{peak:g}", "trained": how, "seeds": len(runs),
+             "best val MSE": _cell([r["best_val_loss"] for r in runs]),
+             **{f"MAE {name}": _cell([r["metrics"][name]["mae"] for r in runs]) for name in ("in", "out", "long")}}
+            for (peak, how), runs in sorted(peaks.items(), reverse=True)]
+    return pd.DataFrame(rows)
+
+
+def peak_probe_lines(sweeps: Path) -> list[str]:
+    """The findings section on transformer5_seed's peak learning rate, or nothing without the sweep."""
+    from predcalc.models import get_spec
+    from predcalc.report.tables import markdown_table
+    from predcalc.training.fit import SEED_PEAK_LEARNING_RATE
+
+    table = peak_probe_table(sweeps)
+    if table.empty:
+        return []
+    means = table["best val MSE"].map(lambda cell: float(cell.split(" ")[0]))
+    best = table.loc[means.idxmin(), "peak learning rate"]
+    used = get_spec(PEAK_MODEL).peak_learning_rate or SEED_PEAK_LEARNING_RATE
+    text = (f"The seed's transformer5 notebook chose its peak learning rate by its own keras-tuner search "
+            f"(25-epoch trials, validation loss); the rate it found is not in its code. `{PEAK_MODEL}` repeats "
+            f"that choice in miniature (`predcalc sweep sweeps/{PEAK_SWEEP}.yaml`): the lowest mean validation "
+            f"MSE is at a peak of {best}; `{PEAK_MODEL}` trains with {used:g} (transformer4's tuned peak is "
+            f"{SEED_PEAK_LEARNING_RATE:g}).")
+    return ["### transformer5_seed: the peak learning rate", "", text, "", markdown_table(table), ""]

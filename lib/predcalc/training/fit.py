@@ -77,15 +77,17 @@ def make_optimizer(spec: ModelSpec, learning_rate: float, steps: int, epochs: in
     where the spec asks.
 
     ``adamw_seed`` is the seed's transformer recipe: AdamW (weight decay 4e-3, beta_1 0.85,
-    clipnorm 1.0) on :func:`seed_schedule`, peaking at ``peak_learning_rate`` (default: the seed's
-    1.42e-3), whatever ``learning_rate`` says (the notebook's rate is for the other models).
+    clipnorm 1.0) on :func:`seed_schedule`, peaking at ``peak_learning_rate`` (default: the spec's,
+    else the seed's 1.42e-3), whatever ``learning_rate`` says (the notebook's rate is for the other
+    models).
     """
     if peak_learning_rate is not None and spec.optimizer != "adamw_seed":
         raise ValueError(f"peak_learning_rate sets the seed schedule of adamw_seed models; {spec.name} trains "
                          f"with {spec.optimizer!r}. Received: peak_learning_rate={peak_learning_rate}")
     if spec.optimizer == "adamw_seed":
         epochs = epochs or 1
-        peak = SEED_PEAK_LEARNING_RATE if peak_learning_rate is None else float(peak_learning_rate)
+        peak = next(float(rate) for rate in (peak_learning_rate, spec.peak_learning_rate, SEED_PEAK_LEARNING_RATE)
+                    if rate is not None)
         if not peak > 0:
             raise ValueError(f"peak_learning_rate must be positive. Received: {peak_learning_rate}")
         schedule = seed_schedule(epochs, max(steps // epochs, 1), peak=peak)
