@@ -30,7 +30,8 @@ def _row(variant: str, how: str, runs: list[dict]) -> dict:
             "exact in": f"{100 * np.mean([r['metrics']['in']['accuracy'] for r in runs]):.2f} %"}
 
 
-def _how(parameters: dict) -> str:
+def how_trained(parameters: dict) -> str:
+    """"200 epochs, no early stopping" or "... early stopping (patience 20)" from a run's parameters."""
     epochs, patience = parameters.get("epochs"), parameters.get("patience")
     stop = "no early stopping" if patience is not None and epochs is not None and patience >= epochs \
         else f"early stopping (patience {patience})"
@@ -46,7 +47,7 @@ def recipe_ablation_table(records: list[dict], sweeps: Path) -> pd.DataFrame:
     for run in collect(SWEEP, sweeps):
         kwargs = run["parameters"].get("model_kwargs", {}).get(MODEL, {})
         undone = "; ".join(UNDONE.get(k, f"{k}={v}") for k, v in sorted(kwargs.items())) or "every choice"
-        variants.setdefault((undone, _how(run["parameters"])), []).extend(run["metrics"]["models"][MODEL]["runs"])
+        variants.setdefault((undone, how_trained(run["parameters"])), []).extend(run["metrics"]["models"][MODEL]["runs"])
     if not variants:
         return pd.DataFrame()
     rows = []
@@ -58,7 +59,7 @@ def recipe_ablation_table(records: list[dict], sweeps: Path) -> pd.DataFrame:
             model = stored["models"].get(name)
             if model and model.get("runs"):  # a model kept from an earlier run carries that run's parameters
                 parameters = model.get("kept_from", {}).get("parameters") or stored["parameters"]
-                rows.append(_row(variant, _how(parameters), model["runs"]))
+                rows.append(_row(variant, how_trained(parameters), model["runs"]))
     rows += [_row(undone, how, runs) for (undone, how), runs in sorted(variants.items())]
     return pd.DataFrame(rows)
 
@@ -96,7 +97,7 @@ def peak_probe_table(sweeps: Path) -> pd.DataFrame:
     peaks: dict[tuple, list] = {}
     for run in collect(PEAK_SWEEP, sweeps):
         peak = run["parameters"]["model_kwargs"][PEAK_MODEL]["peak_learning_rate"]
-        peaks.setdefault((float(peak), _how(run["parameters"])), []).extend(run["metrics"]["models"][PEAK_MODEL]["runs"])
+        peaks.setdefault((float(peak), how_trained(run["parameters"])), []).extend(run["metrics"]["models"][PEAK_MODEL]["runs"])
     rows = [{"peak learning rate": f"{peak:g}", "trained": how, "seeds": len(runs),
              "best val MSE": _cell([r["best_val_loss"] for r in runs]),
              **{f"MAE {name}": _cell([r["metrics"][name]["mae"] for r in runs]) for name in ("in", "out", "long")}}

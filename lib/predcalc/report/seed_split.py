@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from predcalc.report.recipe_ablation import _how
+from predcalc.report.recipe_ablation import how_trained
 
 # sweeps/<name>.yaml: the seed's transformer5 recipe, about 35 minutes a seed on a 2-core CPU
 SEED_SPLIT_SWEEPS = ("transformer5_seed",)
@@ -47,7 +47,7 @@ def seed_split_records(sweeps: Path, names=SEED_SPLIT_SWEEPS) -> list[dict]:
         seeds = sorted(seed for run in runs for seed in run["parameters"].get("seeds", []))
         records.append({**first, "models": models, "parameters": {**settings[0], "seeds": seeds},
                         "_dir": Path(sweeps) / name, "_sweep": name, "_overrides": {},
-                        "_profile": f"{_how(settings[0])}, one seed per run of sweep {name}"})
+                        "_profile": f"{how_trained(settings[0])}, one seed per run of sweep {name}"})
     return records
 
 
