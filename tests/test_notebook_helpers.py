@@ -180,3 +180,14 @@ def test_loss_plot_draws_a_panel_only_for_heads_the_run_trained():
     figure = notes.plot_losses(both, ["tok"])
     assert [axis.get_title() for axis in figure.axes] == ["regression heads: MSE", "token heads: cross-entropy per slot"]
     assert [len(axis.lines) for axis in figure.axes] == [2, 2]
+
+
+def test_long_by_terms_gives_each_models_mae_per_count():
+    from predcalc.data.protocol import make_split
+
+    split = make_split("long", ["1 + 2", "3 - 1", "1 + 2 + 3", "1 + 1 + 1 + 1"])
+    spec = types.SimpleNamespace(label="M")
+    result = types.SimpleNamespace(spec=spec, predictions={"long": np.array([3.0, 1.0, 6.0, 0.0])})
+    table = notes.long_by_terms(types.SimpleNamespace(models={"m": result}), split)
+    assert list(table.columns) == ["model", "2 terms", "3 terms", "4 terms"]
+    assert table.iloc[0].tolist() == ["M", 0.5, 0.0, 4.0]

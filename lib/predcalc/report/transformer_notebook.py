@@ -48,6 +48,22 @@ def plot_losses(results, token_models):
     return figure
 
 
+def long_by_terms(results, split) -> "pd.DataFrame":
+    """Absolute MAE of each model's first seed on ``split`` (the long set) by number of terms:
+    one row per model, one column per count. Training expressions have 3 terms (5 tokens), so
+    a count above 3 puts tokens at positions no training example filled."""
+    import numpy as np
+    import pandas as pd
+
+    counts = sorted(set(int(t) for t in split.terms))
+    rows = []
+    for result in results.models.values():
+        error = np.abs(np.asarray(result.predictions[split.name], dtype=float) - split.values)
+        rows.append({"model": result.spec.label,
+                     **{f"{count} terms": round(float(error[split.terms == count].mean()), 3) for count in counts}})
+    return pd.DataFrame(rows)
+
+
 def unparseable_shares(results, token_models) -> dict:
     """``{label: {test set: share of unparseable answers over all seeds}}`` of the token heads."""
     return {result.spec.label: {test_set: sum(run["metrics"][test_set]["unparseable"] for run in result.runs)
