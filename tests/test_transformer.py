@@ -130,3 +130,17 @@ def test_gated_transformer_reads_out_the_raw_values(tmp_path):
     model.save(tmp_path / "gated.keras")
     loaded = keras.models.load_model(tmp_path / "gated.keras")
     np.testing.assert_allclose(np.asarray(loaded(x)), np.asarray(model(x)), rtol=1e-6)
+
+
+def test_local_transformer_gives_the_same_answer_at_any_padded_length():
+    from predcalc.data import NumericTokenizer
+
+    spec, model, tokenizer = fit.build("transformer4_local", seed=0)
+    assert model.count_params() == 38274 and spec.optimizer == "adamw_seed"
+    longer_tokenizer = NumericTokenizer(length=41)
+    longer = spec.build(longer_tokenizer)
+    longer.set_weights(model.get_weights())  # no weight depends on the length
+    expressions = ["1 + 2 - 3", "4 - -5 + 1 - 2 + 3 - 1 + 2"]
+    np.testing.assert_allclose(np.asarray(longer(longer_tokenizer.encode_batch(expressions))),
+                               np.asarray(model(tokenizer.encode_batch(expressions))), rtol=1e-4, atol=1e-4)
+    # (26 more pad steps change nothing: padding is masked out of attention and of the sum)

@@ -42,3 +42,16 @@ def test_clear_errors_on_bad_shapes():
         GatedValueSum()([np.ones((2, 5, 4), "float32"), np.ones((2, 5, 2), "float32")])
     with pytest.raises(ValueError, match="same steps"):
         GatedValueSum()([np.ones((2, 5, 4), "float32"), np.ones((2, 4, 1), "float32")])
+
+
+def test_a_masked_step_adds_nothing():
+    rng = np.random.default_rng(1)
+    features = rng.normal(size=(2, 4, 3)).astype("float32")
+    values = rng.normal(size=(2, 4, 1)).astype("float32")
+    mask = np.array([[True, True, False, False], [True, True, True, False]])
+    layer = GatedValueSum()
+    out = to_numpy(layer([features, values], mask=[None, mask]))
+    for row, n in enumerate((2, 3)):
+        np.testing.assert_allclose(out[row], to_numpy(layer([features[row:row + 1, :n], values[row:row + 1, :n]]))[0],
+                                   rtol=1e-5, atol=1e-6)
+    assert layer.compute_mask([features, values], [None, mask]) is None

@@ -19,6 +19,7 @@ class GatedValueSum(keras.layers.Layer):
 
     Call arguments:
         inputs: ``[features, values]``: ``(batch, steps, d)`` and ``(batch, steps, 1)``.
+        mask: optional, ``True`` for real steps; a masked step adds nothing to the sum.
 
     Returns:
         ``(batch, 1)``.
@@ -40,10 +41,17 @@ class GatedValueSum(keras.layers.Layer):
         self.gate_bias = self.add_weight(shape=(1,), initializer="zeros", name="gate_bias")
         self.bias = self.add_weight(shape=(1,), initializer="zeros", name="bias")
 
-    def call(self, inputs):
+    def call(self, inputs, mask=None):
         features, values = inputs
         gates = ops.matmul(features, self.gate_kernel) + self.gate_bias
-        return ops.sum(gates * ops.cast(values, gates.dtype), axis=1) + self.bias
+        terms = gates * ops.cast(values, gates.dtype)
+        step_mask = next((m for m in (mask or [None, None])[::-1] if m is not None), None)
+        if step_mask is not None:
+            terms = terms * ops.cast(step_mask, terms.dtype)[..., None]
+        return ops.sum(terms, axis=1) + self.bias
+
+    def compute_mask(self, inputs, mask=None):
+        return None
 
     def gates(self, features):
         """The gates ``g_t``, ``(batch, steps, 1)``, for plotting what the readout learned."""

@@ -29,6 +29,7 @@ import numpy as np
 from predcalc.layers.cls_token import ClsToken
 from predcalc.layers.digit_readout import DigitReadout
 from predcalc.layers.gated_value_sum import GatedValueSum
+from predcalc.layers.local_token_features import LocalTokenFeatures
 from predcalc.layers.sinusoidal_positional_encoding import SinusoidalPositionalEncoding
 from predcalc.layers.transformer_encoder_block import TransformerEncoderBlock
 from predcalc.models.registry import register_model
@@ -137,6 +138,25 @@ def transformer4_gated(tokenizer, d_model: int = 32, num_heads: int = 8, num_lay
                                             scale_embedding=scale_embedding)
     outputs = GatedValueSum(name="value")([x, values])
     return keras.Model(inputs, outputs, name="transformer4_gated")
+
+
+@register_model("transformer4_local", label="transformer4, local token features, padding masked, gated readout",
+                family="transformer", tokenizer="numeric", seed_row="transformer4 (encoder, regression)",
+                optimizer="adamw_seed")
+def transformer4_local(tokenizer, d_model: int = 32, num_heads: int = 8, num_layers: int = 3,
+                       ffn_units: int = 128) -> keras.Model:
+    """transformer4_gated with positions that mean the same at every length: each token is
+    embedded from :class:`predcalc.layers.LocalTokenFeatures` ``[x_t, x_{t-1}, (-1)^t]``
+    (no absolute positional encoding), padding is masked out of attention and of the sum, and
+    :class:`predcalc.layers.GatedValueSum` reads the answer (38,274 parameters)."""
+    inputs, values = numeric_sequence(tokenizer, True)
+    x = LocalTokenFeatures(fill=tokenizer.pad, name="local_features")(values)
+    x = keras.layers.Dense(d_model, name="token_projection")(x)
+    x = keras.layers.Rescaling(float(np.sqrt(d_model)), name="embedding_scale")(x)
+    for index in range(1, num_layers + 1):
+        x = TransformerEncoderBlock(num_heads=num_heads, ffn_units=ffn_units, name=f"encoder_{index}")(x)
+    outputs = GatedValueSum(name="value")([x, values])
+    return keras.Model(inputs, outputs, name="transformer4_local")
 
 
 @register_model("transformer4", label="transformer4 (3 x d32 encoder, regression)", family="transformer",

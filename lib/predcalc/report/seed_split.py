@@ -13,8 +13,9 @@ from pathlib import Path
 
 from predcalc.report.recipe_ablation import how_trained
 
-# sweeps/<name>.yaml: the seed's transformer5 recipe, about 35 minutes a seed on a 2-core CPU
-SEED_SPLIT_SWEEPS = ("transformer5_seed",)
+# sweeps/<name>.yaml: the seed's transformer5 recipe (about 35 minutes a seed on a 2-core CPU) and
+# transformer4_local (about 15)
+SEED_SPLIT_SWEEPS = ("transformer5_seed", "transformer4_local")
 
 
 def seed_split_records(sweeps: Path, names=SEED_SPLIT_SWEEPS) -> list[dict]:

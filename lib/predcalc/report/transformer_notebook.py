@@ -139,7 +139,7 @@ def model_sizes(names) -> list[str]:
 
 
 # trained with the seed's recipe (CLS or gated readout, AdamW seed schedule), scored the seed's way too
-SEED_RECIPE_MODELS = ("transformer4_seed", "transformer5_seed", "transformer4_gated")
+SEED_RECIPE_MODELS = ("transformer4_seed", "transformer5_seed", "transformer4_gated", "transformer4_local")
 
 
 def seed_recipe_lines(results, base_runs, epochs) -> list[str]:
