@@ -370,3 +370,10 @@ def test_the_wait_ticks_the_progress_clock_while_a_notebook_runs():
         future = pool.submit(time.sleep, 1.6)
         done = list(runner.as_completed_interruptibly([future], poll=0.1, tick=lambda: (ticks.append(1), clock())))
     assert done == [future] and len(ticks) >= 10 and len(redraws) == 1
+
+
+def test_load_runs_skips_a_run_still_being_written(tmp_path):
+    for folder in ("02_rnn", ".02_rnn.abc123.partial"):
+        (tmp_path / folder).mkdir()
+        (tmp_path / folder / "metrics.json").write_text(json.dumps(_record("02_rnn", {"rnn": _model("RNN", 0.8)})))
+    assert [record["_dir"].name for record in findings.load_runs(tmp_path)] == ["02_rnn"]

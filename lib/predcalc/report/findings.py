@@ -31,9 +31,12 @@ README_START, README_END = "<!-- findings:start -->", "<!-- findings:end -->"
 
 
 def load_runs(runs: Path = RUNS) -> list[dict]:
-    """Every notebook's stored metrics, in notebook order."""
+    """Every notebook's stored metrics, in notebook order (not a run still being written, whose
+    folder is hidden: ``.<notebook>.*.partial``)."""
     found = []
     for path in sorted(runs.glob("*/metrics.json")):
+        if path.parent.name.startswith("."):
+            continue
         record = json.loads(path.read_text())
         record["_dir"] = path.parent
         info = path.parent / RUN_INFO
