@@ -51,15 +51,16 @@ def recipe_ablation_table(records: list[dict], sweeps: Path) -> pd.DataFrame:
     if not variants:
         return pd.DataFrame()
     rows = []
-    stored = next((r for r in records if r.get("notebook") == "06_transformer"), None)
-    if stored is not None:
-        for name, variant in ((MODEL, "every choice of the seed's recipe"),
-                              ("transformer4_gated", "gated value readout instead of the CLS token"),
-                              ("transformer4", "this project's transformer4 recipe")):
-            model = stored["models"].get(name)
-            if model and model.get("runs"):  # a model kept from an earlier run carries that run's parameters
-                parameters = model.get("kept_from", {}).get("parameters") or stored["parameters"]
-                rows.append(_row(variant, how_trained(parameters), model["runs"]))
+    stored = [r for r in records if r.get("notebook") == "06_transformer"]  # the notebook run, then sweeps
+    for name, variant in ((MODEL, "every choice of the seed's recipe"),
+                          ("transformer4_gated", "gated value readout instead of the CLS token"),
+                          ("transformer4_local", "gated readout, local token features, padding masked"),
+                          ("transformer4", "this project's transformer4 recipe")):
+        record = next((r for r in stored if r["models"].get(name, {}).get("runs")), None)
+        if record is not None:  # a model kept from an earlier run carries that run's parameters
+            model = record["models"][name]
+            parameters = model.get("kept_from", {}).get("parameters") or record["parameters"]
+            rows.append(_row(variant, how_trained(parameters), model["runs"]))
     rows += [_row(undone, how, runs) for (undone, how), runs in sorted(variants.items())]
     return pd.DataFrame(rows)
 
@@ -70,7 +71,10 @@ TEXT = (f"`{MODEL}` (38,209 parameters, the seed's recipe: CLS token, sqrt(d_mod
         "06_transformer runs. Mean ± standard deviation over seeds of the absolute MAE (the seed's "
         "transformer notebooks define MAE long this way too). The gated readout (`transformer4_gated`, one "
         "parameter more) keeps the encoder and changes only the head: the answer is "
-        "sum_t (w^T h_t + c) v_t + b over the raw numbers v_t, linear in them at any size. This project's "
+        "sum_t (w^T h_t + c) v_t + b over the raw numbers v_t, linear in them at any size. "
+        "`transformer4_local` (sweep `transformer4_local`) also embeds each token from [x_t, x_{t-1}, (-1)^t] "
+        "instead of adding absolute positions, and masks the padding, so a longer expression puts nothing "
+        "new in front of it. This project's "
         "transformer4 differs in several choices at once (mean pooling, 4 heads, no scale, AdamW decayed "
         "to 0, early stopping).")
 
