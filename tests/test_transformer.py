@@ -132,13 +132,15 @@ def test_gated_transformer_reads_out_the_raw_values(tmp_path):
     np.testing.assert_allclose(np.asarray(loaded(x)), np.asarray(model(x)), rtol=1e-6)
 
 
-def test_local_transformer_gives_the_same_answer_at_any_padded_length():
+@pytest.mark.parametrize("squash", [False, True])
+def test_local_transformer_gives_the_same_answer_at_any_padded_length(squash):
     from predcalc.data import NumericTokenizer
 
-    spec, model, tokenizer = fit.build("transformer4_local", seed=0)
+    spec, model, tokenizer = fit.build("transformer4_local", seed=0, squash_features=squash)
     assert model.count_params() == 38274 and spec.optimizer == "adamw_seed"
+    assert ("squash" in [layer.name for layer in model.layers]) == squash
     longer_tokenizer = NumericTokenizer(length=41)
-    longer = spec.build(longer_tokenizer)
+    longer = spec.build(longer_tokenizer, squash_features=squash)
     longer.set_weights(model.get_weights())  # no weight depends on the length
     expressions = ["1 + 2 - 3", "4 - -5 + 1 - 2 + 3 - 1 + 2"]
     np.testing.assert_allclose(np.asarray(longer(longer_tokenizer.encode_batch(expressions))),

@@ -144,13 +144,16 @@ def transformer4_gated(tokenizer, d_model: int = 32, num_heads: int = 8, num_lay
                 family="transformer", tokenizer="numeric", seed_row="transformer4 (encoder, regression)",
                 optimizer="adamw_seed")
 def transformer4_local(tokenizer, d_model: int = 32, num_heads: int = 8, num_layers: int = 3,
-                       ffn_units: int = 128) -> keras.Model:
+                       ffn_units: int = 128, squash_features: bool = False) -> keras.Model:
     """transformer4_gated with positions that mean the same at every length: each token is
     embedded from :class:`predcalc.layers.LocalTokenFeatures` ``[x_t, x_{t-1}, (-1)^t]``
     (no absolute positional encoding), padding is masked out of attention and of the sum, and
-    :class:`predcalc.layers.GatedValueSum` reads the answer (38,274 parameters)."""
+    :class:`predcalc.layers.GatedValueSum` reads the answer (38,274 parameters).
+    ``squash_features`` embeds ``tanh`` of the tokens instead, so what the gates read stays
+    bounded however large a number is (the sum still takes the raw values)."""
     inputs, values = numeric_sequence(tokenizer, True)
-    x = LocalTokenFeatures(fill=tokenizer.pad, name="local_features")(values)
+    x = keras.layers.Activation("tanh", name="squash")(values) if squash_features else values
+    x = LocalTokenFeatures(fill=tokenizer.pad, name="local_features")(x)
     x = keras.layers.Dense(d_model, name="token_projection")(x)
     x = keras.layers.Rescaling(float(np.sqrt(d_model)), name="embedding_scale")(x)
     for index in range(1, num_layers + 1):
