@@ -12,9 +12,9 @@ class GatedValueSum(keras.layers.Layer):
 
     ``h_t`` is an encoder's feature vector at step ``t`` and ``v_t`` the token's own value
     (for the seed's numeric tokens, the number itself). The value of ``a +- b +- c`` is such a
-    sum with gates +1 or -1 on numbers and 0 on operators and padding, so the readout stays
-    linear in the numbers however large they are; only the gates have to be learned from
-    context (which operator precedes a number). A pooled linear head instead reads the value
+    sum with gates +1 or -1 on numbers and 0 on operators and padding, so the readout is
+    linear in the numbers wherever the gates do not change with a number's size; only the gates
+    have to be learned from context (which operator precedes a number). A pooled linear head instead reads the value
     through the encoder's normalisations and saturates outside the training range.
 
     Call arguments:
@@ -43,9 +43,9 @@ class GatedValueSum(keras.layers.Layer):
 
     def call(self, inputs, mask=None):
         features, values = inputs
-        gates = ops.matmul(features, self.gate_kernel) + self.gate_bias
+        gates = self.gates(features)
         terms = gates * ops.cast(values, gates.dtype)
-        step_mask = next((m for m in (mask or [None, None])[::-1] if m is not None), None)
+        step_mask = None if mask is None else (mask[1] if mask[1] is not None else mask[0])
         if step_mask is not None:
             terms = terms * ops.cast(step_mask, terms.dtype)[..., None]
         return ops.sum(terms, axis=1) + self.bias

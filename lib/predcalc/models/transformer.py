@@ -133,7 +133,8 @@ def transformer4_gated(tokenizer, d_model: int = 32, num_heads: int = 8, num_lay
                        ffn_units: int = 128, scale_embedding: bool = True) -> keras.Model:
     """transformer4_seed's encoder (no CLS token) read out by
     :class:`predcalc.layers.GatedValueSum`: ``y = sum_t (w^T h_t + c) v_t + b`` over the raw
-    numeric tokens ``v_t``, so the answer stays linear in the numbers (38,210 parameters)."""
+    numeric tokens ``v_t``, linear in the numbers where the gates do not change with their size
+    (38,210 parameters)."""
     inputs, values, x = seed_recipe_encoder(tokenizer, d_model, num_heads, num_layers, ffn_units,
                                             scale_embedding=scale_embedding)
     outputs = GatedValueSum(name="value")([x, values])

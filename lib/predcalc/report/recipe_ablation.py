@@ -71,7 +71,8 @@ TEXT = (f"`{MODEL}` (38,209 parameters, the seed's recipe: CLS token, sqrt(d_mod
         "06_transformer runs. Mean ± standard deviation over seeds of the absolute MAE (the seed's "
         "transformer notebooks define MAE long this way too). The gated readout (`transformer4_gated`, one "
         "parameter more) keeps the encoder and changes only the head: the answer is "
-        "sum_t (w^T h_t + c) v_t + b over the raw numbers v_t, linear in them at any size. "
+        "sum_t (w^T h_t + c) v_t + b over the raw numbers v_t, linear in them where the gates do not change "
+        "with a number's size. "
         "`transformer4_local` (sweep `transformer4_local`) also embeds each token from [x_t, x_{t-1}, (-1)^t] "
         "instead of adding absolute positions, and masks the padding, so a longer expression puts nothing "
         "new in front of it. This project's "
@@ -93,19 +94,28 @@ PEAK_SWEEP = "transformer5_seed_peak"
 PEAK_MODEL = "transformer5_seed"
 
 
-def peak_probe_table(sweeps: Path) -> pd.DataFrame:
-    """One row per peak learning rate of the probe sweep, highest first: best validation MSE and
-    absolute MAE, mean ± standard deviation over seeds; empty without the sweep's finished runs."""
+def _peak_trials(sweeps: Path) -> dict[tuple, list]:
+    """``{(peak, how trained): runs}`` of the probe sweep's finished runs."""
     from predcalc.training.sweep import collect
 
     peaks: dict[tuple, list] = {}
     for run in collect(PEAK_SWEEP, sweeps):
         peak = run["parameters"]["model_kwargs"][PEAK_MODEL]["peak_learning_rate"]
         peaks.setdefault((float(peak), how_trained(run["parameters"])), []).extend(run["metrics"]["models"][PEAK_MODEL]["runs"])
+    return peaks
+
+
+def peak_probe_table(sweeps: Path) -> pd.DataFrame:
+    """One row per peak learning rate of the probe sweep, highest first: best validation MSE and
+    absolute MAE, mean ± standard deviation over seeds; empty without the sweep's finished runs."""
+    return _peak_table(_peak_trials(sweeps))
+
+
+def _peak_table(trials: dict[tuple, list]) -> pd.DataFrame:
     rows = [{"peak learning rate": f"{peak:g}", "trained": how, "seeds": len(runs),
              "best val MSE": _cell([r["best_val_loss"] for r in runs]),
              **{f"MAE {name}": _cell([r["metrics"][name]["mae"] for r in runs]) for name in ("in", "out", "long")}}
-            for (peak, how), runs in sorted(peaks.items(), reverse=True)]
+            for (peak, how), runs in sorted(trials.items(), reverse=True)]
     return pd.DataFrame(rows)
 
 
@@ -113,17 +123,16 @@ def peak_probe_lines(sweeps: Path) -> list[str]:
     """The findings section on transformer5_seed's peak learning rate, or nothing without the sweep."""
     from predcalc.models import get_spec
     from predcalc.report.tables import markdown_table
-    from predcalc.training.fit import SEED_PEAK_LEARNING_RATE
+    from predcalc.training.fit import SEED_PEAK_LEARNING_RATE, seed_peak
 
-    table = peak_probe_table(sweeps)
-    if table.empty:
+    trials = _peak_trials(sweeps)
+    if not trials:
         return []
-    means = table["best val MSE"].map(lambda cell: float(cell.split(" ")[0]))
-    best = table.loc[means.idxmin(), "peak learning rate"]
-    used = get_spec(PEAK_MODEL).peak_learning_rate or SEED_PEAK_LEARNING_RATE
+    best, _ = min(trials, key=lambda key: np.mean([r["best_val_loss"] for r in trials[key]]))
+    used = seed_peak(get_spec(PEAK_MODEL))
     text = (f"The seed's transformer5 notebook chose its peak learning rate by its own keras-tuner search "
             f"(25-epoch trials, validation loss); the rate it found is not in its code. `{PEAK_MODEL}` repeats "
             f"that choice in miniature (`predcalc sweep sweeps/{PEAK_SWEEP}.yaml`): the lowest mean validation "
-            f"MSE is at a peak of {best}; `{PEAK_MODEL}` trains with {used:g} (transformer4's tuned peak is "
+            f"MSE is at a peak of {best:g}; `{PEAK_MODEL}` trains with {used:g} (transformer4's tuned peak is "
             f"{SEED_PEAK_LEARNING_RATE:g}).")
-    return ["### transformer5_seed: the peak learning rate", "", text, "", markdown_table(table), ""]
+    return ["### transformer5_seed: the peak learning rate", "", text, "", markdown_table(_peak_table(trials)), ""]

@@ -71,6 +71,12 @@ def seed_schedule(epochs: int, steps_per_epoch: int, peak: float = SEED_PEAK_LEA
         warmup_target=peak, warmup_steps=warmup)
 
 
+def seed_peak(spec: ModelSpec, override: float | None = None) -> float:
+    """The seed schedule's peak for ``spec``: ``override``, else the spec's own, else the seed's."""
+    return next(float(rate) for rate in (override, spec.peak_learning_rate, SEED_PEAK_LEARNING_RATE)
+                if rate is not None)
+
+
 def make_optimizer(spec: ModelSpec, learning_rate: float, steps: int, epochs: int | None = None,
                    peak_learning_rate: float | None = None):
     """Adam for most models; Adam with cosine decay, or AdamW with linear warm-up and cosine decay,
@@ -86,8 +92,7 @@ def make_optimizer(spec: ModelSpec, learning_rate: float, steps: int, epochs: in
                          f"with {spec.optimizer!r}. Received: peak_learning_rate={peak_learning_rate}")
     if spec.optimizer == "adamw_seed":
         epochs = epochs or 1
-        peak = next(float(rate) for rate in (peak_learning_rate, spec.peak_learning_rate, SEED_PEAK_LEARNING_RATE)
-                    if rate is not None)
+        peak = seed_peak(spec, peak_learning_rate)
         if not peak > 0:
             raise ValueError(f"peak_learning_rate must be positive. Received: {peak_learning_rate}")
         schedule = seed_schedule(epochs, max(steps // epochs, 1), peak=peak)
