@@ -49,3 +49,39 @@ def test_worker_processes_give_the_sequential_records_and_first_model(protocol):
 def test_workers_must_be_positive(protocol):
     with pytest.raises(ValueError, match="workers must be at least 1"):
         run_seeds(["fnn_baseline"], protocol, seeds=[0], epochs=1, progress=False, workers=0)
+
+
+def test_checkpoints_resume_a_stopped_run_without_retraining(protocol, tmp_path, monkeypatch):
+    import numpy as np
+
+    from predcalc.training import experiment
+
+    kwargs = dict(seeds=[0, 1], epochs=1, progress=False, checkpoints=tmp_path)
+    first = run_seeds(["fnn_baseline"], protocol, **kwargs)
+    assert len(list(tmp_path.glob("fnn_baseline-seed*.json"))) == 2
+    assert len(list(tmp_path.glob("*.weights.h5"))) == 1  # only the first seed's model is kept
+
+    def no_training(*args, **kwargs):
+        raise AssertionError("a checkpointed run was trained again")
+
+    monkeypatch.setattr(experiment, "_train_job", no_training)
+    again = run_seeds(["fnn_baseline"], protocol, **kwargs)
+    one, two = first.models["fnn_baseline"], again.models["fnn_baseline"]
+    assert one.runs == two.runs
+    expressions = protocol.test_in.expressions[:20]
+    np.testing.assert_allclose(one.first.predict(expressions), two.first.predict(expressions), rtol=1e-6)
+    np.testing.assert_array_equal(one.predictions["out"], two.predictions["out"])
+
+    with pytest.raises(AssertionError, match="trained again"):  # another job is not taken from the store
+        run_seeds(["fnn_baseline"], protocol, **{**kwargs, "epochs": 2})
+    next(tmp_path.glob("fnn_baseline-seed1-*.json")).unlink()  # as if stopped during seed 1
+    with pytest.raises(AssertionError, match="trained again"):
+        run_seeds(["fnn_baseline"], protocol, **kwargs)
+
+
+def test_checkpoints_default_to_the_environment_variable(protocol, tmp_path, monkeypatch):
+    from predcalc.training.experiment import CHECKPOINTS_VARIABLE
+
+    monkeypatch.setenv(CHECKPOINTS_VARIABLE, str(tmp_path / "store"))
+    run_seeds(["fnn_baseline"], protocol, seeds=[0], epochs=1, progress=False)
+    assert len(list((tmp_path / "store").glob("fnn_baseline-seed0-*.json"))) == 1

@@ -282,6 +282,28 @@ def test_set_overrides_reach_the_notebook_and_run_json(tmp_path):
     assert info["profile"].startswith("full with epochs=3")
 
 
+@pytest.mark.slow  # starts notebook kernels
+def test_a_failed_run_keeps_its_checkpoints_and_a_finished_one_deletes_them(tmp_path):
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    body = ("import os, pathlib\nfolder = pathlib.Path(os.environ['PREDCALC_CHECKPOINTS'])\n"
+            "folder.mkdir(parents=True, exist_ok=True)\nresumed = (folder / 'seed0').is_file()\n"
+            "(folder / 'seed0').write_text('done')\n"
+            "pathlib.Path(output_dir, 'resumed').write_text(str(resumed))\n"
+            "if epochs == 1:\n    raise RuntimeError('stopped after seed 0')")
+    _notebook(notebooks / "01_ck.ipynb", body)
+    runs, failed = tmp_path / "runs", tmp_path / "failed"
+    checkpoints = runs / runner.CHECKPOINTS / "01_ck"
+    kwargs = dict(profile="full", runs=runs, notebooks_dir=notebooks, failed=failed, logs=tmp_path / "logs",
+                  progress=False)
+    outcome, = runner.run(**kwargs, overrides={"epochs": 1})
+    assert "stopped after seed 0" in outcome.error and (checkpoints / "seed0").is_file()
+    outcome, = runner.run(**kwargs, overrides={"epochs": 2})
+    assert outcome.error is None
+    assert (runs / "01_ck" / "resumed").read_text() == "True"  # the second run found the first's checkpoint
+    assert not checkpoints.exists()
+
+
 def test_a_keep_stored_run_starts_from_the_stored_folder(tmp_path):
     """The notebook sees the stored run (its metrics.json, the kept models' export folders); a run
     without keep_stored starts empty, so nothing stale survives it."""

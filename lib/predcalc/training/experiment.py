@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
+import os
 from pathlib import Path
 
 import keras
@@ -145,7 +146,8 @@ class Results:
 
 def run_seeds(model_names, protocol: Protocol, seeds=(0,), epochs: int = 200, patience: int = 20,
               batch_size: int = 32, learning_rate: float = 1e-3, model_kwargs: dict | None = None,
-              progress: bool = True, extra_test_sets: dict | None = None, workers: int = 1) -> Results:
+              progress: bool = True, extra_test_sets: dict | None = None, workers: int = 1,
+              checkpoints=None) -> Results:
     """Train and evaluate each model once per seed on the protocol.
 
     Args:
@@ -156,6 +158,13 @@ def run_seeds(model_names, protocol: Protocol, seeds=(0,), epochs: int = 200, pa
             spawned process (small models on a CPU are bound by per-step overhead, so several
             processes finish sooner than one); the first seed's weights come back through a
             temporary ``.weights.h5`` file. Records keep the order of the sequential path.
+        checkpoints: a folder (default: the ``PREDCALC_CHECKPOINTS`` environment variable, which
+            ``predcalc run`` sets; none if unset) where each finished (model, seed) run leaves its
+            record, predictions and history (and the first seed its weights), so a run that was
+            stopped resumes at the first unfinished run. A checkpoint is reused only when the job
+            (model, seed, epochs, patience, batch size, learning rate, model kwargs), every split's
+            expressions and values, and the Keras backend and version are the same; a changed
+            model builder is not detected (delete the folder after changing one).
     """
     if not seeds:
         raise ValueError("seeds must name at least one seed")
@@ -169,22 +178,94 @@ def run_seeds(model_names, protocol: Protocol, seeds=(0,), epochs: int = 200, pa
                  learning_rate=learning_rate, model_kwargs=(model_kwargs or {}).get(name))
             for name in model_names for seed in seeds]
     results = Results(protocol=protocol)
-    if int(workers) == 1:
-        from tqdm.auto import tqdm
-
-        for job in tqdm(jobs, desc="train", disable=not progress):
-            trained = _train_kwargs(job, protocol)
-            scores, predictions = evaluate(trained, test_sets)
-            _collect(results, job["name"], trained, predictions, run_record(trained, scores))
-        return results
+    folder = checkpoints if checkpoints is not None else os.environ.get(CHECKPOINTS_VARIABLE)
+    store = _Checkpoints(Path(folder), protocol, test_sets) if folder else None
     import tempfile
 
     with tempfile.TemporaryDirectory(prefix="predcalc-seeds-") as scratch:
-        outcomes = _train_in_processes(jobs, protocol, test_sets, int(workers), progress, Path(scratch))
+        weights = _weights_paths(jobs, store, Path(scratch))
+        outcomes = [store.load(job) if store else None for job in jobs]
+        missing = [index for index, outcome in enumerate(outcomes) if outcome is None]
+        if int(workers) == 1:
+            from tqdm.auto import tqdm
+
+            for index in tqdm(missing, desc="train", disable=not progress):
+                outcomes[index] = _train_job(jobs[index], protocol, test_sets, weights[index])
+                if store:
+                    store.save(jobs[index], outcomes[index])
+        else:
+            _train_in_processes(jobs, missing, outcomes, protocol, test_sets, int(workers), progress, weights,
+                                store)
         for job, outcome in zip(jobs, outcomes):
             first = _restore(job, outcome) if outcome["weights"] else None  # only a first seed saved weights
             _collect(results, job["name"], first, outcome["predictions"], outcome["record"])
     return results
+
+
+CHECKPOINTS_VARIABLE = "PREDCALC_CHECKPOINTS"
+
+
+class _Checkpoints:
+    """Finished (model, seed) runs in a folder, keyed by the job, the data and the backend."""
+
+    def __init__(self, folder: Path, protocol: Protocol, test_sets: dict):
+        import hashlib
+
+        self.folder = folder
+        folder.mkdir(parents=True, exist_ok=True)
+        digest = hashlib.sha256()
+        for name, split in {"train": protocol.train, "validation": protocol.validation, **test_sets}.items():
+            digest.update(json.dumps([name, list(split.expressions), [float(v) for v in split.values]]).encode())
+        self.context = {"data": digest.hexdigest(), "backend": keras.backend.backend(), "keras": keras.__version__}
+
+    def stem(self, job: dict) -> Path:
+        import hashlib
+
+        key = hashlib.sha256(json.dumps({**job, **self.context}, sort_keys=True).encode()).hexdigest()[:12]
+        return self.folder / f"{job['name']}-seed{job['seed']}-{key}"
+
+    def weights(self, job: dict) -> str:
+        return str(self.stem(job)) + ".weights.h5"
+
+    def load(self, job: dict) -> dict | None:
+        """The stored outcome of ``job``, or None if it has not finished (or lacks the weights it needs)."""
+        import numpy as np
+
+        stem = self.stem(job)
+        record = stem.with_suffix(".json")
+        if not record.is_file():
+            return None
+        outcome = json.loads(record.read_text())
+        if outcome["weights"] is not None:
+            if not Path(self.weights(job)).is_file():
+                return None
+            outcome["weights"] = self.weights(job)
+        with np.load(stem.with_suffix(".npz")) as predictions:
+            outcome["predictions"] = {name: predictions[name] for name in predictions.files}
+        return outcome
+
+    def save(self, job: dict, outcome: dict) -> None:
+        """Store a finished outcome; its JSON is written last, so a half-written one is never loaded."""
+        import numpy as np
+
+        stem = self.stem(job)
+        np.savez(stem.with_suffix(".npz"), **outcome["predictions"])
+        stored = {key: value for key, value in outcome.items() if key != "predictions"}
+        stored["weights"] = None if outcome["weights"] is None else Path(outcome["weights"]).name
+        temporary = stem.with_suffix(".json.tmp")
+        temporary.write_text(json.dumps(stored))
+        temporary.replace(stem.with_suffix(".json"))
+
+
+def _weights_paths(jobs: list, store: _Checkpoints | None, scratch: Path) -> list:
+    """Where each job saves its weights: only the first seed of each model does (into the
+    checkpoint folder if there is one, else into ``scratch``)."""
+    paths, seen = [], set()
+    for index, job in enumerate(jobs):
+        first = job["name"] not in seen
+        seen.add(job["name"])
+        paths.append(None if not first else store.weights(job) if store else str(scratch / f"{index}.weights.h5"))
+    return paths
 
 
 def add_pretrained(results: Results, name: str, extra_test_sets: dict | None = None) -> Results:
@@ -226,34 +307,32 @@ def _train_job(job: dict, protocol: Protocol, test_sets: dict, weights: str | No
             "epochs": trained.epochs, "seconds": trained.seconds, "weights": weights}
 
 
-def _train_in_processes(jobs: list, protocol: Protocol, test_sets: dict, workers: int, progress: bool,
-                        scratch: Path) -> list:
-    """Each job in a spawned process, ``workers`` at a time; the first seed of each model saves its weights."""
+def _train_in_processes(jobs: list, missing: list, outcomes: list, protocol: Protocol, test_sets: dict,
+                        workers: int, progress: bool, weights: list, store: _Checkpoints | None) -> None:
+    """Train ``jobs[i]`` for each ``i`` in ``missing``, each in a spawned process, ``workers`` at a
+    time, into ``outcomes[i]`` (and the checkpoint store, as each finishes)."""
     import concurrent.futures
     import multiprocessing
 
     from tqdm.auto import tqdm
 
-    outcomes, seen = [None] * len(jobs), set()
-    weights = []
-    for index, job in enumerate(jobs):
-        weights.append(None if job["name"] in seen else str(scratch / f"{index}.weights.h5"))
-        seen.add(job["name"])
     context = multiprocessing.get_context("spawn")  # a fork would copy the parent's backend threads
     with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures = {pool.submit(_train_job, job, protocol, test_sets, weights[index]): index
-                   for index, job in enumerate(jobs)}
-        for future in tqdm(concurrent.futures.as_completed(futures), total=len(jobs), desc="train",
+        futures = {pool.submit(_train_job, jobs[index], protocol, test_sets, weights[index]): index
+                   for index in missing}
+        for future in tqdm(concurrent.futures.as_completed(futures), total=len(futures), desc="train",
                            disable=not progress):
-            outcomes[futures[future]] = future.result()
-    return outcomes
+            index = futures[future]
+            outcomes[index] = future.result()
+            if store:
+                store.save(jobs[index], outcomes[index])
 
 
 def _restore(job: dict, outcome: dict) -> TrainedModel:
     """Rebuild a worker's model in this process and load the weights it trained."""
-    from predcalc.training.fit import build
+    from predcalc.training.fit import build, builder_arguments
 
-    spec, model, tokenizer = build(job["name"], seed=job["seed"], **(job["model_kwargs"] or {}))
+    spec, model, tokenizer = build(job["name"], seed=job["seed"], **builder_arguments(job["model_kwargs"])[0])
     model.load_weights(outcome["weights"])
     return TrainedModel(spec=spec, model=model, tokenizer=tokenizer, seed=job["seed"], history=outcome["history"],
                         epochs=outcome["epochs"], seconds=outcome["seconds"])

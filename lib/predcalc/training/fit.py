@@ -108,6 +108,13 @@ def make_optimizer(spec: ModelSpec, learning_rate: float, steps: int, epochs: in
     return keras.optimizers.Adam(learning_rate=learning_rate)
 
 
+def builder_arguments(model_kwargs: dict | None) -> tuple[dict, float | None]:
+    """Split a run's ``model_kwargs`` into the builder's arguments and ``peak_learning_rate``
+    (the one optimizer setting that rides on them; None if absent)."""
+    builder_kwargs = dict(model_kwargs or {})
+    return builder_kwargs, builder_kwargs.pop("peak_learning_rate", None)
+
+
 def train(name: str, protocol: Protocol, seed: int = 0, epochs: int = 200, batch_size: int = 32,
           patience: int = 20, learning_rate: float = 1e-3, model_kwargs: dict | None = None,
           verbose: int = 0, callbacks=()) -> TrainedModel:
@@ -119,8 +126,7 @@ def train(name: str, protocol: Protocol, seed: int = 0, epochs: int = 200, batch
     """
     if epochs <= 0:
         raise ValueError(f"epochs must be positive. Received: epochs={epochs}")
-    builder_kwargs = dict(model_kwargs or {})
-    peak_learning_rate = builder_kwargs.pop("peak_learning_rate", None)
+    builder_kwargs, peak_learning_rate = builder_arguments(model_kwargs)
     spec, model, tokenizer = build(name, seed=seed, **builder_kwargs)
     x_train = tokenizer.encode_batch(protocol.train.expressions)
     y_train = spec.encode_targets(protocol.train.values, tokenizer)

@@ -45,7 +45,8 @@ PROFILES = {
               "n_explained": 20, "export_check": 10, "export_formats": ["float32"]},
 }
 
-RUN_INFO = "run.json"  # written beside each executed notebook: profile, time, error
+RUN_INFO = "run.json"
+CHECKPOINTS = ".checkpoints"  # runs/.checkpoints/<notebook>/: finished seeds of an unfinished run  # written beside each executed notebook: profile, time, error
 
 KERNEL_ENV = {"TF_CPP_MIN_LOG_LEVEL": "3", "TF_ENABLE_ONEDNN_OPTS": "0", "PYTHONWARNINGS": "ignore"}
 
@@ -197,13 +198,13 @@ class _Children:
         self.processes: set[subprocess.Popen] = set()
         self.stopping = False
 
-    def start(self, command, log) -> subprocess.Popen:
+    def start(self, command, log, env: dict | None = None) -> subprocess.Popen:
         with self.lock:
             if self.stopping:
                 raise KeyboardInterrupt
             # its own session: the terminal's Ctrl-C reaches this process only, which then ends the tree
             process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                       start_new_session=True, cwd=str(ROOT))
+                                       start_new_session=True, cwd=str(ROOT), env=env)
             self.processes.add(process)
             return process
 
@@ -246,8 +247,16 @@ def kill_tree(pid: int, timeout: float = 5.0) -> None:
 def execute(notebook: Path, profile: str, runs: Path = RUNS, progress_bar: bool = False,
             failed: Path = FAILED, logs: Path = LOGS, children: _Children | None = None,
             overrides: dict | None = None) -> Outcome:
-    """Run one notebook into ``runs/<name>/`` through a temporary folder, in a child process."""
+    """Run one notebook into ``runs/<name>/`` through a temporary folder, in a child process.
+
+    Its finished (model, seed) runs are checkpointed in ``runs/.checkpoints/<name>/`` (see
+    :func:`predcalc.training.experiment.run_seeds`): a run that was stopped or failed resumes there
+    when started again with the same parameters; a run that succeeds deletes them.
+    """
+    from predcalc.training.experiment import CHECKPOINTS_VARIABLE
+
     destination = runs / notebook.stem
+    checkpoints = runs / CHECKPOINTS / notebook.stem
     runs.mkdir(parents=True, exist_ok=True)
     logs.mkdir(parents=True, exist_ok=True)
     for stale in runs.glob(f".{notebook.stem}.*.partial"):  # left by a run killed outright (SIGKILL)
@@ -266,7 +275,7 @@ def execute(notebook: Path, profile: str, runs: Path = RUNS, progress_bar: bool 
     children = children or _Children()
     try:
         with open(logs / f"{notebook.stem}.log", "w") as log:
-            process = children.start(command, log)
+            process = children.start(command, log, env={**os.environ, CHECKPOINTS_VARIABLE: str(checkpoints)})
             try:
                 code = process.wait()
             finally:
@@ -289,6 +298,8 @@ def execute(notebook: Path, profile: str, runs: Path = RUNS, progress_bar: bool 
             "injected": {k: relative(final) if k == "output_dir" else v for k, v in parameters.items()}},
             indent=1))
         _replace_folder(temporary, final)
+        if not error:
+            shutil.rmtree(checkpoints, ignore_errors=True)
         return Outcome(notebook.stem, seconds, error, final)
     finally:
         if temporary.exists():
