@@ -399,3 +399,12 @@ def test_load_runs_skips_a_run_still_being_written(tmp_path):
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "metrics.json").write_text(json.dumps(_record("02_rnn", {"rnn": _model("RNN", 0.8)})))
     assert [record["_dir"].name for record in findings.load_runs(tmp_path)] == ["02_rnn"]
+
+
+def test_the_runner_does_not_load_keras():
+    """``predcalc run`` itself must not import TensorFlow: its C++ log lines would reach the terminal."""
+    import subprocess
+    import sys
+
+    code = "import sys, predcalc.training.runner, predcalc.training.sweep; print('keras' in sys.modules)"
+    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"

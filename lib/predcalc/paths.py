@@ -16,6 +16,7 @@ SCRATCH = ROOT / "build"  # git-ignored
 SCRATCH_RUNS = SCRATCH / "runs"  # where a quick run writes its notebooks, and its findings page beside
 LOGS = SCRATCH / "logs"  # each notebook's kernel and runtime output (kept out of the terminal)
 FAILED = SCRATCH / "failed"  # a failed notebook's outputs, to read; never over a complete result
+CHECKPOINTS_VARIABLE = "PREDCALC_CHECKPOINTS"  # where run_seeds keeps finished seeds (predcalc run sets it)
 
 
 def runs_for(profile: str) -> Path:

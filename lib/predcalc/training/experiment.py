@@ -16,7 +16,7 @@ from pathlib import Path
 
 import keras
 
-from predcalc.paths import save_figure, write_if_changed
+from predcalc.paths import CHECKPOINTS_VARIABLE, save_figure, write_if_changed
 from predcalc.training import metrics as M
 from predcalc.data import Protocol
 from predcalc.training.fit import TrainedModel, evaluate, run_record, train
@@ -201,8 +201,6 @@ def run_seeds(model_names, protocol: Protocol, seeds=(0,), epochs: int = 200, pa
             _collect(results, job["name"], first, outcome["predictions"], outcome["record"])
     return results
 
-
-CHECKPOINTS_VARIABLE = "PREDCALC_CHECKPOINTS"
 
 
 class _Checkpoints:

@@ -31,7 +31,8 @@ import time
 from pathlib import Path
 
 from predcalc import paths
-from predcalc.paths import FAILED, LOGS, NOTEBOOKS, ROOT, RUNS, compact_notebook_images, relative, runs_for
+from predcalc.paths import (CHECKPOINTS_VARIABLE, FAILED, LOGS, NOTEBOOKS, ROOT, RUNS, compact_notebook_images,
+                            relative, runs_for)
 
 # Parameters injected by each profile (only those a notebook declares). A notebook can
 # override them in its metadata: {"predcalc": {"profiles": {"full": {...}}}}.
@@ -253,8 +254,6 @@ def execute(notebook: Path, profile: str, runs: Path = RUNS, progress_bar: bool 
     :func:`predcalc.training.experiment.run_seeds`): a run that was stopped or failed resumes there
     when started again with the same parameters; a run that succeeds deletes them.
     """
-    from predcalc.training.experiment import CHECKPOINTS_VARIABLE
-
     destination = runs / notebook.stem
     checkpoints = runs / CHECKPOINTS / notebook.stem
     runs.mkdir(parents=True, exist_ok=True)
