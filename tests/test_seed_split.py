@@ -35,6 +35,14 @@ def test_a_seed_split_sweep_is_one_record_with_every_finished_seed(tmp_path):
     assert "transformer5" in list(table.model)  # its published row beside it
 
 
+def test_a_seed_split_sweep_can_list_its_model_under_the_registered_name(tmp_path):
+    _seed_run(tmp_path, 0, 0.1)
+    [record] = seed_split_records(tmp_path, names={"slow": {"slow": "transformer4_local_bounded"}})
+    assert list(record["models"]) == ["transformer4_local_bounded"]
+    model = record["models"]["transformer4_local_bounded"]
+    assert model["label"].startswith("transformer4, local tanh-bounded") and [r["seed"] for r in model["runs"]] == [0]
+
+
 def test_a_seed_split_sweep_must_differ_only_in_its_seeds(tmp_path):
     _seed_run(tmp_path, 0, 0.1)
     _seed_run(tmp_path, 1, 0.1, parameters={"epochs": 100})

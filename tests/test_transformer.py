@@ -146,3 +146,14 @@ def test_local_transformer_gives_the_same_answer_at_any_padded_length(squash):
     np.testing.assert_allclose(np.asarray(longer(longer_tokenizer.encode_batch(expressions))),
                                np.asarray(model(tokenizer.encode_batch(expressions))), rtol=1e-4, atol=1e-4)
     # (26 more pad steps change nothing: padding is masked out of attention and of the sum)
+
+
+def test_the_bounded_local_transformer_is_the_local_one_with_squashed_features():
+    """transformer4_local_bounded names what sweeps/transformer4_local_squash.yaml trained."""
+    _, bounded, tokenizer = fit.build("transformer4_local_bounded", seed=3)
+    _, squashed, _ = fit.build("transformer4_local", seed=3, squash_features=True)
+    for a, b in zip(bounded.get_weights(), squashed.get_weights(), strict=True):
+        np.testing.assert_array_equal(a, b)
+    x = tokenizer.encode_batch(["1 + 2 - 3", "4 - -5 + 1"])
+    np.testing.assert_array_equal(np.asarray(bounded(x)), np.asarray(squashed(x)))
+    assert "squash" in [layer.name for layer in bounded.layers]

@@ -160,7 +160,17 @@ def transformer4_local(tokenizer, d_model: int = 32, num_heads: int = 8, num_lay
     for index in range(1, num_layers + 1):
         x = TransformerEncoderBlock(num_heads=num_heads, ffn_units=ffn_units, name=f"encoder_{index}")(x)
     outputs = GatedValueSum(name="value")([x, values])
-    return keras.Model(inputs, outputs, name="transformer4_local")
+    return keras.Model(inputs, outputs, name="transformer4_local_bounded" if squash_features else "transformer4_local")
+
+
+@register_model("transformer4_local_bounded",
+                label="transformer4, local tanh-bounded token features, padding masked, gated readout",
+                family="transformer", tokenizer="numeric", seed_row="transformer4 (encoder, regression)",
+                optimizer="adamw_seed")
+def transformer4_local_bounded(tokenizer, **kwargs) -> keras.Model:
+    """transformer4_local with ``squash_features=True``: its gates read ``tanh(x_t)``, bounded
+    however large a number is, while the gated sum still takes the raw ``x_t`` (38,274 parameters)."""
+    return transformer4_local(tokenizer, squash_features=True, **kwargs)
 
 
 @register_model("transformer4", label="transformer4 (3 x d32 encoder, regression)", family="transformer",

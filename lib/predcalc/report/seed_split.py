@@ -13,21 +13,31 @@ from pathlib import Path
 
 from predcalc.report.recipe_ablation import how_trained
 
-# sweeps/<name>.yaml: the seed's transformer5 recipe (about 35 minutes a seed on a 2-core CPU) and
-# transformer4_local (about 15)
-SEED_SPLIT_SWEEPS = ("transformer5_seed", "transformer4_local")
+# sweeps/<name>.yaml: the seed's transformer5 recipe (about 35 minutes a seed on a 2-core CPU),
+# transformer4_local (about 15) and transformer4_local with squash_features, which is the registered
+# transformer4_local_bounded (the sweep predates that name): sweep -> {model trained: listed as}
+SEED_SPLIT_SWEEPS = {
+    "transformer5_seed": {},
+    "transformer4_local": {},
+    "transformer4_local_squash": {"transformer4_local": "transformer4_local_bounded"},
+}
 
 
 def seed_split_records(sweeps: Path, names=SEED_SPLIT_SWEEPS) -> list[dict]:
     """One record per sweep in ``names`` with at least one finished run (see the module doc).
 
+    ``names`` maps each sweep to the models it lists under another registered name (whose label
+    the record then carries): a model trained with builder arguments that a registered model fixes.
+
     Raises ``ValueError`` when the runs of a sweep differ in anything but their seed (they could
     not be averaged as one model's seeds) or repeat a seed.
     """
+    from predcalc.models.registry import get_spec
     from predcalc.training.sweep import collect
 
+    names = names if isinstance(names, dict) else dict.fromkeys(names, {})
     records = []
-    for name in names:
+    for name, renamed in names.items():
         runs = collect(name, Path(sweeps))
         if not runs:
             continue
@@ -38,6 +48,9 @@ def seed_split_records(sweeps: Path, names=SEED_SPLIT_SWEEPS) -> list[dict]:
         models: dict[str, dict] = {}
         for run in runs:
             for model_name, model in run["metrics"]["models"].items():
+                if model_name in renamed:
+                    model_name = renamed[model_name]
+                    model = {**model, "label": get_spec(model_name).label}
                 models.setdefault(model_name, {**model, "runs": []})["runs"].extend(model["runs"])
         for model_name, model in models.items():
             seeds = [r["seed"] for r in model["runs"]]
