@@ -36,6 +36,14 @@ from predcalc.models.registry import register_model
 from predcalc.models.token_heads import PLAIN, REVERSED, numeric_sequence, token_head, token_loss
 
 
+def encoder_stack(x, num_layers: int, num_heads: int, ffn_units: int, dropout: float = 0.0):
+    """``num_layers`` post-norm :class:`TransformerEncoderBlock` layers, named ``encoder_1`` on."""
+    for index in range(1, num_layers + 1):
+        x = TransformerEncoderBlock(num_heads=num_heads, ffn_units=ffn_units, dropout=dropout,
+                                    name=f"encoder_{index}")(x)
+    return x
+
+
 def transformer_encoder(tokenizer, d_model: int, num_heads: int, num_layers: int, ffn_units: int,
                         dropout: float = 0.0, mask_padding: bool = False):
     """Inputs and the encoded sequence (batch, length, d_model) of a stack of encoder layers.
@@ -53,9 +61,7 @@ def transformer_encoder(tokenizer, d_model: int, num_heads: int, num_layers: int
         inputs, x = numeric_sequence(tokenizer, mask_padding)
         x = keras.layers.Dense(d_model, name="token_projection")(x)
     x = SinusoidalPositionalEncoding(name="positional_encoding")(x)
-    for index in range(1, num_layers + 1):
-        x = TransformerEncoderBlock(num_heads=num_heads, ffn_units=ffn_units, dropout=dropout,
-                                    name=f"encoder_{index}")(x)
+    x = encoder_stack(x, num_layers, num_heads, ffn_units, dropout)
     return inputs, x
 
 
@@ -77,9 +83,7 @@ def seed_recipe_encoder(tokenizer, d_model: int, num_heads: int, num_layers: int
     if scale_embedding:
         x = keras.layers.Rescaling(float(np.sqrt(d_model)), name="embedding_scale")(x)
     x = SinusoidalPositionalEncoding(name="positional_encoding")(x)
-    for index in range(1, num_layers + 1):
-        x = TransformerEncoderBlock(num_heads=num_heads, ffn_units=ffn_units, dropout=dropout,
-                                    name=f"encoder_{index}")(x)
+    x = encoder_stack(x, num_layers, num_heads, ffn_units, dropout)
     return inputs, values, x
 
 
@@ -157,8 +161,7 @@ def transformer4_local(tokenizer, d_model: int = 32, num_heads: int = 8, num_lay
     x = LocalTokenFeatures(fill=tokenizer.pad, name="local_features")(x)
     x = keras.layers.Dense(d_model, name="token_projection")(x)
     x = keras.layers.Rescaling(float(np.sqrt(d_model)), name="embedding_scale")(x)
-    for index in range(1, num_layers + 1):
-        x = TransformerEncoderBlock(num_heads=num_heads, ffn_units=ffn_units, name=f"encoder_{index}")(x)
+    x = encoder_stack(x, num_layers, num_heads, ffn_units)
     outputs = GatedValueSum(name="value")([x, values])
     return keras.Model(inputs, outputs, name="transformer4_local_bounded" if squash_features else "transformer4_local")
 
