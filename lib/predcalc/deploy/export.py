@@ -463,7 +463,7 @@ def _verdict(fmt: str, record: dict, token_output: bool, scale: float = 1.0) -> 
     return "use", f"within {100 * QUANTISED_LOSS_LIMIT:.0f} points of Keras"
 
 
-def _resized(model, length: int):
+def with_input_length(model, length: int):
     """The model rebuilt for inputs of ``length`` tokens, with the same weights (or an error)."""
     old = int(model.inputs[0].shape[1])
 
@@ -633,7 +633,7 @@ def export_trained(trained, directory, test_sets: dict, representative_expressio
             length = factor * trained.tokenizer.length
             name, path = f"float32_len{length}", length_variant_path(directory, length)
             try:
-                resized = _resized(trained.model, length)
+                resized = with_input_length(trained.model, length)
                 tokenizer = type(trained.tokenizer)(**{**trained.tokenizer.get_config(), "length": length})
                 padded = {n: tokenizer.encode_batch(split.expressions) for n, split in test_sets.items()}
                 info = export_litert(resized, path, "float32")

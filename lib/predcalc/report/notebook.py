@@ -182,3 +182,22 @@ def write_study(output, notebook: str, protocol, parameters: dict, **study) -> P
     path.write_text(json.dumps(record, indent=1))
     print(f"wrote {path}")
     return path
+
+
+def edge_table(results, sets: dict, path=None) -> "pd.DataFrame":
+    """Each model's first seed on the edge sets (:func:`predcalc.studies.edges.edge_sets`): one
+    row per model, one column per set, "exact % (MAE)", "-" where the model cannot take the set's
+    length. With ``path``, every score is also written there as JSON (``{model: {set: metrics}}``)."""
+    import json
+
+    import pandas as pd
+
+    from predcalc.studies.edges import edge_scores
+
+    scores = {name: edge_scores(result.first, sets) for name, result in results.models.items()}
+    if path is not None:
+        Path(path).write_text(json.dumps(scores, indent=1))
+    return pd.DataFrame([{"model": results.models[name].spec.label,
+                          **{set_name: "-" if score is None else f"{100 * score['accuracy']:.1f} % ({score['mae']:.3g})"
+                             for set_name, score in by_set.items()}}
+                         for name, by_set in scores.items()])
