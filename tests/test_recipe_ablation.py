@@ -29,16 +29,20 @@ def test_one_row_per_undone_choice_beside_the_stored_runs(tmp_path):
                            "transformer4": {"runs": _runs([0.1, 0.12], 0.99),
                                             "kept_from": {"parameters": {"epochs": 200, "patience": 20}}}}},
                {"notebook": "06_transformer", "parameters": {"epochs": 200, "patience": 200},  # a seed-split sweep
-                "models": {"transformer4_local": {"runs": _runs([0.003, 0.005])}}}]
+                "models": {"transformer4_local": {"runs": _runs([0.003, 0.005])}}},
+               {"notebook": "06_transformer", "parameters": {"epochs": 200, "patience": 200},
+                "models": {"transformer4_local_bounded": {"runs": _runs([0.001, 0.002, 0.003])}}}]
     table = recipe_ablation_table(records, tmp_path).set_index("variant")
     assert list(table.index) == ["every choice of the seed's recipe", "gated value readout instead of the CLS token",
                                  "gated readout, local token features, padding masked",
+                                 "as transformer4_local, the features of tanh(x_t)",
                                  "this project's transformer4 recipe",
                                  "mean pooling instead of the CLS token", "no sqrt(d_model) scale on the embedding"]
     assert table.loc["every choice of the seed's recipe", "MAE in"] == "0.04 ± 0.014"
     assert table.loc["every choice of the seed's recipe", "trained"] == "200 epochs, no early stopping"
     assert table.loc["gated value readout instead of the CLS token", "MAE out"] == "0.02 ± 0"
     assert table.loc["gated readout, local token features, padding masked", "MAE long"] == "0.004 ± 0.0014"
+    assert table.loc["as transformer4_local, the features of tanh(x_t)", "seeds"] == 3
     assert table.loc["this project's transformer4 recipe", "trained"] == "200 epochs, early stopping (patience 20)"
     assert table.loc["this project's transformer4 recipe", "exact in"] == "99.00 %"
     assert table.loc["mean pooling instead of the CLS token", "MAE out"] == "0.07 ± 0.014"

@@ -55,6 +55,7 @@ def recipe_ablation_table(records: list[dict], sweeps: Path) -> pd.DataFrame:
     for name, variant in ((MODEL, "every choice of the seed's recipe"),
                           ("transformer4_gated", "gated value readout instead of the CLS token"),
                           ("transformer4_local", "gated readout, local token features, padding masked"),
+                          ("transformer4_local_bounded", "as transformer4_local, the features of tanh(x_t)"),
                           ("transformer4", "this project's transformer4 recipe")):
         record = next((r for r in stored if r["models"].get(name, {}).get("runs")), None)
         if record is not None:  # a model kept from an earlier run carries that run's parameters
@@ -75,7 +76,9 @@ TEXT = (f"`{MODEL}` (38,209 parameters, the seed's recipe: CLS token, sqrt(d_mod
         "with a number's size. "
         "`transformer4_local` (sweep `transformer4_local`) also embeds each token from [x_t, x_{t-1}, (-1)^t] "
         "instead of adding absolute positions, and masks the padding, so a longer expression puts nothing "
-        "new in front of it. This project's "
+        "new in front of it. `transformer4_local_bounded` (sweep `transformer4_local_squash`) builds those "
+        "features from tanh(x_t), so what the gates read stays bounded however large a number is, while the "
+        "sum still takes the raw x_t. This project's "
         "transformer4 differs in several choices at once (mean pooling, 4 heads, no scale, AdamW decayed "
         "to 0, early stopping).")
 
