@@ -139,7 +139,8 @@ def model_sizes(names) -> list[str]:
 
 
 # trained with the seed's recipe (CLS or gated readout, AdamW seed schedule), scored the seed's way too
-SEED_RECIPE_MODELS = ("transformer4_seed", "transformer5_seed", "transformer4_gated", "transformer4_local")
+SEED_RECIPE_MODELS = ("transformer4_seed", "transformer5_seed", "transformer4_gated", "transformer4_local",
+                      "transformer4_local_bounded")
 
 
 def seed_recipe_lines(results, base_runs, epochs) -> list[str]:
