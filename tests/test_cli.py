@@ -136,3 +136,16 @@ def test_predict_with_the_committed_token_model_refuses_600_plus_500(capsys):
     assert main(["predict", "600 + 500", "--model", str(model)]) == 2
     err = capsys.readouterr().err
     assert "writes answers of at most 3 digits" in err and err.count("\n") == 1
+
+
+def test_a_stopped_run_says_which_notebooks_it_can_resume(tmp_path, capsys):
+    from predcalc import cli
+
+    cli._resume_hint(tmp_path)
+    assert capsys.readouterr().err == ""  # nothing checkpointed: nothing said
+    (tmp_path / ".checkpoints" / "06_transformer").mkdir(parents=True)
+    (tmp_path / ".checkpoints" / "06_transformer" / "transformer5_seed-seed0-abc.json").write_text("{}")
+    (tmp_path / ".checkpoints" / "10_mamba").mkdir()  # started, nothing finished
+    cli._resume_hint(tmp_path)
+    err = capsys.readouterr().err
+    assert "finished seeds of 06_transformer are checkpointed" in err and "10_mamba" not in err

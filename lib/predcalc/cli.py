@@ -54,14 +54,28 @@ def _run(args) -> int:
     except runner.Interrupted as stop:
         print(f"predcalc run: interrupted; kernels stopped; {len(stop.outcomes)} finished notebook"
               f"{'s' * (len(stop.outcomes) != 1)} kept in {relative(runs)}", file=sys.stderr, flush=True)
+        _resume_hint(runs)
         return EXIT_INTERRUPTED
     failed = [o.notebook for o in outcomes if o.error is not None]
     print(f"{len(outcomes) - len(failed)} of {len(outcomes)} notebooks ran in {time.perf_counter() - start:.0f} s; "
           f"outputs in {relative(runs)}/, kernel logs in {relative(runner.LOGS)}/")
     if failed:
         print(f"failed: {', '.join(failed)}", file=sys.stderr)
+        _resume_hint(runs)
         return 1
     return 0
+
+
+def _resume_hint(runs: Path) -> None:
+    """Name the notebooks whose finished (model, seed) runs wait in checkpoints, if any."""
+    from predcalc.paths import relative
+    from predcalc.training import runner
+
+    folder = runs / runner.CHECKPOINTS
+    waiting = sorted(p.name for p in folder.glob("*") if p.is_dir() and any(p.glob("*.json")))
+    if waiting:
+        print(f"predcalc run: the finished seeds of {', '.join(waiting)} are checkpointed in {relative(folder)}/; "
+              "the same command resumes after them", file=sys.stderr, flush=True)
 
 
 def _report(args) -> int:
