@@ -408,3 +408,15 @@ def test_the_runner_does_not_load_keras():
 
     code = "import sys, predcalc.training.runner, predcalc.training.sweep; print('keras' in sys.modules)"
     assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+
+
+def test_a_result_names_the_final_folder_not_the_temporary_one(tmp_path, monkeypatch):
+    """Absolute and repository-relative spellings of the temporary folder both become the final one."""
+    monkeypatch.setattr(runner.paths, "ROOT", tmp_path.resolve())
+    temporary, final = tmp_path / "reports" / "runs" / ".06_x.abc.partial", tmp_path / "reports" / "runs" / "06_x"
+    (temporary / "export" / "m").mkdir(parents=True)
+    (temporary / "export" / "m" / "export.json").write_text(json.dumps({
+        "source": "reports/runs/.06_x.abc.partial/export/m/model.keras", "kernel": f"{temporary}/metrics.json"}))
+    runner._name_relative(temporary, str(temporary), final)
+    record = json.loads((temporary / "export" / "m" / "export.json").read_text())
+    assert record == {"source": "reports/runs/06_x/export/m/model.keras", "kernel": "reports/runs/06_x/metrics.json"}

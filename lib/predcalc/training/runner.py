@@ -171,8 +171,12 @@ def _replace_text(folder: Path, old: str, new: str) -> None:
 def _name_relative(folder: Path, written_as: str, final: Path) -> None:
     """In the text files a notebook wrote into ``folder``: the folder its kernel was given
     (``written_as``) becomes ``final`` relative to the repository, and papermill's input_path loses
-    the repository's prefix. No machine path is kept in a result."""
+    the repository's prefix. No machine path is kept in a result. The folder as a path relative
+    to the repository (what ``paths.relative`` writes, e.g. an export record's source) becomes the
+    final one too."""
     _replace_text(folder, written_as, relative(final))
+    if relative(written_as) != written_as:
+        _replace_text(folder, relative(written_as) + "/", relative(final) + "/")
     _replace_text(folder, f"{paths.ROOT}{os.sep}", "")
 
 
