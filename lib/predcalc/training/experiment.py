@@ -202,7 +202,6 @@ def run_seeds(model_names, protocol: Protocol, seeds=(0,), epochs: int = 200, pa
     return results
 
 
-
 class _Checkpoints:
     """Finished (model, seed) runs in a folder, keyed by the job, the data and the backend."""
 
