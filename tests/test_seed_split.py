@@ -79,3 +79,24 @@ def test_every_seed_of_a_stabilised_layer_beside_the_first_one():
     assert rows.loc["mLSTM, stable", "worst MAE out"] == pytest.approx(1.0)  # out = 10 x mae_in in _model
     assert rows.loc["mLSTM, stable", "seeds"] == "0 1 2"
     assert findings.stability_table([_record("09_xlstm", {"mlstm": first})]).empty  # nothing stabilised yet
+
+
+def test_a_notebook_run_on_every_seed_supersedes_the_sweep_row(tmp_path):
+    from predcalc.report.seed_split import not_superseded
+
+    _seed_run(tmp_path, 0, 0.1)
+    _seed_run(tmp_path, 1, 0.2)
+    [split] = seed_split_records(tmp_path, names=("slow",))
+
+    def notebook(seeds, epochs=200, kept=None):
+        model = _model("slow transformer", 0.1, seeds=len(seeds))
+        for run, seed in zip(model["runs"], seeds):
+            run["seed"] = seed
+        if kept:
+            model["kept_from"] = {"parameters": kept}
+        return {**_record("06_transformer", {"slow": model}), "parameters": {"epochs": epochs, "patience": 200}}
+
+    assert not_superseded([split], [notebook([0, 1, 2])]) == []
+    assert not_superseded([split], [notebook([0])]) == [split]  # seed 1 only in the sweep
+    assert not_superseded([split], [notebook([0, 1], epochs=100)]) == [split]  # trained differently
+    assert not_superseded([split], [notebook([0, 1], epochs=100, kept={"epochs": 200, "patience": 200})]) == []

@@ -20,7 +20,7 @@ from predcalc.paths import save_figure, write_if_changed
 from predcalc.training import metrics as M
 from predcalc.report.anchors import SEED_LLM_ROWS, SEED_ROWS
 from predcalc.report.recipe_ablation import peak_probe_lines, recipe_ablation_lines
-from predcalc.report.seed_split import seed_split_lines, seed_split_records
+from predcalc.report.seed_split import not_superseded, seed_split_lines, seed_split_records
 from predcalc.training.experiment import BASELINE
 from predcalc.training.runner import PROFILES, ROOT, RUN_INFO, RUNS
 from predcalc.report.studies import FINISHES, extended_best, extended_title, is_study, shown_label, studies_markdown
@@ -612,7 +612,8 @@ def build(runs: Path = RUNS, reports: Path = REPORTS, readme: Path | None = ROOT
     the README alone, as a quick run's page in build/ does)."""
     import markdown
 
-    records = load_runs(runs) + seed_split_records(reports / "sweeps")
+    notebooks = load_runs(runs)
+    records = notebooks + not_superseded(seed_split_records(reports / "sweeps"), notebooks)
     models, exports = model_table(records), export_table(records)
     figure = plot_mae(models, reports / "figures" / "mae_by_test_set.png") if not models.empty else None
     text = findings_markdown(records, models, exports, reports)

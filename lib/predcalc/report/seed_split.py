@@ -65,6 +65,29 @@ def seed_split_records(sweeps: Path, names=SEED_SPLIT_SWEEPS) -> list[dict]:
     return records
 
 
+def not_superseded(split_records: list[dict], notebook_records: list[dict]) -> list[dict]:
+    """The seed-split records less each model that a notebook run of the same notebook trained
+    for the same epochs and patience on every seed the sweep has (that run then carries the row,
+    and the sweep's "so far" line would only be stale); a record left with no model is dropped."""
+    def covered(record, name, model):
+        for other in notebook_records:
+            theirs = other.get("models", {}).get(name)
+            if other.get("notebook") != record.get("notebook") or not theirs or other.get("_sweep"):
+                continue
+            parameters = theirs.get("kept_from", {}).get("parameters") or other.get("parameters", {})
+            same = all(parameters.get(key) == record["parameters"].get(key) for key in ("epochs", "patience"))
+            if same and {r["seed"] for r in model["runs"]} <= {r["seed"] for r in theirs.get("runs", [])}:
+                return True
+        return False
+
+    kept = []
+    for record in split_records:
+        models = {name: model for name, model in record["models"].items() if not covered(record, name, model)}
+        if models:
+            kept.append({**record, "models": models})
+    return kept
+
+
 def seed_split_lines(records: list[dict]) -> list[str]:
     """One line per seed-split sweep: how many seeds it has, and each seed's MAE in / out / long."""
     lines = []
