@@ -38,6 +38,12 @@ def how_trained(parameters: dict) -> str:
     return f"{epochs} epochs, {stop}"
 
 
+def trained_parameters(record: dict, model: dict) -> dict:
+    """The parameters ``model`` was trained with: those of the run it was kept from, if it was
+    kept from an earlier run, else its record's."""
+    return model.get("kept_from", {}).get("parameters") or record.get("parameters", {})
+
+
 def recipe_ablation_table(records: list[dict], sweeps: Path) -> pd.DataFrame:
     """One row per variant, mean ± standard deviation over seeds (absolute MAE on every test set);
     empty without the sweep's finished runs."""
@@ -60,8 +66,7 @@ def recipe_ablation_table(records: list[dict], sweeps: Path) -> pd.DataFrame:
         record = next((r for r in stored if r["models"].get(name, {}).get("runs")), None)
         if record is not None:  # a model kept from an earlier run carries that run's parameters
             model = record["models"][name]
-            parameters = model.get("kept_from", {}).get("parameters") or record["parameters"]
-            rows.append(_row(variant, how_trained(parameters), model["runs"]))
+            rows.append(_row(variant, how_trained(trained_parameters(record, model)), model["runs"]))
     rows += [_row(undone, how, runs) for (undone, how), runs in sorted(variants.items())]
     return pd.DataFrame(rows)
 

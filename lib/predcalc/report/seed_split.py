@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from predcalc.report.recipe_ablation import how_trained
+from predcalc.report.recipe_ablation import how_trained, trained_parameters
 
 # sweeps/<name>.yaml: the seed's transformer5 recipe (about 35 minutes a seed on a 2-core CPU),
 # transformer4_local (about 15) and transformer4_local with squash_features, which is the registered
@@ -74,7 +74,7 @@ def not_superseded(split_records: list[dict], notebook_records: list[dict]) -> l
             theirs = other.get("models", {}).get(name)
             if other.get("notebook") != record.get("notebook") or not theirs or other.get("_sweep"):
                 continue
-            parameters = theirs.get("kept_from", {}).get("parameters") or other.get("parameters", {})
+            parameters = trained_parameters(other, theirs)
             same = all(parameters.get(key) == record["parameters"].get(key) for key in ("epochs", "patience"))
             if same and {r["seed"] for r in model["runs"]} <= {r["seed"] for r in theirs.get("runs", [])}:
                 return True

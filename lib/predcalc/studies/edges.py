@@ -31,16 +31,17 @@ def edge_sets(seed: int = 0, count: int = 300) -> dict[str, Split]:
     if count <= 0:
         raise ValueError(f"count must be positive. Received: count={count}")
     rng = np.random.default_rng(seed)
-    sets = {}
-    for name, (terms, bound) in EDGE_AXES.items():
-        numbers = rng.integers(-bound, bound + 1, size=(count, terms))
-        operators = rng.choice(["+", "-"], size=(count, terms - 1))
-        sets[name] = make_split(name, [format_expression(n, o) for n, o in zip(numbers, operators)])
-    numbers = rng.integers(-5, 5, size=(count, 3))
-    operators = rng.choice(["+", "-"], size=(count, 2))
-    sets[NO_SPACES] = make_split(NO_SPACES, [format_expression(n, o).replace(" ", "")
-                                             for n, o in zip(numbers, operators)])
+    sets = {name: make_split(name, _draw(rng, count, terms, -bound, bound))
+            for name, (terms, bound) in EDGE_AXES.items()}
+    sets[NO_SPACES] = make_split(NO_SPACES, [e.replace(" ", "") for e in _draw(rng, count, 3, -5, 4)])
     return sets
+
+
+def _draw(rng, count: int, terms: int, low: int, high: int) -> list[str]:
+    """``count`` expressions of ``terms`` integers from low..high joined by random + and -."""
+    numbers = rng.integers(low, high + 1, size=(count, terms))
+    operators = rng.choice(["+", "-"], size=(count, terms - 1))
+    return [format_expression(n, o) for n, o in zip(numbers, operators)]
 
 
 def _fitting(tokenizer, expressions, longest: int = 4096):
