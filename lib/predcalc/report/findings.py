@@ -17,9 +17,12 @@ import numpy as np
 import pandas as pd
 
 from predcalc.paths import save_figure, write_if_changed
+from predcalc.data.protocol import seed_protocol
 from predcalc.training import metrics as M
 from predcalc.report.anchors import SEED_LLM_ROWS, SEED_ROWS
 from predcalc.report.recipe_ablation import peak_probe_lines, recipe_ablation_lines
+from predcalc.report.scoreboard import (candidates, exact_signed_long, scoreboard_summary, scoreboard_table,
+                                       scoreboard_text)
 from predcalc.report.seed_split import not_superseded, seed_split_lines, seed_split_records
 from predcalc.training.experiment import BASELINE
 from predcalc.training.runner import PROFILES, ROOT, RUN_INFO, RUNS
@@ -195,6 +198,22 @@ SEED_WAY_TEXT = (
     "these columns compare like for like with a \"seed (published)\" row; runs stored before the "
     "seed's columns were recorded are not listed. The score's baseline here is this project's baseline FNN runs; "
     "the seed's baseline came from its own `FNN1_1.py` runs, so scores compare only within a table.")
+
+
+def _scoreboard_pool(records: list[dict]) -> list[dict]:
+    """Trained models with the seed's columns (``scoreboard.candidates``), closed-form finishes left out."""
+    return candidates([(name, model) for _, name, model, _ in unique_models(records) if name not in FINISHES],
+                      baseline_runs(records))
+
+
+def scoreboard_lines(records: list[dict]) -> list[str]:
+    """The section that sets each published row against this project's best trained models."""
+    board = scoreboard_table(_scoreboard_pool(records))
+    if board.empty:
+        return []
+    data_seed = next(r["data"]["seed"] for r in records if BASELINE in r.get("models", {}))
+    perfect = exact_signed_long(seed_protocol(data_seed).test_long.values)
+    return ["## Every published row, like for like", "", scoreboard_text(perfect), "", markdown_table(board), ""]
 
 
 def seed_weights_lines(records: list[dict]) -> list[str]:
@@ -379,7 +398,8 @@ def answer_lines(records: list[dict], general: pd.DataFrame) -> list[str]:
              f"- The goal (at least {100 * GOAL['in']:.1f} / {100 * GOAL['out']:.0f} / {100 * GOAL['long']:.0f} % "
              f"exact, under {GOAL['params']:,} parameters and {GOAL['train_seconds'] // 60} minutes of training on a "
              "2-core CPU) is met by "
-             + (", ".join(f"**{m}**" for m in met["model"]) if len(met) else "no trained model") + "."]
+             + (", ".join(f"**{m}**" for m in met["model"]) if len(met) else "no trained model") + ".",
+             *[line for line in [scoreboard_summary(_scoreboard_pool(records))] if line]]
     for record in records:
         if "extended" not in record:
             continue
@@ -525,6 +545,7 @@ def findings_markdown(records: list[dict], models: pd.DataFrame, exports: pd.Dat
     if not seed_way.empty:
         lines += ["## The seed's columns, computed the seed's way", "", SEED_WAY_TEXT, "",
                   markdown_table(seed_way), "", *seed_weights_lines(records)]
+    lines += scoreboard_lines(records)
     lines += seed_split_lines(records)
     lines += recipe_ablation_lines(records, reports / "sweeps")
     lines += peak_probe_lines(reports / "sweeps")
