@@ -28,7 +28,8 @@ BASE = [r["metrics"] for r in _runs(0.1, 0.05, 3.0, 0.4, 5.0)]
 
 
 def test_signed_long_rows_rank_four_columns_and_absolute_rows_five():
-    assert [c for c, _ in compared_metrics(SEED_ROWS["FNN2 (1 x 345 PReLU)"])] == ["MAE in", "MRE in", "MAE out", "MRE out"]
+    signed = compared_metrics(SEED_ROWS["FNN2 (1 x 345 PReLU)"])
+    assert [c for c, _ in signed] == ["MAE in", "MRE in", "MAE out", "MRE out"]
     assert [c for c, _ in compared_metrics(SEED_ROWS[T4])][-1] == "MAE long"
 
 

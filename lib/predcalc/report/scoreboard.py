@@ -106,9 +106,9 @@ def exact_signed_long(long_values) -> float:
 def scoreboard_text(perfect_signed: float) -> str:
     return ("Each published row of the seed (ANCHORS.md) against the best trained model of this project, "
             "on the columns it publishes that rank a model, computed the seed's way (the table above) on the "
-            "seed protocol's test sets: out of range the same 2,048 expressions; in range and long drawn as the "
-            "seed draws them, from this project's draw (the seed's own draw is not published). Ranked: MAE and MRE in and out of range, and MAE long where the code behind "
-            "the row computes it as an absolute error (the transformer rows). Not ranked: a *signed* MAE long "
+            "seed protocol's test sets: out of range the same 2,048 expressions; in range and long drawn the "
+            "seed's way from this project's data seed, not the seed's own draw. Ranked: MAE and MRE in and out "
+            "of range, and MAE long where the code behind the row computes it as an absolute error (the transformer rows). Not ranked: a *signed* MAE long "
             f"(the exact answers themselves get {perfect_signed:.3g} on this long set, so a lower value is not "
             "a better model), and the score and its p-value, whose baseline FNN runs differ (the seed's own "
             "against this project's). Models set partly by hand or in closed form, and weights not trained here, "
@@ -136,6 +136,7 @@ def scoreboard_summary(pool: list[dict]) -> str:
                         f"{row} {len(wins) - len(lost)} of {len(wins)} (not {', '.join(lost)})")
     winners = list(dict.fromkeys(best["label"] for _, best in overall))
     return (f"- The seed's {len(SEED_ROWS)} published regression rows, like for like (its columns computed its "
-            f"way on the seed protocol's test sets): {len(overall)} of {len(SEED_ROWS)} are beaten on every ranked column by "
+            f"way on the seed protocol's test sets): {len(overall)} of {len(SEED_ROWS)} are beaten on every "
+            "ranked column by "
             + (", ".join(f"**{w}**" for w in winners) if winners else "no trained model")
             + "; by a model of the row's own architecture trained here: " + "; ".join(same) + ".")
