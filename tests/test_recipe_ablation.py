@@ -1,6 +1,6 @@
 import json
 
-from predcalc.report.recipe_ablation import PEAK_SWEEP, SWEEP, peak_probe_lines, peak_probe_table
+from predcalc.report.recipe_ablation import FULL_PEAK_SWEEP, PEAK_SWEEP, SWEEP, peak_probe_lines, peak_probe_table
 from predcalc.report.recipe_ablation import recipe_ablation_lines, recipe_ablation_table
 
 
@@ -54,11 +54,11 @@ def test_nothing_without_the_sweep(tmp_path):
     assert recipe_ablation_table([], tmp_path).empty and recipe_ablation_lines([], tmp_path) == []
 
 
-def _peak_run(root, name, peak, seed, val_loss, mae, error=None):
-    folder = root / PEAK_SWEEP / f"06_transformer__{name}"
+def _peak_run(root, name, peak, seed, val_loss, mae, error=None, sweep=PEAK_SWEEP, epochs=25):
+    folder = root / sweep / f"06_transformer__{name}"
     folder.mkdir(parents=True)
     parameters = {"models": ["transformer5_seed"], "model_kwargs": {"transformer5_seed": {"peak_learning_rate": peak}},
-                  "epochs": 25, "patience": 25, "seeds": [seed]}
+                  "epochs": epochs, "patience": epochs, "seeds": [seed]}
     (folder / "run.json").write_text(json.dumps({"parameters": parameters, "error": error}))
     runs = [{**run, "best_val_loss": val_loss} for run in _runs([mae])]
     (folder / "metrics.json").write_text(json.dumps({"models": {"transformer5_seed": {"runs": runs}}}))
@@ -78,3 +78,21 @@ def test_peak_probe_one_row_per_rate_and_names_the_best(tmp_path):
     assert lines[0] == "### transformer5_seed: the peak learning rate"
     assert "the lowest mean validation MSE is at a peak of 0.0002;" in lines[2]
     assert peak_probe_table(tmp_path / "none").empty and peak_probe_lines(tmp_path / "none") == []
+
+
+def test_full_length_peaks_sit_below_the_probe_with_the_notebook_run(tmp_path):
+    tmp = tmp_path
+    _peak_run(tmp, "a", 2e-4, 0, 0.2, 0.3)
+    _peak_run(tmp, "b", 5e-4, 0, 0.02, 0.05, sweep=FULL_PEAK_SWEEP, epochs=200)
+    runs = [{**run, "best_val_loss": 0.01} for run in _runs([0.06, 0.08])]
+    stored = {"notebook": "06_transformer", "parameters": {"epochs": 200, "patience": 200},
+              "models": {"transformer5_seed": {"runs": runs}}}  # trained at the model's own peak, 2e-4
+    table = peak_probe_table(tmp, [stored])
+    assert list(zip(table["peak learning rate"], table["trained"], table["seeds"])) == [
+        ("0.0002", "25 epochs, no early stopping", 1), ("0.0005", "200 epochs, no early stopping", 1),
+        ("0.0002", "200 epochs, no early stopping", 2)]
+    text = peak_probe_lines(tmp, [stored])[-2]
+    assert "the lowest mean in-range MAE is 0.05 at a peak of 0.0005 (1 seed)" in text
+    assert "on seed 0, which every full-length peak has: 0.05 at 0.0005, 0.06 at 0.0002" in text
+    assert text.endswith("the seed published 0.0366 (mean of 5 runs): within these peaks the rate does not close "
+                         "the in-range gap.")

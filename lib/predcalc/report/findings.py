@@ -548,7 +548,7 @@ def findings_markdown(records: list[dict], models: pd.DataFrame, exports: pd.Dat
     lines += scoreboard_lines(records)
     lines += seed_split_lines(records)
     lines += recipe_ablation_lines(records, reports / "sweeps")
-    lines += peak_probe_lines(reports / "sweeps")
+    lines += peak_probe_lines(reports / "sweeps", records)
     stability = stability_table(records)
     if not stability.empty:
         lines += ["## Stabilised mLSTM and bounded Mamba, every seed", "", STABILITY_TEXT, "",

@@ -99,48 +99,90 @@ def recipe_ablation_lines(records: list[dict], sweeps: Path) -> list[str]:
 
 
 PEAK_SWEEP = "transformer5_seed_peak"
+FULL_PEAK_SWEEP = "transformer5_seed_peak_200"
 PEAK_MODEL = "transformer5_seed"
 
 
-def _peak_trials(sweeps: Path) -> dict[tuple, list]:
-    """``{(peak, how trained): runs}`` of the probe sweep's finished runs."""
+def _peak_trials(sweeps: Path, records: list[dict] = ()) -> tuple[dict[tuple, list], dict[tuple, list]]:
+    """``({(peak, how trained): runs}`` of the 25-epoch probe, ``{...}`` of the full-length runs``)``:
+    the probe sweep's finished runs, and those of the 200-epoch sweep with the stored 06_transformer
+    run of ``PEAK_MODEL`` at its own peak."""
+    from predcalc.models import get_spec
+    from predcalc.training.fit import seed_peak
     from predcalc.training.sweep import collect
 
-    peaks: dict[tuple, list] = {}
+    def add(peaks, parameters, runs):
+        peak = parameters.get("model_kwargs", {}).get(PEAK_MODEL, {}).get("peak_learning_rate")
+        peak = seed_peak(get_spec(PEAK_MODEL), peak)
+        peaks.setdefault((float(peak), how_trained(parameters)), []).extend(runs)
+
+    probe, full = {}, {}
     for run in collect(PEAK_SWEEP, sweeps):
-        peak = run["parameters"]["model_kwargs"][PEAK_MODEL]["peak_learning_rate"]
-        peaks.setdefault((float(peak), how_trained(run["parameters"])), []).extend(run["metrics"]["models"][PEAK_MODEL]["runs"])
-    return peaks
+        add(probe, run["parameters"], run["metrics"]["models"][PEAK_MODEL]["runs"])
+    for run in collect(FULL_PEAK_SWEEP, sweeps):
+        add(full, run["parameters"], run["metrics"]["models"][PEAK_MODEL]["runs"])
+    for record in records:
+        model = record.get("models", {}).get(PEAK_MODEL)
+        if record.get("notebook") == "06_transformer" and not record.get("_sweep") and model and model.get("runs"):
+            add(full, trained_parameters(record, model), model["runs"])
+    return probe, full
 
 
-def peak_probe_table(sweeps: Path) -> pd.DataFrame:
-    """One row per peak learning rate of the probe sweep, highest first: best validation MSE and
-    absolute MAE, mean ± standard deviation over seeds; empty without the sweep's finished runs."""
-    return _peak_table(_peak_trials(sweeps))
+def peak_probe_table(sweeps: Path, records: list[dict] = ()) -> pd.DataFrame:
+    """One row per peak learning rate and training length, the 25-epoch probe first, highest peak
+    first: best validation MSE and absolute MAE, mean ± standard deviation over seeds; empty
+    without the probe sweep's finished runs."""
+    probe, full = _peak_trials(sweeps, records)
+    return _peak_table({**probe, **full}) if probe else pd.DataFrame()
+
+
+def _by_length_then_peak(item) -> tuple:
+    """Sort key of ``((peak, how trained), runs)``: shorter training first, then the higher peak."""
+    (peak, how), _ = item
+    return int(how.split()[0]), -peak
 
 
 def _peak_table(trials: dict[tuple, list]) -> pd.DataFrame:
     rows = [{"peak learning rate": f"{peak:g}", "trained": how, "seeds": len(runs),
              "best val MSE": _cell([r["best_val_loss"] for r in runs]),
              **{f"MAE {name}": _cell([r["metrics"][name]["mae"] for r in runs]) for name in ("in", "out", "long")}}
-            for (peak, how), runs in sorted(trials.items(), reverse=True)]
+            for (peak, how), runs in sorted(trials.items(), key=_by_length_then_peak)]
     return pd.DataFrame(rows)
 
 
-def peak_probe_lines(sweeps: Path) -> list[str]:
+def peak_probe_lines(sweeps: Path, records: list[dict] = ()) -> list[str]:
     """The findings section on transformer5_seed's peak learning rate, or nothing without the sweep."""
     from predcalc.models import get_spec
+    from predcalc.report.anchors import SEED_ROWS
     from predcalc.report.tables import markdown_table
     from predcalc.training.fit import SEED_PEAK_LEARNING_RATE, seed_peak
 
-    trials = _peak_trials(sweeps)
-    if not trials:
+    probe, full = _peak_trials(sweeps, records)
+    if not probe:
         return []
-    best, _ = min(trials, key=lambda key: np.mean([r["best_val_loss"] for r in trials[key]]))
+    best, _ = min(probe, key=lambda key: np.mean([r["best_val_loss"] for r in probe[key]]))
     used = seed_peak(get_spec(PEAK_MODEL))
     text = (f"The seed's transformer5 notebook chose its peak learning rate by its own keras-tuner search "
             f"(25-epoch trials, validation loss); the rate it found is not in its code. `{PEAK_MODEL}` repeats "
             f"that choice in miniature (`predcalc sweep sweeps/{PEAK_SWEEP}.yaml`): the lowest mean validation "
             f"MSE is at a peak of {best:g}; `{PEAK_MODEL}` trains with {used:g} (transformer4's tuned peak is "
             f"{SEED_PEAK_LEARNING_RATE:g}).")
-    return ["### transformer5_seed: the peak learning rate", "", text, "", markdown_table(_peak_table(trials)), ""]
+    lines = ["### transformer5_seed: the peak learning rate", "", text, "", markdown_table(_peak_table({**probe, **full})),
+             ""]
+    if full:
+        published = SEED_ROWS["transformer5"]["mae_in"]
+        means = {key: float(np.mean([r["metrics"]["in"]["mae"] for r in runs])) for key, runs in full.items()}
+        (peak, how), lowest = min(means.items(), key=lambda item: item[1])
+        runs = full[(peak, how)]
+        first = {key[0]: next((r["metrics"]["in"]["mae"] for r in runs if r["seed"] == 0), None)
+                 for key, runs in full.items()}
+        same_seed = "; on seed 0, which every full-length peak has: " + ", ".join(
+            f"{value:.4g} at {rate:g}" for rate, value in sorted(first.items(), reverse=True) if value is not None) \
+            if sum(value is not None for value in first.values()) > 1 else ""
+        lines += [f"Trained for the full length ({how}; the 200-epoch rows come from "
+                  f"`predcalc sweep sweeps/{FULL_PEAK_SWEEP}.yaml` and the stored 06_transformer run), the lowest "
+                  f"mean in-range MAE is {lowest:.4g} at a peak of {peak:g} ({len(runs)} seed{'s' * (len(runs) > 1)})"
+                  f"{same_seed}; the seed published {published:g}"
+                  + (" (mean of 5 runs)." if lowest < published else
+                     " (mean of 5 runs): within these peaks the rate does not close the in-range gap."), ""]
+    return lines
