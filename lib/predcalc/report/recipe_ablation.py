@@ -167,8 +167,8 @@ def peak_probe_lines(sweeps: Path, records: list[dict] = ()) -> list[str]:
             f"that choice in miniature (`predcalc sweep sweeps/{PEAK_SWEEP}.yaml`): the lowest mean validation "
             f"MSE is at a peak of {best:g}; `{PEAK_MODEL}` trains with {used:g} (transformer4's tuned peak is "
             f"{SEED_PEAK_LEARNING_RATE:g}).")
-    lines = ["### transformer5_seed: the peak learning rate", "", text, "", markdown_table(_peak_table({**probe, **full})),
-             ""]
+    table = markdown_table(_peak_table({**probe, **full}))
+    lines = ["### transformer5_seed: the peak learning rate", "", text, "", table, ""]
     if full:
         published = SEED_ROWS["transformer5"]["mae_in"]
         means = {key: float(np.mean([r["metrics"]["in"]["mae"] for r in runs])) for key, runs in full.items()}
