@@ -20,6 +20,7 @@ from predcalc.paths import save_figure, write_if_changed
 from predcalc.data.protocol import seed_protocol
 from predcalc.training import metrics as M
 from predcalc.report.anchors import SEED_LLM_ROWS, SEED_ROWS
+from predcalc.report.edges import edges_answer, edges_lines
 from predcalc.report.recipe_ablation import peak_probe_lines, recipe_ablation_lines
 from predcalc.report.scoreboard import (candidates, exact_signed_long, scoreboard_summary, scoreboard_table,
                                        scoreboard_text)
@@ -399,6 +400,7 @@ def answer_lines(records: list[dict], general: pd.DataFrame) -> list[str]:
              f"exact, under {GOAL['params']:,} parameters and {GOAL['train_seconds'] // 60} minutes of training on a "
              "2-core CPU) is met by "
              + (", ".join(f"**{m}**" for m in met["model"]) if len(met) else "no trained model") + ".",
+             *[line for line in [edges_answer(records, met["model"])] if line],
              *[line for line in [scoreboard_summary(_scoreboard_pool(records))] if line]]
     for record in records:
         if "extended" not in record:
@@ -549,6 +551,7 @@ def findings_markdown(records: list[dict], models: pd.DataFrame, exports: pd.Dat
     lines += seed_split_lines(records)
     lines += recipe_ablation_lines(records, reports / "sweeps")
     lines += peak_probe_lines(reports / "sweeps", records)
+    lines += edges_lines(records)
     stability = stability_table(records)
     if not stability.empty:
         lines += ["## Stabilised mLSTM and bounded Mamba, every seed", "", STABILITY_TEXT, "",
