@@ -79,11 +79,12 @@ TEXT = (f"`{MODEL}` (38,209 parameters, the seed's recipe: CLS token, sqrt(d_mod
         "parameter more) keeps the encoder and changes only the head: the answer is "
         "sum_t (w^T h_t + c) v_t + b over the raw numbers v_t, linear in them where the gates do not change "
         "with a number's size. "
-        "`transformer4_local` (sweep `transformer4_local`) also embeds each token from [x_t, x_{t-1}, (-1)^t] "
+        "`transformer4_local` also embeds each token from [x_t, x_{t-1}, (-1)^t] "
         "instead of adding absolute positions, and masks the padding, so a longer expression puts nothing "
-        "new in front of it. `transformer4_local_bounded` (sweep `transformer4_local_squash`) builds those "
+        "new in front of it. `transformer4_local_bounded` builds those "
         "features from tanh(x_t), so what the gates read stays bounded however large a number is, while the "
-        "sum still takes the raw x_t. This project's "
+        "sum still takes the raw x_t (both also trained seed by seed by the sweeps `transformer4_local` and "
+        "`transformer4_local_squash`). This project's "
         "transformer4 differs in several choices at once (mean pooling, 4 heads, no scale, AdamW decayed "
         "to 0, early stopping).")
 
