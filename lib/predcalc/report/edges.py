@@ -12,25 +12,32 @@ from predcalc.studies.edges import EDGE_AXES, NO_SPACES
 EDGES_FILE = "edges.json"
 
 
-def _stored(records: list[dict]):
-    """``(record, {model: {set: metrics or None}})`` for each run that stored edge scores."""
+def edge_cell(score: dict | None) -> str:
+    """One model on one edge set: "exact % (MAE)", or "-" where it cannot take the set's length."""
+    return "-" if score is None else f"{100 * score['accuracy']:.1f} % ({score['mae']:.3g})"
+
+
+def stored_edges(records: list[dict]) -> list[dict]:
+    """``{"model": label, "notebook", "scores": {set: metrics or None}}`` for each model of each run
+    that stored edge scores, read once."""
+    found = []
     for record in records:
         folder = record.get("_dir")
-        if folder is not None and (folder / EDGES_FILE).is_file():
-            yield record, json.loads((folder / EDGES_FILE).read_text())
+        if folder is None or not (folder / EDGES_FILE).is_file():
+            continue
+        for name, by_set in json.loads((folder / EDGES_FILE).read_text()).items():
+            label = record.get("models", {}).get(name, {}).get("label", name)
+            found.append({"model": label, "notebook": record["notebook"], "scores": by_set})
+    return found
 
 
-def edges_frame(records: list[dict]) -> pd.DataFrame:
-    """One row per model scored on the edge sets: "exact % (MAE)" per set, "-" where the model
-    cannot take the set's length; empty when no run stored edge scores."""
-    rows = []
-    for record, scores in _stored(records):
-        for name, by_set in scores.items():
-            model = record.get("models", {}).get(name, {})
-            rows.append({"model": model.get("label", name), "notebook": record["notebook"],
-                         **{set_name: "-" if score is None else f"{100 * score['accuracy']:.1f} % ({score['mae']:.3g})"
-                            for set_name, score in by_set.items()}})
-    return pd.DataFrame(rows)
+def edges_frame(records: list[dict], stored: list[dict] | None = None) -> pd.DataFrame:
+    """One row per model scored on the edge sets, one :func:`edge_cell` per set; empty when no run
+    stored edge scores. ``stored``: :func:`stored_edges` of ``records``, when already read."""
+    stored = stored_edges(records) if stored is None else stored
+    return pd.DataFrame([{"model": entry["model"], "notebook": entry["notebook"],
+                          **{name: edge_cell(score) for name, score in entry["scores"].items()}}
+                         for entry in stored])
 
 
 def edges_text(counts) -> str:
@@ -49,27 +56,27 @@ def edges_lines(records: list[dict]) -> list[str]:
     """The section, or nothing when no run stored edge scores."""
     from predcalc.report.tables import markdown_table
 
-    frame = edges_frame(records)
-    if frame.empty:
+    stored = stored_edges(records)
+    if not stored:
         return []
-    counts = [score["n"] for _, scores in _stored(records) for by_set in scores.values()
-              for score in by_set.values() if score is not None]
-    return ["## Edges of the box", "", edges_text(counts), "", markdown_table(frame), ""]
+    counts = [score["n"] for entry in stored for score in entry["scores"].values() if score is not None]
+    return ["## Edges of the box", "", edges_text(counts), "", markdown_table(edges_frame(records, stored)), ""]
 
 
 def edges_answer(records: list[dict], labels) -> str:
     """One answer line: the exact accuracy on each edge set of the models labelled ``labels`` (the
     ones that met the goal inside the box), or "" when none of them was scored there."""
-    frame = edges_frame(records)
-    if frame.empty:
+    labels = set(labels)
+    chosen = [entry for entry in stored_edges(records) if entry["model"] in labels]
+    if not chosen:
         return ""
-    chosen = frame[frame["model"].isin(list(labels))]
-    if chosen.empty:
-        return ""
-    def exact(row):  # "100.0 % (0.0456)" -> "100.0 %"; a set the model was not scored on is skipped
-        return ", ".join(f"{column} {row[column].split(' (')[0] if row[column] != '-' else 'too long to read'}"
-                         for column in chosen.columns[2:] if isinstance(row[column], str))
 
-    parts = [f"**{row['model']}**: {exact(row)}" for _, row in chosen.iterrows()]
+    def exact(score):
+        return "too long to read" if score is None else f"{100 * score['accuracy']:.1f} %"
+
+    def per_set(scores):
+        return ", ".join(f"{name} {exact(score)}" for name, score in scores.items())
+
+    parts = [f"**{entry['model']}**: {per_set(entry['scores'])}" for entry in chosen]
     return ("  - Past the box, one axis at a time (exact accuracy, first seed; see \"Edges of the box\"): "
             + "; ".join(parts) + ".")

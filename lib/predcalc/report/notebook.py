@@ -192,12 +192,12 @@ def edge_table(results, sets: dict, path=None) -> "pd.DataFrame":
 
     import pandas as pd
 
+    from predcalc.report.edges import edge_cell
     from predcalc.studies.edges import edge_scores
 
     scores = {name: edge_scores(result.first, sets) for name, result in results.models.items()}
     if path is not None:
         Path(path).write_text(json.dumps(scores, indent=1))
     return pd.DataFrame([{"model": results.models[name].spec.label,
-                          **{set_name: "-" if score is None else f"{100 * score['accuracy']:.1f} % ({score['mae']:.3g})"
-                             for set_name, score in by_set.items()}}
+                          **{set_name: edge_cell(score) for set_name, score in by_set.items()}}
                          for name, by_set in scores.items()])

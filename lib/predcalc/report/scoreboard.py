@@ -47,11 +47,16 @@ def candidates(models, base_runs: list[dict] | None) -> list[dict]:
     return out
 
 
+def _ranked_value(candidate: dict, column: str) -> float:
+    """A candidate's value in a ranked column: the absolute MAE long, or its seed-way mean."""
+    return candidate["absolute_long"] if column == "MAE long" else candidate["seed_way"][column]
+
+
 def comparison(candidate: dict, published: dict) -> dict[str, bool]:
     """Per ranked metric of ``published``: does ``candidate`` have the lower mean?"""
     out = {}
     for column, key in compared_metrics(published):
-        value = candidate["absolute_long"] if column == "MAE long" else candidate["seed_way"][column]
+        value = _ranked_value(candidate, column)
         out[column] = bool(math.isfinite(value) and value < published[key])
     return out
 
@@ -63,23 +68,33 @@ def _best(pool: list[dict], published: dict) -> dict | None:
         return None
 
     def key(candidate):
-        ratios = [(candidate["absolute_long"] if c == "MAE long" else candidate["seed_way"][c]) / published[k]
-                  for c, k in compared_metrics(published)]
+        ratios = [_ranked_value(candidate, c) / published[k] for c, k in compared_metrics(published)]
         ratios = [r if math.isfinite(r) and r > 0 else math.inf for r in ratios]
         return (-sum(comparison(candidate, published).values()), float(np.exp(np.mean(np.log(ratios)))))
 
     return min(pool, key=key)
 
 
+def _matches(pool: list[dict]):
+    """``(row, published, best of any architecture, best of the row's own or None)`` per published row."""
+    for row, published in SEED_ROWS.items():
+        yield row, published, _best(pool, published), _best([c for c in pool if c["seed_row"] == row], published)
+
+
+def _lost(candidate: dict, published: dict) -> tuple[int, list[str]]:
+    """How many ranked columns ``published`` has, and those ``candidate`` does not beat."""
+    wins = comparison(candidate, published)
+    return len(wins), [column for column, won in wins.items() if not won]
+
+
 def _verdict(candidate: dict | None, published: dict) -> str:
     if candidate is None:
         return "none trained"
-    wins = comparison(candidate, published)
-    lost = [column for column, won in wins.items() if not won]
+    total, lost = _lost(candidate, published)
     seeds = f"{candidate['seeds']} seed{'s' * (candidate['seeds'] > 1)}"
     head = f"{candidate['label']} ({candidate['params']:,} params, {seeds})"
-    return f"{head}: " + ("beaten on all " + str(len(wins)) if not lost
-                          else f"beaten on {len(wins) - len(lost)} of {len(wins)}, not on {', '.join(lost)}")
+    return f"{head}: " + (f"beaten on all {total}" if not lost
+                          else f"beaten on {total - len(lost)} of {total}, not on {', '.join(lost)}")
 
 
 def scoreboard_table(pool: list[dict]) -> pd.DataFrame:
@@ -87,14 +102,11 @@ def scoreboard_table(pool: list[dict]) -> pd.DataFrame:
     registered against that row, and the best of any architecture, with what each beats."""
     if not pool:
         return pd.DataFrame()
-    rows = []
-    for row, published in SEED_ROWS.items():
-        same = [c for c in pool if c["seed_row"] == row]
-        rows.append({"published row": row,
-                     "ranked metrics": ", ".join(f"{c} {published[k]:g}" for c, k in compared_metrics(published)),
-                     "same architecture here": _verdict(_best(same, published), published),
-                     "any trained model here": _verdict(_best(pool, published), published)})
-    return pd.DataFrame(rows)
+    return pd.DataFrame([{"published row": row,
+                          "ranked metrics": ", ".join(f"{c} {published[k]:g}" for c, k in compared_metrics(published)),
+                          "same architecture here": _verdict(same, published),
+                          "any trained model here": _verdict(best, published)}
+                         for row, published, best, same in _matches(pool)])
 
 
 def exact_signed_long(long_values) -> float:
@@ -122,22 +134,20 @@ def scoreboard_summary(pool: list[dict]) -> str:
     whom, and how the same-architecture models fare."""
     if not pool:
         return ""
-    overall, same = [], []
-    for row, published in SEED_ROWS.items():
-        best = _best(pool, published)
-        if all(comparison(best, published).values()):
-            overall.append((row, best))
-        replica = _best([c for c in pool if c["seed_row"] == row], published)
+    winners, same = [], []
+    for row, published, best, replica in _matches(pool):
+        if not _lost(best, published)[1]:
+            winners.append(best["label"])
         if replica is None:
             same.append(f"{row} none trained")
         else:
-            wins = comparison(replica, published)
-            lost = [c for c, won in wins.items() if not won]
-            same.append(f"{row} all {len(wins)}" if not lost else
-                        f"{row} {len(wins) - len(lost)} of {len(wins)} (not {', '.join(lost)})")
-    winners = list(dict.fromkeys(best["label"] for _, best in overall))
+            total, lost = _lost(replica, published)
+            same.append(f"{row} all {total}" if not lost else
+                        f"{row} {total - len(lost)} of {total} (not {', '.join(lost)})")
+    beaten = len(winners)
+    winners = list(dict.fromkeys(winners))
     return (f"- The seed's {len(SEED_ROWS)} published regression rows, like for like (its columns computed its "
-            f"way on the seed protocol's test sets): {len(overall)} of {len(SEED_ROWS)} are beaten on every "
+            f"way on the seed protocol's test sets): {beaten} of {len(SEED_ROWS)} are beaten on every "
             "ranked column by "
             + (", ".join(f"**{w}**" for w in winners) if winners else "no trained model")
             + "; by a model of the row's own architecture trained here: " + "; ".join(same) + ".")
