@@ -80,3 +80,84 @@ def edges_answer(records: list[dict], labels) -> str:
     parts = [f"**{entry['model']}**: {per_set(entry['scores'])}" for entry in chosen]
     return ("  - Past the box, one axis at a time (exact accuracy, first seed; see \"Edges of the box\"): "
             + "; ".join(parts) + ".")
+
+
+def bootstrap_interval(values, level: float = 0.95, resamples: int = 10_000, seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean of ``values`` (seeds resampled with replacement)."""
+    import numpy as np
+
+    values = np.asarray(values, dtype=float)
+    means = np.random.default_rng(seed).choice(values, size=(resamples, len(values))).mean(axis=1)
+    return float(np.quantile(means, (1 - level) / 2)), float(np.quantile(means, (1 + level) / 2))
+
+
+def seed_table(record: dict) -> pd.DataFrame:
+    """One row per model and set of a stored suite record (``reports/edges/*.json``, written by
+    :func:`predcalc.studies.edge_seeds.suite_scores`): exact accuracy over seeds (mean, min, max and
+    a bootstrap 95 % interval of the mean), mean MAE, each seed's accuracy; a set the model's
+    tokeniser cannot encode gets its reason in ``note``."""
+    import numpy as np
+
+    rows = []
+    boxes = record["suite"]["sets"]
+    for name, model in record["models"].items():
+        for set_name, box in boxes.items():
+            per_seed = {seed: scores[set_name] for seed, scores in model["scores"].items()}
+            row = {"model": name, "kind": model["kind"], "set": set_name, "box": box, "seeds": len(per_seed)}
+            refused = [s for s in per_seed.values() if "accuracy" not in s]
+            if refused:
+                rows.append({**row, "note": refused[0].get("not_in_input_language") or refused[0].get("too_long")})
+                continue
+            accuracy = np.array([s["accuracy"] for s in per_seed.values()])
+            low, high = bootstrap_interval(accuracy)
+            rows.append({**row, "accuracy": accuracy.mean(), "min": accuracy.min(), "max": accuracy.max(),
+                         "boot_low": low, "boot_high": high,
+                         "mae": float(np.mean([s["mae"] for s in per_seed.values()])),
+                         "per_seed": " / ".join(f"{100 * a:.1f}" for a in accuracy), "note": ""})
+    return pd.DataFrame(rows)
+
+
+def seed_facts(record: dict) -> list[str]:
+    """Plain sentences from a stored suite record: per model, the sets every seed answers (at least 99 %
+    exact), those every seed fails (below 50 %), the sets outside its input language, whether unspaced
+    forms apply, how far its two runtimes agree, and how closely retraining reproduced the stored runs."""
+    table = seed_table(record)
+    suite = record["suite"]
+    facts = []
+    for name, model in record["models"].items():
+        rows = table[table.model == name]
+        scored = rows[rows.note == ""]
+        held = ", ".join(scored[scored["min"] >= 0.99].set) or "none"
+        failed = ", ".join(scored[scored["max"] < 0.5].set) or "none"
+        facts.append(f"{name} ({model['kind']}, {len(model['seeds'])} seeds, {suite['kind']} suite seed {suite['seed']}, "
+                     f"{suite['count']} expressions a set, read through its exported ONNX file at "
+                     f"{model['input_length']} tokens): every seed at least 99 % exact on {held}; every seed below "
+                     f"50 % on {failed}.")
+        for _, row in rows[rows.note != ""].iterrows():
+            facts.append(f"{name}: {row.set} ({row.box}) is not scored: {row.note}.")
+        unspaced = model["unspaced_forms"]
+        facts.append(f"{name}: unspaced forms {'apply' if unspaced['applies'] else 'do not apply'}: {unspaced['why']}.")
+        scores = [s for by_set in model["scores"].values() for s in by_set.values() if "accuracy" in s]
+        gap = max(s["runtimes_max_abs_diff"] for s in scores)
+        points = max(abs(s["accuracy"] - s["litert"]["accuracy"]) for s in scores)
+        facts.append(f"{name}: LiteRT and ONNX answers differ by at most {gap:.2g} (exact accuracy by at most "
+                     f"{100 * points:.2f} points on any set and seed).")
+        facts.append(f"{name}: {reproduction_fact(model['reproduction'])}")
+    return facts
+
+
+def reproduction_fact(reproduction: dict) -> str:
+    """One sentence on how closely retraining reproduced the stored runs (``reproduction`` of
+    :func:`predcalc.studies.edge_seeds.reproduction`)."""
+    if not reproduction:
+        return "no seed was retrained."
+    seeds = len(reproduction)
+    same_epochs = sum(r["epochs"][0] == r["epochs"][1] for r in reproduction.values())
+    same_accuracy = sum(all(s["accuracy"][0] == s["accuracy"][1] for s in r["sets"].values())
+                        for r in reproduction.values())
+    loss = max(r["val_loss_relative_difference"] for r in reproduction.values())
+    mae = max(s["mae_difference"] for r in reproduction.values() for s in r["sets"].values())
+    return (f"retraining with the stored parameters gave the stored exact accuracy on every test set on "
+            f"{same_accuracy} of {seeds} seeds and the same number of epochs on {same_epochs}; the best validation "
+            f"loss differs by up to {100 * loss:.2g} % and a test set's MAE by up to {mae:.2g}: "
+            f"{'bit-for-bit reproducible' if loss == 0 and mae == 0 else 'not bit-for-bit reproducible'} here.")
