@@ -24,6 +24,8 @@ from predcalc.paths import RUNS, relative, write_if_changed
 # the recommended models, and the notebook whose stored parameters train them
 RECOMMENDED = {"transformer4_local_bounded": "06_transformer", "scan_typed": "30_beyond_seed",
                "scan_typed_solved": "30_beyond_seed", "scan_typed_readout_solved": "30_beyond_seed"}
+# a partly built model -> the trained model whose fit it finishes (same builder, seed and parameters)
+FINISHED_FROM = {"scan_typed_solved": "scan_typed", "scan_typed_readout_solved": "scan_typed"}
 
 
 def stored_metrics(notebook: str, runs=RUNS) -> dict:
@@ -325,3 +327,81 @@ def reexport_first_seed(name: str, runs=RUNS, length: int = INPUT_LENGTH, format
         longer = type(tokenizer)(**{**tokenizer.get_config(), "length": length})
         write_sidecar(folder, get_spec(name), longer, {"trained_length": tokenizer.length})
     return export_directory(folder / "model.keras", formats=formats or FORMATS)
+
+
+SCORES_FILE = "scores.json"  # beside each seed's exported files: its scores on both suites
+MODELS = Path("build") / "edges" / "models"  # each retrained seed's model.keras (git-ignored)
+EDGES = Path("reports") / "edges"  # development.json and heldout.json
+
+
+def score_seed(name: str, seed: int, suites: dict, runs=RUNS) -> dict:
+    """:func:`score_exported` of one seed's exported files on each suite (``{kind: {set: Split}}``),
+    written to ``scores.json`` beside them (kept if it exists). Returns ``{kind: scores}``."""
+    path = seeds_folder(name, runs) / f"seed_{seed}" / SCORES_FILE
+    if path.is_file():
+        return json.loads(path.read_text())
+    scores = {kind: score_exported(path.parent, suite) for kind, suite in suites.items()}
+    write_if_changed(path, json.dumps(scores, indent=1))
+    return scores
+
+
+def write_suite_records(names=tuple(RECOMMENDED), models=MODELS, out=EDGES, runs=RUNS) -> list[Path]:
+    """``development.json`` and ``heldout.json`` in ``out``: :func:`suite_scores` of every seed of
+    ``names`` whose ``scores.json`` exists."""
+    from predcalc.studies.edges import development_suite, heldout_suite
+
+    suites = {"development": development_suite(), "heldout": heldout_suite()}
+    scores = {}
+    for name in names:
+        found = sorted(seeds_folder(name, runs).glob(f"seed_*/{SCORES_FILE}"))
+        if found:
+            scores[name] = {int(p.parent.name.split("_")[1]): json.loads(p.read_text()) for p in found}
+    paths = []
+    for kind, suite in suites.items():
+        path = Path(out) / f"{kind}.json"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        write_if_changed(path, json.dumps(suite_scores(kind, suite, scores, models, runs), indent=1))
+        paths.append(path)
+    return paths
+
+
+def main(argv=None) -> int:
+    """``python -m predcalc.studies.edge_seeds STEP NAME [SEEDS]``: ``train`` (retrain, or finish a
+    partly built model from its fitted seeds), ``export`` (files at 159 tokens, then their scores),
+    ``first`` (re-export the notebook's stored first seed at 159 tokens) or ``write`` (the two suite
+    records). SEEDS: comma-separated, default 0,1,2,3,4."""
+    import argparse
+
+    parser = argparse.ArgumentParser(prog="python -m predcalc.studies.edge_seeds")
+    parser.add_argument("step", choices=["train", "export", "first", "write"])
+    parser.add_argument("names", nargs="*", default=list(RECOMMENDED))
+    parser.add_argument("--seeds", default="0,1,2,3,4")
+    args = parser.parse_args(argv)
+    seeds = [int(s) for s in args.seeds.split(",")]
+    if args.step == "write":
+        for path in write_suite_records(args.names):
+            print(f"wrote {relative(path)}")
+        return 0
+    suites = None
+    for name in args.names:
+        if args.step == "train":
+            fitted = FINISHED_FROM.get(name)
+            if fitted:
+                finish_seeds(name, fitted, MODELS, seeds=seeds)
+            else:
+                retrain_seeds(name, RECOMMENDED[name], MODELS, seeds=seeds)
+        elif args.step == "first":
+            record = reexport_first_seed(name)
+            print(name, {fmt: r.get("verdict") for fmt, r in record["formats"].items()})
+        else:
+            from predcalc.studies.edges import development_suite, heldout_suite
+
+            suites = suites or {"development": development_suite(), "heldout": heldout_suite()}
+            export_seeds(name, MODELS, seeds=seeds)
+            for seed in seeds:
+                score_seed(name, seed, suites)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
