@@ -96,7 +96,7 @@ class Findings:
     def exact_everywhere(self) -> list[str]:
         """Trained models exact on the three protocol test sets on every seed (the goal's accuracy)."""
         out = []
-        for name in self.general["name"]:
+        for name in self.general.get("name", []):
             if name in FINISHES or name not in self.models:
                 continue
             runs = self.models[name][1]["runs"]
@@ -271,6 +271,8 @@ class Findings:
 
     def _seed_protocol(self) -> Section:
         keep = [n for names in FAMILIES.values() for n in names if n in self.models]
+        if not keep:
+            return Section("results.seed_protocol", "The protocol's test sets", [])
         frame = self.general[self.general["name"].isin(keep)].copy()
         frame["model"] = "`" + frame["name"] + "`"
         frame = frame[["model", "params", "acc in", "seeds in", "acc out", "seeds out", "acc long", "seeds long"]]
@@ -371,6 +373,9 @@ class Findings:
         return [s for s in sections if not s.empty]
 
     def _all_models(self) -> Section:
+        if self.general.empty:
+            return Section("appendix.all_models", "Every trained model", [Text("_no runs yet: `predcalc run` first._")],
+                           part="appendix")
         general = self.general.drop(columns=["name"])
         return Section("appendix.all_models", "Every trained model", [
             Text("Means over seeds on the protocol's test sets, this project's definitions (MAE long an absolute "
@@ -378,7 +383,8 @@ class Findings:
                  "defines the same way."),
             Table(self.table),
             Text("Exact accuracy with the per-seed range, ordered by out-of-range then long accuracy:"),
-            Table(general), *[Text(line) for line in F.ablation_lines(self.records) if line.strip()]],
+            Table(general), *[Text(line) for line in F.ablation_lines(self.records) if line.strip()],
+            *[Text(line) for line in seed_split_lines(self.records) if line.strip() and not line.startswith("#")]],
             part="appendix")
 
     def _seed_way(self) -> Section:
@@ -390,7 +396,6 @@ class Findings:
         blocks = [Text(F.SEED_WAY_TEXT), Table(seed_way)]
         blocks += [Text(line) for line in F.seed_weights_lines(self.records) if line.strip()]
         blocks += [Text(SCOREBOARD_TEXT.format(perfect=perfect)), Table(scoreboard_table(self.pool), cell=plain_cell)]
-        blocks += [Text(line) for line in seed_split_lines(self.records) if line.strip() and not line.startswith("#")]
         return Section("appendix.seed_way", "The prior report's columns, computed its way", blocks, part="appendix")
 
     def _recipe(self) -> Section:
