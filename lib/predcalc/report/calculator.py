@@ -166,8 +166,8 @@ def headline(record: dict) -> str:
     reach = (f"exact on all {sum(v['n'] for v in main.values()):,} expressions of its {len(main)} families (5 seeds)"
              if exact else f"at least {_pct(min(v['mean'] for v in main.values()))} exact on each of {len(main)} "
              "families")
-    return (f"The learned calculator (40) is {reach}, but by code and tables: {memorised} of {len(rows)} step "
-            f"networks saw every input they can meet, and code runs the digit algorithms and the loop.")
+    return (f"The learned calculator (40) is {reach}, by code and tables: {memorised} of {len(rows)} step networks "
+            "saw every input they can meet; code runs the digit algorithms.")
 
 
 def mechanism(record: dict) -> str:

@@ -134,10 +134,9 @@ class Findings:
         if counts:
             replica, variant = counts["replica"], counts["variant"]
             items.append(
-                f"Like for like with the prior report's published rows ({replica['total']} ranked columns), the "
-                f"faithful replicas are better on {replica['better']}, worse on {replica['worse']} and not resolved "
-                f"on {replica['not resolved']} (sign test, 5 seeds); `{variant['name']}` (chosen on the out-of-range set) is better on "
-                f"{variant['better']} of {variant['total']}.")
+                f"Against the published rows, like for like ({replica['total']} columns, sign test over 5 seeds): "
+                f"faithful replicas better on {replica['better']}, worse on {replica['worse']}, not resolved on "
+                f"{replica['not resolved']}; `{variant['name']}` better on {variant['better']}.")
         items += self._extended_answer()
         items += self._calculator_answer()
         items.append("Every claim holds inside the box it names; the Limitations list what was not measured.")
@@ -163,9 +162,10 @@ class Findings:
         for record in self.study("extended"):
             top = extended_best(record)
             if top:
-                items.append(f"{extended_title(record)} ({record['notebook']}): the best trained model, "
-                             f"`{top['name']}`, is exact on {_pct(top['mean'])} of expressions on average over "
-                             f"{len(top['by_family'])} families (worst {top['worst'][0]} {_pct(top['worst'][1])}).")
+                items.append(f"{extended_title(record).replace('The extended suite, ', 'Extended suite, ')} "
+                             f"({record['notebook']}): the best trained model, `{top['name']}`, averages "
+                             f"{_pct(top['mean'])} exact over {len(top['by_family'])} families (worst "
+                             f"{top['worst'][0]} {_pct(top['worst'][1])}).")
         return items
 
     def _calculator_answer(self) -> list[str]:
