@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from predcalc.paths import save_figure, write_if_changed
+from predcalc.paths import write_if_changed
+from predcalc.record import RunRecord
 from predcalc.training import metrics as M
 from predcalc.report.anchors import SEED_LLM_ROWS, SEED_ROWS
 from predcalc.training.experiment import BASELINE
@@ -37,7 +38,7 @@ def load_runs(runs: Path = RUNS) -> list[dict]:
     for path in sorted(runs.glob("*/metrics.json")):
         if path.parent.name.startswith("."):
             continue
-        record = json.loads(path.read_text())
+        record = RunRecord.load(path).to_json()  # checked against the typed record; its kind named
         record["_dir"] = path.parent
         info = path.parent / RUN_INFO
         run_info = json.loads(info.read_text()) if info.is_file() else {}

@@ -15,11 +15,11 @@ import pandas as pd
 from predcalc.models.syntax_gated_scan import coefficient_summary
 from predcalc.report.tables import markdown_table, plain_cell
 
-STUDY_KEYS = ("speed", "timeseries", "explain", "extended", "calculator")
 
 
 def is_study(record: dict) -> bool:
-    return record.get("kind") == "study" or any(key in record for key in STUDY_KEYS)
+    """A side study's record (its kind is stored, or named once by :class:`predcalc.record.RunRecord`)."""
+    return record.get("kind") == "study"
 
 
 def _ratio(value) -> str:
