@@ -1,4 +1,4 @@
-"""The findings section on the edges of the seed protocol's box: each stored ``edges.json``
+"""The findings section on the edges of the protocol's box: each stored ``edges.json``
 (written by :func:`predcalc.report.notebook.edge_table`, first seed of each model) as one table."""
 
 from __future__ import annotations
@@ -7,7 +7,9 @@ import json
 
 import pandas as pd
 
+from predcalc.report.studies import shown_label
 from predcalc.studies.edges import EDGE_AXES, NO_SPACES
+from predcalc.training.metrics import bootstrap_interval
 
 EDGES_FILE = "edges.json"
 
@@ -26,7 +28,7 @@ def stored_edges(records: list[dict]) -> list[dict]:
         if folder is None or not (folder / EDGES_FILE).is_file():
             continue
         for name, by_set in json.loads((folder / EDGES_FILE).read_text()).items():
-            label = record.get("models", {}).get(name, {}).get("label", name)
+            label = shown_label(name, record.get("models", {}).get(name, {}).get("label", name))
             found.append({"model": label, "notebook": record["notebook"], "scores": by_set})
     return found
 
@@ -45,7 +47,7 @@ def edges_text(counts) -> str:
     axes = "; ".join(f"`{name}` {terms} numbers from -{bound:,}..{bound:,}"
                      for name, (terms, bound) in EDGE_AXES.items())
     size = " or ".join(f"{n:,}" for n in sorted(set(counts)))
-    return ("Held-out sets one axis beyond the seed protocol's box (training: 3 numbers from -5..4, `+`/`-`, "
+    return ("Held-out sets one axis beyond the protocol's box (training: 3 numbers from -5..4, `+`/`-`, "
             f"with spaces), {size} expressions each, scored on each model's first seed: {axes}; `{NO_SPACES}` "
             "3 numbers from -5..4 written without spaces. Each cell: exact accuracy (MAE). \"-\": the model's "
             "weights depend on its input length, so it cannot read that length. A claim of this report holds "
@@ -82,28 +84,78 @@ def edges_answer(records: list[dict], labels) -> str:
             + "; ".join(parts) + ".")
 
 
-def bootstrap_interval(values, level: float = 0.95, resamples: int = 10_000, seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean of ``values`` (seeds resampled with replacement)."""
-    import numpy as np
+def _summarise(per_seed: dict) -> dict:
+    """``{seed: {set: {"accuracy": ...}}}`` -> ``{set: {"mean", "min", "max", "seeds"}}`` (sets a model
+    cannot read, stored as None, are left out)."""
+    sets: dict[str, list[float]] = {}
+    for scores in per_seed.values():
+        for name, score in scores.items():
+            if isinstance(score, dict) and score.get("accuracy") is not None:
+                sets.setdefault(name, []).append(float(score["accuracy"]))
+    return {name: {"mean": sum(v) / len(v), "min": min(v), "max": max(v), "seeds": len(v)}
+            for name, v in sets.items()}
 
-    values = np.asarray(values, dtype=float)
-    means = np.random.default_rng(seed).choice(values, size=(resamples, len(values))).mean(axis=1)
-    return float(np.quantile(means, (1 - level) / 2)), float(np.quantile(means, (1 + level) / 2))
+
+def load_suites(folder) -> dict:
+    """The stored edge suites under ``folder`` (``heldout.json``, ``development.json``): per suite
+    and model, each set's exact accuracy over seeds; {} where none was stored."""
+    import json
+    from pathlib import Path
+
+    out = {}
+    for suite in ("heldout", "development"):
+        path = Path(folder) / f"{suite}.json"
+        if path.is_file():
+            stored = json.loads(path.read_text())
+            models = stored.get("models", stored)
+            out[suite] = {model: _summarise(per_seed) for model, per_seed in models.items()
+                          if isinstance(per_seed, dict)}
+            out[f"{suite}_record"] = stored
+    return out
+
+
+def heldout_blocks(edges: dict, models) -> list:
+    """The Results' held-out edge blocks: one row per set, one column per recommended model
+    ("mean [min-max] %" over seeds)."""
+    from predcalc.report.document import Table, Text
+    from predcalc.report.tables import plain_cell
+
+    held = edges.get("heldout") or {}
+    shown = [m for m in models if m in held]
+    if not shown:
+        return []
+    sets = list(dict.fromkeys(s for m in shown for s in held[m]))
+    rows = []
+    for name in sets:
+        row = {"set": name}
+        for model in shown:
+            score = held[model].get(name)
+            row[f"`{model}`"] = ("cannot read" if score is None else
+                                 f"{100 * score['mean']:.1f} [{100 * score['min']:.1f}-{100 * score['max']:.1f}] "
+                                 f"({score['seeds']} seeds)")
+        rows.append(row)
+    record = edges.get("heldout_record") or {}
+    about = record.get("description", "")
+    return [Text("Exact accuracy on the held-out edge suite (drawn after every choice in Method, never used to "
+                 "choose), through each seed's exported file; mean [min-max] over seeds. " + about),
+            Table(pd.DataFrame(rows), cell=plain_cell)]
 
 
 def seed_table(record: dict) -> pd.DataFrame:
     """One row per model and set of a stored suite record (``reports/edges/*.json``, written by
-    :func:`predcalc.studies.edge_seeds.suite_scores`): exact accuracy over seeds (mean, min, max and
+    :func:`predcalc.studies.edge_seeds.suite_scores`: ``models`` holds ``{model: {seed: {set: score}}}``,
+    ``about`` each model's kind, files and checks): exact accuracy over seeds (mean, min, max and
     a bootstrap 95 % interval of the mean), mean MAE, each seed's accuracy; a set the model's
     tokeniser cannot encode gets its reason in ``note``."""
     import numpy as np
 
     rows = []
     boxes = record["suite"]["sets"]
-    for name, model in record["models"].items():
+    for name, by_seed in record["models"].items():
         for set_name, box in boxes.items():
-            per_seed = {seed: scores[set_name] for seed, scores in model["scores"].items()}
-            row = {"model": name, "kind": model["kind"], "set": set_name, "box": box, "seeds": len(per_seed)}
+            per_seed = {seed: scores[set_name] for seed, scores in by_seed.items()}
+            row = {"model": name, "kind": record["about"][name]["kind"], "set": set_name, "box": box,
+                   "seeds": len(per_seed)}
             refused = [s for s in per_seed.values() if "accuracy" not in s]
             if refused:
                 rows.append({**row, "note": refused[0].get("not_in_input_language") or refused[0].get("too_long")})
@@ -124,12 +176,13 @@ def seed_facts(record: dict) -> list[str]:
     table = seed_table(record)
     suite = record["suite"]
     facts = []
-    for name, model in record["models"].items():
+    for name, by_seed in record["models"].items():
+        model = record["about"][name]
         rows = table[table.model == name]
         scored = rows[rows.note == ""]
         held = ", ".join(scored[scored["min"] >= 0.99].set) or "none"
         failed = ", ".join(scored[scored["max"] < 0.5].set) or "none"
-        facts.append(f"{name} ({model['kind']}, {len(model['seeds'])} seeds, {suite['kind']} suite seed {suite['seed']}, "
+        facts.append(f"{name} ({model['kind']}, {len(by_seed)} seeds, {suite['kind']} suite seed {suite['seed']}, "
                      f"{suite['count']} expressions a set, read through its exported ONNX file at "
                      f"{model['input_length']} tokens): every seed at least 99 % exact on {held}; every seed below "
                      f"50 % on {failed}.")
@@ -137,7 +190,7 @@ def seed_facts(record: dict) -> list[str]:
             facts.append(f"{name}: {row.set} ({row.box}) is not scored: {row.note}.")
         unspaced = model["unspaced_forms"]
         facts.append(f"{name}: unspaced forms {'apply' if unspaced['applies'] else 'do not apply'}: {unspaced['why']}.")
-        scores = [s for by_set in model["scores"].values() for s in by_set.values() if "accuracy" in s]
+        scores = [s for by_set in by_seed.values() for s in by_set.values() if "accuracy" in s]
         gap = max(s["runtimes_max_abs_diff"] for s in scores)
         points = max(abs(s["accuracy"] - s["litert"]["accuracy"]) for s in scores)
         facts.append(f"{name}: LiteRT and ONNX answers differ by at most {gap:.2g} (exact accuracy by at most "
