@@ -162,3 +162,32 @@ def test_scores_come_from_the_exported_files_at_the_longer_length(tmp_path):
     assert scores["terms_14"]["tokens"] == 27 and scores["terms_14"]["runtimes_max_abs_diff"] < 1e-3
     assert "needs 39 tokens" in scores["terms_20"]["too_long"]
     assert "cannot be encoded" in scores["nested"]["not_in_input_language"]
+
+
+def test_the_exported_transformer4_local_bounded_answers_9_to_14_terms_through_onnx_and_litert():
+    """The committed first-seed files read 159 tokens (80 numbers): 9-14 terms are answered."""
+    from predcalc.data.expressions import evaluate
+    from predcalc.deploy.predictor import Predictor
+    from predcalc.paths import RUNS
+
+    folder = RUNS / "06_transformer" / "export" / "transformer4_local_bounded"
+    expressions = ["1 + 2 - 3 + 4 - 5 + 1 - 2 + 3 - 4",
+                   "1 + 2 - 3 + 4 - 5 + 1 - 2 + 3 - 4 + 5 - -1 + 2 - 3 + -4",
+                   "3 - -2 + 4"]
+    truth = [float(evaluate(e)) for e in expressions]
+    for file in ("model.onnx", "model_float32.tflite"):
+        predictor = Predictor(folder / file)
+        assert predictor.max_tokens >= 159
+        assert np.round(predictor.predict(expressions)).tolist() == truth
+        assert np.isfinite(predictor.predict([" + ".join(["1"] * 80)])).all()
+
+
+def test_the_stored_heldout_scores_belong_to_the_suite_drawn_today():
+    import json
+
+    from predcalc.paths import REPORTS
+    from predcalc.studies.edges import fingerprint, heldout_suite
+
+    stored = json.loads((REPORTS / "edges" / "heldout.json").read_text())
+    assert stored["suite"]["fingerprint"] == fingerprint(heldout_suite())
+    assert set(stored["suite"]["sets"]) == set(heldout_suite(count=1))

@@ -57,12 +57,12 @@ def _seed_record():
                       "sets": {"terms_80": "80 numbers from -5..5", "digits_exactly_4": "3 numbers of 4 digits",
                                "nesting_1_3": "parentheses"}},
             "models": {"scan_typed": {
-                "label": "Syntax-gated scan", "kind": "trained", "input_length": 159, "seeds": [0, 1, 2],
+                0: {"terms_80": score(1.0), "digits_exactly_4": score(0.0, 44.0), "nesting_1_3": nested},
+                1: {"terms_80": score(0.99), "digits_exactly_4": score(0.02, 40.0, litert=0.01), "nesting_1_3": nested},
+                2: {"terms_80": score(1.0), "digits_exactly_4": score(0.01, 42.0), "nesting_1_3": nested}}},
+            "about": {"scan_typed": {
+                "label": "Syntax-gated scan", "kind": "trained", "input_length": 159,
                 "unspaced_forms": {"applies": False, "why": "the typed tokeniser gives the same array"},
-                "scores": {0: {"terms_80": score(1.0), "digits_exactly_4": score(0.0, 44.0), "nesting_1_3": nested},
-                           1: {"terms_80": score(0.99), "digits_exactly_4": score(0.02, 40.0, litert=0.01),
-                               "nesting_1_3": nested},
-                           2: {"terms_80": score(1.0), "digits_exactly_4": score(0.01, 42.0), "nesting_1_3": nested}},
                 "reproduction": {0: same, 1: {**same, "epochs": [95, 99]}}}}}
 
 

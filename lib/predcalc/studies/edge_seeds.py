@@ -277,31 +277,38 @@ def score_exported(directory, suite: dict) -> dict:
 
 
 def suite_scores(kind: str, suite: dict, scores: dict, models, runs=RUNS) -> dict:
-    """The stored record of one suite: its definition (:func:`predcalc.studies.edges.suite_record`),
-    and per model its label, kind (trained, or partly built: a closed-form finish after training),
-    notebook, whether unspaced forms apply to its tokeniser (checked on the suite), the seeds and
-    ``{seed: {set: score}}`` (``scores[model][seed][kind]``, from :func:`score_exported`), plus the
-    retraining's :func:`reproduction` of the stored runs."""
+    """The stored record of one suite: its definition (:func:`predcalc.studies.edges.suite_record`)
+    and a sentence on it; under ``models`` each model's ``{seed: {set: score}}``
+    (``scores[model][seed][kind]``, from :func:`score_exported`); under ``about`` its label, kind
+    (trained, or partly built: a closed-form finish after training), notebook, files, whether unspaced
+    forms apply to its tokeniser (checked on the suite) and the retraining's :func:`reproduction` of
+    the stored runs."""
     from predcalc.data import get_tokenizer
     from predcalc.models import get_spec
     from predcalc.studies.edges import spacing_check, suite_record
 
-    record = {"suite": suite_record(kind), "models": {}}
+    record = {"suite": suite_record(kind, suite), "description": _description(kind, suite), "models": {},
+              "about": {}}
     for name, by_seed in scores.items():
         spec = get_spec(name)
         tokenizer = get_tokenizer(spec.tokenizer, **{**spec.tokenizer_config, "length": INPUT_LENGTH})
         expressions = [e for split in suite.values() for e in split.expressions]
-        record["models"][name] = {
+        record["models"][name] = {int(seed): by_kind[kind]
+                                  for seed, by_kind in sorted(by_seed.items(), key=lambda item: int(item[0]))}
+        record["about"][name] = {
             "label": spec.label, "kind": "partly built" if spec.finish is not None else "trained",
             "notebook": RECOMMENDED[name], "files": f"{relative(seeds_folder(name, runs))}/seed_N",
             "input_length": INPUT_LENGTH, "unspaced_forms": spacing_check(tokenizer, expressions),
-            "seeds": sorted(int(seed) for seed in by_seed),
-            "scores": {int(seed): by_kind[kind] for seed, by_kind in sorted(by_seed.items(), key=lambda i: int(i[0]))},
             "reproduction": reproduction(name, RECOMMENDED[name], models, runs)}
     return record
 
 
-def reexport_first_seed(name: str, runs=RUNS, length: int = INPUT_LENGTH, formats=None) -> dict:
+# the formats a first seed is re-exported in: full-integer int8 was unsuitable for every recommended
+# model at its trained length (it lost 84 to 97 points of exact accuracy), so it is not retried
+FIRST_SEED_FORMATS = ("float32", "float16", "int8_dynamic", "onnx")
+
+
+def reexport_first_seed(name: str, runs=RUNS, length: int = INPUT_LENGTH, formats=FIRST_SEED_FORMATS) -> dict:
     """Rebuild the notebook's stored first-seed ``model.keras`` of ``name`` for ``length`` tokens (the
     same function on every input it read before, :func:`predcalc.studies.edges.at_input_length`), save it
     in place with its ``predcalc.json``, and re-export every format beside it with
@@ -311,7 +318,7 @@ def reexport_first_seed(name: str, runs=RUNS, length: int = INPUT_LENGTH, format
 
     import predcalc.layers  # noqa: F401  (registers the custom layers)
     from predcalc.data import get_tokenizer
-    from predcalc.deploy.export import FORMATS, SIDECAR, export_directory, write_sidecar
+    from predcalc.deploy.export import SIDECAR, export_directory, write_sidecar
     from predcalc.models import get_spec
     from predcalc.studies.edges import at_input_length
 
@@ -326,7 +333,7 @@ def reexport_first_seed(name: str, runs=RUNS, length: int = INPUT_LENGTH, format
         at_input_length(model, length).save(folder / "model.keras")
         longer = type(tokenizer)(**{**tokenizer.get_config(), "length": length})
         write_sidecar(folder, get_spec(name), longer, {"trained_length": tokenizer.length})
-    return export_directory(folder / "model.keras", formats=formats or FORMATS)
+    return export_directory(folder / "model.keras", formats=formats)
 
 
 SCORES_FILE = "scores.json"  # beside each seed's exported files: its scores on both suites
@@ -343,6 +350,19 @@ def score_seed(name: str, seed: int, suites: dict, runs=RUNS) -> dict:
     scores = {kind: score_exported(path.parent, suite) for kind, suite in suites.items()}
     write_if_changed(path, json.dumps(scores, indent=1))
     return scores
+
+
+def _description(kind: str, suite: dict) -> str:
+    """One sentence on the suite: its seed, size and boxes."""
+    from predcalc.studies.edges import suite_record
+
+    about = suite_record(kind)
+    boxes = "; ".join(f"`{name}` {box}" for name, box in about["sets"].items())
+    role = ("the probe that helped choose the recommended variants (its scores are not claims)"
+            if kind == "development" else "never used to choose anything; no expression is in the development "
+            "suite or the seed protocol's training and validation splits")
+    return (f"The {kind} suite (seed {about['seed']}, {len(next(iter(suite.values())))} expressions a set) is "
+            f"{role}: {boxes}.")
 
 
 def write_suite_records(names=tuple(RECOMMENDED), models=MODELS, out=EDGES, runs=RUNS) -> list[Path]:

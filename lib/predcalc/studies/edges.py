@@ -22,6 +22,7 @@ Example:
 from __future__ import annotations
 
 import dataclasses
+import functools
 from typing import Callable
 
 import numpy as np
@@ -167,13 +168,14 @@ HELDOUT = [
 ]
 
 
-def _suite(sets: list[EdgeSet], seed: int, count: int, exclude=()) -> dict[str, Split]:
+def _suite(sets: list[EdgeSet], seed: int, count: int, exclude=frozenset()) -> dict[str, Split]:
     """``count`` distinct expressions per set, drawn in order from one generator seeded with ``seed``;
-    an expression whose canonical form is in ``exclude`` or already drawn (in any set) is redrawn."""
+    an expression whose canonical form is in ``exclude`` (canonical forms) or already drawn (in any
+    set) is redrawn."""
     if count <= 0:
         raise ValueError(f"count must be positive. Received: count={count}")
     rng = np.random.default_rng(seed)
-    seen = {canonical(e) for e in exclude}
+    seen = set(exclude)
     suite = {}
     for edge in sets:
         kept = []
@@ -215,22 +217,41 @@ def edge_sets(seed: int = DEVELOPMENT_SEED, count: int = SET_SIZE) -> dict[str, 
 def heldout_suite(seed: int = HELDOUT_SEED, count: int = SET_SIZE, data_seed: int = 0) -> dict[str, Split]:
     """The held-out edge suite: ``count`` expressions per set of :data:`HELDOUT`, none in the
     development suite nor in the seed protocol's (``data_seed``) training and validation splits."""
+    return _suite(HELDOUT, seed, count, exclude=_excluded(data_seed))
+
+
+@functools.lru_cache(maxsize=4)
+def _excluded(data_seed: int) -> frozenset:
+    """Canonical forms of the development suite and the seed protocol's training and validation splits."""
     protocol = seed_protocol(data_seed)
     development = [e for split in development_suite().values() for e in split.expressions]
-    return _suite(HELDOUT, seed, count, exclude=[*protocol.train.expressions, *protocol.validation.expressions,
-                                                 *development])
+    return frozenset(canonical(e) for e in [*protocol.train.expressions, *protocol.validation.expressions,
+                                            *development])
 
 
-def suite_record(kind: str) -> dict:
-    """What a stored score file says about its suite: seed, set size and each set's box."""
+def fingerprint(suite: dict[str, Split]) -> str:
+    """A short hash of a suite's set names and expressions: the same suite, the same fingerprint."""
+    import hashlib
+    import json
+
+    text = json.dumps({name: list(split.expressions) for name, split in suite.items()})
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def suite_record(kind: str, suite: dict[str, Split] | None = None) -> dict:
+    """What a stored score file says about its suite: seed, set size, each set's box and, given the
+    drawn ``suite``, its :func:`fingerprint`."""
     if kind == "development":
-        return {"kind": kind, "seed": DEVELOPMENT_SEED, "count": SET_SIZE, "choices": CHOICES,
-                "sets": {edge.name: edge.box for edge in DEVELOPMENT}}
-    if kind == "heldout":
-        return {"kind": kind, "seed": HELDOUT_SEED, "count": SET_SIZE,
-                "excluded": "the development suite and the seed protocol's training and validation splits (data seed 0)",
-                "sets": {edge.name: edge.box for edge in HELDOUT}}
-    raise ValueError(f"kind must be 'development' or 'heldout'. Received: {kind!r}")
+        record = {"kind": kind, "seed": DEVELOPMENT_SEED, "count": SET_SIZE, "choices": CHOICES,
+                  "sets": {edge.name: edge.box for edge in DEVELOPMENT}}
+    elif kind == "heldout":
+        record = {"kind": kind, "seed": HELDOUT_SEED, "count": SET_SIZE,
+                  "excluded": "the development suite and the seed protocol's training and validation splits "
+                              "(data seed 0)",
+                  "sets": {edge.name: edge.box for edge in HELDOUT}}
+    else:
+        raise ValueError(f"kind must be 'development' or 'heldout'. Received: {kind!r}")
+    return record if suite is None else {**record, "fingerprint": fingerprint(suite)}
 
 
 def spacing_check(tokenizer, expressions) -> dict:
