@@ -341,10 +341,12 @@ MODELS = Path("build") / "edges" / "models"  # each retrained seed's model.keras
 EDGES = Path("reports") / "edges"  # development.json and heldout.json
 
 
-def score_seed(name: str, seed: int, suites: dict, runs=RUNS) -> dict:
+def score_seed(name: str, seed: int | None, suites: dict, runs=RUNS) -> dict:
     """:func:`score_exported` of one seed's exported files on each suite (``{kind: {set: Split}}``),
-    written to ``scores.json`` beside them (kept if it exists). Returns ``{kind: scores}``."""
-    path = seeds_folder(name, runs) / f"seed_{seed}" / SCORES_FILE
+    written to ``scores.json`` beside them (kept if it exists); ``seed`` None: the notebook's stored
+    first seed, re-exported by :func:`reexport_first_seed`. Returns ``{kind: scores}``."""
+    folder = seeds_folder(name, runs).parent if seed is None else seeds_folder(name, runs) / f"seed_{seed}"
+    path = folder / SCORES_FILE
     if path.is_file():
         return json.loads(path.read_text())
     scores = {kind: score_exported(path.parent, suite) for kind, suite in suites.items()}
@@ -367,7 +369,8 @@ def _description(kind: str, suite: dict) -> str:
 
 def write_suite_records(names=tuple(RECOMMENDED), models=MODELS, out=EDGES, runs=RUNS) -> list[Path]:
     """``development.json`` and ``heldout.json`` in ``out``: :func:`suite_scores` of every seed of
-    ``names`` whose ``scores.json`` exists."""
+    ``names`` whose ``scores.json`` exists, and under ``stored_first_seed`` the scores of each
+    notebook's stored first seed (the model its metrics describe) through its re-exported files."""
     from predcalc.studies.edges import development_suite, heldout_suite
 
     suites = {"development": development_suite(), "heldout": heldout_suite()}
@@ -376,11 +379,15 @@ def write_suite_records(names=tuple(RECOMMENDED), models=MODELS, out=EDGES, runs
         found = sorted(seeds_folder(name, runs).glob(f"seed_*/{SCORES_FILE}"))
         if found:
             scores[name] = {int(p.parent.name.split("_")[1]): json.loads(p.read_text()) for p in found}
+    first = {name: json.loads((seeds_folder(name, runs).parent / SCORES_FILE).read_text()) for name in names
+             if (seeds_folder(name, runs).parent / SCORES_FILE).is_file()}
     paths = []
     for kind, suite in suites.items():
         path = Path(out) / f"{kind}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_if_changed(path, json.dumps(suite_scores(kind, suite, scores, models, runs), indent=1))
+        record = suite_scores(kind, suite, scores, models, runs)
+        record["stored_first_seed"] = {name: by_kind[kind] for name, by_kind in first.items()}
+        write_if_changed(path, json.dumps(record, indent=1))
         paths.append(path)
     return paths
 
@@ -411,8 +418,12 @@ def main(argv=None) -> int:
             else:
                 retrain_seeds(name, RECOMMENDED[name], MODELS, seeds=seeds)
         elif args.step == "first":
+            from predcalc.studies.edges import development_suite, heldout_suite
+
             record = reexport_first_seed(name)
             print(name, {fmt: r.get("verdict") for fmt, r in record["formats"].items()})
+            suites = suites or {"development": development_suite(), "heldout": heldout_suite()}
+            score_seed(name, None, suites)
         else:
             from predcalc.studies.edges import development_suite, heldout_suite
 
