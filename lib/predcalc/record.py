@@ -174,3 +174,11 @@ def write_study(folder, notebook: str, entry: str, value, parameters: dict, data
     path = record.write(folder)
     print(f"wrote {path}")
     return path
+
+
+def write_record(data: dict, folder) -> Path:
+    """Check a record in its JSON form against :class:`RunRecord`, write ``folder/metrics.json`` and
+    say where (what a notebook that builds its record as a dict calls)."""
+    path = RunRecord.from_json(data).write(folder)
+    print(f"wrote {path}")
+    return path
