@@ -19,7 +19,7 @@ from urllib.parse import unquote, urlsplit
 import pandas as pd
 import pytest
 
-from predcalc.report import book, findings
+from predcalc.report import book
 from predcalc.report.document import Bullets, Document, Figure, Section, Table, Text
 from predcalc.training.runner import discover
 
@@ -39,6 +39,15 @@ APPENDIX_KEYS = ["appendix.all_models", "appendix.seed_way", "appendix.recipe", 
                  "appendix.studies", "appendix.calculator", "appendix.runs"]
 
 
+EXPORTS = pd.DataFrame({"model": ["FNN2", "FNN2", "scan", "scan"], "format": ["float32", "int8", "float32", "onnx"],
+                        "KB": [26.04, 17.5, 3.2, float("nan")], "max abs diff": [1e-5, 0.9, 2e-6, float("nan")],
+                        "acc change in": [0.0, -0.017, 0.0, float("nan")],
+                        "acc change out": [0.0, -0.011, 0.001, float("nan")],
+                        "acc change long": [0.0, -0.006, 0.0, float("nan")],
+                        "verdict": ["use", "unsuitable", "use", "unsuitable"],
+                        "why": ["", "int8 input and output", "", "the export failed"]})
+
+
 def _png(width: int, height: int) -> bytes:
     from PIL import Image
 
@@ -51,7 +60,8 @@ def contract_document(root: Path, figure: Path, big_figure: Path) -> Document:
     """A Document with every key of the contract, tables of raw numbers, figures (one larger
     than the book shows) and links written relative to ``reports/``, as findings.md has them."""
     names = [p.stem for p in discover(directory=root / "notebooks")]
-    frame = pd.DataFrame({"model": ["transformer4_local_bounded", "fnn2"], "params": [81_921, 1_201],
+    frame = pd.DataFrame({"model": ["transformer4_local_bounded", "fnn2"], "source": ["06_transformer (full)"] * 2,
+                          "params": [81_921, 1_201],
                           "acc in": [1.0, 0.99997], "acc out": [0.4591, 0.0], "MAE out": [4.179e-07, 2.474],
                           "score": [1.36e14, 1.084], "p": [6.9e-07, 0.39]})
 
@@ -62,8 +72,10 @@ def contract_document(root: Path, figure: Path, big_figure: Path) -> Document:
         blocks = [text(key)]
         if key == "answer":
             blocks = [Bullets([f"claim {i}, in its box" for i in range(8)])]
-        if key in ("method.models", "appendix.all_models", "appendix.export"):
+        if key in ("method.models", "appendix.all_models"):
             blocks.append(Table(frame, caption="Means over 5 seeds."))
+        if key == "appendix.export":
+            blocks.append(Table(EXPORTS))
         if key == "results.summary":
             blocks.append(Figure(figure, "Exact accuracy against distance from the training box."))
         if key == "results.edges":
@@ -108,7 +120,7 @@ def test_numbers_are_formatted_for_people():
     assert book.score(1.084) == "1.08"
     assert book.p_value(6.9e-07) == "< 0.001"
     assert book.p_value(0.39) == "0.39"
-    assert book.points(-0.0012) == f"-0.1{NBSP}pt"
+    assert book.points(-0.0012) == f"-0.1{NBSP}pt" and book.points(-0.0001) == f"0.0{NBSP}pt"
 
 
 def test_cells_follow_their_column():
@@ -135,7 +147,7 @@ def test_figures_are_scaled_to_the_largest_side_shown():
 
 def test_the_book_never_reads_findings_md():
     source = inspect.getsource(book)
-    assert "findings.md" not in source.replace("``findings.md``", "")  # only its docstring may name it
+    assert 'findings.md"' not in source and "findings.md'" not in source  # no path to it, only words
     for helper in ("sections", "find", "tables", "paragraphs", "notebook_of", "prose", "MATHJAX_CONFIG"):
         assert not hasattr(book, helper), f"book.{helper}: the markdown parsing is gone"
 
@@ -203,6 +215,15 @@ def test_pages_take_their_content_from_the_document(small_book):
     assert written["learned"] == ["learned", "limitations"]
 
 
+def test_the_export_table_is_a_grid_of_models_and_formats(small_book):
+    _, source, _ = small_book
+    deployment = (source / "deployment.md").read_text()
+    assert "| model | float32 | int8 | onnx |" in deployment
+    assert f"| FNN2 | 26.0{NBSP}KB, 0.0{NBSP}pt | 17.5{NBSP}KB, -1.7{NBSP}pt (unsuitable) |  |" in deployment
+    assert f"| scan | 3.20{NBSP}KB, 0.0{NBSP}pt |  | no file (unsuitable) |" in deployment
+    assert "- int8 input and output (1 file)" in deployment and "- the export failed (1 file)" in deployment
+
+
 def test_a_renamed_heading_changes_only_the_title(small_root, tmp_path):
     doc = contract_document(small_root, small_root / "reports/figures/summary.png",
                             small_root / "reports/runs/01_fnn/tall.png")
@@ -217,6 +238,7 @@ def test_notebook_pages_open_with_their_rows_and_fit_their_figures(small_book):
     page = json.loads((source / "runs/01_fnn/01_fnn.ipynb").read_text())
     summary = "".join(page["cells"][1]["source"])
     assert "In the findings" in summary and "01_fnn_a" in summary and "unbounded" in summary
+    assert "| source |" not in summary  # the page is the source
     assert "profile `full`, 416 s, finished 2026-11-25" in summary
     (png,) = [o["data"]["image/png"] for c in page["cells"] for o in c.get("outputs", [])]
     assert book.png_size(base64.b64decode(png)) == (1143, 2400)
@@ -259,11 +281,10 @@ def _browser():
 
 @pytest.fixture(scope="module")
 def document():
-    """The findings built from the stored runs; the contract's document until findings.py builds one."""
-    if hasattr(findings, "build_document"):
-        return findings.build_document()
-    return contract_document(ROOT, ROOT / "reports/figures/mae_by_test_set.png",
-                             ROOT / "reports/runs/30_beyond_seed/predicted_vs_true.png")
+    """The findings built from the stored runs."""
+    from predcalc.report.paper import build_document
+
+    return build_document()
 
 
 @pytest.fixture(scope="module")

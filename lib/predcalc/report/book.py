@@ -1,7 +1,7 @@
 """The report as a browsable book (``make book``, ``python -m predcalc.report.book``).
 
 Builds a static site with Sphinx, MyST-NB and the Sphinx Book Theme from the findings as data
-(:func:`predcalc.report.findings.build_document`) and the executed notebooks in
+(:func:`predcalc.report.paper.build_document`) and the executed notebooks in
 ``reports/runs/NAME/NAME.ipynb``. No rendered page is read back: every page takes its sections
 from the :class:`~predcalc.report.document.Document` by key (see :data:`PAGES`), so a renamed
 heading changes a title, never a page's content. Nothing is executed. The pages are written into
@@ -35,11 +35,12 @@ import time
 from pathlib import Path
 
 import jinja2
+import pandas as pd
 
 from predcalc.paths import ROOT
 from predcalc.report.document import Bullets, Document, Figure, Section, Table, Text
 from predcalc.report.render import TEMPLATES
-from predcalc.report.tables import markdown_table, metric_cell
+from predcalc.report.tables import markdown_table, metric_cell, plain_cell
 
 CONFIG = ROOT / "book"
 SOURCE = ROOT / "build" / "book_src"
@@ -97,8 +98,10 @@ def percent(fraction: float, decimals: int = 1) -> str:
 
 
 def points(change: float) -> str:
-    """A change of a share in percentage points: ``-0.0012`` -> ``-0.1 pt``."""
-    return f"{100 * float(change):+.1f}\u00a0pt"
+    """A change of a share in percentage points: ``-0.0012`` -> ``-0.1 pt``; ``0.0 pt`` when it
+    rounds to nothing."""
+    text = f"{100 * float(change):+.1f}"
+    return f"{'0.0' if float(text) == 0 else text}\u00a0pt"
 
 
 def score(value: float) -> str:
@@ -300,6 +303,49 @@ def rebase(text: str, base: str) -> str:
     return _LINK.sub(lambda m: Path(os.path.relpath(m.group(1), base)).as_posix(), text)
 
 
+EXPORT_COLUMNS = {"model", "format", "KB", "acc change in", "acc change out", "acc change long", "verdict"}
+
+
+def export_grid(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The export table as a model x format grid, each cell the file's size and its largest loss
+    of exact accuracy against Keras (worst test set), and why each unsuitable kind of file is."""
+    cells, why = {}, {}
+    for row in frame.to_dict("records"):
+        changes = [row[f"acc change {t}"] for t in ("in", "out", "long")]
+        changes = [c for c in changes if c is not None and math.isfinite(c)]
+        parts = ([f"{number(row['KB'])}\u00a0KB"] if row["KB"] is not None and math.isfinite(row["KB"]) else []) + \
+            ([points(min(changes))] if changes else [])
+        text = ", ".join(parts) or "no file"
+        if row["verdict"] != "use":
+            text += f" ({row['verdict']})"
+            why.setdefault(row.get("why") or row["verdict"], []).append(f"{row['model']} {row['format']}")
+        cells.setdefault(row["model"], {})[row["format"]] = text
+    formats = list(dict.fromkeys(frame["format"]))
+    grid = pd.DataFrame([{"model": model, **{f: by.get(f, "") for f in formats}} for model, by in cells.items()])
+    notes = [f"{reason} ({len(files)} {'file' if len(files) == 1 else 'files'})" for reason, files in why.items()]
+    return grid, notes
+
+
+def book_view(section: Section) -> Section:
+    """A section as the book shows it: the export table (one row per file) as a model x format
+    grid; everything else as it is."""
+    if section.key != "appendix.export":
+        return section
+    blocks = []
+    for block in section.blocks:
+        if isinstance(block, Table) and EXPORT_COLUMNS <= set(block.frame.columns) and not block.frame.empty:
+            grid, notes = export_grid(block.frame)
+            blocks += [Text("Each cell: the file's size and its largest loss of exact accuracy against Keras "
+                            "(percentage points, worst of the in-range, out-of-range and long test sets). The "
+                            "file-by-file table, with each file's largest difference from Keras, is in "
+                            "`reports/findings.md`."), Table(grid, cell=plain_cell)]
+            if notes:
+                blocks += [Text("Why a file is not to be used:"), Bullets(notes)]
+        else:
+            blocks.append(block)
+    return dataclasses.replace(section, blocks=blocks)
+
+
 def rebased(section: Section, base: str) -> Section:
     """A copy of ``section`` whose text, bullets and table cells link from ``base``."""
 
@@ -381,8 +427,20 @@ class Book:
     # ---- figures
 
     def copy_figures(self, source: Path) -> None:
-        """Every figure of the Document into the book's source, where it sits under ``reports/``
-        (else under ``figures/``), at most :data:`MAX_SIDE` pixels on its longer side."""
+        """Every PNG under ``reports/`` into the book's source at the same place (so an image the
+        Document's text links, relative to ``reports/``, is found), and every Figure of the
+        Document that lies elsewhere into ``figures/``; each at most :data:`MAX_SIDE` pixels on its
+        longer side."""
+
+        def copy(path: Path, target: str) -> None:
+            data = fit(path.read_bytes())
+            (source / target).parent.mkdir(parents=True, exist_ok=True)
+            (source / target).write_bytes(data)
+            self.figures[path] = (target, png_size(data)[0] > WIDE_FIGURE)
+
+        if self.reports.is_dir():
+            for path in sorted(self.reports.rglob("*.png")):
+                copy(path, path.relative_to(self.reports).as_posix())
         for top in self.doc.sections:
             for section in top.walk():
                 for block in section.blocks:
@@ -391,14 +449,7 @@ class Book:
                     path = Path(block.path)
                     if not path.exists():
                         raise FileNotFoundError(f"section {section.key!r}: figure {path} does not exist")
-                    try:
-                        target = path.resolve().relative_to(self.reports.resolve()).as_posix()
-                    except ValueError:
-                        target = f"figures/{path.name}"
-                    data = fit(path.read_bytes())
-                    (source / target).parent.mkdir(parents=True, exist_ok=True)
-                    (source / target).write_bytes(data)
-                    self.figures[path] = (target, png_size(data)[0] > WIDE_FIGURE)
+                    copy(path, f"figures/{path.name}")
 
     # ---- rendering
 
@@ -406,7 +457,8 @@ class Book:
         return _tidy(_environment(base, self.figures).get_template(template).render(**values))
 
     def page(self, page: Page) -> str:
-        return self.render("book_page.md.j2", title=page.title, sections=self._sections(page.keys))
+        return self.render("book_page.md.j2", title=page.title,
+                           sections=[book_view(s) for s in self._sections(page.keys)])
 
     def index(self, pages: list[Page]) -> str:
         def entry(page):
@@ -439,7 +491,10 @@ class Book:
         sections from the Document, and how it ran."""
         base = str(Path(nb.doc).parent)
         rows = self.rows.get(nb.name)
-        rows = None if rows is None or len(rows) == 0 else rebased(Section("rows", "", [Table(rows)]), base).blocks[0]
+        if rows is not None and len(rows):  # the source is this notebook: its run is said below
+            rows = rebased(Section("rows", "", [Table(rows.drop(columns=["source"], errors="ignore"))]), base).blocks[0]
+        else:
+            rows = None
         return self.render("book_notebook.md.j2", base=base, nb=nb, rows=rows,
                            studies=[rebased(s, base) for s in self.notebook_studies(nb.name)],
                            has_all_models=self.doc.get("appendix.all_models") is not None)
@@ -532,7 +587,7 @@ def build(out: Path = OUT, source: Path = SOURCE, root: Path = ROOT, quiet: bool
     """Write the pages and run Sphinx; returns ``out/index.html`` and each page's section keys
     (:meth:`Book.write`). ``doc`` defaults to the findings built from ``root``'s runs."""
     if doc is None:
-        from predcalc.report.findings import build_document
+        from predcalc.report.paper import build_document
 
         doc = build_document(runs=root / "reports" / "runs", reports=root / "reports")
     written = Book(doc, root).write(source)
