@@ -18,7 +18,6 @@ from urllib.parse import unquote, urlsplit
 
 import pandas as pd
 import pytest
-
 from predcalc.report import book
 from predcalc.report.document import Bullets, Document, Figure, Section, Table, Text
 from predcalc.training.runner import discover
@@ -201,7 +200,7 @@ def test_every_section_key_gets_a_page(small_book):
 
 
 def test_pages_take_their_content_from_the_document(small_book):
-    doc, source, written = small_book
+    _, source, written = small_book
     index = (source / "index.md").read_text()
     assert "What `question` says" in index and index.count("\n- claim ") == 8
     results = (source / "results.md").read_text()

@@ -39,7 +39,7 @@ import pandas as pd
 
 from predcalc.paths import ROOT
 from predcalc.report.document import Bullets, Document, Figure, Section, Table, Text
-from predcalc.report.render import TEMPLATES
+from predcalc.report.render import TEMPLATES, _tidy
 from predcalc.report.tables import markdown_table, metric_cell, plain_cell
 
 CONFIG = ROOT / "book"
@@ -361,20 +361,6 @@ def rebased(section: Section, base: str) -> Section:
 
     return dataclasses.replace(section, blocks=[block(b) for b in section.blocks],
                                subsections=[rebased(s, base) for s in section.subsections])
-
-
-def _tidy(text: str) -> str:
-    """At most one blank line in a row, one newline at the end."""
-    lines, blank = [], False
-    for line in text.splitlines():
-        if not line.strip():
-            if not blank and lines:
-                lines.append("")
-            blank = True
-            continue
-        lines.append(line.rstrip())
-        blank = False
-    return "\n".join(lines).rstrip() + "\n"
 
 
 class Book:
