@@ -168,7 +168,8 @@ def small_root(tmp_path_factory):
     run = root / "reports" / "runs" / "01_fnn"
     run.mkdir(parents=True)
     shutil.copy(root / "notebooks" / "01_fnn.ipynb", run / "01_fnn.ipynb")
-    (run / "run.json").write_text(json.dumps({"profile": "full", "seconds": 415.9, "finished": "2026-11-25T13:40"}))
+    (run / "run.json").write_text(json.dumps({"profile": "full with models=['fnn2']", "seconds": 415.9,
+                                              "finished": "2026-11-25T13:40", "overrides": {"models": ["fnn2"]}}))
     (root / "reports" / "figures").mkdir()
     (root / "reports" / "figures" / "summary.png").write_bytes(figure)
     (run / "tall.png").write_bytes(_png(1320, 2772))
@@ -239,6 +240,7 @@ def test_notebook_pages_open_with_their_rows_and_fit_their_figures(small_book):
     assert "In the findings" in summary and "01_fnn_a" in summary and "unbounded" in summary
     assert "| source |" not in summary  # the page is the source
     assert "profile `full`, 416 s, finished 2026-11-25" in summary
+    assert "{ref}`list of runs <appendix.runs>`" in summary  # its own parameters: the exact command is there
     (png,) = [o["data"]["image/png"] for c in page["cells"] for o in c.get("outputs", [])]
     assert book.png_size(base64.b64decode(png)) == (1143, 2400)
     assert book.png_size((source / "runs/01_fnn/tall.png").read_bytes()) == (1143, 2400)

@@ -184,6 +184,11 @@ class Notebook:
         return f"runs/{self.name}/{self.name}"
 
     @property
+    def profile(self) -> str:
+        """The profile it ran at (``full``), without the parameters a run overrode."""
+        return str(self.run.get("profile") or "").split(" with ")[0]
+
+    @property
     def architecture(self) -> bool:
         return self.name.startswith(ARCHITECTURE_PREFIXES)
 
@@ -467,7 +472,7 @@ class Book:
                            studies=None if architecture else studies, unplaced=unplaced)
 
     def reproduce(self) -> str:
-        runs = [{"doc": n.doc, "name": n.name, "executed": n.executed, "profile": n.run.get("profile", ""),
+        runs = [{"doc": n.doc, "name": n.name, "executed": n.executed, "profile": n.profile,
                  "seconds": n.run.get("seconds"), "finished": (n.run.get("finished") or "")[:10]}
                 for n in self.notebooks]
         return self.render("book_reproduce.md.j2", runs=runs, runs_section=self.doc.get(RUNS_KEY))
@@ -483,7 +488,8 @@ class Book:
             rows = None
         return self.render("book_notebook.md.j2", base=base, nb=nb, rows=rows,
                            studies=[rebased(s, base) for s in self.notebook_studies(nb.name)],
-                           has_all_models=self.doc.get("appendix.all_models") is not None)
+                           has_all_models=self.doc.get("appendix.all_models") is not None,
+                           has_runs=self.doc.get(RUNS_KEY) is not None)
 
     def write_notebook(self, nb: Notebook, target: Path) -> None:
         import nbformat
