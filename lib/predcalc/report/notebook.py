@@ -170,18 +170,13 @@ def plot_accuracy_by_length(results, protocol, lengths=range(2, 9), training_len
 
 
 def write_study(output, notebook: str, protocol, parameters: dict, **study) -> Path:
-    """Writes a study notebook's ``metrics.json`` (no model rows for the findings table) and says where."""
-    import json
+    """Writes a study notebook's ``metrics.json`` (no model rows for the findings table) through the
+    typed record, and says where. ``study`` holds its one named entry (e.g. ``explain=...``)."""
+    from predcalc.record import write_study as write_record
 
-    import keras
-
-    record = {"notebook": notebook, "kind": "study", "models": {},
-              "data": {"seed": protocol.seed, "counts": protocol.counts()}, "parameters": parameters,
-              "backend": keras.backend.backend(), **study}
-    path = Path(output) / "metrics.json"
-    path.write_text(json.dumps(record, indent=1))
-    print(f"wrote {path}")
-    return path
+    (entry, value), = study.items()
+    return write_record(output, notebook, entry, value, parameters,
+                        data={"seed": protocol.seed, "counts": protocol.counts()})
 
 
 def edge_table(results, sets: dict, path=None) -> "pd.DataFrame":
