@@ -251,13 +251,14 @@ def test_notebook_pages_open_with_their_rows_and_fit_their_figures(small_book):
 
 def test_every_notebook_has_a_page(tmp_path):
     pytest.importorskip("nbformat")
-    doc = contract_document(ROOT, ROOT / "reports/figures/mae_by_test_set.png",
-                            ROOT / "reports/runs/30_beyond_seed/predicted_vs_true.png")
-    written = book.Book(doc, ROOT).write(tmp_path)
+    (tmp_path / "wide.png").write_bytes(_png(1200, 500))
+    (tmp_path / "tall.png").write_bytes(_png(1320, 2772))
+    doc = contract_document(ROOT, tmp_path / "wide.png", tmp_path / "tall.png")
+    written = book.Book(doc, ROOT).write(tmp_path / "src")
     names = sorted(p.stem for p in discover(directory=ROOT / "notebooks"))  # a template runs as its aliases
     assert names and all(f"runs/{name}/{name}" in written for name in names)
     for name in names:
-        notebook = json.loads((tmp_path / "runs" / name / f"{name}.ipynb").read_text())
+        notebook = json.loads((tmp_path / "src" / "runs" / name / f"{name}.ipynb").read_text())
         for cell in notebook["cells"]:
             for output in cell.get("outputs", []):
                 assert "application/vnd.jupyter.widget-view+json" not in output.get("data", {})

@@ -440,7 +440,10 @@ class Book:
                     path = Path(block.path)
                     if not path.exists():
                         raise FileNotFoundError(f"section {section.key!r}: figure {path} does not exist")
-                    copy(path, f"figures/{path.name}")
+                    taken = {target for target, _ in self.figures.values()}
+                    target = next(f"figures/{prefix}{path.name}" for prefix in ("", *(f"{i}_" for i in range(1, 1000)))
+                                  if f"figures/{prefix}{path.name}" not in taken)
+                    copy(path, target)
 
     # ---- rendering
 
