@@ -414,7 +414,7 @@ def build(runs: Path = RUNS, reports: Path = REPORTS, readme: Path | None = ROOT
     from predcalc.report import render
     from predcalc.report.paper import build_document
 
-    doc = build_document(runs, reports)
+    doc = build_document(runs, reports, figures=True)
     reports = Path(reports)
     reports.mkdir(parents=True, exist_ok=True)
     text = render.markdown(doc, reports)

@@ -69,8 +69,9 @@ def _pct(value: float) -> str:
 class Findings:
     """The stored runs, indexed once; each ``*_section`` method returns one Section."""
 
-    def __init__(self, records: list[dict], reports: Path, edges: dict | None = None, runs_label: str = "reports/runs"):
-        self.records, self.reports, self.runs_label = records, Path(reports), runs_label
+    def __init__(self, records: list[dict], reports: Path, edges: dict | None = None, runs_label: str = "reports/runs",
+                 figures: bool = False):
+        self.records, self.reports, self.runs_label, self.figures = records, Path(reports), runs_label, figures
         self.notebooks = [r for r in records if not r.get("_sweep")]
         self.models = {name: (record, model) for record, name, model, _ in F.unique_models(records)}
         self.general = F.generalisation_table(records)
@@ -262,7 +263,8 @@ class Findings:
         frame = reach_frame(self)
         if frame.empty:
             return Section("results.summary", "Summary", [])
-        plot_reach(frame, path)
+        if self.figures or not path.is_file():  # the book reads the stored figure; `predcalc report` redraws it
+            plot_reach(frame, path)
         return Section("results.summary", "Summary", [Figure(
             path, "Exact accuracy against distance from the training box (3 integers of -5..4): left, more "
                   "digits (3 numbers); right, more terms (one-digit numbers). Best model of each family; dots "
@@ -600,12 +602,13 @@ def load_edges(reports: Path) -> dict:
     return load_suites(Path(reports) / "edges")
 
 
-def build_document(runs: Path = F.RUNS, reports: Path = F.REPORTS) -> Document:
-    """The findings Document from the stored runs and sweeps under ``runs`` and ``reports``."""
+def build_document(runs: Path = F.RUNS, reports: Path = F.REPORTS, figures: bool = False) -> Document:
+    """The findings Document from the stored runs and sweeps under ``runs`` and ``reports``; with
+    ``figures`` its figures are drawn again (else a stored figure is reused)."""
     from predcalc.report.seed_split import not_superseded, seed_split_records
 
     notebooks = F.load_runs(runs)
     records = notebooks + not_superseded(seed_split_records(Path(reports) / "sweeps"), notebooks)
     from predcalc.paths import relative
 
-    return Findings(records, Path(reports), load_edges(reports), relative(Path(runs))).document()
+    return Findings(records, Path(reports), load_edges(reports), relative(Path(runs)), figures).document()
