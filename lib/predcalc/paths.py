@@ -11,6 +11,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]  # lib/predcalc/paths.py -> the repository
 NOTEBOOKS = ROOT / "notebooks"
 REPORTS = ROOT / "reports"
+BENCH_FILE = REPORTS / "bench.json"  # predcalc bench
 RUNS = REPORTS / "runs"  # the committed results: only a full run (``--profile full``) writes here
 SCRATCH = ROOT / "build"  # git-ignored
 SCRATCH_RUNS = SCRATCH / "runs"  # where a quick run writes its notebooks, and its findings page beside

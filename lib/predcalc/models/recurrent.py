@@ -48,7 +48,7 @@ def _check_positive(**values) -> None:
             raise ValueError(f"{name} must be a positive integer. Received: {name}={value!r}")
 
 
-@register_model("rnn2", label="RNN2 (PReLU RNN, 470 units)", family="RNN", tokenizer="numeric",
+@register_model("rnn2", label="RNN2 (PReLU RNN, 470 units)", family="RNN", variable_length=True, tokenizer="numeric",
                 seed_row="RNN2 (SimpleRNN + PReLU)")
 def rnn2(tokenizer, units: int = 470, num_layers: int = 1, unroll: bool = True,
          mask_padding: bool = False) -> keras.Model:
@@ -71,7 +71,7 @@ def _last_state_to_value(tokenizer, mask_padding: bool, make_layer, name: str) -
     return keras.Model(inputs, outputs, name=name)
 
 
-@register_model("lstm", label="LSTM (64 units)", family="LSTM", tokenizer="numeric")
+@register_model("lstm", label="LSTM (64 units)", family="LSTM", variable_length=True, tokenizer="numeric")
 def lstm(tokenizer, units: int = 64, unroll: bool = True, mask_padding: bool = False) -> keras.Model:
     """Keras LSTM (seed 000 equations (1)-(6)) over the numeric tokens, last state to one neuron."""
     _check_positive(units=units)
@@ -79,7 +79,7 @@ def lstm(tokenizer, units: int = 64, unroll: bool = True, mask_padding: bool = F
                                 name="lstm")
 
 
-@register_model("gru", label="GRU (64 units)", family="GRU", tokenizer="numeric")
+@register_model("gru", label="GRU (64 units)", family="GRU", variable_length=True, tokenizer="numeric")
 def gru(tokenizer, units: int = 64, unroll: bool = True, mask_padding: bool = False) -> keras.Model:
     """Keras GRU with the reset gate before the product (seed 000 eq. (7)-(10)), last state to one neuron."""
     _check_positive(units=units)

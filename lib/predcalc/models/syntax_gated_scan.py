@@ -61,7 +61,7 @@ def gated_scan(tokenizer, units: int = 4, gates: str = "type", multiplicative: b
     return keras.Model(inputs, outputs, name=name)
 
 
-@register_model("scan_typed", label="Syntax-gated scan (typed tokens)", family="gated linear recurrence",
+@register_model("scan_typed", label="Syntax-gated scan (typed tokens)", family="gated linear recurrence", variable_length=True,
                 tokenizer="typed")
 def scan_typed(tokenizer, units: int = 4) -> keras.Model:
     return gated_scan(tokenizer, units, gates="type", name="scan_typed")
@@ -107,38 +107,38 @@ def overwrite_and_solve(model: keras.Model, x_train, y_train) -> keras.Model:
 
 
 @register_model("scan_typed_solved", label="Syntax-gated scan, operators overwrite + solved readout",
-                family="gated linear recurrence", tokenizer="typed", finish=overwrite_and_solve)
+                family="gated linear recurrence", variable_length=True, tokenizer="typed", finish=overwrite_and_solve)
 def scan_typed_solved(tokenizer, units: int = 4) -> keras.Model:
     """The scan of :func:`scan_typed`, finished by :func:`overwrite_and_solve` after fitting."""
     return gated_scan(tokenizer, units, gates="type", name="scan_typed_solved")
 
 
 @register_model("scan_typed_readout_solved", label="Ablation: solved readout, operator gates as fitted",
-                family="gated linear recurrence", tokenizer="typed", finish=solve_readout)
+                family="gated linear recurrence", variable_length=True, tokenizer="typed", finish=solve_readout)
 def scan_typed_readout_solved(tokenizer, units: int = 4) -> keras.Model:
     """The scan of :func:`scan_typed`, its readout set by :func:`solve_readout` after fitting."""
     return gated_scan(tokenizer, units, gates="type", name="scan_typed_readout_solved")
 
 
-@register_model("scan_typed_value_gates", label="Ablation: gates also read the value", family="gated linear recurrence",
+@register_model("scan_typed_value_gates", label="Ablation: gates also read the value", family="gated linear recurrence", variable_length=True,
                 tokenizer="typed")
 def scan_typed_value_gates(tokenizer, units: int = 4) -> keras.Model:
     return gated_scan(tokenizer, units, gates="all", name="scan_typed_value_gates")
 
 
-@register_model("scan_numeric", label="Ablation: the seed's numeric tokens", family="gated linear recurrence",
+@register_model("scan_numeric", label="Ablation: the seed's numeric tokens", family="gated linear recurrence", variable_length=True,
                 tokenizer="numeric")
 def scan_numeric(tokenizer, units: int = 4) -> keras.Model:
     return gated_scan(tokenizer, units, gates="numeric", name="scan_numeric")
 
 
-@register_model("scan_typed_additive", label="Ablation: no multiplicative path", family="gated linear recurrence",
+@register_model("scan_typed_additive", label="Ablation: no multiplicative path", family="gated linear recurrence", variable_length=True,
                 tokenizer="typed")
 def scan_typed_additive(tokenizer, units: int = 4) -> keras.Model:
     return gated_scan(tokenizer, units, gates="type", multiplicative=False, name="scan_typed_additive")
 
 
-@register_model("lstm_typed", label="Keras LSTM(32) (typed tokens)", family="LSTM", tokenizer="typed")
+@register_model("lstm_typed", label="Keras LSTM(32) (typed tokens)", family="LSTM", variable_length=True, tokenizer="typed")
 def lstm_typed(tokenizer, units: int = 32) -> keras.Model:
     inputs = keras.Input((tokenizer.length, 4), name="tokens")
     hidden = keras.layers.LSTM(units, unroll=True, name="lstm")(inputs)  # unrolled: full-int8 export works

@@ -1,0 +1,32 @@
+"""TF-TRT engines (``saved_model_trt_<precision>/``), built from the SavedModel where TensorFlow has
+TensorRT (a Jetson) by :mod:`predcalc.deploy.tensorrt`, not by ``export_trained``; run as SavedModels."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from predcalc.deploy.formats import ExportFormat, register
+from predcalc.deploy.formats.saved_model import SavedModelRunner
+
+
+class TensorRT(ExportFormat):
+    name, filename, parity, runtime, default = "tensorrt", "saved_model_trt_fp16", None, "tensorrt", False
+
+    def matches(self, path) -> bool:
+        path = Path(path)
+        return path.name.startswith("saved_model_trt_") and (path / "saved_model.pb").is_file()
+
+    def write(self, job, path) -> dict:
+        from predcalc.deploy.tensorrt import convert_export  # TensorFlow with TensorRT: a Jetson only
+
+        return convert_export(job.directory, precisions=(path.name.rsplit("_", 1)[-1].upper(),))
+
+    def artifacts(self, directory) -> list[tuple[str, Path]]:
+        return [(f"tensorrt_{path.name.rsplit('_', 1)[-1]}", path)
+                for path in sorted(Path(directory).glob("saved_model_trt_*")) if self.matches(path)]
+
+    def open(self, path, num_threads: int = 1):
+        return SavedModelRunner(path)
+
+
+register(TensorRT())
