@@ -43,7 +43,7 @@ def single_thread_tensorflow() -> str:
 
     if keras.backend.backend() != "tensorflow":
         return f"{keras.backend.backend()} default"
-    import tensorflow as tf
+    import tensorflow as tf  # the TensorFlow backend only, and before it starts
 
     try:
         tf.config.threading.set_intra_op_parallelism_threads(1)

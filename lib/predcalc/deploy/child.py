@@ -9,37 +9,19 @@ full-integer calibration segfaulted on a non-unrolled LSTM at batch 1, FACTS.md)
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
-import tempfile
 import warnings
-from pathlib import Path
 
 import numpy as np
 
-CHILD_TIMEOUT = 1800  # seconds a child conversion may take
-
-
-def run_child(model, arguments: list[str], data: np.ndarray | None = None, env=None):
-    """Save ``model``, run this module on it with ``arguments`` (MODEL.keras is prepended, DATA.npy
-    appended when ``data`` is given) and return the finished process."""
-    with tempfile.TemporaryDirectory() as scratch:
-        model_file = Path(scratch) / "model.keras"
-        model.save(model_file)
-        extra = []
-        if data is not None:
-            extra = [str(Path(scratch) / "data.npy")]
-            np.save(extra[0], data)
-        return subprocess.run([sys.executable, "-m", "predcalc.deploy.child", arguments[0], str(model_file),
-                               *arguments[1:], *extra], capture_output=True, text=True, env=env,
-                              timeout=CHILD_TIMEOUT)
+from predcalc.deploy.formats.litert import LiteRTModel, export_litert
+from predcalc.deploy.formats.onnx import drop_stack_traces
 
 
 def _litert(model_file, out, setting, data_file) -> int:
     import keras  # the child converts: it needs Keras and TensorFlow
 
     import predcalc.layers  # noqa: F401  (registers the custom layers)
-    from predcalc.deploy.formats.litert import LiteRTModel, export_litert
 
     representative = np.load(data_file)
     info = export_litert(keras.saving.load_model(model_file), out, setting,
@@ -55,7 +37,6 @@ def _onnx_torch(model_file, out) -> int:
     import keras  # the child converts on the PyTorch backend
 
     import predcalc.layers  # noqa: F401  (registers the custom layers)
-    from predcalc.deploy.formats.onnx import drop_stack_traces
 
     warnings.simplefilter("ignore")
     model = keras.saving.load_model(model_file)

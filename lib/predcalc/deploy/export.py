@@ -141,6 +141,28 @@ def export_trained(trained, directory, test_sets: dict, representative_expressio
     return job.report
 
 
+def export_results(results, directory, models=None, progress: bool = True, data_label: dict | None = None,
+                   formats=None) -> dict:
+    """Export the first seed of each of ``models`` (default: every model) of a
+    :class:`predcalc.training.experiment.Results` into ``directory/NAME/`` (``model.keras``, the
+    SavedModel and ``formats``, default :data:`FORMATS`), check them, and write each folder's
+    ``export.json``, which names the data they were checked on with ``data_label`` (default: the
+    seed protocol's seed; an extended-suite study passes its ``suite_seed``). The records also go
+    into ``results.exports``; returns them."""
+    from tqdm.auto import tqdm  # not in the runtime-only install
+
+    names = list(results.models) if models is None else [n for n in models if n in results.models]
+    exports = {}
+    for name in tqdm(names, desc="export", disable=not progress):
+        result, target = results.models[name], Path(directory) / name
+        exports[name] = export_trained(result.first, target, results.protocol.test_sets(),
+                                       results.protocol.train.expressions, formats=formats)
+        result.first.model.save(target / "model.keras")
+        write_export_record(target, result.spec, exports[name], data_label or {"data_seed": results.protocol.seed})
+    results.exports.update(exports)
+    return exports
+
+
 def find_keras_models(path) -> list[Path]:
     """The ``model.keras`` files of a run directory, an export directory or a single file."""
     path = Path(path)

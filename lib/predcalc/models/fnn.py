@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import h5py
 import keras
 import numpy as np
 
@@ -48,7 +49,6 @@ SEED_FNN2_WEIGHTS = Path(__file__).parent / "seed_weights" / "FNN2_weights.weigh
 def load_seed_fnn2_weights(model: keras.Model, path=SEED_FNN2_WEIGHTS) -> keras.Model:
     """Set an FNN2's weights from the seed's ``FNN2_weights.weights.h5`` (a Keras 3 Sequential of
     Flatten, Dense(345), PReLU, Dense(1)), mapping its layer names onto this model's."""
-    import h5py
 
     with h5py.File(path, "r") as file:
         def read(layer):

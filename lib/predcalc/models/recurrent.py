@@ -36,6 +36,7 @@ import inspect
 import keras
 import numpy as np
 
+from predcalc.data.tokenizers import signed_terms
 from predcalc.layers.bilstm_attention import BidirectionalLSTMAttention
 from predcalc.layers.prelu_rnn_cell import PReLURNNCell
 from predcalc.models.registry import register_model
@@ -128,7 +129,6 @@ def signed_contributions(expressions) -> np.ndarray:
     ``"3 - -2 + 4"`` -> ``[3, 2, 4]`` (the value is the row's sum). Every expression must have the
     same number of terms and no brackets, ``*`` or ``/``.
     """
-    from predcalc.data.tokenizers import signed_terms
 
     rows = []
     for text in expressions:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from predcalc.calculator.steps import TARGETS
 from predcalc.calculator.study import ablation_rows, carriers, order, speed_summary
@@ -76,7 +77,6 @@ def section(record: dict, folder: str) -> list[str]:
                      "operators": "-".join(map(str, box["operators"])), "depth": "-".join(map(str, box["depth"])),
                      "n": value["n"], "exact (mean)": _pct(value["mean"]), "worst seed": _pct(value["min"]),
                      "lowest terms": _pct(value["lowest_terms"])})
-    import pandas as pd
 
     steps = []
     for name in seeds[0]["checks"]:

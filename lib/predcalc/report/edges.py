@@ -7,6 +7,7 @@ import json
 
 import pandas as pd
 
+from predcalc.report.tables import markdown_table
 from predcalc.studies.edges import EDGE_AXES, NO_SPACES
 
 EDGES_FILE = "edges.json"
@@ -54,7 +55,6 @@ def edges_text(counts) -> str:
 
 def edges_lines(records: list[dict]) -> list[str]:
     """The section, or nothing when no run stored edge scores."""
-    from predcalc.report.tables import markdown_table
 
     stored = stored_edges(records)
     if not stored:

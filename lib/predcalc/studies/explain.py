@@ -17,13 +17,17 @@ from typing import Callable
 
 import keras
 import numpy as np
+import pandas as pd
+
+from predcalc.layers import SeedGRUCell, SeedLSTMCell
+from predcalc.training import fit
 
 
 def _require_tensorflow():
     if keras.backend.backend() != "tensorflow":
         raise RuntimeError("integrated_gradients needs the TensorFlow backend (tf.GradientTape). "
                            f"Received: backend={keras.backend.backend()!r}")
-    import tensorflow as tf
+    import tensorflow as tf  # after the backend check above: the TensorFlow backend only
 
     return tf
 
@@ -136,7 +140,6 @@ def seed_cell_gates(model, kind: str, x) -> tuple[dict, float]:
     The layer's weights are loaded into ``SeedLSTMCell``/``SeedGRUCell``; returns the gates (numpy,
     ``(batch, time, units)`` each, plus ``h``) and the max difference of the final hidden states.
     """
-    from predcalc.layers import SeedGRUCell, SeedLSTMCell
 
     layer = model.get_layer(kind)
     cell = {"lstm": SeedLSTMCell, "gru": SeedGRUCell}[kind](layer.units)
@@ -201,9 +204,7 @@ def state_retention(gates: dict, length: int) -> dict:
 
 def quality_table(trained: dict, protocol, labels: dict):
     """Parameters, epochs and in-range / long MAE of each trained model (``fit.TrainedModel``)."""
-    import pandas as pd
 
-    from predcalc.training import fit
 
     rows = []
     for name, t in trained.items():

@@ -4,6 +4,7 @@ examples, the exports and the conclusion."""
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import numpy as np
 
 from predcalc.studies import llm
@@ -16,7 +17,6 @@ NOT_EXPORTED = ("generate() with its key/value cache (keras-hub 0.32 exports the
 
 def plot_loss(history: dict, title: str):
     """Training and validation loss per epoch (log scale); returns ``(figure, axis)``."""
-    import matplotlib.pyplot as plt
 
     figure, axis = plt.subplots(figsize=(6, 3.5))
     epochs_axis = np.arange(1, len(history["loss"]) + 1)

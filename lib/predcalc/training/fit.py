@@ -14,8 +14,8 @@ import keras
 import numpy as np
 
 from predcalc.data import Protocol, Split, get_tokenizer
-from predcalc.training.metrics import regression_metrics
 from predcalc.models import ModelSpec, get_spec
+from predcalc.training.metrics import regression_metrics
 
 
 def set_seed(seed: int) -> None:

@@ -22,6 +22,9 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import pkgutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 from typing import Callable
 
@@ -145,7 +148,7 @@ def tensorflow(purpose: str = "LiteRT export"):
     if keras.backend.backend() != "tensorflow":
         raise RuntimeError(f"{purpose} needs the TensorFlow backend (KERAS_BACKEND=tensorflow); "
                            f"this process runs {keras.backend.backend()!r}")
-    import absl.logging
+    import absl.logging  # the TensorFlow backend's converters only; reading an artifact needs neither
     import tensorflow as tf
 
     tf.get_logger().setLevel("ERROR")  # "Assets written to ..." on every export
@@ -157,6 +160,24 @@ def input_signature(model, tf, batch: int | None = 1):
     """The model's input as one ``tf.TensorSpec`` named ``tokens``, with a fixed batch (None: any)."""
     shape = (batch, *model.inputs[0].shape[1:])
     return [tf.TensorSpec(shape, dtype=model.inputs[0].dtype, name="tokens")]
+
+
+CHILD_TIMEOUT = 1800  # seconds a child conversion may take
+
+
+def run_child(model, arguments: list[str], data: np.ndarray | None = None, env=None):
+    """Save ``model``, run this module on it with ``arguments`` (MODEL.keras is prepended, DATA.npy
+    appended when ``data`` is given) and return the finished process."""
+    with tempfile.TemporaryDirectory() as scratch:
+        model_file = Path(scratch) / "model.keras"
+        model.save(model_file)
+        extra = []
+        if data is not None:
+            extra = [str(Path(scratch) / "data.npy")]
+            np.save(extra[0], data)
+        return subprocess.run([sys.executable, "-m", "predcalc.deploy.child", arguments[0], str(model_file),
+                               *arguments[1:], *extra], capture_output=True, text=True, env=env,
+                              timeout=CHILD_TIMEOUT)
 
 
 class ArtifactAsModel:

@@ -16,9 +16,16 @@ from pathlib import Path
 
 import numpy as np
 
-from predcalc.deploy.child import run_child
-from predcalc.deploy.formats import EXACT, QUANTISED, ExportFormat, input_limits, input_signature, register, \
-    tensorflow
+from predcalc.deploy.formats import (
+    EXACT,
+    QUANTISED,
+    ExportFormat,
+    input_limits,
+    input_signature,
+    register,
+    run_child,
+    tensorflow,
+)
 
 # Converter settings that can crash the process (full-integer calibration segfaulted on a
 # non-unrolled LSTM at batch 1, FACTS.md): they convert in a child process, so a crash becomes

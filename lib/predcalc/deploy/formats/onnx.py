@@ -14,8 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from predcalc.deploy.child import run_child
-from predcalc.deploy.formats import EXACT, ExportFormat, input_signature, register, tensorflow
+from predcalc.deploy.formats import EXACT, ExportFormat, input_signature, register, run_child, tensorflow
 
 
 class UnsupportedOpsError(ValueError):
