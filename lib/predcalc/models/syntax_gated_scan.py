@@ -25,8 +25,6 @@ import numpy as np
 from predcalc.layers import FeatureSlice, MinGRU
 from predcalc.models.registry import register_model
 
-TYPED = {"tokenizer": "typed"}
-
 
 def gated_scan(tokenizer, units: int = 4, gates: str = "type", multiplicative: bool = True,
                name: str = "syntax_gated_scan") -> keras.Model:

@@ -7,7 +7,6 @@ from pathlib import Path
 
 from predcalc.deploy.formats import ExportFormat, register
 from predcalc.deploy.formats.saved_model import SavedModelRunner
-from predcalc.deploy.tensorrt import convert_export
 
 
 class TensorRT(ExportFormat):
@@ -18,6 +17,9 @@ class TensorRT(ExportFormat):
         return path.name.startswith("saved_model_trt_") and (path / "saved_model.pb").is_file()
 
     def write(self, job, path) -> dict:
+        # deploy.tensorrt (TF-TRT, where TensorFlow has TensorRT) imports this package: import it when used
+        from predcalc.deploy.tensorrt import convert_export
+
         return convert_export(job.directory, precisions=(path.name.rsplit("_", 1)[-1].upper(),))
 
     def artifacts(self, directory) -> list[tuple[str, Path]]:
