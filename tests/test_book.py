@@ -11,7 +11,7 @@ import threading
 import time
 from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import unquote, urljoin, urlsplit
+from urllib.parse import unquote, urlsplit
 
 import pytest
 
@@ -155,7 +155,7 @@ class _Ids(HTMLParser):
                 self.ids.add(value)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _ids(path: Path) -> frozenset:
     parser = _Ids()
     parser.feed(path.read_text(errors="replace"))

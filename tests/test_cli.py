@@ -109,8 +109,9 @@ def test_every_usage_error_is_one_short_line_and_exit_2(capsys, argv, message):
 
 
 def test_a_token_model_refuses_an_answer_longer_than_its_digits():
-    from predcalc.deploy.predictor import Predictor
     from fractions import Fraction
+
+    from predcalc.deploy.predictor import Predictor
 
     predictor = Predictor.__new__(Predictor)
     predictor.info = {"model": "transformer_tokens", "answer_format": {"digits": 3, "reversed": False}}

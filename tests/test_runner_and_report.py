@@ -69,7 +69,6 @@ def test_a_quick_run_goes_to_the_scratch_folder():
 
 @pytest.mark.slow
 def test_ctrl_c_stops_the_kernels_keeps_what_finished_and_exits_130(tmp_path):
-    import os
     import signal
     import subprocess
     import sys

@@ -5,8 +5,14 @@ import pytest
 
 from predcalc.report import findings
 from predcalc.report.anchors import SEED_ROWS
-from predcalc.report.scoreboard import (candidates, comparison, compared_metrics, exact_signed_long, scoreboard_summary,
-                                        scoreboard_table)
+from predcalc.report.scoreboard import (
+    candidates,
+    compared_metrics,
+    comparison,
+    exact_signed_long,
+    scoreboard_summary,
+    scoreboard_table,
+)
 
 T4 = "transformer4 (encoder, regression)"
 

@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from predcalc.training import fit
 from predcalc.data import seed_protocol
 from predcalc.models import MODELS, get_spec
+from predcalc.training import fit
 
 
 @pytest.fixture(scope="module")

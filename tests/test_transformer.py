@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from predcalc.training import fit
-from predcalc.report.anchors import SEED_ROWS
 from predcalc.data import CharTokenizer, NumericTokenizer
 from predcalc.models import get_spec
 from predcalc.models.transformer import attention_maps
+from predcalc.report.anchors import SEED_ROWS
+from predcalc.training import fit
 
 TINY = {"d_model": 8, "num_heads": 2, "num_layers": 2, "ffn_units": 16}
 EXPRESSIONS = ["3 - -2 + 4", "1 + 2 - 3 + 4 - 5 + -1"]

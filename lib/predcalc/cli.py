@@ -197,7 +197,7 @@ def _export(args) -> int:
             bar.set_postfix_str(f"{name} saved_model")
             try:
                 result = export_directory(path, formats=formats, data_seed=args.data_seed,
-                                          progress=lambda fmt: (bar.update(), bar.set_postfix_str(f"{name} {fmt}")))
+                                          progress=lambda fmt, name=name: (bar.update(), bar.set_postfix_str(f"{name} {fmt}")))
                 records.append({"models": {name: {"label": result["label"], "export": result["formats"]}}})
             except Exception as error:  # noqa: BLE001  Keras' loader and the converters raise their own classes; the batch goes on
                 failed.append(f"{path}: {_one_line(error)}")

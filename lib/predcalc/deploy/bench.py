@@ -185,7 +185,7 @@ def bench(model_paths=None, runs: int = 500, expression: str = DEFAULT_EXPRESSIO
             bar.set_postfix_str(label)
             try:
                 results.append(bench_model(path, runs, expression, batch, repeats,
-                                           progress=lambda runtime: bar.set_postfix_str(f"{label} {runtime}")))
+                                           progress=lambda runtime, label=label: bar.set_postfix_str(f"{label} {runtime}")))
             except Exception as error:  # noqa: BLE001  a model Keras cannot load raises its own classes; the batch goes on
                 results.append({"path": relative(path), "error": f"{type(error).__name__}: {str(error).strip()[:300]}"})
             bar.update()

@@ -16,24 +16,19 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from predcalc.data.protocol import seed_protocol
 from predcalc.paths import save_figure, write_if_changed
+from predcalc.data.protocol import seed_protocol
+from predcalc.training import metrics as M
 from predcalc.report.anchors import SEED_LLM_ROWS, SEED_ROWS
 from predcalc.report.edges import edges_answer, edges_lines
 from predcalc.report.recipe_ablation import peak_probe_lines, recipe_ablation_lines
-from predcalc.report.scoreboard import (
-    candidates,
-    exact_signed_long,
-    scoreboard_summary,
-    scoreboard_table,
-    scoreboard_text,
-)
+from predcalc.report.scoreboard import (candidates, exact_signed_long, scoreboard_summary, scoreboard_table,
+                                       scoreboard_text)
 from predcalc.report.seed_split import not_superseded, seed_split_lines, seed_split_records
-from predcalc.report.studies import FINISHES, extended_best, extended_title, is_study, shown_label, studies_markdown
-from predcalc.report.tables import markdown_table  # noqa: F401 (notebooks import it from here)
-from predcalc.training import metrics as M
 from predcalc.training.experiment import BASELINE
 from predcalc.training.runner import PROFILES, ROOT, RUN_INFO, RUNS
+from predcalc.report.studies import FINISHES, extended_best, extended_title, is_study, shown_label, studies_markdown
+from predcalc.report.tables import markdown_table  # noqa: F401 (notebooks import it from here)
 
 REPORTS = ROOT / "reports"
 README_START, README_END = "<!-- findings:start -->", "<!-- findings:end -->"

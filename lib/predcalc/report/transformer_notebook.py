@@ -52,7 +52,7 @@ def plot_losses(results, token_models):
     return figure
 
 
-def long_by_terms(results, split) -> "pd.DataFrame":
+def long_by_terms(results, split) -> pd.DataFrame:
     """Absolute MAE of each model's first seed on ``split`` (the long set) by number of terms:
     one row per model, one column per count. Training expressions have 3 terms (5 tokens), so
     a count above 3 puts tokens at positions no training example filled."""

@@ -13,7 +13,7 @@ TensorFlow's ``tf.GradientTape`` (the project's backend); the path is built with
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import keras
 import numpy as np
@@ -87,7 +87,9 @@ def completeness_gap(fn: Callable, inputs, baseline, attributions) -> np.ndarray
     """``sum(attributions) - (f(x) - f(x'))`` per example; near 0 when the integral is accurate."""
     x = np.asarray(inputs, dtype="float32")
     b = np.broadcast_to(np.asarray(baseline, dtype="float32"), x.shape)
-    f = lambda v: keras.ops.convert_to_numpy(fn(keras.ops.convert_to_tensor(v))).reshape(len(x))
+    def f(v):
+        return keras.ops.convert_to_numpy(fn(keras.ops.convert_to_tensor(v))).reshape(len(x))
+
     a = np.asarray(attributions)
     return a.reshape(len(x), -1).sum(axis=1) - (f(x).astype("float64") - f(b).astype("float64"))
 
@@ -111,7 +113,9 @@ def ig_statistics(model, x, baseline, attributions, plus: float) -> dict:
     sign_b = np.where(x[:, 1] == plus, 1.0, -1.0)  # the operator in front of b
     sign_c = np.where(x[:, 3] == plus, 1.0, -1.0)
     total = np.abs(a).sum(axis=1, keepdims=True)
-    share = lambda pos: float((np.abs(a[:, pos]).sum(1) / total[:, 0]).mean())
+    def share(pos):
+        return float((np.abs(a[:, pos]).sum(1) / total[:, 0]).mean())
+
     return {
         "completeness_max_gap": float(np.abs(gap).max()), "mean_abs_delta": float(delta.mean()),
         "share_numbers": share(classes["numbers"]), "share_operators": share(classes["operators"]),

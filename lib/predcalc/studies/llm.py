@@ -407,7 +407,7 @@ def _stop_ids(tokenizer) -> list[int]:
         turn = int(tokenizer.token_to_id("<end_of_turn>"))
         if tokenizer.id_to_token(turn) == "<end_of_turn>":
             stops.add(turn)
-    except Exception:  # a vocabulary without turn markers
+    except (KeyError, ValueError, IndexError):  # a vocabulary without turn markers
         pass
     return sorted(stops)
 

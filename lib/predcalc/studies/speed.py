@@ -24,7 +24,7 @@ import statistics
 import sys
 import time
 import tracemalloc
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
 import keras
 import numpy as np

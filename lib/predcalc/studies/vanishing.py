@@ -108,7 +108,9 @@ def lstm_step_jacobians(lstm_cell, x_one) -> dict:
     sequence = lstm_cell.gate_sequence(x_one)  # every f, i, C_tilde, o, C, h: (1, T, units)
     length, units = x_one.shape[1], sequence["h"].shape[-1]
     zeros = ops.zeros((1, units))
-    state_at = lambda key, t: zeros if t == 0 else sequence[key][:, t - 1]  # t = 0: the zero initial state
+    def state_at(key, t):  # t = 0: the zero initial state
+        return zeros if t == 0 else sequence[key][:, t - 1]
+
     partial_gap, partial_offdiag, total_offdiag = [], [], []
     for t in range(2, length + 1):
         h_previous, c_previous = state_at("h", t - 1), state_at("C", t - 1)
@@ -161,7 +163,9 @@ def plot_cell_path(paths: dict, ks, probe_text: str):
 
 def conclusion(at_init: dict, trained: dict, jacobians: dict, paths: dict, train_epochs: int) -> str:
     """The notebook's conclusion in Markdown."""
-    at = lambda measured, name, state, k: measured[name][state][k]
+    def at(measured, name, state, k):
+        return measured[name][state][k]
+
     n_states = sum(len(v) for v in at_init.values())
     lines = [f"Median gradient ratio $\\lVert \\partial L/\\partial s_{{T-k}} \\rVert / \\lVert \\partial L/\\partial s_T \\rVert$ "
              f"at $k = 10$ and $k = 14$ (where a 3-number expression's first tokens are), at initialisation -> after "

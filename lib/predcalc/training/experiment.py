@@ -75,7 +75,7 @@ class Results:
         sets = self.protocol.test_sets()
         figure, axes = plt.subplots(len(self.models), len(test_sets), squeeze=False,
                                     figsize=(4 * len(test_sets), 3.6 * len(self.models)))
-        for row, (name, result) in enumerate(self.models.items()):
+        for row, result in enumerate(self.models.values()):
             for column, test_set in enumerate(test_sets):
                 axis, truth = axes[row][column], sets[test_set].values
                 axis.scatter(truth, result.predictions[test_set], s=4, alpha=0.4)
@@ -95,7 +95,7 @@ class Results:
         """Training and validation loss of each model's first seed (log scale)."""
 
         figure, axis = plt.subplots(figsize=(6, 3.6))
-        for name, result in self.models.items():
+        for result in self.models.values():
             history = result.first.history
             line, = axis.plot(history["loss"], label=f"{result.spec.label} train")
             if "val_loss" in history:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from typing import Callable
+from collections.abc import Callable
 
 import keras
 import numpy as np

@@ -163,7 +163,7 @@ def _execute_here(source: str, output_notebook: str, parameters: dict, cwd: str)
         papermill.execute_notebook(source, output_notebook, parameters=parameters, cwd=cwd,
                                    kernel_name="python3", progress_bar=False, log_output=False,
                                    extra_arguments=KERNEL_ARGUMENTS)
-    except Exception as error:  # a failed notebook is reported; the batch goes on
+    except Exception as error:  # noqa: BLE001  papermill and nbclient raise their own classes; the batch goes on
         return _one_line(error)
     return None
 

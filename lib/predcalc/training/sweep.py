@@ -250,7 +250,7 @@ def run_job(job: Job) -> Outcome:
                                        log_output=False)
             if not (folder / "metrics.json").is_file():
                 error = "the notebook ran but wrote no metrics.json into its output_dir"
-        except Exception as exc:  # a failed run is reported; the sweep goes on
+        except Exception as exc:  # noqa: BLE001  papermill and nbclient raise their own classes; the sweep goes on
             lines = [line for line in str(exc).strip().splitlines() if line.strip()]
             error = f"{type(exc).__name__}: {(lines[-1] if lines else '')[:500]}"
         finally:

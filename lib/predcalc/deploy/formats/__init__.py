@@ -25,8 +25,8 @@ import pkgutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 
