@@ -80,3 +80,60 @@ def edges_answer(records: list[dict], labels) -> str:
     parts = [f"**{entry['model']}**: {per_set(entry['scores'])}" for entry in chosen]
     return ("  - Past the box, one axis at a time (exact accuracy, first seed; see \"Edges of the box\"): "
             + "; ".join(parts) + ".")
+
+
+def _summarise(per_seed: dict) -> dict:
+    """``{seed: {set: {"accuracy": ...}}}`` -> ``{set: {"mean", "min", "max", "seeds"}}`` (sets a model
+    cannot read, stored as None, are left out)."""
+    sets: dict[str, list[float]] = {}
+    for scores in per_seed.values():
+        for name, score in scores.items():
+            if isinstance(score, dict) and score.get("accuracy") is not None:
+                sets.setdefault(name, []).append(float(score["accuracy"]))
+    return {name: {"mean": sum(v) / len(v), "min": min(v), "max": max(v), "seeds": len(v)}
+            for name, v in sets.items()}
+
+
+def load_suites(folder) -> dict:
+    """The stored edge suites under ``folder`` (``heldout.json``, ``development.json``): per suite
+    and model, each set's exact accuracy over seeds; {} where none was stored."""
+    import json
+    from pathlib import Path
+
+    out = {}
+    for suite in ("heldout", "development"):
+        path = Path(folder) / f"{suite}.json"
+        if path.is_file():
+            stored = json.loads(path.read_text())
+            models = stored.get("models", stored)
+            out[suite] = {model: _summarise(per_seed) for model, per_seed in models.items()
+                          if isinstance(per_seed, dict)}
+            out[f"{suite}_record"] = stored
+    return out
+
+
+def heldout_blocks(edges: dict, models) -> list:
+    """The Results' held-out edge blocks: one row per set, one column per recommended model
+    ("mean [min-max] %" over seeds)."""
+    from predcalc.report.document import Table, Text
+    from predcalc.report.tables import plain_cell
+
+    held = edges.get("heldout") or {}
+    shown = [m for m in models if m in held]
+    if not shown:
+        return []
+    sets = list(dict.fromkeys(s for m in shown for s in held[m]))
+    rows = []
+    for name in sets:
+        row = {"set": name}
+        for model in shown:
+            score = held[model].get(name)
+            row[f"`{model}`"] = ("cannot read" if score is None else
+                                 f"{100 * score['mean']:.1f} [{100 * score['min']:.1f}-{100 * score['max']:.1f}] "
+                                 f"({score['seeds']} seeds)")
+        rows.append(row)
+    record = edges.get("heldout_record") or {}
+    about = record.get("description", "")
+    return [Text("Exact accuracy on the held-out edge suite (drawn after every choice in Method, never used to "
+                 "choose), through each seed's exported file; mean [min-max] over seeds. " + about),
+            Table(pd.DataFrame(rows), cell=plain_cell)]

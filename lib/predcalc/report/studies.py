@@ -198,7 +198,7 @@ def extended_best(record: dict, built: bool = False) -> dict | None:
         mean = sum(by_family.values()) / len(by_family)
         if best is None or mean > best["mean"]:
             worst = min(by_family, key=by_family.get)
-            best = {"label": shown_label(name, model["label"]), "params": model["params"], "seeds": len(runs), "mean": mean,
+            best = {"name": name, "label": shown_label(name, model["label"]), "params": model["params"], "seeds": len(runs), "mean": mean,
                     "by_family": by_family, "exact": [f for f, a in by_family.items() if a >= 0.99],
                     "worst": (worst, by_family[worst])}
     return best
