@@ -240,7 +240,7 @@ def sign_test(values, reference: float, lower_is_better: bool = True, alpha: flo
     exceed the seed-to-seed noise. The reference's own run-to-run spread is unknown (a published
     mean), so the test is conservative only about this project's seeds.
     """
-    from scipy import stats
+    from scipy import stats  # metrics is read by the runtime-only install, which has no SciPy
 
     values = np.asarray(values, dtype=np.float64)
     diff = (reference - values) if lower_is_better else (values - reference)
