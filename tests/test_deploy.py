@@ -224,7 +224,7 @@ def test_predictor_routes_a_long_expression_to_a_longer_litert_file(tmp_path, mo
     from predcalc.deploy.predictor import Predictor
 
     class FakeLiteRT:
-        def __init__(self, path):
+        def __init__(self, path, num_threads=1):
             self.path = Path(path)
 
         def __call__(self, inputs):  # the input length, so the test sees which file answered
