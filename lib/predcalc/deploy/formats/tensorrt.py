@@ -1,5 +1,6 @@
 """TF-TRT engines (``saved_model_trt_<precision>/``), built from the SavedModel where TensorFlow has
-TensorRT (a Jetson) by :mod:`predcalc.deploy.tensorrt`, not by ``export_trained``; run as SavedModels."""
+TensorRT (a Jetson) by :mod:`predcalc.deploy.tensorrt`; run as SavedModels. Not a default format:
+``export_trained(..., formats=("tensorrt",))`` builds FP16 engines after the SavedModel."""
 
 from __future__ import annotations
 
@@ -16,11 +17,12 @@ class TensorRT(ExportFormat):
         path = Path(path)
         return path.name.startswith("saved_model_trt_") and (path / "saved_model.pb").is_file()
 
-    def write(self, job, path) -> dict:
+    def export(self, job) -> dict[str, dict]:
+        """FP16 engines checked against the SavedModel (:func:`predcalc.deploy.tensorrt.convert_export`)."""
         # deploy.tensorrt (TF-TRT, where TensorFlow has TensorRT) imports this package: import it when used
         from predcalc.deploy.tensorrt import convert_export
 
-        return convert_export(job.directory, precisions=(path.name.rsplit("_", 1)[-1].upper(),))
+        return {self.name: convert_export(job.directory, precisions=("FP16",))["FP16"]}
 
     def artifacts(self, directory) -> list[tuple[str, Path]]:
         return [(f"tensorrt_{path.name.rsplit('_', 1)[-1]}", path)
