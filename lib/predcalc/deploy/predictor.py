@@ -19,6 +19,7 @@ import numpy as np
 from predcalc.data import TokenizerError, get_tokenizer
 from predcalc.data.answers import AnswerFormat
 from predcalc.deploy.formats import SIDECAR, for_path
+from predcalc.deploy.formats.onnx import onnx_providers  # noqa: F401  (its name here before the registry)
 from predcalc.paths import RUNS
 
 DEFAULT_MODEL = RUNS / "01_fnn" / "export" / "fnn2" / "model_float32.tflite"
