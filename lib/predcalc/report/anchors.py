@@ -11,7 +11,7 @@ they are published reference numbers, not measurements of this project.
 
 PRIOR_REPORT = "the prior report (Neural Predictive Calculator: Findings)"
 
-# "long": how the seed's code behind a row computes its "MAE long" (and the long4 term of its score):
+# "long": how the prior report's code behind a row computes its "MAE long" (and the long4 term of its score):
 # "signed", mean(|y| - prediction), in FNN_FNN2.py (the FNN rows); "absolute", the per-run mean of
 # |y - prediction|, in the transformer notebooks' per-run cell (transformer_transformer4.py, the cell
 # that also gives the score's p-value). The code behind RNN2 and BiLSTM + attention is not in matura/.

@@ -44,12 +44,12 @@ def answer_lines(record: dict) -> list[str]:
         "loop, digit alignment, the splice of a result into the token list and the sign of zero.",
     ]
     gemini = SEED_LLM_ROWS[GEMINI]
-    lines.append(f"  - On the seed protocol's own test sets (whole, as the seed scored its LLMs): "
+    lines.append(f"  - On the protocol's own test sets (whole, as the seed scored its LLMs): "
                  f"{_pct(main['seed_in']['mean'])} in range, {_pct(main['seed_out']['mean'])} out of range, "
-                 f"{_pct(main['seed_long']['mean'])} long (2-8 numbers); the seed's best fine-tuned LLM ({GEMINI}, "
+                 f"{_pct(main['seed_long']['mean'])} long (2-8 numbers); the prior report's best fine-tuned LLM ({GEMINI}, "
                  f"published): {100 * gemini['accuracy_in']:.2f} / {100 * gemini['accuracy_out']:.2f} / "
                  f"{100 * gemini['accuracy_long']:.1f} %. The calculator was trained on its own world "
-                 f"(up to 5 digits, 4 operators), not on the seed's training split.")
+                 f"(up to 5 digits, 4 operators), not on the prior report's training split.")
     summary = study["summary"]
     for kind in ("pick", "continuous_state", "answers_only", "uniform", "end_to_end", "untrained"):
         if kind in summary:

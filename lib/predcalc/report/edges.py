@@ -1,4 +1,4 @@
-"""The findings section on the edges of the seed protocol's box: each stored ``edges.json``
+"""The findings section on the edges of the protocol's box: each stored ``edges.json``
 (written by :func:`predcalc.report.notebook.edge_table`, first seed of each model) as one table."""
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from predcalc.report.document import Table, Text
+from predcalc.report.studies import shown_label
 from predcalc.report.tables import markdown_table, plain_cell
 from predcalc.studies.edges import EDGE_AXES, NO_SPACES
 
@@ -29,7 +30,7 @@ def stored_edges(records: list[dict]) -> list[dict]:
         if folder is None or not (folder / EDGES_FILE).is_file():
             continue
         for name, by_set in json.loads((folder / EDGES_FILE).read_text()).items():
-            label = record.get("models", {}).get(name, {}).get("label", name)
+            label = shown_label(name, record.get("models", {}).get(name, {}).get("label", name))
             found.append({"model": label, "notebook": record["notebook"], "scores": by_set})
     return found
 
@@ -48,7 +49,7 @@ def edges_text(counts) -> str:
     axes = "; ".join(f"`{name}` {terms} numbers from -{bound:,}..{bound:,}"
                      for name, (terms, bound) in EDGE_AXES.items())
     size = " or ".join(f"{n:,}" for n in sorted(set(counts)))
-    return ("Held-out sets one axis beyond the seed protocol's box (training: 3 numbers from -5..4, `+`/`-`, "
+    return ("Held-out sets one axis beyond the protocol's box (training: 3 numbers from -5..4, `+`/`-`, "
             f"with spaces), {size} expressions each, scored on each model's first seed: {axes}; `{NO_SPACES}` "
             "3 numbers from -5..4 written without spaces. Each cell: exact accuracy (MAE). \"-\": the model's "
             "weights depend on its input length, so it cannot read that length. A claim of this report holds "

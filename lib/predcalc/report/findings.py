@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from predcalc.paths import save_figure, write_if_changed
+from predcalc.paths import write_if_changed
+from predcalc.record import RunRecord
 from predcalc.training import metrics as M
 from predcalc.report.anchors import SEED_LLM_ROWS, SEED_ROWS
 from predcalc.training.experiment import BASELINE
@@ -37,7 +38,7 @@ def load_runs(runs: Path = RUNS) -> list[dict]:
     for path in sorted(runs.glob("*/metrics.json")):
         if path.parent.name.startswith("."):
             continue
-        record = json.loads(path.read_text())
+        record = RunRecord.load(path).to_json()  # checked against the typed record; its kind named
         record["_dir"] = path.parent
         info = path.parent / RUN_INFO
         run_info = json.loads(info.read_text()) if info.is_file() else {}
@@ -150,12 +151,12 @@ def model_table(records: list[dict], reference_runs: list[dict] | None = None, s
 
 
 def seed_way_table(records: list[dict]) -> pd.DataFrame:
-    """The seed's published columns computed the seed's way (``metrics.seed_way``), one row per
-    model whose runs stored the seed's signed error and MRE, its published row beside it.
+    """The prior report's published columns computed the prior report's way (``metrics.seed_way``), one row per
+    model whose runs stored the prior report's signed error and MRE, its published row beside it.
 
     Like for like with ANCHORS.md: MAE out and MRE out over all 2,048 out-of-range expressions,
-    the seed's MRE (divide by |truth|), the signed "MAE long" mean(|y| - prediction) over all 700
-    long expressions, the seed's score (signed long4 term) and its log t-test p-value.
+    the prior report's MRE (divide by |truth|), the signed "MAE long" mean(|y| - prediction) over all 700
+    long expressions, the prior report's score (signed long4 term) and its log t-test p-value.
     """
     base_runs = baseline_runs(records)
     if not base_runs or not all(M.has_seed_way(r) for r in base_runs):
@@ -184,32 +185,32 @@ def seed_way_table(records: list[dict]) -> pd.DataFrame:
 
 SEED_WAY_TEXT = (
     "The table above uses this project's definitions (MAE long an absolute error, MRE divided by "
-    "max(|y|, 1), out-of-range score terms on out22). The seed's notebooks compute its published "
-    "columns differently, so the table below recomputes them the seed's way from the same runs: MAE "
+    "max(|y|, 1), out-of-range score terms on out22). The prior report's notebooks compute its published "
+    "columns differently, so the table below recomputes them the prior report's way from the same runs: MAE "
     "and MRE out over all 2,048 out-of-range expressions, MRE divided by |y| (0 by 1), and **MAE long "
     "over the 700 long expressions as the code behind each published row defines it** (column "
-    "\"long\"): *signed*, mean(|y| - prediction), in the seed's `FNN_FNN2.py` (not an error: it can be "
+    "\"long\"): *signed*, mean(|y| - prediction), in the prior report's `FNN_FNN2.py` (not an error: it can be "
     "negative or near 0 for a bad model), and *absolute*, the per-run mean of |y - prediction|, in the "
     "per-run cell of its transformer notebooks (`transformer_transformer4.py`, the cell that also gives "
-    "the p-value). The seed's score (its long4 term defined the same way, its relative term the seed MRE over "
+    "the p-value). The prior report's score (its long4 term defined the same way, its relative term the seed MRE over "
     "all out) is taken against the baseline FNN's runs the "
     "way `FNN1_1.py` takes them, and p the t-test of log(score) against 0 (`get_p-value.py`). Only "
     "these columns compare like for like with a \"published\" row; runs stored before the "
     "seed's columns were recorded are not listed. The score's baseline here is this project's baseline FNN runs; "
-    "the seed's baseline came from its own `FNN1_1.py` runs, so scores compare only within a table.")
+    "the prior report's baseline came from its own `FNN1_1.py` runs, so scores compare only within a table.")
 
 
 def seed_weights_lines(records: list[dict]) -> list[str]:
-    """What the seed's own FNN2 weights score on the seed's own in-range test set (01_fnn)."""
+    """What the prior report's own FNN2 weights score on the prior report's own in-range test set (01_fnn)."""
     for record in records:
         path = Path(record["_dir"]) / "seed_weights_check.json"
         if path.is_file() and "fnn2_seed_weights" in record["models"]:
             check = json.loads(path.read_text())
             ours = record["models"]["fnn2_seed_weights"]["runs"][0]["metrics"]["in"]["mae"]
-            return [f"The seed's own FNN2 weights (its `FNN2_weights.weights.h5`, one trained model, scored here) reach "
+            return [f"The prior report's own FNN2 weights (its `FNN2_weights.weights.h5`, one trained model, scored here) reach "
                     f"in-range MAE {ours:.4f} on this project's in-range test set, of which "
                     f"{check['project_in_test_in_seed_draw']:,} of {check['project_in_test']:,} expressions were in "
-                    f"the seed's own training draw, and {check['seed_in_test']['mae']:.4f} on the seed's own in-range "
+                    f"the prior report's own training draw, and {check['seed_in_test']['mae']:.4f} on the prior report's own in-range "
                     f"test set ({check['seed_in_test']['n']:,} expressions, replayed from `GetXY.py`); the published "
                     "0.0269 is a mean over 5 runs that its shipped weights do not reach on its own test set.", ""]
     return []
@@ -289,7 +290,7 @@ def generalisation_table(records: list[dict]) -> pd.DataFrame:
 # What each ablation of the syntax-gated scan removes (30_beyond_seed); the numbers come from the runs.
 ABLATIONS = {
     "scan_typed_value_gates": "the gates also read the token's value, so the sign state can depend on the numbers",
-    "scan_numeric": "the seed's numeric tokens, where `+`/`-` are the numbers 1.0/0.0 and only position tells them "
+    "scan_numeric": "the prior report's numeric tokens, where `+`/`-` are the numbers 1.0/0.0 and only position tells them "
                     "apart",
     "scan_typed_additive": "the state is concatenated with the value instead of multiplying it",
     "lstm_typed": "a Keras LSTM(32) reads the same typed tokens",
@@ -343,7 +344,7 @@ def _finish_lines(models: dict, reference: str) -> list[str]:
     return lines
 
 
-# The project's goal on the seed protocol (issue 8): exact accuracy in / out / long, parameters, training seconds.
+# The project's goal on the protocol (issue 8): exact accuracy in / out / long, parameters, training seconds.
 GOAL = {"in": 0.999, "out": 0.99, "long": 0.99, "params": 100_000, "train_seconds": 600}
 
 
@@ -360,7 +361,7 @@ def export_table(records: list[dict], test_sets=("in", "out", "long")) -> pd.Dat
                 if fmt == "saved_model":
                     continue
                 change = info.get("accuracy_change", {})
-                rows.append({"model": model["label"], "format": fmt, "KB": info.get("bytes", math.nan) / 1024,
+                rows.append({"model": shown_label(name, model["label"]), "format": fmt, "KB": info.get("bytes", math.nan) / 1024,
                              "TF Select": info.get("tf_select"), "max abs diff": info.get("max_abs_diff"),
                              **{f"acc change {t}": change.get(t) for t in test_sets},
                              "verdict": info.get("verdict", ""),
@@ -369,10 +370,10 @@ def export_table(records: list[dict], test_sets=("in", "out", "long")) -> pd.Dat
 
 
 def llm_table(records: list[dict]) -> pd.DataFrame:
-    """Fine-tuned language models (a notebook's ``"llm"`` entry) beside the seed's LLM rows.
+    """Fine-tuned language models (a notebook's ``"llm"`` entry) beside the prior report's LLM rows.
 
     The "pre-trained" column tells a tiny model trained from random weights here (a pipeline
-    check) from a pre-trained Gemma; the seed's rows are its published single runs.
+    check) from a pre-trained Gemma; the prior report's rows are its published single runs.
     """
     rows = []
     for record in records:

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import keras
 import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
@@ -16,6 +15,7 @@ from IPython.display import Markdown, display
 from predcalc.data import NumericTokenizer
 from predcalc.deploy.export import export_results
 from predcalc.models.recurrent import term_weights
+from predcalc.record import write_study as write_record
 from predcalc.report.edges import edge_cell
 from predcalc.report.findings import comparison_table, export_table, markdown_table
 from predcalc.studies.edges import edge_scores
@@ -170,19 +170,15 @@ def plot_accuracy_by_length(results, protocol, lengths=range(2, 9), training_len
 
 
 def write_study(output, notebook: str, protocol, parameters: dict, **study) -> Path:
-    """Writes a study notebook's ``metrics.json`` (no model rows for the findings table) and says where."""
+    """Writes a study notebook's ``metrics.json`` (no model rows for the findings table) through the
+    typed record, and says where. ``study`` holds its one named entry (e.g. ``explain=...``)."""
+
+    (entry, value), = study.items()
+    return write_record(output, notebook, entry, value, parameters,
+                        data={"seed": protocol.seed, "counts": protocol.counts()})
 
 
-    record = {"notebook": notebook, "kind": "study", "models": {},
-              "data": {"seed": protocol.seed, "counts": protocol.counts()}, "parameters": parameters,
-              "backend": keras.backend.backend(), **study}
-    path = Path(output) / "metrics.json"
-    path.write_text(json.dumps(record, indent=1))
-    print(f"wrote {path}")
-    return path
-
-
-def edge_table(results, sets: dict, path=None) -> pd.DataFrame:
+def edge_table(results, sets: dict, path=None) -> "pd.DataFrame":
     """Each model's first seed on the edge sets (:func:`predcalc.studies.edges.edge_sets`): one
     row per model, one column per set, "exact % (MAE)", "-" where the model cannot take the set's
     length. With ``path``, every score is also written there as JSON (``{model: {set: metrics}}``)."""

@@ -1,9 +1,9 @@
 """Every published row of the prior report against this project's trained models, metric by metric.
 
-Like for like only: each side is the seed's published column computed the seed's way
-(``metrics.seed_way``) on the seed protocol's fixed test sets, TF backend, means over seeds. A
-"signed" MAE long (``mean(|y| - prediction)``, the seed's ``FNN_FNN2.py``) is not an error and is not
-ranked; the score is not ranked either, because its baseline FNN runs differ (the seed's own
+Like for like only: each side is the prior report's published column computed the prior report's way
+(``metrics.seed_way``) on the protocol's fixed test sets, TF backend, means over seeds. A
+"signed" MAE long (``mean(|y| - prediction)``, the prior report's ``FNN_FNN2.py``) is not an error and is not
+ranked; the score is not ranked either, because its baseline FNN runs differ (the prior report's own
 ``FNN1_1.py`` runs against this project's).
 """
 
@@ -143,7 +143,7 @@ def summary_table(pool: list[dict]) -> pd.DataFrame:
 
 
 def exact_signed_long(long_values) -> float:
-    """The seed's signed "MAE long" of the exact answers: mean(|y| - y), what a perfect model gets."""
+    """The prior report's signed "MAE long" of the exact answers: mean(|y| - y), what a perfect model gets."""
     values = np.asarray(long_values, dtype=np.float64)
     return float(np.mean(np.abs(values) - values))
 
