@@ -178,7 +178,7 @@ def write_study(output, notebook: str, protocol, parameters: dict, **study) -> P
                         data={"seed": protocol.seed, "counts": protocol.counts()})
 
 
-def edge_table(results, sets: dict, path=None) -> "pd.DataFrame":
+def edge_table(results, sets: dict, path=None) -> pd.DataFrame:
     """Each model's first seed on the edge sets (:func:`predcalc.studies.edges.edge_sets`): one
     row per model, one column per set, "exact % (MAE)", "-" where the model cannot take the set's
     length. With ``path``, every score is also written there as JSON (``{model: {set: metrics}}``)."""

@@ -17,7 +17,6 @@ from predcalc.report.calculator import section
 from predcalc.report.tables import markdown_table, plain_cell
 
 
-
 def is_study(record: dict) -> bool:
     """A side study's record (its kind is stored, or named once by :class:`predcalc.record.RunRecord`)."""
     return record.get("kind") == "study"

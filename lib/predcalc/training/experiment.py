@@ -25,7 +25,8 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from predcalc.data import Protocol
-from predcalc.paths import CHECKPOINTS_VARIABLE, save_figure, write_if_changed
+from predcalc.paths import CHECKPOINTS_VARIABLE, save_figure
+from predcalc.record import RunRecord
 from predcalc.training import metrics as M
 from predcalc.training.fit import TrainedModel, build, builder_arguments, evaluate, run_record, train
 
@@ -128,7 +129,6 @@ class Results:
     def write(self, directory, notebook: str, parameters: dict) -> Path:
         """Write ``metrics.json`` through the typed record (:class:`predcalc.record.RunRecord`):
         what ``predcalc report`` and the tests read."""
-        from predcalc.record import RunRecord
 
         return RunRecord.from_json({**self.to_json(notebook, parameters), "kind": "models"}).write(directory)
 
