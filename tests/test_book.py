@@ -341,7 +341,7 @@ class _Ids(HTMLParser):
                 self.ids.add(value)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _ids(path: Path) -> frozenset:
     parser = _Ids()
     parser.feed(path.read_text(errors="replace"))

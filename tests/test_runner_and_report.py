@@ -69,7 +69,6 @@ def test_a_quick_run_goes_to_the_scratch_folder():
 
 @pytest.mark.slow
 def test_ctrl_c_stops_the_kernels_keeps_what_finished_and_exits_130(tmp_path):
-    import os
     import signal
     import subprocess
     import sys
@@ -404,6 +403,6 @@ def test_a_result_names_the_final_folder_not_the_temporary_one(tmp_path, monkeyp
     (temporary / "export" / "m").mkdir(parents=True)
     (temporary / "export" / "m" / "export.json").write_text(json.dumps({
         "source": "reports/runs/.06_x.abc.partial/export/m/model.keras", "kernel": f"{temporary}/metrics.json"}))
-    runner._name_relative(temporary, str(temporary), final)
+    runner.name_relative(temporary, str(temporary), final)
     record = json.loads((temporary / "export" / "m" / "export.json").read_text())
     assert record == {"source": "reports/runs/06_x/export/m/model.keras", "kernel": "reports/runs/06_x/metrics.json"}

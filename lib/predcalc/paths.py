@@ -6,11 +6,16 @@ on a Jetson without Keras or TensorFlow.
 
 from __future__ import annotations
 
+import base64
+import io
+import os
+import tempfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]  # lib/predcalc/paths.py -> the repository
 NOTEBOOKS = ROOT / "notebooks"
 REPORTS = ROOT / "reports"
+BENCH_FILE = REPORTS / "bench.json"  # predcalc bench
 RUNS = REPORTS / "runs"  # the committed results: only a full run (``--profile full``) writes here
 SCRATCH = ROOT / "build"  # git-ignored
 SCRATCH_RUNS = SCRATCH / "runs"  # where a quick run writes its notebooks, and its findings page beside
@@ -45,8 +50,6 @@ def write_if_changed(path, data) -> bool:
     is atomic (a temporary file beside it, then a rename): an interrupted write leaves the old
     file, never half of the new one. Returns whether the file was written.
     """
-    import os
-    import tempfile
 
     path = Path(path)
     raw = data.encode() if isinstance(data, str) else bytes(data)
@@ -68,9 +71,7 @@ def compact_png(raw: bytes) -> bytes:
     """A plot's PNG re-encoded with a palette of at most 256 colours, optimised: about a third of
     the bytes and the same to the eye (a plot has few colours). Deterministic; returns ``raw``
     where that is not smaller."""
-    import io
-
-    from PIL import Image
+    from PIL import Image  # paths.py stays free of third-party imports (the runtime install reads it)
 
     image = Image.open(io.BytesIO(raw))
     if image.mode == "P":
@@ -82,9 +83,7 @@ def compact_png(raw: bytes) -> bytes:
 
 def compact_notebook_images(path) -> bool:
     """:func:`compact_png` on every PNG output of an executed notebook; returns whether it changed."""
-    import base64
-
-    import nbformat
+    import nbformat  # paths.py stays free of third-party imports (the runtime install reads it)
 
     path = Path(path)
     notebook = nbformat.read(path, as_version=4)
@@ -107,7 +106,6 @@ def compact_notebook_images(path) -> bool:
 def save_figure(figure, path, dpi: int = 110) -> bool:
     """``figure.savefig`` through :func:`write_if_changed` (the format from the file's suffix; a PNG
     through :func:`compact_png`)."""
-    import io
 
     buffer = io.BytesIO()
     suffix = Path(path).suffix.lstrip(".") or "png"

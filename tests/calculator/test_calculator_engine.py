@@ -1,9 +1,8 @@
 """The calculator's code parts: lexer, reference readiness, the loop with reference steps."""
 
 import re
-from fractions import Fraction
-
 import time
+from fractions import Fraction
 
 import numpy as np
 import pytest
@@ -11,8 +10,8 @@ import pytest
 from predcalc.calculator.engine import Engine, answer_text
 from predcalc.calculator.reference import complete_window, reachable_windows, ready_labels, window_labels
 from predcalc.calculator.steps import STEPS, TableStep
-from predcalc.calculator.train import reference_steps
 from predcalc.calculator.tokens import KINDS, NUM, CalculatorError, Number, lex
+from predcalc.calculator.train import reference_steps
 from predcalc.data.calculator_families import FAMILIES, axes, families
 from predcalc.data.expressions import evaluate
 

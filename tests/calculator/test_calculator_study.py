@@ -38,3 +38,28 @@ def test_carriers_names_the_costliest_swap_and_compares_supervision_with_its_own
     # the supervision ablation is measured against the continuous-state adder, not the calculator
     assert f"5.0 points lost beyond it against the {study.ABLATION_LABELS['continuous_state']}" in text
     assert "75.0 points lost beyond it (25.0 % beyond, 60.0 % inside)" in text
+
+
+def test_cached_parts_are_keyed_by_every_parameter_they_read(tmp_path):
+    """A rerun with other parameters computes its own part (and replaces the old one); the same
+    parameters read it back without computing."""
+    from predcalc.calculator import study
+
+    calls = []
+
+    def part(size, epochs=2):
+        calls.append((size, epochs))
+        return {"size": size, "epochs": epochs}
+
+    size = 10
+    first = study.cached(tmp_path, "seed_0", lambda: part(size))
+    assert study.cached(tmp_path, "seed_0", lambda: part(size)) == first == {"size": 10, "epochs": 2}
+    assert calls == [(10, 2)]
+    size = 20  # the closure reads the new value: another digest, computed again
+    assert study.cached(tmp_path, "seed_0", lambda: part(size))["size"] == 20
+    assert study.cached(tmp_path, "seed_0", lambda s=size: part(s, epochs=3))["epochs"] == 3
+    assert calls == [(10, 2), (20, 2), (20, 3)]
+    (tmp_path / "seed_1.json").write_text("{}")  # another key is left alone
+    assert [p.name.split("-")[0] for p in sorted(tmp_path.glob("*.json"))] == ["seed_0", "seed_1.json"]
+    explicit = study.cached(tmp_path, "bench", lambda: {"n": 5}, parameters={"n": 5})
+    assert study.cached(tmp_path, "bench", lambda: {"n": 6}, parameters={"n": 5}) == explicit

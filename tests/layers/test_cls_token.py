@@ -1,8 +1,8 @@
 import keras
 import numpy as np
+from layer_helpers import to_numpy
 
 from predcalc.layers.cls_token import ClsToken
-from layer_helpers import to_numpy
 
 
 def test_prepends_the_value_and_round_trips(tmp_path):

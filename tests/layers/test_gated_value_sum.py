@@ -1,9 +1,9 @@
 import keras
 import numpy as np
 import pytest
+from layer_helpers import to_numpy
 
 from predcalc.layers.gated_value_sum import GatedValueSum
-from layer_helpers import to_numpy
 
 
 def test_matches_numpy_and_round_trips(tmp_path):

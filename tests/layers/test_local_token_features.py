@@ -1,9 +1,9 @@
 import keras
 import numpy as np
 import pytest
+from layer_helpers import to_numpy
 
 from predcalc.layers.local_token_features import LocalTokenFeatures
-from layer_helpers import to_numpy
 
 
 def test_value_previous_and_parity_and_round_trip(tmp_path):

@@ -4,11 +4,10 @@ carried state, saving, training. MinLSTM's normalised gates have a test of their
 import keras
 import numpy as np
 import pytest
-from keras import ops
+from layer_helpers import built_with_random_weights, to_numpy
 
 from predcalc.layers.min_gru import MinGRU
 from predcalc.layers.min_lstm import MinLSTM
-from layer_helpers import built_with_random_weights, to_numpy
 
 BATCH, TIME, FEATURES, UNITS = 2, 6, 3, 4
 

@@ -3,10 +3,9 @@
 import keras
 import numpy as np
 import pytest
-from keras import ops
+from layer_helpers import built_with_random_weights, to_numpy
 
 from predcalc.layers.mlstm import MLSTM
-from layer_helpers import built_with_random_weights, to_numpy
 
 BATCH, TIME, FEATURES, UNITS, HEADS = 2, 6, 3, 4, 2
 

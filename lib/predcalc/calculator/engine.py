@@ -449,8 +449,4 @@ def answer_text(result) -> str:
     return f"error: {result}" if isinstance(result, CalculatorError) else result.text()
 
 
-def kinds_of(text: str) -> np.ndarray:
-    return np.array([kind(t) for t in lex(text)])
-
-
 __all__ = ["Engine", "answer_text", "KINDS"]

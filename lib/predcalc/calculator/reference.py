@@ -58,11 +58,6 @@ def ready_labels(kinds) -> np.ndarray:
     return labels
 
 
-def leftmost_ready(kinds) -> int:
-    """The reference evaluator's single pick: the first reduction of a post-order evaluation."""
-    return int(np.flatnonzero(ready_labels(kinds))[0])
-
-
 # ---------------------------------------------------------------- reachable controller windows
 _OPERAND_END = {NUM, KINDS[")"]}
 

@@ -6,8 +6,11 @@ Every function returns plain JSON-able records; :func:`cached` stores each one u
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import time
+import types
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +22,7 @@ from predcalc.calculator.steps import STEPS
 from predcalc.calculator.train import Recipe, engine_from, train_calculator
 from predcalc.data.exact_answers import score_answers
 from predcalc.data.calculator_families import FAMILIES, INTEGER_WORLD, axes, draw, families
+from predcalc.paths import relative
 
 AXIS_FAMILIES = {
     "digits": ("iid", "digits_6_10", "digits_11_20", "digits_21_50"),
@@ -28,11 +32,19 @@ AXIS_FAMILIES = {
 TRAINING_BOX = {"digits": 5, "operators": 4, "depth": 2}
 
 
-def cached(folder: Path | None, key: str, compute):
-    """``compute()``'s record, stored as ``folder/key.json`` (read back instead of recomputed)."""
+def cached(folder: Path | None, key: str, compute, parameters: dict | None = None):
+    """``compute()``'s record, stored as ``folder/KEY-DIGEST.json`` and read back instead of recomputed
+    while every parameter it depends on is the same.
+
+    ``parameters`` (default: what ``compute`` reads: its default arguments, closure cells and the
+    global names it uses, modules and functions left out) are hashed into ``DIGEST``, so a run with
+    other sizes, epochs or seeds computes its own part; an older part of the same key is replaced.
+    A changed function body is not detected (delete the folder after changing one).
+    """
     if folder is None:
         return compute()
-    path = Path(folder) / f"{key}.json"
+    digest = hashlib.sha256(_canonical(_read_by(compute) if parameters is None else parameters).encode())
+    path = Path(folder) / f"{key}-{digest.hexdigest()[:12]}.json"
     if path.is_file():
         return json.loads(path.read_text())
     record = compute()
@@ -40,7 +52,34 @@ def cached(folder: Path | None, key: str, compute):
     temporary = path.with_suffix(".tmp")
     temporary.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
     temporary.replace(path)
+    for stale in Path(folder).glob(f"{key}*.json"):  # the same part computed with other parameters
+        if stale != path and re.fullmatch(rf"{re.escape(key)}(-[0-9a-f]{{12}})?", stale.stem):
+            stale.unlink()
     return record
+
+
+def _read_by(compute) -> dict:
+    """The values ``compute`` reads from outside: default arguments, closure cells, global names."""
+    code = compute.__code__
+    found = {f"default_{i}": value for i, value in enumerate(compute.__defaults__ or ())}
+    found.update({name: cell.cell_contents for name, cell in zip(code.co_freevars, compute.__closure__ or ())})
+    found.update({name: compute.__globals__[name] for name in code.co_names if name in compute.__globals__})
+    return {name: value for name, value in found.items()
+            if not isinstance(value, (types.ModuleType, types.FunctionType, type))}
+
+
+def _canonical(value) -> str:
+    """A stable text of parameters (paths relative to the repository, so the digest is the same anywhere)."""
+    def plain(item):
+        if isinstance(item, Path):
+            return relative(item)
+        if isinstance(item, dict):
+            return {str(k): plain(v) for k, v in sorted(item.items(), key=lambda kv: str(kv[0]))}
+        if isinstance(item, (list, tuple)):
+            return [plain(v) for v in item]
+        return item if isinstance(item, (str, int, float, bool, type(None))) else repr(item)
+
+    return json.dumps(plain(value), sort_keys=True)
 
 
 def score_families(answer, test_families: dict, batch_size: int = 256) -> dict:

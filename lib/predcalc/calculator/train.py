@@ -20,8 +20,6 @@ from predcalc.calculator.nets import DenseStep, check_step, train_step
 from predcalc.calculator.steps import STEPS, TableStep
 from predcalc.data.calculator_families import TRAINING_WORLD, World, draw
 
-ARITHMETIC = ("compare", "addsub", "sign", "muldigit", "xor", "count")
-
 
 def reference_steps() -> dict:
     """The reference's step functions, tabulated on their domains (fast; the same values)."""

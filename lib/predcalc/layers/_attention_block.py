@@ -12,7 +12,7 @@ import keras
 from predcalc.layers._common import fresh_initializers, positive_int, rate
 
 
-class _AttentionBlock(keras.layers.Layer):
+class AttentionBlock(keras.layers.Layer):
     def __init__(
         self,
         num_heads,

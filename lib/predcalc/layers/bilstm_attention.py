@@ -3,7 +3,6 @@
 import keras
 
 from predcalc.layers._common import config_entries, positive_int
-
 from predcalc.layers.additive_attention_pooling import AdditiveAttentionPooling
 
 

@@ -3,12 +3,12 @@
 import keras
 from keras import ops
 
-from predcalc.layers._attention_block import _AttentionBlock
+from predcalc.layers._attention_block import AttentionBlock
 from predcalc.layers._common import positive_int
 
 
 @keras.saving.register_keras_serializable(package="predcalc")
-class DigitReadout(_AttentionBlock):
+class DigitReadout(AttentionBlock):
     """Reads a fixed number of answer slots (sign, digits, end) from a sequence.
 
     Each of `slots` learned query vectors `q_s` attends over the encoded

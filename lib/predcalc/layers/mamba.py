@@ -5,10 +5,15 @@ import math
 import keras
 from keras import ops
 
-from predcalc.layers._common import check_bools, check_positive_ints, no_xla_on_tensorflow
-from predcalc.layers._common import config_entries, sequence_input_dim, sequence_output_shape
-from predcalc.layers.scan_kernels import linear_scan
-from predcalc.layers.scan_kernels import run_steps
+from predcalc.layers._common import (
+    check_bools,
+    check_positive_ints,
+    config_entries,
+    no_xla_on_tensorflow,
+    sequence_input_dim,
+    sequence_output_shape,
+)
+from predcalc.layers.scan_kernels import linear_scan, run_steps
 
 
 def causal_depthwise_conv(inputs, kernel, bias, conv_state):

@@ -3,9 +3,8 @@
 import keras
 from keras import ops
 
-from predcalc.layers.input_gated_scan import _InputGatedScan
-from predcalc.layers.scan_kernels import g
-from predcalc.layers.scan_kernels import log_g
+from predcalc.layers.input_gated_scan import InputGatedScan
+from predcalc.layers.scan_kernels import g, log_g
 
 
 def min_gru_step(h_prev, gate_logits, candidate_logits):
@@ -44,7 +43,7 @@ def min_gru_log_coefficients(gate_logits, candidate_logits):
 
 
 @keras.saving.register_keras_serializable(package="predcalc")
-class MinGRU(_InputGatedScan):
+class MinGRU(InputGatedScan):
     """Minimal gated recurrent unit (minGRU), parallel over time.
 
     Implements the minGRU of seed 003 ("GRU and min-GRU"; Feng et al.

@@ -5,7 +5,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from predcalc.layers._seed_cell import _SeedCell, check_keras_kernels, keras_blocks_to_seed, seed_to_keras_blocks
+from predcalc.layers._seed_cell import SeedCell, check_keras_kernels, keras_blocks_to_seed, seed_to_keras_blocks
 
 # Seed symbol -> attribute of `SeedLSTMCell`, in the order the weights are
 # created (and so the order of `cell.weights` and `cell.get_weights()`).
@@ -75,7 +75,7 @@ def seed_to_keras_lstm(weights):
 
 
 @keras.saving.register_keras_serializable(package="predcalc")
-class SeedLSTMCell(_SeedCell):
+class SeedLSTMCell(SeedCell):
     """LSTM cell implementing seed 000 equations (1)-(6) literally, one time step.
 
     With `[h_{t-1}, x_t]` the concatenation of the previous hidden state and

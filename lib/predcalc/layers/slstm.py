@@ -3,10 +3,16 @@
 import keras
 from keras import ops
 
-from predcalc.layers._common import check_bools, check_heads, no_xla_on_tensorflow
-from predcalc.layers._common import config_entries, sequence_input_dim, sequence_output_shape, set_initializers
+from predcalc.layers._common import (
+    check_bools,
+    check_heads,
+    config_entries,
+    no_xla_on_tensorflow,
+    sequence_input_dim,
+    sequence_output_shape,
+    set_initializers,
+)
 from predcalc.layers.scan_kernels import run_steps
-
 
 
 def slstm_log_forget(forget_logits, forget_gate):

@@ -3,11 +3,11 @@
 import keras
 from keras import ops
 
-from predcalc.layers._attention_block import _AttentionBlock
+from predcalc.layers._attention_block import AttentionBlock
 
 
 @keras.saving.register_keras_serializable(package="predcalc")
-class TransformerEncoderBlock(_AttentionBlock):
+class TransformerEncoderBlock(AttentionBlock):
     """A transformer encoder layer: self-attention and a point-wise FFN (post-norm).
 
     For a sequence `X` of `d_model`-dimensional token vectors (seed document

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 
 from predcalc.calculator.steps import TARGETS
 from predcalc.calculator.study import ablation_rows, carriers, order, speed_summary
 from predcalc.report.anchors import SEED_LLM_ROWS
-from predcalc.report.tables import markdown_table
+from predcalc.report.document import Table, Text
+from predcalc.report.tables import markdown_table, plain_cell
 
 GEMINI = "Gemini 2.5 Pro"
 
@@ -76,7 +78,6 @@ def section(record: dict, folder: str) -> list[str]:
                      "operators": "-".join(map(str, box["operators"])), "depth": "-".join(map(str, box["depth"])),
                      "n": value["n"], "exact (mean)": _pct(value["mean"]), "worst seed": _pct(value["min"]),
                      "lowest terms": _pct(value["lowest_terms"])})
-    import pandas as pd
 
     steps = []
     for name in seeds[0]["checks"]:
@@ -184,10 +185,7 @@ def mechanism(record: dict) -> str:
 
 def results_blocks(record: dict) -> list:
     """The Results' calculator blocks: the step table, exactness by family kind, and speed of each path."""
-    import pandas as pd
 
-    from predcalc.report.document import Table, Text
-    from predcalc.report.tables import plain_cell
 
     study = record["calculator"]
     main = study["summary"]["calculator"]

@@ -4,10 +4,13 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pandas as pd
 
+from predcalc.report.document import Table, Text
 from predcalc.report.studies import shown_label
+from predcalc.report.tables import markdown_table, plain_cell
 from predcalc.studies.edges import EDGE_AXES, NO_SPACES
 
 EDGES_FILE = "edges.json"
@@ -55,7 +58,6 @@ def edges_text(counts) -> str:
 
 def edges_lines(records: list[dict]) -> list[str]:
     """The section, or nothing when no run stored edge scores."""
-    from predcalc.report.tables import markdown_table
 
     stored = stored_edges(records)
     if not stored:
@@ -98,8 +100,6 @@ def _summarise(per_seed: dict) -> dict:
 def load_suites(folder) -> dict:
     """The stored edge suites under ``folder`` (``heldout.json``, ``development.json``): per suite
     and model, each set's exact accuracy over seeds; {} where none was stored."""
-    import json
-    from pathlib import Path
 
     out = {}
     for suite in ("heldout", "development"):
@@ -116,8 +116,6 @@ def load_suites(folder) -> dict:
 def heldout_blocks(edges: dict, models) -> list:
     """The Results' held-out edge blocks: one row per set, one column per recommended model
     ("mean [min-max] %" over seeds)."""
-    from predcalc.report.document import Table, Text
-    from predcalc.report.tables import plain_cell
 
     held = edges.get("heldout") or {}
     shown = [m for m in models if m in held]

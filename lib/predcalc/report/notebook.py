@@ -4,9 +4,22 @@ its exports. Each ``show_*`` displays its table (IPython) and returns it."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
+from IPython.display import Markdown, display
+
+from predcalc.data import NumericTokenizer
+from predcalc.deploy.export import export_results
+from predcalc.models.recurrent import term_weights
+from predcalc.record import write_study as write_record
+from predcalc.report.edges import edge_cell
+from predcalc.report.findings import comparison_table, export_table, markdown_table
+from predcalc.studies.edges import edge_scores
+from predcalc.training.metrics import exact_accuracy
 
 
 def output_folder(output_dir) -> Path:
@@ -18,7 +31,6 @@ def output_folder(output_dir) -> Path:
 
 def show_protocol(protocol) -> None:
     """Prints the size of every split and the first training expression as numeric tokens."""
-    from predcalc.data import NumericTokenizer
 
     for name, count in protocol.counts().items():
         print(f"{name:>10}: {count:,}")
@@ -27,14 +39,11 @@ def show_protocol(protocol) -> None:
 
 
 def _display_markdown(text: str) -> None:
-    from IPython.display import Markdown, display
-
     display(Markdown(text))
 
 
 def show_comparison(results, notebook: str, parameters: dict):
     """The comparison table (ours beside the seed's published rows), displayed and returned."""
-    from predcalc.report.findings import comparison_table, markdown_table
 
     table = comparison_table(results.to_json(notebook, parameters))
     _display_markdown(markdown_table(table))
@@ -45,12 +54,8 @@ def show_export(results, output, notebook: str, parameters: dict, models=None, f
     """Exports the first seed of ``models`` (default: every model) under ``output/export`` in
     ``formats`` (default: all), checks every file against Keras, and displays and returns the
     export table."""
-    from predcalc.report.findings import export_table, markdown_table
-    from predcalc.training.experiment import Results
 
-    names = list(results.models) if models is None else [n for n in models if n in results.models]
-    exported = Results(protocol=results.protocol, models={name: results.models[name] for name in names})
-    results.exports.update(exported.export(Path(output) / "export", formats=formats))
+    export_results(results, Path(output) / "export", models=models, formats=formats)
     table = export_table([results.to_json(notebook, parameters)])
     _display_markdown(markdown_table(table))
     return table
@@ -106,10 +111,7 @@ def show_speed(results) -> None:
 def show_term_weights(results, protocol, test_sets=("in", "long4")):
     """The least-squares weights of the signed terms (and intercept) that each model's predictions
     follow on ``test_sets`` (``models.recurrent.term_weights``), displayed and returned."""
-    import pandas as pd
 
-    from predcalc.models.recurrent import term_weights
-    from predcalc.report.findings import markdown_table
 
     sets = protocol.test_sets()
     rows = []
@@ -149,9 +151,7 @@ def recurrent_summary(results, table, weights_table, name: str, seeds) -> str:
 
 def plot_accuracy_by_length(results, protocol, lengths=range(2, 9), training_length: int = 3):
     """Exact accuracy of each model's first seed on the long test set, by number of terms."""
-    import matplotlib.pyplot as plt
 
-    from predcalc.training.metrics import exact_accuracy
 
     lengths = np.asarray(list(lengths))
     long = protocol.test_long
@@ -172,23 +172,18 @@ def plot_accuracy_by_length(results, protocol, lengths=range(2, 9), training_len
 def write_study(output, notebook: str, protocol, parameters: dict, **study) -> Path:
     """Writes a study notebook's ``metrics.json`` (no model rows for the findings table) through the
     typed record, and says where. ``study`` holds its one named entry (e.g. ``explain=...``)."""
-    from predcalc.record import write_study as write_record
 
     (entry, value), = study.items()
     return write_record(output, notebook, entry, value, parameters,
                         data={"seed": protocol.seed, "counts": protocol.counts()})
 
 
-def edge_table(results, sets: dict, path=None) -> "pd.DataFrame":
+def edge_table(results, sets: dict, path=None) -> pd.DataFrame:
     """Each model's first seed on the edge sets (:func:`predcalc.studies.edges.edge_sets`): one
     row per model, one column per set, "exact % (MAE)", "-" where the model cannot take the set's
     length. With ``path``, every score is also written there as JSON (``{model: {set: metrics}}``)."""
-    import json
 
-    import pandas as pd
 
-    from predcalc.report.edges import edge_cell
-    from predcalc.studies.edges import edge_scores
 
     scores = {name: edge_scores(result.first, sets) for name, result in results.models.items()}
     if path is not None:

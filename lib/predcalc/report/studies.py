@@ -13,8 +13,8 @@ import math
 import pandas as pd
 
 from predcalc.models.syntax_gated_scan import coefficient_summary
+from predcalc.report.calculator import section
 from predcalc.report.tables import markdown_table, plain_cell
-
 
 
 def is_study(record: dict) -> bool:
@@ -306,7 +306,5 @@ def studies_markdown(records: list[dict], relative_dirs: dict) -> list[str]:
         elif "extended" in record:
             lines += _extended_section(record, folder)
         elif "calculator" in record:
-            from predcalc.report.calculator import section
-
             lines += section(record, folder)
     return lines

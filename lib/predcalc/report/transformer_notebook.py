@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 
 from predcalc.data import NumericTokenizer
 from predcalc.models.token_heads import PLAIN, REVERSED
 from predcalc.models.transformer import attention_maps
+from predcalc.report.anchors import SEED_ROWS
+from predcalc.training import fit
+from predcalc.training import metrics as M
 
 TEST_SETS = ("in", "out", "long")
 READOUT_ROWS = ["sign", "slot 2", "slot 3", "slot 4", "slot 5"]
@@ -29,7 +34,6 @@ def unseen_shares(protocol) -> dict:
 def plot_losses(results, token_models):
     """Loss per epoch of each model's first seed: regression heads left, token heads right (a
     panel only for a kind of head the run trained)."""
-    import matplotlib.pyplot as plt
 
     panels = {"regression heads: MSE": [n for n in results.models if n not in token_models],
               "token heads: cross-entropy per slot": [n for n in results.models if n in token_models]}
@@ -48,12 +52,10 @@ def plot_losses(results, token_models):
     return figure
 
 
-def long_by_terms(results, split) -> "pd.DataFrame":
+def long_by_terms(results, split) -> pd.DataFrame:
     """Absolute MAE of each model's first seed on ``split`` (the long set) by number of terms:
     one row per model, one column per count. Training expressions have 3 terms (5 tokens), so
     a count above 3 puts tokens at positions no training example filled."""
-    import numpy as np
-    import pandas as pd
 
     counts = sorted(set(int(t) for t in split.terms))
     rows = []
@@ -100,8 +102,6 @@ def attention_panels(results, expression: str) -> list:
 
 
 def plot_attention(panels, expression: str):
-    import matplotlib.pyplot as plt
-
     tokenizer = NumericTokenizer()
     labels = token_labels(tokenizer.encode_batch([expression])[0], tokenizer)
     figure, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4.2), squeeze=False)
@@ -126,8 +126,6 @@ def readout_answer(trained, name: str, expression: str) -> str:
 
 def model_sizes(names) -> list[str]:
     """One line per model: its parameter count (beside the seed's, when it has a seed row) and output shape."""
-    from predcalc.report.anchors import SEED_ROWS
-    from predcalc.training import fit
 
     lines = []
     for name in names:
@@ -146,8 +144,6 @@ SEED_RECIPE_MODELS = ("transformer4_seed", "transformer5_seed", "transformer4_ga
 def seed_recipe_lines(results, base_runs, epochs) -> list[str]:
     """The seed recipe's models (SEED_RECIPE_MODELS) scored the seed's way against the
     baseline FNN's runs ``base_runs``, each beside the seed's published row; none without those runs."""
-    from predcalc.report.anchors import SEED_ROWS
-    from predcalc.training import metrics as M
 
     seed_recipe = [name for name in SEED_RECIPE_MODELS if name in results.models]
     if not (seed_recipe and base_runs and all(M.has_seed_way(r) for r in base_runs)):

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 import keras
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
@@ -52,7 +53,6 @@ def accuracy_grid(table: pd.DataFrame, families) -> pd.DataFrame:
 def plot_by_difficulty(table: pd.DataFrame, axes_spec, seeds: int, path=None, relative_error: bool = True):
     """Exact accuracy (top; bars from the worst to the best seed) and, with ``relative_error``, the
     mean relative error (bottom, log scale) against each axis's level; the training levels shaded."""
-    import matplotlib.pyplot as plt
 
     rows = 2 if relative_error else 1
     figure, axes = plt.subplots(rows, len(axes_spec), figsize=(5.5 * len(axes_spec), 3.8 * rows),

@@ -19,6 +19,7 @@ import numpy as np
 from predcalc.data.expressions import format_expression
 from predcalc.data.protocol import Split, make_split
 from predcalc.data.tokenizers import TokenizerError
+from predcalc.models.rebuild import with_input_length
 from predcalc.training.metrics import regression_metrics
 
 # name -> (numbers per expression, largest |number|)
@@ -76,8 +77,6 @@ def edge_scores(trained, sets: dict[str, Split]) -> dict[str, dict | None]:
     """:func:`predcalc.training.metrics.regression_metrics` of ``trained`` (a TrainedModel) on each
     set, with ``tokens`` (the input length it was scored at); None where the model cannot be
     rebuilt for the longer input."""
-    from predcalc.deploy.export import with_input_length
-
     scores = {}
     for name, split in sets.items():
         tokenizer, x = _fitting(trained.tokenizer, split.expressions)

@@ -20,7 +20,12 @@ from __future__ import annotations
 
 import dataclasses
 
+import keras
 import numpy as np
+import statsmodels.datasets as datasets
+from statsmodels.tsa.ar_model import AutoReg, ar_select_order
+
+from predcalc.layers import Mamba, MinGRU, MinLSTM
 
 SERIES = ("sunspots", "co2")
 MODELS = {"lstm": "Keras LSTM", "gru": "Keras GRU", "simple_rnn": "Keras SimpleRNN",
@@ -29,7 +34,6 @@ MODELS = {"lstm": "Keras LSTM", "gru": "Keras GRU", "simple_rnn": "Keras SimpleR
 
 def load_series(name: str) -> np.ndarray:
     """The named series (one of ``SERIES``) as a float64 array, from the installed statsmodels."""
-    import statsmodels.datasets as datasets
 
     if name == "sunspots":
         return datasets.sunspots.load_pandas().data["SUNACTIVITY"].to_numpy(dtype="float64")
@@ -156,7 +160,6 @@ def ar_forecast(series, n_train: int, index, max_lag: int = 24, difference: bool
     values (as the neural models do). ``difference=True`` fits it on first differences and
     adds the forecast change to the last value (ARIMA(p, 1, 0) with a constant).
     """
-    from statsmodels.tsa.ar_model import AutoReg, ar_select_order
 
     series = np.asarray(series, dtype="float64")
     values = np.diff(series) if difference else series
@@ -201,9 +204,7 @@ def build_model(name: str, k: int, units: int = 32, seed: int = 0, learning_rate
 
     ``name`` is a key of ``MODELS``.
     """
-    import keras
 
-    from predcalc.layers import Mamba, MinGRU, MinLSTM
 
     layers = {"lstm": lambda: keras.layers.LSTM(units), "gru": lambda: keras.layers.GRU(units),
               "simple_rnn": lambda: keras.layers.SimpleRNN(units), "min_gru": lambda: MinGRU(units),
@@ -220,7 +221,6 @@ def fit_and_evaluate(name: str, windows: Windows, seed: int = 0, epochs: int = 2
                      units: int = 32, patience: int = 10) -> dict:
     """Trains one model on the training windows (early stopping on validation loss) and
     returns its test metrics in the series' units plus the test forecast."""
-    import keras
 
     model = build_model(name, windows.k, units, seed)
     callbacks = [keras.callbacks.EarlyStopping(patience=patience, restore_best_weights=True)]
