@@ -18,6 +18,7 @@ from urllib.parse import unquote, urlsplit
 
 import pandas as pd
 import pytest
+
 from predcalc.report import book
 from predcalc.report.document import Bullets, Document, Figure, Section, Table, Text
 from predcalc.training.runner import discover

@@ -9,8 +9,8 @@ import time
 
 import numpy as np
 
-from predcalc.data.exact_answers import score_answers
 from predcalc.data.calculator_families import INTEGER_WORLD, draw
+from predcalc.data.exact_answers import score_answers
 
 
 def bench(calculator_path, n: int = 10_000, operators: int = 10, seed: int = 7, repeats: int = 3) -> dict:

@@ -12,7 +12,7 @@ as a numerator and a denominator, reduced by Euclid's algorithm run on learned s
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

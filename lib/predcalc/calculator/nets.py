@@ -56,7 +56,7 @@ if keras is not None:
             return {**super().get_config(), "n_kinds": self.n_kinds, "radius": self.radius}
 
 
-def build_step(name: str, seed: int, hidden: int | None = None) -> "keras.Model":
+def build_step(name: str, seed: int, hidden: int | None = None) -> keras.Model:
     """The training model of a step: int inputs ``[n, k]`` -> one logits tensor per output."""
     step = STEPS[name]
     keras.utils.set_random_seed(seed)
@@ -74,7 +74,7 @@ def build_step(name: str, seed: int, hidden: int | None = None) -> "keras.Model"
     return keras.Model(inputs, heads, name=name)
 
 
-def decide(model: "keras.Model") -> "keras.Model":
+def decide(model: keras.Model) -> keras.Model:
     """The inference model: int inputs -> int class of each output, ``[n, m]``."""
     heads = model.outputs
     classes = [keras.ops.cast(keras.ops.argmax(h, axis=-1), "int32") for h in heads]
@@ -85,7 +85,7 @@ LEARNING_RATE = {"control": 0.05}
 
 
 def train_step(name: str, inputs: np.ndarray, seed: int, epochs: int = 2000, hidden: int | None = None,
-               learning_rate: float | None = None, chunk: int = 25) -> tuple["keras.Model", dict]:
+               learning_rate: float | None = None, chunk: int = 25) -> tuple[keras.Model, dict]:
     """Fit a step network to its reference targets on ``inputs`` (the step inputs seen in training).
 
     Adam on the softmax cross-entropy of each output, in chunks of ``chunk`` epochs, until every
@@ -117,7 +117,7 @@ class DenseStep:
         self.weights = [np.asarray(w) for w in weights]
 
     @classmethod
-    def from_model(cls, model) -> "DenseStep":
+    def from_model(cls, model) -> DenseStep:
         return cls(model.name, [np.asarray(w) for w in model.get_weights()])
 
     def __call__(self, inputs: np.ndarray) -> np.ndarray:

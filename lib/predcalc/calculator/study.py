@@ -20,8 +20,8 @@ from predcalc.calculator.bench import bench  # noqa: F401  (the notebook calls s
 from predcalc.calculator.engine import Engine, answer_text
 from predcalc.calculator.steps import STEPS
 from predcalc.calculator.train import Recipe, engine_from, train_calculator
-from predcalc.data.exact_answers import score_answers
 from predcalc.data.calculator_families import FAMILIES, INTEGER_WORLD, axes, draw, families
+from predcalc.data.exact_answers import score_answers
 from predcalc.paths import relative
 
 AXIS_FAMILIES = {

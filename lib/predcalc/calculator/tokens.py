@@ -34,7 +34,7 @@ class Number:
     denominator: np.ndarray
 
     @classmethod
-    def from_text(cls, digits: str, negative: bool = False) -> "Number":
+    def from_text(cls, digits: str, negative: bool = False) -> Number:
         return cls(int(negative), digits_from_text(digits), _ONE)
 
     def text(self) -> str:

@@ -39,7 +39,7 @@ import pandas as pd
 
 from predcalc.paths import ROOT
 from predcalc.report.document import Bullets, Document, Figure, Section, Table, Text
-from predcalc.report.render import TEMPLATES, _tidy
+from predcalc.report.render import TEMPLATES, tidy
 from predcalc.report.tables import markdown_table, metric_cell, plain_cell
 
 CONFIG = ROOT / "book"
@@ -448,7 +448,7 @@ class Book:
     # ---- rendering
 
     def render(self, template: str, base: str = "", **values) -> str:
-        return _tidy(_environment(base, self.figures).get_template(template).render(**values))
+        return tidy(_environment(base, self.figures).get_template(template).render(**values))
 
     def page(self, page: Page) -> str:
         return self.render("book_page.md.j2", title=page.title,

@@ -20,12 +20,12 @@ import pandas as pd
 
 from predcalc.paths import write_if_changed
 from predcalc.record import RunRecord
-from predcalc.training import metrics as M
 from predcalc.report.anchors import SEED_LLM_ROWS, SEED_ROWS
-from predcalc.training.experiment import BASELINE
-from predcalc.training.runner import ROOT, RUN_INFO, RUNS
 from predcalc.report.studies import FINISHES, shown_label
 from predcalc.report.tables import markdown_table  # noqa: F401 (notebooks import it from here)
+from predcalc.training import metrics as M
+from predcalc.training.experiment import BASELINE
+from predcalc.training.runner import ROOT, RUN_INFO, RUNS
 
 REPORTS = ROOT / "reports"
 README_START, README_END = "<!-- findings:start -->", "<!-- findings:end -->"

@@ -10,7 +10,6 @@ operators) and its kind (trained, partly built, memorised table, code).
 from __future__ import annotations
 
 import json
-import math
 import os
 from pathlib import Path
 
@@ -19,11 +18,11 @@ import pandas as pd
 
 from predcalc.data.protocol import seed_protocol
 from predcalc.report import findings as F
-from predcalc.report.anchors import PRIOR_REPORT, SEED_LLM_ROWS, SEED_ROWS
+from predcalc.report.anchors import PRIOR_REPORT
 from predcalc.report.document import Bullets, Document, Figure, Section, Table, Text
 from predcalc.report.recipe_ablation import peak_probe_lines, recipe_ablation_lines
-from predcalc.report.scoreboard import (TEXT as SCOREBOARD_TEXT, candidates, exact_signed_long, scoreboard_table,
-                                       summary_table)
+from predcalc.report.scoreboard import TEXT as SCOREBOARD_TEXT
+from predcalc.report.scoreboard import candidates, exact_signed_long, scoreboard_table, summary_table
 from predcalc.report.seed_split import seed_split_lines
 from predcalc.report.studies import FINISHES, extended_best, extended_title, is_study, studies_markdown
 from predcalc.report.tables import plain_cell
@@ -538,7 +537,7 @@ def reach_frame(findings: Findings) -> pd.DataFrame:
     """Tidy rows (model, axis, distance, label, mean, min, max) for the summary figure: the
     protocol's in-range and out-of-range sets and long set, then the held-out edge suite's sets."""
     rows = []
-    for family, names in FAMILIES.items():
+    for names in FAMILIES.values():
         present = [n for n in names if n in findings.models]
         if not present:
             continue
