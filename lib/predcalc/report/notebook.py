@@ -8,6 +8,8 @@ from pathlib import Path
 
 import numpy as np
 
+from predcalc.paths import write_json_if_changed
+
 
 def output_folder(output_dir) -> Path:
     """The notebook's output folder, created."""
@@ -171,15 +173,13 @@ def plot_accuracy_by_length(results, protocol, lengths=range(2, 9), training_len
 
 def write_study(output, notebook: str, protocol, parameters: dict, **study) -> Path:
     """Writes a study notebook's ``metrics.json`` (no model rows for the findings table) and says where."""
-    import json
-
     import keras
 
     record = {"notebook": notebook, "kind": "study", "models": {},
               "data": {"seed": protocol.seed, "counts": protocol.counts()}, "parameters": parameters,
               "backend": keras.backend.backend(), **study}
     path = Path(output) / "metrics.json"
-    path.write_text(json.dumps(record, indent=1))
+    write_json_if_changed(path, record)
     print(f"wrote {path}")
     return path
 
@@ -188,8 +188,6 @@ def edge_table(results, sets: dict, path=None) -> "pd.DataFrame":
     """Each model's first seed on the edge sets (:func:`predcalc.studies.edges.edge_sets`): one
     row per model, one column per set, "exact % (MAE)", "-" where the model cannot take the set's
     length. With ``path``, every score is also written there as JSON (``{model: {set: metrics}}``)."""
-    import json
-
     import pandas as pd
 
     from predcalc.report.edges import edge_cell
@@ -197,7 +195,7 @@ def edge_table(results, sets: dict, path=None) -> "pd.DataFrame":
 
     scores = {name: edge_scores(result.first, sets) for name, result in results.models.items()}
     if path is not None:
-        Path(path).write_text(json.dumps(scores, indent=1))
+        write_json_if_changed(path, scores)
     return pd.DataFrame([{"model": results.models[name].spec.label,
                           **{set_name: edge_cell(score) for set_name, score in by_set.items()}}
                          for name, by_set in scores.items()])

@@ -1,9 +1,9 @@
 """One architecture notebook's work in a few calls: train over seeds, tabulate, plot, export, write.
 
 Example:
-    >>> results = run_seeds(["fnn_baseline", "fnn2"], seed_protocol(0), seeds=[0], epochs=5)
-    >>> comparison_table(results.to_json("01_fnn", parameters))
-    >>> results.write("outputs/01_fnn", notebook="01_fnn", parameters={...})
+    >>> results = run_seeds(["fnn_baseline", "fnn2"], seed_protocol(0), seeds=[0], epochs=5)  # doctest: +SKIP
+    >>> comparison_table(results.to_json("01_fnn", parameters))  # doctest: +SKIP
+    >>> results.write("outputs/01_fnn", notebook="01_fnn", parameters={...})  # doctest: +SKIP
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from pathlib import Path
 
 import keras
 
-from predcalc.paths import CHECKPOINTS_VARIABLE, save_figure, write_if_changed
+from predcalc.paths import CHECKPOINTS_VARIABLE, save_figure, save_keras_if_changed, write_json_if_changed
 from predcalc.training import metrics as M
 from predcalc.data import Protocol
 from predcalc.training.fit import TrainedModel, evaluate, run_record, train
@@ -116,7 +116,7 @@ class Results:
             target = Path(directory) / name
             self.exports[name] = export_trained(result.first, target, self.protocol.test_sets(),
                                                 self.protocol.train.expressions, formats=formats or FORMATS)
-            result.first.model.save(target / "model.keras")
+            save_keras_if_changed(result.first.model, target / "model.keras")
             write_export_record(target, result.spec, self.exports[name], data_label or {"data_seed": self.protocol.seed})
         return self.exports
 
@@ -140,7 +140,7 @@ class Results:
         """Write ``metrics.json``: what ``predcalc report`` and the tests read."""
         path = Path(directory) / "metrics.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        write_if_changed(path, json.dumps(self.to_json(notebook, parameters), indent=1))
+        write_json_if_changed(path, self.to_json(notebook, parameters))
         return path
 
 

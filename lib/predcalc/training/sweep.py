@@ -37,7 +37,7 @@ import time
 from pathlib import Path
 
 from predcalc import paths
-from predcalc.paths import relative, write_if_changed
+from predcalc.paths import relative, write_if_changed, write_json_if_changed
 from predcalc.training.runner import (NOTEBOOKS, ROOT, RUN_INFO, Interrupted, _main_thread_signals,
                                       _name_relative, as_completed_interruptibly, end_with_parent,
                                       kernel_environment, kill_tree)
@@ -255,9 +255,9 @@ def run_job(job: Job) -> Outcome:
     if relative(folder) != str(folder):
         _name_relative(folder, str(folder), folder)
     parameters = portable({"parameters": job.parameters})["parameters"]
-    (folder / RUN_INFO).write_text(json.dumps({
+    write_json_if_changed(folder / RUN_INFO, {
         "notebook": notebook.stem, "parameters": parameters, "seconds": round(seconds, 1), "error": error,
-        "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}, indent=1))
+        "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")})
     return Outcome(job.name, job.parameters, seconds, error)
 
 
