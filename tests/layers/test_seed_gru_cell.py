@@ -11,34 +11,17 @@ from predcalc.layers.seed_gru_cell import (
     keras_gru_to_seed,
     seed_to_keras_gru,
 )
+from layer_helpers import pattern, ramp, seed_cell_with_weights, seed_layout_weights, sigmoid, to_numpy
 
 BATCH, TIME, FEATURES, UNITS = 2, 5, 3, 4
 
 
-def _pattern(shape, scale=0.5, offset=1.0):
-    """Deterministic, non-symmetric values: scale * sin(arange + offset)."""
-    size = int(np.prod(shape))
-    return (scale * np.sin(np.arange(size) + offset)).reshape(shape).astype("float32")
-
-
 def _inputs():
-    x = np.arange(BATCH * TIME * FEATURES, dtype="float32")
-    return (x.reshape(BATCH, TIME, FEATURES) / 15.0 - 1.0).astype("float32")
+    return ramp((BATCH, TIME, FEATURES))
 
 
 def _seed_weights():
-    """Seed-layout weights: W_* of shape (units, units + features), b_* (units,)."""
-    weights = {}
-    for offset, (symbol, _) in enumerate(SEED_GRU_WEIGHT_NAMES):
-        if symbol.startswith("W"):
-            weights[symbol] = _pattern((UNITS, UNITS + FEATURES), 0.7, offset)
-        else:
-            weights[symbol] = _pattern((UNITS,), 0.3, offset)
-    return weights
-
-
-def _sigmoid(a):
-    return 1.0 / (1.0 + np.exp(-a))
+    return seed_layout_weights(SEED_GRU_WEIGHT_NAMES, UNITS, FEATURES, w_scale=0.7)
 
 
 def numpy_seed_gru(x, w, h0=None):
@@ -47,8 +30,8 @@ def numpy_seed_gru(x, w, h0=None):
     trace = {key: [] for key in ("z", "r", "h_tilde", "h")}
     for t in range(x.shape[1]):
         h_x = np.concatenate([h, x[:, t]], axis=-1)
-        z = _sigmoid(h_x @ w["W_z"].T + w["b_z"])  # (7)
-        r = _sigmoid(h_x @ w["W_r"].T + w["b_r"])  # (8)
+        z = sigmoid(h_x @ w["W_z"].T + w["b_z"])  # (7)
+        r = sigmoid(h_x @ w["W_r"].T + w["b_r"])  # (8)
         reset_h_x = np.concatenate([r * h, x[:, t]], axis=-1)
         h_tilde = np.tanh(reset_h_x @ w["W_h"].T + w["b_h"])  # (9)
         h = (1.0 - z) * h + z * h_tilde  # (10)
@@ -58,10 +41,7 @@ def numpy_seed_gru(x, w, h0=None):
 
 
 def _cell_with_seed_weights(weights):
-    cell = SeedGRUCell(UNITS)
-    cell.build((None, FEATURES))
-    cell.set_weights([weights[symbol] for symbol, _ in SEED_GRU_WEIGHT_NAMES])
-    return cell
+    return seed_cell_with_weights(SeedGRUCell(UNITS), SEED_GRU_WEIGHT_NAMES, weights, FEATURES)
 
 
 def _keras_gru(reset_after=False, **kwargs):
@@ -76,16 +56,12 @@ def _keras_gru(reset_after=False, **kwargs):
     bias_shape = (2, 3 * UNITS) if reset_after else (3 * UNITS,)
     gru.set_weights(
         [
-            _pattern((FEATURES, 3 * UNITS), 0.7, 10.0),
-            _pattern((UNITS, 3 * UNITS), 0.7, 20.0),
-            _pattern(bias_shape, 0.3, 30.0),
+            pattern((FEATURES, 3 * UNITS), 0.7, 10.0),
+            pattern((UNITS, 3 * UNITS), 0.7, 20.0),
+            pattern(bias_shape, 0.3, 30.0),
         ]
     )
     return gru
-
-
-def _numpy(tensors):
-    return [ops.convert_to_numpy(t) for t in tensors]
 
 
 def test_constant_weights_pinned_numbers():
@@ -112,7 +88,7 @@ def test_matches_numpy_reference_with_state():
     rnn = keras.layers.RNN(
         _cell_with_seed_weights(weights), return_sequences=True, return_state=True
     )
-    outputs, h = _numpy(rnn(_inputs()))
+    outputs, h = to_numpy(rnn(_inputs()))
     reference = numpy_seed_gru(_inputs().astype("float64"), weights)["h"]
     np.testing.assert_allclose(outputs, reference, atol=1e-5)
     np.testing.assert_allclose(h, reference[:, -1], atol=1e-5)
@@ -142,10 +118,10 @@ def test_equals_keras_gru_reset_after_false_after_loading_its_weights():
     cell.set_keras_weights(gru)  # builds the cell, negates W_z and b_z
     seed_rnn = keras.layers.RNN(cell, return_sequences=True, return_state=True)
     x = _inputs()
-    initial = [_pattern((BATCH, UNITS), 0.5, 40.0)]
+    initial = [pattern((BATCH, UNITS), 0.5, 40.0)]
     for expected, actual in zip(
-        _numpy(gru(x, initial_state=initial)),
-        _numpy(seed_rnn(x, initial_state=initial)),
+        to_numpy(gru(x, initial_state=initial)),
+        to_numpy(seed_rnn(x, initial_state=initial)),
     ):
         np.testing.assert_allclose(actual, expected, atol=1e-5)
 
@@ -169,7 +145,7 @@ def test_update_gate_sign_is_swapped_relative_to_keras():
     assert np.abs(unflipped_output - expected).max() > 1e-2
     # The seed gates seen from Keras: z_seed = 1 - z_keras at the first step.
     x0 = _inputs()[:, 0]
-    z_keras = _sigmoid(x0 @ kernel[:, :UNITS] + bias[:UNITS])
+    z_keras = sigmoid(x0 @ kernel[:, :UNITS] + bias[:UNITS])
     z_seed = numpy_seed_gru(_inputs().astype("float64"), seed)["z"][:, 0]
     np.testing.assert_allclose(z_seed, 1.0 - z_keras, atol=1e-6)
 
@@ -184,14 +160,14 @@ def test_keras_gru_equals_seed_cell_after_loading_seed_weights():
     )
     gru.build((None, TIME, FEATURES))
     gru.set_weights(seed_rnn.cell.get_keras_weights())
-    for expected, actual in zip(_numpy(seed_rnn(_inputs())), _numpy(gru(_inputs()))):
+    for expected, actual in zip(to_numpy(seed_rnn(_inputs())), to_numpy(gru(_inputs()))):
         np.testing.assert_allclose(actual, expected, atol=1e-5)
 
 
 def test_mapping_functions_are_inverse():
-    kernel = _pattern((FEATURES, 3 * UNITS), 1.0, 1.0)
-    recurrent_kernel = _pattern((UNITS, 3 * UNITS), 1.0, 2.0)
-    bias = _pattern((3 * UNITS,), 1.0, 3.0)
+    kernel = pattern((FEATURES, 3 * UNITS), 1.0, 1.0)
+    recurrent_kernel = pattern((UNITS, 3 * UNITS), 1.0, 2.0)
+    bias = pattern((3 * UNITS,), 1.0, 3.0)
     seed = keras_gru_to_seed(kernel, recurrent_kernel, bias)
     assert seed["W_h"].shape == (UNITS, UNITS + FEATURES)
     for original, restored in zip(
@@ -232,50 +208,3 @@ def test_weight_names_and_shapes():
         for symbol, attribute in SEED_GRU_WEIGHT_NAMES
     ]
     assert cell.state_size == UNITS and cell.output_size == UNITS
-
-
-def test_trains_on_every_backend():
-    model = keras.Sequential(
-        [
-            keras.Input((TIME, FEATURES)),
-            keras.layers.RNN(SeedGRUCell(UNITS)),
-            keras.layers.Dense(1),
-        ]
-    )
-    model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
-    before = model.layers[0].cell.seed_weights()["W_z"]
-    history = model.fit(_inputs(), np.ones((BATCH, 1)), epochs=2, verbose=0)
-    assert np.isfinite(history.history["loss"]).all()
-    assert not np.allclose(model.layers[0].cell.seed_weights()["W_z"], before)
-
-
-def test_get_config_round_trip():
-    cell = SeedGRUCell(6, bias_initializer="ones", name="gru_cell")
-    config = cell.get_config()
-    assert config["units"] == 6
-    restored = SeedGRUCell.from_config(config)
-    assert restored.get_config() == config
-
-
-def test_saved_model_reloads_with_identical_outputs(tmp_path):
-    inputs = keras.Input((TIME, FEATURES))
-    rnn = keras.layers.RNN(SeedGRUCell(UNITS))
-    model = keras.Model(inputs, keras.layers.Dense(1)(rnn(inputs)))
-    rnn.cell.set_weights(
-        [_seed_weights()[symbol] for symbol, _ in SEED_GRU_WEIGHT_NAMES]
-    )
-    path = tmp_path / "seed_gru.keras"
-    model.save(path)
-    reloaded = keras.saving.load_model(path)
-    assert isinstance(reloaded.layers[1].cell, SeedGRUCell)
-    np.testing.assert_allclose(
-        reloaded.predict(_inputs(), verbose=0),
-        model.predict(_inputs(), verbose=0),
-        atol=1e-6,
-    )
-
-
-@pytest.mark.parametrize("units", [0, -2, 3.0, None])
-def test_invalid_units_raise(units):
-    with pytest.raises(ValueError, match=f"Received: units={units}"):
-        SeedGRUCell(units)

@@ -11,34 +11,17 @@ from predcalc.layers.seed_lstm_cell import (
     keras_lstm_to_seed,
     seed_to_keras_lstm,
 )
+from layer_helpers import pattern, ramp, seed_cell_with_weights, seed_layout_weights, sigmoid, to_numpy
 
 BATCH, TIME, FEATURES, UNITS = 2, 5, 3, 4
 
 
-def _pattern(shape, scale=0.5, offset=1.0):
-    """Deterministic, non-symmetric values: scale * sin(arange + offset)."""
-    size = int(np.prod(shape))
-    return (scale * np.sin(np.arange(size) + offset)).reshape(shape).astype("float32")
-
-
 def _inputs():
-    x = np.arange(BATCH * TIME * FEATURES, dtype="float32")
-    return (x.reshape(BATCH, TIME, FEATURES) / 15.0 - 1.0).astype("float32")
+    return ramp((BATCH, TIME, FEATURES))
 
 
 def _seed_weights():
-    """Seed-layout weights: W_* of shape (units, units + features), b_* (units,)."""
-    weights = {}
-    for offset, (symbol, _) in enumerate(SEED_LSTM_WEIGHT_NAMES):
-        if symbol.startswith("W"):
-            weights[symbol] = _pattern((UNITS, UNITS + FEATURES), 0.6, offset)
-        else:
-            weights[symbol] = _pattern((UNITS,), 0.3, offset)
-    return weights
-
-
-def _sigmoid(a):
-    return 1.0 / (1.0 + np.exp(-a))
+    return seed_layout_weights(SEED_LSTM_WEIGHT_NAMES, UNITS, FEATURES, w_scale=0.6)
 
 
 def numpy_seed_lstm(x, w, h0=None, c0=None):
@@ -49,10 +32,10 @@ def numpy_seed_lstm(x, w, h0=None, c0=None):
     trace = {key: [] for key in ("f", "i", "C_tilde", "o", "C", "h")}
     for t in range(x.shape[1]):
         h_x = np.concatenate([h, x[:, t]], axis=-1)
-        f = _sigmoid(h_x @ w["W_f"].T + w["b_f"])  # (1)
-        i = _sigmoid(h_x @ w["W_i"].T + w["b_i"])  # (2)
+        f = sigmoid(h_x @ w["W_f"].T + w["b_f"])  # (1)
+        i = sigmoid(h_x @ w["W_i"].T + w["b_i"])  # (2)
         c_tilde = np.tanh(h_x @ w["W_C"].T + w["b_C"])  # (3)
-        o = _sigmoid(h_x @ w["W_o"].T + w["b_o"])  # (4)
+        o = sigmoid(h_x @ w["W_o"].T + w["b_o"])  # (4)
         c = f * c + i * c_tilde  # (5)
         h = o * np.tanh(c)  # (6)
         for key, value in zip(trace, (f, i, c_tilde, o, c, h)):
@@ -61,10 +44,7 @@ def numpy_seed_lstm(x, w, h0=None, c0=None):
 
 
 def _cell_with_seed_weights(weights):
-    cell = SeedLSTMCell(UNITS)
-    cell.build((None, FEATURES))
-    cell.set_weights([weights[symbol] for symbol, _ in SEED_LSTM_WEIGHT_NAMES])
-    return cell
+    return seed_cell_with_weights(SeedLSTMCell(UNITS), SEED_LSTM_WEIGHT_NAMES, weights, FEATURES)
 
 
 def _keras_lstm(**kwargs):
@@ -72,16 +52,12 @@ def _keras_lstm(**kwargs):
     lstm.build((None, TIME, FEATURES))
     lstm.set_weights(
         [
-            _pattern((FEATURES, 4 * UNITS), 0.6, 10.0),
-            _pattern((UNITS, 4 * UNITS), 0.6, 20.0),
-            _pattern((4 * UNITS,), 0.3, 30.0),
+            pattern((FEATURES, 4 * UNITS), 0.6, 10.0),
+            pattern((UNITS, 4 * UNITS), 0.6, 20.0),
+            pattern((4 * UNITS,), 0.3, 30.0),
         ]
     )
     return lstm
-
-
-def _numpy(tensors):
-    return [ops.convert_to_numpy(t) for t in tensors]
 
 
 def test_constant_weights_pinned_numbers():
@@ -111,7 +87,7 @@ def test_matches_numpy_reference_with_states():
     rnn = keras.layers.RNN(
         _cell_with_seed_weights(weights), return_sequences=True, return_state=True
     )
-    outputs, h, c = _numpy(rnn(_inputs()))
+    outputs, h, c = to_numpy(rnn(_inputs()))
     reference = numpy_seed_lstm(_inputs().astype("float64"), weights)
     np.testing.assert_allclose(outputs, reference["h"], atol=1e-5)
     np.testing.assert_allclose(h, reference["h"][:, -1], atol=1e-5)
@@ -143,10 +119,10 @@ def test_equals_keras_lstm_after_loading_its_weights():
     cell.set_keras_weights(lstm)  # builds the cell
     seed_rnn = keras.layers.RNN(cell, return_sequences=True, return_state=True)
     x = _inputs()
-    initial = [_pattern((BATCH, UNITS), 0.5, 40.0), _pattern((BATCH, UNITS), 0.5, 50.0)]
+    initial = [pattern((BATCH, UNITS), 0.5, 40.0), pattern((BATCH, UNITS), 0.5, 50.0)]
     for expected, actual in zip(
-        _numpy(lstm(x, initial_state=initial)),
-        _numpy(seed_rnn(x, initial_state=initial)),
+        to_numpy(lstm(x, initial_state=initial)),
+        to_numpy(seed_rnn(x, initial_state=initial)),
     ):
         np.testing.assert_allclose(actual, expected, atol=1e-5)
 
@@ -159,14 +135,14 @@ def test_keras_lstm_equals_seed_cell_after_loading_seed_weights():
     lstm = keras.layers.LSTM(UNITS, return_sequences=True, return_state=True)
     lstm.build((None, TIME, FEATURES))
     lstm.set_weights(seed_rnn.cell.get_keras_weights())
-    for expected, actual in zip(_numpy(seed_rnn(_inputs())), _numpy(lstm(_inputs()))):
+    for expected, actual in zip(to_numpy(seed_rnn(_inputs())), to_numpy(lstm(_inputs()))):
         np.testing.assert_allclose(actual, expected, atol=1e-5)
 
 
 def test_mapping_functions_are_inverse_and_use_gate_order_ifco():
-    kernel = _pattern((FEATURES, 4 * UNITS), 1.0, 1.0)
-    recurrent_kernel = _pattern((UNITS, 4 * UNITS), 1.0, 2.0)
-    bias = _pattern((4 * UNITS,), 1.0, 3.0)
+    kernel = pattern((FEATURES, 4 * UNITS), 1.0, 1.0)
+    recurrent_kernel = pattern((UNITS, 4 * UNITS), 1.0, 2.0)
+    bias = pattern((4 * UNITS,), 1.0, 3.0)
     seed = keras_lstm_to_seed(kernel, recurrent_kernel, bias)
     assert seed["W_f"].shape == (UNITS, UNITS + FEATURES)
     # Keras block 1 is the forget gate; h columns first, then x columns.
@@ -204,55 +180,6 @@ def test_weight_names_shapes_and_unit_forget_bias():
     np.testing.assert_array_equal(biases["b_f"], np.ones(UNITS))
     np.testing.assert_array_equal(biases["b_i"], np.zeros(UNITS))
     assert cell.state_size == [UNITS, UNITS] and cell.output_size == UNITS
-
-
-def test_trains_on_every_backend():
-    model = keras.Sequential(
-        [
-            keras.Input((TIME, FEATURES)),
-            keras.layers.RNN(SeedLSTMCell(UNITS)),
-            keras.layers.Dense(1),
-        ]
-    )
-    model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
-    before = model.layers[0].cell.seed_weights()["W_f"]
-    history = model.fit(_inputs(), np.ones((BATCH, 1)), epochs=2, verbose=0)
-    assert np.isfinite(history.history["loss"]).all()
-    assert not np.allclose(model.layers[0].cell.seed_weights()["W_f"], before)
-
-
-def test_get_config_round_trip():
-    cell = SeedLSTMCell(
-        6, kernel_initializer="orthogonal", unit_forget_bias=False, name="lstm_cell"
-    )
-    config = cell.get_config()
-    assert config["units"] == 6 and config["unit_forget_bias"] is False
-    restored = SeedLSTMCell.from_config(config)
-    assert restored.get_config() == config
-
-
-def test_saved_model_reloads_with_identical_outputs(tmp_path):
-    inputs = keras.Input((TIME, FEATURES))
-    rnn = keras.layers.RNN(SeedLSTMCell(UNITS))
-    model = keras.Model(inputs, keras.layers.Dense(1)(rnn(inputs)))
-    rnn.cell.set_weights(
-        [_seed_weights()[symbol] for symbol, _ in SEED_LSTM_WEIGHT_NAMES]
-    )
-    path = tmp_path / "seed_lstm.keras"
-    model.save(path)
-    reloaded = keras.saving.load_model(path)
-    assert isinstance(reloaded.layers[1].cell, SeedLSTMCell)
-    np.testing.assert_allclose(
-        reloaded.predict(_inputs(), verbose=0),
-        model.predict(_inputs(), verbose=0),
-        atol=1e-6,
-    )
-
-
-@pytest.mark.parametrize("units", [0, -1, 1.5, None])
-def test_invalid_units_raise(units):
-    with pytest.raises(ValueError, match=f"Received: units={units}"):
-        SeedLSTMCell(units)
 
 
 def test_refuses_incompatible_keras_lstm():

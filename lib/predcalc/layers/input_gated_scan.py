@@ -16,7 +16,7 @@ package exports only the two public layers.
 import keras
 from keras import ops
 
-from predcalc.layers._common import check_bools, check_positive_ints, no_xla_on_tensorflow
+from predcalc.layers._common import check_bools, positive_int, no_xla_on_tensorflow
 from predcalc.layers._common import config_entries, sequence_input_dim, sequence_output_shape, set_initializers
 from predcalc.layers.scan_kernels import log_space_last_state
 from predcalc.layers.scan_kernels import log_space_scan
@@ -40,7 +40,7 @@ class _InputGatedScan(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        check_positive_ints(units=units)
+        units = positive_int("units", units)
         check_bools(return_sequences=return_sequences, return_state=return_state, parallel=parallel,
                     use_bias=use_bias)
         self.units = units
