@@ -102,8 +102,12 @@ def test_a_keras_file_of_the_same_model_is_not_rewritten(tmp_path):
     os.utime(path, (1, 1))
     assert paths.save_keras_if_changed(model, path) is False  # a new save date alone is no change
     assert path.read_bytes() == first and path.stat().st_mtime == 1
+    digest = paths.keras_digest(path)
+    model.save(tmp_path / "again.keras")
+    assert paths.keras_digest(tmp_path / "again.keras") == digest
     model.layers[0].bias.assign(np.ones(2, "float32"))
     assert paths.save_keras_if_changed(model, path) is True
+    assert paths.keras_digest(path) != digest
     assert not list(tmp_path.glob(".*"))  # no temporary file left behind
 
 

@@ -176,6 +176,18 @@ def keep_unchanged(new_dir, old_dir) -> list[str]:
     return kept
 
 
+def keras_digest(path) -> str:
+    """A SHA-256 of what a ``.keras`` file holds (config and weights, not its save date): equal for
+    two saves of one model, so an exporter can tell that the artifacts it wrote from this file
+    are still current (a SavedModel's bytes change at every export, even from the same weights)."""
+    import hashlib
+
+    digest = hashlib.sha256()
+    for name, content in sorted(_keras_contents(path).items()):
+        digest.update(name.encode() + b"\0" + (content.encode() if isinstance(content, str) else content) + b"\0")
+    return digest.hexdigest()
+
+
 def save_keras_if_changed(model, path) -> bool:
     """``model.save(path)`` unless the file there holds the same model (config and weights; the
     save date in a ``.keras`` file changes its bytes at every save). Returns whether it wrote."""
