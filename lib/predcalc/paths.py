@@ -95,7 +95,7 @@ def write_json_if_changed(path, record, indent: int = 1) -> bool:
     import json
 
     path = Path(path)
-    text = json.dumps(record, indent=indent)
+    text = json.dumps(record, indent=indent) + "\n"
     if path.is_file():
         try:
             stored = json.loads(path.read_text())
