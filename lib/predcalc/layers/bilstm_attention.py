@@ -64,10 +64,10 @@ class BidirectionalLSTMAttention(keras.layers.Layer):
 
     Example:
         >>> tokens = keras.Input(shape=(None,), dtype="int32")
-        >>> embedded = keras.layers.Embedding(20, 16, mask_zero=True)(tokens)
-        >>> context = BidirectionalLSTMAttention(64)(embedded)
-        >>> tuple(context.shape)  # both directions' 64 units
-        (None, 128)
+        >>> embedded = keras.layers.Embedding(20, 8, mask_zero=True)(tokens)
+        >>> context = BidirectionalLSTMAttention(16)(embedded)
+        >>> tuple(context.shape)  # both directions' 16 units
+        (None, 32)
         >>> model = keras.Model(tokens, keras.layers.Dense(1)(context))
         >>> tuple(model(np.array([[3, 1, 4, 0, 0]])).shape)  # the padding (0) is masked
         (1, 1)
