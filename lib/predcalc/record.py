@@ -25,8 +25,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from predcalc.paths import write_if_changed
-
 SCHEMA = 1
 KINDS = ("models", "study", "llm")
 # The named entries a study record holds (one each); anything else at the top level is kept as is.
@@ -146,20 +144,15 @@ class RunRecord:
 
     def write(self, folder) -> Path:
         """Write ``folder/metrics.json`` (the one writer every notebook uses). A rerun whose numbers
-        are unchanged keeps the stored file as it is, its ``created`` time included."""
+        are unchanged keeps the stored file as it is, its ``created`` time and training times
+        included (:func:`predcalc.paths.write_json_if_changed`)."""
+        from predcalc.paths import write_json_if_changed
 
         path = Path(folder) / "metrics.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         if self.created is None:
             self.created = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-        if path.is_file():
-            try:
-                stored = json.loads(path.read_text())
-            except json.JSONDecodeError:
-                stored = None
-            if stored is not None and {**stored, "created": None} == {**self.to_json(), "created": None}:
-                return path
-        write_if_changed(path, json.dumps(self.to_json(), indent=1) + "\n")
+        write_json_if_changed(path, self.to_json())
         return path
 
 

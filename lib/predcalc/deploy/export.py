@@ -57,7 +57,7 @@ from predcalc.deploy.formats.litert import (  # noqa: F401
 )
 from predcalc.deploy.formats.onnx import ONNXModel, drop_stack_traces, export_onnx, export_onnx_torch  # noqa: F401
 from predcalc.deploy.formats.saved_model import SavedModelRunner  # noqa: F401
-from predcalc.paths import relative, write_if_changed
+from predcalc.paths import relative, save_keras_if_changed, write_if_changed
 
 FORMATS = default_formats()  # every registered format export_trained writes unless told
 EXPORT_RECORD = "export.json"
@@ -157,7 +157,7 @@ def export_results(results, directory, models=None, progress: bool = True, data_
         result, target = results.models[name], Path(directory) / name
         exports[name] = export_trained(result.first, target, results.protocol.test_sets(),
                                        results.protocol.train.expressions, formats=formats)
-        result.first.model.save(target / "model.keras")
+        save_keras_if_changed(result.first.model, target / "model.keras")
         write_export_record(target, result.spec, exports[name], data_label or {"data_seed": results.protocol.seed})
     results.exports.update(exports)
     return exports

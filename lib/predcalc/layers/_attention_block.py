@@ -31,7 +31,7 @@ class AttentionBlock(keras.layers.Layer):
         dropout = rate("dropout", dropout)
         if not isinstance(layer_norm_epsilon, numbers.Real) or not layer_norm_epsilon > 0:
             raise ValueError(
-                "`layer_norm_epsilon` must be a positive number. "
+                "layer_norm_epsilon must be a positive number. "
                 f"Received: layer_norm_epsilon={layer_norm_epsilon}"
             )
         super().__init__(**kwargs)

@@ -58,12 +58,10 @@ class DigitReadout(AttentionBlock):
         `(batch, num_heads, slots, time)`. The output carries no mask.
 
     Example:
-
-    ```python
-    encoded = np.random.uniform(size=(2, 15, 32)).astype("float32")
-    readout = DigitReadout(slots=5, num_heads=4, ffn_units=64)
-    readout(encoded).shape  # (2, 5, 32)
-    ```
+        >>> encoded = np.random.default_rng(0).uniform(size=(2, 15, 32)).astype("float32")
+        >>> readout = DigitReadout(slots=5, num_heads=4, ffn_units=64)
+        >>> tuple(readout(encoded).shape)
+        (2, 5, 32)
     """
 
     def __init__(

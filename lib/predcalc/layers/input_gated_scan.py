@@ -18,9 +18,9 @@ from keras import ops
 
 from predcalc.layers._common import (
     check_bools,
-    check_positive_ints,
     config_entries,
     no_xla_on_tensorflow,
+    positive_int,
     sequence_input_dim,
     sequence_output_shape,
     set_initializers,
@@ -45,7 +45,7 @@ class InputGatedScan(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        check_positive_ints(units=units)
+        units = positive_int("units", units)
         check_bools(return_sequences=return_sequences, return_state=return_state, parallel=parallel,
                     use_bias=use_bias)
         self.units = units

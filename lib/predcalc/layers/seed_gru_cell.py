@@ -142,16 +142,15 @@ class SeedGRUCell(SeedCell):
         sequence (eager only).
 
     Example:
-
-    ```python
-    x = np.arange(2 * 5 * 3, dtype="float32").reshape(2, 5, 3) / 30.0
-    keras_gru = keras.layers.GRU(4, reset_after=False)
-    expected = keras_gru(x)
-    cell = SeedGRUCell(4)
-    cell.set_keras_weights(keras_gru)  # W_z, b_z negated
-    keras.layers.RNN(cell)(x)  # == expected
-    gates = cell.gate_sequence(x)  # gates["z"].shape == (2, 5, 4)
-    ```
+        >>> x = np.arange(2 * 5 * 3, dtype="float32").reshape(2, 5, 3) / 30.0
+        >>> keras_gru = keras.layers.GRU(4, reset_after=False)
+        >>> expected = keras.ops.convert_to_numpy(keras_gru(x))
+        >>> cell = SeedGRUCell(4)
+        >>> cell.set_keras_weights(keras_gru)  # W_z, b_z negated
+        >>> np.allclose(keras.ops.convert_to_numpy(keras.layers.RNN(cell)(x)), expected, atol=1e-6)
+        True
+        >>> tuple(cell.gate_sequence(x)["z"].shape)
+        (2, 5, 4)
 
     References:
         - Cho, K., van Merrienboer, B., Bahdanau, D., & Bengio, Y. (2014).

@@ -132,16 +132,15 @@ class SeedLSTMCell(SeedCell):
         `gate_sequence(sequence)` for a whole sequence (eager only).
 
     Example:
-
-    ```python
-    x = np.arange(2 * 5 * 3, dtype="float32").reshape(2, 5, 3) / 30.0
-    keras_lstm = keras.layers.LSTM(4)
-    expected = keras_lstm(x)
-    cell = SeedLSTMCell(4)
-    cell.set_keras_weights(keras_lstm)  # same numbers, seed layout
-    keras.layers.RNN(cell)(x)  # == expected
-    gates = cell.gate_sequence(x)  # gates["f"].shape == (2, 5, 4)
-    ```
+        >>> x = np.arange(2 * 5 * 3, dtype="float32").reshape(2, 5, 3) / 30.0
+        >>> keras_lstm = keras.layers.LSTM(4)
+        >>> expected = keras.ops.convert_to_numpy(keras_lstm(x))
+        >>> cell = SeedLSTMCell(4)
+        >>> cell.set_keras_weights(keras_lstm)  # same numbers, seed layout
+        >>> np.allclose(keras.ops.convert_to_numpy(keras.layers.RNN(cell)(x)), expected, atol=1e-6)
+        True
+        >>> tuple(cell.gate_sequence(x)["f"].shape)
+        (2, 5, 4)
 
     References:
         - Hochreiter, S., & Schmidhuber, J. (1997). Long short-term memory.

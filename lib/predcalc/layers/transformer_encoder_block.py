@@ -63,13 +63,11 @@ class TransformerEncoderBlock(AttentionBlock):
         (15), shape `(batch, num_heads, time, time)` (query, then key).
 
     Example:
-
-    ```python
-    x = np.random.uniform(size=(2, 5, 16)).astype("float32")
-    block = TransformerEncoderBlock(num_heads=4, ffn_units=32)
-    y, scores = block(x, return_attention_scores=True)
-    y.shape, scores.shape  # (2, 5, 16), (2, 4, 5, 5)
-    ```
+        >>> x = np.random.default_rng(0).uniform(size=(2, 5, 16)).astype("float32")
+        >>> block = TransformerEncoderBlock(num_heads=4, ffn_units=32)
+        >>> y, scores = block(x, return_attention_scores=True)
+        >>> tuple(y.shape), tuple(scores.shape)
+        ((2, 5, 16), (2, 4, 5, 5))
 
     References:
         - Vaswani, A., et al. (2017). Attention is all you need.

@@ -4,7 +4,6 @@ its exports. Each ``show_*`` displays its table (IPython) and returns it."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 import matplotlib.pyplot as plt
@@ -15,6 +14,7 @@ from IPython.display import Markdown, display
 from predcalc.data import NumericTokenizer
 from predcalc.deploy.export import export_results
 from predcalc.models.recurrent import term_weights
+from predcalc.paths import write_json_if_changed
 from predcalc.record import write_study as write_record
 from predcalc.report.edges import edge_cell
 from predcalc.report.findings import comparison_table, export_table, markdown_table
@@ -184,10 +184,9 @@ def edge_table(results, sets: dict, path=None) -> pd.DataFrame:
     length. With ``path``, every score is also written there as JSON (``{model: {set: metrics}}``)."""
 
 
-
     scores = {name: edge_scores(result.first, sets) for name, result in results.models.items()}
     if path is not None:
-        Path(path).write_text(json.dumps(scores, indent=1))
+        write_json_if_changed(path, scores)
     return pd.DataFrame([{"model": results.models[name].spec.label,
                           **{set_name: edge_cell(score) for set_name, score in by_set.items()}}
                          for name, by_set in scores.items()])

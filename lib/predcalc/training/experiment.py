@@ -1,9 +1,9 @@
 """One architecture notebook's work in a few calls: train over seeds, tabulate, plot, export, write.
 
 Example:
-    >>> results = run_seeds(["fnn_baseline", "fnn2"], seed_protocol(0), seeds=[0], epochs=5)
-    >>> comparison_table(results.to_json("01_fnn", parameters))
-    >>> results.write("outputs/01_fnn", notebook="01_fnn", parameters={...})
+    >>> results = run_seeds(["fnn_baseline", "fnn2"], seed_protocol(0), seeds=[0], epochs=5)  # doctest: +SKIP
+    >>> comparison_table(results.to_json("01_fnn", parameters))  # doctest: +SKIP
+    >>> results.write("outputs/01_fnn", notebook="01_fnn", parameters={...})  # doctest: +SKIP
 """
 
 from __future__ import annotations

@@ -45,6 +45,7 @@ from predcalc.paths import (
     ROOT,
     RUNS,
     compact_notebook_images,
+    keep_unchanged,
     relative,
     runs_for,
 )
@@ -311,6 +312,8 @@ def execute(notebook: Path, profile: str, runs: Path = RUNS, progress_bar: bool 
             "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "injected": {k: relative(final) if k == "output_dir" else v for k, v in parameters.items()}},
             indent=1))
+        if not error:  # a file whose numbers did not change stays as it was (bytes and time)
+            keep_unchanged(temporary, final)
         _replace_folder(temporary, final)
         if not error:
             shutil.rmtree(checkpoints, ignore_errors=True)

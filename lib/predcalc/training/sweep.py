@@ -41,7 +41,7 @@ import yaml
 from tqdm.auto import tqdm
 
 from predcalc import paths
-from predcalc.paths import NOTEBOOKS, ROOT, relative, write_if_changed
+from predcalc.paths import NOTEBOOKS, ROOT, relative, write_if_changed, write_json_if_changed
 from predcalc.training.runner import (
     RUN_INFO,
     Interrupted,
@@ -262,9 +262,9 @@ def run_job(job: Job) -> Outcome:
     if relative(folder) != str(folder):
         name_relative(folder, str(folder), folder)
     parameters = portable({"parameters": job.parameters})["parameters"]
-    (folder / RUN_INFO).write_text(json.dumps({
+    write_json_if_changed(folder / RUN_INFO, {
         "notebook": notebook.stem, "parameters": parameters, "seconds": round(seconds, 1), "error": error,
-        "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}, indent=1))
+        "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")})
     return Outcome(job.name, job.parameters, seconds, error)
 
 
