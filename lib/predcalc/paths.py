@@ -7,9 +7,14 @@ on a Jetson without Keras or TensorFlow.
 from __future__ import annotations
 
 import base64
+import hashlib
 import io
+import json
 import os
+import re
+import shutil
 import tempfile
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]  # lib/predcalc/paths.py -> the repository
@@ -86,7 +91,6 @@ def without_times(value):
 
 
 def _json_text(value) -> str:
-    import json
 
     return json.dumps(value, sort_keys=True)  # NaN as NaN: equal records give equal texts
 
@@ -95,7 +99,6 @@ def write_json_if_changed(path, record, indent: int = 1) -> bool:
     """Write ``record`` as JSON unless the file already holds it apart from its time keys (see
     :func:`without_times`): a rerun that changes no number writes no file, and the record keeps
     the time its numbers were first written. Returns whether the file was written."""
-    import json
 
     path = Path(path)
     text = json.dumps(record, indent=indent) + "\n"
@@ -111,8 +114,6 @@ def write_json_if_changed(path, record, indent: int = 1) -> bool:
 
 def _keras_contents(path) -> dict:
     """A ``.keras`` file's members (config, weights), its metadata without the date it was saved."""
-    import json
-    import zipfile
 
     with zipfile.ZipFile(path) as archive:
         contents = {name: archive.read(name) for name in archive.namelist()}
@@ -124,8 +125,6 @@ def _keras_contents(path) -> dict:
 def _notebook_contents(path) -> str:
     """An executed notebook's sources and outputs without what changes at every run: metadata
     (papermill's and the kernel's times, widget states) and progress bars' times and rates."""
-    import json
-    import re
 
     notebook = json.loads(Path(path).read_text())
     cells = [{"source": cell.get("source"), "outputs": cell.get("outputs", [])} for cell in notebook.get("cells", [])]
@@ -166,7 +165,6 @@ def keep_unchanged(new_dir, old_dir) -> list[str]:
     results (:func:`same_results`), bytes and modification time: a rerun into ``new_dir`` that
     then replaces ``old_dir`` changes no file whose numbers it did not change. Returns the
     relative paths kept."""
-    import shutil
 
     new_dir, old_dir = Path(new_dir), Path(old_dir)
     kept = []
@@ -183,7 +181,6 @@ def keras_digest(path) -> str:
     """A SHA-256 of what a ``.keras`` file holds (config and weights, not its save date): equal for
     two saves of one model, so an exporter can tell that the artifacts it wrote from this file
     are still current (a SavedModel's bytes change at every export, even from the same weights)."""
-    import hashlib
 
     digest = hashlib.sha256()
     for name, content in sorted(_keras_contents(path).items()):
@@ -194,8 +191,6 @@ def keras_digest(path) -> str:
 def save_keras_if_changed(model, path) -> bool:
     """``model.save(path)`` unless the file there holds the same model (config and weights; the
     save date in a ``.keras`` file changes its bytes at every save). Returns whether it wrote."""
-    import os
-    import tempfile
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)

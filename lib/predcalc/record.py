@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from predcalc.paths import write_json_if_changed
+
 SCHEMA = 1
 KINDS = ("models", "study", "llm")
 # The named entries a study record holds (one each); anything else at the top level is kept as is.
@@ -146,7 +148,6 @@ class RunRecord:
         """Write ``folder/metrics.json`` (the one writer every notebook uses). A rerun whose numbers
         are unchanged keeps the stored file as it is, its ``created`` time and training times
         included (:func:`predcalc.paths.write_json_if_changed`)."""
-        from predcalc.paths import write_json_if_changed
 
         path = Path(folder) / "metrics.json"
         path.parent.mkdir(parents=True, exist_ok=True)

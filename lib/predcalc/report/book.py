@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import base64
 import dataclasses
+import importlib.util
 import io
 import json
 import math
@@ -35,12 +36,15 @@ import time
 from pathlib import Path
 
 import jinja2
+import nbformat
 import pandas as pd
+from PIL import Image
 
 from predcalc.paths import ROOT
 from predcalc.report.document import Bullets, Document, Figure, Section, Table, Text
 from predcalc.report.render import TEMPLATES, tidy
 from predcalc.report.tables import markdown_table, metric_cell, plain_cell
+from predcalc.training.runner import discover, source_of
 
 CONFIG = ROOT / "book"
 SOURCE = ROOT / "build" / "book_src"
@@ -157,7 +161,6 @@ def fit(data: bytes, side: int = MAX_SIDE) -> bytes:
     width, height = png_size(data)
     if max(width, height) <= side:
         return data
-    from PIL import Image
 
     image = Image.open(io.BytesIO(data))
     scale = side / max(width, height)
@@ -228,7 +231,6 @@ def _question(path: Path) -> str:
 
 def notebooks(root: Path = ROOT) -> list[Notebook]:
     """Every notebook in ``notebooks/``, paired with its executed copy when there is one."""
-    from predcalc.training.runner import discover, source_of
 
     found = []
     for listed in discover(directory=root / "notebooks"):
@@ -495,7 +497,6 @@ class Book:
                            has_runs=self.doc.get(RUNS_KEY) is not None)
 
     def write_notebook(self, nb: Notebook, target: Path) -> None:
-        import nbformat
 
         notebook = nbformat.read(nb.path, as_version=4)
         notebook.metadata.pop("widgets", None)
@@ -568,7 +569,6 @@ class Book:
 
 def _mathjax() -> Path | None:
     """MathJax 3 as the ``sphinx-mathjax-offline`` wheel ships it, so formulas render offline."""
-    import importlib.util
 
     spec = importlib.util.find_spec("sphinx-mathjax-offline")  # the wheel's folder has a hyphen
     if spec is None or not spec.submodule_search_locations:

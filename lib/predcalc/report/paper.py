@@ -17,13 +17,24 @@ import numpy as np
 import pandas as pd
 
 from predcalc.data.protocol import seed_protocol
+from predcalc.deploy.bench import deployment_markdown
+from predcalc.paths import relative, save_figure
 from predcalc.report import findings as F
 from predcalc.report.anchors import PRIOR_REPORT
+from predcalc.report.calculator import headline, results_blocks, section
 from predcalc.report.document import Bullets, Document, Figure, Section, Table, Text
+from predcalc.report.edges import edges_lines, heldout_blocks, load_suites
 from predcalc.report.recipe_ablation import peak_probe_lines, recipe_ablation_lines
 from predcalc.report.scoreboard import TEXT as SCOREBOARD_TEXT
-from predcalc.report.scoreboard import candidates, exact_signed_long, scoreboard_table, summary_table
-from predcalc.report.seed_split import seed_split_lines
+from predcalc.report.scoreboard import (
+    candidates,
+    comparison,
+    exact_signed_long,
+    matches,
+    scoreboard_table,
+    summary_table,
+)
+from predcalc.report.seed_split import not_superseded, seed_split_lines, seed_split_records
 from predcalc.report.studies import FINISHES, extended_best, extended_title, is_study, studies_markdown
 from predcalc.report.tables import plain_cell
 from predcalc.training.runner import PROFILES
@@ -169,7 +180,6 @@ class Findings:
         return items
 
     def _calculator_answer(self) -> list[str]:
-        from predcalc.report.calculator import headline
 
         return [headline(r) for r in self.study("calculator")]
 
@@ -285,7 +295,6 @@ class Findings:
             Table(frame.reset_index(drop=True))])
 
     def _edges(self) -> Section:
-        from predcalc.report.edges import heldout_blocks
 
         return Section("results.edges", "Held-out edges", heldout_blocks(self.edges, RECOMMENDED))
 
@@ -318,7 +327,6 @@ class Findings:
             Table(pd.DataFrame(rows), cell=plain_cell)])
 
     def _calculator(self) -> Section:
-        from predcalc.report.calculator import results_blocks
 
         records = self.study("calculator")
         return Section("results.calculator", "The learned calculator", results_blocks(records[0]) if records else [])
@@ -413,7 +421,6 @@ class Findings:
                        [Text(F.STABILITY_TEXT), Table(stability)], part="appendix")
 
     def _development_edges(self) -> Section:
-        from predcalc.report.edges import edges_lines
 
         return Section("appendix.development_edges", "The development edge probe",
                        [Text(line) for line in _demote(edges_lines(self.records))], part="appendix")
@@ -440,7 +447,6 @@ class Findings:
         bench = self.reports / "bench.json"
         if not bench.is_file():
             return Section("appendix.bench", "Deployment speed", part="appendix")
-        from predcalc.deploy.bench import deployment_markdown
 
         return Section("appendix.bench", "Deployment speed (`predcalc bench`)",
                        [Text(line) for line in _demote(deployment_markdown(json.loads(bench.read_text())))],
@@ -461,7 +467,6 @@ class Findings:
         return Section("appendix.studies", "Side studies", [], part="appendix", subsections=subsections)
 
     def _calculator_detail(self) -> Section:
-        from predcalc.report.calculator import section
 
         records = self.study("calculator")
         if not records:
@@ -509,7 +514,6 @@ class Findings:
 def verdict_counts(pool: list[dict]) -> dict:
     """Sign-test verdicts summed over the published rows: the faithful replicas', and those of the
     one variant with the most "better" verdicts; {} without candidates."""
-    from predcalc.report.scoreboard import comparison, matches
 
     replica = {"better": 0, "worse": 0, "not resolved": 0, "total": 0}
     by_variant: dict[str, dict] = {}
@@ -555,12 +559,11 @@ def reach_frame(findings: Findings) -> pd.DataFrame:
 def plot_reach(frame: pd.DataFrame, path: Path) -> Path:
     """Two panels (digits, terms) of exact accuracy against distance from the training box, one line
     per model with its own marker and a small horizontal offset so equal values stay visible."""
+    # plotting only when a figure is drawn; the backend is set before pyplot loads
     import matplotlib
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    from predcalc.paths import save_figure
+    import matplotlib.pyplot as plt  # after the backend is chosen
 
     models = list(dict.fromkeys(frame["model"]))
     markers = "osD^vP*X"
@@ -596,7 +599,6 @@ def plot_reach(frame: pd.DataFrame, path: Path) -> Path:
 
 def load_edges(reports: Path) -> dict:
     """The edge suites' stored scores (``reports/edges/*.json``), or {} before they were run."""
-    from predcalc.report.edges import load_suites
 
     return load_suites(Path(reports) / "edges")
 
@@ -604,10 +606,8 @@ def load_edges(reports: Path) -> dict:
 def build_document(runs: Path = F.RUNS, reports: Path = F.REPORTS, figures: bool = False) -> Document:
     """The findings Document from the stored runs and sweeps under ``runs`` and ``reports``; with
     ``figures`` its figures are drawn again (else a stored figure is reused)."""
-    from predcalc.report.seed_split import not_superseded, seed_split_records
 
     notebooks = F.load_runs(runs)
     records = notebooks + not_superseded(seed_split_records(Path(reports) / "sweeps"), notebooks)
-    from predcalc.paths import relative
 
     return Findings(records, Path(reports), load_edges(reports), relative(Path(runs)), figures).document()

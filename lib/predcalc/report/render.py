@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 import jinja2
+import markdown as markdown_lib
 
 from predcalc.report.document import Document, Section
 from predcalc.report.tables import markdown_table
@@ -64,7 +65,6 @@ def readme_block(doc: Document) -> str:
 
 def html(text: str) -> str:
     """A plain HTML rendering of the findings markdown (Python-Markdown, tables)."""
-    import markdown as markdown_lib
 
     body = markdown_lib.markdown(text, extensions=["tables"])
     return ("<!doctype html><meta charset='utf-8'><title>predcalc findings</title>"
