@@ -64,6 +64,24 @@ class ModelSpec:
     answer_format: AnswerFormat | None = None
     variable_length: bool = False
 
+    @property
+    def shown_label(self) -> str:
+        """The label as figures and tables show it (:func:`display_label`)."""
+        return display_label(self.label, partly_built=self.finish is not None)
+
+
+# "seed" keeps one meaning, a random seed: the prior report is named as such where a label says "seed"
+PRIOR_REPORT_WORDING = (("the seed's", "the prior report's"), ("The seed's", "The prior report's"),
+                        ("AdamW seed schedule", "AdamW schedule of the prior report"))
+
+
+def display_label(label: str, partly_built: bool = False) -> str:
+    """A model's label as the report shows it: the prior report named as such, and a model finished in
+    closed form after fitting (a ``finish``) marked partly built."""
+    for old, new in PRIOR_REPORT_WORDING:
+        label = label.replace(old, new)
+    return f"{label} (partly built)" if partly_built else label
+
 
 MODELS: dict[str, ModelSpec] = {}
 

@@ -22,13 +22,15 @@ from pathlib import Path
 import keras
 import matplotlib.pyplot as plt
 import numpy as np
+from matplotlib.lines import Line2D
 from tqdm.auto import tqdm
 
 from predcalc.data import Protocol
+from predcalc.models import get_spec
 from predcalc.paths import CHECKPOINTS_VARIABLE, save_figure
 from predcalc.record import RunRecord
 from predcalc.training import metrics as M
-from predcalc.training.fit import TrainedModel, build, builder_arguments, evaluate, run_record, train
+from predcalc.training.fit import TrainedModel, build, builder_arguments, evaluate, make_tokenizer, run_record, train
 
 BASELINE = "fnn_baseline"
 REPORT_SETS = ("in", "out", "long")
@@ -70,42 +72,55 @@ class Results:
                     "created": stored.get("created"), "profile": profile, "parameters": stored.get("parameters")}}
         return sorted(self.kept)
 
-    def plot_predictions(self, test_sets=REPORT_SETS, path=None):
-        """Predicted vs true value of each model's first seed, one panel per test set."""
+    @classmethod
+    def from_stored(cls, directory, protocol: Protocol, names=None) -> Results:
+        """The models of a stored run (``directory``: its ``metrics.json`` and each model's first-seed
+        ``export/NAME/model.keras``), reloaded and scored again on ``protocol``'s test sets, with
+        every seed's stored record; a model without a stored ``model.keras`` is left out. Redraws a
+        run's figures and tables without retraining it (no training history is stored)."""
+        directory = Path(directory)
+        stored = json.loads((directory / "metrics.json").read_text())["models"]
+        results = cls(protocol=protocol)
+        for name in names or stored:
+            path = directory / "export" / name / "model.keras"
+            if name not in stored or not path.is_file():
+                continue
+            spec, runs = get_spec(name), stored[name]["runs"]
+            trained = TrainedModel(spec=spec, model=keras.saving.load_model(path), tokenizer=make_tokenizer(spec),
+                                   seed=runs[0]["seed"], history={}, epochs=runs[0]["epochs"],
+                                   seconds=runs[0].get("train_seconds", 0.0))
+            _, predictions = evaluate(trained, protocol.test_sets())
+            results.models[name] = ModelResults(first=trained, predictions=predictions, runs=list(runs))
+        return results
 
+    def plot_predictions(self, test_sets=REPORT_SETS, path=None):
+        """Predicted vs true value of each model's first seed: one row per model (its label above
+        the row), one panel per test set; rows shrink so that the figure stays at most 21.5 inches
+        (2,365 pixels at 110 dpi) tall."""
         sets = self.protocol.test_sets()
-        figure, axes = plt.subplots(len(self.models), len(test_sets), squeeze=False,
-                                    figsize=(4 * len(test_sets), 3.6 * len(self.models)))
-        for row, result in enumerate(self.models.values()):
-            for column, test_set in enumerate(test_sets):
-                axis, truth = axes[row][column], sets[test_set].values
+        row_height = min(3.6, 21.5 / max(len(self.models), 1))
+        figure = plt.figure(figsize=(4 * len(test_sets), row_height * len(self.models)), layout="constrained")
+        for row, result in zip(np.atleast_1d(figure.subfigures(len(self.models), 1)), self.models.values()):
+            row.suptitle(f"{result.spec.shown_label} (first seed)", fontsize=10)
+            for column, (axis, test_set) in enumerate(zip(np.atleast_1d(row.subplots(1, len(test_sets))), test_sets)):
+                truth = sets[test_set].values
                 axis.scatter(truth, result.predictions[test_set], s=4, alpha=0.4)
                 low, high = truth.min() - 1, truth.max() + 1
                 axis.plot([low, high], [low, high], color="black", linewidth=0.8)
-                axis.set_title(f"{result.spec.label}\n{test_set}: MAE "
-                               f"{M.mae(truth, result.predictions[test_set]):.3g}", fontsize=9)
+                axis.set_title(f"{test_set}: MAE {M.mae(truth, result.predictions[test_set]):.3g}", fontsize=9)
                 axis.set_xlabel("true value")
-                axis.set_ylabel("predicted")
-        figure.tight_layout()
+                if column == 0:
+                    axis.set_ylabel("predicted")
         if path is not None:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             save_figure(figure, path)
         return figure
 
     def plot_history(self, path=None):
-        """Training and validation loss of each model's first seed (log scale)."""
-
-        figure, axis = plt.subplots(figsize=(6, 3.6))
-        for result in self.models.values():
-            history = result.first.history
-            line, = axis.plot(history["loss"], label=f"{result.spec.label} train")
-            if "val_loss" in history:
-                axis.plot(history["val_loss"], linestyle="--", color=line.get_color(), label="validation")
-        axis.set_yscale("log")
-        axis.set_xlabel("epoch")
+        """Training and validation loss of each model's first seed (log scale), the legend below."""
+        figure, axis = plt.subplots(figsize=(6, 3.2 + 0.2 * len(self.models)), layout="constrained")
+        draw_losses(axis, self.models.values())
         axis.set_ylabel("MSE loss")
-        axis.legend(fontsize=7)
-        figure.tight_layout()
         if path is not None:
             save_figure(figure, path)
         return figure
@@ -129,8 +144,25 @@ class Results:
     def write(self, directory, notebook: str, parameters: dict) -> Path:
         """Write ``metrics.json`` through the typed record (:class:`predcalc.record.RunRecord`):
         what ``predcalc report`` and the tests read."""
-
         return RunRecord.from_json({**self.to_json(notebook, parameters), "kind": "models"}).write(directory)
+
+
+def draw_losses(axis, models) -> None:
+    """Training (solid) and validation (dashed) loss per epoch of each of ``models`` (their first
+    seed) on ``axis``, log scale, one colour per model; the legend, below the axis, names each model
+    once and the two line styles."""
+    handles = []
+    for result in models:
+        history = result.first.history
+        line, = axis.plot(history.get("loss", []), label=result.spec.shown_label)
+        if "val_loss" in history:
+            axis.plot(history["val_loss"], linestyle="--", color=line.get_color())
+        handles.append(line)
+    handles += [Line2D([], [], color="grey", label="train"),
+                Line2D([], [], color="grey", linestyle="--", label="validation")]
+    axis.set_yscale("log")
+    axis.set_xlabel("epoch")
+    axis.legend(handles=handles, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
 
 
 def run_seeds(model_names, protocol: Protocol, seeds=(0,), epochs: int = 200, patience: int = 20,
