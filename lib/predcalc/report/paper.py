@@ -274,11 +274,15 @@ class Findings:
             return Section("results.summary", "Summary", [])
         if self.figures or not path.is_file():  # the book reads the stored figure; `predcalc report` redraws it
             plot_reach(frame, path)
+        scored = sorted(set(frame.loc[frame["distance"].isin([d for _, d, _ in REACH_SETS.values()])
+                                      & (frame["label"] != "-8..8"), "model"]))
+        held = (f"the held-out edge suite (5 seeds, exported files) for {', '.join(f'`{m}`' for m in scored)}"
+                if scored else "no held-out edge suite scored yet")
         return Section("results.summary", "Summary", [Figure(
-            path, "Exact accuracy against distance from the training box (3 integers of -5..4): left, more "
-                  "digits (3 numbers); right, more terms (one-digit numbers). Best model of each family; dots "
-                  "are means over seeds, bars the per-seed range. The protocol's own test sets are the first "
-                  "points; the rest is the held-out edge suite where it was scored.")])
+            path, "Exact accuracy against distance from the training box (3 integers of -5..4, `+`/`-`): left, "
+                  "larger numbers (3 of them); right, more terms (|n| <= 5). The best model of each family by "
+                  "out-of-range accuracy; dots are means over seeds, bars the per-seed range. The first points "
+                  f"are the protocol's test sets (in range, -8..8, 2-8 terms); further points come from {held}.")])
 
     def _seed_protocol(self) -> Section:
         keep = [n for names in FAMILIES.values() for n in names if n in self.models]
@@ -551,9 +555,18 @@ def reach_frame(findings: Findings) -> pd.DataFrame:
             values = findings.accuracy(best, test_set)
             rows.append({"model": best, "axis": axis, "distance": distance, "label": label,
                          "mean": float(np.mean(values)), "min": min(values), "max": max(values)})
-        for point in (findings.edges.get("reach") or {}).get(best, []):
-            rows.append({"model": best, **point})
+        for name, score in ((findings.edges.get("heldout") or {}).get(best) or {}).items():
+            if name in REACH_SETS:
+                axis, distance, label = REACH_SETS[name]
+                rows.append({"model": best, "axis": axis, "distance": distance, "label": label,
+                             "mean": score["mean"], "min": score["min"], "max": score["max"]})
     return pd.DataFrame(rows)
+
+
+# The held-out edge suite's sets on the summary figure: (axis, distance from the box, tick label).
+REACH_SETS = {"digits_exactly_2": ("digits", 2, "2 digits"), "digits_exactly_3": ("digits", 3, "3 digits"),
+              "digits_exactly_4": ("digits", 4, "4 digits"), "terms_9_14": ("terms", 9, "9-14"),
+              "terms_40": ("terms", 40, "40"), "terms_80": ("terms", 80, "80")}
 
 
 def plot_reach(frame: pd.DataFrame, path: Path) -> Path:
