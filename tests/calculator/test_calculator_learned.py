@@ -70,7 +70,7 @@ def test_litert_export_matches_keras_on_every_input(tmp_path):
     path = export_litert(networks, tmp_path / "model.tflite")
     assert is_calculator(path)
     assert parity(networks, path) == {name: 0 for name in STEPS}
-    tabulated, direct = Calculator(path), Calculator(path, tabulate=False)
+    tabulated, direct = Calculator(path, cache=True), Calculator(path)
     expressions = ["1 + 2", "3 * (4 - 5)", "7 / 2"]
     assert tabulated.answers(expressions) == direct.answers(expressions)
 

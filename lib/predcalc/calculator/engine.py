@@ -24,6 +24,9 @@ EQUAL, LESS, GREATER = 0, 1, 2
 ADD, SUB = 0, 1
 
 StepFunction = Callable[[np.ndarray], np.ndarray]
+#: Chains over fewer rows x extra states than this run as one call on every state at every position
+#: (a prefix scan); larger ones as one call per position (each forward pass has a fixed cost).
+SCAN_BELOW = 64
 
 
 def _pad(arrays, width=None) -> np.ndarray:
@@ -115,6 +118,12 @@ class Engine:
                 return None, final
             table = step.table[rows.T] if keep is True else step.table[:, keep].take(rows.T)
             return (table[:, ::-1] if reverse else table), final
+        if self.record is None and n * (n_states - 1) > SCAN_BELOW:
+            # forward passes: one per position over every row costs less than n_states per row at once
+            outputs, final = _chain_loop(step, columns, initial, len(STEPS[name].outputs))
+            if reverse:
+                outputs = outputs[:, ::-1]
+            return (None if keep is False else outputs if keep is True else outputs[..., keep]), final
         flat = [c.reshape(-1) for c in columns]
         states = np.tile(np.arange(n_states), n * length)  # one call: every state at every position
         spec = np.stack(self.call(name, states, *[np.repeat(c, n_states) for c in flat], record=False), axis=-1)
@@ -442,6 +451,18 @@ def _chain_lookup(step: TableStep, columns: list, initial) -> tuple[np.ndarray, 
         np.add(state, code[position], out=rows[position])
         state = next_state.take(rows[position])
     return rows, state // stride
+
+
+def _chain_loop(step: StepFunction, columns: list, initial, n_outputs: int) -> tuple[np.ndarray, np.ndarray]:
+    """The chain as a loop over positions: one call of the step per position on every row, its
+    state output fed back. Returns every output at each position ``[n, L, m]`` and the final state."""
+    n, length = columns[0].shape
+    state = np.broadcast_to(np.asarray(initial, np.int64), (n,))
+    outputs = np.empty((n, length, n_outputs), np.int64)
+    for position in range(length):
+        outputs[:, position] = step(np.stack([state] + [c[:, position] for c in columns], axis=1))
+        state = outputs[:, position, -1]
+    return outputs, state
 
 
 def answer_text(result) -> str:

@@ -86,11 +86,11 @@ def train_seed(seed: int, expressions: int, test_families: dict, export_dir: Pat
                          {"seed": seed, "parameters": parameters(result["networks"]),
                           "training_world": "at most 5 digits, 1-4 operators of + - * /, depth at most 2"})
     started = time.perf_counter()
-    calculator = Calculator(path)
+    calculator = Calculator(path, cache=True)  # the same decisions as forward passes (tests check it), faster
     scores = score_families(calculator.answers, test_families)
     seconds = time.perf_counter() - started
     sample = [e for pairs in test_families.values() for e, _ in pairs[:direct_sample]]
-    direct = Calculator(path, tabulate=False).answers(sample)
+    direct = Calculator(path).answers(sample)
     return {
         "seed": seed, "file": path.name, "size_bytes": path.stat().st_size,
         "parameters": parameters(result["networks"]), "train_seconds": round(result["seconds"], 1),
