@@ -90,14 +90,21 @@ def test_gru_adder_numpy_path_equals_keras():
 def test_rule_steps_export_to_litert_as_their_numpy_computation(tmp_path):
     from predcalc.calculator.export import export_litert, parity
     from predcalc.calculator.nets import numpy_step
-    from predcalc.calculator.rules import RULES, build_rule
+    from predcalc.calculator.rules import RULES, build_control_rule, build_rule
 
     networks = {name: build_rule(name, seed=1) for name in RULES}
     for model in networks.values():  # weights near the rule, so the decisions are not all alike
         model.get_layer("value").set_weights([np.ones((model.get_layer("value").get_weights()[0].shape[0], 1)),
                                               np.zeros(1)])
+    networks["control"] = build_control_rule(seed=1)
+    rng = np.random.default_rng(1)
+    networks["control"].get_layer("pairwise").set_weights(
+        [rng.normal(size=w.shape) for w in networks["control"].get_layer("pairwise").get_weights()])
     path = export_litert(networks, tmp_path / "model.tflite")
-    assert parity(networks, path) == {name: 0 for name in RULES}
+    assert parity(networks, path) == {name: 0 for name in networks}
+    windows = STEPS["control"].domain()[:3000]
+    keras_ready = np.asarray(networks["control"](windows)[0])[:, 1] > 0  # the factored Keras model itself
+    assert (numpy_step(networks["control"])(windows)[:, 0] == keras_ready).all()
     decisions = numpy_step(networks["muldigit"])(STEPS["muldigit"].domain())
     assert len(np.unique(decisions, axis=0)) > 5
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
-from predcalc.calculator.rules import rule_signature
+from predcalc.calculator.rules import control_tables, rule_signature
 from predcalc.calculator.steps import STEPS
 
 SIDECAR = "predcalc.json"
@@ -31,7 +31,12 @@ def export_litert(networks: dict, path, info: dict | None = None) -> Path:
     signatures = {}
     for name, model in networks.items():
         weights = [np.asarray(w) for w in model.get_weights()]
-        function = rule_signature(tf, name, weights) if model.name.endswith("_rule") else _signature(tf, name, weights)
+        if model.name == "control_rule":  # factored pair scores, exported as their tables
+            function = _signature(tf, name, control_tables(weights))
+        elif model.name.endswith("_rule"):
+            function = rule_signature(tf, name, weights)
+        else:
+            function = _signature(tf, name, weights)
         setattr(module, name, function)
         signatures[name] = function.get_concrete_function()
     with tempfile.TemporaryDirectory() as folder:

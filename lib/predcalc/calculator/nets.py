@@ -88,25 +88,27 @@ LEARNING_RATE = {"control": 0.05}
 
 
 def train_step(name: str, inputs: np.ndarray, seed: int, epochs: int = 2000, hidden: int | None = None,
-               learning_rate: float | None = None, chunk: int = 25) -> tuple["keras.Model", dict]:
+               learning_rate: float | None = None, chunk: int = 25, build=None,
+               minimum: int = 0) -> tuple["keras.Model", dict]:
     """Fit a step network to its reference targets on ``inputs`` (the step inputs seen in training).
 
-    Adam on the softmax cross-entropy of each output, in chunks of ``chunk`` epochs, until every
-    training input has been right after two chunks in a row (or ``epochs``).
+    Adam on the softmax cross-entropy of each output, in chunks of ``chunk`` epochs, for at least
+    ``minimum`` epochs and until every training input has been right after two chunks in a row (or
+    ``epochs``). ``build(seed)`` makes another model than :func:`build_step`'s.
     """
     step = STEPS[name]
     targets = step.reference(inputs)
-    model = build_step(name, seed, hidden)
+    model = build(seed) if build else build_step(name, seed, hidden)
     rate = learning_rate or LEARNING_RATE.get(name, 1e-2)
     model.compile(optimizer=keras.optimizers.Adam(rate),
                   loss=[keras.losses.SparseCategoricalCrossentropy(from_logits=True)] * len(step.outputs))
     y = [targets[:, j] for j in range(targets.shape[1])]
     done, streak, loss, right = 0, 0, float("nan"), 0.0
-    while done < epochs and streak < 2:
+    while done < epochs and (streak < 2 or done < minimum):
         history = model.fit(inputs, y, batch_size=min(128, len(inputs)), epochs=chunk, verbose=0, shuffle=True)
         done += chunk
         loss = float(history.history["loss"][-1])
-        right = float(np.mean(np.all(DenseStep.from_model(model)(inputs) == targets, axis=1)))
+        right = float(np.mean(np.all(numpy_step(model)(inputs) == targets, axis=1)))
         streak = streak + 1 if right == 1.0 else 0
     return model, {"epochs": done, "loss": loss, "train_exact": right, "parameters": int(model.count_params())}
 

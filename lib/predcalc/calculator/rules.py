@@ -17,6 +17,9 @@ six to ten parameters; a linear unit fit to exact integer targets lands on integ
 thresholds share one period, so a threshold seen on either side of a few values sits right
 for all of them; the rounded units then give exact integers. Exactness is checked on every
 reachable input (:func:`predcalc.calculator.nets.check_step`), not assumed.
+
+The control keeps its pair scores, factored over features of the token kinds
+(:func:`build_control_rule`), so that it too can be trained on a third of its reachable windows.
 """
 
 from __future__ import annotations
@@ -124,6 +127,51 @@ if keras is not None:
                     "centred": self.centred, "sharpness": self.sharpness}
 
 
+#: The control's kinds as features (rows: PAD, number, + - * / ( )): a constant, number, level 1
+#: (``+ -``), level 2 (``* /``), inverting (``- /``), ``*``, ``(``, ``)``. Full rank, so any table
+#: can be written; pairs of kinds that share features share parameters, so a pair never seen in
+#: training is scored from the features it shares with pairs that were.
+KIND_FEATURES = np.array([[1, 0, 0, 0, 0, 0, 0, 0], [1, 1, 0, 0, 0, 0, 0, 0], [1, 0, 1, 0, 0, 0, 0, 0],
+                          [1, 0, 1, 0, 1, 0, 0, 0], [1, 0, 0, 1, 0, 1, 0, 0], [1, 0, 0, 1, 1, 0, 0, 0],
+                          [1, 0, 0, 0, 0, 0, 1, 0], [1, 0, 0, 0, 0, 0, 0, 1]], np.float32)
+
+
+def control_tables(weights: list[np.ndarray]) -> list[np.ndarray]:
+    """The factored control's weights ``M [2r, f, f, m]``, ``b [f, m]`` as the pair-score tables of
+    :class:`predcalc.calculator.nets.PairwiseWindowScore` (``T [2r, K*K, m]``, ``bias [K, m]``)."""
+    pairs, bias = (np.asarray(w, np.float32) for w in weights)
+    table = np.einsum("ci,kijo,wj->kcwo", KIND_FEATURES, pairs, KIND_FEATURES)
+    return [table.reshape(pairs.shape[0], -1, pairs.shape[-1]), KIND_FEATURES @ bias]
+
+
+def build_control_rule(seed: int) -> "keras.Model":
+    """The control as factored pair scores: ``T_k[c, w] = phi(c)' M_k phi(w)`` over kind features."""
+    from predcalc.calculator.nets import PairwiseWindowScore
+
+    step = STEPS["control"]
+    keras.utils.set_random_seed(seed)
+
+    class FactoredWindowScore(PairwiseWindowScore):
+        def build(self, input_shape):
+            f = KIND_FEATURES.shape[1]
+            self.factors = self.add_weight(shape=(2 * self.radius, f, f, self.outputs), initializer="zeros",
+                                           name="factors")
+            self.feature_bias = self.add_weight(shape=(f, self.outputs), initializer="zeros", name="feature_bias")
+
+        def call(self, windows):
+            features = keras.ops.convert_to_tensor(KIND_FEATURES)
+            tables = keras.ops.einsum("ci,kijo,wj->kcwo", features, self.factors, features)
+            self.pairs = keras.ops.reshape(tables, (2 * self.radius, -1, self.outputs))
+            self.bias = keras.ops.matmul(features, self.feature_bias)
+            return super().call(windows)
+
+    inputs = keras.Input((len(step.inputs),), dtype="int32", name="inputs")
+    scores = FactoredWindowScore(step.inputs[0], outputs=len(step.outputs), name="pairwise")(inputs)
+    logits = [keras.ops.stack([keras.ops.zeros_like(scores[:, j]), scores[:, j]], axis=-1)
+              for j in range(len(step.outputs))]
+    return keras.Model(inputs, logits, name="control_rule")
+
+
 def build_rule(name: str, seed: int) -> "keras.Model":
     """Training model: int inputs -> [value, thresholds, outputs...] (soft, for the losses)."""
     rule, step = RULES[name], STEPS[name]
@@ -192,8 +240,13 @@ class RuleStep:
         self.weights = [np.asarray(w, np.float64) for w in weights]
 
     @classmethod
-    def from_model(cls, model) -> "RuleStep":
-        return cls(model.name.removesuffix("_rule"), model.get_weights())
+    def from_model(cls, model):
+        name = model.name.removesuffix("_rule")
+        if name == "control":  # factored pair scores: the same computation as the plain tables
+            from predcalc.calculator.nets import DenseStep
+
+            return DenseStep("control", control_tables(model.get_weights()))
+        return cls(name, model.get_weights())
 
     def __call__(self, inputs: np.ndarray) -> np.ndarray:
         inputs = np.asarray(inputs, np.int64)

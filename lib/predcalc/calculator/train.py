@@ -146,13 +146,14 @@ def rule_training_rows(data: dict, seed: int) -> dict[str, np.ndarray]:
 
 
 def train_rules(seed: int, expressions: int = 200, world: World = TRAINING_WORLD, progress=None) -> dict:
-    """Rung 2 of the ladder: the digit steps as rule networks (:mod:`predcalc.calculator.rules`), the
-    control's pair scores, each on at most a third of its reachable inputs taken from traces of
-    ``expressions`` short expressions (no coverage top-ups); the tiny tables on all their rows.
+    """Rung 2 of the ladder: the digit steps as rule networks and the control as pair scores factored
+    over kind features (:mod:`predcalc.calculator.rules`), each on at most a third of its reachable
+    inputs taken from traces of ``expressions`` short expressions (no coverage top-ups); the tiny
+    tables (sign, xor, count) on all their rows, memorised.
 
     Returns networks, the rows each was trained on, per-step records (reachable, trained_on,
     held_out_wrong, wrong, memorised) and timings."""
-    from predcalc.calculator.rules import RULES, train_rule
+    from predcalc.calculator.rules import RULES, build_control_rule, train_rule
 
     start = time.perf_counter()
     data = trace(world, expressions, seed)
@@ -162,6 +163,8 @@ def train_rules(seed: int, expressions: int = 200, world: World = TRAINING_WORLD
         began = time.perf_counter()
         if name in RULES:
             model, info = train_rule(name, rows[name], seed=seed)
+        elif name == "control":
+            model, info = train_step(name, rows[name], seed=seed, build=build_control_rule, minimum=400)
         else:
             model, info = train_step(name, rows[name], seed=seed)
         networks[name] = model
