@@ -269,7 +269,7 @@ def rule_signature(tf, name: str, weights: list):
     beta = -alpha / 2 if rule.centred else beta
     up, down = _ks(rule)
 
-    @tf.function(input_signature=[tf.TensorSpec([None, len(step.inputs)], tf.int32, name="inputs")])
+    @tf.function(input_signature=[tf.TensorSpec([None, len(step.inputs)], tf.int32, name="inputs")], autograph=False)
     def run(inputs):
         features = rule.features(_TfOps(tf), inputs)
         v = tf.round(tf.matmul(features, w) + b)  # [n, 1]

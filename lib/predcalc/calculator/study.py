@@ -167,12 +167,23 @@ def step_record(records: list[dict]) -> dict:
     return out
 
 
-def ladder_fields(rules_records: list[dict], bench_record: dict | None) -> dict:
+def adversarial_scores(paths: dict, n: int = 200) -> dict:
+    """Exact accuracy of each exported calculator (label -> .tflite) on :func:`adversarial`, forward passes."""
+    from predcalc.calculator.runtime import Calculator
+
+    pairs = {"adversarial": adversarial(n)}
+    return {label: score_families(Calculator(path).answers, pairs)["adversarial"] for label, path in paths.items()}
+
+
+def ladder_fields(rules_records: list[dict], bench_record: dict | None, adversarial: dict | None = None) -> dict:
     """The record's top-level ``"steps"`` (per step: reachable, trained_on, held_out_wrong, worst seed)
-    and ``"speed"`` (each path's time over Python's), and the rule rung's family summary."""
+    and ``"speed"`` (each path's time over Python's), the rule rung's family summary and each rung's
+    adversarial score (:func:`adversarial_scores`)."""
     from predcalc.calculator.bench import speed_record
 
     out = {"steps": step_record(rules_records), "ladder": {"rules": summary(rules_records)}}
+    if adversarial is not None:
+        out["ladder"]["adversarial"] = adversarial
     if bench_record is not None:
         out["speed"] = speed_record(bench_record)
     return out
