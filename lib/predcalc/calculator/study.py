@@ -189,6 +189,32 @@ def ladder_fields(rules_records: list[dict], bench_record: dict | None, adversar
     return out
 
 
+def ladder_facts(record: dict) -> list[str]:
+    """Sentences for the findings from a metrics.json's ``steps``, ``speed`` and ``ladder`` (numbers
+    read, not typed)."""
+    steps, lines = record["steps"], []
+    learned = [f"`{name}` {v['trained_on']} of {v['reachable']} ({100 * v['trained_on'] / v['reachable']:.0f} %), "
+               f"{v['held_out_wrong']} wrong on the rest" for name, v in steps.items() if not v["memorised"]]
+    memorised = [f"`{name}` ({v['reachable']} rows)" for name, v in steps.items() if v["memorised"]]
+    seeds = next(iter(steps.values()))["seeds"]
+    lines.append(f"- Rule steps, trained on a share of their reachable inputs drawn from traces of short expressions "
+                 f"(worst of {seeds} seed(s)): " + "; ".join(learned) + ". Memorised tiny tables, trained on every row: "
+                 + ", ".join(memorised) + ".")
+    rules = record["ladder"]["rules"]
+    worst = min(rules, key=lambda name: rules[name]["mean"])
+    lines.append(f"- Through the LiteRT file with forward passes, the rule calculator is exact on "
+                 f"{100 * rules[worst]['mean']:.2f} % or more of every family (worst: {worst}), mean of {seeds} seed(s).")
+    if "adversarial" in record["ladder"]:
+        lines.append("- Adversarial digits: " + ", ".join(f"{label} {100 * v['exact']:.1f} % of {v['n']}"
+                                                           for label, v in record["ladder"]["adversarial"].items()) + ".")
+    if "speed" in record:
+        speed = record["speed"]
+        lines.append(f"- Speed against Python's `fractions` (one run): forward passes "
+                     f"{speed['forward']['integers']:.1f}x on integers, {speed['forward']['division']:.1f}x with division; "
+                     f"the look-up cache {speed['cache']['integers']:.1f}x and {speed['cache']['division']:.1f}x.")
+    return lines
+
+
 def update_metrics(path: Path, fields: dict) -> dict:
     """Set ``fields`` at the top level of a metrics.json (the rest kept) and write it back."""
     record = json.loads(Path(path).read_text())
