@@ -89,3 +89,17 @@ def test_the_shipped_calculator_is_exact_past_its_test_families():
     wrong = [(e, a, t) for (e, t), a in zip(pairs, answers) if a != t]
     assert not wrong, wrong[:3]
     assert all(answer(evaluate(e)) == t for e, t in pairs)  # the truths are the exact evaluator's
+
+
+@pytest.mark.slow
+def test_the_shipped_calculator_answers_a_100000_term_chain_in_under_10_seconds():
+    """Forward passes through the LiteRT file (the default path): a round halves the chain."""
+    import time
+
+    from predcalc.calculator.runtime import Calculator
+
+    calculator = Calculator(MODEL)
+    for op, truth in (("+", "100000"), ("-", "-99998")):
+        started = time.perf_counter()
+        assert calculator.answers([op.join(["1"] * 100_000)]) == [truth]
+        assert time.perf_counter() - started < 10
