@@ -2,8 +2,8 @@
 
     predcalc run [--profile quick|full] [--only NAME ...] [--workers N]
     predcalc report
-    predcalc predict "3 - -2 + 4" [--model PATH]
-    predcalc evaluate --model PATH --file FILE [--json]
+    predcalc predict "3 - -2 + 4" [--model PATH] [--cache]
+    predcalc evaluate --model PATH --file FILE [--json] [--cache]
     predcalc export RUN_DIR|MODEL [--formats ...] [--data-seed N]
     predcalc bench [--model PATH ...] [--runs N] [--output FILE]
     predcalc sweep CONFIG [--workers N] [--engine process|dask] [--scheduler ADDRESS]
@@ -110,6 +110,10 @@ def _report(args) -> int:
     return 0
 
 
+CACHE_HELP = ("the learned calculator: look its networks' decisions up in tables filled once at load "
+              "(default: a LiteRT forward pass for every step call)")
+
+
 def _check_model_argument(model) -> None:
     if model is not None and not model.strip():
         raise ValueError("--model is empty: name a model file or directory")
@@ -127,7 +131,7 @@ def _model(args):
 
     _check_model_argument(args.model)
     path = args.model if args.model is not None else _default_model()
-    return Calculator(path) if is_calculator(path) else Predictor(path)
+    return Calculator(path, cache=args.cache) if is_calculator(path) else Predictor(path)
 
 
 def _predict(args) -> int:
@@ -158,6 +162,7 @@ def _evaluate(args) -> int:
     result = {"model": str(args.model), "file": str(args.file)}
     if isinstance(model, Calculator):
         answers = model.answers(expressions)
+        result["path"] = "cache" if model.cache else "forward"
     else:
         predictions = np.asarray(model.predict(expressions), dtype=np.float64)
         answers = [value_answer(p) or "" for p in predictions]
@@ -227,10 +232,12 @@ def _bench_calculator(args) -> int:
     record = calculator_bench.bench(path, n=args.expressions)
     for label in ("integers", "with_division"):
         row = record[label]
-        print(f"{label:>13}: calculator {row['calculator_seconds']:.2f} s, Python (fractions) "
-              f"{row['python_seconds']:.3f} s, ratio {row['ratio']:.1f}x, exact {100 * row['exact']:.2f} %")
-    print(f"{record['n']:,} expressions of {record['operators']} operators; one expression through LiteRT: "
-          f"{record['latency_ms']['median']:.1f} ms (median)")
+        paths = ", ".join(f"{name} {row[name]['seconds']:.2f} s = {row[name]['ratio']:.1f}x "
+                          f"(exact {100 * row[name]['exact']:.2f} %)" for name in ("forward", "cache"))
+        print(f"{label:>13}: Python (fractions) {row['python_seconds']:.3f} s; calculator {paths}")
+    print(f"{record['n']:,} expressions of {record['operators']} operators; one expression: "
+          f"{record['latency_ms']['forward']:.1f} ms with forward passes, "
+          f"{record['latency_ms']['cache']:.1f} ms with the cache (median)")
     if args.output:
         Path(args.output).write_text(json.dumps(record, indent=1) + "\n")
     return 0
@@ -322,6 +329,7 @@ def parser() -> argparse.ArgumentParser:
     predict.add_argument("--model", help="a .tflite, .onnx or .keras file or a SavedModel directory, with "
                                          "predcalc.json beside it "
                                          "(default: the learned calculator, reports/calculator/model.tflite, else the FNN2 of 01_fnn)")
+    predict.add_argument("--cache", action="store_true", help=CACHE_HELP)
     predict.set_defaults(handler=_predict)
 
     evaluate = commands.add_parser("evaluate", help="metrics of a model on a file of expression<TAB>answer lines")
@@ -331,6 +339,7 @@ def parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--json", action="store_true", help="print the metrics as JSON")
     evaluate.add_argument("--output", metavar="FILE", help="write expression, answer, truth and right (1/0), "
                                                           "one tab-separated line per expression")
+    evaluate.add_argument("--cache", action="store_true", help=CACHE_HELP)
     evaluate.set_defaults(handler=_evaluate)
 
     export = commands.add_parser("export", help="(re)write every artifact of stored models and check each "
