@@ -26,7 +26,8 @@ BELOW = {  # what each package may import, besides itself (record: the metrics.j
     "report": {"paths", "record", "data", "layers", "models", "calculator", "training", "studies", "deploy"},
     "cli": {"paths", "record", "data", "layers", "models", "calculator", "training", "studies", "deploy", "report"},
 }
-PLACED = {"calculator.study": "studies"}  # a module that sits at another package's level
+PLACED = {"calculator.study": "studies",  # a module that sits at another package's level
+          "studies.edge_seeds": "report"}  # it scores the studies' edge suites through deploy's exported files
 # Files other branches are rewriting now; each entry names what is left for its owner to fix.
 PENDING = {
     "calculator/": "lazy imports without a reason",

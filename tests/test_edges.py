@@ -60,3 +60,134 @@ def test_the_edge_table_has_a_row_per_model_and_writes_every_score(tmp_path):
     assert table.iloc[0]["terms_60"] == "-" and table.iloc[1]["terms_60"].endswith(")")
     stored = json.loads((tmp_path / "edges.json").read_text())
     assert stored["fnn2"]["terms_60"] is None and stored["transformer4_local"]["terms_60"]["tokens"] == 119
+
+
+# The frozen suites ---------------------------------------------------------------------------------
+
+def test_the_development_suite_is_the_probe_06_stored_and_is_frozen():
+    from predcalc.studies.edges import DEVELOPMENT_SEED, development_suite
+
+    suite = development_suite(count=40)
+    assert list(suite) == list(EDGE_AXES)
+    assert all(suite[name].expressions == edge_sets(DEVELOPMENT_SEED, 40)[name].expressions for name in suite)
+    assert suite["terms_20"].expressions == development_suite(count=40)["terms_20"].expressions
+
+
+def test_the_heldout_suite_is_frozen_in_its_boxes_and_shares_nothing_with_development_or_training():
+    from predcalc.data import seed_protocol
+    from predcalc.data.tokenizers import canonical
+    from predcalc.studies.edges import HELDOUT, development_suite, heldout_suite
+
+    suite = heldout_suite(count=30)
+    again = heldout_suite(count=30)
+    assert [edge.name for edge in HELDOUT] == list(suite)
+    assert all(suite[name].expressions == again[name].expressions and len(suite[name]) == 30 for name in suite)
+    assert suite["terms_40"].expressions != heldout_suite(seed=5, count=30)["terms_40"].expressions
+    protocol = seed_protocol(0)
+    seen = {canonical(e) for split in (protocol.train, protocol.validation, *development_suite().values())
+            for e in split.expressions}
+    forms = [canonical(e) for split in suite.values() for e in split.expressions]
+    assert not seen & set(forms) and len(forms) == len(set(forms))
+
+    def numbers(name):
+        return [abs(int(t)) for e in suite[name].expressions for t in signed_terms(e)[::2]]
+
+    assert min(numbers("digits_exactly_3")) >= 100 and max(numbers("digits_exactly_3")) <= 999
+    assert set(suite["terms_9_14"].terms) <= set(range(9, 15)) and set(suite["terms_80"].terms) == {80}
+    assert set(numbers("nines")) <= {9, 99, 999, 9999}
+    assert all("(" in e for e in suite["nesting_1_3"].expressions)
+    assert np.abs(suite["cancellation_4_digits"].values).max() <= 14
+
+
+def test_unspaced_forms_apply_only_where_the_tokens_change():
+    from predcalc.studies.edges import spacing_check
+
+    expressions = ["3 - -2 + 4", "12 + -7 - 5"]
+    assert spacing_check(NumericTokenizer(), expressions)["applies"] is False
+
+    class Characters:  # a tokeniser that reads the raw text, spaces included
+        name = "raw"
+
+        def encode(self, text):
+            return np.array([ord(c) for c in text.ljust(20)])
+
+    check = spacing_check(Characters(), expressions)
+    assert check["applies"] is True and check["differ"] == 2
+
+
+def test_a_scan_read_at_a_longer_length_computes_the_same_function():
+    from predcalc.data.tokenizers import TypedTokenizer
+    from predcalc.deploy.export import with_input_length
+    from predcalc.studies.edges import at_input_length
+
+    trained = _untrained("scan_typed")
+    expressions = ["3 - -2 + 4", "1 + 2 - 3 + 4 - 5 + 1 - 2 + 3"]
+    short = trained.model(TypedTokenizer(15).encode_batch(expressions))
+    longer = TypedTokenizer(40).encode_batch(expressions)
+    np.testing.assert_allclose(at_input_length(trained.model, 40)(longer), short, rtol=1e-5, atol=1e-5)
+    plain = with_input_length(trained.model, 40)(longer)  # its mean over 40 positions, not 15
+    assert not np.allclose(plain, short, rtol=1e-3, atol=1e-3)
+
+
+def test_a_set_outside_the_input_language_is_named_not_scored():
+    from predcalc.studies.edges import heldout_suite, refusal, tokens_needed
+
+    nested = heldout_suite(count=5)["nesting_1_3"].expressions
+    assert "cannot be encoded" in refusal(NumericTokenizer(), nested)
+    assert tokens_needed(NumericTokenizer(), nested) is None
+    assert tokens_needed(NumericTokenizer(), ["1 + 2 - 3 + 4 - 5 + 1 - 2 + 3 + 1"]) == 17
+
+
+@pytest.mark.slow
+def test_scores_come_from_the_exported_files_at_the_longer_length(tmp_path):
+    """Export an untrained transformer4_local_bounded at 27 tokens and score a small suite through
+    its ONNX and LiteRT files: the scores are those of the Keras model."""
+    from predcalc.data.protocol import make_split
+    from predcalc.studies.edge_seeds import export_at_length, score_exported
+    from predcalc.studies.edges import at_input_length
+    from predcalc.training.metrics import regression_metrics
+
+    trained = _untrained("transformer4_local_bounded")
+    record = export_at_length(trained.model, trained.spec, trained.tokenizer, tmp_path, length=27)
+    assert record["input_length"] == 27 and set(record["formats"]) == {"onnx", "litert"}
+    suite = {"terms_14": make_split("terms_14", ["1 + 2 - 3 + 4 - 5 + 1 - 2 + 3 - 4 + 5 - 1 + 2 - 3 + 4",
+                                                 "-5 - -5 + 0 - 1 + 2 + 3 - 4 + 5 - 1 + 2 - 3 + 4 - 5 + 1"]),
+             "terms_20": make_split("terms_20", [" + ".join(["1"] * 20)]),
+             "nested": make_split("nested", ["1 - (2 + 3)"])}
+    scores = score_exported(tmp_path, suite)
+    x = NumericTokenizer(27).encode_batch(suite["terms_14"].expressions)
+    expected = regression_metrics(suite["terms_14"].values,
+                                  trained.spec.predict_values(at_input_length(trained.model, 27), x))
+    assert scores["terms_14"]["mae"] == pytest.approx(expected["mae"], rel=1e-4)
+    assert scores["terms_14"]["tokens"] == 27 and scores["terms_14"]["runtimes_max_abs_diff"] < 1e-3
+    assert "needs 39 tokens" in scores["terms_20"]["too_long"]
+    assert "cannot be encoded" in scores["nested"]["not_in_input_language"]
+
+
+def test_the_exported_transformer4_local_bounded_answers_9_to_14_terms_through_onnx_and_litert():
+    """The committed first-seed files read 159 tokens (80 numbers): 9-14 terms are answered."""
+    from predcalc.data.expressions import evaluate
+    from predcalc.deploy.predictor import Predictor
+    from predcalc.paths import RUNS
+
+    folder = RUNS / "06_transformer" / "export" / "transformer4_local_bounded"
+    expressions = ["1 + 2 - 3 + 4 - 5 + 1 - 2 + 3 - 4",
+                   "1 + 2 - 3 + 4 - 5 + 1 - 2 + 3 - 4 + 5 - -1 + 2 - 3 + -4",
+                   "3 - -2 + 4"]
+    truth = [float(evaluate(e)) for e in expressions]
+    for file in ("model.onnx", "model_float32.tflite"):
+        predictor = Predictor(folder / file)
+        assert predictor.max_tokens >= 159
+        assert np.round(predictor.predict(expressions)).tolist() == truth
+        assert np.isfinite(predictor.predict([" + ".join(["1"] * 80)])).all()
+
+
+def test_the_stored_heldout_scores_belong_to_the_suite_drawn_today():
+    import json
+
+    from predcalc.paths import REPORTS
+    from predcalc.studies.edges import fingerprint, heldout_suite
+
+    stored = json.loads((REPORTS / "edges" / "heldout.json").read_text())
+    assert stored["suite"]["fingerprint"] == fingerprint(heldout_suite())
+    assert set(stored["suite"]["sets"]) == set(heldout_suite(count=1))

@@ -121,6 +121,23 @@ register_preset("scan_typed_additive", "scan_typed", label="Ablation: no multipl
                 arguments={"multiplicative": False, "name": "scan_typed_additive"})
 
 
+def readout_for_length(model: keras.Model, trained_length: int) -> keras.Model:
+    """A scan rebuilt for a longer input (same weights) made to compute the function it learned at
+    ``trained_length``: its answer is ``w * mean_t f_t + b`` over every position, padding included
+    (padding's features are 0, so it adds nothing to the sum), so at ``length`` tokens the output
+    weight ``w`` is multiplied by ``length / trained_length``. A model without the scan's
+    ``mean_over_tokens`` pooling is returned as it is. Works in place; returns the model."""
+    try:
+        model.get_layer("mean_over_tokens")
+    except ValueError:
+        return model
+    length = int(model.inputs[0].shape[1])
+    layer = model.get_layer("value")
+    kernel, bias = layer.get_weights()
+    layer.set_weights([kernel * np.float32(length / trained_length), bias])
+    return model
+
+
 @register_model("lstm_typed", label="Keras LSTM(32) (typed tokens)", family="LSTM", variable_length=True, tokenizer="typed")
 def lstm_typed(tokenizer, units: int = 32) -> keras.Model:
     inputs = keras.Input((tokenizer.length, 4), name="tokens")

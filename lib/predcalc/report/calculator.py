@@ -8,7 +8,7 @@ import pandas as pd
 from predcalc.calculator.steps import TARGETS
 from predcalc.calculator.study import ablation_rows, carriers, order, speed_summary
 from predcalc.report.anchors import SEED_LLM_ROWS
-from predcalc.report.document import Table, Text
+from predcalc.report.document import Bullets, Table, Text
 from predcalc.report.tables import markdown_table, plain_cell
 
 GEMINI = "Gemini 2.5 Pro"
@@ -194,9 +194,7 @@ def mechanism(record: dict) -> str:
 
 def results_blocks(record: dict) -> list:
     """The Results' calculator blocks: what each step saw, the ladder, adversarial digits, speed."""
-    import pandas as pd
 
-    from predcalc.report.document import Bullets
 
     study = record["calculator"]
     boxes = study["boxes"]

@@ -6,12 +6,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from predcalc.report.document import Table, Text
 from predcalc.report.studies import shown_label
 from predcalc.report.tables import markdown_table, plain_cell
 from predcalc.studies.edges import EDGE_AXES, NO_SPACES
+from predcalc.training.metrics import bootstrap_interval
 
 EDGES_FILE = "edges.json"
 
@@ -113,26 +115,98 @@ def load_suites(folder) -> dict:
     return out
 
 
-def heldout_blocks(edges: dict, models) -> list:
-    """The Results' held-out edge blocks: one row per set, one column per recommended model
-    ("mean [min-max] %" over seeds)."""
+def suite_blocks(edges: dict, suite: str, models) -> list:
+    """A suite's blocks for the findings: one row per set (its box), one column per model
+    ("mean [min-max] %" of exact accuracy over seeds, or why the model cannot read the set)."""
 
-    held = edges.get("heldout") or {}
-    shown = [m for m in models if m in held]
-    if not shown:
+    record = edges.get(f"{suite}_record")
+    if not record:
         return []
-    sets = list(dict.fromkeys(s for m in shown for s in held[m]))
+    table = seed_table(record)
+    shown = [m for m in models if m in set(table.model)] or sorted(set(table.model))
     rows = []
-    for name in sets:
-        row = {"set": name}
+    for set_name, box in record["suite"]["sets"].items():
+        row = {"set": set_name, "box": box}
         for model in shown:
-            score = held[model].get(name)
-            row[f"`{model}`"] = ("cannot read" if score is None else
-                                 f"{100 * score['mean']:.1f} [{100 * score['min']:.1f}-{100 * score['max']:.1f}] "
-                                 f"({score['seeds']} seeds)")
+            found = table[(table.model == model) & (table.set == set_name)]
+            if found.empty:
+                continue
+            cell = found.iloc[0]
+            row[f"`{model}`"] = ("not in its input language" if cell.note else
+                                 f"{100 * cell.accuracy:.1f} [{100 * cell['min']:.1f}-{100 * cell['max']:.1f}]")
         rows.append(row)
-    record = edges.get("heldout_record") or {}
-    about = record.get("description", "")
-    return [Text("Exact accuracy on the held-out edge suite (drawn after every choice in Method, never used to "
-                 "choose), through each seed's exported file; mean [min-max] over seeds. " + about),
-            Table(pd.DataFrame(rows), cell=plain_cell)]
+    return [Table(pd.DataFrame(rows), cell=plain_cell)]
+
+
+def seed_table(record: dict) -> pd.DataFrame:
+    """One row per model and set of a stored suite record (``reports/edges/*.json``, written by
+    :func:`predcalc.studies.edge_seeds.suite_scores`: ``models`` holds ``{model: {seed: {set: score}}}``,
+    ``about`` each model's kind, files and checks): exact accuracy over seeds (mean, min, max and
+    a bootstrap 95 % interval of the mean), mean MAE, each seed's accuracy; a set the model's
+    tokeniser cannot encode gets its reason in ``note``."""
+
+    rows = []
+    boxes = record["suite"]["sets"]
+    for name, by_seed in record["models"].items():
+        for set_name, box in boxes.items():
+            per_seed = {seed: scores[set_name] for seed, scores in by_seed.items()}
+            row = {"model": name, "kind": record["about"][name]["kind"], "set": set_name, "box": box,
+                   "seeds": len(per_seed)}
+            refused = [s for s in per_seed.values() if "accuracy" not in s]
+            if refused:
+                rows.append({**row, "note": refused[0].get("not_in_input_language") or refused[0].get("too_long")})
+                continue
+            accuracy = np.array([s["accuracy"] for s in per_seed.values()])
+            low, high = bootstrap_interval(accuracy)
+            rows.append({**row, "accuracy": accuracy.mean(), "min": accuracy.min(), "max": accuracy.max(),
+                         "boot_low": low, "boot_high": high,
+                         "mae": float(np.mean([s["mae"] for s in per_seed.values()])),
+                         "per_seed": " / ".join(f"{100 * a:.1f}" for a in accuracy), "note": ""})
+    return pd.DataFrame(rows)
+
+
+def seed_facts(record: dict) -> list[str]:
+    """Plain sentences from a stored suite record: per model, the sets every seed answers (at least 99 %
+    exact), those every seed fails (below 50 %), the sets outside its input language, whether unspaced
+    forms apply, how far its two runtimes agree, and how closely retraining reproduced the stored runs."""
+    table = seed_table(record)
+    suite = record["suite"]
+    facts = []
+    for name, by_seed in record["models"].items():
+        model = record["about"][name]
+        rows = table[table.model == name]
+        scored = rows[rows.note == ""]
+        held = ", ".join(scored[scored["min"] >= 0.99].set) or "none"
+        failed = ", ".join(scored[scored["max"] < 0.5].set) or "none"
+        facts.append(f"{name} ({model['kind']}, {len(by_seed)} seeds, {suite['kind']} suite seed {suite['seed']}, "
+                     f"{suite['count']} expressions a set, read through its exported ONNX file at "
+                     f"{model['input_length']} tokens): every seed at least 99 % exact on {held}; every seed below "
+                     f"50 % on {failed}.")
+        for _, row in rows[rows.note != ""].iterrows():
+            facts.append(f"{name}: {row.set} ({row.box}) is not scored: {row.note}.")
+        unspaced = model["unspaced_forms"]
+        facts.append(f"{name}: unspaced forms {'apply' if unspaced['applies'] else 'do not apply'}: {unspaced['why']}.")
+        scores = [s for by_set in by_seed.values() for s in by_set.values() if "accuracy" in s]
+        gap = max(s["runtimes_max_abs_diff"] for s in scores)
+        points = max(abs(s["accuracy"] - s["litert"]["accuracy"]) for s in scores)
+        facts.append(f"{name}: LiteRT and ONNX answers differ by at most {gap:.2g} (exact accuracy by at most "
+                     f"{100 * points:.2f} points on any set and seed).")
+        facts.append(f"{name}: {reproduction_fact(model['reproduction'])}")
+    return facts
+
+
+def reproduction_fact(reproduction: dict) -> str:
+    """One sentence on how closely retraining reproduced the stored runs (``reproduction`` of
+    :func:`predcalc.studies.edge_seeds.reproduction`)."""
+    if not reproduction:
+        return "no seed was retrained."
+    seeds = len(reproduction)
+    same_epochs = sum(r["epochs"][0] == r["epochs"][1] for r in reproduction.values())
+    same_accuracy = sum(all(s["accuracy"][0] == s["accuracy"][1] for s in r["sets"].values())
+                        for r in reproduction.values())
+    loss = max(r["val_loss_relative_difference"] for r in reproduction.values())
+    mae = max(s["mae_difference"] for r in reproduction.values() for s in r["sets"].values())
+    return (f"retraining with the stored parameters gave the stored exact accuracy on every test set on "
+            f"{same_accuracy} of {seeds} seeds and the same number of epochs on {same_epochs}; the best validation "
+            f"loss differs by up to {100 * loss:.2g} % and a test set's MAE by up to {mae:.2g}: "
+            f"{'bit-for-bit reproducible' if loss == 0 and mae == 0 else 'not bit-for-bit reproducible'} here.")

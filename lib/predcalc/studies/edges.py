@@ -1,92 +1,349 @@
-"""Held-out sets outside the seed protocol's box, and a trained model's scores on them.
+"""Two frozen suites outside the seed protocol's box, and a model's scores on them.
 
 The seed protocol trains on 3 numbers from -5..4 joined by ``+`` and ``-``; its test sets reach
--8..8 and 8 numbers. These sets step further out one axis at a time: magnitude (3 numbers of up
-to 2 or 4 digits), length (20 or 60 numbers from -5..5) and writing (in-range expressions with
-no spaces). A model is rebuilt with the same weights for inputs longer than it was built for
-(:func:`predcalc.deploy.export.with_input_length`); one whose weights depend on the length is
-not scored there (its score is None).
+-8..8 and 8 numbers. Two suites step further out:
 
-Example (``trained`` comes from ``predcalc.training.fit.train``, so the last line is not run as a doctest):
-    >>> sets = edge_sets(seed=0)
-    >>> edge_scores(trained, sets)["terms_60"]["accuracy"]  # doctest: +SKIP
+- the **development** suite (:func:`development_suite`, seed 0): the probe that helped choose
+  the recommended models (:data:`CHOICES` says which probe chose which variant), so its scores
+  are not claims;
+- the **held-out edge** suite (:func:`heldout_suite`, seed :data:`HELDOUT_SEED`): boxes no
+  choice has seen, each set named by its box (:data:`HELDOUT`): more digits, more terms, both at
+  once, adversarial digit and sign patterns, and parentheses. Its expressions share none with the
+  development suite nor with the seed protocol's training and validation splits.
+
+A model is rebuilt with the same weights for inputs longer than it was built for
+(:func:`at_input_length`); one whose weights depend on the length is not scored there.
+
+Example:
+    >>> suite = heldout_suite()
+    >>> len(suite["terms_80"].expressions)
+    300
 """
 
 from __future__ import annotations
 
+import dataclasses
+import functools
+import hashlib
+import json
+from collections.abc import Callable
+
 import numpy as np
 
 from predcalc.data.expressions import format_expression
-from predcalc.data.protocol import Split, make_split
-from predcalc.data.tokenizers import TokenizerError
+from predcalc.data.protocol import Split, make_split, seed_protocol
+from predcalc.data.tokenizers import TokenizerError, canonical
 from predcalc.models.rebuild import with_input_length
+from predcalc.models.syntax_gated_scan import readout_for_length
 from predcalc.training.metrics import regression_metrics
 
-# name -> (numbers per expression, largest |number|)
+SET_SIZE = 300  # expressions per set, in both suites
+DEVELOPMENT_SEED = 0  # the probe 06_transformer scored (edge_sets(seed=data_seed))
+HELDOUT_SEED = 31  # used by nothing else in this project
+
+# name -> (numbers per expression, largest |number|): the development suite
 EDGE_AXES = {"digits_2": (3, 99), "digits_4": (3, 9999), "terms_20": (20, 5), "terms_60": (60, 5)}
-NO_SPACES = "no_spaces"  # 3 numbers from -5..4, written without spaces ("3--2+4")
+NO_SPACES = "no_spaces"  # 3 numbers from -5..4 written without spaces ("3--2+4"); see spacing_check
+
+# Which probe chose which recommended variant: why the development suite's scores are not claims.
+CHOICES = {
+    "transformer4_local_bounded": (
+        "the tanh bound (squash_features) was kept after a 60-epoch probe on 3 numbers from -99..99 "
+        "(sweeps/transformer4_local_squash.yaml: 98.7 % exact where transformer4_local fell to 2.3 %) and on "
+        "20 and 60 terms: the development sets digits_2, terms_20 and terms_60"),
+    "transformer4_local, transformer4_gated": (
+        "the steps transformer4_seed -> gated readout -> local features -> tanh bound were each kept for their "
+        "exact accuracy on the seed protocol's out-of-range test set (out, -8..8)"),
+    "scan_typed": (
+        "the syntax-gated scan and its ablations (30_beyond_seed) were compared on the seed protocol's in, out and "
+        "long test sets; no edge set was used"),
+    "scan_typed_solved, scan_typed_readout_solved": (
+        "the closed-form finish was judged on 31_extended_suite's families (3 numbers of 1-6 digits, 2-8 terms, "
+        "suite seed 0)"),
+}
 
 
-def edge_sets(seed: int = 0, count: int = 300) -> dict[str, Split]:
-    """``count`` expressions per set of :data:`EDGE_AXES` and :data:`NO_SPACES` (seeded)."""
+@dataclasses.dataclass(frozen=True)
+class EdgeSet:
+    """One set of a suite: its name, its box in words and how its expressions are drawn."""
+
+    name: str
+    box: str
+    draw: Callable  # (rng, count) -> list of expressions
+
+
+def _terms(rng, terms) -> int:
+    return int(terms) if np.isscalar(terms) else int(rng.integers(terms[0], terms[1] + 1))
+
+
+def _uniform(terms, low: int, high: int) -> Callable:
+    """``terms`` (a count or an inclusive (min, max)) integers from low..high, random + and -."""
+    def draw(rng, count):
+        if np.isscalar(terms):  # one block of draws (the order the development suite was first drawn in)
+            numbers = rng.integers(low, high + 1, size=(count, terms))
+            operators = rng.choice(["+", "-"], size=(count, terms - 1))
+            return [format_expression(n, o) for n, o in zip(numbers, operators)]
+        return [_join(rng, rng.integers(low, high + 1, size=_terms(rng, terms))) for _ in range(count)]
+    return draw
+
+
+def _join(rng, numbers, operators=None) -> str:
+    operators = rng.choice(["+", "-"], size=len(numbers) - 1) if operators is None else operators
+    return format_expression([int(n) for n in numbers], list(operators))
+
+
+def _exact_digits(digits: int, terms: int = 3) -> Callable:
+    """``terms`` numbers of exactly ``digits`` digits, each of either sign."""
+    def draw(rng, count):
+        low, high = 10 ** (digits - 1), 10 ** digits - 1
+        return [_join(rng, rng.integers(low, high + 1, size=terms) * rng.choice([-1, 1], size=terms))
+                for _ in range(count)]
+    return draw
+
+
+def _nines(rng, count):
+    """3-8 numbers, each 9, 99, 999 or 9999 of either sign: every column carries or borrows."""
+    return [_join(rng, (10 ** rng.integers(1, 5, size=n) - 1) * rng.choice([-1, 1], size=n))
+            for n in rng.integers(3, 9, size=count)]
+
+
+def _alternating(rng, count):
+    """3-8 numbers from 1..5, signs alternating, joined by alternating - and +: ``3 - -4 + 2 - -5``."""
+    expressions = []
+    for n in rng.integers(3, 9, size=count):
+        start = rng.choice([-1, 1])
+        numbers = rng.integers(1, 6, size=n) * start * (-1) ** np.arange(n)
+        expressions.append(_join(rng, numbers, ["-" if i % 2 == 0 else "+" for i in range(n - 1)]))
+    return expressions
+
+
+def _zero_runs(rng, count):
+    """3-8 numbers, each 0 with probability 3/4, else from -5..5 (a 0 and ``-`` share a token in the
+    seed's numeric tokens)."""
+    expressions = []
+    for n in rng.integers(3, 9, size=count):
+        numbers = np.where(rng.random(n) < 0.75, 0, rng.integers(-5, 6, size=n))
+        expressions.append(_join(rng, numbers))
+    return expressions
+
+
+def _cancellation(rng, count):
+    """``x - y + z``: x and y of 4 digits at most 9 apart, z from -5..5, so the answer is small."""
+    x = rng.integers(1010, 9990, size=count)
+    y = x + rng.integers(-9, 10, size=count)
+    z = rng.integers(-5, 6, size=count)
+    return [_join(rng, [a, b, c], ["-", "+"]) for a, b, c in zip(x, y, z)]
+
+
+def _nested(rng, count):
+    """3-8 numbers from -5..5 with parentheses nested 1 to 3 deep, + and - only."""
+    expressions = []
+    for n, levels in zip(rng.integers(3, 9, size=count), rng.integers(1, 4, size=count)):
+        numbers, operators = rng.integers(-5, 6, size=n), rng.choice(["+", "-"], size=n - 1)
+        opens, closes = np.zeros(n, int), np.zeros(n, int)
+        low, high = 0, n - 1
+        for _ in range(levels):  # each group inside the previous one, holding at least 2 numbers
+            low = int(rng.integers(low, high))
+            high = int(rng.integers(low + 1, high + 1))
+            opens[low] += 1
+            closes[high] += 1
+        parts = ["(" * opens[i] + str(int(numbers[i])) + ")" * closes[i] for i in range(n)]
+        expressions.append(" ".join([parts[0], *(f"{op} {part}" for op, part in zip(operators, parts[1:]))]))
+    return expressions
+
+
+DEVELOPMENT = [EdgeSet(name, f"{terms} numbers from -{bound:,}..{bound:,}", _uniform(terms, -bound, bound))
+               for name, (terms, bound) in EDGE_AXES.items()]
+
+HELDOUT = [
+    EdgeSet("digits_exactly_2", "3 numbers of exactly 2 digits (10..99, either sign)", _exact_digits(2)),
+    EdgeSet("digits_exactly_3", "3 numbers of exactly 3 digits (100..999, either sign)", _exact_digits(3)),
+    EdgeSet("digits_exactly_4", "3 numbers of exactly 4 digits (1,000..9,999, either sign)", _exact_digits(4)),
+    EdgeSet("terms_9_14", "9 to 14 numbers from -5..5", _uniform((9, 14), -5, 5)),
+    EdgeSet("terms_40", "40 numbers from -5..5", _uniform(40, -5, 5)),
+    EdgeSet("terms_80", "80 numbers from -5..5", _uniform(80, -5, 5)),
+    EdgeSet("terms_10_digits_2", "10 numbers from -99..99", _uniform(10, -99, 99)),
+    EdgeSet("terms_30_digits_3", "30 numbers from -999..999", _uniform(30, -999, 999)),
+    EdgeSet("nines", "3-8 numbers, each 9, 99, 999 or 9,999 of either sign (carry and borrow chains)", _nines),
+    EdgeSet("alternating_signs", "3-8 numbers from 1..5 with alternating signs, joined by alternating - and + "
+            "(\"3 - -4 + 2 - -5\")", _alternating),
+    EdgeSet("zero_runs", "3-8 numbers, each 0 with probability 3/4, else from -5..5", _zero_runs),
+    EdgeSet("cancellation_4_digits", "x - y + z: x, y of 4 digits at most 9 apart, z from -5..5", _cancellation),
+    EdgeSet("nesting_1_3", "3-8 numbers from -5..5 in parentheses nested 1 to 3 deep, + and -", _nested),
+]
+
+
+def _suite(sets: list[EdgeSet], seed: int, count: int, exclude=frozenset()) -> dict[str, Split]:
+    """``count`` distinct expressions per set, drawn in order from one generator seeded with ``seed``;
+    an expression whose canonical form is in ``exclude`` (canonical forms) or already drawn (in any
+    set) is redrawn."""
     if count <= 0:
         raise ValueError(f"count must be positive. Received: count={count}")
     rng = np.random.default_rng(seed)
-    sets = {name: make_split(name, _draw(rng, count, terms, -bound, bound))
-            for name, (terms, bound) in EDGE_AXES.items()}
-    sets[NO_SPACES] = make_split(NO_SPACES, [e.replace(" ", "") for e in _draw(rng, count, 3, -5, 4)])
+    seen = set(exclude)
+    suite = {}
+    for edge in sets:
+        kept = []
+        for _ in range(100):  # rounds of draws; a set whose box is too small to fill stops with an error
+            for expression in edge.draw(rng, count - len(kept)):
+                form = canonical(expression)
+                if form not in seen:
+                    seen.add(form)
+                    kept.append(expression)
+            if len(kept) == count:
+                break
+        else:
+            raise ValueError(f"{edge.name} holds fewer than {count} distinct expressions outside the excluded ones")
+        suite[edge.name] = make_split(edge.name, kept)
+    return suite
+
+
+def development_suite(seed: int = DEVELOPMENT_SEED, count: int = SET_SIZE) -> dict[str, Split]:
+    """The development suite: ``count`` expressions per set of :data:`EDGE_AXES` (the probe that chose
+    variants, :data:`CHOICES`). The same seed gives the same expressions as 06_transformer's stored
+    ``edges.json`` (drawn without deduplication, as then)."""
+    if count <= 0:
+        raise ValueError(f"count must be positive. Received: count={count}")
+    rng = np.random.default_rng(seed)
+    return {edge.name: make_split(edge.name, edge.draw(rng, count)) for edge in DEVELOPMENT}
+
+
+def edge_sets(seed: int = DEVELOPMENT_SEED, count: int = SET_SIZE) -> dict[str, Split]:
+    """:func:`development_suite` and :data:`NO_SPACES` (whose tokens equal the spaced form's for every
+    tokeniser here, :func:`spacing_check`), as 06_transformer scores them."""
+    sets = development_suite(seed, count)
+    rng = np.random.default_rng(seed)
+    for edge in DEVELOPMENT:  # replay the draws, so no_spaces stays the set it was
+        edge.draw(rng, count)
+    sets[NO_SPACES] = make_split(NO_SPACES, [e.replace(" ", "") for e in _uniform(3, -5, 4)(rng, count)])
     return sets
 
 
-def _draw(rng, count: int, terms: int, low: int, high: int) -> list[str]:
-    """``count`` expressions of ``terms`` integers from low..high joined by random + and -."""
-    numbers = rng.integers(low, high + 1, size=(count, terms))
-    operators = rng.choice(["+", "-"], size=(count, terms - 1))
-    return [format_expression(n, o) for n, o in zip(numbers, operators)]
+def heldout_suite(seed: int = HELDOUT_SEED, count: int = SET_SIZE, data_seed: int = 0) -> dict[str, Split]:
+    """The held-out edge suite: ``count`` expressions per set of :data:`HELDOUT`, none in the
+    development suite nor in the seed protocol's (``data_seed``) training and validation splits."""
+    return _suite(HELDOUT, seed, count, exclude=_excluded(data_seed))
 
 
-def _fitting(tokenizer, expressions, longest: int = 4096):
-    """The tokeniser, or one like it of the shortest length that holds every expression, and the
-    encoded expressions."""
-    def attempt(length):
-        candidate = tokenizer if length == tokenizer.length else type(tokenizer)(
-            **{**tokenizer.get_config(), "length": length})
+@functools.lru_cache(maxsize=4)
+def _excluded(data_seed: int) -> frozenset:
+    """Canonical forms of the development suite and the seed protocol's training and validation splits."""
+    protocol = seed_protocol(data_seed)
+    development = [e for split in development_suite().values() for e in split.expressions]
+    return frozenset(canonical(e) for e in [*protocol.train.expressions, *protocol.validation.expressions,
+                                            *development])
+
+
+def fingerprint(suite: dict[str, Split]) -> str:
+    """A short hash of a suite's set names and expressions: the same suite, the same fingerprint."""
+
+    text = json.dumps({name: list(split.expressions) for name, split in suite.items()})
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def suite_record(kind: str, suite: dict[str, Split] | None = None) -> dict:
+    """What a stored score file says about its suite: seed, set size, each set's box and, given the
+    drawn ``suite``, its :func:`fingerprint`."""
+    if kind == "development":
+        record = {"kind": kind, "seed": DEVELOPMENT_SEED, "count": SET_SIZE, "choices": CHOICES,
+                  "sets": {edge.name: edge.box for edge in DEVELOPMENT}}
+    elif kind == "heldout":
+        record = {"kind": kind, "seed": HELDOUT_SEED, "count": SET_SIZE,
+                  "excluded": "the development suite and the seed protocol's training and validation splits "
+                              "(data seed 0)",
+                  "sets": {edge.name: edge.box for edge in HELDOUT}}
+    else:
+        raise ValueError(f"kind must be 'development' or 'heldout'. Received: {kind!r}")
+    return record if suite is None else {**record, "fingerprint": fingerprint(suite)}
+
+
+def spacing_check(tokenizer, expressions) -> dict:
+    """Whether writing ``expressions`` without spaces changes what ``tokenizer`` hands the network:
+    ``{"applies", "checked", "differ", "why"}``. The tokenisers here lex the text first (spacing and
+    stacked unary signs are folded before any token is made), so it does not apply to them."""
+    checked = differ = 0
+    for expression in expressions:
         try:
-            return candidate, candidate.encode_batch(list(expressions))
+            spaced = tokenizer.encode(expression)
         except TokenizerError:
-            if length >= longest:
-                raise
-            return None
+            continue
+        checked += 1
+        try:
+            differ += not np.array_equal(spaced, tokenizer.encode(expression.replace(" ", "")))
+        except TokenizerError:
+            differ += 1
+    why = (f"the {tokenizer.name} tokeniser gives the same array with and without spaces on all {checked:,} "
+           "expressions: its lexer drops spacing and folds unary signs before the network"
+           if differ == 0 else f"{differ:,} of {checked:,} expressions encode differently without spaces")
+    return {"applies": differ > 0, "checked": checked, "differ": differ, "why": why}
 
-    found, short = attempt(tokenizer.length), tokenizer.length
-    long = short
-    while found is None:  # double until it fits, then halve the gap down to the shortest that fits
+
+def at_input_length(model, length: int):
+    """The model rebuilt for ``length`` tokens with the same weights, computing the same function on
+    every input it read before (a scan that averages over all positions gets its readout rescaled,
+    :func:`predcalc.models.syntax_gated_scan.readout_for_length`). Raises ValueError or TypeError
+    where a weight depends on the length."""
+
+    trained = int(model.inputs[0].shape[1])
+    if length == trained:
+        return model
+    return readout_for_length(with_input_length(model, length), trained)
+
+
+def tokens_needed(tokenizer, expressions, longest: int = 4096) -> int | None:
+    """The fewest tokens (at least ``tokenizer.length``) that hold every expression, or None where the
+    tokeniser cannot encode one at any length (:func:`refusal`, e.g. parentheses for numeric tokens)."""
+    if refusal(tokenizer, expressions) is not None:
+        return None
+
+    def fits(length):
+        try:
+            type(tokenizer)(**{**tokenizer.get_config(), "length": length}).encode_batch(list(expressions))
+            return True
+        except TokenizerError:
+            return False
+
+    short = long = tokenizer.length
+    if fits(short):
+        return short
+    while not fits(long):  # double until it fits, then halve the gap down to the shortest that fits
+        if long >= longest:
+            raise ValueError(f"an expression needs more than {longest} tokens")
         short, long = long, min(2 * long, longest)
-        found = attempt(long)
     while long - short > 1:
         middle = (short + long) // 2
-        shorter = attempt(middle)
-        if shorter is None:
-            short = middle
-        else:
-            long, found = middle, shorter
-    return found
+        short, long = (short, middle) if fits(middle) else (middle, long)
+    return long
+
+
+def refusal(tokenizer, expressions) -> str | None:
+    """Why ``tokenizer`` cannot encode the set at any length (its first refusal: the set is not in
+    the model's input language), or None."""
+    long = type(tokenizer)(**{**tokenizer.get_config(), "length": 4096})  # longer than any set here
+    for expression in expressions:
+        try:
+            long.encode(expression)
+        except TokenizerError as error:
+            return str(error)
+    return None
 
 
 def edge_scores(trained, sets: dict[str, Split]) -> dict[str, dict | None]:
     """:func:`predcalc.training.metrics.regression_metrics` of ``trained`` (a TrainedModel) on each
     set, with ``tokens`` (the input length it was scored at); None where the model cannot be
-    rebuilt for the longer input."""
+    rebuilt for the longer input or its tokeniser cannot encode the set."""
     scores = {}
     for name, split in sets.items():
-        tokenizer, x = _fitting(trained.tokenizer, split.expressions)
-        model = trained.model
-        if tokenizer.length != trained.tokenizer.length:
-            try:
-                model = with_input_length(model, tokenizer.length)
-            except (ValueError, TypeError):  # a weight or layer that depends on the length
-                scores[name] = None
-                continue
-        predictions = trained.spec.predict_values(model, x)
-        scores[name] = {**regression_metrics(split.values, predictions), "tokens": tokenizer.length}
+        length = tokens_needed(trained.tokenizer, split.expressions)
+        if length is None:
+            scores[name] = None
+            continue
+        tokenizer = type(trained.tokenizer)(**{**trained.tokenizer.get_config(), "length": length})
+        try:
+            model = at_input_length(trained.model, length)
+        except (ValueError, TypeError):  # a weight or layer that depends on the length
+            scores[name] = None
+            continue
+        predictions = trained.spec.predict_values(model, tokenizer.encode_batch(list(split.expressions)))
+        scores[name] = {**regression_metrics(split.values, predictions), "tokens": length}
     return scores
