@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from predcalc.report.document import Table, Text
+from predcalc.report.document import Table
 from predcalc.report.studies import shown_label
 from predcalc.report.tables import markdown_table, plain_cell
 from predcalc.studies.edges import EDGE_AXES, NO_SPACES
