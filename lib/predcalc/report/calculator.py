@@ -171,9 +171,9 @@ def headline(record: dict) -> str:
     rules = _rung(record, "rules")
     if rules:
         worst = min(rules, key=lambda f: rules[f]["mean"])
-        return (f"The calculator (40, `+ - * /`, parentheses): steps learned from a third of their inputs are exact on "
-                f"the rest for {len(exact_learned)} of {len(learned)} ({', '.join(exact_learned)}); with the control "
-                f"not, the worst family averages {_pct(rules[worst]['mean'])} over 5 seeds. Loops remain code.")
+        return (f"Calculator (40, partly built): step units with designed features, fitted on a third of their inputs, "
+                f"are exact on the rest ({', '.join(exact_learned)}); the control is not on all seeds (worst family "
+                f"{_pct(rules[worst]['mean'])}, mean of 5). Loops are code.")
     main = record["calculator"]["summary"]["calculator"]
     return (f"The calculator (40) is exact on all {sum(v['n'] for v in main.values()):,} expressions of its "
             f"{len(main)} families, by code and memorised tables.")
@@ -232,8 +232,11 @@ def results_blocks(record: dict) -> list:
                          "worst seed on a family": _pct(min(v["min"] for v in families.values())),
                          "seeds": next(iter(families.values()))["seeds"]})
     if rows:
-        blocks += [Text("The ladder of structure: exact answers (mean of seeds over each family). Rung 1 is the "
-                        "earlier run (its summary predates the new control); rung 3, a learned schedule, is not "
+        blocks += [Text("The ladder of structure, each rung adding learned structure: exact answers (mean of seeds "
+                        "over each family). Rung 1 is the earlier run of the notebook (its control, trained on most "
+                        "windows, predates the new one: not like for like); rung 2's numbers come from the study code's "
+                        "records (`reports/calculator/parts/rules_*.json`), not from the executed notebook in "
+                        "`reports/runs/40_calculator/`, which is rung 1's run; rung 3, a learned schedule, is not "
                         "built; rungs 4 and 5 score smaller draws (100 expressions a family)."),
                    Table(pd.DataFrame(rows), cell=plain_cell)]
     adversarial = (record.get("ladder") or {}).get("adversarial")
@@ -241,14 +244,15 @@ def results_blocks(record: dict) -> list:
     facts = []
     if adversarial:
         facts.append("Adversarial digits (`000...002 * 000...002`, `10^n - 1` chains, alternating 9/0 runs, quotients "
-                     "with many zero digits; " f"{adversarial['rules']['n']} expressions, seed 0): rule calculator "
-                     f"{_pct(adversarial['rules']['exact'])}, memorised {_pct(adversarial['memorised']['exact'])}.")
+                     "with many zero digits; " f"{adversarial['rules']['n']} expressions): rule calculator seed 0 "
+                     f"{_pct(adversarial['rules']['exact'])}, memorised {_pct(adversarial['memorised']['exact'])} "
+                     "(the other seeds were not run).")
     if "forward" in speed:
         facts.append(f"Speed on 10,000 expressions of 10 operators against Python's `fractions` (ratios in one run, "
                      f"this 2-core CPU): forward passes {speed['forward']['integers']:.1f}x on integers and "
                      f"{speed['forward']['division']:.1f}x with division; the look-up cache {speed['cache']['integers']:.1f}x "
-                     f"and {speed['cache']['division']:.1f}x. The goal, within 10x with forward passes, is met on "
-                     "integers only.")
+                     f"and {speed['cache']['division']:.1f}x. One run on a heavily loaded machine: against the 10x "
+                     "goal, integers are not resolved and division is not met.")
     if facts:
         blocks.append(Bullets(facts))
     return blocks
