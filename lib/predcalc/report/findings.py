@@ -99,10 +99,13 @@ def _source(record: dict, repeats: list[str], detail: str) -> str:
 
 def _profile_of(record: dict, model: dict) -> str:
     """The profile a model's runs came from: the record's, or the earlier run's for a kept model."""
+    def short(profile) -> str:  # "full with models=[...], ..." -> "full" (the parameters are in Runs)
+        return str(profile).split(" with ")[0]
+
     if model.get("kept_from"):
         kept = model["kept_from"]
-        return f"{kept.get('profile')}, run of {(kept.get('created') or '')[:10]}"
-    return record.get("_profile", "this run")
+        return f"{short(kept.get('profile'))}, run of {(kept.get('created') or '')[:10]}"
+    return short(record.get("_profile", "this run"))
 
 
 def _mean(runs, test_set, metric):
