@@ -51,9 +51,9 @@ CHOICES = {
         "the tanh bound (squash_features) was kept after a 60-epoch probe on 3 numbers from -99..99 "
         "(sweeps/transformer4_local_squash.yaml: 98.7 % exact where transformer4_local fell to 2.3 %) and on "
         "20 and 60 terms: the development sets digits_2, terms_20 and terms_60"),
-    "transformer4_local, transformer4_gated": (
-        "the steps transformer4_seed -> gated readout -> local features -> tanh bound were each kept for their "
-        "exact accuracy on the seed protocol's out-of-range test set (out, -8..8)"),
+    "transformer4_gated, transformer4_local": (
+        "the gated value readout, then the local token features with padding masked, were each kept for their "
+        "exact accuracy on the seed protocol's out-of-range test set (out)"),
     "scan_typed": (
         "the syntax-gated scan and its ablations (30_beyond_seed) were compared on the seed protocol's in, out and "
         "long test sets; no edge set was used"),
