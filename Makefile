@@ -9,6 +9,8 @@
 #                 (nbval, at the smoke profile: one epoch); tests/test_book.py opens the built book in
 #                 headless Chromium (skipped without one). CI (.ci/run) runs it. Each pytest session
 #                 runs on every core (pytest-xdist; TEST_WORKERS=1 for one worker).
+#   make lint     ruff (lint rules in pyproject.toml) and the import contract of ARCHITECTURE.md
+#                 (tests/test_architecture.py); make test runs it first
 #   make test-fast  the developer's loop: library tests on TensorFlow without the `slow` ones
 #                 (no training longer than a few seconds, no kernels, no notebooks)
 # Both create the virtual environment .venv and install requirements.txt when needed.
@@ -28,7 +30,7 @@ NOTEBOOK_PROFILE ?= smoke
 TEST_WORKERS ?= auto
 PARALLEL := -n $(TEST_WORKERS) --dist loadfile
 
-.PHONY: report run book exports test test-fast test-lib test-backends test-notebooks venv clean-runs
+.PHONY: report run book exports lint test test-fast test-lib test-backends test-notebooks venv clean-runs
 
 venv: $(VENV)/.installed
 
@@ -52,7 +54,11 @@ exports: venv
 book: venv
 	PYTHONPATH=$(abspath lib) $(BIN)/python -m predcalc.report.book
 
-test: test-lib test-backends test-notebooks
+test: lint test-lib test-backends test-notebooks
+
+lint: venv
+	$(BIN)/ruff check lib tests
+	$(BIN)/python -m pytest -q -p no:cacheprovider tests/test_architecture.py
 
 test-fast: venv
 	$(BIN)/python -m pytest -q $(PARALLEL) -m "not slow" tests

@@ -1,6 +1,7 @@
 # Sphinx configuration of the book (``make book``). predcalc.report.book copies this folder into
-# build/book_src/, writes the pages beside it and runs Sphinx there: edit the chapters in
-# lib/predcalc/report/book.py, the look here and in _static/predcalc.css.
+# build/book_src/, writes the pages beside it and runs Sphinx there: which section goes on which
+# page is PAGES in lib/predcalc/report/book.py, the pages' text the book_*.md.j2 templates in
+# lib/predcalc/report/templates/, the look here and in _static/predcalc.css.
 from pathlib import Path
 
 project = "predcalc"

@@ -12,9 +12,9 @@ import pytest
 @pytest.fixture(scope="session")
 def exported_fnn2(tmp_path_factory):
     """An FNN2 trained for 3 epochs and exported in every format (with model.keras)."""
-    from predcalc.training import fit
     from predcalc.data import seed_protocol
     from predcalc.deploy.export import export_trained, write_export_record
+    from predcalc.training import fit
 
     protocol = seed_protocol(0)
     trained = fit.train("fnn2", protocol, seed=0, epochs=3)

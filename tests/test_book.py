@@ -1,92 +1,270 @@
-"""The book (``make book``): number formatting, the pages it writes, and the built site in a
-real browser (headless Chromium driven by Selenium, skipped when none is installed)."""
+"""The book (``make book``): number formatting, the pages it writes from the findings Document,
+and the built site in a real browser (headless Chromium driven by Selenium, skipped when none is
+installed)."""
 
+import base64
 import functools
 import http.server
+import inspect
+import io
 import json
 import os
-import re
 import shutil
 import threading
 import time
 from html.parser import HTMLParser
 from pathlib import Path
-from urllib.parse import unquote, urljoin, urlsplit
+from urllib.parse import unquote, urlsplit
 
+import pandas as pd
 import pytest
 
 from predcalc.report import book
+from predcalc.report.document import Bullets, Document, Figure, Section, Table, Text
 from predcalc.training.runner import discover
 
 ROOT = Path(__file__).resolve().parents[1]
+NBSP = "\u00a0"
+
+# The section keys of the findings Document (the contract between findings.py and book.py).
+MAIN_KEYS = {
+    "question": [], "answer": [],
+    "method": ["method.protocol", "method.models", "method.mechanisms", "method.selection", "method.statistics"],
+    "results": ["results.summary", "results.seed_protocol", "results.edges", "results.published",
+                "results.extended", "results.calculator"],
+    "learned": [], "limitations": [],
+}
+APPENDIX_KEYS = ["appendix.all_models", "appendix.seed_way", "appendix.recipe", "appendix.stability",
+                 "appendix.development_edges", "appendix.export", "appendix.llm", "appendix.bench",
+                 "appendix.studies", "appendix.calculator", "appendix.runs"]
+
+
+EXPORTS = pd.DataFrame({"model": ["FNN2", "FNN2", "scan", "scan"], "format": ["float32", "int8", "float32", "onnx"],
+                        "KB": [26.04, 17.5, 3.2, float("nan")], "max abs diff": [1e-5, 0.9, 2e-6, float("nan")],
+                        "acc change in": [0.0, -0.017, 0.0, float("nan")],
+                        "acc change out": [0.0, -0.011, 0.001, float("nan")],
+                        "acc change long": [0.0, -0.006, 0.0, float("nan")],
+                        "verdict": ["use", "unsuitable", "use", "unsuitable"],
+                        "why": ["", "int8 input and output", "", "the export failed"]})
+
+
+def _png(width: int, height: int) -> bytes:
+    from PIL import Image
+
+    out = io.BytesIO()
+    Image.new("RGB", (width, height), (40, 90, 160)).save(out, format="PNG")
+    return out.getvalue()
+
+
+def contract_document(root: Path, figure: Path, big_figure: Path) -> Document:
+    """A Document with every key of the contract, tables of raw numbers, figures (one larger
+    than the book shows) and links written relative to ``reports/``, as findings.md has them."""
+    names = [p.stem for p in discover(directory=root / "notebooks")]
+    frame = pd.DataFrame({"model": ["transformer4_local_bounded", "fnn2"], "source": ["06_transformer (full)"] * 2,
+                          "params": [81_921, 1_201],
+                          "acc in": [1.0, 0.99997], "acc out": [0.4591, 0.0], "MAE out": [4.179e-07, 2.474],
+                          "score": [1.36e14, 1.084], "p": [6.9e-07, 0.39]})
+
+    def text(key):
+        return Text(f"What `{key}` says, citing [the transformer](runs/06_transformer/06_transformer.ipynb).")
+
+    def section(key, subkeys, part="main"):
+        blocks = [text(key)]
+        if key == "answer":
+            blocks = [Bullets([f"claim {i}, in its box" for i in range(8)])]
+        if key in ("method.models", "appendix.all_models"):
+            blocks.append(Table(frame, caption="Means over 5 seeds."))
+        if key == "appendix.export":
+            blocks.append(Table(EXPORTS))
+        if key == "results.summary":
+            blocks.append(Figure(figure, "Exact accuracy against distance from the training box."))
+        if key == "results.edges":
+            blocks.append(Figure(big_figure, "A figure taller than the book shows it."))
+        subs = [section(k, [], part) for k in subkeys]
+        return Section(key, key.split(".")[-1].replace("_", " ").capitalize(), blocks, part, subsections=subs)
+
+    sections = [section(k, subs) for k, subs in MAIN_KEYS.items()]
+    studies = [n for n in names if not n.startswith(book.ARCHITECTURE_PREFIXES)]
+    for key in APPENDIX_KEYS:
+        sections.append(section(key, [], "appendix"))
+        if key == "appendix.studies":
+            sections[-1].subsections = [Section(f"{key}.{n}", f"Study {n}", [text(n)], "appendix", [n])
+                                        for n in studies]
+    rows = {n: frame.assign(model=[f"{n}_a", f"{n}_b"]) for n in names if n.startswith(book.ARCHITECTURE_PREFIXES)}
+    return Document("Findings", sections, "Built from the runs.",
+                    facts={"rows_by_notebook": rows, "notebooks": {n: f"runs/{n}" for n in names}})
+
+
+def _keys(doc: Document) -> set[str]:
+    return {s.key for top in doc.sections for s in top.walk()}
 
 
 # --------------------------------------------------------------------------- numbers
 
 
 def test_numbers_are_formatted_for_people():
-    assert book.percent("99.97 %") == "100.0\u00a0%"
-    assert book.percent("") == ""
-    assert book.number("0.06512") == "0.0651"
-    assert book.number("2.474") == "2.47"
-    assert book.number("409.8") == "410"
-    assert book.number("3.447e+06") == "3,450,000"
-    assert book.number("4.179e-07") == "4.2\u00a0×\u00a010⁻⁷"
-    assert book.number("1e-05") == "1.0\u00a0×\u00a010⁻⁵"
-    assert book.number("inf") == "∞"
-    assert book.score("1.36e+14") == "unbounded"
-    assert book.score("7.03e+05") == "703,000"
-    assert book.score("1.084") == "1.08"
-    assert book.p_value("6.9e-07") == "< 0.001"
-    assert book.p_value("0.39") == "0.39"
+    assert book.percent(0.9997) == f"99.97{NBSP}%"  # short of 1: never written 100.0 %
+    assert book.percent(0.99999) == f"99.999{NBSP}%"
+    assert book.percent(1.0) == f"100.0{NBSP}%"
+    assert book.percent(0.0001) == f"0.01{NBSP}%" and book.percent(0.0) == f"0.0{NBSP}%"
+    assert book.percent(0.4591) == f"45.9{NBSP}%"
+    assert book.number(0.06512) == "0.0651"
+    assert book.number(2.474) == "2.47"
+    assert book.number(409.8) == "410"
+    assert book.number(3.447e6) == "3,450,000"
+    assert book.number(4.179e-07) == f"4.2{NBSP}×{NBSP}10⁻⁷"
+    assert book.number(1e-05) == f"1.0{NBSP}×{NBSP}10⁻⁵"
+    assert book.number(float("inf")) == "∞"
+    assert book.score(1.36e14) == "unbounded"
+    assert book.score(7.03e5) == "703,000"
+    assert book.score(1.084) == "1.08"
+    assert book.p_value(6.9e-07) == "< 0.001"
+    assert book.p_value(0.39) == "0.39"
+    assert book.points(-0.0012) == f"-0.1{NBSP}pt" and book.points(-0.0001) == f"0.0{NBSP}pt"
 
 
-def test_prose_keeps_words_and_formats_numbers():
-    text = "exact on 100.00 % in range, MAE out 1.06e-06 (score 3822, model e5)"
-    assert book.prose(text) == "exact on 100.0\u00a0% in range, MAE out 1.1\u00a0×\u00a010⁻⁶ (score 3822, model e5)"
+def test_cells_follow_their_column():
+    assert book.cell(0.5, "acc out") == f"50.0{NBSP}%"
+    assert book.cell(0.002, "acc change in") == f"+0.2{NBSP}pt"
+    assert book.cell(81921, "params") == "81,921"
+    assert book.cell(1.36e14, "score") == "unbounded"
+    assert book.cell(4.179e-07, "MAE out") == f"4.2{NBSP}×{NBSP}10⁻⁷"
+    assert book.cell("0.0 to 75.5 %", "interval") == "0.0 to 75.5 %"
+    assert book.cell(None, "acc in") == "" and book.cell(float("nan"), "MAE in") == ""
+    assert book.cell(True, "exported") == "yes"
+    custom = Table(pd.DataFrame({"acc in": [0.5]}), cell=lambda value, column: "kept")
+    assert "kept" in book.table_markdown(custom)  # a table's own format is its author's choice
 
 
-def test_findings_tables_parse():
-    found = book.sections("# T\n\n## A\ntext\n\n| a | b |\n|---|---|\n| 1 | 2 % |\n\n## B\n```\n# not a heading\n```\n")
-    assert [s.title for s in found] == ["T", "A", "B"]
-    (table,) = book.tables(found[1].lines)
-    assert table.header == ["a", "b"] and table.records() == [{"a": "1", "b": "2 %"}]
-    assert any("# not a heading" in line for line in found[2].lines)
+def test_figures_are_scaled_to_the_largest_side_shown():
+    small, big = _png(800, 300), _png(1320, 2772)
+    assert book.fit(small) is small
+    assert book.png_size(book.fit(big)) == (1143, 2400)
 
 
 # --------------------------------------------------------------------------- pages
 
 
+def test_the_book_never_reads_findings_md():
+    source = inspect.getsource(book)
+    assert 'findings.md"' not in source and "findings.md'" not in source  # no path to it, only words
+    for helper in ("sections", "find", "tables", "paragraphs", "notebook_of", "prose", "MATHJAX_CONFIG"):
+        assert not hasattr(book, helper), f"book.{helper}: the markdown parsing is gone"
+
+
 @pytest.fixture(scope="module")
-def pages(tmp_path_factory):
-    pytest.importorskip("nbformat")
+def small_root(tmp_path_factory):
+    """A repository with two notebooks (one executed, with a figure too tall to show whole) and no
+    ``reports/findings.md``."""
+    nbformat = pytest.importorskip("nbformat")
+    root = tmp_path_factory.mktemp("root")
+    figure, tall = _png(1200, 600), base64.b64encode(_png(1320, 2772)).decode()
+    for name in ("01_fnn", "20_vanishing_gradients"):
+        notebook = nbformat.v4.new_notebook()
+        notebook.cells = [nbformat.v4.new_markdown_cell(f"# {name[:2]} · Title of {name}\n\n**Question.** Why?"),
+                          nbformat.v4.new_code_cell("plot()", outputs=[nbformat.v4.new_output(
+                              "display_data", data={"image/png": tall, "text/plain": "<Figure>"})])]
+        (root / "notebooks").mkdir(exist_ok=True)
+        nbformat.write(notebook, root / "notebooks" / f"{name}.ipynb")
+    run = root / "reports" / "runs" / "01_fnn"
+    run.mkdir(parents=True)
+    shutil.copy(root / "notebooks" / "01_fnn.ipynb", run / "01_fnn.ipynb")
+    (run / "run.json").write_text(json.dumps({"profile": "full with models=['fnn2']", "seconds": 415.9,
+                                              "finished": "2026-11-25T13:40", "overrides": {"models": ["fnn2"]}}))
+    (root / "reports" / "figures").mkdir()
+    (root / "reports" / "figures" / "summary.png").write_bytes(figure)
+    (run / "tall.png").write_bytes(_png(1320, 2772))
+    assert not (root / "reports" / "findings.md").exists()
+    return root
+
+
+@pytest.fixture(scope="module")
+def small_book(small_root, tmp_path_factory):
+    doc = contract_document(small_root, small_root / "reports/figures/summary.png",
+                            small_root / "reports/runs/01_fnn/tall.png")
     source = tmp_path_factory.mktemp("book_src")
-    docs = book.Book(ROOT).write(source)
-    return source, docs
+    return doc, source, book.Book(doc, small_root).write(source)
 
 
-def test_every_notebook_has_a_page(pages):
-    source, docs = pages
+def test_every_section_key_gets_a_page(small_book):
+    doc, source, written = small_book
+    placed = [key for keys in written.values() for key in keys]
+    assert len(placed) == len(set(placed)), "a section on two pages"
+    tops = {s.key for s in doc.sections}
+    # a page shows a section with its subsections, so each key is placed itself or by its parent
+    assert tops - {"appendix.studies"} <= set(placed)
+    for key in _keys(doc):
+        owners = [(len(k), p) for p, keys in written.items() for k in keys if key == k or key.startswith(k + ".")]
+        page = max(owners)[1]  # its own page, else the page of its nearest placed parent
+        suffix = ".ipynb" if page.startswith("runs/") else ".md"
+        assert f"({key})=" in (source / f"{page}{suffix}").read_text(), f"{key} is not on {page}"
+    assert written["runs/20_vanishing_gradients/20_vanishing_gradients"] == ["appendix.studies.20_vanishing_gradients"]
+
+
+def test_pages_take_their_content_from_the_document(small_book):
+    _, source, written = small_book
+    index = (source / "index.md").read_text()
+    assert "What `question` says" in index and index.count("\n- claim ") == 8
+    results = (source / "results.md").read_text()
+    assert results.startswith("(results)=\n# Results") and "## Summary" in results
+    assert "![" not in results and ":::{figure} figures/summary.png" in results
+    assert "unbounded" in (source / "method.md").read_text()
+    assert f"99.997{NBSP}%" in (source / "method.md").read_text()
+    assert set(written) >= {"index", "method", "results", "learned", "appendix", "calculator", "llm",
+                            "deployment", "studies", "architectures", "reproduce"}
+    assert written["deployment"] == ["appendix.export", "appendix.bench"]
+    assert written["learned"] == ["learned", "limitations"]
+
+
+def test_the_export_table_is_a_grid_of_models_and_formats(small_book):
+    _, source, _ = small_book
+    deployment = (source / "deployment.md").read_text()
+    assert "| model | float32 | int8 | onnx |" in deployment
+    assert f"| FNN2 | 26.0{NBSP}KB, 0.0{NBSP}pt | 17.5{NBSP}KB, -1.7{NBSP}pt (unsuitable) |  |" in deployment
+    assert f"| scan | 3.20{NBSP}KB, 0.0{NBSP}pt |  | no file (unsuitable) |" in deployment
+    assert "- int8 input and output (1 file)" in deployment and "- the export failed (1 file)" in deployment
+
+
+def test_a_renamed_heading_changes_only_the_title(small_root, tmp_path):
+    doc = contract_document(small_root, small_root / "reports/figures/summary.png",
+                            small_root / "reports/runs/01_fnn/tall.png")
+    doc.section("results").title = "Outcomes"
+    book.Book(doc, small_root).write(tmp_path)
+    results = (tmp_path / "results.md").read_text()
+    assert results.startswith("(results)=\n# Outcomes") and "figures/summary.png" in results
+
+
+def test_notebook_pages_open_with_their_rows_and_fit_their_figures(small_book):
+    _, source, _ = small_book
+    page = json.loads((source / "runs/01_fnn/01_fnn.ipynb").read_text())
+    summary = "".join(page["cells"][1]["source"])
+    assert "In the findings" in summary and "01_fnn_a" in summary and "unbounded" in summary
+    assert "| source |" not in summary  # the page is the source
+    assert "profile `full`, 416 s, finished 2026-11-25" in summary
+    assert "{ref}`list of runs <appendix.runs>`" in summary  # its own parameters: the exact command is there
+    (png,) = [o["data"]["image/png"] for c in page["cells"] for o in c.get("outputs", [])]
+    assert book.png_size(base64.b64decode(png)) == (1143, 2400)
+    assert book.png_size((source / "runs/01_fnn/tall.png").read_bytes()) == (1143, 2400)
+    fallback = "".join(json.loads((source / "runs/20_vanishing_gradients/20_vanishing_gradients.ipynb")
+                                  .read_text())["cells"][1]["source"])
+    assert "No executed copy" in fallback and "Study 20_vanishing_gradients" in fallback
+
+
+def test_every_notebook_has_a_page(tmp_path):
+    pytest.importorskip("nbformat")
+    (tmp_path / "wide.png").write_bytes(_png(1200, 500))
+    (tmp_path / "tall.png").write_bytes(_png(1320, 2772))
+    doc = contract_document(ROOT, tmp_path / "wide.png", tmp_path / "tall.png")
+    written = book.Book(doc, ROOT).write(tmp_path / "src")
     names = sorted(p.stem for p in discover(directory=ROOT / "notebooks"))  # a template runs as its aliases
-    assert names and all(f"notebooks/{name}" in docs for name in names)
+    assert names and all(f"runs/{name}/{name}" in written for name in names)
     for name in names:
-        notebook = json.loads((source / "notebooks" / f"{name}.ipynb").read_text())
-        assert "In the findings" in json.dumps(notebook) or "About this run" in json.dumps(notebook)
+        notebook = json.loads((tmp_path / "src" / "runs" / name / f"{name}.ipynb").read_text())
         for cell in notebook["cells"]:
             for output in cell.get("outputs", []):
                 assert "application/vnd.jupyter.widget-view+json" not in output.get("data", {})
-
-
-def test_chapters_show_no_raw_scientific_scores(pages):
-    source, _ = pages
-    results = (source / "results.md").read_text()
-    for heading in ("Which model is exact", "How large are the errors", "Does it beat the seed",
-                    "Threats to validity"):
-        assert heading in results
-    tables = "\n".join(line for line in results.splitlines() if line.startswith("|"))
-    assert not re.search(r"\d\.\d+e[+-]\d+", tables), "a table still prints 1.36e+14-style numbers"
-    assert not re.search(r"\d+\.\d\d\u00a0?%", tables), "a percentage with two decimals"
-    assert "unbounded" in tables
+                if "image/png" in output.get("data", {}):
+                    assert max(book.png_size(base64.b64decode(output["data"]["image/png"]))) <= book.MAX_SIDE
 
 
 # --------------------------------------------------------------------------- the site in a browser
@@ -105,15 +283,24 @@ def _browser():
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory):
+def document():
+    """The findings built from the stored runs."""
+    from predcalc.report.paper import build_document
+
+    return build_document()
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory, document):
     pytest.importorskip("myst_nb", reason="the book needs Sphinx and MyST-NB (requirements.txt)")
     out = tmp_path_factory.mktemp("book")
+    source = tmp_path_factory.mktemp("book_src")
     start = time.perf_counter()
-    index = book.build(out, tmp_path_factory.mktemp("book_src"))
+    index, written = book.build(out, source, doc=document)
     seconds = time.perf_counter() - start
     assert index.exists()
-    assert seconds < 120, f"the book took {seconds:.0f} s to build"
-    return out
+    assert seconds < 300, f"the book took {seconds:.0f} s to build"
+    return out, written
 
 
 @pytest.fixture(scope="module")
@@ -128,7 +315,7 @@ def browser(site):
         def log_message(self, *args):
             pass
 
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(site)))
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(site[0])))
     threading.Thread(target=server.serve_forever, daemon=True).start()
     options = webdriver.ChromeOptions()
     options.binary_location = binary
@@ -155,11 +342,16 @@ class _Ids(HTMLParser):
                 self.ids.add(value)
 
 
-@functools.lru_cache(maxsize=None)
+@functools.cache
 def _ids(path: Path) -> frozenset:
     parser = _Ids()
     parser.feed(path.read_text(errors="replace"))
     return frozenset(parser.ids)
+
+
+def _anchor(key: str) -> str:
+    """The id Sphinx gives the target ``(key)=``."""
+    return "".join(c if c.isalnum() else "-" for c in key.lower()).strip("-")
 
 
 def _visit(driver, url):
@@ -173,19 +365,21 @@ def _visit(driver, url):
 
 
 @pytest.mark.slow  # builds the book and drives Chromium through every page
-def test_every_chapter_loads_with_title_figures_and_working_links(site, browser):
-    driver, base = browser
+def test_every_page_loads_with_title_figures_and_working_links(site, browser, document):
+    (out, written), (driver, base) = site, browser
     errors = _visit(driver, base + "index.html")
     assert not errors, f"index.html: console errors {errors}"
     chapters = driver.execute_script(
         "return [...document.querySelectorAll('.bd-sidebar-primary nav a.reference.internal')].map(a => a.href)")
     chapters = list(dict.fromkeys(urlsplit(c)._replace(fragment="").geturl() for c in chapters))
-    notebooks = sorted(p.stem for p in discover(directory=ROOT / "notebooks"))  # a template runs as its aliases
-    for name in notebooks:
-        assert base + f"notebooks/{name}.html" in chapters, f"{name} is not in the contents"
-    for page in ("results", "architectures", "studies", "deployment", "reproduce", "findings"):
-        assert base + f"{page}.html" in chapters
+    for page in written:
+        if page != "index":
+            assert base + f"{page}.html" in chapters, f"{page} is not in the contents"
     problems, links = [], set()
+    for page, keys in written.items():  # every section key present has its anchor on its page
+        for key in keys:
+            if _anchor(key) not in _ids(out / f"{page}.html"):
+                problems.append(f"{page}.html: no anchor for section {key}")
     for url in [base + "index.html"] + chapters:
         errors = url != base + "index.html" and _visit(driver, url)
         page = url[len(base):]
@@ -197,28 +391,34 @@ def test_every_chapter_loads_with_title_figures_and_working_links(site, browser)
             problems.append(f"{page}: no visible title (h1 {heading!r}, title {driver.title!r})")
         images = driver.execute_script(
             "return [...document.querySelectorAll('article img')].map(i => [i.getAttribute('src'), i.complete, "
-            "i.naturalWidth, i.clientWidth])")
-        for src, complete, natural, shown in images:
+            "i.naturalWidth, i.naturalHeight, i.clientWidth])")
+        for src, complete, natural, height, shown in images:
             if not complete or natural == 0:
                 problems.append(f"{page}: figure {src} did not load")
+            elif max(natural, height) > book.MAX_SIDE:
+                problems.append(f"{page}: figure {src} is {natural} x {height} px")
             elif shown == 0 or natural / shown > 3:  # the old 4004 px MAE strip was drawn at 1/4.4
                 problems.append(f"{page}: figure {src} drawn at 1/{natural / max(shown, 1):.1f} of its size")
-        if page.startswith("notebooks/"):
+        if page.startswith("runs/"):
             name = Path(page).stem
             executed = ROOT / "reports" / "runs" / name / f"{name}.ipynb"
             source = executed if executed.exists() else ROOT / "notebooks" / f"{name}.ipynb"
             expected = json.dumps(json.loads(source.read_text())["cells"]).count('"image/png"')
             if len(images) < expected:
                 problems.append(f"{page}: {len(images)} figures shown, the notebook has {expected}")
-        if page == "results.html" and not images:
-            problems.append("results.html: the MAE figure is missing")
         links |= {(page, href) for href in driver.execute_script(
             "return [...document.querySelectorAll('a[href]')].map(a => a.href)")}
+    html = "".join((out / f"{page}.html").read_text() for page in written)
+    for top in document.sections:
+        for section in top.walk():
+            for figure in (b for b in section.blocks if isinstance(b, Figure)):
+                if Path(figure.path).name not in html:
+                    problems.append(f"{section.key}: figure {Path(figure.path).name} is on no page")
     for page, href in sorted(links):
         parts = urlsplit(href)
         if not href.startswith(base):
             continue
-        target = site / unquote(parts.path[len(urlsplit(base).path):] or "index.html")
+        target = out / unquote(parts.path[len(urlsplit(base).path):] or "index.html")
         if target.is_dir():
             target = target / "index.html"
         if not target.exists():

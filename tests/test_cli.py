@@ -109,8 +109,9 @@ def test_every_usage_error_is_one_short_line_and_exit_2(capsys, argv, message):
 
 
 def test_a_token_model_refuses_an_answer_longer_than_its_digits():
-    from predcalc.deploy.predictor import Predictor
     from fractions import Fraction
+
+    from predcalc.deploy.predictor import Predictor
 
     predictor = Predictor.__new__(Predictor)
     predictor.info = {"model": "transformer_tokens", "answer_format": {"digits": 3, "reversed": False}}
@@ -149,3 +150,32 @@ def test_a_stopped_run_says_which_notebooks_it_can_resume(tmp_path, capsys):
     cli._resume_hint(tmp_path)
     err = capsys.readouterr().err
     assert "finished seeds of 06_transformer are checkpointed" in err and "10_mamba" not in err
+
+
+def test_a_bug_is_one_short_line_and_exit_1(exported_fnn2, monkeypatch, capsys):
+    """Exit 2 is for bad input only: an error in the code itself ends in exit 1, one line, no traceback."""
+    import predcalc.cli as cli
+
+    def broken(path):
+        raise KeyError("a slot the code forgot")
+
+    monkeypatch.setattr(cli, "Predictor", broken)
+    assert main(["predict", "1 + 2", "--model", str(exported_fnn2[2] / "model_float32.tflite")]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert err.startswith("predcalc predict: internal error: KeyError: 'a slot the code forgot'")
+    monkeypatch.setenv("PREDCALC_DEBUG", "1")
+    with pytest.raises(KeyError):
+        main(["predict", "1 + 2", "--model", str(exported_fnn2[2] / "model_float32.tflite")])
+
+
+def test_a_missing_optional_package_exits_1_with_its_reason(monkeypatch, capsys):
+    import predcalc.cli as cli
+
+    def missing(path):
+        raise ImportError("no LiteRT interpreter: pip install ai-edge-litert (or tflite-runtime)")
+
+    monkeypatch.setattr(cli, "Predictor", missing)
+    assert main(["predict", "1 + 2", "--model", "model.tflite"]) == 1
+    assert capsys.readouterr().err == ("predcalc predict: error: no LiteRT interpreter: pip install ai-edge-litert "
+                                       "(or tflite-runtime)\n")

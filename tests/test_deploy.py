@@ -155,10 +155,12 @@ def test_bench_writes_latency_and_throughput(exported_fnn2, tmp_path, capsys):
     assert rows["litert_float32"]["max_abs_diff"] < 1e-4 and rows["litert_float32"]["inference_per_s"] > 0
     assert rows["python_exact"]["max_abs_diff"] is None and rows["python_exact"]["inference_per_s"] is None
 
-    from predcalc.report.findings import findings_markdown
+    from predcalc.report import render
+    from predcalc.report.paper import Findings
 
-    text = findings_markdown([], __import__("pandas").DataFrame(), __import__("pandas").DataFrame(), tmp_path)
-    assert "## Deployment" in text and "| FNN2 (1 x 345 PReLU) | litert_int8 |" in text
+    section = Findings([], tmp_path).document().section("appendix.bench")
+    text = render.section_markdown(section, tmp_path)
+    assert text.startswith("# Deployment speed") and "| FNN2 (1 x 345 PReLU) | litert_int8 |" in text
     assert main(["bench", "--model", str(exported_fnn2[2]), "--runs", "0"]) == 2
 
 
@@ -219,18 +221,18 @@ def test_evaluate_and_token_decoding_without_keras_tensorflow_or_scipy(exported_
 def test_predictor_routes_a_long_expression_to_a_longer_litert_file(tmp_path, monkeypatch):
     """predcalc.json's litert_lengths: an expression too long for the trained length runs on the
     shortest longer file that holds it; one too long for all of them is refused."""
-    import predcalc.deploy.export as export_module
+    import predcalc.deploy.formats.litert as litert
     from predcalc.data import TokenizerError
     from predcalc.deploy.predictor import Predictor
 
     class FakeLiteRT:
-        def __init__(self, path):
+        def __init__(self, path, num_threads=1):
             self.path = Path(path)
 
         def __call__(self, inputs):  # the input length, so the test sees which file answered
             return np.full((len(inputs), 1), float(np.asarray(inputs).shape[1]), dtype=np.float32)
 
-    monkeypatch.setattr(export_module, "LiteRTModel", FakeLiteRT)
+    monkeypatch.setattr(litert, "LiteRTModel", FakeLiteRT)
     (tmp_path / "predcalc.json").write_text(json.dumps({"model": "lstm", "tokenizer": "numeric",
                                                         "tokenizer_config": {"length": 15},
                                                         "litert_lengths": [60, 30]}))

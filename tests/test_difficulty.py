@@ -6,11 +6,11 @@ import keras
 import numpy as np
 import pytest
 
+from predcalc.data.extended import extended_suite, suite_protocol
+from predcalc.models.char_tokens import REVERSED8
 from predcalc.studies import difficulty
 from predcalc.training import fit
-from predcalc.data.extended import extended_suite, suite_protocol
 from predcalc.training.experiment import run_seeds
-from predcalc.models.char_tokens import REVERSED8
 
 
 @pytest.fixture(scope="module")

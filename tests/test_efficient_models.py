@@ -6,9 +6,9 @@ import keras
 import numpy as np
 import pytest
 
-from predcalc.training import fit
 from predcalc.data import seed_protocol
 from predcalc.models import get_spec
+from predcalc.training import fit
 
 # the default sizes, counted by hand from the layer layouts (embedding 2e, layer(s), output neuron u + 1):
 PARAMS = {

@@ -7,7 +7,9 @@ from predcalc.studies import explain
 
 def test_linear_function_attributions_are_exact():
     w = np.array([[0.5, -2.0, 3.0]], dtype="float32")
-    fn = lambda x: keras.ops.sum(x * w, axis=-1)
+    def fn(x):
+        return keras.ops.sum(x * w, axis=-1)
+
     x = np.array([[1.0, 2.0, -1.0], [0.0, 4.0, 2.0]], dtype="float32")
     baseline = np.array([1.0, 0.0, 0.0], dtype="float32")
     attributions = explain.integrated_gradients(fn, x, baseline, steps=4)
@@ -15,7 +17,9 @@ def test_linear_function_attributions_are_exact():
 
 
 def test_quadratic_is_exact_with_the_trapezoid_rule():
-    fn = lambda x: keras.ops.sum(x ** 2, axis=(1, 2))
+    def fn(x):
+        return keras.ops.sum(x ** 2, axis=(1, 2))
+
     x = np.array([[[1.0], [2.0], [-3.0]]], dtype="float32")
     b = np.full_like(x, 0.5)
     attributions = explain.integrated_gradients(fn, x, b, steps=3)
@@ -39,7 +43,9 @@ def test_completeness_on_a_recurrent_model():
 
 
 def test_errors():
-    fn = lambda x: keras.ops.sum(x, axis=-1)
+    def fn(x):
+        return keras.ops.sum(x, axis=-1)
+
     with pytest.raises(ValueError, match="steps=0"):
         explain.integrated_gradients(fn, np.ones((1, 3)), steps=0)
     with pytest.raises(ValueError, match="does not broadcast"):

@@ -84,21 +84,23 @@ def test_a_crashing_converter_becomes_an_error_not_a_dead_process(exported_fnn2,
 
 
 def test_verdicts_of_checked_artifacts():
-    """float32 and ONNX must match Keras; a quantised file may lose at most 2 points anywhere."""
-    from predcalc.deploy.export import _verdict
+    """float32 and ONNX (EXACT parity) must match Keras; a quantised file may lose at most 2 points anywhere."""
+    from predcalc.deploy.formats import EXACT, QUANTISED, get_format, verdict
 
     def record(diff, *changes):
         return {"max_abs_diff": diff, "accuracy_change": dict(zip(("in", "out", "long"), changes))}
 
-    assert _verdict("float32", record(1e-5, 0.0, 0.0, 0.0), False) == ("use", "matches Keras")
-    assert _verdict("onnx", record(1.1, 0.0, 0.0, 0.0), False)[0] == "unsuitable"  # a silent wrong converter
-    assert _verdict("float32", record(2.3e-3, 0.0, 0.0, 0.0), False, scale=10.0)[0] == "use"  # relative 2.3e-4
-    assert _verdict("float32", record(2.3e-3, 0.0, 0.0, 0.0), False, scale=1.0)[0] == "unsuitable"
-    assert _verdict("onnx", record(1e9, 0.0, 0.0, 0.0), True)[0] == "use"  # token answers: accuracy decides
-    assert _verdict("float32_len30", record(1e-5, -0.1, 0.0, 0.0), False)[0] == "unsuitable"
-    assert _verdict("int8", record(0.9, -0.019, 0.01, 0.0), False)[0] == "use"
-    verdict, reason = _verdict("int8", record(0.9, 0.0, -0.021, 0.0), False)
-    assert verdict == "unsuitable" and reason == "loses 2.1 points of exact accuracy (limit 2)"
+    assert get_format("float32").parity == get_format("onnx").parity == EXACT
+    assert get_format("int8").parity == get_format("float16").parity == QUANTISED
+    assert verdict(record(1e-5, 0.0, 0.0, 0.0), EXACT, False) == ("use", "matches Keras")
+    assert verdict(record(1.1, 0.0, 0.0, 0.0), EXACT, False)[0] == "unsuitable"  # a silent wrong converter
+    assert verdict(record(2.3e-3, 0.0, 0.0, 0.0), EXACT, False, scale=10.0)[0] == "use"  # relative 2.3e-4
+    assert verdict(record(2.3e-3, 0.0, 0.0, 0.0), EXACT, False, scale=1.0)[0] == "unsuitable"
+    assert verdict(record(1e9, 0.0, 0.0, 0.0), EXACT, True)[0] == "use"  # token answers: accuracy decides
+    assert verdict(record(1e-5, -0.1, 0.0, 0.0), EXACT, False)[0] == "unsuitable"
+    assert verdict(record(0.9, -0.019, 0.01, 0.0), QUANTISED, False)[0] == "use"
+    decision, reason = verdict(record(0.9, 0.0, -0.021, 0.0), QUANTISED, False)
+    assert decision == "unsuitable" and reason == "loses 2.1 points of exact accuracy (limit 2)"
 
 
 def test_drop_stack_traces_removes_the_exporters_paths_and_keeps_the_graph(tmp_path):

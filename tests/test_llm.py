@@ -8,8 +8,8 @@ import math
 import numpy as np
 import pytest
 
-from predcalc.studies import llm
 from predcalc.data import seed_protocol
+from predcalc.studies import llm
 
 RANK = 4
 

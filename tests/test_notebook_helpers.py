@@ -61,7 +61,7 @@ def test_shared_model_notebook_steps(tmp_path, capsys):
     out = capsys.readouterr().out
     assert f"     train: {protocol.counts()['train']:,}" in out
     assert f"{protocol.train.expressions[0]!r} = " in out
-    spec = types.SimpleNamespace(label="M")
+    spec = types.SimpleNamespace(label="M", shown_label="M")
     result = types.SimpleNamespace(spec=spec, runs=[{"train_seconds": 4.0, "epochs": 2}, {"train_seconds": 6.0, "epochs": 2}])
     results = types.SimpleNamespace(models={"m": result}, exports={
         "m": {"float32": {"max_abs_diff": 1e-7}, "int8": {"error": "no"}}})
@@ -84,7 +84,7 @@ def _fake_results(protocol):
     sets = protocol.test_sets()
     models = {}
     for name, shift in (("exact", 0.0), ("off", 1.0)):
-        spec = types.SimpleNamespace(label=name.upper(), seed_row=None)
+        spec = types.SimpleNamespace(label=name.upper(), shown_label=name.upper(), seed_row=None)
         first = types.SimpleNamespace(params=10)
         predictions = {k: split.values.astype(float) + shift for k, split in sets.items()}
         models[name] = types.SimpleNamespace(spec=spec, first=first, predictions=predictions,
@@ -113,8 +113,11 @@ def test_term_weights_speed_and_summary(capsys, tmp_path):
     assert "EXACT (10 parameters) over 1 seed(s): in-range MAE **0.5000**" in text
     assert "(the rule: 1, 1, 1)" in text and text.endswith("2 times the in-range error.")
     figure = steps.plot_accuracy_by_length(results, protocol)
-    assert [line.get_label() for line in figure.axes[0].lines][:2] == ["EXACT", "OFF"]
-    assert list(figure.axes[0].lines[0].get_ydata()) == [1.0] * 7
+    exact, off = figure.axes[0].lines[:2]
+    assert [exact.get_label(), off.get_label()] == ["EXACT", "OFF"]
+    assert list(exact.get_ydata()) == [100.0] * 7 and exact.get_marker() != off.get_marker()
+    assert exact.get_xdata()[0] < 2 < off.get_xdata()[0]  # side by side, not one over the other
+    assert exact.get_zorder() > off.get_zorder()  # the headline on top
     path = steps.write_study(tmp_path, "99_x", protocol, {"a": 1}, study={"k": 2})
     record = json.loads(path.read_text())
     assert record["kind"] == "study" and record["study"] == {"k": 2} and record["data"]["seed"] == 0
@@ -148,30 +151,59 @@ def test_seed_recipe_lines_score_the_seed_way_beside_the_published_row():
     lines = notes.seed_recipe_lines(results, baseline_runs(load_runs()), 40)
     assert len(lines) == 2
     assert lines[0].startswith(f"transformer4_seed ({len(stored['runs'])} seed(s), 40 epochs at most): MAE in ")
-    assert "seed published: MAE in " in lines[1] and lines[1].startswith(" " * len("transformer4_seed"))
+    assert "prior report: MAE in " in lines[1] and lines[1].startswith(" " * len("transformer4_seed"))
     assert notes.seed_recipe_lines(results, None, 40) == []
     assert notes.seed_recipe_lines(types.SimpleNamespace(models={}), baseline_runs(load_runs()), 40) == []
 
 
-def test_the_conclusion_reports_a_seed_recipe_run_beside_the_published_row():
+def test_the_conclusion_reports_each_model_beside_the_prior_reports_row_and_names_kept_runs():
     import pandas as pd
 
     row = {"params": 38209, "MAE in": 0.0389, "MAE out": 4.642, "MAE long": 3.915, "acc in": 0.9993,
            "acc out": 0.0722, "acc long": 0.1826}
     table = pd.DataFrame([{"model": "t4 seed recipe", "source": "06_transformer", **row},
-                          {"model": "transformer4 (encoder, regression)", "source": "published", **row,
-                           "MAE in": 0.0393}])
-    spec = types.SimpleNamespace(label="t4 seed recipe", seed_row="transformer4 (encoder, regression)")
-    results = types.SimpleNamespace(models={"transformer4_seed": types.SimpleNamespace(spec=spec)})
-    text = notes.conclusion(table, results, [], {}, {}, None, [0, 1], 200)
-    assert text.startswith("- **transformer4_seed** (38,209 parameters")
-    assert "MAE in range **0.0389** (seed 0.0393)" in text
+                          {"model": "t4", "source": "06_transformer", **row, "acc out": 0.1},
+                          {"model": "tokens", "source": "06_transformer", **row, "acc out": 0.2},
+                          {"model": "transformer4 (encoder, regression)", "source": "published", **row}])
+    runs = [{"metrics": {t: {"unparseable": 1, "n": 4} for t in ("in", "out", "long")}}] * 2
+    record = {"parameters": {"epochs": 200}, "models": {
+        "transformer4_seed": {"label": "t4 seed recipe", "seed_row": "transformer4 (encoder, regression)", "runs": runs},
+        "transformer4": {"label": "t4", "seed_row": "transformer4 (encoder, regression)", "runs": runs,
+                         "kept_from": {"created": "2026-11-23T17:59:09+00:00", "parameters": {"epochs": 150}}},
+        "transformer_tokens": {"label": "tokens", "seed_row": None, "runs": runs}}}
+    unseen = {"plain": {"out": 0.125}, "reversed": {"out": 0.125}}
+    text = notes.conclusion(table, record, unseen, np.array([-14, 13]))
+    assert text.startswith("- **transformer4** (38,209 parameters, prior report 38,209; 2 seed(s), 150 epochs at "
+                           "most, kept from the run of 2026-11-23)")
+    assert "- **transformer4_seed** (38,209 parameters, prior report 38,209; 2 seed(s), 200 epochs at most, this run)" in text
+    assert "MAE in range **0.0389** (prior report 0.0393)" in text and "long **3.915** (3.886)" in text
+    assert "nan" not in text
+    assert "- **transformer_tokens** (2 seed(s), 200 epochs at most, this run): exact answers" in text
+    assert "unparseable 25.0 % out of range" in text
+    assert "writing digits gives more exact answers out of range" in text and "span -14 to 13" in text
+
+
+def test_prior_long_compares_only_an_absolute_error():
+    from predcalc.report.anchors import SEED_ROWS
+    from predcalc.report.notebook import prior_long
+
+    assert prior_long(SEED_ROWS["transformer5"]) == "3.802"
+    assert prior_long(SEED_ROWS["FNN2 (1 x 345 PReLU)"]).startswith("not compared: the prior report's long figure is a signed")
+    assert prior_long(SEED_ROWS["RNN2 (SimpleRNN + PReLU)"]).startswith("not compared: the code behind")
+
+
+def test_unparseable_shares_and_token_models_read_a_record():
+    runs = [{"metrics": {t: {"unparseable": u, "n": 4} for t in ("in", "out", "long")}} for u in (0, 2)]
+    models = {"transformer_tokens": {"label": "T", "runs": runs}, "transformer4": {"label": "R", "runs": runs}}
+    assert notes.token_models(models) == ["transformer_tokens"]
+    assert notes.unparseable_shares(models, ["transformer_tokens"]) == {"T": {"in": 0.25, "out": 0.25, "long": 0.25}}
 
 
 def test_loss_plot_draws_a_panel_only_for_heads_the_run_trained():
     def result(label):
         history = {"loss": [2.0, 1.0], "val_loss": [2.5, 1.5]}
-        return types.SimpleNamespace(spec=types.SimpleNamespace(label=label), first=types.SimpleNamespace(history=history))
+        return types.SimpleNamespace(spec=types.SimpleNamespace(label=label, shown_label=label),
+                                     first=types.SimpleNamespace(history=history))
 
     regression_only = types.SimpleNamespace(models={"t5": result("T5")})
     figure = notes.plot_losses(regression_only, [])
@@ -180,6 +212,9 @@ def test_loss_plot_draws_a_panel_only_for_heads_the_run_trained():
     figure = notes.plot_losses(both, ["tok"])
     assert [axis.get_title() for axis in figure.axes] == ["regression heads: MSE", "token heads: cross-entropy per slot"]
     assert [len(axis.lines) for axis in figure.axes] == [2, 2]
+    legend = [text.get_text() for text in figure.axes[0].get_legend().get_texts()]
+    assert legend == ["T5", "train", "validation"]  # each model once, then the two line styles
+    assert figure.axes[0].get_legend().get_bbox_to_anchor().y0 < figure.axes[0].bbox.y0  # below the curves
 
 
 def test_long_by_terms_gives_each_models_mae_per_count():

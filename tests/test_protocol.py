@@ -36,7 +36,9 @@ def test_values_are_exact(protocol):
 
 
 def test_ranges_and_lengths(protocol):
-    numbers = lambda e: [int(t) for t in e.split(" ")[::2]]
+    def numbers(e):
+        return [int(t) for t in e.split(" ")[::2]]
+
     assert all(-5 <= n <= 4 for e in protocol.train.expressions for n in numbers(e))
     assert all(abs(n) >= 5 and abs(n) <= 8 for e in protocol.test_out.expressions for n in numbers(e))
     assert all(-5 <= n <= 5 for e in protocol.test_long.expressions for n in numbers(e))

@@ -1,7 +1,14 @@
 import json
 
-from predcalc.report.recipe_ablation import FULL_PEAK_SWEEP, PEAK_SWEEP, SWEEP, peak_probe_lines, peak_probe_table
-from predcalc.report.recipe_ablation import recipe_ablation_lines, recipe_ablation_table
+from predcalc.report.recipe_ablation import (
+    FULL_PEAK_SWEEP,
+    PEAK_SWEEP,
+    SWEEP,
+    peak_probe_lines,
+    peak_probe_table,
+    recipe_ablation_lines,
+    recipe_ablation_table,
+)
 
 
 def _runs(maes, accuracy=1.0):

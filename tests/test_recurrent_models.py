@@ -4,12 +4,12 @@ import keras
 import numpy as np
 import pytest
 
-from predcalc.training import fit
-from predcalc.report.anchors import SEED_ROWS
 from predcalc.data import NumericTokenizer, seed_protocol
 from predcalc.layers import SeedGRUCell, SeedLSTMCell
 from predcalc.models import get_spec
 from predcalc.models.recurrent import attention_weights, signed_contributions, term_weights
+from predcalc.report.anchors import SEED_ROWS
+from predcalc.training import fit
 
 NAMES = ["rnn2", "lstm", "gru", "bilstm_attention"]
 EXPRESSIONS = ["3 - -2 + 4", "1 + 2 - 3 + 4 - 5 + -1", "-8 + 7 - 6"]

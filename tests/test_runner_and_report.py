@@ -69,7 +69,6 @@ def test_a_quick_run_goes_to_the_scratch_folder():
 
 @pytest.mark.slow
 def test_ctrl_c_stops_the_kernels_keeps_what_finished_and_exits_130(tmp_path):
-    import os
     import signal
     import subprocess
     import sys
@@ -213,7 +212,7 @@ def test_answer_names_the_exact_models_with_their_box_and_stays_short(tmp_path):
         "scan_typed_solved": model("Solved", exact, params=10)})]
     answer = Findings(records, tmp_path).answer().blocks[0].items
     assert len(answer) <= 8
-    assert answer[0].startswith("Trained on 3 integers of -5..4 with `+`/`-`, `scan_typed` (100 params) are exact")
+    assert answer[0].startswith("On the protocol's test sets (development numbers: they chose both designs), `scan_typed` (100 params) are exact")
     assert "few" not in answer[0] and "scan_typed_solved" not in answer[0]  # 2 seeds; partly built
 
 
@@ -404,6 +403,31 @@ def test_a_result_names_the_final_folder_not_the_temporary_one(tmp_path, monkeyp
     (temporary / "export" / "m").mkdir(parents=True)
     (temporary / "export" / "m" / "export.json").write_text(json.dumps({
         "source": "reports/runs/.06_x.abc.partial/export/m/model.keras", "kernel": f"{temporary}/metrics.json"}))
-    runner._name_relative(temporary, str(temporary), final)
+    runner.name_relative(temporary, str(temporary), final)
     record = json.loads((temporary / "export" / "m" / "export.json").read_text())
     assert record == {"source": "reports/runs/06_x/export/m/model.keras", "kernel": "reports/runs/06_x/metrics.json"}
+
+
+def test_a_rerun_that_changes_no_number_leaves_every_file_as_it_was(tmp_path):
+    """The rerun's notebook, metrics.json (a new "created") and run.json (new times) hold the same
+    results: the stored files stay, byte for byte; a changed number writes them again."""
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    body = ("import datetime, json, pathlib\n"
+            "record = {'created': datetime.datetime.now().isoformat(), 'mae': 0.5 if same else 0.4}\n"
+            "pathlib.Path(output_dir, 'metrics.json').write_text(json.dumps(record))\nprint(record['mae'])")
+    _notebook(notebooks / "01_same.ipynb", body, parameters="same = True\noutput_dir = 'x'")
+    runs = tmp_path / "runs"
+
+    def stored():
+        return {p.name: p.read_bytes() for p in (runs / "01_same").iterdir() if p.is_file()}
+
+    assert runner.run(profile="full", runs=runs, notebooks_dir=notebooks)[0].error is None
+    first = stored()
+    assert set(first) == {"01_same.ipynb", "metrics.json", "run.json"}
+    assert runner.run(profile="full", runs=runs, notebooks_dir=notebooks)[0].error is None
+    assert stored() == first
+    assert runner.run(profile="full", runs=runs, notebooks_dir=notebooks, overrides={"same": False})[0].error is None
+    changed = stored()
+    assert all(changed[name] != first[name] for name in first)
+    assert json.loads(changed["metrics.json"])["mae"] == 0.4

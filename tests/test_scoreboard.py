@@ -3,8 +3,15 @@
 import pytest
 
 from predcalc.report.anchors import SEED_ROWS
-from predcalc.report.scoreboard import (REPLICAS, candidates, comparison, compared_metrics, exact_signed_long,
-                                        scoreboard_table, summary_table)
+from predcalc.report.scoreboard import (
+    REPLICAS,
+    candidates,
+    compared_metrics,
+    comparison,
+    exact_signed_long,
+    scoreboard_table,
+    summary_table,
+)
 from predcalc.training import metrics as M
 
 T4 = "transformer4 (encoder, regression)"

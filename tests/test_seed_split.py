@@ -3,10 +3,10 @@
 import json
 
 import pytest
+from test_runner_and_report import _model, _record
 
 from predcalc.report import findings
 from predcalc.report.seed_split import seed_split_records
-from test_runner_and_report import _model, _record
 
 
 def _seed_run(root, seed, mae_in, parameters=None, error=None):

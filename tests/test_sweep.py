@@ -118,7 +118,6 @@ def test_a_single_notebook_string_is_one_notebook_not_its_characters(tmp_path):
 
 @pytest.mark.slow
 def test_a_killed_sweep_ends_its_workers_and_their_kernels(tmp_path):
-    import os
     import signal
     import subprocess
     import sys

@@ -2,9 +2,9 @@ import keras
 import numpy as np
 import pytest
 
-from predcalc.training import fit
 from predcalc.data import TypedTokenizer, seed_protocol
 from predcalc.models.syntax_gated_scan import gated_scan
+from predcalc.training import fit
 
 
 def test_variants_route_the_features_they_claim():
@@ -50,8 +50,8 @@ def test_bad_gates_argument():
 def test_signed_sum_coefficients_decompose_the_scan_and_flag_a_nonlinear_model():
     import numpy as np
 
-    from predcalc.training import fit
     from predcalc.models.syntax_gated_scan import signed_sum_coefficients
+    from predcalc.training import fit
 
     spec, model, tokenizer = fit.build("scan_typed", seed=3)
 

@@ -7,11 +7,11 @@ import keras
 import numpy as np
 import pytest
 
-from predcalc.training import metrics as M
-from predcalc.training import fit
 from predcalc.data import seed_protocol
 from predcalc.models import get_spec
 from predcalc.models.token_heads import PLAIN, REVERSED, VOCABULARY, AnswerFormat
+from predcalc.training import fit
+from predcalc.training import metrics as M
 
 TINY = {"d_model": 8, "num_heads": 2, "num_layers": 1, "ffn_units": 16, "dropout": 0.0, "readout_heads": 2,
         "readout_ffn_units": 16}
@@ -116,8 +116,10 @@ def test_registered_token_models():
 def small_protocol():
     protocol = seed_protocol(0)
     rng = np.random.default_rng(0)
-    keep = lambda split, n: split.subset(np.isin(np.arange(len(split)), rng.choice(len(split), n, replace=False)),
-                                         split.name)
+
+    def keep(split, n):
+        return split.subset(np.isin(np.arange(len(split)), rng.choice(len(split), n, replace=False)), split.name)
+
     return dataclasses.replace(protocol, train=keep(protocol.train, 256), validation=keep(protocol.validation, 64))
 
 
@@ -176,10 +178,10 @@ def test_predictor_decodes_an_exported_token_model(tmp_path):
     """predcalc.json names the answer format, so a .tflite token model predicts values, not logits."""
     import json
 
-    from predcalc.training import fit
     from predcalc.data import seed_protocol
     from predcalc.deploy.export import export_trained
     from predcalc.deploy.predictor import Predictor
+    from predcalc.training import fit
 
     protocol = seed_protocol(0)
     trained = fit.train("lstm_tokens_reversed", protocol, seed=0, epochs=1)

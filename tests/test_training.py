@@ -1,9 +1,9 @@
 import numpy as np
 import pytest
 
-from predcalc.training import fit
 from predcalc.data import seed_protocol
 from predcalc.models import MODELS, get_spec
+from predcalc.training import fit
 
 
 @pytest.fixture(scope="module")
@@ -49,3 +49,44 @@ def test_training_learns_and_early_stopping_restores_the_best_epoch(protocol):
 def test_bad_epochs(protocol):
     with pytest.raises(ValueError, match="epochs must be positive"):
         fit.train("fnn2", protocol, epochs=0)
+
+
+def test_specs_state_answer_format_length_and_optimizer():
+    from predcalc.data.answers import REVERSED
+    from predcalc.models import Optimizer
+
+    tokens = get_spec("transformer_tokens_reversed")
+    assert tokens.answer_format == REVERSED and tokens.predict_values == REVERSED.predict_values
+    assert get_spec("fnn2").answer_format is None and get_spec("fnn2").optimizer == Optimizer("adam")
+    assert get_spec("lstm").variable_length and get_spec("mamba_bounded").variable_length
+    assert not get_spec("transformer4").variable_length and not get_spec("bilstm_attention").variable_length
+    assert get_spec("transformer5_seed").optimizer == Optimizer("adamw_seed", peak_learning_rate=2e-4)
+    assert fit.seed_peak(get_spec("transformer4_seed")) == fit.SEED_PEAK_LEARNING_RATE
+    assert fit.seed_peak(get_spec("transformer5_seed")) == 2e-4 and fit.seed_peak(get_spec("fnn2")) is None
+
+
+def test_a_new_optimizer_is_one_registered_recipe(monkeypatch):
+    import dataclasses
+
+    import keras
+
+    from predcalc.models import Optimizer
+
+    monkeypatch.setitem(fit.OPTIMIZERS, "sgd_test", fit.Recipe(lambda rate, steps, epochs, peak: keras.optimizers.SGD(rate)))
+    spec = dataclasses.replace(get_spec("fnn2"), optimizer=Optimizer("sgd_test"))
+    assert isinstance(fit.make_optimizer(spec, 0.1, 10), keras.optimizers.SGD)
+    with pytest.raises(ValueError, match="unknown optimizer 'nope' of fnn2"):
+        fit.make_optimizer(dataclasses.replace(spec, optimizer=Optimizer("nope")), 0.1, 10)
+
+
+def test_model_variants_are_presets_of_one_builder():
+    import functools
+
+    for variant, base, preset in [("transformer5", "transformer4", {"d_model": 64, "num_layers": 6}),
+                                  ("mamba_bounded", "mamba", {"bounded_state": True}),
+                                  ("transformer4_local_bounded", "transformer4_local", {"squash_features": True})]:
+        build = get_spec(variant).build
+        assert isinstance(build, functools.partial) and build.func is get_spec(base).build
+        assert preset.items() <= build.keywords.items()
+    assert fit.build("transformer5", d_model=32, num_heads=4, num_layers=3, ffn_units=128)[1].count_params() == \
+        fit.build("transformer4")[1].count_params()  # a caller's own arguments still win

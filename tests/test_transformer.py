@@ -3,11 +3,11 @@
 import numpy as np
 import pytest
 
-from predcalc.training import fit
-from predcalc.report.anchors import SEED_ROWS
 from predcalc.data import CharTokenizer, NumericTokenizer
 from predcalc.models import get_spec
 from predcalc.models.transformer import attention_maps
+from predcalc.report.anchors import SEED_ROWS
+from predcalc.training import fit
 
 TINY = {"d_model": 8, "num_heads": 2, "num_layers": 2, "ffn_units": 16}
 EXPRESSIONS = ["3 - -2 + 4", "1 + 2 - 3 + 4 - 5 + -1"]
@@ -17,7 +17,7 @@ EXPRESSIONS = ["3 - -2 + 4", "1 + 2 - 3 + 4 - 5 + -1"]
 def test_regression_transformers_have_the_seeds_parameter_counts(name):
     spec, model, _ = fit.build(name)
     assert model.count_params() == SEED_ROWS[spec.seed_row]["params"]
-    assert spec.optimizer == "adamw_cosine" and spec.loss == "mse"
+    assert spec.optimizer.name == "adamw_cosine" and spec.loss == "mse"
     assert tuple(model.outputs[0].shape) == (None, 1)
 
 
@@ -77,7 +77,7 @@ def test_seed_recipe_models_and_schedule():
     for name, params in (("transformer4_seed", 38209), ("transformer5_seed", 498241)):
         spec, model, tokenizer = fit.build(name)
         assert model.count_params() == params  # the seed's published counts (the CLS token is a constant)
-        assert spec.optimizer == "adamw_seed"
+        assert spec.optimizer.name == "adamw_seed"
         assert model.get_layer("cls_token").value == 15.0
         assert model.get_layer("encoder_1").num_heads == 8
         out = model(tokenizer.encode_batch(["1 + 2 - 3", "4 - -5 + 1"]))
@@ -120,7 +120,7 @@ def test_gated_transformer_reads_out_the_raw_values(tmp_path):
     import keras
 
     spec, model, tokenizer = fit.build("transformer4_gated", seed=0)
-    assert spec.optimizer == "adamw_seed" and model.count_params() == 38210
+    assert spec.optimizer.name == "adamw_seed" and model.count_params() == 38210
     x = tokenizer.encode_batch(["1 + 2 - 3", "40 - -5 + 1"])
     readout = model.get_layer("value")
     features = keras.Model(model.inputs, readout.input[0])(x)
@@ -137,7 +137,7 @@ def test_local_transformer_gives_the_same_answer_at_any_padded_length(squash):
     from predcalc.data import NumericTokenizer
 
     spec, model, tokenizer = fit.build("transformer4_local", seed=0, squash_features=squash)
-    assert model.count_params() == 38274 and spec.optimizer == "adamw_seed"
+    assert model.count_params() == 38274 and spec.optimizer.name == "adamw_seed"
     assert ("squash" in [layer.name for layer in model.layers]) == squash
     longer_tokenizer = NumericTokenizer(length=41)
     longer = spec.build(longer_tokenizer, squash_features=squash)

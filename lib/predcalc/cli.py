@@ -2,13 +2,15 @@
 
     predcalc run [--profile quick|full] [--only NAME ...] [--workers N]
     predcalc report
-    predcalc predict "3 - -2 + 4" [--model PATH]
-    predcalc evaluate --model PATH --file FILE [--json]
+    predcalc predict "3 - -2 + 4" [--model PATH] [--cache]
+    predcalc evaluate --model PATH --file FILE [--json] [--cache]
     predcalc export RUN_DIR|MODEL [--formats ...] [--data-seed N]
     predcalc bench [--model PATH ...] [--runs N] [--output FILE]
     predcalc sweep CONFIG [--workers N] [--engine process|dask] [--scheduler ADDRESS]
 
-User errors (bad expressions, missing files, unknown names) print one line and exit 2.
+User errors (bad expressions, missing files, unknown names) print one line and exit 2; anything
+else (a bug, a missing optional package) prints one line and exits 1 (``PREDCALC_DEBUG=1`` shows
+the traceback).
 """
 
 from __future__ import annotations
@@ -21,13 +23,25 @@ import sys
 import time
 from pathlib import Path
 
-EXIT_USAGE = 2
+import numpy as np
+
+from predcalc.calculator import bench as calculator_bench
+from predcalc.calculator.runtime import Calculator, is_calculator
+from predcalc.data import canonical, evaluate
+from predcalc.data.exact_answers import score_answers, value_answer
+from predcalc.data.files import load_exact_pairs
+from predcalc.deploy.bench import bench, bench_table
+from predcalc.deploy.export import FORMATS, export_directory, find_keras_models
+from predcalc.deploy.predictor import DEFAULT_MODEL, Predictor
+from predcalc.paths import BENCH_FILE, REPORTS, ROOT, relative, reports_for, runs_for
+
+EXIT_FAILURE = 1  # a bug, or something this machine lacks
+EXIT_USAGE = 2  # bad input only
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
 
 
 def _run(args) -> int:
-    from predcalc.paths import relative, runs_for
-    from predcalc.training import runner
+    from predcalc.training import runner  # papermill and Keras: not in the runtime-only install
 
     runs = Path(args.output) if args.output else runs_for(args.profile)
     overrides = {}
@@ -68,8 +82,7 @@ def _run(args) -> int:
 
 def _resume_hint(runs: Path) -> None:
     """Name the notebooks whose finished (model, seed) runs wait in checkpoints, if any."""
-    from predcalc.paths import relative
-    from predcalc.training import runner
+    from predcalc.training import runner  # papermill and Keras: not in the runtime-only install
 
     folder = runs / runner.CHECKPOINTS
     waiting = sorted(p.name for p in folder.glob("*") if p.is_dir() and any(p.glob("*.json")))
@@ -79,8 +92,7 @@ def _resume_hint(runs: Path) -> None:
 
 
 def _report(args) -> int:
-    from predcalc.paths import ROOT, relative, reports_for, runs_for
-    from predcalc.report import findings
+    from predcalc.report import findings  # pandas: not in the runtime-only install
 
     runs = Path(args.runs) if args.runs else runs_for(args.profile)
     if not runs.is_dir():
@@ -98,6 +110,10 @@ def _report(args) -> int:
     return 0
 
 
+CACHE_HELP = ("the learned calculator: look its networks' decisions up in tables filled once at load "
+              "(default: a LiteRT forward pass for every step call)")
+
+
 def _check_model_argument(model) -> None:
     if model is not None and not model.strip():
         raise ValueError("--model is empty: name a model file or directory")
@@ -105,8 +121,6 @@ def _check_model_argument(model) -> None:
 
 def _default_model():
     """The model the findings recommend: the learned calculator where it is exported, else FNN2."""
-    from predcalc.deploy.predictor import DEFAULT_MODEL
-    from predcalc.paths import REPORTS
 
     calculator = REPORTS / "calculator" / "model.tflite"
     return calculator if calculator.is_file() else DEFAULT_MODEL
@@ -114,18 +128,13 @@ def _default_model():
 
 def _model(args):
     """A calculator (exact answers as text) or a Predictor (values), for ``args.model``."""
-    from predcalc.calculator.runtime import Calculator, is_calculator
-    from predcalc.deploy.predictor import Predictor
 
     _check_model_argument(args.model)
     path = args.model if args.model is not None else _default_model()
-    return Calculator(path) if is_calculator(path) else Predictor(path)
+    return Calculator(path, cache=args.cache) if is_calculator(path) else Predictor(path)
 
 
 def _predict(args) -> int:
-    from predcalc.calculator.runtime import Calculator
-    from predcalc.data import canonical, evaluate
-
     model = _model(args)
     if isinstance(model, Calculator):
         (result,) = model.evaluate([args.expression])
@@ -146,10 +155,6 @@ def _predict(args) -> int:
 
 
 def _evaluate(args) -> int:
-    from predcalc.calculator.runtime import Calculator
-    from predcalc.data.exact_answers import score_answers, value_answer
-    from predcalc.data.files import load_exact_pairs
-
     model = _model(args)
     pairs = load_exact_pairs(args.file)
     expressions = [e for e, _ in pairs]
@@ -157,9 +162,8 @@ def _evaluate(args) -> int:
     result = {"model": str(args.model), "file": str(args.file)}
     if isinstance(model, Calculator):
         answers = model.answers(expressions)
+        result["path"] = "cache" if model.cache else "forward"
     else:
-        import numpy as np
-
         predictions = np.asarray(model.predict(expressions), dtype=np.float64)
         answers = [value_answer(p) or "" for p in predictions]
         errors = np.abs(predictions - np.array([float(v) for _, v in pairs]))
@@ -185,9 +189,8 @@ def _one_line(error: Exception) -> str:
 
 
 def _export(args) -> int:
-    from tqdm.auto import tqdm
+    from tqdm.auto import tqdm  # tqdm, Keras and pandas: not in the runtime-only install
 
-    from predcalc.deploy.export import FORMATS, export_directory, find_keras_models
     from predcalc.report.findings import export_table, markdown_table
 
     models = [path for target in args.target for path in find_keras_models(target)]
@@ -199,9 +202,9 @@ def _export(args) -> int:
             bar.set_postfix_str(f"{name} saved_model")
             try:
                 result = export_directory(path, formats=formats, data_seed=args.data_seed,
-                                          progress=lambda fmt: (bar.update(), bar.set_postfix_str(f"{name} {fmt}")))
+                                          progress=lambda fmt, name=name: (bar.update(), bar.set_postfix_str(f"{name} {fmt}")))
                 records.append({"models": {name: {"label": result["label"], "export": result["formats"]}}})
-            except Exception as error:  # this model could not be loaded or exported; the batch goes on
+            except Exception as error:  # noqa: BLE001  Keras' loader and the converters raise their own classes; the batch goes on
                 failed.append(f"{path}: {_one_line(error)}")
             bar.update((index + 1) * len(formats) - bar.n)
     if records:
@@ -215,7 +218,6 @@ def _export(args) -> int:
 def _bench(args) -> int:
     if args.calculator is not None:
         return _bench_calculator(args)
-    from predcalc.deploy.bench import BENCH_FILE, bench, bench_table
 
     record = bench(args.model, runs=args.runs, expression=args.expression, batch_size=args.batch,
                    output=args.output or BENCH_FILE)
@@ -226,25 +228,23 @@ def _bench(args) -> int:
 
 
 def _bench_calculator(args) -> int:
-    from predcalc.calculator.bench import bench
-    from predcalc.paths import REPORTS
-
     path = Path(args.calculator) if args.calculator else REPORTS / "calculator" / "model.tflite"
-    record = bench(path, n=args.expressions)
+    record = calculator_bench.bench(path, n=args.expressions)
     for label in ("integers", "with_division"):
         row = record[label]
-        print(f"{label:>13}: calculator {row['calculator_seconds']:.2f} s, Python (fractions) "
-              f"{row['python_seconds']:.3f} s, ratio {row['ratio']:.1f}x, exact {100 * row['exact']:.2f} %")
-    print(f"{record['n']:,} expressions of {record['operators']} operators; one expression through LiteRT: "
-          f"{record['latency_ms']['median']:.1f} ms (median)")
+        paths = ", ".join(f"{name} {row[name]['seconds']:.2f} s = {row[name]['ratio']:.1f}x "
+                          f"(exact {100 * row[name]['exact']:.2f} %)" for name in ("forward", "cache"))
+        print(f"{label:>13}: Python (fractions) {row['python_seconds']:.3f} s; calculator {paths}")
+    print(f"{record['n']:,} expressions of {record['operators']} operators; one expression: "
+          f"{record['latency_ms']['forward']:.1f} ms with forward passes, "
+          f"{record['latency_ms']['cache']:.1f} ms with the cache (median)")
     if args.output:
         Path(args.output).write_text(json.dumps(record, indent=1) + "\n")
     return 0
 
 
 def _sweep(args) -> int:
-    from predcalc.training import sweep
-
+    from predcalc.training import sweep  # papermill: not in the runtime-only install
     from predcalc.training.runner import Interrupted
 
     config = sweep.load_config(args.config)
@@ -300,8 +300,6 @@ def _expression_arguments(argv: list[str]) -> list[str]:
 
 
 def parser() -> argparse.ArgumentParser:
-    from predcalc.deploy.export import FORMATS
-
     main_parser = _Parser(prog="predcalc", description="A predictive calculator: "
                                           "neural networks that read an arithmetic expression and predict its value.")
     commands = main_parser.add_subparsers(dest="command", required=True)
@@ -331,6 +329,7 @@ def parser() -> argparse.ArgumentParser:
     predict.add_argument("--model", help="a .tflite, .onnx or .keras file or a SavedModel directory, with "
                                          "predcalc.json beside it "
                                          "(default: the learned calculator, reports/calculator/model.tflite, else the FNN2 of 01_fnn)")
+    predict.add_argument("--cache", action="store_true", help=CACHE_HELP)
     predict.set_defaults(handler=_predict)
 
     evaluate = commands.add_parser("evaluate", help="metrics of a model on a file of expression<TAB>answer lines")
@@ -340,6 +339,7 @@ def parser() -> argparse.ArgumentParser:
     evaluate.add_argument("--json", action="store_true", help="print the metrics as JSON")
     evaluate.add_argument("--output", metavar="FILE", help="write expression, answer, truth and right (1/0), "
                                                           "one tab-separated line per expression")
+    evaluate.add_argument("--cache", action="store_true", help=CACHE_HELP)
     evaluate.set_defaults(handler=_evaluate)
 
     export = commands.add_parser("export", help="(re)write every artifact of stored models and check each "
@@ -409,10 +409,10 @@ def _quiet_runtime() -> None:
     """Load TensorFlow with its start-up lines silenced (see :func:`_silenced_stderr_fd`)."""
     with _silenced_stderr_fd():
         try:
-            import tensorflow as tf
+            import tensorflow as tf  # loaded here, its start-up lines silenced; absent on a deploy machine
 
             tf.config.list_physical_devices()
-        except Exception:  # no TensorFlow (a deploy machine): the command loads what it needs
+        except ImportError:  # no TensorFlow (a deploy machine): the command loads what it needs
             pass
 
 
@@ -423,8 +423,8 @@ def _short(message, limit: int = 300) -> str:
 
 
 def main(argv=None) -> int:
-    """The command line: every error is one line on stderr and exit 2 (130 on Ctrl-C), never a traceback
-    (``PREDCALC_DEBUG=1`` shows it)."""
+    """The command line: every error is one line on stderr, never a traceback (``PREDCALC_DEBUG=1``
+    shows it): exit 2 for bad input, 1 for anything else, 130 on Ctrl-C."""
     argv = _expression_arguments(list(sys.argv[1:] if argv is None else argv))
     try:
         args = parser().parse_args(argv)
@@ -442,17 +442,23 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print(f"predcalc {args.command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except (ValueError, OSError, RuntimeError) as error:
+    except (ValueError, OSError) as error:  # bad input: an expression, a file, a name, a path
         # ExpressionError, TokenizerError, ExpressionFileError and SweepConfigError are ValueErrors
         if os.environ.get("PREDCALC_DEBUG"):
             raise
         print(f"predcalc {args.command}: error: {_short(error)}", file=sys.stderr)
         return EXIT_USAGE
-    except Exception as error:  # anything else (a broken model file, a missing optional package): one line too
+    except (RuntimeError, ImportError) as error:  # what this machine lacks (TensorRT, an optional package)
         if os.environ.get("PREDCALC_DEBUG"):
             raise
-        print(f"predcalc {args.command}: error: {type(error).__name__}: {_short(error)}", file=sys.stderr)
-        return EXIT_USAGE
+        print(f"predcalc {args.command}: error: {_short(error)}", file=sys.stderr)
+        return EXIT_FAILURE
+    except Exception as error:  # noqa: BLE001  a bug: one line (PREDCALC_DEBUG=1 shows the traceback), exit 1
+        if os.environ.get("PREDCALC_DEBUG"):
+            raise
+        print(f"predcalc {args.command}: internal error: {type(error).__name__}: {_short(error)} "
+              "(PREDCALC_DEBUG=1 shows where)", file=sys.stderr)
+        return EXIT_FAILURE
 
 
 if __name__ == "__main__":

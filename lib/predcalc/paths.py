@@ -6,11 +6,21 @@ on a Jetson without Keras or TensorFlow.
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import io
+import json
+import os
+import re
+import shutil
+import tempfile
+import zipfile
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]  # lib/predcalc/paths.py -> the repository
 NOTEBOOKS = ROOT / "notebooks"
 REPORTS = ROOT / "reports"
+BENCH_FILE = REPORTS / "bench.json"  # predcalc bench
 RUNS = REPORTS / "runs"  # the committed results: only a full run (``--profile full``) writes here
 SCRATCH = ROOT / "build"  # git-ignored
 SCRATCH_RUNS = SCRATCH / "runs"  # where a quick run writes its notebooks, and its findings page beside
@@ -45,8 +55,6 @@ def write_if_changed(path, data) -> bool:
     is atomic (a temporary file beside it, then a rename): an interrupted write leaves the old
     file, never half of the new one. Returns whether the file was written.
     """
-    import os
-    import tempfile
 
     path = Path(path)
     raw = data.encode() if isinstance(data, str) else bytes(data)
@@ -64,13 +72,145 @@ def write_if_changed(path, data) -> bool:
     return True
 
 
+# Keys of a JSON record that say when or how long, not what: a rerun that changes no number
+# changes only these, and the file it would write is the one already there.
+TIME_KEYS = ("created", "finished", "date_saved")
+
+
+def _is_time_key(key) -> bool:
+    return key in TIME_KEYS or str(key).endswith("seconds")
+
+
+def without_times(value):
+    """A JSON value without its time keys (:data:`TIME_KEYS` and every ``*seconds``), at any depth."""
+    if isinstance(value, dict):
+        return {key: without_times(item) for key, item in value.items() if not _is_time_key(key)}
+    if isinstance(value, list):
+        return [without_times(item) for item in value]
+    return value
+
+
+def _json_text(value) -> str:
+
+    return json.dumps(value, sort_keys=True)  # NaN as NaN: equal records give equal texts
+
+
+def write_json_if_changed(path, record, indent: int = 1) -> bool:
+    """Write ``record`` as JSON unless the file already holds it apart from its time keys (see
+    :func:`without_times`): a rerun that changes no number writes no file, and the record keeps
+    the time its numbers were first written. Returns whether the file was written."""
+
+    path = Path(path)
+    text = json.dumps(record, indent=indent) + "\n"
+    if path.is_file():
+        try:
+            stored = json.loads(path.read_text())
+        except ValueError:
+            stored = None
+        if stored is not None and _json_text(without_times(stored)) == _json_text(without_times(json.loads(text))):
+            return False
+    return write_if_changed(path, text)
+
+
+def _keras_contents(path) -> dict:
+    """A ``.keras`` file's members (config, weights), its metadata without the date it was saved."""
+
+    with zipfile.ZipFile(path) as archive:
+        contents = {name: archive.read(name) for name in archive.namelist()}
+    if "metadata.json" in contents:
+        contents["metadata.json"] = _json_text(without_times(json.loads(contents["metadata.json"])))
+    return contents
+
+
+def _notebook_contents(path) -> str:
+    """An executed notebook's sources and outputs without what changes at every run: metadata
+    (papermill's and the kernel's times, widget states) and progress bars' times and rates."""
+
+    notebook = json.loads(Path(path).read_text())
+    cells = [{"source": cell.get("source"), "outputs": cell.get("outputs", [])} for cell in notebook.get("cells", [])]
+    for cell in cells:
+        for output in cell["outputs"]:
+            output.pop("metadata", None)
+            output.get("data", {}).pop("application/vnd.jupyter.widget-view+json", None)
+    text = json.dumps(cells, sort_keys=True)
+    return re.sub(r"\d+:\d\d(?::\d\d)?|\d+(?:\.\d+)?\s*(?:it/s|s/it)", "", text)
+
+
+def same_results(new, old) -> bool:
+    """Whether two files hold the same results: the same bytes, or by suffix the same JSON apart
+    from its time keys (``.json``), the same config and weights (``.keras``, whose metadata holds
+    the save date) or the same sources and outputs (``.ipynb``, apart from times)."""
+    new, old = Path(new), Path(old)
+    if not old.is_file() or not new.is_file():
+        return False
+    if new.read_bytes() == old.read_bytes():
+        return True
+    try:
+        if new.suffix == ".json":
+            import json
+
+            return _json_text(without_times(json.loads(new.read_text()))) == _json_text(
+                without_times(json.loads(old.read_text())))
+        if new.suffix == ".keras":
+            return _keras_contents(new) == _keras_contents(old)
+        if new.suffix == ".ipynb":
+            return _notebook_contents(new) == _notebook_contents(old)
+    except (ValueError, OSError, KeyError):  # unreadable as its kind: not the same
+        return False
+    return False
+
+
+def keep_unchanged(new_dir, old_dir) -> list[str]:
+    """Copy each file of ``old_dir`` over its counterpart in ``new_dir`` where both hold the same
+    results (:func:`same_results`), bytes and modification time: a rerun into ``new_dir`` that
+    then replaces ``old_dir`` changes no file whose numbers it did not change. Returns the
+    relative paths kept."""
+
+    new_dir, old_dir = Path(new_dir), Path(old_dir)
+    kept = []
+    for new in sorted(p for p in new_dir.rglob("*") if p.is_file()):
+        relative_path = new.relative_to(new_dir)
+        old = old_dir / relative_path
+        if old.is_file() and same_results(new, old):
+            shutil.copy2(old, new)
+            kept.append(relative_path.as_posix())
+    return kept
+
+
+def keras_digest(path) -> str:
+    """A SHA-256 of what a ``.keras`` file holds (config and weights, not its save date): equal for
+    two saves of one model, so an exporter can tell that the artifacts it wrote from this file
+    are still current (a SavedModel's bytes change at every export, even from the same weights)."""
+
+    digest = hashlib.sha256()
+    for name, content in sorted(_keras_contents(path).items()):
+        digest.update(name.encode() + b"\0" + (content.encode() if isinstance(content, str) else content) + b"\0")
+    return digest.hexdigest()
+
+
+def save_keras_if_changed(model, path) -> bool:
+    """``model.save(path)`` unless the file there holds the same model (config and weights; the
+    save date in a ``.keras`` file changes its bytes at every save). Returns whether it wrote."""
+
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    descriptor, temporary = tempfile.mkstemp(prefix=f".{path.stem}.", suffix=".keras", dir=path.parent)
+    os.close(descriptor)
+    try:
+        model.save(temporary)
+        if path.is_file() and same_results(temporary, path):
+            return False
+        os.replace(temporary, path)
+        return True
+    finally:
+        Path(temporary).unlink(missing_ok=True)
+
+
 def compact_png(raw: bytes) -> bytes:
     """A plot's PNG re-encoded with a palette of at most 256 colours, optimised: about a third of
     the bytes and the same to the eye (a plot has few colours). Deterministic; returns ``raw``
     where that is not smaller."""
-    import io
-
-    from PIL import Image
+    from PIL import Image  # paths.py stays free of third-party imports (the runtime install reads it)
 
     image = Image.open(io.BytesIO(raw))
     if image.mode == "P":
@@ -82,9 +222,7 @@ def compact_png(raw: bytes) -> bytes:
 
 def compact_notebook_images(path) -> bool:
     """:func:`compact_png` on every PNG output of an executed notebook; returns whether it changed."""
-    import base64
-
-    import nbformat
+    import nbformat  # paths.py stays free of third-party imports (the runtime install reads it)
 
     path = Path(path)
     notebook = nbformat.read(path, as_version=4)
@@ -107,7 +245,6 @@ def compact_notebook_images(path) -> bool:
 def save_figure(figure, path, dpi: int = 110) -> bool:
     """``figure.savefig`` through :func:`write_if_changed` (the format from the file's suffix; a PNG
     through :func:`compact_png`)."""
-    import io
 
     buffer = io.BytesIO()
     suffix = Path(path).suffix.lstrip(".") or "png"

@@ -25,6 +25,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from predcalc.paths import write_json_if_changed
+
 SCHEMA = 1
 KINDS = ("models", "study", "llm")
 # The named entries a study record holds (one each); anything else at the top level is kept as is.
@@ -55,7 +57,7 @@ class SeedRun:
         return {**out, **self.extra, "metrics": self.metrics}
 
     @classmethod
-    def from_json(cls, data: dict, where: str) -> "SeedRun":
+    def from_json(cls, data: dict, where: str) -> SeedRun:
         if not isinstance(data, dict) or "seed" not in data or not isinstance(data.get("metrics"), dict):
             raise RecordError(f"{where}: a run needs a seed and a metrics dict")
         extra = {k: v for k, v in data.items() if k not in ("seed", "metrics", "epochs", "train_seconds")}
@@ -81,7 +83,7 @@ class ModelRecord:
                 "runs": [run.to_json() for run in self.runs], "export": self.export, **self.extra}
 
     @classmethod
-    def from_json(cls, data: dict, where: str) -> "ModelRecord":
+    def from_json(cls, data: dict, where: str) -> ModelRecord:
         for key in ("label", "params", "runs"):
             if key not in data:
                 raise RecordError(f"{where}: a model needs {key!r}")
@@ -120,7 +122,7 @@ class RunRecord:
         return {k: v for k, v in {**out, **self.extra, **self.entries}.items() if v is not None}
 
     @classmethod
-    def from_json(cls, data: dict) -> "RunRecord":
+    def from_json(cls, data: dict) -> RunRecord:
         """A record from its JSON form; older files without a stored kind are named here, once."""
         notebook = data.get("notebook")
         if not isinstance(notebook, str):
@@ -134,7 +136,7 @@ class RunRecord:
                    data.get("created"), data.get("backend"), data.get("keras"), extra)
 
     @classmethod
-    def load(cls, path) -> "RunRecord":
+    def load(cls, path) -> RunRecord:
         path = Path(path)
         try:
             data = json.loads(path.read_text())
@@ -144,33 +146,34 @@ class RunRecord:
 
     def write(self, folder) -> Path:
         """Write ``folder/metrics.json`` (the one writer every notebook uses). A rerun whose numbers
-        are unchanged keeps the stored file as it is, its ``created`` time included."""
-        from predcalc.paths import write_if_changed
+        are unchanged keeps the stored file as it is, its ``created`` time and training times
+        included (:func:`predcalc.paths.write_json_if_changed`)."""
 
         path = Path(folder) / "metrics.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         if self.created is None:
             self.created = datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
-        if path.is_file():
-            try:
-                stored = json.loads(path.read_text())
-            except json.JSONDecodeError:
-                stored = None
-            if stored is not None and {**stored, "created": None} == {**self.to_json(), "created": None}:
-                return path
-        write_if_changed(path, json.dumps(self.to_json(), indent=1) + "\n")
+        write_json_if_changed(path, self.to_json())
         return path
 
 
 def write_study(folder, notebook: str, entry: str, value, parameters: dict, data: dict | None = None,
                 kind: str = "study", **extra) -> Path:
     """Write a study notebook's record: its one named ``entry`` (``"speed"``, ``"calculator"``...)."""
-    import keras
+    import keras  # the backend the study ran on; reading a record needs no Keras
 
     if entry not in ENTRIES:
         raise RecordError(f"{notebook}: entry must be one of {ENTRIES}. Received: entry={entry!r}")
     record = RunRecord(notebook, kind, parameters, {}, {entry: value}, data, backend=keras.backend.backend(),
                        keras=keras.__version__, extra=extra)
     path = record.write(folder)
+    print(f"wrote {path}")
+    return path
+
+
+def write_record(data: dict, folder) -> Path:
+    """Check a record in its JSON form against :class:`RunRecord`, write ``folder/metrics.json`` and
+    say where (what a notebook that builds its record as a dict calls)."""
+    path = RunRecord.from_json(data).write(folder)
     print(f"wrote {path}")
     return path

@@ -21,6 +21,30 @@ def test_predict_uses_the_calculator_by_default(capsys):
     assert "= 121932631112635269  (calculated by calculator" in capsys.readouterr().out
 
 
+def test_predict_runs_forward_passes_unless_asked_for_the_cache(capsys, monkeypatch):
+    from predcalc.calculator import runtime
+
+    calls = []
+    run = runtime.LiteRTSteps.__getitem__
+    monkeypatch.setattr(runtime.LiteRTSteps, "__getitem__",
+                        lambda self, name: lambda x: calls.append(len(x)) or run(self, name)(x))
+    assert cli.main(["predict", "12 * 34 - 5", "--model", str(MODEL)]) == 0
+    assert capsys.readouterr().out.strip().endswith("(calculated by calculator (model.tflite, LiteRT forward passes))")
+    answering = len(calls)
+    assert answering > 3  # the networks ran while answering
+    calls.clear()
+    assert cli.main(["predict", "12 * 34 - 5", "--model", str(MODEL), "--cache"]) == 0
+    assert "403  (calculated by calculator (model.tflite, a look-up cache" in capsys.readouterr().out
+    domains = len(calls)
+    calls.clear()
+    from predcalc.calculator.runtime import Calculator
+
+    cached = Calculator(MODEL, cache=True)
+    calls.clear()
+    assert cached.answers(["12 * 34 - 5"]) == ["403"] and not calls  # answering with the cache runs none
+    assert domains == len(runtime.STEPS)  # the cache ran each network once, on its whole domain
+
+
 def test_division_by_zero_is_one_line_and_exit_2(capsys):
     assert cli.main(["predict", "5 / (2 - 2)", "--model", str(MODEL)]) == 2
     error = capsys.readouterr().err
@@ -65,3 +89,17 @@ def test_the_shipped_calculator_is_exact_past_its_test_families():
     wrong = [(e, a, t) for (e, t), a in zip(pairs, answers) if a != t]
     assert not wrong, wrong[:3]
     assert all(answer(evaluate(e)) == t for e, t in pairs)  # the truths are the exact evaluator's
+
+
+@pytest.mark.slow
+def test_the_shipped_calculator_answers_a_100000_term_chain_in_under_10_seconds():
+    """Forward passes through the LiteRT file (the default path): a round halves the chain."""
+    import time
+
+    from predcalc.calculator.runtime import Calculator
+
+    calculator = Calculator(MODEL)
+    for op, truth in (("+", "100000"), ("-", "-99998")):
+        started = time.perf_counter()
+        assert calculator.answers([op.join(["1"] * 100_000)]) == [truth]
+        assert time.perf_counter() - started < 10

@@ -1,18 +1,23 @@
 """The calculator's code parts: lexer, reference readiness, the loop with reference steps."""
 
 import re
-from fractions import Fraction
-
 import time
+from fractions import Fraction
 
 import numpy as np
 import pytest
 
 from predcalc.calculator.engine import Engine, answer_text
-from predcalc.calculator.reference import complete_window, reachable_windows, ready_labels, window_labels
+from predcalc.calculator.reference import (
+    complete_window,
+    reachable_windows,
+    ready_labels,
+    reduction_labels,
+    window_labels,
+)
 from predcalc.calculator.steps import STEPS, TableStep
-from predcalc.calculator.train import reference_steps
 from predcalc.calculator.tokens import KINDS, NUM, CalculatorError, Number, lex
+from predcalc.calculator.train import reference_steps
 from predcalc.data.calculator_families import FAMILIES, axes, families
 from predcalc.data.expressions import evaluate
 
@@ -73,7 +78,89 @@ def test_readiness_depends_only_on_the_window():
     for index in rng.choice(len(windows), 60, replace=False):  # other completions give the same label
         core, centre = complete_window([int(k) for k in windows[index]])
         wrapped = [NUM, KINDS["*"], KINDS["("], *core, KINDS[")"]]  # inside another expression
-        assert ready_labels(wrapped)[centre + 3] == labels[index]
+        assert (reduction_labels(wrapped)[centre + 3] == labels[index]).all()
+
+
+def test_reduction_labels_regroup_runs_of_one_level():
+    ready, inverse = reduction_labels(kinds("1+2+3")).T
+    assert ready.tolist() == [0, 1, 0, 1, 0] and not inverse.any()
+    ready, inverse = reduction_labels(kinds("1-2-3+4")).T  # 1 - (2 + 3) and 1 - 2 - (3 - 4): after a minus, inverted
+    assert ready.tolist() == [0, 1, 0, 1, 0, 1, 0] and inverse.tolist() == [0, 0, 0, 1, 0, 1, 0]
+    assert reduction_labels(kinds("1+2*3"))[:, 0].tolist() == [0, 0, 0, 1, 0]  # * binds tighter
+    assert reduction_labels(kinds("1*2-3"))[:, 0].tolist() == [0, 1, 0, 0, 0]
+    ready, inverse = reduction_labels(kinds("8/2/3")).T  # 8 / (2 * 3)
+    assert ready.tolist() == [0, 1, 0, 1, 0] and inverse.tolist() == [0, 0, 0, 1, 0]
+    assert reduction_labels(kinds("8/2*0"))[:, 0].tolist() == [0, 1, 0, 0, 0]  # 8 / (2 / 0) would fail
+    parse_tree = ready_labels(kinds("1*2+3*(4-5)"))  # every token the parse tree readies is ready here too
+    assert (reduction_labels(kinds("1*2+3*(4-5)"))[:, 0] >= parse_tree).all()
+
+
+@pytest.mark.parametrize("op", "+-*/")
+def test_a_chain_takes_about_log2_rounds(op):
+    record = {}
+    terms = 1024
+    text = op.join(["1" if op in "*/" else "3"] * terms)
+    (result,) = Engine(reference_steps(), record=record).evaluate([text])
+    assert answer_text(result) == str(evaluate(text))
+    assert len(record["sequences"]) <= 11  # rounds: log2(1024) + 1
+
+
+def test_operands_too_large_are_refused_in_one_line(monkeypatch, reference_engine):
+    from predcalc.calculator import engine
+
+    monkeypatch.setattr(engine, "MAX_DIGIT_PRODUCT", 100)
+    results = reference_engine.evaluate(["123456789012 * 123456789012", "1" * 500 + " + 1", "12345 * 6789"])
+    assert isinstance(results[0], CalculatorError) and "too large" in str(results[0])
+    assert answer_text(results[1]) == "1" * 499 + "2"  # sums of integers are linear: never refused
+    assert answer_text(results[2]) == str(12345 * 6789)
+
+
+def test_multiplication_in_blocks_equals_one_block(monkeypatch, reference_engine):
+    from predcalc.calculator import engine
+
+    texts = ["98765432109876543210 * 12345678901234567890123", "-999999999999 * 999999999999 * 7"]
+    monkeypatch.setattr(engine, "BLOCK_DIGITS", 10)
+    assert [answer_text(r) for r in reference_engine.evaluate(texts)] == [str(evaluate(t)) for t in texts]
+
+
+@pytest.mark.slow
+def test_long_inputs_take_linear_time_and_bounded_memory(tmp_path):
+    """160k-term lexing, a 100,000-term chain, two 10,000-digit factors (under 2 GB) and a 1 MB
+    expression file, each in a fresh process with the reference steps tabulated."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "long.py"
+    script.write_text("""
+import resource, sys, time
+sys.set_int_max_str_digits(0)
+import numpy as np
+from predcalc.calculator.engine import Engine, answer_text
+from predcalc.calculator.steps import STEPS, TableStep
+from predcalc.calculator.tokens import lex
+engine = Engine({name: TableStep(name, step.reference) for name, step in STEPS.items()})
+case = sys.argv[1]
+rng = np.random.default_rng(0)
+started = time.perf_counter()
+if case == "lex":
+    assert len(lex("-".join(["7"] * 160_000))) == 319_999
+elif case == "chain":
+    assert answer_text(engine.evaluate(["+".join(["1"] * 100_000)])[0]) == "100000"
+elif case == "multiply":
+    a, b = ("".join(map(str, rng.integers(1, 10, 10_000))) for _ in range(2))
+    assert answer_text(engine.evaluate([a + "*" + b])[0]) == str(int(a) * int(b))
+else:
+    text = "+".join(["12*3-4"] * (1_000_000 // 7))
+    result = engine.evaluate([text])[0]
+    assert answer_text(result) == str(32 * (1_000_000 // 7))
+print(time.perf_counter() - started, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 2 ** 20)
+""")
+    limits = {"lex": 20, "chain": 10, "multiply": None, "file": 60}
+    for case, seconds in limits.items():
+        done = subprocess.run([sys.executable, str(script), case], capture_output=True, text=True, check=True)
+        took, gigabytes = map(float, done.stdout.split())
+        assert gigabytes < 2, (case, gigabytes)
+        assert seconds is None or took < seconds, (case, took)
 
 
 def test_parallel_chain_equals_the_step_loop(reference_engine):

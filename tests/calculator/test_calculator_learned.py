@@ -34,7 +34,7 @@ def test_dense_step_is_the_keras_forward_pass():
         heads = model(domain, training=False)
         heads = heads if isinstance(heads, (list, tuple)) else [heads]
         if name == "control":
-            expected = (np.asarray(heads[0])[:, 1] > 0).astype(np.int64)[:, None]
+            expected = np.stack([np.asarray(h)[:, 1] > 0 for h in heads], axis=1).astype(np.int64)
         else:
             expected = np.stack([np.argmax(np.asarray(h), axis=-1) for h in heads], axis=1)
         assert (DenseStep.from_model(model)(domain) == expected).all(), name
@@ -70,7 +70,7 @@ def test_litert_export_matches_keras_on_every_input(tmp_path):
     path = export_litert(networks, tmp_path / "model.tflite")
     assert is_calculator(path)
     assert parity(networks, path) == {name: 0 for name in STEPS}
-    tabulated, direct = Calculator(path), Calculator(path, tabulate=False)
+    tabulated, direct = Calculator(path, cache=True), Calculator(path)
     expressions = ["1 + 2", "3 * (4 - 5)", "7 / 2"]
     assert tabulated.answers(expressions) == direct.answers(expressions)
 
@@ -85,3 +85,54 @@ def test_gru_adder_numpy_path_equals_keras():
     digits, _ = model(sequences.astype(np.int32), training=False)
     numpy_digits = ablations.gru_addsub(model)(sequences[:, :, 1], sequences[:, :, 2], sequences[:, 0, 0])
     assert (np.argmax(np.asarray(digits), axis=-1) == numpy_digits).all()
+
+
+def test_rule_steps_export_to_litert_as_their_numpy_computation(tmp_path):
+    from predcalc.calculator.export import export_litert, parity
+    from predcalc.calculator.nets import numpy_step
+    from predcalc.calculator.rules import RULES, build_control_rule, build_rule
+
+    networks = {name: build_rule(name, seed=1) for name in RULES}
+    for model in networks.values():  # weights near the rule, so the decisions are not all alike
+        model.get_layer("value").set_weights([np.ones((model.get_layer("value").get_weights()[0].shape[0], 1)),
+                                              np.zeros(1)])
+    networks["control"] = build_control_rule(seed=1)
+    rng = np.random.default_rng(1)
+    networks["control"].get_layer("pairwise").set_weights(
+        [rng.normal(size=w.shape) for w in networks["control"].get_layer("pairwise").get_weights()])
+    path = export_litert(networks, tmp_path / "model.tflite")
+    assert parity(networks, path) == {name: 0 for name in networks}
+    windows = STEPS["control"].domain()[:3000]
+    keras_ready = np.asarray(networks["control"](windows)[0])[:, 1] > 0  # the factored Keras model itself
+    assert (numpy_step(networks["control"])(windows)[:, 0] == keras_ready).all()
+    decisions = numpy_step(networks["muldigit"])(STEPS["muldigit"].domain())
+    assert len(np.unique(decisions, axis=0)) > 5
+
+
+def test_rule_training_rows_are_a_third_of_the_reachable_inputs_from_traces():
+    from predcalc.calculator.train import TINY, rule_training_rows, trace
+    from predcalc.data.calculator_families import TRAINING_WORLD
+
+    data = trace(TRAINING_WORLD, 60, seed=3)
+    rows = rule_training_rows(data, seed=3)
+    again = rule_training_rows(data, seed=3)
+    for name, step in STEPS.items():
+        reachable = len(step.reachable())
+        assert (rows[name] == again[name]).all()  # fixed by the seed
+        if reachable <= TINY:
+            assert len(rows[name]) == reachable
+        else:
+            assert len(rows[name]) <= reachable // 3
+            assert np.isin(step.index(rows[name]), step.index(data[name])).all()  # only inputs the traces showed
+
+
+@pytest.mark.slow
+def test_a_rule_step_is_exact_on_the_two_thirds_it_never_saw():
+    from predcalc.calculator.nets import numpy_step
+    from predcalc.calculator.rules import train_rule
+
+    reachable = STEPS["addsub"].reachable()
+    rows = reachable[np.random.default_rng(0).choice(len(reachable), len(reachable) // 3, replace=False)]
+    model, info = train_rule("addsub", rows, seed=0)
+    assert info["parameters"] < 20
+    assert check_step("addsub", numpy_step(model))["wrong"] == 0

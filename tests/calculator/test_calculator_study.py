@@ -38,3 +38,49 @@ def test_carriers_names_the_costliest_swap_and_compares_supervision_with_its_own
     # the supervision ablation is measured against the continuous-state adder, not the calculator
     assert f"5.0 points lost beyond it against the {study.ABLATION_LABELS['continuous_state']}" in text
     assert "75.0 points lost beyond it (25.0 % beyond, 60.0 % inside)" in text
+
+
+def test_cached_parts_are_keyed_by_every_parameter_they_read(tmp_path):
+    """A rerun with other parameters computes its own part (and replaces the old one); the same
+    parameters read it back without computing."""
+    from predcalc.calculator import study
+
+    calls = []
+
+    def part(size, epochs=2):
+        calls.append((size, epochs))
+        return {"size": size, "epochs": epochs}
+
+    size = 10
+    first = study.cached(tmp_path, "seed_0", lambda: part(size))
+    assert study.cached(tmp_path, "seed_0", lambda: part(size)) == first == {"size": 10, "epochs": 2}
+    assert calls == [(10, 2)]
+    size = 20  # the closure reads the new value: another digest, computed again
+    assert study.cached(tmp_path, "seed_0", lambda: part(size))["size"] == 20
+    assert study.cached(tmp_path, "seed_0", lambda s=size: part(s, epochs=3))["epochs"] == 3
+    assert calls == [(10, 2), (20, 2), (20, 3)]
+    (tmp_path / "seed_1.json").write_text("{}")  # another key is left alone
+    assert [p.name.split("-")[0] for p in sorted(tmp_path.glob("*.json"))] == ["seed_0", "seed_1.json"]
+    explicit = study.cached(tmp_path, "bench", lambda: {"n": 5}, parameters={"n": 5})
+    assert study.cached(tmp_path, "bench", lambda: {"n": 6}, parameters={"n": 5}) == explicit
+
+
+def test_the_step_record_keeps_the_worst_seed_and_the_facts_read_it():
+    def seed(trained_on, held_out_wrong, exact):
+        steps = {"addsub": {"reachable": 400, "trained_on": trained_on, "held_out_wrong": held_out_wrong, "wrong":
+                            held_out_wrong, "memorised": False, "parameters": 16},
+                 "xor": {"reachable": 4, "trained_on": 4, "held_out_wrong": 0, "wrong": 0, "memorised": True,
+                         "parameters": 130}}
+        return {"steps": steps, "families": {"iid": {"exact": exact, "lowest_terms": 1.0, "n": 10}}}
+
+    records = [seed(120, 0, 1.0), seed(133, 2, 0.9)]
+    steps = study.step_record(records)
+    assert steps["addsub"]["trained_on"] == 133 and steps["addsub"]["held_out_wrong"] == 2
+    assert steps["xor"]["memorised"] and steps["addsub"]["seeds"] == 2
+    bench = {label: {path: {"ratio": ratio} for path, ratio in (("forward", 8.0), ("cache", 5.0))}
+             for label in ("integers", "with_division")}
+    fields = study.ladder_fields(records, bench, {"rules": {"n": 10, "exact": 1.0}})
+    assert fields["speed"] == {"forward": {"integers": 8.0, "division": 8.0}, "cache": {"integers": 5.0, "division": 5.0}}
+    facts = "\n".join(study.ladder_facts(fields))
+    assert "`addsub` 133 of 400 (33 %), 2 wrong on the rest" in facts and "`xor` (4 rows)" in facts
+    assert "exact on 95.00 % or more of every family" in facts and "forward passes 8.0x on integers" in facts

@@ -4,6 +4,7 @@ import keras
 import numpy as np
 import pytest
 from keras import ops
+from layer_helpers import pattern, ramp, sigmoid
 
 from predcalc.layers.additive_attention_pooling import AdditiveAttentionPooling
 from predcalc.layers.bilstm_attention import BidirectionalLSTMAttention
@@ -11,35 +12,24 @@ from predcalc.layers.bilstm_attention import BidirectionalLSTMAttention
 BATCH, TIME, FEATURES, UNITS = 2, 5, 3, 2
 
 
-def _pattern(shape, scale=0.5, offset=1.0):
-    """Deterministic, non-symmetric values: scale * sin(arange + offset)."""
-    size = int(np.prod(shape))
-    return (scale * np.sin(np.arange(size) + offset)).reshape(shape).astype("float32")
-
-
 def _inputs():
-    x = np.arange(BATCH * TIME * FEATURES, dtype="float32")
-    return (x.reshape(BATCH, TIME, FEATURES) / 15.0 - 1.0).astype("float32")
+    return ramp((BATCH, TIME, FEATURES))
 
 
 def _lstm_weights(offset):
     return [
-        _pattern((FEATURES, 4 * UNITS), 0.6, offset),
-        _pattern((UNITS, 4 * UNITS), 0.6, offset + 1.0),
-        _pattern((4 * UNITS,), 0.3, offset + 2.0),
+        pattern((FEATURES, 4 * UNITS), 0.6, offset),
+        pattern((UNITS, 4 * UNITS), 0.6, offset + 1.0),
+        pattern((4 * UNITS,), 0.3, offset + 2.0),
     ]
 
 
 def _attention_weights(units):
     return [
-        _pattern((units, 2 * UNITS), 1.0, 7.0),
-        _pattern((units,), 0.5, 8.0),
-        _pattern((units,), 2.0, 9.0),
+        pattern((units, 2 * UNITS), 1.0, 7.0),
+        pattern((units,), 0.5, 8.0),
+        pattern((units,), 2.0, 9.0),
     ]
-
-
-def _sigmoid(a):
-    return 1.0 / (1.0 + np.exp(-a))
 
 
 def numpy_lstm(x, kernel, recurrent_kernel, bias):
@@ -51,8 +41,8 @@ def numpy_lstm(x, kernel, recurrent_kernel, bias):
     for t in range(x.shape[1]):
         a = x[:, t] @ kernel + h @ recurrent_kernel + bias
         i, f, g, o = np.split(a, 4, axis=-1)
-        c = _sigmoid(f) * c + _sigmoid(i) * np.tanh(g)
-        h = _sigmoid(o) * np.tanh(c)
+        c = sigmoid(f) * c + sigmoid(i) * np.tanh(g)
+        h = sigmoid(o) * np.tanh(c)
         outputs.append(h)
     return np.stack(outputs, axis=1)
 
@@ -148,73 +138,9 @@ def test_padding_is_ignored_with_embedding_mask():
     np.testing.assert_allclose(alpha[:1, :3], unpadded_alpha, atol=1e-5)
 
 
-def test_trains_on_every_backend():
-    inputs = keras.Input((TIME, FEATURES))
-    layer = BidirectionalLSTMAttention(UNITS)
-    model = keras.Model(inputs, keras.layers.Dense(1)(layer(inputs)))
-    model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
-    before = ops.convert_to_numpy(layer.attention_pooling.context_vector).copy()
-    history = model.fit(_inputs(), np.ones((BATCH, 1)), epochs=1, verbose=0)
-    assert np.isfinite(history.history["loss"]).all()
-    after = ops.convert_to_numpy(layer.attention_pooling.context_vector)
-    assert not np.allclose(after, before)
-
-
 def test_dropout_only_in_training():
     layer = BidirectionalLSTMAttention(UNITS, dropout=0.5, seed=1)
     inference = [ops.convert_to_numpy(layer(_inputs())) for _ in range(2)]
     np.testing.assert_array_equal(inference[0], inference[1])
     training = ops.convert_to_numpy(layer(_inputs(), training=True))
     assert np.abs(training - inference[0]).max() > 1e-4
-
-
-def test_get_config_round_trip():
-    layer = BidirectionalLSTMAttention(
-        4,
-        attention_units=5,
-        dropout=0.2,
-        recurrent_initializer="glorot_uniform",
-        seed=3,
-        name="encoder",
-    )
-    config = layer.get_config()
-    assert config["units"] == 4 and config["attention_units"] == 5
-    restored = BidirectionalLSTMAttention.from_config(config)
-    assert restored.get_config() == config
-
-
-def test_saved_model_reloads_with_identical_outputs(tmp_path):
-    inputs = keras.Input((TIME, FEATURES))
-    layer = BidirectionalLSTMAttention(UNITS, attention_units=3)
-    context, alpha = layer(inputs, return_attention_scores=True)
-    model = keras.Model(inputs, [keras.layers.Dense(1)(context), alpha])
-    layer.bidirectional_lstm.forward_layer.set_weights(_lstm_weights(1.0))
-    layer.attention_pooling.set_weights(_attention_weights(3))
-    path = tmp_path / "bilstm_attention.keras"
-    model.save(path)
-    reloaded = keras.saving.load_model(path)
-    assert isinstance(reloaded.layers[1], BidirectionalLSTMAttention)
-    for expected, actual in zip(
-        model.predict(_inputs(), verbose=0), reloaded.predict(_inputs(), verbose=0)
-    ):
-        np.testing.assert_allclose(actual, expected, atol=1e-6)
-
-
-@pytest.mark.parametrize(
-    "kwargs, message",
-    [
-        ({"units": 0}, "Received: units=0"),
-        ({"units": 2.5}, "Received: units=2.5"),
-        ({"units": 4, "attention_units": 0}, "Received: attention_units=0"),
-        ({"units": 4, "dropout": 1.0}, "Received: dropout=1.0"),
-        ({"units": 4, "recurrent_dropout": -0.1}, "Received: recurrent_dropout=-0.1"),
-    ],
-)
-def test_invalid_arguments_raise(kwargs, message):
-    with pytest.raises(ValueError, match=message):
-        BidirectionalLSTMAttention(**kwargs)
-
-
-def test_rank_two_input_raises():
-    with pytest.raises(ValueError, match="expects inputs of shape"):
-        BidirectionalLSTMAttention(UNITS)(np.ones((2, 4), "float32"))

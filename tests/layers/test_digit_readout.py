@@ -1,19 +1,12 @@
 """Tests for `DigitReadout`: learned slot queries attending over an encoded sequence."""
 
-import keras
 import numpy as np
-import pytest
 from keras import ops
+from layer_helpers import layer_norm, patterned_weights
 
 from predcalc.layers.digit_readout import DigitReadout
 
 BATCH, TIME, D_MODEL, SLOTS, HEADS, FFN = 2, 6, 4, 3, 2, 5
-EPSILON = 1e-5
-
-
-def _pattern(shape, scale=0.5, offset=1.0):
-    size = int(np.prod(shape))
-    return (scale * np.sin(np.arange(size) + offset)).reshape(shape).astype("float32")
 
 
 def _inputs():
@@ -23,20 +16,7 @@ def _inputs():
 
 def _readout(**kwargs):
     layer = DigitReadout(slots=SLOTS, num_heads=HEADS, ffn_units=FFN, name="readout", **kwargs)
-    layer.build((None, None, D_MODEL))
-    weights = {}
-    for index, variable in enumerate(layer.weights):
-        name = variable.path.split("/", 1)[1]
-        value = _pattern(variable.shape, 0.8, 2.0 + 5 * index)
-        if name.endswith("gamma"):
-            value = 1.0 + 0.3 * value
-        variable.assign(value)
-        weights[name] = value.astype("float64")
-    return layer, weights
-
-
-def _layer_norm(x, gamma, beta):
-    return (x - x.mean(-1, keepdims=True)) / np.sqrt(x.var(-1, keepdims=True) + EPSILON) * gamma + beta
+    return layer, patterned_weights(layer, (None, None, D_MODEL), scale=0.8, offset=2.0, step=5)
 
 
 def numpy_readout(h, w, mask=None):
@@ -53,9 +33,9 @@ def numpy_readout(h, w, mask=None):
     weights = np.exp(logits - logits.max(-1, keepdims=True))
     weights = np.where(allowed, weights / weights.sum(-1, keepdims=True), 0.0)
     attention = np.einsum("bhsk,hkd->bsd", weights @ v, w[a + "attention_output/kernel"]) + w[a + "attention_output/bias"]
-    z = _layer_norm(queries + attention, w["attention_norm/gamma"], w["attention_norm/beta"])
+    z = layer_norm(queries + attention, w["attention_norm/gamma"], w["attention_norm/beta"])
     ffn = np.maximum(0, z @ w["ffn_inner/kernel"] + w["ffn_inner/bias"]) @ w["ffn_outer/kernel"] + w["ffn_outer/bias"]
-    return _layer_norm(z + ffn, w["ffn_norm/gamma"], w["ffn_norm/beta"]), weights
+    return layer_norm(z + ffn, w["ffn_norm/gamma"], w["ffn_norm/beta"]), weights
 
 
 def test_matches_numpy_reference():
@@ -81,35 +61,3 @@ def test_padded_steps_are_never_read():
     np.testing.assert_allclose(ops.convert_to_numpy(layer(changed, mask=mask))[0], ops.convert_to_numpy(outputs)[0],
                                atol=1e-5)
     assert layer.compute_mask(_inputs(), mask) is None
-
-
-def test_config_and_keras_file_round_trip(tmp_path):
-    layer, _ = _readout(dropout=0.1)
-    config = layer.get_config()
-    assert config["slots"] == SLOTS and DigitReadout.from_config(config).get_config() == config
-    inputs = keras.Input((TIME, D_MODEL))
-    model = keras.Model(inputs, layer(inputs))
-    model.save(tmp_path / "readout.keras")
-    loaded = keras.saving.load_model(tmp_path / "readout.keras")
-    np.testing.assert_allclose(ops.convert_to_numpy(loaded(_inputs())), ops.convert_to_numpy(model(_inputs())),
-                               atol=1e-6)
-
-
-@pytest.mark.parametrize(
-    "kwargs, message",
-    [
-        ({"slots": 0, "num_heads": 2, "ffn_units": 4}, "Received: slots=0"),
-        ({"slots": 3, "num_heads": 0, "ffn_units": 4}, "Received: num_heads=0"),
-        ({"slots": 3, "num_heads": 2, "ffn_units": 4, "dropout": -0.1}, "Received: dropout=-0.1"),
-    ],
-)
-def test_invalid_arguments(kwargs, message):
-    with pytest.raises(ValueError, match=message):
-        DigitReadout(**kwargs)
-
-
-def test_invalid_shapes():
-    with pytest.raises(ValueError, match="divisible by num_heads"):
-        DigitReadout(slots=2, num_heads=3, ffn_units=4).build((None, 5, 4))
-    with pytest.raises(ValueError, match=r"\(batch, time, d_model\)"):
-        DigitReadout(slots=2, num_heads=2, ffn_units=4).build((None, 4))

@@ -4,17 +4,12 @@ carried state, saving, training. MinLSTM's normalised gates have a test of their
 import keras
 import numpy as np
 import pytest
-from keras import ops
+from layer_helpers import assert_carried_states_continue, built_with_random_weights, sigmoid, to_numpy
 
 from predcalc.layers.min_gru import MinGRU
 from predcalc.layers.min_lstm import MinLSTM
-from layer_helpers import built_with_random_weights, to_numpy
 
 BATCH, TIME, FEATURES, UNITS = 2, 6, 3, 4
-
-
-def sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
 
 
 def g(x):
@@ -162,15 +157,9 @@ def test_parallel_path_equals_step_path_on_a_longer_sequence(Layer):
 def test_continuing_from_carried_state_equals_whole_sequence(Layer, first_parallel, second_parallel):
     x = inputs()
     whole = to_numpy(deterministic_layer(Layer, True)(x))
-    first_layer = deterministic_layer(Layer, first_parallel, return_state=True)
-    second_layer = deterministic_layer(Layer, second_parallel, return_state=True)
-    first, state = first_layer(x[:, :2])
-    second, last_state = second_layer(x[:, 2:], initial_state=[state])
-    np.testing.assert_allclose(
-        np.concatenate([to_numpy(first), to_numpy(second)], axis=1),
-        whole,
-        atol=1e-5,
-    )
+    _, (last_state,) = assert_carried_states_continue(
+        deterministic_layer(Layer, first_parallel, return_state=True),
+        deterministic_layer(Layer, second_parallel, return_state=True), x, 2, whole)
     np.testing.assert_allclose(to_numpy(last_state), whole[:, -1], atol=1e-5)
 
 
@@ -193,102 +182,3 @@ def test_last_state_path_with_an_initial_state_equals_the_numpy_reference(name, 
     h0 = np.linspace(-1.0, 1.0, BATCH * UNITS).reshape(BATCH, UNITS).astype("float32")
     expected = CASES[name][1](x, *numpy_weights(layer), h0)[:, -1]
     np.testing.assert_allclose(to_numpy(layer(x, initial_state=h0)), expected, atol=1e-5)
-
-
-@pytest.mark.parametrize("parallel", [True, False])
-def test_functional_model_with_flexible_batch(Layer, parallel):
-    model_inputs = keras.Input((TIME, FEATURES))
-    sequence, state = Layer(
-        UNITS, return_sequences=True, return_state=True, parallel=parallel
-    )(model_inputs)
-    assert tuple(sequence.shape) == (None, TIME, UNITS)
-    assert tuple(state.shape) == (None, UNITS)
-    model = keras.Model(model_inputs, [sequence, state])
-    for batch in (1, 3):
-        predicted_sequence, predicted_state = model.predict(
-            inputs(batch=batch), verbose=0
-        )
-        assert predicted_sequence.shape == (batch, TIME, UNITS)
-        assert predicted_state.shape == (batch, UNITS)
-    assert Layer(UNITS).compute_output_shape((None, TIME, FEATURES)) == (
-        None,
-        UNITS,
-    )
-
-
-def test_get_config_round_trip(name, Layer):
-    layer = Layer(
-        UNITS,
-        return_sequences=True,
-        return_state=True,
-        parallel=False,
-        use_bias=False,
-        kernel_initializer="zeros",
-        name=f"{name}_config",
-    )
-    config = layer.get_config()
-    for key, value in {
-        "units": UNITS,
-        "return_sequences": True,
-        "return_state": True,
-        "parallel": False,
-        "use_bias": False,
-    }.items():
-        assert config[key] == value
-    restored = Layer.from_config(config)
-    assert restored.get_config() == config
-
-
-def test_save_and_load_keras_file(name, Layer, tmp_path):
-    model_inputs = keras.Input((TIME, FEATURES))
-    hidden = Layer(UNITS, return_sequences=True)(model_inputs)
-    outputs = Layer(UNITS, parallel=False)(hidden)
-    model = keras.Model(model_inputs, outputs)
-    path = tmp_path / f"{name}.keras"
-    model.save(path)
-    restored = keras.saving.load_model(path)
-    assert isinstance(restored.layers[1], Layer)
-    assert restored.layers[2].parallel is False
-    x = inputs()
-    np.testing.assert_array_equal(to_numpy(restored(x)), to_numpy(model(x)))
-
-
-@pytest.mark.parametrize("parallel", [True, False])
-def test_training_reduces_loss(Layer, parallel):
-    keras.utils.set_random_seed(0)
-    x = inputs(batch=16, seed=3)
-    y = x.sum(axis=(1, 2))[:, None] / 4.0  # a target the model can fit
-    model_inputs = keras.Input((TIME, FEATURES))
-    outputs = keras.layers.Dense(1)(
-        Layer(UNITS, parallel=parallel)(model_inputs)
-    )
-    model = keras.Model(model_inputs, outputs)
-    model.compile(optimizer=keras.optimizers.Adam(0.05), loss="mse")
-    history = model.fit(x, y, epochs=8, batch_size=16, verbose=0)
-    losses = history.history["loss"]
-    assert np.all(np.isfinite(losses))
-    assert losses[-1] < losses[0]
-
-
-@pytest.mark.parametrize(
-    "kwargs, match",
-    [
-        ({"units": 0}, "units must be a positive integer. Received: units=0"),
-        ({"units": -3}, "Received: units=-3"),
-        ({"units": 2.5}, "Received: units=2.5"),
-        ({"units": 4, "parallel": "yes"}, "parallel must be a bool"),
-        (
-            {"units": 4, "return_sequences": 1},
-            "return_sequences must be a bool",
-        ),
-        ({"units": 4, "return_state": None}, "return_state must be a bool"),
-    ],
-)
-def test_invalid_arguments(Layer, kwargs, match):
-    with pytest.raises(ValueError, match=match):
-        Layer(**kwargs)
-
-
-def test_inputs_must_be_three_dimensional(Layer):
-    with pytest.raises(ValueError, match="expects inputs of shape"):
-        Layer(UNITS).build((BATCH, FEATURES))

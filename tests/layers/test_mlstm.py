@@ -3,16 +3,11 @@
 import keras
 import numpy as np
 import pytest
-from keras import ops
+from layer_helpers import assert_carried_states_continue, built_with_random_weights, sigmoid, to_numpy
 
 from predcalc.layers.mlstm import MLSTM
-from layer_helpers import built_with_random_weights, to_numpy
 
 BATCH, TIME, FEATURES, UNITS, HEADS = 2, 6, 3, 4, 2
-
-
-def sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
 
 
 def numpy_mlstm(x, kernel, bias, heads, forget_gate):
@@ -146,17 +141,8 @@ def test_continuing_from_carried_states_equals_whole_sequence(
 ):
     x = inputs()
     whole = to_numpy(deterministic_layer(True)(x))
-    first, *states = deterministic_layer(first_parallel, return_state=True)(
-        x[:, :2]
-    )
-    second, *_ = deterministic_layer(second_parallel, return_state=True)(
-        x[:, 2:], initial_state=states
-    )
-    np.testing.assert_allclose(
-        np.concatenate([to_numpy(first), to_numpy(second)], axis=1),
-        whole,
-        atol=1e-5,
-    )
+    assert_carried_states_continue(deterministic_layer(first_parallel, return_state=True),
+                                   deterministic_layer(second_parallel, return_state=True), x, 2, whole)
 
 
 def test_last_output_and_state_shapes():
@@ -169,97 +155,6 @@ def test_last_output_and_state_shapes():
     assert c.shape == (BATCH, HEADS, head_dim, head_dim)
     assert n.shape == (BATCH, HEADS, head_dim)
     assert m.shape == (BATCH, HEADS)
-
-
-@pytest.mark.parametrize("parallel", [True, False])
-def test_functional_model_with_flexible_batch(parallel):
-    model_inputs = keras.Input((TIME, FEATURES))
-    layer = MLSTM(
-        UNITS,
-        num_heads=HEADS,
-        return_sequences=True,
-        return_state=True,
-        parallel=parallel,
-    )
-    outputs = layer(model_inputs)
-    head_dim = UNITS // HEADS
-    assert [tuple(t.shape) for t in outputs] == [
-        (None, TIME, UNITS),
-        (None, HEADS, head_dim, head_dim),
-        (None, HEADS, head_dim),
-        (None, HEADS),
-    ]
-    model = keras.Model(model_inputs, outputs)
-    for batch in (1, 3):
-        predicted = model.predict(inputs(batch=batch), verbose=0)
-        assert predicted[0].shape == (batch, TIME, UNITS)
-
-
-def test_get_config_round_trip():
-    layer = MLSTM(
-        UNITS,
-        num_heads=HEADS,
-        forget_gate="exp",
-        return_sequences=True,
-        return_state=True,
-        parallel=False,
-        use_bias=False,
-    )
-    config = layer.get_config()
-    for key, value in {
-        "units": UNITS,
-        "num_heads": HEADS,
-        "forget_gate": "exp",
-        "return_sequences": True,
-        "return_state": True,
-        "parallel": False,
-        "use_bias": False,
-    }.items():
-        assert config[key] == value
-    assert MLSTM.from_config(config).get_config() == config
-
-
-def test_save_and_load_keras_file(tmp_path):
-    model_inputs = keras.Input((TIME, FEATURES))
-    hidden = MLSTM(UNITS, num_heads=HEADS, return_sequences=True)(model_inputs)
-    outputs = MLSTM(UNITS, parallel=False)(hidden)
-    model = keras.Model(model_inputs, outputs)
-    path = tmp_path / "mlstm.keras"
-    model.save(path)
-    restored = keras.saving.load_model(path)
-    assert isinstance(restored.layers[1], MLSTM)
-    assert restored.layers[2].parallel is False
-    x = inputs()
-    np.testing.assert_array_equal(to_numpy(restored(x)), to_numpy(model(x)))
-
-
-@pytest.mark.parametrize("parallel", [True, False])
-def test_training_reduces_loss(parallel):
-    keras.utils.set_random_seed(0)
-    x = inputs(batch=16, seed=3)
-    y = x.sum(axis=(1, 2))[:, None] / 4.0
-    model_inputs = keras.Input((TIME, FEATURES))
-    hidden = MLSTM(UNITS, num_heads=HEADS, parallel=parallel)(model_inputs)
-    model = keras.Model(model_inputs, keras.layers.Dense(1)(hidden))
-    model.compile(optimizer=keras.optimizers.Adam(0.05), loss="mse")
-    losses = model.fit(x, y, epochs=8, batch_size=16, verbose=0).history["loss"]
-    assert np.all(np.isfinite(losses))
-    assert losses[-1] < losses[0]
-
-
-@pytest.mark.parametrize(
-    "kwargs, match",
-    [
-        ({"units": 0}, "units must be a positive integer. Received: units=0"),
-        ({"units": 4, "num_heads": -1}, "num_heads must be a positive integer"),
-        ({"units": 6, "num_heads": 4}, "units must be divisible by num_heads"),
-        ({"units": 4, "forget_gate": "relu"}, "forget_gate must be one of"),
-        ({"units": 4, "parallel": 0}, "parallel must be a bool"),
-    ],
-)
-def test_invalid_arguments(kwargs, match):
-    with pytest.raises(ValueError, match=match):
-        MLSTM(**kwargs)
 
 
 def test_wrong_number_of_initial_states():

@@ -7,28 +7,22 @@ import keras
 import numpy as np
 import pytest
 from keras import ops
+from layer_helpers import pattern, ramp
 
 from predcalc.layers.prelu_rnn_cell import PReLURNNCell
 
 BATCH, TIME, FEATURES, UNITS = 2, 4, 3, 5
 
 
-def _pattern(shape, scale=0.5, offset=1.0):
-    """Deterministic, non-symmetric values: scale * sin(arange + offset)."""
-    size = int(np.prod(shape))
-    return (scale * np.sin(np.arange(size) + offset)).reshape(shape).astype("float32")
-
-
 def _inputs():
-    x = np.arange(BATCH * TIME * FEATURES, dtype="float32")
-    return (x.reshape(BATCH, TIME, FEATURES) / 10.0 - 1.0).astype("float32")
+    return ramp((BATCH, TIME, FEATURES), divisor=10.0)
 
 
 def _seed_weights():
     return [
-        _pattern((UNITS, FEATURES), offset=1.0),  # W_xh
-        _pattern((UNITS, UNITS), scale=0.3, offset=2.0),  # W_hh
-        _pattern((UNITS,), scale=0.2, offset=3.0),  # b_h
+        pattern((UNITS, FEATURES), offset=1.0),  # W_xh
+        pattern((UNITS, UNITS), scale=0.3, offset=2.0),  # W_hh
+        pattern((UNITS,), scale=0.2, offset=3.0),  # b_h
         np.linspace(0.0, 0.4, UNITS).astype("float32"),  # alpha
     ]
 
@@ -139,51 +133,3 @@ def test_weight_names_and_shapes():
         ("alpha", (UNITS,)),
     ]
     assert cell.state_size == UNITS and cell.output_size == UNITS
-
-
-def test_alpha_is_trained():
-    rnn = _rnn_with_weights(_seed_weights())
-    model = keras.Sequential(
-        [keras.Input((TIME, FEATURES)), rnn, keras.layers.Dense(1)]
-    )
-    model.compile(optimizer=keras.optimizers.SGD(0.1), loss="mse")
-    alpha_before = ops.convert_to_numpy(rnn.cell.alpha).copy()
-    model.fit(_inputs(), np.ones((BATCH, 1)), epochs=2, verbose=0)
-    assert not np.allclose(ops.convert_to_numpy(rnn.cell.alpha), alpha_before)
-
-
-def test_get_config_round_trip():
-    cell = PReLURNNCell(
-        7,
-        kernel_initializer="random_uniform",
-        alpha_initializer=keras.initializers.Constant(0.1),
-        name="prelu_cell",
-    )
-    config = cell.get_config()
-    assert config["units"] == 7
-    restored = PReLURNNCell.from_config(config)
-    assert restored.get_config() == config
-    restored.build((None, 2))
-    np.testing.assert_allclose(ops.convert_to_numpy(restored.alpha), np.full(7, 0.1))
-
-
-def test_saved_model_reloads_with_identical_outputs(tmp_path):
-    inputs = keras.Input((TIME, FEATURES))
-    rnn = keras.layers.RNN(PReLURNNCell(UNITS))
-    model = keras.Model(inputs, keras.layers.Dense(1)(rnn(inputs)))
-    rnn.cell.set_weights(_seed_weights())
-    path = tmp_path / "prelu_rnn.keras"
-    model.save(path)
-    reloaded = keras.saving.load_model(path)
-    assert isinstance(reloaded.layers[1].cell, PReLURNNCell)
-    np.testing.assert_allclose(
-        ops.convert_to_numpy(reloaded.predict(_inputs(), verbose=0)),
-        ops.convert_to_numpy(model.predict(_inputs(), verbose=0)),
-        atol=1e-6,
-    )
-
-
-@pytest.mark.parametrize("units", [0, -3, 2.5, None, True])
-def test_invalid_units_raise(units):
-    with pytest.raises(ValueError, match=f"Received: units={units}"):
-        PReLURNNCell(units)

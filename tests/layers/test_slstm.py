@@ -1,18 +1,12 @@
 """Tests of the SLSTM layer: numbers, stabilisation, carried state, saving."""
 
-import keras
 import numpy as np
 import pytest
-from keras import ops
+from layer_helpers import assert_carried_states_continue, built_with_random_weights, sigmoid, to_numpy
 
 from predcalc.layers.slstm import SLSTM
-from layer_helpers import built_with_random_weights, to_numpy
 
 BATCH, TIME, FEATURES, UNITS, HEADS = 2, 6, 3, 4, 2
-
-
-def sigmoid(x):
-    return 1.0 / (1.0 + np.exp(-x))
 
 
 def numpy_slstm(x, kernel, recurrent_kernel, bias, forget_gate):
@@ -110,14 +104,8 @@ def test_continuing_from_carried_states_equals_whole_sequence():
     x = inputs()
     whole = to_numpy(deterministic_layer()(x))
     layer = deterministic_layer(return_state=True)
-    first, *states = layer(x[:, :2])
+    states, last_states = assert_carried_states_continue(layer, layer, x, 2, whole)
     assert len(states) == 4  # h, c, n, m
-    second, *last_states = layer(x[:, 2:], initial_state=states)
-    np.testing.assert_allclose(
-        np.concatenate([to_numpy(first), to_numpy(second)], axis=1),
-        whole,
-        atol=1e-5,
-    )
     np.testing.assert_allclose(
         to_numpy(last_states[0]), whole[:, -1], atol=1e-5
     )
@@ -134,85 +122,6 @@ def test_last_output_and_states():
         n >= 1.0 - 1e-6
     )  # the stabilised normaliser never drops below 1
     assert c.shape == n.shape == m.shape == (BATCH, UNITS)
-
-
-def test_functional_model_with_flexible_batch():
-    model_inputs = keras.Input((TIME, FEATURES))
-    outputs = SLSTM(
-        UNITS, num_heads=HEADS, return_sequences=True, return_state=True
-    )(model_inputs)
-    assert [tuple(t.shape) for t in outputs] == [(None, TIME, UNITS)] + [
-        (None, UNITS)
-    ] * 4
-    model = keras.Model(model_inputs, outputs)
-    for batch in (1, 3):
-        predicted = model.predict(inputs(batch=batch), verbose=0)
-        assert predicted[0].shape == (batch, TIME, UNITS)
-        assert predicted[4].shape == (batch, UNITS)
-
-
-def test_get_config_round_trip():
-    layer = SLSTM(
-        UNITS,
-        num_heads=HEADS,
-        forget_gate="exp",
-        return_sequences=True,
-        return_state=True,
-        use_bias=False,
-        recurrent_initializer="zeros",
-    )
-    config = layer.get_config()
-    for key, value in {
-        "units": UNITS,
-        "num_heads": HEADS,
-        "forget_gate": "exp",
-        "return_sequences": True,
-        "return_state": True,
-        "use_bias": False,
-    }.items():
-        assert config[key] == value
-    assert SLSTM.from_config(config).get_config() == config
-
-
-def test_save_and_load_keras_file(tmp_path):
-    model_inputs = keras.Input((TIME, FEATURES))
-    outputs = SLSTM(UNITS, num_heads=HEADS, forget_gate="exp")(model_inputs)
-    model = keras.Model(model_inputs, outputs)
-    path = tmp_path / "slstm.keras"
-    model.save(path)
-    restored = keras.saving.load_model(path)
-    assert isinstance(restored.layers[1], SLSTM)
-    assert restored.layers[1].forget_gate == "exp"
-    x = inputs()
-    np.testing.assert_array_equal(to_numpy(restored(x)), to_numpy(model(x)))
-
-
-def test_training_reduces_loss():
-    keras.utils.set_random_seed(0)
-    x = inputs(batch=16, seed=3)
-    y = x.sum(axis=(1, 2))[:, None] / 4.0
-    model_inputs = keras.Input((TIME, FEATURES))
-    outputs = keras.layers.Dense(1)(SLSTM(UNITS, num_heads=HEADS)(model_inputs))
-    model = keras.Model(model_inputs, outputs)
-    model.compile(optimizer=keras.optimizers.Adam(0.05), loss="mse")
-    losses = model.fit(x, y, epochs=8, batch_size=16, verbose=0).history["loss"]
-    assert np.all(np.isfinite(losses))
-    assert losses[-1] < losses[0]
-
-
-@pytest.mark.parametrize(
-    "kwargs, match",
-    [
-        ({"units": 0}, "units must be a positive integer. Received: units=0"),
-        ({"units": 4, "num_heads": 0}, "num_heads must be a positive integer"),
-        ({"units": 6, "num_heads": 4}, "units must be divisible by num_heads"),
-        ({"units": 4, "forget_gate": "tanh"}, "forget_gate must be one of"),
-        ({"units": 4, "return_state": "no"}, "return_state must be a bool"),
-    ],
-)
-def test_invalid_arguments(kwargs, match):
-    with pytest.raises(ValueError, match=match):
-        SLSTM(**kwargs)
 
 
 def test_wrong_number_of_initial_states():

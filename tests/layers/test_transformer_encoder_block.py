@@ -2,19 +2,12 @@
 
 import keras
 import numpy as np
-import pytest
 from keras import ops
+from layer_helpers import layer_norm, patterned_weights
 
 from predcalc.layers.transformer_encoder_block import TransformerEncoderBlock
 
 BATCH, TIME, D_MODEL, HEADS, FFN = 2, 5, 4, 2, 6
-EPSILON = 1e-5
-
-
-def _pattern(shape, scale=0.5, offset=1.0):
-    """Deterministic, non-symmetric values: scale * sin(arange + offset)."""
-    size = int(np.prod(shape))
-    return (scale * np.sin(np.arange(size) + offset)).reshape(shape).astype("float32")
 
 
 def _inputs(batch=BATCH, time=TIME, d_model=D_MODEL):
@@ -25,22 +18,7 @@ def _inputs(batch=BATCH, time=TIME, d_model=D_MODEL):
 def _block(heads=HEADS, ffn=FFN, d_model=D_MODEL, **kwargs):
     """A built block whose every weight is a fixed pattern; returns it and {name: array}."""
     block = TransformerEncoderBlock(num_heads=heads, ffn_units=ffn, name="block", **kwargs)
-    block.build((None, None, d_model))
-    weights = {}
-    for index, variable in enumerate(block.weights):
-        name = variable.path.split("/", 1)[1]  # e.g. "self_attention/query/kernel"
-        value = _pattern(variable.shape, 0.7, 1.0 + 3 * index)
-        if name.endswith("gamma"):
-            value = 1.0 + 0.3 * value
-        variable.assign(value)
-        weights[name] = value.astype("float64")
-    return block, weights
-
-
-def _layer_norm(x, gamma, beta):
-    mean = x.mean(axis=-1, keepdims=True)
-    variance = x.var(axis=-1, keepdims=True)
-    return (x - mean) / np.sqrt(variance + EPSILON) * gamma + beta
+    return block, patterned_weights(block, (None, None, d_model), scale=0.7, offset=1.0, step=3)
 
 
 def numpy_encoder_block(x, w, mask=None):
@@ -59,9 +37,9 @@ def numpy_encoder_block(x, w, mask=None):
     weights = np.where(allowed, weights / weights.sum(axis=-1, keepdims=True), 0.0)
     heads = weights @ v  # (batch, heads, time, key_dim)
     attention = np.einsum("bhtk,hkd->btd", heads, w[a + "attention_output/kernel"]) + w[a + "attention_output/bias"]
-    z = _layer_norm(x + attention, w["attention_norm/gamma"], w["attention_norm/beta"])  # (16)
+    z = layer_norm(x + attention, w["attention_norm/gamma"], w["attention_norm/beta"])  # (16)
     ffn = np.maximum(0, z @ w["ffn_inner/kernel"] + w["ffn_inner/bias"]) @ w["ffn_outer/kernel"] + w["ffn_outer/bias"]  # (17)
-    return _layer_norm(z + ffn, w["ffn_norm/gamma"], w["ffn_norm/beta"]), weights  # (16)
+    return layer_norm(z + ffn, w["ffn_norm/gamma"], w["ffn_norm/beta"]), weights  # (16)
 
 
 def test_matches_numpy_reference_of_equations_15_to_17():
@@ -135,51 +113,3 @@ def test_dropout_only_in_training():
     inference = ops.convert_to_numpy(block(x))
     np.testing.assert_allclose(ops.convert_to_numpy(block(x, training=False)), inference, atol=1e-6)
     assert not np.allclose(ops.convert_to_numpy(block(x, training=True)), inference, atol=1e-3)
-
-
-def test_config_round_trip():
-    block, _ = _block(dropout=0.25, activation="gelu", layer_norm_epsilon=1e-3)
-    config = block.get_config()
-    assert config["num_heads"] == HEADS and config["ffn_units"] == FFN and config["dropout"] == 0.25
-    clone = TransformerEncoderBlock.from_config(config)
-    assert clone.get_config() == config
-    clone.build((None, None, D_MODEL))
-    clone.set_weights(block.get_weights())
-    np.testing.assert_allclose(
-        ops.convert_to_numpy(clone(_inputs())), ops.convert_to_numpy(block(_inputs())), atol=1e-6
-    )
-
-
-def test_keras_file_round_trip(tmp_path):
-    block, _ = _block()
-    inputs = keras.Input((TIME, D_MODEL))
-    model = keras.Model(inputs, block(inputs))
-    path = tmp_path / "block.keras"
-    model.save(path)
-    loaded = keras.saving.load_model(path)
-    assert isinstance(loaded.layers[1], TransformerEncoderBlock)
-    np.testing.assert_allclose(
-        ops.convert_to_numpy(loaded(_inputs())), ops.convert_to_numpy(model(_inputs())), atol=1e-6
-    )
-
-
-@pytest.mark.parametrize(
-    "kwargs, message",
-    [
-        ({"num_heads": 0, "ffn_units": 4}, "Received: num_heads=0"),
-        ({"num_heads": 2, "ffn_units": -1}, "Received: ffn_units=-1"),
-        ({"num_heads": 2, "ffn_units": 4, "key_dim": 0}, "Received: key_dim=0"),
-        ({"num_heads": 2, "ffn_units": 4, "dropout": 1.0}, "Received: dropout=1.0"),
-        ({"num_heads": 2, "ffn_units": 4, "layer_norm_epsilon": 0}, "Received: layer_norm_epsilon=0"),
-    ],
-)
-def test_invalid_arguments(kwargs, message):
-    with pytest.raises(ValueError, match=message):
-        TransformerEncoderBlock(**kwargs)
-
-
-def test_invalid_shapes():
-    with pytest.raises(ValueError, match="divisible by num_heads"):
-        TransformerEncoderBlock(num_heads=3, ffn_units=4).build((None, 5, 4))
-    with pytest.raises(ValueError, match=r"\(batch, time, d_model\)"):
-        TransformerEncoderBlock(num_heads=2, ffn_units=4).build((None, 4))

@@ -48,7 +48,7 @@ def pick_sequences(sequences) -> tuple[list[np.ndarray], list[int]]:
     return states, picks
 
 
-def train_pick(sequences, seed: int, epochs: int = 300) -> "keras.Model":
+def train_pick(sequences, seed: int, epochs: int = 300) -> keras.Model:
     """The pairwise window scorer trained with a softmax over each sequence's tokens on the reference pick."""
     from predcalc.calculator.nets import PairwiseWindowScore
 
@@ -116,7 +116,7 @@ def adder_targets(sequences: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 
 def train_gru_adder(sequences: np.ndarray, seed: int, carry_targets: bool, units: int = 32,
-                    epochs: int = 60, limit: int = 3000) -> "keras.Model":
+                    epochs: int = 60, limit: int = 3000) -> keras.Model:
     """A GRU over (mode, a, b) one-hot per digit writing each result digit (and each carry, if asked),
     fitted on at most ``limit`` of the training chains (a seeded sample)."""
     if len(sequences) > limit:

@@ -12,7 +12,7 @@ as a numerator and a denominator, reduced by Euclid's algorithm run on learned s
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -24,13 +24,24 @@ EQUAL, LESS, GREATER = 0, 1, 2
 ADD, SUB = 0, 1
 
 StepFunction = Callable[[np.ndarray], np.ndarray]
+#: Chains over fewer rows x extra states than this run as one call on every state at every position
+#: (a prefix scan); larger ones as one call per position (each forward pass has a fixed cost).
+SCAN_BELOW = 64
+#: The most partial-product digits :meth:`Engine.multiply` holds at once (memory stays linear in it).
+BLOCK_DIGITS = 2_000_000
+#: Refused: an operation whose operands' digit counts multiply to more than this (its schoolbook cost).
+MAX_DIGIT_PRODUCT = 10 ** 8
 
 
 def _pad(arrays, width=None) -> np.ndarray:
-    width = max(width or 1, max(len(a) for a in arrays))
+    """Digit arrays as the rows of one array, zero-filled to the longest (one scatter, no row loop)."""
+    lengths = np.fromiter(map(len, arrays), np.int64, len(arrays))
+    width = max(width or 1, int(lengths.max(initial=1)))
     out = np.zeros((len(arrays), width), np.int64)
-    for row, digits in enumerate(arrays):
-        out[row, : len(digits)] = digits
+    if len(arrays):
+        starts = np.cumsum(lengths) - lengths
+        rows = np.repeat(np.arange(len(arrays)), lengths)
+        out[rows, np.arange(len(rows)) - np.repeat(starts, lengths)] = np.concatenate(arrays)
     return out
 
 
@@ -115,6 +126,12 @@ class Engine:
                 return None, final
             table = step.table[rows.T] if keep is True else step.table[:, keep].take(rows.T)
             return (table[:, ::-1] if reverse else table), final
+        if self.record is None and n * (n_states - 1) > SCAN_BELOW:
+            # forward passes: one per position over every row costs less than n_states per row at once
+            outputs, final = _chain_loop(step, columns, initial, len(STEPS[name].outputs))
+            if reverse:
+                outputs = outputs[:, ::-1]
+            return (None if keep is False else outputs if keep is True else outputs[..., keep]), final
         flat = [c.reshape(-1) for c in columns]
         states = np.tile(np.arange(n_states), n * length)  # one call: every state at every position
         spec = np.stack(self.call(name, states, *[np.repeat(c, n_states) for c in flat], record=False), axis=-1)
@@ -168,13 +185,28 @@ class Engine:
         return digits
 
     def multiply(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
-        """|a| x |b|: a partial product per digit of b, aligned at its significance, summed pairwise."""
+        """|a| x |b|: a partial product per digit of b, aligned at its significance, summed pairwise.
+
+        The digits of b are taken in blocks, so that the partial products in memory at once stay
+        under :data:`BLOCK_DIGITS` digits; each block's sum is added to the running total."""
+        n, la, lb = len(a), a.shape[1], b.shape[1]
+        width = la + lb + 1
+        block = max(1, BLOCK_DIGITS // max(1, n * (la + 1)))
+        total = None
+        for first in range(0, lb, block):
+            part = self._partial_sum(a, b[:, first: first + block])
+            part = _shift(part, first, width)
+            total = part if total is None else _shift(self.addsub(total, part, np.full(n, ADD)), 0, width)
+        return _trim(total)
+
+    def _partial_sum(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         n, la, lb = len(a), a.shape[1], b.shape[1]
         width = la + lb + 1
         partial = self.times_digit(np.repeat(a, lb, axis=0), b.reshape(-1)).reshape(n, lb, la + 1)
         rows = np.zeros((n, lb, width), np.int64)
         for j in range(lb):
             rows[:, j, j: j + la + 1] = partial[:, j]
+        del partial
         while rows.shape[1] > 1:
             if rows.shape[1] % 2:
                 rows = np.concatenate([rows, np.zeros((n, 1, width), np.int64)], axis=1)
@@ -182,7 +214,7 @@ class Engine:
             summed = self.addsub(rows[:, 0::2].reshape(-1, width), rows[:, 1::2].reshape(-1, width),
                                  np.full(n * half, ADD))
             rows = _shift(summed, 0, width).reshape(n, half, width)
-        return _trim(rows[:, 0])
+        return rows[:, 0]
 
     def is_zero(self, a: np.ndarray) -> np.ndarray:
         return self.compare(a, np.zeros((len(a), 1), np.int64)) == EQUAL
@@ -325,20 +357,26 @@ class Engine:
         return results
 
     # ------------------------------------------------------------------ control
-    def _ready(self, sequences: list[np.ndarray]) -> list[list[int]]:
+    def _ready(self, sequences: list[np.ndarray]) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per sequence: the positions the control step marks ready and, for each, whether its
+        operator is applied inverted."""
         if self.pick is not None:
-            return [[index] for index in self.pick(sequences)]
+            return [(np.array([index]), np.zeros(1, np.int64)) for index in self.pick(sequences)]
         flat = windows_of_many(sequences)
-        (ready,) = self.call("control", *flat.T)
+        ready, inverse = self.call("control", *flat.T)
         bounds = np.cumsum([0] + [len(kinds) for kinds in sequences])
-        return [list(np.flatnonzero(ready[bounds[i]: bounds[i + 1]])) for i in range(len(sequences))]
+        out = []
+        for i in range(len(sequences)):
+            positions = np.flatnonzero(ready[bounds[i]: bounds[i + 1]])
+            out.append((positions, inverse[bounds[i] + positions]))
+        return out
 
     def evaluate(self, texts) -> list:
         """The value of each expression as a Number, or the CalculatorError that stopped it.
 
-        Each expression's token kinds are kept beside its tokens and edited with them (a reduced
-        span becomes one number), so a round costs array operations rather than a pass of Python
-        over every token: a 20,000-term chain takes 20,000 rounds."""
+        Each round, every expression's ready tokens (as many as do not overlap) are reduced at once,
+        and its tokens and their kinds are rebuilt once: a round costs time linear in the tokens
+        left, and a chain ``1 + 1 + ... + 1`` of n terms takes about log2(n) rounds."""
         states: list = []
         for text in texts:
             try:
@@ -357,63 +395,90 @@ class Engine:
             if self.record is not None:
                 self.record.setdefault("sequences", []).extend(sequences)
             jobs: dict[str, list] = {}
-            edits: dict[int, list] = {}  # the spans replaced by one number, in the order they were
-            for i, ready in zip(active, self._ready(sequences)):
-                self._schedule(i, states[i], ready, jobs, states, edits.setdefault(i, []))
-            splices: dict[int, list] = {}
+            spans: dict[int, list] = {}  # per expression: [start, stop) spans, each to become one number
+            for i, (ready, inverse) in zip(active, self._ready(sequences)):
+                found = _schedule(kinds[i], ready, inverse)
+                if isinstance(found, CalculatorError):
+                    states[i] = found
+                    continue
+                tokens = states[i]
+                spans[i] = [[p, p + 3, tokens[p + 1]] if op is None else [p - 1, p + 2, None] for p, op in found]
+                for (position, op), span in zip(found, spans[i]):
+                    if op is not None:
+                        jobs.setdefault(op, []).append((i, position, span))
             for op, items in jobs.items():
-                for (i, position), result in zip(items, self.apply(op, *zip(*[(states[i][p - 1], states[i][p + 1])
-                                                                           for i, p in items]))):
-                    splices.setdefault(i, []).append((position - 1, position + 2, result))
-            for i, spliced in splices.items():
-                for start, stop, result in sorted(spliced, key=lambda e: e[0], reverse=True):
-                    if isinstance(states[i], CalculatorError):
-                        break
-                    if isinstance(result, CalculatorError):
-                        states[i] = result
-                        break
-                    states[i][start:stop] = [result]
-                    edits[i].append((start, stop))
-            for i, spans in edits.items():
-                if not isinstance(states[i], list):
+                lefts, rights = [states[i][p - 1] for i, p, _ in items], [states[i][p + 1] for i, p, _ in items]
+                small = [k for k, (x, y) in enumerate(zip(lefts, rights)) if _cost(op, x, y) <= MAX_DIGIT_PRODUCT]
+                for k in set(range(len(items))) - set(small):
+                    items[k][2][2] = CalculatorError(f"operands too large: {_cost(op, lefts[k], rights[k]):,} digit "
+                                                     f"products, more than {MAX_DIGIT_PRODUCT:,}")
+                results = self.apply(op, [lefts[k] for k in small], [rights[k] for k in small])
+                for k, result in zip(small, results):
+                    items[k][2][2] = result
+            for i, spliced in spans.items():
+                failed = next((r for _, _, r in spliced if isinstance(r, CalculatorError)), None)
+                if failed is not None:
+                    states[i] = failed
                     kinds.pop(i, None)
                     continue
-                for start, stop in spans:
-                    kinds[i] = np.concatenate([kinds[i][:start], [NUM], kinds[i][stop:]])
+                states[i], kinds[i] = _splice(states[i], kinds[i], spliced)
         return [s if isinstance(s, CalculatorError) else s[0] for s in states]
 
-    @staticmethod
-    def _schedule(i, tokens, ready, jobs, states, edits):
-        """Unwrap ready ``( n )`` at once (each unwrapped span appended to ``edits``); queue ready
-        operators; refuse illegal picks."""
-        if not ready:
-            states[i] = CalculatorError("the controller marked nothing as ready")
-            return
-        taken_until = -1
-        unwraps, queued = [], []
-        for position in ready:
-            token = tokens[position]
-            if token == "(":
-                span = (position, position + 2)
-                legal = position + 2 < len(tokens) and isinstance(tokens[position + 1], Number) \
-                    and tokens[position + 2] == ")"
-            else:
-                span = (position - 1, position + 1)
-                legal = isinstance(token, str) and token in "+-*/" and 0 < position < len(tokens) - 1 \
-                    and isinstance(tokens[position - 1], Number) and isinstance(tokens[position + 1], Number)
-            if not legal:
-                states[i] = CalculatorError(f"the controller picked an illegal reduction at token {position}")
-                return
-            if span[0] <= taken_until:
-                continue
-            taken_until = span[1]
-            (unwraps if token == "(" else queued).append(position)
-        for position in reversed(unwraps):
-            tokens[position: position + 3] = [tokens[position + 1]]
-            edits.append((position, position + 3))
-        for position in queued:  # each unwrap to its left moved it two places left
-            moved = position - 2 * sum(u < position for u in unwraps)
-            jobs.setdefault(tokens[moved], []).append((i, moved))
+
+INVERSE = {"+": "-", "-": "+", "*": "/", "/": "*"}
+
+
+def _cost(op: str, x: Number, y: Number) -> int:
+    """Digit products the schoolbook algorithms need for ``x op y`` (0 for a sum of integers: linear)."""
+    if op in "+-" and len(x.denominator) == len(y.denominator) == 1 and x.denominator[0] == y.denominator[0] == 1:
+        return 0
+    return (len(x.numerator) + len(x.denominator) - 1) * (len(y.numerator) + len(y.denominator) - 1)
+
+
+_OPERATOR_KINDS = np.array([KINDS[op] for op in INVERSE])
+_KIND_TEXT = {value: key for key, value in KINDS.items()}
+
+
+def _schedule(kinds: np.ndarray, ready: np.ndarray, inverse: np.ndarray):
+    """The reductions of one round, leftmost first and not overlapping: ``(position, op)`` with op
+    the operator to apply (inverted where the control says so), or None for a ready ``( n )``.
+    A CalculatorError where the control marked nothing or an illegal token.
+
+    Only operators next to each other in a run ``x op y op z ...`` can overlap (they share an
+    operand); of each such run every other one is taken, starting with the first."""
+    if not len(ready):
+        return CalculatorError("the controller marked nothing as ready")
+    padded = np.concatenate([[0], kinds, [0, 0]])  # padded[p + 1] is kinds[p]
+    centre, before, after, beyond = padded[ready + 1], padded[ready], padded[ready + 2], padded[ready + 3]
+    opening = centre == KINDS["("]
+    operator = np.isin(centre, _OPERATOR_KINDS)
+    legal = np.where(opening, (after == NUM) & (beyond == KINDS[")"]), operator & (before == NUM) & (after == NUM))
+    if not legal.all():
+        return CalculatorError(f"the controller picked an illegal reduction at token {ready[~legal][0]}")
+    follows = np.zeros(len(ready), bool)  # an operator two places after a ready operator: the same run
+    follows[1:] = operator[1:] & operator[:-1] & (np.diff(ready) == 2)
+    run_start = np.maximum.accumulate(np.where(follows, 0, np.arange(len(ready))))
+    taken = (np.arange(len(ready)) - run_start) % 2 == 0
+    out = []
+    for position, kind_, inverted in zip(ready[taken].tolist(), centre[taken].tolist(), inverse[taken].tolist()):
+        op = _KIND_TEXT[kind_]
+        out.append((position, None if op == "(" else INVERSE[op] if inverted else op))
+    return out
+
+
+def _splice(tokens: list, kinds: np.ndarray, spans: list) -> tuple[list, np.ndarray]:
+    """Tokens and kinds with each ``[start, stop)`` span (in order, not overlapping) replaced by its number."""
+    out, kept = [], np.ones(len(tokens), bool)
+    previous = 0
+    for start, stop, number in spans:
+        out.extend(tokens[previous:start])
+        out.append(number)
+        kept[start + 1: stop] = False
+        previous = stop
+    out.extend(tokens[previous:])
+    kinds = kinds.copy()
+    kinds[[start for start, _, _ in spans]] = NUM
+    return out, kinds[kept]
 
 
 def _number(sign: int, numerator, denominator):
@@ -444,13 +509,21 @@ def _chain_lookup(step: TableStep, columns: list, initial) -> tuple[np.ndarray, 
     return rows, state // stride
 
 
+def _chain_loop(step: StepFunction, columns: list, initial, n_outputs: int) -> tuple[np.ndarray, np.ndarray]:
+    """The chain as a loop over positions: one call of the step per position on every row, its
+    state output fed back. Returns every output at each position ``[n, L, m]`` and the final state."""
+    n, length = columns[0].shape
+    state = np.broadcast_to(np.asarray(initial, np.int64), (n,))
+    outputs = np.empty((n, length, n_outputs), np.int64)
+    for position in range(length):
+        outputs[:, position] = step(np.stack([state] + [c[:, position] for c in columns], axis=1))
+        state = outputs[:, position, -1]
+    return outputs, state
+
+
 def answer_text(result) -> str:
     """``"-12"``, ``"7/3"`` or ``"error: ..."``."""
     return f"error: {result}" if isinstance(result, CalculatorError) else result.text()
-
-
-def kinds_of(text: str) -> np.ndarray:
-    return np.array([kind(t) for t in lex(text)])
 
 
 __all__ = ["Engine", "answer_text", "KINDS"]

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import numpy as np
 
+from predcalc.calculator.rules import control_tables, rule_signature
 from predcalc.calculator.steps import STEPS
 
 SIDECAR = "predcalc.json"
@@ -29,7 +30,13 @@ def export_litert(networks: dict, path, info: dict | None = None) -> Path:
     module = tf.Module()
     signatures = {}
     for name, model in networks.items():
-        function = _signature(tf, name, [np.asarray(w) for w in model.get_weights()])
+        weights = [np.asarray(w) for w in model.get_weights()]
+        if model.name == "control_rule":  # factored pair scores, exported as their tables
+            function = _signature(tf, name, control_tables(weights))
+        elif model.name.endswith("_rule"):
+            function = rule_signature(tf, name, weights)
+        else:
+            function = _signature(tf, name, weights)
         setattr(module, name, function)
         signatures[name] = function.get_concrete_function()
     with tempfile.TemporaryDirectory() as folder:
@@ -64,7 +71,7 @@ def _signature(tf, name: str, weights: list):
             score = tf.gather(bias, centre)
             for slot, k in enumerate([k for k in range(len(step.inputs)) if k != radius]):
                 score += tf.gather(pairs[slot], centre * step.inputs[0] + inputs[:, k])
-            return {"classes": tf.cast(score > 0, tf.int32)[:, None]}
+            return {"classes": tf.cast(score > 0, tf.int32)}
         x = tf.concat([tf.one_hot(inputs[:, i], radix) for i, radix in enumerate(step.inputs)], axis=-1)
         w1, b1, w2, b2, *heads = (tf.constant(w) for w in weights)
         h = tf.nn.relu(tf.matmul(x, w1) + b1)
@@ -77,17 +84,14 @@ def _signature(tf, name: str, weights: list):
 
 
 def parity(networks: dict, path) -> dict:
-    """How many inputs of each step's whole domain the LiteRT signature decides differently from Keras."""
+    """How many inputs of each step's whole domain the LiteRT signature decides differently from the
+    network's NumPy forward pass (itself checked against Keras by the tests)."""
+    from predcalc.calculator.nets import numpy_step
     from predcalc.calculator.runtime import LiteRTSteps
 
     runners = LiteRTSteps(path)
     out = {}
     for name, model in networks.items():
         domain = STEPS[name].domain()
-        heads = model(domain, training=False)
-        heads = heads if isinstance(heads, (list, tuple)) else [heads]
-        keras_classes = np.stack([np.argmax(np.asarray(h), axis=-1) for h in heads], axis=1)
-        if name == "control":  # ready when the score beats the constant 0 logit
-            keras_classes = (np.asarray(heads[0])[:, 1] > 0).astype(np.int64)[:, None]
-        out[name] = int(np.sum(np.any(runners[name](domain) != keras_classes, axis=1)))
+        out[name] = int(np.sum(np.any(runners[name](domain) != numpy_step(model)(domain), axis=1)))
     return out

@@ -58,9 +58,35 @@ def ready_labels(kinds) -> np.ndarray:
     return labels
 
 
-def leftmost_ready(kinds) -> int:
-    """The reference evaluator's single pick: the first reduction of a post-order evaluation."""
-    return int(np.flatnonzero(ready_labels(kinds))[0])
+_LEVEL = np.zeros(N_KINDS, np.int64)  # how tightly each kind binds: 0 for numbers, parentheses, padding
+for _op, _level in PRECEDENCE.items():
+    _LEVEL[KINDS[_op]] = _level
+_INVERTS = [KINDS["-"], KINDS["/"]]  # x - (y op' z) = x - y op z, op' the inverse of op (+ <-> -, * <-> /)
+
+
+def reduction_labels(kinds) -> np.ndarray:
+    """``[len, 2]``: whether each token may be reduced now without changing the value, and whether
+    its operator, when reduced, is applied as its inverse (``+ <-> -``, ``* <-> /``).
+
+    Exact rationals make every grouping of a run of operators of one level equal, so more than the
+    parse tree's ready nodes may be reduced at once. An operator between two numbers is ready when
+    the operator after its right operand does not bind tighter and the token before its left operand
+    is the start, ``(``, an operator that binds less tightly, or one of the same level: after ``+`` or
+    ``*`` as written (``x + y - z = x + (y - z)``), after ``-`` or ``/`` inverted
+    (``x - y - z = x - (y + z)``, ``x / y / z = x / (y * z)``), except a ``*`` after ``/``
+    (``x / y * 0`` is 0, ``x / (y / 0)`` an error). A ``(`` is ready when it encloses a single
+    number. In a chain ``1 + 1 + ... + 1`` every operator is ready, so a round halves the chain.
+    """
+    kinds = np.asarray(kinds, np.int64)
+    padded = np.concatenate([[PAD, PAD], kinds, [PAD, PAD]])
+    left, before, after, right = padded[:-4], padded[1:-3], padded[3:-1], padded[4:]
+    level = _LEVEL[padded]
+    level_left, level_centre, level_right = level[:-4], level[2:-2], level[4:]
+    ready = (level_centre > 0) & (before == NUM) & (after == NUM) & (level_left <= level_centre) \
+        & (level_right <= level_centre) & ~((kinds == KINDS["*"]) & (left == KINDS["/"]))
+    opening = (kinds == KINDS["("]) & (after == NUM) & (right == KINDS[")"])
+    inverse = (level_centre > 0) & (level_left == level_centre) & np.isin(left, _INVERTS)
+    return np.stack([ready | opening, inverse], axis=1).astype(np.int64)
 
 
 # ---------------------------------------------------------------- reachable controller windows
@@ -128,9 +154,10 @@ def complete_window(window) -> tuple[list[int], int]:
 
 
 def window_labels(windows: np.ndarray) -> np.ndarray:
-    """The reference readiness of each window's centre, read from a completed expression."""
+    """The reference :func:`reduction_labels` of each window's centre, ``[n, 2]``, read from a
+    completed expression."""
     labels = []
     for window in windows:
         kinds, centre = complete_window([int(k) for k in window])
-        labels.append(ready_labels(kinds)[centre])
-    return np.array(labels, np.int64)
+        labels.append(reduction_labels(kinds)[centre])
+    return np.array(labels, np.int64).reshape(-1, 2)

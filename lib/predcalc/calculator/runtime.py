@@ -3,9 +3,11 @@
     calculator = Calculator("reports/calculator/model.tflite")
     calculator.answers(["2*-26", "(1/2 + 1/3) * 6"])  # ['-52', '5']
 
-By default each step network is run once on its whole (finite) input domain when the file is
-loaded and the engine then looks its decisions up (``tabulate=True``): the same answers as a
-forward pass per step call (``tabulate=False``), which a test checks, and much faster.
+By default every step call is a forward pass of the step's network through LiteRT, batched over
+the expressions of a round and over the rows of a digit array (``cache=False``). With
+``cache=True`` each network is run once on its whole (finite) input domain when the file is
+loaded and the engine then looks its decisions up: the same answers (a test checks it), faster,
+but no network runs while answering.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ class LiteRTSteps:
 class Calculator:
     """An exported calculator (a ``.tflite`` with ``predcalc.json`` beside it)."""
 
-    def __init__(self, path, tabulate: bool = True):
+    def __init__(self, path, cache: bool = False):
         self.path = Path(path)
         if not self.path.is_file():
             raise FileNotFoundError(f"no calculator file at {self.path}")
@@ -58,13 +60,15 @@ class Calculator:
         if missing:
             raise ValueError(f"{self.path} lacks the calculator steps {sorted(missing)}")
         steps = {name: runners[name] for name in STEPS}
-        if tabulate:
+        if cache:
             steps = {name: TableStep(name, function) for name, function in steps.items()}
+        self.cache = cache
         self.engine = Engine(steps)
 
     @property
     def name(self) -> str:
-        return f"calculator ({self.path.name})"
+        path = "a look-up cache of its networks" if self.cache else "LiteRT forward passes"
+        return f"calculator ({self.path.name}, {path})"
 
     def evaluate(self, expressions):
         """Numbers or CalculatorErrors, one per expression."""

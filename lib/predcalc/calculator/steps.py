@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -77,17 +77,19 @@ _CONTROL_TABLE = {}
 
 
 def _control(x):
-    """Reference readiness of each window's centre (memoised over the reachable windows)."""
+    """Reference readiness (and inversion) of each window's centre (memoised over the reachable windows)."""
     if not _CONTROL_TABLE:
         windows = reachable_windows()
-        _CONTROL_TABLE.update(zip(map(tuple, windows.tolist()), window_labels(windows).tolist()))
+        _CONTROL_TABLE.update(zip(map(tuple, windows.tolist()), map(tuple, window_labels(windows).tolist())))
     # a window no valid expression shows is never asked about; it reads as not ready
-    return np.array([_CONTROL_TABLE.get(row, 0) for row in map(tuple, np.asarray(x).tolist())], np.int64)[:, None]
+    return np.array([_CONTROL_TABLE.get(row, (0, 0)) for row in map(tuple, np.asarray(x).tolist())],
+                    np.int64).reshape(-1, 2)
 
 
 #: What each step reads and the reference targets it is trained to write (the findings print it).
 TARGETS = {
-    "control": ("token kinds at offsets -2..+2", "ready to reduce (0/1): readiness labels of every ready token"),
+    "control": ("token kinds at offsets -2..+2", "ready to reduce (0/1) and applied inverted (0/1): the labels of "
+                "every token that can be reduced now without changing the value"),
     "compare": ("state (=,<,>), digit a, digit b", "next state, most significant digit first"),
     "addsub": ("carry, mode (+/-), digit a, digit b", "digit and carry/borrow, least significant first"),
     "sign": ("op (+/-), sign a, sign b, comparison", "magnitude mode, swap, result sign (the sign rules)"),
@@ -120,7 +122,7 @@ def _addsub_reachable():
 
 
 STEPS = {
-    "control": Step("control", (N_KINDS,) * 5, (2,), _control, reachable_windows),
+    "control": Step("control", (N_KINDS,) * 5, (2, 2), _control, reachable_windows),
     "compare": Step("compare", (3, 10, 10), (3,), _compare, _all((3, 10, 10))),
     "addsub": Step("addsub", (2, 2, 10, 10), (10, 2), _addsub, _addsub_reachable),
     "sign": Step("sign", (2, 2, 2, 3), (2, 2, 2), _sign, _all((2, 2, 2, 3))),

@@ -6,8 +6,11 @@ Every function returns plain JSON-able records; :func:`cached` stores each one u
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import time
+import types
 from pathlib import Path
 
 import numpy as np
@@ -16,9 +19,10 @@ from predcalc.calculator import ablations
 from predcalc.calculator.bench import bench  # noqa: F401  (the notebook calls study.bench)
 from predcalc.calculator.engine import Engine, answer_text
 from predcalc.calculator.steps import STEPS
-from predcalc.calculator.train import Recipe, engine_from, train_calculator
-from predcalc.data.exact_answers import score_answers
+from predcalc.calculator.train import Recipe, engine_from, train_calculator, train_rules
 from predcalc.data.calculator_families import FAMILIES, INTEGER_WORLD, axes, draw, families
+from predcalc.data.exact_answers import score_answers
+from predcalc.paths import relative
 
 AXIS_FAMILIES = {
     "digits": ("iid", "digits_6_10", "digits_11_20", "digits_21_50"),
@@ -28,11 +32,19 @@ AXIS_FAMILIES = {
 TRAINING_BOX = {"digits": 5, "operators": 4, "depth": 2}
 
 
-def cached(folder: Path | None, key: str, compute):
-    """``compute()``'s record, stored as ``folder/key.json`` (read back instead of recomputed)."""
+def cached(folder: Path | None, key: str, compute, parameters: dict | None = None):
+    """``compute()``'s record, stored as ``folder/KEY-DIGEST.json`` and read back instead of recomputed
+    while every parameter it depends on is the same.
+
+    ``parameters`` (default: what ``compute`` reads: its default arguments, closure cells and the
+    global names it uses, modules and functions left out) are hashed into ``DIGEST``, so a run with
+    other sizes, epochs or seeds computes its own part; an older part of the same key is replaced.
+    A changed function body is not detected (delete the folder after changing one).
+    """
     if folder is None:
         return compute()
-    path = Path(folder) / f"{key}.json"
+    digest = hashlib.sha256(_canonical(_read_by(compute) if parameters is None else parameters).encode())
+    path = Path(folder) / f"{key}-{digest.hexdigest()[:12]}.json"
     if path.is_file():
         return json.loads(path.read_text())
     record = compute()
@@ -40,7 +52,67 @@ def cached(folder: Path | None, key: str, compute):
     temporary = path.with_suffix(".tmp")
     temporary.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
     temporary.replace(path)
+    for stale in Path(folder).glob(f"{key}*.json"):  # the same part computed with other parameters
+        if stale != path and re.fullmatch(rf"{re.escape(key)}(-[0-9a-f]{{12}})?", stale.stem):
+            stale.unlink()
     return record
+
+
+def _read_by(compute) -> dict:
+    """The values ``compute`` reads from outside: default arguments, closure cells, global names."""
+    code = compute.__code__
+    found = {f"default_{i}": value for i, value in enumerate(compute.__defaults__ or ())}
+    found.update({name: cell.cell_contents for name, cell in zip(code.co_freevars, compute.__closure__ or ())})
+    found.update({name: compute.__globals__[name] for name in code.co_names if name in compute.__globals__})
+    return {name: value for name, value in found.items()
+            if not isinstance(value, (types.ModuleType, types.FunctionType, type))}
+
+
+def _canonical(value) -> str:
+    """A stable text of parameters (paths relative to the repository, so the digest is the same anywhere)."""
+    def plain(item):
+        if isinstance(item, Path):
+            return relative(item)
+        if isinstance(item, dict):
+            return {str(k): plain(v) for k, v in sorted(item.items(), key=lambda kv: str(kv[0]))}
+        if isinstance(item, (list, tuple)):
+            return [plain(v) for v in item]
+        return item if isinstance(item, (str, int, float, bool, type(None))) else repr(item)
+
+    return json.dumps(plain(value), sort_keys=True)
+
+
+def adversarial(n: int = 200, seed: int = 2000, digits: tuple[int, int] = (10, 60)) -> list[tuple[str, str]]:
+    """The adversarial-digits family: atypical digit patterns that break learned arithmetic, each fixed
+    by ``seed`` (lengths in ``digits``): ``000...002 x 000...002`` (leading zeros written out),
+    ``10^n - 1`` chains (``999...9 + 1``, ``10^n - 999...9``, carries and borrows through every digit),
+    alternating ``9`` / ``0`` runs, and quotients with many zero digits (``a (10^m + b) / a``)."""
+    from fractions import Fraction
+
+    from predcalc.data.calculator_families import answer
+    from predcalc.data.expressions import evaluate
+
+    rng = np.random.default_rng(seed)
+    out = []
+    for index in range(n):
+        length = int(rng.integers(digits[0], digits[1] + 1))
+        kind = index % 4
+        if kind == 0:
+            small = [int(rng.integers(1, 10)) for _ in range(2)]
+            text = f"{'0' * (length - 1)}{small[0]} * {'0' * int(rng.integers(1, length))}{small[1]}"
+        elif kind == 1:
+            nines = "9" * length
+            text = [f"{nines} + 1", f"1{'0' * length} - {nines}", f"{nines} * {nines}", f"-{nines} - 1"][index // 4 % 4]
+        elif kind == 2:
+            run = int(rng.integers(1, 4))
+            pattern = ("9" * run + "0" * run) * (length // (2 * run) + 1)
+            other = ("0" * run + "9" * run) * (length // (2 * run) + 1)
+            text = f"{pattern[:length]} {'+-*'[index // 4 % 3]} {other[:length]}"
+        else:
+            a = int(rng.integers(2, 10 ** int(rng.integers(1, 6))))
+            text = f"{a * (10 ** length + int(rng.integers(0, 100)))} / {a}"
+        out.append((text, answer(Fraction(evaluate(text)))))
+    return out
 
 
 def score_families(answer, test_families: dict, batch_size: int = 256) -> dict:
@@ -86,11 +158,11 @@ def train_seed(seed: int, expressions: int, test_families: dict, export_dir: Pat
                          {"seed": seed, "parameters": parameters(result["networks"]),
                           "training_world": "at most 5 digits, 1-4 operators of + - * /, depth at most 2"})
     started = time.perf_counter()
-    calculator = Calculator(path)
+    calculator = Calculator(path, cache=True)  # the same decisions as forward passes (tests check it), faster
     scores = score_families(calculator.answers, test_families)
     seconds = time.perf_counter() - started
     sample = [e for pairs in test_families.values() for e, _ in pairs[:direct_sample]]
-    direct = Calculator(path, tabulate=False).answers(sample)
+    direct = Calculator(path).answers(sample)
     return {
         "seed": seed, "file": path.name, "size_bytes": path.stat().st_size,
         "parameters": parameters(result["networks"]), "train_seconds": round(result["seconds"], 1),
@@ -100,6 +172,94 @@ def train_seed(seed: int, expressions: int, test_families: dict, export_dir: Pat
         "direct_agrees": sum(a == b for a, b in zip(direct, calculator.answers(sample))), "direct_sample": len(sample),
         "families": scores, "evaluate_seconds": round(seconds, 1),
     }
+
+
+def rule_seed(seed: int, expressions: int, test_families: dict, export_dir: Path) -> dict:
+    """Ladder rung 2 for one seed: rule steps on a third of their inputs (:func:`train_rules`),
+    exported to LiteRT and scored through the file with forward passes (no cache)."""
+    from predcalc.calculator.export import export_litert, parity
+    from predcalc.calculator.runtime import Calculator
+
+    result = train_rules(seed, expressions)
+    path = export_litert(result["networks"], Path(export_dir) / "model.tflite",
+                         {"seed": seed, "rung": "rule steps", "parameters": parameters(result["networks"]),
+                          "steps_record": result["steps"],
+                          "training_world": "at most 5 digits, 1-4 operators of + - * /, depth at most 2"})
+    started = time.perf_counter()
+    scores = score_families(Calculator(path).answers, test_families)
+    return {"seed": seed, "rung": "rules", "file": path.name, "size_bytes": path.stat().st_size,
+            "parameters": parameters(result["networks"]), "train_seconds": round(result["seconds"], 1),
+            "steps": result["steps"], "litert_parity": parity(result["networks"], path),
+            "families": scores, "evaluate_seconds": round(time.perf_counter() - started, 1)}
+
+
+def step_record(records: list[dict]) -> dict:
+    """``{step: {"reachable", "trained_on", "held_out_wrong"}}``, the worst seed's (most trained on,
+    most wrong), and whether the step is a memorised tiny table."""
+    out = {}
+    for name in records[0]["steps"]:
+        rows = [r["steps"][name] for r in records]
+        out[name] = {"reachable": rows[0]["reachable"], "trained_on": max(r["trained_on"] for r in rows),
+                     "held_out_wrong": max(r["held_out_wrong"] for r in rows),
+                     "wrong": max(r["wrong"] for r in rows), "memorised": rows[0]["memorised"],
+                     "parameters": rows[0]["parameters"], "seeds": len(rows)}
+    return out
+
+
+def adversarial_scores(paths: dict, n: int = 200) -> dict:
+    """Exact accuracy of each exported calculator (label -> .tflite) on :func:`adversarial`, forward passes."""
+    from predcalc.calculator.runtime import Calculator
+
+    pairs = {"adversarial": adversarial(n)}
+    return {label: score_families(Calculator(path).answers, pairs)["adversarial"] for label, path in paths.items()}
+
+
+def ladder_fields(rules_records: list[dict], bench_record: dict | None, adversarial: dict | None = None) -> dict:
+    """The record's top-level ``"steps"`` (per step: reachable, trained_on, held_out_wrong, worst seed)
+    and ``"speed"`` (each path's time over Python's), the rule rung's family summary and each rung's
+    adversarial score (:func:`adversarial_scores`)."""
+    from predcalc.calculator.bench import speed_record
+
+    out = {"steps": step_record(rules_records), "ladder": {"rules": summary(rules_records)}}
+    if adversarial is not None:
+        out["ladder"]["adversarial"] = adversarial
+    if bench_record is not None:
+        out["speed"] = speed_record(bench_record)
+    return out
+
+
+def ladder_facts(record: dict) -> list[str]:
+    """Sentences for the findings from a metrics.json's ``steps``, ``speed`` and ``ladder`` (numbers
+    read, not typed)."""
+    steps, lines = record["steps"], []
+    learned = [f"`{name}` {v['trained_on']} of {v['reachable']} ({100 * v['trained_on'] / v['reachable']:.0f} %), "
+               f"{v['held_out_wrong']} wrong on the rest" for name, v in steps.items() if not v["memorised"]]
+    memorised = [f"`{name}` ({v['reachable']} rows)" for name, v in steps.items() if v["memorised"]]
+    seeds = next(iter(steps.values()))["seeds"]
+    lines.append(f"- Rule steps, trained on a share of their reachable inputs drawn from traces of short expressions "
+                 f"(worst of {seeds} seed(s)): " + "; ".join(learned) + ". Memorised tiny tables, trained on every row: "
+                 + ", ".join(memorised) + ".")
+    rules = record["ladder"]["rules"]
+    worst = min(rules, key=lambda name: rules[name]["mean"])
+    lines.append(f"- Through the LiteRT file with forward passes, the rule calculator is exact on "
+                 f"{100 * rules[worst]['mean']:.2f} % or more of every family (worst: {worst}), mean of {seeds} seed(s).")
+    if "adversarial" in record["ladder"]:
+        lines.append("- Adversarial digits: " + ", ".join(f"{label} {100 * v['exact']:.1f} % of {v['n']}"
+                                                           for label, v in record["ladder"]["adversarial"].items()) + ".")
+    if "speed" in record:
+        speed = record["speed"]
+        lines.append(f"- Speed against Python's `fractions` (one run): forward passes "
+                     f"{speed['forward']['integers']:.1f}x on integers, {speed['forward']['division']:.1f}x with division; "
+                     f"the look-up cache {speed['cache']['integers']:.1f}x and {speed['cache']['division']:.1f}x.")
+    return lines
+
+
+def update_metrics(path: Path, fields: dict) -> dict:
+    """Set ``fields`` at the top level of a metrics.json (the rest kept) and write it back."""
+    record = json.loads(Path(path).read_text())
+    record.update(fields)
+    Path(path).write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    return record
 
 
 def untrained_control(seed: int, test_families: dict) -> dict:

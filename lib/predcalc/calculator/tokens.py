@@ -34,7 +34,7 @@ class Number:
     denominator: np.ndarray
 
     @classmethod
-    def from_text(cls, digits: str, negative: bool = False) -> "Number":
+    def from_text(cls, digits: str, negative: bool = False) -> Number:
         return cls(int(negative), digits_from_text(digits), _ONE)
 
     def text(self) -> str:
@@ -47,6 +47,19 @@ class Number:
 def digits_from_text(digits: str) -> np.ndarray:
     """``"120"`` -> ``[0, 2, 1]`` (least significant first, leading zeros dropped)."""
     stripped = digits.lstrip("0") or "0"
+    if len(stripped) <= _SHORT:
+        found = _SHORT_DIGITS.get(stripped)
+        if found is None:
+            found = _SHORT_DIGITS[stripped] = _digits(stripped)
+            found.setflags(write=False)
+        return found
+    return _digits(stripped)
+
+
+_SHORT, _SHORT_DIGITS = 4, {}  # the digits of short literals, shared (read-only) by every literal written alike
+
+
+def _digits(stripped: str) -> np.ndarray:
     return np.frombuffer(stripped[::-1].encode(), dtype=np.uint8) - ord("0")
 
 
@@ -79,7 +92,7 @@ def lex(text: str) -> list:
     for match in _TOKENS.finditer(text):
         digits, symbol, _, other = match.groups()
         if digits is not None:
-            negative = tokens and tokens[-1] == "-" and _unary(tokens[:-1])
+            negative = tokens and tokens[-1] == "-" and _unary(tokens, len(tokens) - 1)
             if negative:
                 tokens.pop()
                 positions.pop()
@@ -94,9 +107,9 @@ def lex(text: str) -> list:
     return tokens
 
 
-def _unary(before: list) -> bool:
-    """A ``-`` is a sign (not an operator) at the start, after an operator or after ``(``."""
-    return not before or (isinstance(before[-1], str) and before[-1] != ")")
+def _unary(tokens: list, index: int) -> bool:
+    """The ``-`` at ``index`` is a sign (not an operator) at the start, after an operator or after ``(``."""
+    return index == 0 or (isinstance(tokens[index - 1], str) and tokens[index - 1] != ")")
 
 
 def _check(tokens: list, positions: list, text: str) -> None:

@@ -16,11 +16,9 @@ import time
 import numpy as np
 
 from predcalc.calculator.engine import Engine
-from predcalc.calculator.nets import DenseStep, check_step, train_step
+from predcalc.calculator.nets import check_step, numpy_step, train_step
 from predcalc.calculator.steps import STEPS, TableStep
 from predcalc.data.calculator_families import TRAINING_WORLD, World, draw
-
-ARITHMETIC = ("compare", "addsub", "sign", "muldigit", "xor", "count")
 
 
 def reference_steps() -> dict:
@@ -105,7 +103,7 @@ def train_calculator(recipe: Recipe, seed: int, names=tuple(STEPS), progress=Non
         info["examples"] = int(len(data[name]))
         networks[name] = model
         stats[name] = info
-        checks[name] = check_step(name, DenseStep.from_model(model))
+        checks[name] = check_step(name, numpy_step(model))
         if progress:
             progress(name, info, checks[name])
     return {"networks": networks, "stats": stats, "checks": checks, "coverage": coverage,
@@ -116,6 +114,67 @@ def engine_from(networks: dict, tabulate: bool = True, **kwargs) -> Engine:
     """An engine running trained networks (tabulated on their input domain, or a forward pass per call)."""
     steps = {}
     for name, model in networks.items():
-        function = DenseStep.from_model(model) if hasattr(model, "get_weights") else model  # Keras -> NumPy
+        function = numpy_step(model) if hasattr(model, "get_weights") else model  # Keras -> NumPy
         steps[name] = TableStep(name, function) if tabulate else function
     return Engine(steps, **kwargs)
+
+
+#: Steps with at most this many reachable inputs are tiny tables: trained on every row, called memorised.
+TINY = 50
+#: A step with more reachable inputs is trained on at most this share of them.
+SHARE = 1 / 3
+
+
+def rule_training_rows(data: dict, seed: int) -> dict[str, np.ndarray]:
+    """Per step, the distinct inputs it is trained on: for a step of more than :data:`TINY` reachable
+    inputs, at most a third of them, drawn (fixed by ``seed``) from those the traces showed; a tiny
+    table's every row."""
+    rng = np.random.default_rng(seed)
+    out = {}
+    for name, step in STEPS.items():
+        reachable = step.reachable()
+        if len(reachable) <= TINY:
+            out[name] = reachable
+            continue
+        seen = data.get(name, np.zeros((0, len(step.inputs)), np.int64))
+        seen = seen[np.isin(step.index(seen), step.index(reachable))]  # the traced inputs that can occur
+        keep = min(len(seen), int(len(reachable) * SHARE))
+        out[name] = seen[np.sort(rng.choice(len(seen), keep, replace=False))]
+    return out
+
+
+def train_rules(seed: int, expressions: int = 200, world: World = TRAINING_WORLD, progress=None) -> dict:
+    """Rung 2 of the ladder: the digit steps as rule networks and the control as pair scores factored
+    over kind features (:mod:`predcalc.calculator.rules`), each on at most a third of its reachable
+    inputs taken from traces of ``expressions`` short expressions (no coverage top-ups); the tiny
+    tables (sign, xor, count) on all their rows, memorised.
+
+    Returns networks, the rows each was trained on, per-step records (reachable, trained_on,
+    held_out_wrong, wrong, memorised) and timings."""
+    from predcalc.calculator.rules import RULES, build_control_rule, train_rule
+
+    start = time.perf_counter()
+    data = trace(world, expressions, seed)
+    rows = rule_training_rows(data, seed)
+    networks, steps = {}, {}
+    for name, step in STEPS.items():
+        began = time.perf_counter()
+        if name in RULES:
+            model, info = train_rule(name, rows[name], seed=seed)
+        elif name == "control":
+            model, info = train_step(name, rows[name], seed=seed, build=build_control_rule, minimum=400)
+        else:
+            model, info = train_step(name, rows[name], seed=seed)
+        networks[name] = model
+        reachable = step.reachable()
+        function = numpy_step(model)
+        wrong = ~np.all(np.asarray(function(reachable)) == step.reference(reachable), axis=1)
+        held_out = ~np.isin(step.index(reachable), step.index(rows[name]))
+        steps[name] = {"reachable": int(len(reachable)), "trained_on": int(len(np.unique(rows[name], axis=0))),
+                       "held_out_wrong": int((wrong & held_out).sum()), "wrong": int(wrong.sum()),
+                       "memorised": bool(len(reachable) <= TINY), "parameters": int(model.count_params()),
+                       "epochs": info["epochs"], "train_exact": info["train_exact"],
+                       "seconds": round(time.perf_counter() - began, 1)}
+        if progress:
+            progress(name, steps[name])
+    return {"networks": networks, "steps": steps, "rows": rows, "seconds": time.perf_counter() - start}

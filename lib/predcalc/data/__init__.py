@@ -1,6 +1,14 @@
 """Data: expressions, the seed protocol, tokenisers and user files."""
 
-from predcalc.data.expressions import ExpressionError, count_numbers, depth, evaluate, format_expression, parse, tokenize
+from predcalc.data.expressions import (
+    ExpressionError,
+    count_numbers,
+    depth,
+    evaluate,
+    format_expression,
+    parse,
+    tokenize,
+)
 from predcalc.data.files import ExpressionFileError, load_expression_file
 from predcalc.data.protocol import Protocol, Split, make_split, seed_protocol
 from predcalc.data.tokenizers import (

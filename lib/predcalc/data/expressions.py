@@ -56,7 +56,7 @@ def tokenize(text: str) -> list[Token]:
             tokens.append(Token(other, other, match.start(2)))
         else:
             raise ExpressionError(
-                f"unexpected character {other!r} at position {match.start(2)} in {_short(text)!r}"
+                f"unexpected character {other!r} at position {match.start(2)} in {quoted_expression(text)!r}"
             )
     return tokens
 
@@ -73,7 +73,7 @@ class _Parser:
         self.tokens = tokenize(text)
 
     def _unexpected(self, token: Token) -> ExpressionError:
-        return ExpressionError(f"unexpected {token.text!r} at position {token.position} in {_short(self.text)!r}")
+        return ExpressionError(f"unexpected {token.text!r} at position {token.position} in {quoted_expression(self.text)!r}")
 
     def parse(self):
         values: list = []
@@ -115,26 +115,26 @@ class _Parser:
                     reduce_binary()
                 if not operators:
                     raise ExpressionError(f"unbalanced parentheses: ')' at position {token.position} has no '(' "
-                                          f"in {_short(self.text)!r}")
+                                          f"in {quoted_expression(self.text)!r}")
                 operators.pop()
                 finish_operand(("group", values.pop()))
             else:  # a number or "(" right after an operand
                 opening = next((op for op in reversed(operators) if op.kind == "("), None)
                 if opening is not None:
                     raise ExpressionError(f"unbalanced parentheses: '(' at position {opening.position} is never "
-                                          f"closed in {_short(self.text)!r}")
+                                          f"closed in {quoted_expression(self.text)!r}")
                 raise self._unexpected(token)
         if expect_operand:
-            raise ExpressionError(f"expression ends too early: {_short(self.text)!r}")
+            raise ExpressionError(f"expression ends too early: {quoted_expression(self.text)!r}")
         while operators and operators[-1].kind == "op":
             reduce_binary()
         if operators:  # an unclosed "(" (the innermost one is named)
             raise ExpressionError(f"unbalanced parentheses: '(' at position {operators[-1].position} is never "
-                                  f"closed in {_short(self.text)!r}")
+                                  f"closed in {quoted_expression(self.text)!r}")
         return values.pop()
 
 
-def _short(text: str, limit: int = 80) -> str:
+def quoted_expression(text: str, limit: int = 80) -> str:
     """The expression as error messages quote it: whole, or its start and end when it is long."""
     return text if len(text) <= limit else f"{text[:limit // 2 - 2]} ... {text[-(limit // 2 - 3):]}"
 

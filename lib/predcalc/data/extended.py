@@ -112,7 +112,7 @@ def _wrap(rng, text: str) -> str:
             candidate = " ".join(tokens[:numbers[a]] + [f"({span})"] + tokens[numbers[b] + 1:])
             try:
                 value = evaluate(candidate)
-            except Exception:
+            except ValueError:  # ExpressionError: e.g. the new group divides by zero
                 continue
             if value.denominator == 1 and depth(parse(candidate)) > depth(parse(text)):
                 return candidate

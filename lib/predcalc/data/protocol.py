@@ -37,7 +37,7 @@ class Split:
     def __len__(self) -> int:
         return len(self.expressions)
 
-    def subset(self, mask, name: str) -> "Split":
+    def subset(self, mask, name: str) -> Split:
         mask = np.asarray(mask, dtype=bool)
         return Split(
             name=name,

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from predcalc.data.expressions import ExpressionError, _short, parse, tokenize
+from predcalc.data.expressions import ExpressionError, parse, quoted_expression, tokenize
 
 
 class TokenizerError(ValueError):
@@ -87,13 +87,13 @@ class NumericTokenizer:
             elif item in ("*", "/", "(", "-(", ")"):
                 raise TokenizerError(
                     f"the numeric tokenizer encodes only + and - between integers; "
-                    f"{item!r} in {_short(text)!r} cannot be encoded"
+                    f"{item!r} in {quoted_expression(text)!r} cannot be encoded"
                 )
             else:
                 values.append(float(item))
         if len(values) > self.length:
             raise TokenizerError(
-                f"{_short(text)!r} has {len(values)} tokens; the numeric tokenizer holds at most {self.length}"
+                f"{quoted_expression(text)!r} has {len(values)} tokens; the numeric tokenizer holds at most {self.length}"
             )
         return np.array(values + [self.pad] * (self.length - len(values)), dtype=np.float32)
 
@@ -137,7 +137,7 @@ class CharTokenizer:
             raise TokenizerError(str(error)) from None
         if len(text) > self.length:
             raise TokenizerError(
-                f"{_short(text)!r} has {len(text)} characters; the char tokenizer holds at most {self.length}"
+                f"{quoted_expression(text)!r} has {len(text)} characters; the char tokenizer holds at most {self.length}"
             )
         ids = [self.index[ch] for ch in text]
         return np.array(ids + [self.PAD] * (self.length - len(ids)), dtype=np.int32)
@@ -186,7 +186,7 @@ class TypedTokenizer:
             raise TokenizerError(str(error)) from None
         if len(items) > self.length:
             raise TokenizerError(
-                f"{_short(text)!r} has {len(items)} tokens; the typed tokenizer holds at most {self.length}"
+                f"{quoted_expression(text)!r} has {len(items)} tokens; the typed tokenizer holds at most {self.length}"
             )
         out = np.zeros((self.length, len(self.FEATURES)), dtype=np.float32)
         for position, item in enumerate(items):
@@ -197,7 +197,7 @@ class TypedTokenizer:
             elif item in ("*", "/", "(", "-(", ")"):
                 raise TokenizerError(
                     f"the typed tokenizer encodes only + and - between integers; "
-                    f"{item!r} in {_short(text)!r} cannot be encoded"
+                    f"{item!r} in {quoted_expression(text)!r} cannot be encoded"
                 )
             else:
                 out[position, 0], out[position, 3] = float(item), 1.0

@@ -28,20 +28,22 @@ from pathlib import Path
 
 import numpy as np
 
-from predcalc.paths import ROOT, RUNS, relative, write_if_changed
+from predcalc.data import canonical, evaluate, get_tokenizer, seed_protocol
+from predcalc.deploy.export import find_keras_models
+from predcalc.deploy.formats import FORMATS, SIDECAR, ArtifactAsModel, artifact_values
+from predcalc.paths import BENCH_FILE, RUNS, relative, write_if_changed
 
-BENCH_FILE = ROOT / "reports" / "bench.json"
 DEFAULT_EXPRESSION = "3 - -2 + 4"
 REFERENCE = "keras_predict"
 
 
 def single_thread_tensorflow() -> str:
     """Ask TensorFlow for one intra-op and one inter-op thread (only possible before it starts)."""
-    import keras
+    import keras  # after the caller chose its backend; the runtime-only install never benches
 
     if keras.backend.backend() != "tensorflow":
         return f"{keras.backend.backend()} default"
-    import tensorflow as tf
+    import tensorflow as tf  # the TensorFlow backend only, and before it starts
 
     try:
         tf.config.threading.set_intra_op_parallelism_threads(1)
@@ -65,14 +67,13 @@ def runtimes(model_path) -> tuple[list[tuple], object, object]:
     """The runtimes of a model and its artifacts, the model's spec and its encoder.
 
     Each is ``(runtime, artifact, values(expressions) -> values, infer(encoded) -> values or None)``:
-    ``values`` runs from the text (what a user waits for), ``infer`` from encoded inputs.
+    ``values`` runs from the text (what a user waits for), ``infer`` from encoded inputs. Keras
+    ``predict`` and a direct call come first; then every registered format's artifacts beside the
+    model (:mod:`predcalc.deploy.formats`, those with a ``runtime`` name), each on one thread.
     """
-    import keras
+    import keras  # the Keras rows are the reference every runtime is compared with
 
     import predcalc.layers  # noqa: F401  (registers the custom layers)
-    from predcalc.data import evaluate, get_tokenizer
-    from predcalc.deploy.export import LITERT_FORMATS, SIDECAR, LiteRTModel, ONNXModel, _ArtifactAsModel, artifact_path, \
-        artifact_values
     from predcalc.models import get_spec
 
     model_path = Path(model_path)
@@ -92,16 +93,11 @@ def runtimes(model_path) -> tuple[list[tuple], object, object]:
         return keras.ops.convert_to_numpy(model(x, training=False))
 
     inferences = [("keras_predict", model_path, lambda x: spec.predict_values(model, x)),
-                  ("keras_call", model_path, lambda x: spec.predict_values(_ArtifactAsModel(direct_call), x))]
-    for fmt in LITERT_FORMATS:
-        path = artifact_path(directory, fmt)
-        if path.is_file():
-            runner = LiteRTModel(path, num_threads=1)
-            inferences.append((f"litert_{fmt}", path, lambda x, r=runner: artifact_values(spec, r, x)))
-    path = artifact_path(directory, "onnx")
-    if path.is_file():
-        runner = ONNXModel(path, num_threads=1)
-        inferences.append(("onnxruntime", path, lambda x, r=runner: artifact_values(spec, r, x)))
+                  ("keras_call", model_path, lambda x: spec.predict_values(ArtifactAsModel(direct_call), x))]
+    for fmt in FORMATS.values():
+        for runtime, path in fmt.artifacts(directory):
+            runner = fmt.open(path, num_threads=1)
+            inferences.append((runtime, path, lambda x, r=runner: artifact_values(spec, r, x)))
     found = [(name, artifact, from_text(infer), infer) for name, artifact, infer in inferences]
     found.append(("python_exact", None, lambda e: np.array([float(evaluate(t)) for t in e]), None))
     found.append(("encode_only", None, encode, None))
@@ -136,13 +132,11 @@ def throughput(fn, expressions, repeats: int = 3) -> tuple[float, np.ndarray]:
 def bench_model(model_path, runs: int = 500, expression: str = DEFAULT_EXPRESSION, batch=None,
                 repeats: int = 3, progress=None) -> dict:
     """Every runtime of one exported model; a runtime that fails is recorded and the others go on."""
-    from predcalc.data import seed_protocol
-
     batch = list(batch if batch is not None else seed_protocol(0).test_in.expressions)
     found, spec, encode = runtimes(model_path)
     try:
         encoded = encode(batch)
-    except Exception:  # the tokeniser cannot encode the batch: each runtime will say so below
+    except ValueError:  # the tokeniser cannot encode the batch (TokenizerError): each runtime will say so below
         encoded = None
     rows, errors, reference = [], {}, None
     for name, artifact, values, infer in found:
@@ -159,7 +153,7 @@ def bench_model(model_path, runs: int = 500, expression: str = DEFAULT_EXPRESSIO
                 reference = outputs if name == REFERENCE else reference
                 row["max_abs_diff"] = float(np.max(np.abs(outputs - reference))) if reference is not None else None
             rows.append(row)
-        except Exception as error:  # e.g. an expression the tokeniser cannot encode; the others go on
+        except Exception as error:  # noqa: BLE001  a runtime's own error classes (ONNX Runtime's are bare); the others go on
             errors[name] = f"{type(error).__name__}: {str(error).strip()[:300]}"
         if progress is not None:
             progress(name)
@@ -175,11 +169,8 @@ def bench_model(model_path, runs: int = 500, expression: str = DEFAULT_EXPRESSIO
 def bench(model_paths=None, runs: int = 500, expression: str = DEFAULT_EXPRESSION, batch_size: int | None = None,
           repeats: int = 3, output=BENCH_FILE, progress: bool = True) -> dict:
     """Benchmark every model and write ``output`` (JSON); returns what was written."""
-    import keras
-    from tqdm.auto import tqdm
-
-    from predcalc.data import canonical, seed_protocol
-    from predcalc.deploy.export import find_keras_models
+    import keras  # the record names the Keras backend and version the reference ran on
+    from tqdm.auto import tqdm  # not in the runtime-only install
 
     if runs < 1:
         raise ValueError(f"runs must be at least 1. Received: runs={runs}")
@@ -194,8 +185,8 @@ def bench(model_paths=None, runs: int = 500, expression: str = DEFAULT_EXPRESSIO
             bar.set_postfix_str(label)
             try:
                 results.append(bench_model(path, runs, expression, batch, repeats,
-                                           progress=lambda runtime: bar.set_postfix_str(f"{label} {runtime}")))
-            except Exception as error:  # a model that cannot load; the batch goes on
+                                           progress=lambda runtime, label=label: bar.set_postfix_str(f"{label} {runtime}")))
+            except Exception as error:  # noqa: BLE001  a model Keras cannot load raises its own classes; the batch goes on
                 results.append({"path": relative(path), "error": f"{type(error).__name__}: {str(error).strip()[:300]}"})
             bar.update()
     record = {

@@ -16,23 +16,18 @@ from pathlib import Path
 
 import numpy as np
 
-from predcalc.data import get_tokenizer
+from predcalc.data import TokenizerError, get_tokenizer
+from predcalc.data.answers import AnswerFormat
+from predcalc.deploy.formats import SIDECAR, for_path
+from predcalc.deploy.formats.onnx import onnx_providers  # noqa: F401  (its name here before the registry)
 from predcalc.paths import RUNS
 
 DEFAULT_MODEL = RUNS / "01_fnn" / "export" / "fnn2" / "model_float32.tflite"
-SIDECAR = "predcalc.json"
-
-
-def onnx_providers() -> list[str]:
-    """ONNX Runtime's CUDA provider where it is installed (onnxruntime-gpu, e.g. on a Jetson), else CPU."""
-    import onnxruntime
-
-    available = onnxruntime.get_available_providers()
-    return [p for p in ("CUDAExecutionProvider", "CPUExecutionProvider") if p in available] or available
 
 
 class Predictor:
-    """A model file and the tokeniser named in the ``predcalc.json`` beside it."""
+    """A model file and the tokeniser named in the ``predcalc.json`` beside it; the file's format
+    (:func:`predcalc.deploy.formats.for_path`) opens it."""
 
     def __init__(self, path=DEFAULT_MODEL):
         self.path = Path(path)
@@ -45,37 +40,12 @@ class Predictor:
             raise FileNotFoundError(f"{sidecar} is missing: it names the tokenizer the model reads")
         self.info = json.loads(sidecar.read_text())
         self.tokenizer = get_tokenizer(self.info["tokenizer"], **self.info.get("tokenizer_config", {}))
-        self._longer = []  # (tokenizer, path) of the longer float32 LiteRT files, shortest first
-        if self.path.suffix == ".tflite":
-            from predcalc.deploy.export import LiteRTModel
-
-            self._run = LiteRTModel(self.path)
-            if self.path.name == "model_float32.tflite":
-                for length in sorted(self.info.get("litert_lengths", [])):
-                    longer = self.path.parent / f"model_float32_len{length}.tflite"
-                    if longer.is_file():
-                        config = {**self.info.get("tokenizer_config", {}), "length": length}
-                        self._longer.append((get_tokenizer(self.info["tokenizer"], **config), longer))
-        elif self.path.suffix == ".onnx":
-            from predcalc.deploy.export import ONNXModel
-
-            self._run = ONNXModel(self.path, providers=onnx_providers())
-        elif self.path.is_dir() and (self.path / "saved_model.pb").is_file():
-            from predcalc.deploy.export import SavedModelRunner
-
-            self._run = SavedModelRunner(self.path)
-        elif self.path.suffix == ".keras":
-            import keras
-
-            import predcalc.layers  # noqa: F401  (registers the custom layers)
-            from predcalc.models import get_spec
-
-            model = keras.saving.load_model(self.path)
-            spec = get_spec(self.info["model"])
-            self._run = lambda x: spec.predict_values(model, x)
-        else:
-            raise ValueError(f"unsupported model file {self.path.name!r}: expected .tflite, .onnx, .keras "
-                             "or a SavedModel directory")
+        self.format = for_path(self.path)
+        self._run = self.format.open(self.path)
+        # (tokenizer, path or opened runner) of sibling files that take longer inputs, shortest first
+        self._longer = [(get_tokenizer(self.info["tokenizer"], **{**self.info.get("tokenizer_config", {}),
+                                                                   "length": length}), longer)
+                        for length, longer in self.format.longer_inputs(self.path, self.info)]
 
     @property
     def name(self) -> str:
@@ -104,9 +74,6 @@ class Predictor:
         expressions = list(expressions)
         if not self._longer:
             return self._values(self._run(self.encode(expressions)), len(expressions))
-        from predcalc.data import TokenizerError
-        from predcalc.deploy.export import LiteRTModel
-
         groups: dict = {}  # runner index -> (positions, encoded rows); 0 is the trained length
         for position, expression in enumerate(expressions):
             for index, tokenizer in enumerate([self.tokenizer, *(t for t, _ in self._longer)]):
@@ -127,7 +94,7 @@ class Predictor:
             else:
                 tokenizer, run = self._longer[index - 1]
                 if isinstance(run, Path):  # opened on first use
-                    run = LiteRTModel(run)
+                    run = self.format.open(run)
                     self._longer[index - 1] = (tokenizer, run)
             values[positions] = self._values(run(np.stack(rows)), len(rows))
         return values
@@ -139,8 +106,6 @@ class Predictor:
 
     def _values(self, outputs, n: int) -> np.ndarray:
         outputs = np.asarray(outputs)
-        if "answer_format" in self.info and self.path.suffix != ".keras":  # raw slot logits: decode them
-            from predcalc.data.answers import AnswerFormat
-
+        if "answer_format" in self.info:  # raw slot logits: decode them
             return AnswerFormat(**self.info["answer_format"]).values_from_logits(outputs)
         return outputs.astype(np.float64).reshape(n, -1)[:, 0]

@@ -28,6 +28,9 @@ from pathlib import Path
 
 import numpy as np
 
+from predcalc.data import get_tokenizer, seed_protocol
+from predcalc.deploy.formats import SIDECAR
+from predcalc.deploy.formats.saved_model import SavedModelRunner
 from predcalc.paths import write_if_changed
 
 PRECISIONS = ("FP32", "FP16", "INT8")
@@ -48,7 +51,7 @@ class TensorRTUnavailableError(RuntimeError):
 
 def tensorrt_status() -> tuple[bool, str]:
     """Whether TF-TRT can run in this process, and why (not)."""
-    try:
+    try:  # TensorFlow (with TensorRT on a Jetson) is this module's one heavy dependency; asked for, not assumed
         import tensorflow as tf
     except ImportError as error:
         return False, f"TensorFlow is not installed ({error})"
@@ -75,7 +78,7 @@ def require_tensorrt() -> str:
 
 
 def _signature_input(saved_model_dir: Path, signature_key: str):
-    import tensorflow as tf
+    import tensorflow as tf  # only once tensorrt_status() said TF-TRT runs here
 
     loaded = tf.saved_model.load(str(saved_model_dir))
     _, specs = loaded.signatures[signature_key].structured_input_signature
@@ -131,7 +134,7 @@ def convert(saved_model_dir, output_dir=None, precision: str = "FP16", calibrati
         raise ValueError("INT8 needs calibration_inputs: encoded expressions to calibrate the ranges on")
     runtime = require_tensorrt()
 
-    import tensorflow as tf
+    import tensorflow as tf  # only once require_tensorrt() said TF-TRT runs here
     from tensorflow.python.compiler.tensorrt import trt_convert as trt
 
     output_dir = Path(output_dir) if output_dir else saved_model_dir.parent / f"saved_model_trt_{precision.lower()}"
@@ -182,8 +185,6 @@ def convert_export(export_dir, precisions=("FP16",), calibration_expressions=Non
         a precision that fails holds
         ``{"error": reason}``. Also written to ``export_dir/tensorrt.json``.
     """
-    from predcalc.data import get_tokenizer, seed_protocol
-    from predcalc.deploy.export import SIDECAR, SavedModelRunner
 
     export_dir = Path(export_dir)
     sidecar = export_dir / SIDECAR
@@ -216,7 +217,7 @@ def convert_export(export_dir, precisions=("FP16",), calibration_expressions=Non
             result["max_abs_diff"] = max(by_batch.values())
         except TensorRTUnavailableError:
             raise
-        except Exception as error:  # the converter's reason; the other precisions go on
+        except Exception as error:  # noqa: BLE001  TF-TRT raises TensorFlow's own classes; the other precisions go on
             result = {"error": f"{type(error).__name__}: {str(error).strip()[:300]}"}
         results[precision] = result
     write_if_changed(export_dir / "tensorrt.json", json.dumps(results, indent=1))

@@ -12,7 +12,7 @@ import keras
 from predcalc.layers._common import fresh_initializers, positive_int, rate
 
 
-class _AttentionBlock(keras.layers.Layer):
+class AttentionBlock(keras.layers.Layer):
     def __init__(
         self,
         num_heads,
@@ -31,7 +31,7 @@ class _AttentionBlock(keras.layers.Layer):
         dropout = rate("dropout", dropout)
         if not isinstance(layer_norm_epsilon, numbers.Real) or not layer_norm_epsilon > 0:
             raise ValueError(
-                "`layer_norm_epsilon` must be a positive number. "
+                "layer_norm_epsilon must be a positive number. "
                 f"Received: layer_norm_epsilon={layer_norm_epsilon}"
             )
         super().__init__(**kwargs)

@@ -1,26 +1,40 @@
 """Argument checks and config helpers shared by the layers (private: no layer here)."""
 
+import math
 import numbers
 
 import keras
 
 
 def positive_int(name, value, allow_none=False):
-    """``value`` as an int, or a ValueError naming ``name`` (``None`` passes with ``allow_none``)."""
+    """``value`` as a Python int, or a ValueError naming ``name``: any integer type (``np.int64``
+    too) above zero passes, a bool does not (``None`` passes with ``allow_none``)."""
     if value is None and allow_none:
         return None
     if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value <= 0:
         raise ValueError(
-            f"`{name}` must be a positive integer{' or None' if allow_none else ''}. "
+            f"{name} must be a positive integer{' or None' if allow_none else ''}. "
             f"Received: {name}={value}"
         )
     return int(value)
 
 
+def positive_ints(**values):
+    """:func:`positive_int` on each argument: their values as Python ints, in order."""
+    return tuple(positive_int(name, value) for name, value in values.items())
+
+
+def finite_number(name, value):
+    """``value`` as a float, or a ValueError naming ``name`` (a bool, a string or NaN fails)."""
+    if not isinstance(value, numbers.Real) or isinstance(value, bool) or not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number. Received: {name}={value!r}")
+    return float(value)
+
+
 def rate(name, value):
     """A rate in ``[0, 1)`` as a float, or a ValueError naming ``name``."""
     if not isinstance(value, numbers.Real) or isinstance(value, bool) or not 0 <= value < 1:
-        raise ValueError(f"`{name}` must be a number in [0, 1). Received: {name}={value}")
+        raise ValueError(f"{name} must be a number in [0, 1). Received: {name}={value}")
     return float(value)
 
 
@@ -51,19 +65,10 @@ def fresh_initializers(layer, *names):
 FORGET_GATES = ("sigmoid", "exp")
 
 
-def check_positive_ints(**values):
-    """A ValueError for the first argument that is not a positive int."""
-    for arg_name, value in values.items():
-        if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-            raise ValueError(
-                f"{arg_name} must be a positive integer. "
-                f"Received: {arg_name}={value}"
-            )
-
-
-def check_heads(units, num_heads, forget_gate):
-    """`units` split into `num_heads` heads, and a known forget-gate form (mLSTM, sLSTM)."""
-    check_positive_ints(units=units, num_heads=num_heads)
+def checked_heads(units, num_heads, forget_gate):
+    """`units` and `num_heads` as ints, `units` split into `num_heads` heads, and a known
+    forget-gate form (mLSTM, sLSTM)."""
+    units, num_heads = positive_ints(units=units, num_heads=num_heads)
     if units % num_heads != 0:
         raise ValueError(
             "units must be divisible by num_heads. "
@@ -74,6 +79,7 @@ def check_heads(units, num_heads, forget_gate):
             f"forget_gate must be one of {FORGET_GATES}. "
             f"Received: forget_gate={forget_gate!r}"
         )
+    return units, num_heads
 
 
 def sequence_output_shape(layer, input_shape, state_shapes):

@@ -13,7 +13,7 @@ from keras import ops
 from predcalc.layers._common import positive_int, serialized
 
 
-class _SeedCell(keras.layers.Layer):
+class SeedCell(keras.layers.Layer):
     _weight_names = ()
     _keras_name = ""
     _keras_layers = ()

@@ -53,13 +53,12 @@ class AdditiveAttentionPooling(keras.layers.Layer):
         `(batch, time)`.
 
     Example:
-
-    ```python
-    hidden = np.random.uniform(size=(2, 6, 8)).astype("float32")
-    pooling = AdditiveAttentionPooling(units=16)
-    context, alpha = pooling(hidden, return_attention_scores=True)
-    context.shape, alpha.shape  # (2, 8), (2, 6); alpha sums to 1 per row
-    ```
+        >>> hidden = np.random.default_rng(0).uniform(size=(2, 6, 8)).astype("float32")
+        >>> context, alpha = AdditiveAttentionPooling(units=16)(hidden, return_attention_scores=True)
+        >>> tuple(context.shape), tuple(alpha.shape)
+        ((2, 8), (2, 6))
+        >>> np.allclose(keras.ops.convert_to_numpy(alpha).sum(axis=-1), 1.0)  # a distribution per row
+        True
 
     References:
         - Bahdanau, D., Cho, K., & Bengio, Y. (2016). Neural machine

@@ -1,9 +1,10 @@
 """Bidirectional LSTM followed by additive attention pooling (seed 000, 2.3)."""
 
+import numbers
+
 import keras
 
-from predcalc.layers._common import config_entries, positive_int
-
+from predcalc.layers._common import config_entries, positive_int, rate
 from predcalc.layers.additive_attention_pooling import AdditiveAttentionPooling
 
 
@@ -62,14 +63,14 @@ class BidirectionalLSTMAttention(keras.layers.Layer):
         `(batch, time)`.
 
     Example:
-
-    ```python
-    tokens = keras.Input(shape=(None,), dtype="int32")
-    embedded = keras.layers.Embedding(20, 16, mask_zero=True)(tokens)
-    context = BidirectionalLSTMAttention(64)(embedded)  # (batch, 128)
-    value = keras.layers.Dense(1)(context)
-    model = keras.Model(tokens, value)
-    ```
+        >>> tokens = keras.Input(shape=(None,), dtype="int32")
+        >>> embedded = keras.layers.Embedding(20, 8, mask_zero=True)(tokens)
+        >>> context = BidirectionalLSTMAttention(16)(embedded)
+        >>> tuple(context.shape)  # both directions' 16 units
+        (None, 32)
+        >>> model = keras.Model(tokens, keras.layers.Dense(1)(context))
+        >>> tuple(model(np.array([[3, 1, 4, 0, 0]])).shape)  # the padding (0) is masked
+        (1, 1)
 
     References:
         - Hochreiter, S., & Schmidhuber, J. (1997). Long short-term memory.
@@ -93,27 +94,15 @@ class BidirectionalLSTMAttention(keras.layers.Layer):
         seed=None,
         **kwargs,
     ):
-        positive_int("units", units)
-        positive_int("attention_units", attention_units, allow_none=True)
-        for name, value in (
-            ("dropout", dropout),
-            ("recurrent_dropout", recurrent_dropout),
-        ):
-            if not 0.0 <= value < 1.0:
-                raise ValueError(
-                    f"`{name}` must be in [0, 1). Received: {name}={value}"
-                )
         super().__init__(**kwargs)
-        self.units = int(units)
-        self.attention_units = (
-            None if attention_units is None else int(attention_units)
-        )
-        self.dropout = float(dropout)
-        self.recurrent_dropout = float(recurrent_dropout)
+        self.units = positive_int("units", units)
+        self.attention_units = positive_int("attention_units", attention_units, allow_none=True)
+        self.dropout = rate("dropout", dropout)
+        self.recurrent_dropout = rate("recurrent_dropout", recurrent_dropout)
         self.kernel_initializer = keras.initializers.get(kernel_initializer)
         self.recurrent_initializer = keras.initializers.get(recurrent_initializer)
         self.bias_initializer = keras.initializers.get(bias_initializer)
-        self.seed = seed
+        self.seed = int(seed) if isinstance(seed, numbers.Integral) else seed
         self.supports_masking = True
 
     def build(self, input_shape):

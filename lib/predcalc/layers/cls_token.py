@@ -3,6 +3,8 @@
 import keras
 from keras import ops
 
+from predcalc.layers._common import finite_number
+
 
 @keras.saving.register_keras_serializable(package="predcalc")
 class ClsToken(keras.layers.Layer):
@@ -19,7 +21,7 @@ class ClsToken(keras.layers.Layer):
 
     def __init__(self, value=15.0, **kwargs):
         super().__init__(**kwargs)
-        self.value = float(value)
+        self.value = finite_number("value", value)
 
     def call(self, inputs):
         first = ops.ones_like(inputs[:, :1]) * ops.cast(self.value, inputs.dtype)

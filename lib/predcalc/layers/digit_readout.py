@@ -3,12 +3,12 @@
 import keras
 from keras import ops
 
-from predcalc.layers._attention_block import _AttentionBlock
+from predcalc.layers._attention_block import AttentionBlock
 from predcalc.layers._common import positive_int
 
 
 @keras.saving.register_keras_serializable(package="predcalc")
-class DigitReadout(_AttentionBlock):
+class DigitReadout(AttentionBlock):
     """Reads a fixed number of answer slots (sign, digits, end) from a sequence.
 
     Each of `slots` learned query vectors `q_s` attends over the encoded
@@ -58,12 +58,10 @@ class DigitReadout(_AttentionBlock):
         `(batch, num_heads, slots, time)`. The output carries no mask.
 
     Example:
-
-    ```python
-    encoded = np.random.uniform(size=(2, 15, 32)).astype("float32")
-    readout = DigitReadout(slots=5, num_heads=4, ffn_units=64)
-    readout(encoded).shape  # (2, 5, 32)
-    ```
+        >>> encoded = np.random.default_rng(0).uniform(size=(2, 15, 32)).astype("float32")
+        >>> readout = DigitReadout(slots=5, num_heads=4, ffn_units=64)
+        >>> tuple(readout(encoded).shape)
+        (2, 5, 32)
     """
 
     def __init__(

@@ -1,5 +1,7 @@
 """FeatureSlice: a contiguous range of the last axis, as a serialisable layer."""
 
+import numbers
+
 import keras
 
 
@@ -19,15 +21,16 @@ class FeatureSlice(keras.layers.Layer):
         inputs: a tensor of shape ``(..., features)`` with ``features >= stop``.
 
     Example:
-        >>> FeatureSlice(1, 4)(keras.ops.ones((2, 15, 4))).shape
+        >>> tuple(FeatureSlice(1, 4)(keras.ops.ones((2, 15, 4))).shape)
         (2, 15, 3)
     """
 
     def __init__(self, start, stop, **kwargs):
         super().__init__(**kwargs)
-        if not isinstance(start, int) or not isinstance(stop, int) or start < 0 or stop <= start:
+        if (not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in (start, stop))
+                or start < 0 or stop <= start):
             raise ValueError(f"need integers 0 <= start < stop. Received: start={start}, stop={stop}")
-        self.start, self.stop = start, stop
+        self.start, self.stop = int(start), int(stop)
 
     def build(self, input_shape):
         if input_shape[-1] is not None and input_shape[-1] < self.stop:

@@ -26,7 +26,7 @@ class GatedValueSum(keras.layers.Layer):
 
     Example:
         >>> layer = GatedValueSum()
-        >>> layer([keras.ops.ones((2, 5, 8)), keras.ops.ones((2, 5, 1))]).shape
+        >>> tuple(layer([keras.ops.ones((2, 5, 8)), keras.ops.ones((2, 5, 1))]).shape)
         (2, 1)
     """
 

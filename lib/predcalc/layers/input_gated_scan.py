@@ -16,14 +16,19 @@ package exports only the two public layers.
 import keras
 from keras import ops
 
-from predcalc.layers._common import check_bools, check_positive_ints, no_xla_on_tensorflow
-from predcalc.layers._common import config_entries, sequence_input_dim, sequence_output_shape, set_initializers
-from predcalc.layers.scan_kernels import log_space_last_state
-from predcalc.layers.scan_kernels import log_space_scan
-from predcalc.layers.scan_kernels import run_steps
+from predcalc.layers._common import (
+    check_bools,
+    config_entries,
+    no_xla_on_tensorflow,
+    positive_int,
+    sequence_input_dim,
+    sequence_output_shape,
+    set_initializers,
+)
+from predcalc.layers.scan_kernels import log_space_last_state, log_space_scan, run_steps
 
 
-class _InputGatedScan(keras.layers.Layer):
+class InputGatedScan(keras.layers.Layer):
     """Base of the minimal RNNs; see `MinGRU` and `MinLSTM` for the arguments."""
 
     gate_count = None  # blocks of `units` logits per step, the candidate included
@@ -40,7 +45,7 @@ class _InputGatedScan(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        check_positive_ints(units=units)
+        units = positive_int("units", units)
         check_bools(return_sequences=return_sequences, return_state=return_state, parallel=parallel,
                     use_bias=use_bias)
         self.units = units

@@ -5,6 +5,8 @@ import math
 import keras
 from keras import ops
 
+from predcalc.layers._common import finite_number
+
 
 @keras.saving.register_keras_serializable(package="predcalc")
 class LocalTokenFeatures(keras.layers.Layer):
@@ -30,7 +32,7 @@ class LocalTokenFeatures(keras.layers.Layer):
 
     def __init__(self, fill=0.5, **kwargs):
         super().__init__(**kwargs)
-        self.fill = float(fill)
+        self.fill = finite_number("fill", fill)
         self.supports_masking = True
 
     def build(self, input_shape):

@@ -1,14 +1,20 @@
 """Mamba: a selective state-space block (S6) with a parallel scan."""
 
 import math
+import numbers
 
 import keras
 from keras import ops
 
-from predcalc.layers._common import check_bools, check_positive_ints, no_xla_on_tensorflow
-from predcalc.layers._common import config_entries, sequence_input_dim, sequence_output_shape
-from predcalc.layers.scan_kernels import linear_scan
-from predcalc.layers.scan_kernels import run_steps
+from predcalc.layers._common import (
+    check_bools,
+    config_entries,
+    no_xla_on_tensorflow,
+    positive_ints,
+    sequence_input_dim,
+    sequence_output_shape,
+)
+from predcalc.layers.scan_kernels import linear_scan, run_steps
 
 
 def causal_depthwise_conv(inputs, kernel, bias, conv_state):
@@ -220,14 +226,12 @@ class Mamba(keras.layers.Layer):
         with `return_state=True`, a list `[output, *states]`.
 
     Example:
-
-    ```python
-    inputs = keras.Input((15, 1))
-    x = Mamba(16, state_size=8, return_sequences=True)(inputs)
-    x = Mamba(16, state_size=8)(x)
-    outputs = keras.layers.Dense(1)(x)
-    model = keras.Model(inputs, outputs)
-    ```
+        >>> inputs = keras.Input((15, 1))
+        >>> x = Mamba(16, state_size=8, return_sequences=True)(inputs)
+        >>> x = Mamba(16, state_size=8)(x)
+        >>> model = keras.Model(inputs, keras.layers.Dense(1)(x))
+        >>> model.output_shape
+        (None, 1)
 
     States carry across calls as in `MLSTM`'s example:
     `first, *states = layer(part)`, then `layer(rest, initial_state=states)`.
@@ -252,10 +256,10 @@ class Mamba(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        check_positive_ints(units=units, state_size=state_size, expand=expand)
+        units, state_size, expand = positive_ints(units=units, state_size=state_size, expand=expand)
         if (
             isinstance(conv_kernel_size, bool)
-            or not isinstance(conv_kernel_size, int)
+            or not isinstance(conv_kernel_size, numbers.Integral)
             or conv_kernel_size < 0
         ):
             raise ValueError(
@@ -263,9 +267,9 @@ class Mamba(keras.layers.Layer):
                 f"the convolution). Received: conv_kernel_size="
                 f"{conv_kernel_size}"
             )
-        if dt_rank != "auto" and (
+        if not (isinstance(dt_rank, str) and dt_rank == "auto") and (
             isinstance(dt_rank, bool)
-            or not isinstance(dt_rank, int)
+            or not isinstance(dt_rank, numbers.Integral)
             or dt_rank <= 0
         ):
             raise ValueError(
@@ -277,8 +281,8 @@ class Mamba(keras.layers.Layer):
         self.units = units
         self.state_size = state_size
         self.expand = expand
-        self.conv_kernel_size = conv_kernel_size
-        self.dt_rank = dt_rank
+        self.conv_kernel_size = int(conv_kernel_size)
+        self.dt_rank = dt_rank if isinstance(dt_rank, str) else int(dt_rank)
         self.return_sequences = return_sequences
         self.return_state = return_state
         self.parallel = parallel

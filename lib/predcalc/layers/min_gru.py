@@ -3,9 +3,8 @@
 import keras
 from keras import ops
 
-from predcalc.layers.input_gated_scan import _InputGatedScan
-from predcalc.layers.scan_kernels import g
-from predcalc.layers.scan_kernels import log_g
+from predcalc.layers.input_gated_scan import InputGatedScan
+from predcalc.layers.scan_kernels import g, log_g
 
 
 def min_gru_step(h_prev, gate_logits, candidate_logits):
@@ -44,7 +43,7 @@ def min_gru_log_coefficients(gate_logits, candidate_logits):
 
 
 @keras.saving.register_keras_serializable(package="predcalc")
-class MinGRU(_InputGatedScan):
+class MinGRU(InputGatedScan):
     """Minimal gated recurrent unit (minGRU), parallel over time.
 
     Implements the minGRU of seed 003 ("GRU and min-GRU"; Feng et al.
@@ -114,21 +113,22 @@ class MinGRU(_InputGatedScan):
         with `return_state=True`, a list `[output, last_state]`.
 
     Example:
+        >>> inputs = keras.Input((15, 1))
+        >>> x = MinGRU(32, return_sequences=True)(inputs)
+        >>> x = MinGRU(32)(x)
+        >>> model = keras.Model(inputs, keras.layers.Dense(1)(x))
+        >>> model.output_shape
+        (None, 1)
 
-    ```python
-    inputs = keras.Input((15, 1))
-    x = MinGRU(32, return_sequences=True)(inputs)
-    x = MinGRU(32)(x)
-    outputs = keras.layers.Dense(1)(x)
-    model = keras.Model(inputs, outputs)
+        Continue a sequence from a carried state:
 
-    # Continue a sequence from a carried state.
-    layer = MinGRU(8, return_sequences=True, return_state=True)
-    sequence = np.random.normal(size=(2, 20, 3))
-    first, state = layer(sequence[:, :10])
-    second, state = layer(sequence[:, 10:], initial_state=state)
-    # second == layer(sequence)[0][:, 10:]
-    ```
+        >>> layer = MinGRU(8, return_sequences=True, return_state=True)
+        >>> sequence = np.random.default_rng(0).normal(size=(2, 20, 3)).astype("float32")
+        >>> first, state = layer(sequence[:, :10])
+        >>> second, state = layer(sequence[:, 10:], initial_state=state)
+        >>> whole, _ = layer(sequence)
+        >>> np.allclose(keras.ops.convert_to_numpy(second), keras.ops.convert_to_numpy(whole)[:, 10:], atol=1e-5)
+        True
 
     References:
         - [Feng et al., 2024. Were RNNs All We Needed?](

@@ -3,9 +3,8 @@
 import keras
 from keras import ops
 
-from predcalc.layers.input_gated_scan import _InputGatedScan
-from predcalc.layers.scan_kernels import g
-from predcalc.layers.scan_kernels import log_g
+from predcalc.layers.input_gated_scan import InputGatedScan
+from predcalc.layers.scan_kernels import g, log_g
 
 
 def min_lstm_step(h_prev, forget_logits, input_logits, candidate_logits):
@@ -57,7 +56,7 @@ def min_lstm_log_coefficients(forget_logits, input_logits, candidate_logits):
 
 
 @keras.saving.register_keras_serializable(package="predcalc")
-class MinLSTM(_InputGatedScan):
+class MinLSTM(InputGatedScan):
     """Minimal long short-term memory (minLSTM), parallel over time.
 
     Implements the minLSTM of seed 003 ("minLSTM"; Feng et al. 2024,

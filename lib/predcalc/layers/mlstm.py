@@ -5,10 +5,16 @@ import math
 import keras
 from keras import ops
 
-from predcalc.layers._common import check_bools, check_heads, no_xla_on_tensorflow
-from predcalc.layers._common import config_entries, sequence_input_dim, sequence_output_shape, set_initializers
+from predcalc.layers._common import (
+    check_bools,
+    checked_heads,
+    config_entries,
+    no_xla_on_tensorflow,
+    sequence_input_dim,
+    sequence_output_shape,
+    set_initializers,
+)
 from predcalc.layers.scan_kernels import run_steps
-
 
 
 def mlstm_log_forget(forget_logits, forget_gate):
@@ -212,20 +218,21 @@ class MLSTM(keras.layers.Layer):
         with `return_state=True`, a list `[output, C, n, m]`.
 
     Example:
+        >>> inputs = keras.Input((15, 1))
+        >>> x = MLSTM(32, num_heads=4, return_sequences=True)(inputs)
+        >>> model = keras.Model(inputs, keras.layers.Dense(1)(x[:, -1]))
+        >>> model.output_shape
+        (None, 1)
 
-    ```python
-    inputs = keras.Input((15, 1))
-    x = MLSTM(32, num_heads=4, return_sequences=True)(inputs)
-    outputs = keras.layers.Dense(1)(x[:, -1])
-    model = keras.Model(inputs, outputs)
+        Continue a sequence from carried states:
 
-    # Continue a sequence from carried states.
-    layer = MLSTM(8, return_sequences=True, return_state=True)
-    sequence = np.random.normal(size=(2, 20, 3))
-    first, *states = layer(sequence[:, :10])
-    second, *states = layer(sequence[:, 10:], initial_state=states)
-    # second == layer(sequence)[0][:, 10:]
-    ```
+        >>> layer = MLSTM(8, return_sequences=True, return_state=True)
+        >>> sequence = np.random.default_rng(0).normal(size=(2, 20, 3)).astype("float32")
+        >>> first, *states = layer(sequence[:, :10])
+        >>> second, *states = layer(sequence[:, 10:], initial_state=states)
+        >>> whole, *_ = layer(sequence)
+        >>> np.allclose(keras.ops.convert_to_numpy(second), keras.ops.convert_to_numpy(whole)[:, 10:], atol=1e-5)
+        True
 
     References:
         - [Beck et al., 2024. xLSTM: Extended Long Short-Term Memory](
@@ -247,7 +254,7 @@ class MLSTM(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        check_heads(units, num_heads, forget_gate)
+        units, num_heads = checked_heads(units, num_heads, forget_gate)
         check_bools(return_sequences=return_sequences, return_state=return_state, parallel=parallel,
                     stabilized=stabilized, use_bias=use_bias)
         self.units = units

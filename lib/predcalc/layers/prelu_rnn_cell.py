@@ -54,12 +54,10 @@ class PReLURNNCell(keras.layers.Layer):
         `(h_t, [h_t])`: the output and the new state list.
 
     Example:
-
-    ```python
-    x = np.random.uniform(size=(2, 5, 3)).astype("float32")
-    rnn = keras.layers.RNN(predcalc.layers.prelu_rnn_cell.PReLURNNCell(4))
-    rnn(x).shape  # (2, 4)
-    ```
+        >>> x = np.random.default_rng(0).uniform(size=(2, 5, 3)).astype("float32")
+        >>> rnn = keras.layers.RNN(PReLURNNCell(4))
+        >>> tuple(rnn(x).shape)
+        (2, 4)
 
     References:
         - Elman, J. L. (1990). Finding structure in time. Cognitive Science,

@@ -5,7 +5,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from predcalc.layers._seed_cell import _SeedCell, check_keras_kernels, keras_blocks_to_seed, seed_to_keras_blocks
+from predcalc.layers._seed_cell import SeedCell, check_keras_kernels, keras_blocks_to_seed, seed_to_keras_blocks
 
 # Seed symbol -> attribute of `SeedGRUCell`, in the order the weights are
 # created (and so the order of `cell.weights` and `cell.get_weights()`).
@@ -87,7 +87,7 @@ def seed_to_keras_gru(weights):
 
 
 @keras.saving.register_keras_serializable(package="predcalc")
-class SeedGRUCell(_SeedCell):
+class SeedGRUCell(SeedCell):
     """GRU cell implementing seed 000 equations (7)-(10) literally, one time step.
 
     With `[h_{t-1}, x_t]` the concatenation of the previous hidden state and
@@ -142,16 +142,15 @@ class SeedGRUCell(_SeedCell):
         sequence (eager only).
 
     Example:
-
-    ```python
-    x = np.arange(2 * 5 * 3, dtype="float32").reshape(2, 5, 3) / 30.0
-    keras_gru = keras.layers.GRU(4, reset_after=False)
-    expected = keras_gru(x)
-    cell = SeedGRUCell(4)
-    cell.set_keras_weights(keras_gru)  # W_z, b_z negated
-    keras.layers.RNN(cell)(x)  # == expected
-    gates = cell.gate_sequence(x)  # gates["z"].shape == (2, 5, 4)
-    ```
+        >>> x = np.arange(2 * 5 * 3, dtype="float32").reshape(2, 5, 3) / 30.0
+        >>> keras_gru = keras.layers.GRU(4, reset_after=False)
+        >>> expected = keras.ops.convert_to_numpy(keras_gru(x))
+        >>> cell = SeedGRUCell(4)
+        >>> cell.set_keras_weights(keras_gru)  # W_z, b_z negated
+        >>> np.allclose(keras.ops.convert_to_numpy(keras.layers.RNN(cell)(x)), expected, atol=1e-6)
+        True
+        >>> tuple(cell.gate_sequence(x)["z"].shape)
+        (2, 5, 4)
 
     References:
         - Cho, K., van Merrienboer, B., Bahdanau, D., & Bengio, Y. (2014).

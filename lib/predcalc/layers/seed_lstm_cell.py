@@ -5,7 +5,7 @@ import keras
 import numpy as np
 from keras import ops
 
-from predcalc.layers._seed_cell import _SeedCell, check_keras_kernels, keras_blocks_to_seed, seed_to_keras_blocks
+from predcalc.layers._seed_cell import SeedCell, check_keras_kernels, keras_blocks_to_seed, seed_to_keras_blocks
 
 # Seed symbol -> attribute of `SeedLSTMCell`, in the order the weights are
 # created (and so the order of `cell.weights` and `cell.get_weights()`).
@@ -75,7 +75,7 @@ def seed_to_keras_lstm(weights):
 
 
 @keras.saving.register_keras_serializable(package="predcalc")
-class SeedLSTMCell(_SeedCell):
+class SeedLSTMCell(SeedCell):
     """LSTM cell implementing seed 000 equations (1)-(6) literally, one time step.
 
     With `[h_{t-1}, x_t]` the concatenation of the previous hidden state and
@@ -132,16 +132,15 @@ class SeedLSTMCell(_SeedCell):
         `gate_sequence(sequence)` for a whole sequence (eager only).
 
     Example:
-
-    ```python
-    x = np.arange(2 * 5 * 3, dtype="float32").reshape(2, 5, 3) / 30.0
-    keras_lstm = keras.layers.LSTM(4)
-    expected = keras_lstm(x)
-    cell = SeedLSTMCell(4)
-    cell.set_keras_weights(keras_lstm)  # same numbers, seed layout
-    keras.layers.RNN(cell)(x)  # == expected
-    gates = cell.gate_sequence(x)  # gates["f"].shape == (2, 5, 4)
-    ```
+        >>> x = np.arange(2 * 5 * 3, dtype="float32").reshape(2, 5, 3) / 30.0
+        >>> keras_lstm = keras.layers.LSTM(4)
+        >>> expected = keras.ops.convert_to_numpy(keras_lstm(x))
+        >>> cell = SeedLSTMCell(4)
+        >>> cell.set_keras_weights(keras_lstm)  # same numbers, seed layout
+        >>> np.allclose(keras.ops.convert_to_numpy(keras.layers.RNN(cell)(x)), expected, atol=1e-6)
+        True
+        >>> tuple(cell.gate_sequence(x)["f"].shape)
+        (2, 5, 4)
 
     References:
         - Hochreiter, S., & Schmidhuber, J. (1997). Long short-term memory.

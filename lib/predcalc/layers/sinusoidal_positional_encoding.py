@@ -38,12 +38,10 @@ class SinusoidalPositionalEncoding(keras.layers.Layer):
         `inputs + PE`, of the same shape.
 
     Example:
-
-    ```python
-    x = np.zeros((1, 3, 4), "float32")
-    SinusoidalPositionalEncoding()(x)[0, 1]
-    # [sin(1), cos(1), sin(0.01), cos(0.01)]
-    ```
+        >>> x = np.zeros((1, 3, 4), "float32")
+        >>> row = keras.ops.convert_to_numpy(SinusoidalPositionalEncoding()(x))[0, 1]
+        >>> np.allclose(row, [np.sin(1), np.cos(1), np.sin(0.01), np.cos(0.01)], atol=1e-6)
+        True
 
     References:
         - Vaswani, A., et al. (2017). Attention is all you need.
@@ -57,7 +55,7 @@ class SinusoidalPositionalEncoding(keras.layers.Layer):
             or not max_wavelength > 0
         ):
             raise ValueError(
-                "`max_wavelength` must be a positive number. "
+                "max_wavelength must be a positive number. "
                 f"Received: max_wavelength={max_wavelength}"
             )
         super().__init__(**kwargs)

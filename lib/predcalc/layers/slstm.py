@@ -3,10 +3,16 @@
 import keras
 from keras import ops
 
-from predcalc.layers._common import check_bools, check_heads, no_xla_on_tensorflow
-from predcalc.layers._common import config_entries, sequence_input_dim, sequence_output_shape, set_initializers
+from predcalc.layers._common import (
+    check_bools,
+    checked_heads,
+    config_entries,
+    no_xla_on_tensorflow,
+    sequence_input_dim,
+    sequence_output_shape,
+    set_initializers,
+)
 from predcalc.layers.scan_kernels import run_steps
-
 
 
 def slstm_log_forget(forget_logits, forget_gate):
@@ -127,13 +133,11 @@ class SLSTM(keras.layers.Layer):
         with `return_state=True`, a list `[output, h, c, n, m]`.
 
     Example:
-
-    ```python
-    inputs = keras.Input((15, 1))
-    x = SLSTM(32, num_heads=4, return_sequences=True)(inputs)
-    outputs = keras.layers.Dense(1)(x[:, -1])
-    model = keras.Model(inputs, outputs)
-    ```
+        >>> inputs = keras.Input((15, 1))
+        >>> x = SLSTM(32, num_heads=4, return_sequences=True)(inputs)
+        >>> model = keras.Model(inputs, keras.layers.Dense(1)(x[:, -1]))
+        >>> model.output_shape
+        (None, 1)
 
     States carry across calls as in `MLSTM`'s example:
     `first, *states = layer(part)`, then `layer(rest, initial_state=states)`.
@@ -156,7 +160,7 @@ class SLSTM(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        check_heads(units, num_heads, forget_gate)
+        units, num_heads = checked_heads(units, num_heads, forget_gate)
         check_bools(return_sequences=return_sequences, return_state=return_state, use_bias=use_bias)
         self.units = units
         self.num_heads = num_heads

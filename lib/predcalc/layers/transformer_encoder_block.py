@@ -3,11 +3,11 @@
 import keras
 from keras import ops
 
-from predcalc.layers._attention_block import _AttentionBlock
+from predcalc.layers._attention_block import AttentionBlock
 
 
 @keras.saving.register_keras_serializable(package="predcalc")
-class TransformerEncoderBlock(_AttentionBlock):
+class TransformerEncoderBlock(AttentionBlock):
     """A transformer encoder layer: self-attention and a point-wise FFN (post-norm).
 
     For a sequence `X` of `d_model`-dimensional token vectors (seed document
@@ -63,13 +63,11 @@ class TransformerEncoderBlock(_AttentionBlock):
         (15), shape `(batch, num_heads, time, time)` (query, then key).
 
     Example:
-
-    ```python
-    x = np.random.uniform(size=(2, 5, 16)).astype("float32")
-    block = TransformerEncoderBlock(num_heads=4, ffn_units=32)
-    y, scores = block(x, return_attention_scores=True)
-    y.shape, scores.shape  # (2, 5, 16), (2, 4, 5, 5)
-    ```
+        >>> x = np.random.default_rng(0).uniform(size=(2, 5, 16)).astype("float32")
+        >>> block = TransformerEncoderBlock(num_heads=4, ffn_units=32)
+        >>> y, scores = block(x, return_attention_scores=True)
+        >>> tuple(y.shape), tuple(scores.shape)
+        ((2, 5, 16), (2, 4, 5, 5))
 
     References:
         - Vaswani, A., et al. (2017). Attention is all you need.

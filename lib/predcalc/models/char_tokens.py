@@ -29,7 +29,7 @@ CHARACTERS = {"length": 64}
 
 @register_model("char_transformer_tokens", label="char transformer 2 x d64 + digit readout (reversed, 8 digits)",
                 family="transformer", tokenizer="char", tokenizer_config=CHARACTERS,
-                encode_targets=REVERSED8.encode_targets, predict_values=REVERSED8.predict_values,
+                answer_format=REVERSED8,
                 loss=token_loss(), optimizer="adamw_cosine")
 def char_transformer_tokens(tokenizer, d_model: int = 64, num_heads: int = 4, num_layers: int = 2,
                             ffn_units: int = 128, readout_heads: int = 4, readout_ffn_units: int = 64) -> keras.Model:
@@ -40,9 +40,8 @@ def char_transformer_tokens(tokenizer, d_model: int = 64, num_heads: int = 4, nu
     return keras.Model(inputs, logits, name="char_transformer_tokens")
 
 
-@register_model("char_lstm_tokens", label="char LSTM 80 + digit readout (reversed, 8 digits)", family="RNN",
-                tokenizer="char", tokenizer_config=CHARACTERS, encode_targets=REVERSED8.encode_targets,
-                predict_values=REVERSED8.predict_values, loss=token_loss(), optimizer="adamw_cosine")
+@register_model("char_lstm_tokens", label="char LSTM 80 + digit readout (reversed, 8 digits)", family="RNN", variable_length=True,
+                tokenizer="char", tokenizer_config=CHARACTERS, answer_format=REVERSED8, loss=token_loss(), optimizer="adamw_cosine")
 def char_lstm_tokens(tokenizer, embedding: int = 32, units: int = 80, readout_heads: int = 4,
                      readout_ffn_units: int = 64) -> keras.Model:
     """An LSTM over characters writing sign and reversed digits."""

@@ -26,7 +26,7 @@ from __future__ import annotations
 import keras
 
 from predcalc.layers import MLSTM, SLSTM, Mamba, MinGRU, MinLSTM
-from predcalc.models.registry import register_model
+from predcalc.models.registry import register_model, register_preset
 
 FAMILY = "efficient RNN"
 
@@ -60,19 +60,19 @@ def _stacked_min(tokenizer, layer_class, name: str, units: int, layers: int, emb
         for index in range(layers)], embedding, name=name)
 
 
-@register_model("min_gru", label="MinGRU (2 x 64)", family=FAMILY, tokenizer="numeric")
+@register_model("min_gru", label="MinGRU (2 x 64)", family=FAMILY, variable_length=True, tokenizer="numeric")
 def min_gru(tokenizer, units: int = 64, layers: int = 2, embedding: int = 64, parallel: bool = True) -> keras.Model:
     """Stacked minGRU layers (16,833 parameters with the defaults)."""
     return _stacked_min(tokenizer, MinGRU, "min_gru", units, layers, embedding, parallel)
 
 
-@register_model("min_lstm", label="MinLSTM (2 x 64)", family=FAMILY, tokenizer="numeric")
+@register_model("min_lstm", label="MinLSTM (2 x 64)", family=FAMILY, variable_length=True, tokenizer="numeric")
 def min_lstm(tokenizer, units: int = 64, layers: int = 2, embedding: int = 64, parallel: bool = True) -> keras.Model:
     """Stacked minLSTM layers (25,153 parameters with the defaults)."""
     return _stacked_min(tokenizer, MinLSTM, "min_lstm", units, layers, embedding, parallel)
 
 
-@register_model("slstm", label="sLSTM (64, 4 heads)", family=FAMILY, tokenizer="numeric")
+@register_model("slstm", label="sLSTM (64, 4 heads)", family=FAMILY, variable_length=True, tokenizer="numeric")
 def slstm(tokenizer, units: int = 64, num_heads: int = 4, forget_gate: str = "sigmoid", layers: int = 1,
           embedding: int = 64) -> keras.Model:
     """sLSTM with exponential input gate and a block-diagonal recurrence (20,929 parameters)."""
@@ -83,7 +83,7 @@ def slstm(tokenizer, units: int = 64, num_heads: int = 4, forget_gate: str = "si
         for index in range(layers)], embedding, name="slstm")
 
 
-@register_model("mlstm", label="mLSTM (2 x 64, 4 heads)", family=FAMILY, tokenizer="numeric")
+@register_model("mlstm", label="mLSTM (2 x 64, 4 heads)", family=FAMILY, variable_length=True, tokenizer="numeric")
 def mlstm(tokenizer, units: int = 64, num_heads: int = 4, forget_gate: str = "sigmoid", layers: int = 2,
           embedding: int = 64, parallel: bool = True, stabilized: bool = False,
           name: str = "mlstm") -> keras.Model:
@@ -95,13 +95,12 @@ def mlstm(tokenizer, units: int = 64, num_heads: int = 4, forget_gate: str = "si
         for index in range(layers)], embedding, name=name)
 
 
-@register_model("mlstm_stable", label="mLSTM, xLSTM stabilisers", family=FAMILY, tokenizer="numeric")
-def mlstm_stable(tokenizer, **kwargs) -> keras.Model:
-    """``mlstm`` with ``stabilized=True``: xLSTM gate-bias init and per-head norm (same parameters)."""
-    return mlstm(tokenizer, stabilized=True, name="mlstm_stable", **kwargs)
+# ``mlstm`` with ``stabilized=True``: xLSTM gate-bias init and per-head norm (same parameters).
+register_preset("mlstm_stable", "mlstm", label="mLSTM, xLSTM stabilisers",
+                arguments={"stabilized": True, "name": "mlstm_stable"})
 
 
-@register_model("mamba", label="Mamba (2 x 32, N 16)", family=FAMILY, tokenizer="numeric")
+@register_model("mamba", label="Mamba (2 x 32, N 16)", family=FAMILY, variable_length=True, tokenizer="numeric")
 def mamba(tokenizer, units: int = 32, state_size: int = 16, expand: int = 2, conv_kernel_size: int = 4,
           layers: int = 2, embedding: int = 32, parallel: bool = True, bounded_state: bool = False,
           name: str = "mamba") -> keras.Model:
@@ -114,7 +113,6 @@ def mamba(tokenizer, units: int = 32, state_size: int = 16, expand: int = 2, con
         for index in range(layers)], embedding, name=name)
 
 
-@register_model("mamba_bounded", label="Mamba, bounded state (2 x 32, N 16)", family=FAMILY, tokenizer="numeric")
-def mamba_bounded(tokenizer, **kwargs) -> keras.Model:
-    """``mamba`` with ``bounded_state=True``: exact ZOH and RMS-normalised B, C (same parameters)."""
-    return mamba(tokenizer, bounded_state=True, name="mamba_bounded", **kwargs)
+# ``mamba`` with ``bounded_state=True``: exact ZOH and RMS-normalised B, C (same parameters).
+register_preset("mamba_bounded", "mamba", label="Mamba, bounded state (2 x 32, N 16)",
+                arguments={"bounded_state": True, "name": "mamba_bounded"})

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import h5py
 import keras
 import numpy as np
 
-from predcalc.models.registry import register_model
+from predcalc.models.registry import register_model, register_preset
 
 
 def dense_prelu_stack(tokenizer, hidden_units, name: str) -> keras.Model:
@@ -29,17 +30,15 @@ def fnn_baseline(tokenizer, units: int = 30) -> keras.Model:
 
 @register_model("fnn2", label="FNN2 (1 x 345 PReLU)", family="FNN", tokenizer="numeric",
                 seed_row="FNN2 (1 x 345 PReLU)")
-def fnn2(tokenizer, units: int = 345) -> keras.Model:
+def fnn2(tokenizer, units: int = 345, name: str = "fnn2") -> keras.Model:
     """The seed's FNN2: one hidden layer of 345 units with PReLU (6,211 parameters)."""
-    return dense_prelu_stack(tokenizer, (units,), name="fnn2")
+    return dense_prelu_stack(tokenizer, (units,), name=name)
 
 
-@register_model("fnn2_cosine", label="FNN2, Adam with cosine decay (1 x 345 PReLU)", family="FNN",
-                tokenizer="numeric", seed_row="FNN2 (1 x 345 PReLU)", optimizer="adam_cosine")
-def fnn2_cosine(tokenizer, units: int = 345) -> keras.Model:
-    """FNN2 as the seed built it, trained with Adam whose rate decays along a cosine,
-    lr_t = lr_0 (1 + cos(pi t / T)) / 2 over all T steps of the run, instead of a constant 1e-3."""
-    return dense_prelu_stack(tokenizer, (units,), name="fnn2_cosine")
+# FNN2 as the seed built it, trained with Adam whose rate decays along a cosine,
+# lr_t = lr_0 (1 + cos(pi t / T)) / 2 over all T steps of the run, instead of a constant 1e-3.
+register_preset("fnn2_cosine", "fnn2", label="FNN2, Adam with cosine decay (1 x 345 PReLU)", optimizer="adam_cosine",
+                arguments={"name": "fnn2_cosine"})
 
 
 SEED_FNN2_WEIGHTS = Path(__file__).parent / "seed_weights" / "FNN2_weights.weights.h5"
@@ -48,7 +47,6 @@ SEED_FNN2_WEIGHTS = Path(__file__).parent / "seed_weights" / "FNN2_weights.weigh
 def load_seed_fnn2_weights(model: keras.Model, path=SEED_FNN2_WEIGHTS) -> keras.Model:
     """Set an FNN2's weights from the seed's ``FNN2_weights.weights.h5`` (a Keras 3 Sequential of
     Flatten, Dense(345), PReLU, Dense(1)), mapping its layer names onto this model's."""
-    import h5py
 
     with h5py.File(path, "r") as file:
         def read(layer):

@@ -36,6 +36,7 @@ import inspect
 import keras
 import numpy as np
 
+from predcalc.data.tokenizers import signed_terms
 from predcalc.layers.bilstm_attention import BidirectionalLSTMAttention
 from predcalc.layers.prelu_rnn_cell import PReLURNNCell
 from predcalc.models.registry import register_model
@@ -48,7 +49,7 @@ def _check_positive(**values) -> None:
             raise ValueError(f"{name} must be a positive integer. Received: {name}={value!r}")
 
 
-@register_model("rnn2", label="RNN2 (PReLU RNN, 470 units)", family="RNN", tokenizer="numeric",
+@register_model("rnn2", label="RNN2 (PReLU RNN, 470 units)", family="RNN", variable_length=True, tokenizer="numeric",
                 seed_row="RNN2 (SimpleRNN + PReLU)")
 def rnn2(tokenizer, units: int = 470, num_layers: int = 1, unroll: bool = True,
          mask_padding: bool = False) -> keras.Model:
@@ -71,7 +72,7 @@ def _last_state_to_value(tokenizer, mask_padding: bool, make_layer, name: str) -
     return keras.Model(inputs, outputs, name=name)
 
 
-@register_model("lstm", label="LSTM (64 units)", family="LSTM", tokenizer="numeric")
+@register_model("lstm", label="LSTM (64 units)", family="LSTM", variable_length=True, tokenizer="numeric")
 def lstm(tokenizer, units: int = 64, unroll: bool = True, mask_padding: bool = False) -> keras.Model:
     """Keras LSTM (seed 000 equations (1)-(6)) over the numeric tokens, last state to one neuron."""
     _check_positive(units=units)
@@ -79,7 +80,7 @@ def lstm(tokenizer, units: int = 64, unroll: bool = True, mask_padding: bool = F
                                 name="lstm")
 
 
-@register_model("gru", label="GRU (64 units)", family="GRU", tokenizer="numeric")
+@register_model("gru", label="GRU (64 units)", family="GRU", variable_length=True, tokenizer="numeric")
 def gru(tokenizer, units: int = 64, unroll: bool = True, mask_padding: bool = False) -> keras.Model:
     """Keras GRU with the reset gate before the product (seed 000 eq. (7)-(10)), last state to one neuron."""
     _check_positive(units=units)
@@ -128,7 +129,6 @@ def signed_contributions(expressions) -> np.ndarray:
     ``"3 - -2 + 4"`` -> ``[3, 2, 4]`` (the value is the row's sum). Every expression must have the
     same number of terms and no brackets, ``*`` or ``/``.
     """
-    from predcalc.data.tokenizers import signed_terms
 
     rows = []
     for text in expressions:

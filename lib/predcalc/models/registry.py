@@ -8,9 +8,12 @@ same decorator; nothing else in the pipeline needs to change.
 from __future__ import annotations
 
 import dataclasses
-from typing import Callable
+import functools
+from collections.abc import Callable
 
 import numpy as np
+
+from predcalc.data.answers import AnswerFormat
 
 
 def regression_values(model, inputs, batch_size: int = 256) -> np.ndarray:
@@ -24,14 +27,26 @@ def identity_targets(values, tokenizer) -> np.ndarray:
 
 
 @dataclasses.dataclass(frozen=True)
+class Optimizer:
+    """How a model trains: a recipe in ``predcalc.training.fit.OPTIMIZERS`` by name, and the peak
+    learning rate of a recipe with a schedule (None: the recipe's default)."""
+
+    name: str = "adam"
+    peak_learning_rate: float | None = None
+
+
+@dataclasses.dataclass(frozen=True)
 class ModelSpec:
     """What the pipeline needs to know about an architecture.
 
     ``encode_targets(values, tokenizer)`` turns true values into what the model is fitted on
     (the values for regression; character ids for a token-output head), and
-    ``predict_values(model, inputs)`` turns the model's outputs back into values.
-    ``finish(model, x_train, y_train)``, where given, runs after fitting (on the restored best
-    weights) and may set weights in closed form, e.g. a least-squares readout.
+    ``predict_values(model, inputs)`` turns the model's outputs back into values; a token-output
+    model names its ``answer_format`` (an :class:`predcalc.data.answers.AnswerFormat`), which
+    supplies both. ``variable_length``: the model reads inputs of any length (a recurrent or scan
+    model), so it can be rebuilt at a longer one (export writes such files). ``finish(model,
+    x_train, y_train)``, where given, runs after fitting (on the restored best weights) and may set
+    weights in closed form, e.g. a least-squares readout.
     """
 
     name: str
@@ -44,32 +59,75 @@ class ModelSpec:
     predict_values: Callable = regression_values
     encode_targets: Callable = identity_targets
     loss: object = "mse"
-    optimizer: str = "adam"
+    optimizer: Optimizer = Optimizer()
     finish: Callable | None = None
-    peak_learning_rate: float | None = None  # adamw_seed models: the seed schedule's peak (None: the seed's)
+    answer_format: AnswerFormat | None = None
+    variable_length: bool = False
+
+    @property
+    def shown_label(self) -> str:
+        """The label as figures and tables show it (:func:`display_label`)."""
+        return display_label(self.label, partly_built=self.finish is not None)
+
+
+# "seed" keeps one meaning, a random seed: the prior report is named as such where a label says "seed"
+PRIOR_REPORT_WORDING = (("the seed's", "the prior report's"), ("The seed's", "The prior report's"),
+                        ("AdamW seed schedule", "AdamW schedule of the prior report"))
+
+
+def display_label(label: str, partly_built: bool = False) -> str:
+    """A model's label as the report shows it: the prior report named as such, and a model finished in
+    closed form after fitting (a ``finish``) marked partly built."""
+    for old, new in PRIOR_REPORT_WORDING:
+        label = label.replace(old, new)
+    return f"{label} (partly built)" if partly_built else label
 
 
 MODELS: dict[str, ModelSpec] = {}
 
 
+def _add(spec: ModelSpec) -> ModelSpec:
+    if spec.name in MODELS:
+        raise ValueError(f"model {spec.name!r} is registered twice")
+    MODELS[spec.name] = spec
+    return spec
+
+
 def register_model(name: str, *, label: str, family: str, tokenizer: str, seed_row: str | None = None,
-                   tokenizer_config: dict | None = None, predict_values: Callable = regression_values,
-                   encode_targets: Callable = identity_targets, loss="mse", optimizer: str = "adam",
-                   finish: Callable | None = None, peak_learning_rate: float | None = None):
-    """Decorator: register ``build(tokenizer, **kwargs) -> keras.Model`` under ``name``."""
+                   tokenizer_config: dict | None = None, answer_format: AnswerFormat | None = None,
+                   loss="mse", optimizer: str | Optimizer = "adam", finish: Callable | None = None,
+                   variable_length: bool = False):
+    """Decorator: register ``build(tokenizer, **kwargs) -> keras.Model`` under ``name``.
+
+    ``answer_format``: a token-output model's answer slots (its targets and decoding); ``optimizer``:
+    a recipe name or an :class:`Optimizer` with its peak rate.
+    """
 
     def decorate(build):
-        if name in MODELS:
-            raise ValueError(f"model {name!r} is registered twice")
-        MODELS[name] = ModelSpec(name=name, label=label, family=family, tokenizer=tokenizer, build=build,
-                                 seed_row=seed_row, tokenizer_config=dict(tokenizer_config or {}),
-                                 predict_values=predict_values, encode_targets=encode_targets, loss=loss,
-                                 optimizer=optimizer, finish=finish, peak_learning_rate=peak_learning_rate)
+        fields = {}
+        if answer_format is not None:
+            fields = {"predict_values": answer_format.predict_values, "encode_targets": answer_format.encode_targets}
+        _add(ModelSpec(name=name, label=label, family=family, tokenizer=tokenizer, build=build, seed_row=seed_row,
+                       tokenizer_config=dict(tokenizer_config or {}), loss=loss,
+                       optimizer=optimizer if isinstance(optimizer, Optimizer) else Optimizer(optimizer),
+                       finish=finish, answer_format=answer_format, variable_length=variable_length, **fields))
         return build
 
     return decorate
 
 
+def register_preset(name: str, base: str, *, label: str, arguments: dict, **fields) -> ModelSpec:
+    """Register a variant of the registered model ``base``: its builder with ``arguments`` preset
+    (a caller's own keyword arguments still win), its spec with ``fields`` changed (``label`` and
+    any of :class:`ModelSpec`'s, e.g. ``optimizer``)."""
+    spec = get_spec(base)
+    if isinstance(fields.get("optimizer"), str):
+        fields["optimizer"] = Optimizer(fields["optimizer"])
+    if fields.get("answer_format") is not None:
+        fields.update(predict_values=fields["answer_format"].predict_values,
+                      encode_targets=fields["answer_format"].encode_targets)
+    return _add(dataclasses.replace(spec, name=name, label=label, build=functools.partial(spec.build, **arguments),
+                                    **fields))
 def get_spec(name: str) -> ModelSpec:
     if name not in MODELS:
         raise ValueError(f"unknown model {name!r}; registered models: {', '.join(sorted(MODELS))}")

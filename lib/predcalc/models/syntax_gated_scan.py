@@ -23,9 +23,7 @@ import keras
 import numpy as np
 
 from predcalc.layers import FeatureSlice, MinGRU
-from predcalc.models.registry import register_model
-
-TYPED = {"tokenizer": "typed"}
+from predcalc.models.registry import register_model, register_preset
 
 
 def gated_scan(tokenizer, units: int = 4, gates: str = "type", multiplicative: bool = True,
@@ -62,9 +60,12 @@ def gated_scan(tokenizer, units: int = 4, gates: str = "type", multiplicative: b
 
 
 @register_model("scan_typed", label="Syntax-gated scan (typed tokens)", family="gated linear recurrence",
-                tokenizer="typed")
-def scan_typed(tokenizer, units: int = 4) -> keras.Model:
-    return gated_scan(tokenizer, units, gates="type", name="scan_typed")
+                variable_length=True, tokenizer="typed")
+def scan_typed(tokenizer, units: int = 4, gates: str = "type", multiplicative: bool = True,
+               name: str = "scan_typed") -> keras.Model:
+    """:func:`gated_scan` on the typed tokens, its gates reading the token types; the variants below
+    are presets of it."""
+    return gated_scan(tokenizer, units, gates=gates, multiplicative=multiplicative, name=name)
 
 
 OVERWRITE_LOGIT = 30.0  # sigmoid(30) rounds to 1 in float32; in the log-space scan the leak is e^-30 ~ 1e-13
@@ -106,6 +107,20 @@ def overwrite_and_solve(model: keras.Model, x_train, y_train) -> keras.Model:
     return solve_readout(overwrite_operator_gates(model), x_train, y_train)
 
 
+# The scan of scan_typed, finished after fitting by overwrite_and_solve (or only its readout solved).
+register_preset("scan_typed_solved", "scan_typed", label="Syntax-gated scan, operators overwrite + solved readout",
+                finish=overwrite_and_solve, arguments={"name": "scan_typed_solved"})
+register_preset("scan_typed_readout_solved", "scan_typed", label="Ablation: solved readout, operator gates as fitted",
+                finish=solve_readout, arguments={"name": "scan_typed_readout_solved"})
+# Ablations: the gates also read the value; the seed's numeric tokens; no multiplicative path.
+register_preset("scan_typed_value_gates", "scan_typed", label="Ablation: gates also read the value",
+                arguments={"gates": "all", "name": "scan_typed_value_gates"})
+register_preset("scan_numeric", "scan_typed", label="Ablation: the seed's numeric tokens", tokenizer="numeric",
+                arguments={"gates": "numeric", "name": "scan_numeric"})
+register_preset("scan_typed_additive", "scan_typed", label="Ablation: no multiplicative path",
+                arguments={"multiplicative": False, "name": "scan_typed_additive"})
+
+
 def readout_for_length(model: keras.Model, trained_length: int) -> keras.Model:
     """A scan rebuilt for a longer input (same weights) made to compute the function it learned at
     ``trained_length``: its answer is ``w * mean_t f_t + b`` over every position, padding included
@@ -123,39 +138,7 @@ def readout_for_length(model: keras.Model, trained_length: int) -> keras.Model:
     return model
 
 
-@register_model("scan_typed_solved", label="Syntax-gated scan, operators overwrite + solved readout",
-                family="gated linear recurrence", tokenizer="typed", finish=overwrite_and_solve)
-def scan_typed_solved(tokenizer, units: int = 4) -> keras.Model:
-    """The scan of :func:`scan_typed`, finished by :func:`overwrite_and_solve` after fitting."""
-    return gated_scan(tokenizer, units, gates="type", name="scan_typed_solved")
-
-
-@register_model("scan_typed_readout_solved", label="Ablation: solved readout, operator gates as fitted",
-                family="gated linear recurrence", tokenizer="typed", finish=solve_readout)
-def scan_typed_readout_solved(tokenizer, units: int = 4) -> keras.Model:
-    """The scan of :func:`scan_typed`, its readout set by :func:`solve_readout` after fitting."""
-    return gated_scan(tokenizer, units, gates="type", name="scan_typed_readout_solved")
-
-
-@register_model("scan_typed_value_gates", label="Ablation: gates also read the value", family="gated linear recurrence",
-                tokenizer="typed")
-def scan_typed_value_gates(tokenizer, units: int = 4) -> keras.Model:
-    return gated_scan(tokenizer, units, gates="all", name="scan_typed_value_gates")
-
-
-@register_model("scan_numeric", label="Ablation: the seed's numeric tokens", family="gated linear recurrence",
-                tokenizer="numeric")
-def scan_numeric(tokenizer, units: int = 4) -> keras.Model:
-    return gated_scan(tokenizer, units, gates="numeric", name="scan_numeric")
-
-
-@register_model("scan_typed_additive", label="Ablation: no multiplicative path", family="gated linear recurrence",
-                tokenizer="typed")
-def scan_typed_additive(tokenizer, units: int = 4) -> keras.Model:
-    return gated_scan(tokenizer, units, gates="type", multiplicative=False, name="scan_typed_additive")
-
-
-@register_model("lstm_typed", label="Keras LSTM(32) (typed tokens)", family="LSTM", tokenizer="typed")
+@register_model("lstm_typed", label="Keras LSTM(32) (typed tokens)", family="LSTM", variable_length=True, tokenizer="typed")
 def lstm_typed(tokenizer, units: int = 32) -> keras.Model:
     inputs = keras.Input((tokenizer.length, 4), name="tokens")
     hidden = keras.layers.LSTM(units, unroll=True, name="lstm")(inputs)  # unrolled: full-int8 export works

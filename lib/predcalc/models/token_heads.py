@@ -71,9 +71,8 @@ def numeric_sequence(tokenizer, mask_padding: bool):
     return inputs, x
 
 
-@register_model("lstm_tokens_reversed", label="LSTM 64 + digit readout (reversed digits)", family="RNN",
-                tokenizer="numeric", encode_targets=REVERSED.encode_targets,
-                predict_values=REVERSED.predict_values, loss=token_loss())
+@register_model("lstm_tokens_reversed", label="LSTM 64 + digit readout (reversed digits)", family="RNN", variable_length=True,
+                tokenizer="numeric", answer_format=REVERSED, loss=token_loss())
 def lstm_tokens_reversed(tokenizer, units: int = 64, readout_heads: int = 4, readout_ffn_units: int = 128,
                          mask_padding: bool = True) -> keras.Model:
     """An LSTM over the seed's numeric tokens, read out as sign and reversed digits."""

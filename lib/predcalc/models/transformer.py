@@ -32,8 +32,8 @@ from predcalc.layers.gated_value_sum import GatedValueSum
 from predcalc.layers.local_token_features import LocalTokenFeatures
 from predcalc.layers.sinusoidal_positional_encoding import SinusoidalPositionalEncoding
 from predcalc.layers.transformer_encoder_block import TransformerEncoderBlock
-from predcalc.models.registry import register_model
-from predcalc.models.token_heads import PLAIN, REVERSED, numeric_sequence, token_head, token_loss
+from predcalc.models.registry import Optimizer, register_model, register_preset
+from predcalc.models.token_heads import PLAIN, REVERSED, AnswerFormat, numeric_sequence, token_head, token_loss
 
 
 def encoder_stack(x, num_layers: int, num_heads: int, ffn_units: int, dropout: float = 0.0):
@@ -110,24 +110,19 @@ def seed_recipe_transformer(tokenizer, name: str, d_model: int, num_heads: int, 
                 family="transformer", tokenizer="numeric", seed_row="transformer4 (encoder, regression)",
                 optimizer="adamw_seed")
 def transformer4_seed(tokenizer, d_model: int = 32, num_heads: int = 8, num_layers: int = 3, ffn_units: int = 128,
-                      cls: bool = True, scale_embedding: bool = True) -> keras.Model:
+                      cls: bool = True, scale_embedding: bool = True, name: str = "transformer4_seed") -> keras.Model:
     """transformer4's size (38,209 parameters + none for the CLS token) with the seed's recipe."""
-    return seed_recipe_transformer(tokenizer, "transformer4_seed", d_model=d_model, num_heads=num_heads,
-                                   num_layers=num_layers, ffn_units=ffn_units, cls=cls,
-                                   scale_embedding=scale_embedding)
+    return seed_recipe_transformer(tokenizer, name, d_model=d_model, num_heads=num_heads, num_layers=num_layers,
+                                   ffn_units=ffn_units, cls=cls, scale_embedding=scale_embedding)
 
 
-@register_model("transformer5_seed", label="transformer5, the seed's recipe (CLS, 8 heads, AdamW seed schedule)",
-                family="transformer", tokenizer="numeric", seed_row="transformer5", optimizer="adamw_seed",
-                peak_learning_rate=2e-4)
-def transformer5_seed(tokenizer, d_model: int = 64, num_heads: int = 8, num_layers: int = 6, ffn_units: int = 512,
-                      cls: bool = True, scale_embedding: bool = True) -> keras.Model:
-    """transformer5's size (498,241 parameters) with the seed's recipe, peaking at 2e-4: the best of
-    25-epoch trials at 1.42e-3 to 5e-5 (``sweeps/transformer5_seed_peak.yaml``), as the seed's own
-    tuner chose its rate; at transformer4's 1.42e-3 a 200-epoch run collapsed to a constant."""
-    return seed_recipe_transformer(tokenizer, "transformer5_seed", d_model=d_model, num_heads=num_heads,
-                                   num_layers=num_layers, ffn_units=ffn_units, cls=cls,
-                                   scale_embedding=scale_embedding)
+# transformer5's size (498,241 parameters) with the seed's recipe, peaking at 2e-4: the best of
+# 25-epoch trials at 1.42e-3 to 5e-5 (sweeps/transformer5_seed_peak.yaml), as the seed's own tuner
+# chose its rate; at transformer4's 1.42e-3 a 200-epoch run collapsed to a constant.
+register_preset("transformer5_seed", "transformer4_seed",
+                label="transformer5, the seed's recipe (CLS, 8 heads, AdamW seed schedule)", seed_row="transformer5",
+                optimizer=Optimizer("adamw_seed", peak_learning_rate=2e-4),
+                arguments={"d_model": 64, "num_layers": 6, "ffn_units": 512, "name": "transformer5_seed"})
 
 
 @register_model("transformer4_gated", label="transformer4, the seed's recipe with a gated value readout",
@@ -166,34 +161,26 @@ def transformer4_local(tokenizer, d_model: int = 32, num_heads: int = 8, num_lay
     return keras.Model(inputs, outputs, name="transformer4_local_bounded" if squash_features else "transformer4_local")
 
 
-@register_model("transformer4_local_bounded",
+# transformer4_local with squash_features=True: its gates read tanh(x_t), bounded however large a
+# number is, while the gated sum still takes the raw x_t (38,274 parameters).
+register_preset("transformer4_local_bounded", "transformer4_local",
                 label="transformer4, local tanh-bounded token features, padding masked, gated readout",
-                family="transformer", tokenizer="numeric", seed_row="transformer4 (encoder, regression)",
-                optimizer="adamw_seed")
-def transformer4_local_bounded(tokenizer, **kwargs) -> keras.Model:
-    """transformer4_local with ``squash_features=True``: its gates read ``tanh(x_t)``, bounded
-    however large a number is, while the gated sum still takes the raw ``x_t`` (38,274 parameters)."""
-    return transformer4_local(tokenizer, squash_features=True, **kwargs)
+                arguments={"squash_features": True})
 
 
 @register_model("transformer4", label="transformer4 (3 x d32 encoder, regression)", family="transformer",
                 tokenizer="numeric", seed_row="transformer4 (encoder, regression)", optimizer="adamw_cosine")
 def transformer4(tokenizer, d_model: int = 32, num_heads: int = 4, num_layers: int = 3, ffn_units: int = 128,
-                 dropout: float = 0.0, mask_padding: bool = False) -> keras.Model:
+                 dropout: float = 0.0, mask_padding: bool = False, name: str = "transformer4") -> keras.Model:
     """The seed's transformer4 size: 38,209 parameters."""
-    return regression_transformer(tokenizer, "transformer4", d_model=d_model, num_heads=num_heads,
-                                  num_layers=num_layers, ffn_units=ffn_units, dropout=dropout,
-                                  mask_padding=mask_padding)
+    return regression_transformer(tokenizer, name, d_model=d_model, num_heads=num_heads, num_layers=num_layers,
+                                  ffn_units=ffn_units, dropout=dropout, mask_padding=mask_padding)
 
 
-@register_model("transformer5", label="transformer5 (6 x d64 encoder, regression)", family="transformer",
-                tokenizer="numeric", seed_row="transformer5", optimizer="adamw_cosine")
-def transformer5(tokenizer, d_model: int = 64, num_heads: int = 8, num_layers: int = 6, ffn_units: int = 512,
-                 dropout: float = 0.0, mask_padding: bool = False) -> keras.Model:
-    """The seed's transformer5 size: 498,241 parameters."""
-    return regression_transformer(tokenizer, "transformer5", d_model=d_model, num_heads=num_heads,
-                                  num_layers=num_layers, ffn_units=ffn_units, dropout=dropout,
-                                  mask_padding=mask_padding)
+# The seed's transformer5 size: 498,241 parameters.
+register_preset("transformer5", "transformer4", label="transformer5 (6 x d64 encoder, regression)",
+                seed_row="transformer5",
+                arguments={"d_model": 64, "num_heads": 8, "num_layers": 6, "ffn_units": 512, "name": "transformer5"})
 
 
 def token_transformer(tokenizer, answer_format, name: str, readout_heads: int, readout_ffn_units: int,
@@ -205,27 +192,21 @@ def token_transformer(tokenizer, answer_format, name: str, readout_heads: int, r
 
 
 @register_model("transformer_tokens", label="transformer4 encoder + digit readout", family="transformer",
-                tokenizer="numeric", encode_targets=PLAIN.encode_targets, predict_values=PLAIN.predict_values,
-                loss=token_loss(), optimizer="adamw_cosine")
+                tokenizer="numeric", answer_format=PLAIN, loss=token_loss(), optimizer="adamw_cosine")
 def transformer_tokens(tokenizer, d_model: int = 32, num_heads: int = 4, num_layers: int = 3, ffn_units: int = 128,
                        dropout: float = 0.0, mask_padding: bool = False, readout_heads: int = 4,
-                       readout_ffn_units: int = 128) -> keras.Model:
-    """The transformer4 encoder writing the answer as sign and digits, most significant first."""
-    return token_transformer(tokenizer, PLAIN, "transformer_tokens", readout_heads, readout_ffn_units,
-                             d_model=d_model, num_heads=num_heads, num_layers=num_layers, ffn_units=ffn_units,
-                             dropout=dropout, mask_padding=mask_padding)
+                       readout_ffn_units: int = 128, answer_format: AnswerFormat = PLAIN,
+                       name: str = "transformer_tokens") -> keras.Model:
+    """The transformer4 encoder writing the answer as sign and digits (most significant first)."""
+    return token_transformer(tokenizer, answer_format, name, readout_heads, readout_ffn_units, d_model=d_model,
+                             num_heads=num_heads, num_layers=num_layers, ffn_units=ffn_units, dropout=dropout,
+                             mask_padding=mask_padding)
 
 
-@register_model("transformer_tokens_reversed", label="transformer4 encoder + digit readout (reversed digits)",
-                family="transformer", tokenizer="numeric", encode_targets=REVERSED.encode_targets,
-                predict_values=REVERSED.predict_values, loss=token_loss(), optimizer="adamw_cosine")
-def transformer_tokens_reversed(tokenizer, d_model: int = 32, num_heads: int = 4, num_layers: int = 3,
-                                ffn_units: int = 128, dropout: float = 0.0, mask_padding: bool = False,
-                                readout_heads: int = 4, readout_ffn_units: int = 128) -> keras.Model:
-    """The transformer4 encoder writing the answer as sign and digits, least significant first."""
-    return token_transformer(tokenizer, REVERSED, "transformer_tokens_reversed", readout_heads,
-                             readout_ffn_units, d_model=d_model, num_heads=num_heads, num_layers=num_layers,
-                             ffn_units=ffn_units, dropout=dropout, mask_padding=mask_padding)
+# The same, least significant digit first.
+register_preset("transformer_tokens_reversed", "transformer_tokens",
+                label="transformer4 encoder + digit readout (reversed digits)", answer_format=REVERSED,
+                arguments={"answer_format": REVERSED, "name": "transformer_tokens_reversed"})
 
 
 ATTENTION_LAYERS = (TransformerEncoderBlock, DigitReadout)

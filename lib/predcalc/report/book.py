@@ -1,25 +1,33 @@
 """The report as a browsable book (``make book``, ``python -m predcalc.report.book``).
 
-Builds a static site with Sphinx, MyST-NB and the Sphinx Book Theme from what is already
-there: ``reports/findings.md`` (the plain-text source of the numbers, written by
-``predcalc report``), the executed notebooks in ``reports/runs/NAME/NAME.ipynb`` and the
-README. Nothing is executed. The pages are written into ``build/book_src/`` (with
-``book/conf.py`` and ``book/_static/``), the site into ``build/book/`` (``index.html`` at its
-root).
+Builds a static site with Sphinx, MyST-NB and the Sphinx Book Theme from the findings as data
+(:func:`predcalc.report.paper.build_document`) and the executed notebooks in
+``reports/runs/NAME/NAME.ipynb``. No rendered page is read back: every page takes its sections
+from the :class:`~predcalc.report.document.Document` by key (see :data:`PAGES`), so a renamed
+heading changes a title, never a page's content. Nothing is executed. The pages are written into
+``build/book_src/`` (with ``book/conf.py`` and ``book/_static/``), the site into ``build/book/``
+(``index.html`` at its root).
 
-Chapters: the question and the answer (``index``), the results split by question, one page per
-architecture notebook and per study notebook (a notebook without an executed copy falls back to
-its source in ``notebooks/``, with a note saying so), deployment, how to reproduce, and the
-findings page itself. Numbers are formatted for people on the way: percentages with one
-decimal, errors in plain notation (or ``4.2 × 10⁻⁷``), scores past a million marked unbounded.
+Pages: the question and the answer (``index``), the method, the results, what we learned and
+its limits, the appendix, deployment, one page per notebook (a notebook without an executed copy
+falls back to its source in ``notebooks/``, with a note saying so), and how to reproduce. The
+book's source mirrors ``reports/`` (notebook pages at ``runs/NAME/NAME.ipynb``), so the
+Document's links, written relative to ``reports/``, work unchanged. Numbers are formatted for
+people: percentages with one decimal (never rounded up to 100.0 % or down to 0.0 %), errors in
+plain notation (or ``4.2 × 10⁻⁷``), scores past a million marked unbounded. Every figure is
+shown at most :data:`MAX_SIDE` pixels on its longer side.
 """
 
 from __future__ import annotations
 
 import argparse
+import base64
 import dataclasses
+import importlib.util
+import io
 import json
 import math
+import os
 import re
 import shutil
 import subprocess
@@ -27,14 +35,23 @@ import sys
 import time
 from pathlib import Path
 
+import jinja2
+import nbformat
+import pandas as pd
+from PIL import Image
+
 from predcalc.paths import ROOT
+from predcalc.report.document import Bullets, Document, Figure, Section, Table, Text
+from predcalc.report.render import TEMPLATES, tidy
+from predcalc.report.tables import markdown_table, metric_cell, plain_cell
+from predcalc.training.runner import discover, source_of
 
 CONFIG = ROOT / "book"
 SOURCE = ROOT / "build" / "book_src"
 OUT = ROOT / "build" / "book"
 
-MATHJAX_CONFIG = "TeX-AMS-MML_HTMLorMML-full"
-WIDE_FIGURE = 900  # pixels: a notebook figure wider than the text column spans the margin too
+WIDE_FIGURE = 900  # pixels: a figure wider than the text column spans the margin too
+MAX_SIDE = 2400  # pixels: a larger figure is shown scaled down to this on its longer side
 UNBOUNDED = 1e6  # a benchmark score past this divides by an error at float32 precision
 
 # Notebooks 01-19 and 30 train architectures on the seed's protocol; the rest are studies.
@@ -42,14 +59,6 @@ ARCHITECTURE_PREFIXES = tuple(f"{i:02d}_" for i in range(1, 20)) + ("30_",)
 
 
 # --------------------------------------------------------------------------- numbers
-
-
-def _float(text: str) -> float | None:
-    text = text.strip().replace(",", "")
-    try:
-        return float(text)
-    except ValueError:
-        return None
 
 
 _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
@@ -64,15 +73,11 @@ def scientific(value: float, digits: int = 2) -> str:
     return f"{mantissa:.{digits - 1}f}\u00a0×\u00a010{str(exponent).translate(_SUPERSCRIPT)}"
 
 
-def number(value: float | str, digits: int = 3) -> str:
+def number(value: float, digits: int = 3) -> str:
     """An error or a ratio in plain notation with ``digits`` significant digits.
 
     ``0.0651``, ``2.47``, ``410``, ``3,447,000``; below 0.0001 ``4.2 × 10⁻⁷``."""
-    if isinstance(value, str):
-        parsed = _float(value)
-        if parsed is None:
-            return value.strip()
-        value = parsed
+    value = float(value)
     if not math.isfinite(value):
         return "∞" if value > 0 else ("−∞" if value < 0 else "n/a")
     if value == 0:
@@ -85,132 +90,87 @@ def number(value: float | str, digits: int = 3) -> str:
     return f"{value:.{decimals}f}"
 
 
-def percent(text: str, decimals: int = 1) -> str:
-    """``99.97 %`` -> ``100.0 %``; empty stays empty."""
-    value = _float(text.replace("%", ""))
-    return "" if value is None else f"{value:.{decimals}f}\u00a0%"
+def percent(fraction: float, decimals: int = 1) -> str:
+    """A share as a percentage: ``0.9951`` -> ``99.5 %``. A share short of 1 is never written
+    ``100.0 %`` and one above 0 never ``0.0 %``: it gets the decimals that tell them apart."""
+    value = 100 * float(fraction)
+    text = f"{value:.{decimals}f}"
+    while decimals < 4 and 0 < value < 100 and float(text) in (0.0, 100.0):
+        decimals += 1
+        text = f"{value:.{decimals}f}"
+    return f"{text}\u00a0%"
 
 
-def score(text: str) -> str:
-    """The seed's benchmark score: plain up to a million, past it ``unbounded``."""
-    value = _float(text)
-    if value is None:
-        return text.strip()
-    if value >= UNBOUNDED:
-        return "unbounded"
+def points(change: float) -> str:
+    """A change of a share in percentage points: ``-0.0012`` -> ``-0.1 pt``; ``0.0 pt`` when it
+    rounds to nothing."""
+    text = f"{100 * float(change):+.1f}"
+    return f"{'0.0' if float(text) == 0 else text}\u00a0pt"
+
+
+def score(value: float) -> str:
+    """The prior report's benchmark score: plain up to a million, past it ``unbounded``."""
+    return "unbounded" if float(value) >= UNBOUNDED else number(value)
+
+
+def p_value(value: float) -> str:
+    return "< 0.001" if float(value) < 0.001 else number(value, 2)
+
+
+def cell(value, column: str) -> str:
+    """One table cell for a reader, by what its column holds: shares in %, counts with separators,
+    errors in plain notation. Text stays as it is."""
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    if isinstance(value, str):
+        return value
+    if isinstance(value, bool) or type(value).__name__ == "bool_":
+        return "yes" if value else "no"
+    name = column.strip().lower()
+    if name.startswith("acc change"):
+        return points(value)
+    if name.startswith("acc"):
+        return percent(value)
+    if name == "score":
+        return score(value)
+    if name == "p":
+        return p_value(value)
+    if isinstance(value, int) or type(value).__name__.startswith("int") or name in ("params", "trainable params"):
+        return f"{int(value):,}"
     return number(value)
 
 
-def p_value(text: str) -> str:
-    value = _float(text)
-    if value is None:
-        return text.strip()
-    return "< 0.001" if value < 0.001 else number(value, 2)
+def table_markdown(table: Table) -> str:
+    """A Document table in the book: the book's :func:`cell` where the table uses the default
+    metric format, the table's own ``cell`` where its author chose another."""
+    return markdown_table(table.frame, cell if table.cell is metric_cell else table.cell)
 
 
-_SCI = re.compile(r"(?<![\w.])(-?\d+(?:\.\d+)?e[+-]?\d+)(?![\w.])")
-_PCT2 = re.compile(r"(?<![\w.])(\d+\.\d\d) %")
+# --------------------------------------------------------------------------- figures
 
 
-def prose(text: str) -> str:
-    """Numbers inside a sentence: ``100.00 %`` -> ``100.0 %``, ``1.06e-06`` -> ``1.1 × 10⁻⁶``."""
-    text = _PCT2.sub(lambda m: f"{float(m.group(1)):.1f}\u00a0%", text)
-    return _SCI.sub(lambda m: number(float(m.group(1))), text)
+def png_size(data: bytes) -> tuple[int, int]:
+    """(width, height) of a PNG, from its header; (0, 0) for anything else."""
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        return 0, 0
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
 
 
-def cell(column: str, text: str) -> str:
-    """One table cell, formatted by what its column holds."""
-    name = column.strip().lower()
-    if not text.strip():
-        return ""
-    if name == "score":
-        return score(text)
-    if name == "p":
-        return p_value(text)
-    if text.strip().endswith("%") and _float(text.replace("%", "")) is not None:
-        return percent(text)
-    if _SCI.fullmatch(text.strip()):
-        return number(text)
-    return prose(text.strip())
+def fit(data: bytes, side: int = MAX_SIDE) -> bytes:
+    """The PNG as it is when its longer side is at most ``side`` pixels, else scaled down to it."""
+    width, height = png_size(data)
+    if max(width, height) <= side:
+        return data
+
+    image = Image.open(io.BytesIO(data))
+    scale = side / max(width, height)
+    image = image.resize((max(1, round(width * scale)), max(1, round(height * scale))), Image.LANCZOS)
+    out = io.BytesIO()
+    image.save(out, format="PNG", optimize=True)
+    return out.getvalue()
 
 
-# --------------------------------------------------------------------------- findings.md
-
-
-@dataclasses.dataclass
-class Section:
-    level: int
-    title: str
-    lines: list[str]
-
-
-@dataclasses.dataclass
-class Table:
-    header: list[str]
-    rows: list[list[str]]
-
-    def column(self, name: str) -> int:
-        return self.header.index(name)
-
-    def records(self) -> list[dict[str, str]]:
-        return [dict(zip(self.header, row)) for row in self.rows]
-
-
-def sections(text: str) -> list[Section]:
-    """The markdown split at every heading (the text before the first one is dropped)."""
-    found: list[Section] = []
-    fence = False
-    for line in text.splitlines():
-        if line.startswith("```"):
-            fence = not fence
-        match = None if fence else re.match(r"^(#{1,6}) (.*)$", line)
-        if match:
-            found.append(Section(len(match.group(1)), match.group(2).strip(), []))
-        elif found:
-            found[-1].lines.append(line)
-    return found
-
-
-def find(found: list[Section], prefix: str) -> Section | None:
-    return next((s for s in found if s.title.startswith(prefix)), None)
-
-
-def _split_row(line: str) -> list[str]:
-    return [c.strip() for c in line.strip().strip("|").split(" | ")]
-
-
-def tables(lines: list[str]) -> list[Table]:
-    out, block = [], []
-    for line in lines + [""]:
-        if line.startswith("|"):
-            block.append(line)
-            continue
-        if len(block) >= 2:
-            header = _split_row(block[0])
-            rows = [_split_row(b) for b in block[2:]]
-            out.append(Table(header, [r + [""] * (len(header) - len(r)) for r in rows]))
-        block = []
-    return out
-
-
-def paragraphs(lines: list[str]) -> list[str]:
-    """The lines that are neither table rows nor images."""
-    return [line for line in lines if not line.startswith("|") and not line.lstrip().startswith("![")]
-
-
-def markdown_table(header: list[str], rows: list[list[str]], right: set[int] | None = None) -> str:
-    right = set(range(1, len(header))) if right is None else right
-    rule = ["---:" if i in right else "---" for i in range(len(header))]
-    body = [header, rule] + rows
-    return "\n".join("| " + " | ".join(c.replace("|", "\\|") for c in row) + " |" for row in body)
-
-
-def notebook_of(source: str) -> str:
-    """``03_lstm (full, 5 seeds; ...)`` -> ``03_lstm``."""
-    return source.split(" ")[0]
-
-
-# --------------------------------------------------------------------------- pages
+# --------------------------------------------------------------------------- notebooks
 
 
 @dataclasses.dataclass
@@ -223,46 +183,26 @@ class Notebook:
 
     @property
     def doc(self) -> str:
-        return f"notebooks/{self.name}"
+        """The page's name in the book: where the notebook sits under ``reports/``."""
+        return f"runs/{self.name}/{self.name}"
+
+    @property
+    def profile(self) -> str:
+        """The profile it ran at (``full``), without the parameters a run overrode."""
+        return str(self.run.get("profile") or "").split(" with ")[0]
 
     @property
     def architecture(self) -> bool:
         return self.name.startswith(ARCHITECTURE_PREFIXES)
 
 
-def _png_width(output: dict) -> int:
-    """The pixel width of an output's PNG (0 when it has none)."""
-    import base64
-
-    data = output.get("data", {}).get("image/png")
-    if not data:
-        return 0
-    head = base64.b64decode("".join(data)[:64])
-    return int.from_bytes(head[16:20], "big") if head[:8] == b"\x89PNG\r\n\x1a\n" else 0
-
-
-def _question(path: Path) -> str:
-    """The notebook's ``**Question.**`` paragraph, without the label."""
-    notebook = json.loads(path.read_text())
-    for c in notebook["cells"]:
-        if c["cell_type"] == "markdown":
-            paragraphs = "".join(c["source"]).split("\n\n")
-            start = next((i for i, p in enumerate(paragraphs) if p.startswith("**Question.**")), None)
-            if start is None:
-                continue
-            kept = []  # up to the paragraph that asks, leaving out display formulas
-            for paragraph in paragraphs[start:start + 4]:
-                if not paragraph.lstrip().startswith("$$"):
-                    kept.append(" ".join(paragraph.split()))
-                if paragraph.rstrip().endswith("?"):
-                    break
-            return " ".join(kept).removeprefix("**Question.**").strip()
-    return ""
+def _cells(path: Path) -> list[dict]:
+    return json.loads(path.read_text())["cells"]
 
 
 def _title(path: Path) -> str:
-    notebook = json.loads(path.read_text())
-    for c in notebook["cells"]:
+    """The notebook's ``# `` heading (its first markdown cell names it)."""
+    for c in _cells(path):
         if c["cell_type"] == "markdown":
             for line in "".join(c["source"]).splitlines():
                 if line.startswith("# "):
@@ -270,410 +210,293 @@ def _title(path: Path) -> str:
     return path.stem
 
 
+def _question(path: Path) -> str:
+    """The notebook's ``**Question.**`` paragraph, without the label and display formulas."""
+    for c in _cells(path):
+        if c["cell_type"] != "markdown":
+            continue
+        paragraphs = "".join(c["source"]).split("\n\n")
+        start = next((i for i, p in enumerate(paragraphs) if p.startswith("**Question.**")), None)
+        if start is None:
+            continue
+        kept = []
+        for paragraph in paragraphs[start:start + 4]:
+            if not paragraph.lstrip().startswith("$$"):
+                kept.append(" ".join(paragraph.split()))
+            if paragraph.rstrip().endswith("?"):
+                break
+        return " ".join(kept).removeprefix("**Question.**").strip()
+    return ""
+
+
 def notebooks(root: Path = ROOT) -> list[Notebook]:
     """Every notebook in ``notebooks/``, paired with its executed copy when there is one."""
-    from predcalc.training.runner import ALIASES, discover
 
     found = []
     for listed in discover(directory=root / "notebooks"):
         name = listed.stem  # an alias (03_lstm) runs its template (03_gated_rnn) under its own name
-        source = listed if listed.exists() else listed.with_name(f"{ALIASES[name][0]}.ipynb")
         executed = root / "reports" / "runs" / name / f"{name}.ipynb"
-        path = executed if executed.exists() else source
+        path = executed if executed.exists() else source_of(listed)[0]
         run_json = executed.parent / "run.json"
         run = json.loads(run_json.read_text()) if run_json.exists() else {}
         found.append(Notebook(name, path, executed.exists(), _title(path), run))
     return found
 
 
-def _link(notebook: Notebook, text: str | None = None) -> str:
-    return f"[{text or notebook.title}]({notebook.doc}.ipynb)"
-
-
-def _toctree(docs: list[str], caption: str | None = None) -> list[str]:
-    return ["```{toctree}", ":hidden:", *([f":caption: {caption}"] if caption else []), "", *docs, "```", ""]
-
-
 def _short_title(notebook: Notebook) -> str:
     """``03 · LSTM: ...`` -> ``LSTM: ...`` (the number is in the contents already)."""
-    return re.sub(r"^\d\d\s*·\s*", "", notebook.title)
+    head, dot, rest = notebook.title.partition("·")
+    return rest.strip() if dot and head.strip().isdigit() else notebook.title
+
+
+# --------------------------------------------------------------------------- pages
+
+
+@dataclasses.dataclass(frozen=True)
+class Page:
+    """A page of the book: the Document sections it shows, by key, in order. With a ``title`` the
+    sections sit under it at level 2; without one a single section is the page, headed by its own
+    title."""
+
+    name: str
+    keys: tuple[str, ...]
+    about: str  # what a reader finds there, for the index's "How to read it"
+    title: str = ""
+
+
+PAGES = (
+    Page("method", ("method",), "the protocol, the models (what each is, its size, whether it is trained, "
+         "memorised or code), how the scan, the gated readout and the calculator work, and which probe "
+         "chose which variant."),
+    Page("results", ("results",), "the summary figure, the held-out edge suite over 5 seeds, the scoreboard "
+         "against the published rows, and the calculator."),
+    Page("learned", ("learned", "limitations"), "what the runs show, and what they do not.",
+         title="What we learned, and its limits"),
+    Page("appendix", ("appendix.all_models", "appendix.seed_way", "appendix.recipe", "appendix.stability",
+                      "appendix.development_edges"),
+         "every model's numbers, the prior report's way of scoring, the training recipe, stability and the "
+         "development edges.", title="Appendix: every model and protocol"),
+    Page("calculator", ("appendix.calculator",), "the learned calculator in detail."),
+    Page("llm", ("appendix.llm",), "fine-tuned language models on the same task."),
+    Page("deployment", ("appendix.export", "appendix.bench"), "the exported files, their agreement with "
+         "Keras, and their speed.", title="Deployment"),
+)
+MAIN_PAGES = ("method", "results", "learned")  # the report's body; the rest is its appendix
+STUDIES = "appendix.studies"  # its subsections open their notebooks' pages
+RUNS_KEY = "appendix.runs"  # on the page that says how to reproduce every run
+
+
+def _environment(base: str, figures: dict[Path, tuple[str, bool]]) -> jinja2.Environment:
+    """The templates beside :mod:`predcalc.report.render` with the book's filters, for a page in
+    the folder ``base`` of the book's source; ``figures`` maps a figure file to its copy there
+    and whether it is wider than the text column."""
+    environment = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=False,
+                                     keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+    environment.filters["table"] = table_markdown
+    environment.filters["figure_path"] = lambda path: Path(os.path.relpath(figures[Path(path)][0],
+                                                                           base or ".")).as_posix()
+    environment.tests["wide"] = lambda path: figures[Path(path)][1]
+    return environment
+
+
+_LINK = re.compile(r"(?<=\]\()(?![a-z][a-z0-9+.-]*:|#|/)([^)\s]+)(?=\))")
+
+
+def rebase(text: str, base: str) -> str:
+    """Inline links written relative to ``reports/`` (as the Document writes them), made relative
+    to the folder ``base`` of the book's source that a page sits in."""
+    if not base:
+        return text
+    return _LINK.sub(lambda m: Path(os.path.relpath(m.group(1), base)).as_posix(), text)
+
+
+EXPORT_COLUMNS = {"model", "format", "KB", "acc change in", "acc change out", "acc change long", "verdict"}
+
+
+def export_grid(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
+    """The export table as a model x format grid, each cell the file's size and its largest loss
+    of exact accuracy against Keras (worst test set), and why each unsuitable kind of file is."""
+    cells, why = {}, {}
+    for row in frame.to_dict("records"):
+        changes = [row[f"acc change {t}"] for t in ("in", "out", "long")]
+        changes = [c for c in changes if c is not None and math.isfinite(c)]
+        parts = ([f"{number(row['KB'])}\u00a0KB"] if row["KB"] is not None and math.isfinite(row["KB"]) else []) + \
+            ([points(min(changes))] if changes else [])
+        text = ", ".join(parts) or "no file"
+        if row["verdict"] != "use":
+            text += f" ({row['verdict']})"
+            why.setdefault(row.get("why") or row["verdict"], []).append(f"{row['model']} {row['format']}")
+        cells.setdefault(row["model"], {})[row["format"]] = text
+    formats = list(dict.fromkeys(frame["format"]))
+    grid = pd.DataFrame([{"model": model, **{f: by.get(f, "") for f in formats}} for model, by in cells.items()])
+    notes = [f"{reason} ({len(files)} {'file' if len(files) == 1 else 'files'})" for reason, files in why.items()]
+    return grid, notes
+
+
+def book_view(section: Section) -> Section:
+    """A section as the book shows it: the export table (one row per file) as a model x format
+    grid; everything else as it is."""
+    if section.key != "appendix.export":
+        return section
+    blocks = []
+    for block in section.blocks:
+        if isinstance(block, Table) and EXPORT_COLUMNS <= set(block.frame.columns) and not block.frame.empty:
+            grid, notes = export_grid(block.frame)
+            blocks += [Text("Each cell: the file's size and its largest loss of exact accuracy against Keras "
+                            "(percentage points, worst of the in-range, out-of-range and long test sets). The "
+                            "file-by-file table, with each file's largest difference from Keras, is in "
+                            "`reports/findings.md`."), Table(grid, cell=plain_cell)]
+            if notes:
+                blocks += [Text("Why a file is not to be used:"), Bullets(notes)]
+        else:
+            blocks.append(block)
+    return dataclasses.replace(section, blocks=blocks)
+
+
+def rebased(section: Section, base: str) -> Section:
+    """A copy of ``section`` whose text, bullets and table cells link from ``base``."""
+
+    def block(b):
+        if isinstance(b, Text):
+            return Text(rebase(b.text, base))
+        if isinstance(b, Bullets):
+            return Bullets([rebase(item, base) for item in b.items])
+        if isinstance(b, Table):
+            frame = b.frame.map(lambda v: rebase(v, base) if isinstance(v, str) else v)
+            return dataclasses.replace(b, frame=frame, caption=rebase(b.caption, base))
+        return b
+
+    return dataclasses.replace(section, blocks=[block(b) for b in section.blocks],
+                               subsections=[rebased(s, base) for s in section.subsections])
 
 
 class Book:
-    """Writes the pages of the book from the findings, the README and the notebooks."""
+    """Writes the pages of the book from the findings Document and the notebooks."""
 
-    def __init__(self, root: Path = ROOT):
+    def __init__(self, doc: Document, root: Path = ROOT):
+        self.doc = doc
         self.root = root
-        self.findings_text = (root / "reports" / "findings.md").read_text()
-        self.findings = sections(self.findings_text)
-        self.readme = sections((root / "README.md").read_text())
+        self.reports = root / "reports"
         self.notebooks = notebooks(root)
         self.by_name = {n.name: n for n in self.notebooks}
-        results = find(self.findings, "Results")
-        self.results = tables(results.lines)[0] if results else Table([], [])
-        general = find(self.findings, "What generalises")
-        self.general = tables(general.lines)[0] if general and tables(general.lines) else Table([], [])
+        self.figures: dict[Path, tuple[str, bool]] = {}  # figure -> its copy in the book, wide or not
+        self.rows = doc.facts.get("rows_by_notebook", {})
 
-    # ---- helpers
+    # ---- which section goes where
 
-    def _readme(self, title: str) -> str:
-        section = find(self.readme, title)
-        return self._relink("\n".join(section.lines).strip()) if section else ""
+    def _sections(self, keys) -> list[Section]:
+        return [s for s in (self.doc.get(k) for k in keys) if s is not None]
 
-    def _relink(self, text: str) -> str:
-        """Links into the repository: the findings and notebooks go to their pages, others become paths."""
+    def notebook_studies(self, name: str) -> list[Section]:
+        """The study sections about notebook ``name`` (they open its page)."""
+        studies = self.doc.get(STUDIES)
+        return [s for s in (studies.subsections if studies else []) if self._study_notebook(s) == name]
 
-        def replace(match):
-            label, target = match.group(1), match.group(2)
-            if re.match(r"^[a-z]+:", target) or target.startswith("#"):
-                return match.group(0)
-            name = Path(target).stem
-            if target.endswith("findings.md"):
-                return f"[{label}](findings.md)"
-            if target.endswith(".ipynb") and name in self.by_name:
-                return f"[{label}]({self.by_name[name].doc}.ipynb)"
-            return label if label.startswith("`") else f"{label} (`{target}`)"
+    def _study_notebook(self, section: Section) -> str:
+        name = section.notebooks[0] if section.notebooks else section.key.removeprefix(STUDIES + ".")
+        return name if name in self.by_name else ""
 
-        return re.sub(r"(?<!!)\[([^\]]+)\]\(([^)\s]+)\)", replace, text)
-
-    def _model_link(self, model: str, name: str) -> str:
-        return f"[{model}]({self.by_name[name].doc}.ipynb)" if name in self.by_name else model
-
-    def _results(self) -> list[dict]:
-        """The results rows, each with ``notebook``: the one that trained it (or its model's)."""
-        rows, current = [], ""
-        for record in self.results.records():
-            if record["source"] != "seed (published)":
-                current = notebook_of(record["source"])
-            rows.append({**record, "notebook": current})
-        return rows
-
-    def _result_model(self, r: dict) -> str:
-        if r["source"] == "seed (published)":
-            return f"{r['model']} <small>(seed, published)</small>"
-        return self._model_link(r["model"], r["notebook"])
-
-    def _notebook_rows(self, name: str) -> list[list[str]]:
-        """The results rows a notebook trained (published seed rows stay with their model)."""
-        rows, current = [], None
-        for record in self.results.records():
-            source = record["source"]
-            if source != "seed (published)":
-                current = notebook_of(source)
-            if current == name:
-                rows.append(record)
-        return rows
-
-    # ---- chapters
-
-    def index(self) -> str:
-        question = find(self.findings, "Question")
-        answer = find(self.findings, "Answer")
-        architectures = [n for n in self.notebooks if n.architecture]
-        studies = [n for n in self.notebooks if not n.architecture]
-        lines = [
-            "# The question and the answer", "",
-            "A neural network reads an arithmetic expression (`3 - -2 + 4`) and predicts its value. "
-            "This book is the research report of *predcalc*: the findings and every executed notebook "
-            "(Keras 3), published together. The numbers come from `reports/findings.md`, which "
-            "`predcalc report` writes from the runs' `metrics.json`; each notebook page is the "
-            "executed copy in `reports/runs/`, shown as it ran (nothing is re-run to build the book).", "",
-            "## The question", "",
-            *(prose(line) for line in question.lines if line.strip()), "",
-            "## The answer", "",
-            *(prose(line) for line in answer.lines), "",
-            "## How to read it", "",
-            "- [Results, question by question](results.md): exact accuracy in range, out of range and on "
-            "long expressions; the size of the errors; the seed's benchmark score; why the winner "
-            "generalises; fine-tuned language models; threats to validity.",
-            f"- [Architectures](architectures.md): one chapter per architecture notebook "
-            f"({len(architectures)}), each opening with its numbers from the findings.",
-            f"- [Studies](studies.md): {len(studies)} studies (backpropagation by hand, vanishing "
-            "gradients, parallel scans, time series, explanations, the extended suites).",
-            "- [Deployment](deployment.md): the exported artifacts, their agreement with Keras, and "
-            "their speed.",
-            "- [How to reproduce](reproduce.md): the commands that rebuild every number here.",
-            "- [The findings page](findings.md): `findings.md` in one page, the plain-text source of "
-            "every number.", "",
-        ]
-        lines += _toctree(["results", "architectures", "studies", "deployment", "reproduce", "findings"],
-                          caption="Chapters")
-        return "\n".join(lines)
-
-    def results_page(self) -> str:
-        lines = ["# Results, question by question", "",
-                 "The tables of `findings.md`, one per question. Means over seeds; rows marked "
-                 "*seed (published)* are the seed's own numbers. Percentages are exact accuracy: a "
-                 "prediction counts when it rounds to the true value.", ""]
-        protocol = find(self.findings, "Protocol")
-        if protocol:
-            first = next((line for line in protocol.lines if line.strip()), "")
-            lines += ["```{admonition} The protocol", prose(first), "```", ""]
-        lines += self._exact_where() + self._errors() + self._scores() + self._why()
-        lines += self._language_models() + self._threats()
-        return "\n".join(lines)
-
-    def _exact_where(self) -> list[str]:
-        if not self.general.rows:
-            return []
-        section = find(self.findings, "What generalises")
-        intro = next((line for line in section.lines if line.strip()), "")
-        rows = []
-        for r in self.general.records():
-            nb = notebook_of(r["source"])
-
-            def with_ci(t):
-                ci = r.get(f"95 % CI {t}", "").replace(" to ", "–").replace(" %", "")
-                return f"{percent(r[f'acc {t}'])}<br><small>{ci}</small>" if ci else percent(r[f"acc {t}"])
-
-            rows.append([self._model_link(r["model"], nb), r["params"], with_ci("in"), with_ci("out"),
-                         with_ci("long"), number(r.get("train s (max)", ""))])
-        summary = [prose(line) for line in paragraphs(section.lines)
-                   if line.startswith("Best out of range")]
-        return ["## Which model is exact, and where?", "", prose(intro) + " Under each accuracy, its 95 % "
-                "confidence interval over seeds.", "",
-                markdown_table(["model", "parameters", "in range", "out of range", "long",
-                                "training s (slowest seed)"], rows), "",
-                *summary, ""]
-
-    def _errors(self) -> list[str]:
-        rows = [[self._result_model(r), r["params"], number(r["MAE in"]), number(r["MAE out"]),
-                 number(r["MAE long"]), number(r["MRE in"]), number(r["MRE out"])] for r in self._results()]
-        figure = ("::::{container} full-width\n:::{figure} figures/mae_by_test_set.png\n:alt: mean absolute error "
-                  "per model and test set\n:width: 100%\n\nMean absolute error per test set (log scale), models "
-                  "sorted by their error out of range; hollow markers are the seed's published numbers.\n:::\n::::")
-        return ["## How large are the errors?", "",
-                "Mean absolute error (MAE) and mean relative error (MRE) per test set. Errors below "
-                "0.0001 are written as powers of ten.", "", figure, "",
-                markdown_table(["model", "parameters", "MAE in", "MAE out", "MAE long",
-                                "MRE in", "MRE out"], rows), ""]
-
-    def _scores(self) -> list[str]:
-        if "score" not in self.results.header:
-            return []
-        rows = [[self._result_model(r), r["params"], score(r["score"]), p_value(r["p"]),
-                 number(r.get("epochs", ""))] for r in self._results()]
-        return ["## Does it beat the seed's benchmark?", "",
-                "The seed's benchmark score against the baseline FNN trained here (1 = as good as the "
-                "baseline; higher is better) and the p-value of the two-sided t-test of log(score) over "
-                "seeds. The score divides by the model's error, so once that error reaches float32 "
-                "precision it grows without bound: scores past a million are marked *unbounded*. "
-                "Compare scores within this report only: the published ones used the seed's own "
-                "baseline.", "",
-                markdown_table(["model", "parameters", "score", "p", "epochs (mean)"], rows), ""]
-
-    def _why(self) -> list[str]:
-        section = find(self.findings, "What generalises")
-        if not section:
-            return []
-        text = paragraphs(section.lines)
-        start = next((i for i, line in enumerate(text) if line.startswith("Why")), None)
-        if start is None:
-            return []
-        return ["## Why does the syntax-gated scan generalise?", "",
-                *(prose(line) for line in text[start:]), ""]
-
-    def _language_models(self) -> list[str]:
-        section = find(self.findings, "Fine-tuned language models")
-        if not section or not tables(section.lines):
-            return []
-        table = tables(section.lines)[0]
-        rows = [[cell(h, c) for h, c in zip(table.header, row)] for row in table.rows]
-        link = (f" The pipeline is in {_link(self.by_name['07_gemma_finetune'])}."
-                if "07_gemma_finetune" in self.by_name else "")
-        return ["## Can a fine-tuned language model do it?", "", markdown_table(table.header, rows), "",
-                *(prose(line) for line in paragraphs(section.lines) if line.strip()), link.strip(), ""]
-
-    def _threats(self) -> list[str]:
-        section = find(self.findings, "Threats to validity")
-        return ["## Threats to validity", "", *(prose(line) for line in section.lines), ""] if section else []
-
-    def _notebook_table(self, names: list[str]) -> str:
-        rows = []
-        for name in names:
-            nb = self.by_name[name]
-            models = [r for r in self._notebook_rows(name) if r["source"] != "seed (published)"]
-            best = max(models, key=lambda r: _float(r["acc out"].replace("%", "")) or 0, default=None)
-            exact = [percent(best[f"acc {t}"]) for t in ("in", "out", "long")] if best else ["", "", ""]
-            rows.append([_link(nb, _short_title(nb)), str(len(models)) if models else "",
-                         best["model"] if best else "fine-tuned language models: see the chapter", *exact])
-        return markdown_table(["chapter", "models", "best out of range", "exact in", "exact out", "exact long"],
-                              rows, right={1, 3, 4, 5})
-
-    def architectures_page(self) -> str:
-        names = [n.name for n in self.notebooks if n.architecture]
-        return "\n".join([
-            "# Architectures", "",
-            "One chapter per architecture notebook, each the executed copy from `reports/runs/`. Every "
-            "chapter opens with its rows of the findings; the code is folded where it is setup "
-            "(*Show code* opens it).", "",
-            self._notebook_table(names), "", *_toctree([self.by_name[n].doc for n in names])])
-
-    def studies_page(self) -> str:
-        lines = ["# Studies", "",
-                 "Questions beside the main comparison, one notebook each (executed copies from "
-                 "`reports/runs/`).", ""]
-        for nb in self.notebooks:
-            if nb.architecture:
+    def pages(self) -> list[Page]:
+        """The pages with at least one section; a top-level section no page names gets a page of
+        its own (main part) or joins the appendix page, so none is left out."""
+        claimed = {k for page in PAGES for k in page.keys} | {"question", "answer", STUDIES, RUNS_KEY}
+        pages = [p for p in PAGES if self._sections(p.keys)]
+        for section in self.doc.sections:
+            if section.key in claimed:
                 continue
-            question = _question(nb.path)
-            lines += [f"- {_link(nb)}" + (f". {question}" if question else ""), ""]
-        return "\n".join(lines + _toctree([n.doc for n in self.notebooks if not n.architecture]))
-
-    def _study_section(self, name: str) -> Section | None:
-        return next((s for s in self.findings if s.level == 3 and f"({name}" in s.title), None)
-
-    def deployment_page(self) -> str:
-        lines = ["# Deployment", "",
-                 "Every trained model is exported (SavedModel, LiteRT float32 / float16 / int8, ONNX) and "
-                 "checked against Keras on every test set; `predcalc bench` times each runtime.", ""]
-        export = find(self.findings, "Export")
-        if export and tables(export.lines):
-            lines += self._export_pivot(tables(export.lines)[0])
-        bench = find(self.findings, "Deployment")
-        if bench and tables(bench.lines):
-            lines += ["## Speed", "", *(prose(line) for line in paragraphs(bench.lines) if line.strip()), "",
-                      *self._bench_pivot(tables(bench.lines)[0])]
-        for title in ("The calculator", "Deploy on a Jetson"):
-            text = self._readme(title)
-            if text:
-                lines += [f"## {title}", "", text, ""]
-        return "\n".join(lines)
-
-    def _export_pivot(self, table: Table) -> list[str]:
-        formats = list(dict.fromkeys(r["format"] for r in table.records()))
-        cells, failures = {}, []
-        for r in table.records():
-            key = (r["model"], r["format"])
-            if key in cells:  # the same model exported by a second notebook (e.g. 08_min_rnn's GRU)
-                continue
-            if r.get("error"):
-                failures.append(f"- {r['model']}, {r['format']}: {r['error'][:160]}")
-                cells[key] = f"failed ({len(failures)})"
-                continue
-            changes = [_float(r[f"acc change {t}"].replace("pt", "")) for t in ("in", "out", "long")]
-            worst = min((c for c in changes if c is not None), default=0.0)
-            cells[key] = f"{r['KB']} KB, {worst:+.1f} pt" if r.get("KB") else f"{worst:+.1f} pt"
-        models = list(dict.fromkeys(m for m, _ in cells))
-        rows = [[m] + [cells.get((m, f), "") for f in formats] for m in models]
-        return ["## Export: size and accuracy against Keras", "",
-                "Each cell: the artifact's size and its largest loss of exact accuracy (percentage "
-                "points, worst of the in-range, out-of-range and long test sets) against the Keras model "
-                "(first seed). Full-integer int8 quantises the input and output too, which the "
-                "regression models do not survive.", "",
-                markdown_table(["model"] + formats, rows), "",
-                "Failed exports:", "", *failures, ""]
-
-    def _bench_pivot(self, table: Table) -> list[str]:
-        runtimes = list(dict.fromkeys(r["runtime"] for r in table.records()))
-        latency, throughput = {}, {}
-        for r in table.records():
-            latency.setdefault((r["model"], r["runtime"]), number(r["median µs"]))
-            throughput.setdefault((r["model"], r["runtime"]), r["expr/s"])
-        models = list(dict.fromkeys(m for m, _ in latency))
-        rows = [[m] + [latency.get((m, rt), "") for rt in runtimes] for m in models]
-        rows2 = [[m] + [throughput.get((m, rt), "") for rt in runtimes] for m in models]
-        return ["### Latency of one expression (median µs)", "", markdown_table(["model"] + runtimes, rows), "",
-                "### Throughput (expressions per second, tokeniser included)", "",
-                markdown_table(["model"] + runtimes, rows2), ""]
-
-    def reproduce_page(self) -> str:
-        lines = ["# How to reproduce", ""]
-        for title, heading in (("Two commands", "Two commands"), ("Reproducibility", "Seeds and determinism"),
-                               ("Mass training", "Mass training")):
-            text = self._readme(title)
-            if text:
-                lines += [f"## {heading}", "", text, ""]
-        lines += ["## This book", "",
-                  "```bash\nmake book            # build/book/index.html from reports/ (no notebook is re-run)\n"
-                  "make report book     # run every notebook first, then rebuild the findings and the book\n```",
-                  "", "## Every run", "",
-                  "The executed notebooks behind every page, with the command that reruns each.", ""]
-        rows = []
-        for nb in self.notebooks:
-            profile = nb.run.get("profile", "")
-            command = f"`predcalc run --profile {profile or 'full'} --only {nb.name}`"
-            seconds = f"{nb.run['seconds']:,.0f}" if nb.run.get("seconds") is not None else ""
-            finished = nb.run.get("finished", "")[:10]
-            state = profile if nb.executed else "not executed yet"
-            rows.append([_link(nb, nb.name), state, seconds, finished, command])
-        lines += [markdown_table(["notebook", "profile", "seconds", "finished", "command"], rows, right={2}), ""]
-        return "\n".join(lines)
-
-    def findings_page(self) -> str:
-        """``findings.md`` whole, tables and numbers formatted, links and figures pointed into the book."""
-        out, table = [], []
-        lines = self.findings_text.splitlines()
-        for line in lines + [""]:
-            if line.startswith("|"):
-                table.append(line)
-                continue
-            if table:
-                parsed = tables(table)
-                if parsed:
-                    t = parsed[0]
-                    out.append(markdown_table(t.header, [[cell(h, c) for h, c in zip(t.header, row)]
-                                                         for row in t.rows], right=set()))
+            if section.part == "main":
+                pages.insert(len([p for p in pages if p.name in MAIN_PAGES]),
+                             Page(section.key.replace(".", "-"), (section.key,), section.title + "."))
+            else:
+                appendix = next((i for i, p in enumerate(pages) if p.name == "appendix"), None)
+                if appendix is None:
+                    pages.append(Page("appendix", (section.key,), "the rest of the evidence.",
+                                      title="Appendix"))
                 else:
-                    out += table
-                table = []
-            if line.startswith("# Findings"):
-                out.append("# The findings page")
-                out.append("")
-                out.append("`reports/findings.md` as `predcalc report` wrote it, with its numbers formatted "
-                           "for reading. The chapters split it by question.")
-                continue
-            line = re.sub(r"\]\(runs/([^/)]+)/[^/)]+\.ipynb\)",
-                          lambda m: f"]({self.by_name[m.group(1)].doc}.ipynb)" if m.group(1) in self.by_name
-                          else f"](#{m.group(1)})", line)
-            image = re.match(r"^(\s*)!\[([^\]]*)\]\(([^)]+)\)", line)
-            if image and image.group(1):
-                continue  # a run's figures in the Runs list: its notebook's page shows them
-            if image:  # a study's figure: across the margin too, as on the notebook pages
-                out += ["", "::::{container} full-width", f"![{image.group(2)}]({image.group(3)})", "::::", ""]
-                continue
-            out.append(prose(line))
-        return "\n".join(out)
+                    page = pages[appendix]
+                    pages[appendix] = dataclasses.replace(page, keys=page.keys + (section.key,))
+        return pages
 
-    # ---- notebooks
+    # ---- figures
+
+    def copy_figures(self, source: Path) -> None:
+        """Every PNG under ``reports/`` into the book's source at the same place (so an image the
+        Document's text links, relative to ``reports/``, is found), and every Figure of the
+        Document that lies elsewhere into ``figures/``; each at most :data:`MAX_SIDE` pixels on its
+        longer side."""
+
+        def copy(path: Path, target: str) -> None:
+            data = fit(path.read_bytes())
+            (source / target).parent.mkdir(parents=True, exist_ok=True)
+            (source / target).write_bytes(data)
+            self.figures[path] = (target, png_size(data)[0] > WIDE_FIGURE)
+
+        if self.reports.is_dir():
+            for path in sorted(self.reports.rglob("*.png")):
+                copy(path, path.relative_to(self.reports).as_posix())
+        for top in self.doc.sections:
+            for section in top.walk():
+                for block in section.blocks:
+                    if not isinstance(block, Figure) or Path(block.path) in self.figures:
+                        continue
+                    path = Path(block.path)
+                    if not path.exists():
+                        raise FileNotFoundError(f"section {section.key!r}: figure {path} does not exist")
+                    taken = {target for target, _ in self.figures.values()}
+                    target = next(f"figures/{prefix}{path.name}" for prefix in ("", *(f"{i}_" for i in range(1, 1000)))
+                                  if f"figures/{prefix}{path.name}" not in taken)
+                    copy(path, target)
+
+    # ---- rendering
+
+    def render(self, template: str, base: str = "", **values) -> str:
+        return tidy(_environment(base, self.figures).get_template(template).render(**values))
+
+    def page(self, page: Page) -> str:
+        return self.render("book_page.md.j2", title=page.title,
+                           sections=[book_view(s) for s in self._sections(page.keys)])
+
+    def index(self, pages: list[Page]) -> str:
+        def entry(page):
+            return {"name": page.name, "about": page.about, "title": page.title or self._sections(page.keys)[0].title}
+
+        main = [entry(p) for p in pages if all(s.part == "main" for s in self._sections(p.keys))]
+        appendix = [entry(p) for p in pages if not all(s.part == "main" for s in self._sections(p.keys))]
+        architectures = [n for n in self.notebooks if n.architecture]
+        return self.render("book_index.md.j2", doc=self.doc, question=self.doc.get("question"),
+                           answer=self.doc.get("answer"), main=main, appendix=appendix,
+                           architectures=len(architectures), studies=len(self.notebooks) - len(architectures))
+
+    def notebook_list(self, architecture: bool) -> str:
+        chosen = [n for n in self.notebooks if n.architecture == architecture]
+        entries = [{"doc": n.doc, "title": _short_title(n), "rows": len(self.rows.get(n.name, [])),
+                    "question": "" if architecture else _question(n.path)} for n in chosen]
+        studies = self.doc.get(STUDIES)
+        unplaced = [s for s in (studies.subsections if studies else []) if not self._study_notebook(s)]
+        return self.render("book_notebooks.md.j2", architecture=architecture, notebooks=entries,
+                           studies=None if architecture else studies, unplaced=unplaced)
+
+    def reproduce(self) -> str:
+        runs = [{"doc": n.doc, "name": n.name, "executed": n.executed, "profile": n.profile,
+                 "seconds": n.run.get("seconds"), "finished": (n.run.get("finished") or "")[:10]}
+                for n in self.notebooks]
+        return self.render("book_reproduce.md.j2", runs=runs, runs_section=self.doc.get(RUNS_KEY))
 
     def notebook_summary(self, nb: Notebook) -> str:
-        """The markdown that opens a notebook's page: its numbers in the findings and how it ran."""
-        lines = []
-        rows = self._notebook_rows(nb.name)
-        if rows:
-            table = [[r["model"] + (" *(seed, published)*" if r["source"] == "seed (published)" else ""),
-                      r["params"], percent(r["acc in"]), percent(r["acc out"]), percent(r["acc long"]),
-                      number(r["MAE out"]), score(r.get("score", ""))] for r in rows]
-            lines += [markdown_table(["model", "parameters", "exact in", "exact out", "exact long", "MAE out",
-                                      "score"], table, right={1, 2, 3, 4, 5, 6}), ""]
-        study = self._study_section(nb.name)
-        if study:
-            for t in tables(study.lines):
-                if len(t.rows) <= 25:
-                    lines += [markdown_table(t.header, [[cell(h, c) for h, c in zip(t.header, row)]
-                                                        for row in t.rows], right=set()), ""]
-            lines += [prose(line) for line in paragraphs(study.lines) if line.strip().startswith("- ")]
-            lines.append("")
-        if nb.name == "07_gemma_finetune":
-            lines += self._language_models()[2:3] + [""]
-        if nb.executed:
-            seconds = nb.run.get("seconds")
-            ran = (f"profile `{nb.run.get('profile', '?')}`, {seconds:,.0f} s"
-                   f"{', finished ' + nb.run['finished'][:10] if nb.run.get('finished') else ''}"
-                   if seconds is not None else "")
-            lines.append(f"This page is the executed copy `reports/runs/{nb.name}/{nb.name}.ipynb` ({ran}); "
-                         f"rerun it with `predcalc run --profile full --only {nb.name}`.")
+        """The markdown that opens a notebook's page: its rows of the all-models table, its study
+        sections from the Document, and how it ran."""
+        base = str(Path(nb.doc).parent)
+        rows = self.rows.get(nb.name)
+        if rows is not None and len(rows):  # the source is this notebook: its run is said below
+            rows = rebased(Section("rows", "", [Table(rows.drop(columns=["source"], errors="ignore"))]), base).blocks[0]
         else:
-            lines.append(f"No executed copy is in `reports/runs/{nb.name}/` yet: this page shows the source "
-                         f"`notebooks/{nb.name}.ipynb` with the outputs it keeps for validation. Run it with "
-                         f"`predcalc run --profile full --only {nb.name}`.")
-        body = "\n".join(lines).strip()
-        kind = "In the findings" if (rows or study) else "About this run"
-        return f":::{{admonition}} {kind}\n:class: tip\n\n{body}\n:::\n"
+            rows = None
+        return self.render("book_notebook.md.j2", base=base, nb=nb, rows=rows,
+                           studies=[rebased(s, base) for s in self.notebook_studies(nb.name)],
+                           has_all_models=self.doc.get("appendix.all_models") is not None,
+                           has_runs=self.doc.get(RUNS_KEY) is not None)
 
     def write_notebook(self, nb: Notebook, target: Path) -> None:
-        import nbformat
 
         notebook = nbformat.read(nb.path, as_version=4)
         notebook.metadata.pop("widgets", None)
@@ -687,15 +510,19 @@ class Book:
                     continue  # progress bars: their state is not saved, a browser shows nothing
                 if output.get("output_type") == "stream" and output.get("name") == "stderr":
                     continue
+                if "image/png" in data:
+                    png = fit(base64.b64decode("".join(data["image/png"])))
+                    data["image/png"] = base64.b64encode(png).decode()
+                    output.get("metadata", {}).pop("image/png", None)  # a stored size no longer fits
                 outputs.append(output)
             c.outputs = outputs
             tags = set(c.metadata.get("tags", []))
             source = c.source.strip()
-            setup = (tags & {"parameters", "injected-parameters"} or source.startswith(("import ", "from "))
-                     or source.count("\n") >= 15)
-            if setup:
-                tags.add("hide-input")
-            if any(_png_width(o) > WIDE_FIGURE for o in outputs):
+            if (tags & {"parameters", "injected-parameters"} or source.startswith(("import ", "from "))
+                    or source.count("\n") >= 15):
+                tags.add("hide-input")  # setup: *Show code* opens it
+            if any(png_size(base64.b64decode(o.get("data", {}).get("image/png", "")))[0] > WIDE_FIGURE
+                   for o in outputs):
                 tags.add("full-width")  # over the margin: a wide figure keeps its labels readable
             c.metadata["tags"] = sorted(tags)
         summary = nbformat.v4.new_markdown_cell(self.notebook_summary(nb))
@@ -706,38 +533,42 @@ class Book:
 
     # ---- the whole source tree
 
-    def write(self, source: Path = SOURCE, config: Path = CONFIG) -> list[str]:
+    def write(self, source: Path = SOURCE, config: Path = CONFIG) -> dict[str, list[str]]:
+        """The book's source in ``source``; returns each page's name -> the section keys it shows
+        (a notebook page lists its study sections)."""
         if source.exists():
             shutil.rmtree(source)
         shutil.copytree(config, source)
-        pages = {"index": self.index(), "results": self.results_page(),
-                 "architectures": self.architectures_page(), "studies": self.studies_page(),
-                 "deployment": self.deployment_page(), "reproduce": self.reproduce_page(),
-                 "findings": self.findings_page()}
-        for name, text in pages.items():
-            (source / f"{name}.md").write_text(text.rstrip() + "\n")
-        figures = self.root / "reports" / "figures"
-        if figures.exists():
-            shutil.copytree(figures, source / "figures")
-        for image in re.findall(r"!\[[^\]]*\]\((runs/[^)]+)\)", self.findings_text):
-            path = self.root / "reports" / image
-            if path.exists():
-                (source / image).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(path, source / image)
+        self.copy_figures(source)
+        pages = self.pages()
+        written = {"index": [k for k in ("question", "answer") if self.doc.get(k)]}
+        (source / "index.md").write_text(self.index(pages))
+        for page in pages:
+            (source / f"{page.name}.md").write_text(self.page(page))
+            written[page.name] = [s.key for s in self._sections(page.keys)]
+        (source / "architectures.md").write_text(self.notebook_list(architecture=True))
+        (source / "studies.md").write_text(self.notebook_list(architecture=False))
+        studies = self.doc.get(STUDIES)
+        written["architectures"] = []
+        written["studies"] = [STUDIES] if studies else []
+        if studies:
+            written["studies"] += [s.key for s in studies.subsections if not self._study_notebook(s)]
+        (source / "reproduce.md").write_text(self.reproduce())
+        written["reproduce"] = [RUNS_KEY] if self.doc.get(RUNS_KEY) else []
         for nb in self.notebooks:
             self.write_notebook(nb, source / f"{nb.doc}.ipynb")
+            written[nb.doc] = [s.key for s in self.notebook_studies(nb.name)]
         mathjax = _mathjax()
         if mathjax:  # the single-file TeX-to-SVG component and the TeX extensions it may load
             target = source / "_mathjax" / "mathjax"
             target.mkdir(parents=True)
             shutil.copy2(mathjax / "tex-svg.js", target)
             shutil.copytree(mathjax / "input" / "tex", target / "input" / "tex")
-        return list(pages) + [n.doc for n in self.notebooks]
+        return written
 
 
 def _mathjax() -> Path | None:
     """MathJax 3 as the ``sphinx-mathjax-offline`` wheel ships it, so formulas render offline."""
-    import importlib.util
 
     spec = importlib.util.find_spec("sphinx-mathjax-offline")  # the wheel's folder has a hyphen
     if spec is None or not spec.submodule_search_locations:
@@ -746,16 +577,22 @@ def _mathjax() -> Path | None:
     return static if (static / "tex-svg.js").exists() else None
 
 
-def build(out: Path = OUT, source: Path = SOURCE, root: Path = ROOT, quiet: bool = True) -> Path:
-    """Write the pages and run Sphinx; returns ``out/index.html``."""
-    Book(root).write(source)
+def build(out: Path = OUT, source: Path = SOURCE, root: Path = ROOT, quiet: bool = True,
+          doc: Document | None = None) -> tuple[Path, dict[str, list[str]]]:
+    """Write the pages and run Sphinx; returns ``out/index.html`` and each page's section keys
+    (:meth:`Book.write`). ``doc`` defaults to the findings built from ``root``'s runs."""
+    if doc is None:
+        from predcalc.report.paper import build_document
+
+        doc = build_document(runs=root / "reports" / "runs", reports=root / "reports")
+    written = Book(doc, root).write(source)
     if out.exists():
         shutil.rmtree(out)
     command = [sys.executable, "-m", "sphinx", "-b", "html", "-n", "--keep-going", "-W", str(source), str(out)]
     if quiet:
         command.insert(3, "-q")
     subprocess.run(command, check=True)
-    return out / "index.html"
+    return out / "index.html", written
 
 
 def main(argv=None) -> int:
@@ -765,7 +602,7 @@ def main(argv=None) -> int:
     parser.add_argument("--verbose", action="store_true", help="Sphinx's progress output")
     args = parser.parse_args(argv)
     start = time.perf_counter()
-    index = build(args.out, args.source, quiet=not args.verbose)
+    index, _ = build(args.out, args.source, quiet=not args.verbose)
     print(f"book: {index} ({time.perf_counter() - start:.0f} s)")
     return 0
 

@@ -17,9 +17,9 @@ Example:
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Callable, Iterator, Union
 
 import pandas as pd
 
@@ -57,7 +57,7 @@ class Figure:
     caption: str
 
 
-Block = Union[Text, Bullets, Table, Figure]
+Block = Text | Bullets | Table | Figure
 
 
 @dataclass
@@ -70,13 +70,13 @@ class Section:
     blocks: list[Block] = field(default_factory=list)
     part: str = "main"
     notebooks: list[str] = field(default_factory=list)
-    subsections: list["Section"] = field(default_factory=list)
+    subsections: list[Section] = field(default_factory=list)
 
     def __post_init__(self):
         if self.part not in ("main", "appendix"):
             raise ValueError(f"part must be 'main' or 'appendix'. Received: part={self.part!r}")
 
-    def walk(self) -> Iterator["Section"]:
+    def walk(self) -> Iterator[Section]:
         """This section, then its subsections, depth first."""
         yield self
         for sub in self.subsections:

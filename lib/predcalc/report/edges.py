@@ -4,10 +4,14 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
+from predcalc.report.document import Table
 from predcalc.report.studies import shown_label
+from predcalc.report.tables import markdown_table, plain_cell
 from predcalc.studies.edges import EDGE_AXES, NO_SPACES
 from predcalc.training.metrics import bootstrap_interval
 
@@ -56,7 +60,6 @@ def edges_text(counts) -> str:
 
 def edges_lines(records: list[dict]) -> list[str]:
     """The section, or nothing when no run stored edge scores."""
-    from predcalc.report.tables import markdown_table
 
     stored = stored_edges(records)
     if not stored:
@@ -99,8 +102,6 @@ def _summarise(per_seed: dict) -> dict:
 def load_suites(folder) -> dict:
     """The stored edge suites under ``folder`` (``heldout.json``, ``development.json``): per suite
     and model, each set's exact accuracy over seeds; {} where none was stored."""
-    import json
-    from pathlib import Path
 
     out = {}
     for suite in ("heldout", "development"):
@@ -114,31 +115,27 @@ def load_suites(folder) -> dict:
     return out
 
 
-def heldout_blocks(edges: dict, models) -> list:
-    """The Results' held-out edge blocks: one row per set, one column per recommended model
-    ("mean [min-max] %" over seeds)."""
-    from predcalc.report.document import Table, Text
-    from predcalc.report.tables import plain_cell
+def suite_blocks(edges: dict, suite: str, models) -> list:
+    """A suite's blocks for the findings: one row per set (its box), one column per model
+    ("mean [min-max] %" of exact accuracy over seeds, or why the model cannot read the set)."""
 
-    held = edges.get("heldout") or {}
-    shown = [m for m in models if m in held]
-    if not shown:
+    record = edges.get(f"{suite}_record")
+    if not record:
         return []
-    sets = list(dict.fromkeys(s for m in shown for s in held[m]))
+    table = seed_table(record)
+    shown = [m for m in models if m in set(table.model)] or sorted(set(table.model))
     rows = []
-    for name in sets:
-        row = {"set": name}
+    for set_name, box in record["suite"]["sets"].items():
+        row = {"set": set_name, "box": box}
         for model in shown:
-            score = held[model].get(name)
-            row[f"`{model}`"] = ("cannot read" if score is None else
-                                 f"{100 * score['mean']:.1f} [{100 * score['min']:.1f}-{100 * score['max']:.1f}] "
-                                 f"({score['seeds']} seeds)")
+            found = table[(table.model == model) & (table.set == set_name)]
+            if found.empty:
+                continue
+            cell = found.iloc[0]
+            row[f"`{model}`"] = ("not in its input language" if cell.note else
+                                 f"{100 * cell.accuracy:.1f} [{100 * cell['min']:.1f}-{100 * cell['max']:.1f}]")
         rows.append(row)
-    record = edges.get("heldout_record") or {}
-    about = record.get("description", "")
-    return [Text("Exact accuracy on the held-out edge suite (drawn after every choice in Method, never used to "
-                 "choose), through each seed's exported file; mean [min-max] over seeds. " + about),
-            Table(pd.DataFrame(rows), cell=plain_cell)]
+    return [Table(pd.DataFrame(rows), cell=plain_cell)]
 
 
 def seed_table(record: dict) -> pd.DataFrame:
@@ -147,7 +144,6 @@ def seed_table(record: dict) -> pd.DataFrame:
     ``about`` each model's kind, files and checks): exact accuracy over seeds (mean, min, max and
     a bootstrap 95 % interval of the mean), mean MAE, each seed's accuracy; a set the model's
     tokeniser cannot encode gets its reason in ``note``."""
-    import numpy as np
 
     rows = []
     boxes = record["suite"]["sets"]

@@ -18,16 +18,16 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from predcalc.paths import write_if_changed
+from predcalc.paths import REPORTS, ROOT, RUNS, write_if_changed
 from predcalc.record import RunRecord
-from predcalc.training import metrics as M
+from predcalc.report import render
 from predcalc.report.anchors import SEED_LLM_ROWS, SEED_ROWS
-from predcalc.training.experiment import BASELINE
-from predcalc.training.runner import ROOT, RUN_INFO, RUNS
 from predcalc.report.studies import FINISHES, shown_label
 from predcalc.report.tables import markdown_table  # noqa: F401 (notebooks import it from here)
+from predcalc.training import metrics as M
+from predcalc.training.experiment import BASELINE
+from predcalc.training.runner import RUN_INFO
 
-REPORTS = ROOT / "reports"
 README_START, README_END = "<!-- findings:start -->", "<!-- findings:end -->"
 
 
@@ -99,10 +99,13 @@ def _source(record: dict, repeats: list[str], detail: str) -> str:
 
 def _profile_of(record: dict, model: dict) -> str:
     """The profile a model's runs came from: the record's, or the earlier run's for a kept model."""
+    def short(profile) -> str:  # "full with models=[...], ..." -> "full" (the parameters are in Runs)
+        return str(profile).split(" with ")[0]
+
     if model.get("kept_from"):
         kept = model["kept_from"]
-        return f"{kept.get('profile')}, run of {(kept.get('created') or '')[:10]}"
-    return record.get("_profile", "this run")
+        return f"{short(kept.get('profile'))}, run of {(kept.get('created') or '')[:10]}"
+    return short(record.get("_profile", "this run"))
 
 
 def _mean(runs, test_set, metric):
@@ -411,10 +414,10 @@ def build(runs: Path = RUNS, reports: Path = REPORTS, readme: Path | None = ROOT
     """Rebuild the findings from stored metrics: ``findings.md`` and ``findings.html`` in ``reports``
     and the README block (``readme=None``: leave the README alone, as a quick run's page in build/
     does). Returns the paths written and the document's size."""
-    from predcalc.report import render
+    # paper builds the document from this module's tables: imported here, not at the top, to avoid a cycle
     from predcalc.report.paper import build_document
 
-    doc = build_document(runs, reports)
+    doc = build_document(runs, reports, figures=True)
     reports = Path(reports)
     reports.mkdir(parents=True, exist_ok=True)
     text = render.markdown(doc, reports)

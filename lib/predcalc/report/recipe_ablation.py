@@ -13,6 +13,12 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from predcalc.models import get_spec
+from predcalc.report.anchors import SEED_ROWS
+from predcalc.report.tables import markdown_table
+from predcalc.training.fit import SEED_PEAK_LEARNING_RATE, seed_peak
+from predcalc.training.sweep import collect
+
 SWEEP = "transformer4_seed_ablation"
 MODEL = "transformer4_seed"
 UNDONE = {"cls": "mean pooling instead of the CLS token",
@@ -47,7 +53,6 @@ def trained_parameters(record: dict, model: dict) -> dict:
 def recipe_ablation_table(records: list[dict], sweeps: Path) -> pd.DataFrame:
     """One row per variant, mean ± standard deviation over seeds (absolute MAE on every test set);
     empty without the sweep's finished runs."""
-    from predcalc.training.sweep import collect
 
     variants: dict[tuple, list] = {}
     for run in collect(SWEEP, sweeps):
@@ -91,7 +96,6 @@ TEXT = (f"`{MODEL}` (38,209 parameters, the prior report's recipe: CLS token, sq
 
 def recipe_ablation_lines(records: list[dict], sweeps: Path) -> list[str]:
     """The findings section, or nothing without the sweep."""
-    from predcalc.report.tables import markdown_table
 
     table = recipe_ablation_table(records, sweeps)
     if table.empty:
@@ -108,9 +112,6 @@ def _peak_trials(sweeps: Path, records: list[dict] = ()) -> tuple[dict[tuple, li
     """``({(peak, how trained): runs}`` of the 25-epoch probe, ``{...}`` of the full-length runs``)``:
     the probe sweep's finished runs, and those of the 200-epoch sweep with the stored 06_transformer
     run of ``PEAK_MODEL`` at its own peak."""
-    from predcalc.models import get_spec
-    from predcalc.training.fit import seed_peak
-    from predcalc.training.sweep import collect
 
     def add(peaks, parameters, runs):
         peak = parameters.get("model_kwargs", {}).get(PEAK_MODEL, {}).get("peak_learning_rate")
@@ -153,10 +154,6 @@ def _peak_table(trials: dict[tuple, list]) -> pd.DataFrame:
 
 def peak_probe_lines(sweeps: Path, records: list[dict] = ()) -> list[str]:
     """The findings section on transformer5_seed's peak learning rate, or nothing without the sweep."""
-    from predcalc.models import get_spec
-    from predcalc.report.anchors import SEED_ROWS
-    from predcalc.report.tables import markdown_table
-    from predcalc.training.fit import SEED_PEAK_LEARNING_RATE, seed_peak
 
     probe, full = _peak_trials(sweeps, records)
     if not probe:

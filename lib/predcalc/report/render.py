@@ -14,6 +14,7 @@ import os
 from pathlib import Path
 
 import jinja2
+import markdown as markdown_lib
 
 from predcalc.report.document import Document, Section
 from predcalc.report.tables import markdown_table
@@ -31,7 +32,7 @@ def _environment(base: Path) -> jinja2.Environment:
     return environment
 
 
-def _tidy(text: str) -> str:
+def tidy(text: str) -> str:
     """At most one blank line in a row, one newline at the end."""
     lines, blank = [], False
     for line in text.splitlines():
@@ -47,24 +48,23 @@ def _tidy(text: str) -> str:
 
 def markdown(doc: Document, base: Path) -> str:
     """The findings page in markdown; figure links relative to ``base``."""
-    return _tidy(_environment(Path(base)).get_template("findings.md.j2").render(doc=doc))
+    return tidy(_environment(Path(base)).get_template("findings.md.j2").render(doc=doc))
 
 
 def section_markdown(section: Section, base: Path, level: int = 1) -> str:
     """One section (and its subsections) in markdown, headed at ``level``: a book page's body."""
     template = _environment(Path(base)).from_string(
         '{% from "blocks.md.j2" import section with context %}{{ section(s, level) }}')
-    return _tidy(template.render(s=section, level=level))
+    return tidy(template.render(s=section, level=level))
 
 
 def readme_block(doc: Document) -> str:
     """The README's findings block: the answer's bullets and a pointer to the full page."""
-    return _tidy(_environment(Path(".")).get_template("readme.md.j2").render(answer=doc.section("answer").blocks[0]))
+    return tidy(_environment(Path(".")).get_template("readme.md.j2").render(answer=doc.section("answer").blocks[0]))
 
 
 def html(text: str) -> str:
     """A plain HTML rendering of the findings markdown (Python-Markdown, tables)."""
-    import markdown as markdown_lib
 
     body = markdown_lib.markdown(text, extensions=["tables"])
     return ("<!doctype html><meta charset='utf-8'><title>predcalc findings</title>"

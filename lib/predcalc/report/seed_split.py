@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from predcalc.models.registry import get_spec
 from predcalc.report.recipe_ablation import how_trained, trained_parameters
+from predcalc.training.sweep import collect
 
 # sweeps/<name>.yaml: the prior report's transformer5 recipe (about 35 minutes a seed on a 2-core CPU),
 # transformer4_local (about 15) and transformer4_local with squash_features, which is the registered
@@ -32,8 +34,6 @@ def seed_split_records(sweeps: Path, names=SEED_SPLIT_SWEEPS) -> list[dict]:
     Raises ``ValueError`` when the runs of a sweep differ in anything but their seed (they could
     not be averaged as one model's seeds) or repeat a seed.
     """
-    from predcalc.models.registry import get_spec
-    from predcalc.training.sweep import collect
 
     names = names if isinstance(names, dict) else dict.fromkeys(names, {})
     records = []

@@ -12,9 +12,10 @@ import math
 
 import pandas as pd
 
+from predcalc.models.registry import display_label
 from predcalc.models.syntax_gated_scan import coefficient_summary
+from predcalc.report.calculator import section
 from predcalc.report.tables import markdown_table, plain_cell
-
 
 
 def is_study(record: dict) -> bool:
@@ -180,10 +181,7 @@ FINISHES = {"scan_typed_solved": "operators overwrite the sign state and the rea
 def shown_label(name: str, label: str) -> str:
     """A model's label as the report shows it: a closed-form finish is marked partly built, and
     "seed" keeps its one meaning, a random seed (the prior report is named as such)."""
-    for old, new in (("the seed's", "the prior report's"), ("The seed's", "The prior report's"),
-                     ("AdamW seed schedule", "AdamW schedule of the prior report")):
-        label = label.replace(old, new)
-    return f"{label} (partly built)" if name in FINISHES else label
+    return display_label(label, partly_built=name in FINISHES)
 
 
 def extended_best(record: dict, built: bool = False) -> dict | None:
@@ -306,7 +304,5 @@ def studies_markdown(records: list[dict], relative_dirs: dict) -> list[str]:
         elif "extended" in record:
             lines += _extended_section(record, folder)
         elif "calculator" in record:
-            from predcalc.report.calculator import section
-
             lines += section(record, folder)
     return lines

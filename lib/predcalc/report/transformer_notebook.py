@@ -2,11 +2,21 @@
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
 
 from predcalc.data import NumericTokenizer
+from predcalc.models import get_spec, regression_values
+from predcalc.models.registry import display_label
 from predcalc.models.token_heads import PLAIN, REVERSED
 from predcalc.models.transformer import attention_maps
+from predcalc.report.anchors import SEED_ROWS
+from predcalc.report.notebook import ours, prior_long
+from predcalc.report.studies import shown_label
+from predcalc.training import fit
+from predcalc.training import metrics as M
+from predcalc.training.experiment import Results, draw_losses
 
 TEST_SETS = ("in", "out", "long")
 READOUT_ROWS = ["sign", "slot 2", "slot 3", "slot 4", "slot 5"]
@@ -28,32 +38,23 @@ def unseen_shares(protocol) -> dict:
 
 def plot_losses(results, token_models):
     """Loss per epoch of each model's first seed: regression heads left, token heads right (a
-    panel only for a kind of head the run trained)."""
-    import matplotlib.pyplot as plt
-
+    panel only for a kind of head the run trained), each panel's legend below it."""
     panels = {"regression heads: MSE": [n for n in results.models if n not in token_models],
               "token heads: cross-entropy per slot": [n for n in results.models if n in token_models]}
     panels = {title: names for title, names in panels.items() if names}
-    figure, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 3.6), squeeze=False)
+    rows = max(len(names) for names in panels.values())
+    figure, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 3.2 + 0.2 * rows), squeeze=False,
+                                layout="constrained")
     for axis, (title, names) in zip(axes[0], panels.items()):
-        for name in names:
-            result = results.models[name]
-            line, = axis.plot(result.first.history["loss"], label=f"{result.spec.label} train")
-            axis.plot(result.first.history["val_loss"], linestyle="--", color=line.get_color(), label="validation")
-        axis.set_yscale("log")
-        axis.set_xlabel("epoch")
+        draw_losses(axis, [results.models[name] for name in names])
         axis.set_title(title, fontsize=10)
-        axis.legend(fontsize=7)
-    figure.tight_layout()
     return figure
 
 
-def long_by_terms(results, split) -> "pd.DataFrame":
+def long_by_terms(results, split) -> pd.DataFrame:
     """Absolute MAE of each model's first seed on ``split`` (the long set) by number of terms:
     one row per model, one column per count. Training expressions have 3 terms (5 tokens), so
     a count above 3 puts tokens at positions no training example filled."""
-    import numpy as np
-    import pandas as pd
 
     counts = sorted(set(int(t) for t in split.terms))
     rows = []
@@ -64,12 +65,18 @@ def long_by_terms(results, split) -> "pd.DataFrame":
     return pd.DataFrame(rows)
 
 
-def unparseable_shares(results, token_models) -> dict:
-    """``{label: {test set: share of unparseable answers over all seeds}}`` of the token heads."""
-    return {result.spec.label: {test_set: sum(run["metrics"][test_set]["unparseable"] for run in result.runs)
-                                / sum(run["metrics"][test_set]["n"] for run in result.runs)
-                                for test_set in TEST_SETS}
-            for name, result in results.models.items() if name in token_models}
+def unparseable_shares(models: dict, token_models) -> dict:
+    """``{label: {test set: share of unparseable answers over all seeds}}`` of the token heads
+    among ``models`` (a ``metrics.json`` record's ``models``: label and runs of each)."""
+    return {display_label(model["label"]): {test_set: sum(run["metrics"][test_set]["unparseable"] for run in model["runs"])
+                             / sum(run["metrics"][test_set]["n"] for run in model["runs"])
+                             for test_set in TEST_SETS}
+            for name, model in models.items() if name in token_models}
+
+
+def token_models(names) -> list[str]:
+    """The models among ``names`` that write their answer as tokens (not one regression value)."""
+    return [name for name in names if get_spec(name).predict_values is not regression_values]
 
 
 def unparseable_markdown(unparseable: dict) -> str:
@@ -83,28 +90,43 @@ def token_labels(encoded_row, tokenizer) -> list[str]:
             for i, v in enumerate(encoded_row)]
 
 
-def attention_panels(results, expression: str) -> list:
-    """(model, layer, weights averaged over heads) of the first transformer4/5 and the first token model."""
+ATTENTION_MODELS = ("transformer4", "transformer5")
+READOUT_MODELS = ("transformer_tokens_reversed", "transformer_tokens", "lstm_tokens_reversed")
+
+
+def attention_figure(results, expression: str, stored=None):
+    """Where the first transformer4/5 looks in each encoder layer for ``expression`` (weights averaged
+    over heads) and which tokens the first token model's answer slots read, each trained in
+    ``results`` or else (with ``stored``, a run folder) the first seed an earlier run stored there;
+    and what that token model writes. Returns (the figure, or None without such a model; lines)."""
     encoded = NumericTokenizer().encode_batch([expression])
-    attention_models = [name for name in ("transformer4", "transformer5") if name in results.models][:1]
-    readout_models = [name for name in ("transformer_tokens_reversed", "transformer_tokens", "lstm_tokens_reversed")
-                      if name in results.models][:1]
-    panels = []
-    for name in attention_models:
-        panels += [(name, layer, maps[0].mean(axis=0))
-                   for layer, maps in attention_maps(results.models[name].first.model, encoded).items()]
-    for name in readout_models:
-        maps = attention_maps(results.models[name].first.model, encoded)
-        panels.append((name, "digit_readout", maps["digit_readout"][0].mean(axis=0)))
-    return panels
+    encoders = first_seed_models(results, ATTENTION_MODELS, stored)[:1]
+    readouts = first_seed_models(results, READOUT_MODELS, stored)[:1]
+    panels = [(name, layer, weights[0].mean(axis=0)) for name, trained in encoders
+              for layer, weights in attention_maps(trained.model, encoded).items()]
+    panels += [(name, "digit_readout", attention_maps(trained.model, encoded)["digit_readout"][0].mean(axis=0))
+               for name, trained in readouts]
+    answers = [readout_answer(trained, name, expression) for name, trained in readouts]
+    return (plot_attention(panels, expression) if panels else None), answers
+
+
+def first_seed_models(results, names, stored=None) -> list:
+    """(name, first-seed TrainedModel) of each of ``names`` that ``results`` trained or, with
+    ``stored`` (a run folder), that an earlier run stored there."""
+    found = [(name, results.models[name].first) for name in names if name in results.models]
+    missing = [name for name in names if name not in results.models]
+    if stored is not None and missing:
+        reloaded = Results.from_stored(stored, results.protocol, names=missing).models
+        found += [(name, reloaded[name].first) for name in missing if name in reloaded]
+    return sorted(found, key=lambda item: list(names).index(item[0]))
 
 
 def plot_attention(panels, expression: str):
-    import matplotlib.pyplot as plt
-
+    """One heat map per (model, layer, weights) panel: rows attend to columns (the digit readout's
+    rows are its answer slots)."""
     tokenizer = NumericTokenizer()
     labels = token_labels(tokenizer.encode_batch([expression])[0], tokenizer)
-    figure, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4.2), squeeze=False)
+    figure, axes = plt.subplots(1, len(panels), figsize=(4.2 * len(panels), 4.4), squeeze=False, layout="constrained")
     for axis, (name, layer, weights) in zip(axes[0], panels):
         image = axis.imshow(weights, cmap="viridis", vmin=0)
         figure.colorbar(image, ax=axis, fraction=0.046, pad=0.03)
@@ -112,8 +134,7 @@ def plot_attention(panels, expression: str):
         axis.set_xticks(range(len(labels)), labels, fontsize=6, rotation=90)
         rows = labels if layer != "digit_readout" else READOUT_ROWS
         axis.set_yticks(range(len(rows)), rows, fontsize=6)
-    figure.suptitle(f"attention for {expression!r}", fontsize=10)
-    figure.tight_layout()
+    figure.suptitle(f"attention for {expression!r} (first seed)", fontsize=10)
     return figure
 
 
@@ -125,15 +146,12 @@ def readout_answer(trained, name: str, expression: str) -> str:
 
 
 def model_sizes(names) -> list[str]:
-    """One line per model: its parameter count (beside the seed's, when it has a seed row) and output shape."""
-    from predcalc.report.anchors import SEED_ROWS
-    from predcalc.training import fit
-
+    """One line per model: its parameter count (beside the prior report's, where it has a row) and output shape."""
     lines = []
     for name in names:
         spec, model, _ = fit.build(name)
         seed_row = SEED_ROWS.get(spec.seed_row or "")
-        beside = f" (seed: {seed_row['params']:,})" if seed_row else ""
+        beside = f" (prior report: {seed_row['params']:,})" if seed_row else ""
         lines.append(f"{name:<28} {model.count_params():>8,} parameters{beside}  output {tuple(model.outputs[0].shape[1:])}")
     return lines
 
@@ -146,8 +164,6 @@ SEED_RECIPE_MODELS = ("transformer4_seed", "transformer5_seed", "transformer4_ga
 def seed_recipe_lines(results, base_runs, epochs) -> list[str]:
     """The seed recipe's models (SEED_RECIPE_MODELS) scored the seed's way against the
     baseline FNN's runs ``base_runs``, each beside the seed's published row; none without those runs."""
-    from predcalc.report.anchors import SEED_ROWS
-    from predcalc.training import metrics as M
 
     seed_recipe = [name for name in SEED_RECIPE_MODELS if name in results.models]
     if not (seed_recipe and base_runs and all(M.has_seed_way(r) for r in base_runs)):
@@ -161,44 +177,57 @@ def seed_recipe_lines(results, base_runs, epochs) -> list[str]:
         lines.append(f"{name} ({len(result.runs)} seed(s), {epochs} epochs at most): " + ", ".join(
             f"{key} {value:.4g}" + (f" ({published['long']})" if key == "MAE long" else "")
             for key, value in ours.items()))
-        lines.append(f"{'':>{len(name)}}  seed published: MAE in {published['mae_in']}, MRE in {published['mre_in']}, "
+        lines.append(f"{'':>{len(name)}}  prior report: MAE in {published['mae_in']}, MRE in {published['mre_in']}, "
                      f"MAE out {published['mae_out']}, MRE out {published['mre_out']}, MAE long "
                      f"{published['mae_long']} ({published['long']}), score {published['score']}, p {published['p']}")
     return lines
 
 
-def conclusion(table, results, token_models, unparseable: dict, unseen: dict, protocol, seeds, epochs) -> str:
-    ours = table[table.source != "published"].set_index("model")
-    seed_rows = table[table.source == "published"].set_index("model")
+def conclusion(table, record: dict, unseen: dict, train_values) -> str:
+    """The notebook's conclusion from its comparison ``table`` and ``metrics.json`` ``record``: the
+    regression models beside the prior report's rows, the token heads, and whether writing digits
+    gives more exact answers out of range. A model kept from an earlier run says so, with its date."""
+    rows, models = ours(table), record["models"]
+    labels = {name: shown_label(name, model["label"]) for name, model in models.items()}
+    tokens = token_models(models)
+    unparseable = unparseable_shares(models, tokens)
+
+    def source(model) -> str:
+        kept = model.get("kept_from")
+        parameters = (kept or record)["parameters"]
+        run = f"kept from the run of {kept['created'][:10]}" if kept else "this run"
+        return f"{len(model['runs'])} seed(s), {parameters['epochs']} epochs at most, {run}"
+
     lines = []
     for name in ("transformer4", "transformer5", *SEED_RECIPE_MODELS):
-        if name not in results.models:
+        if name not in models:
             continue
-        spec = results.models[name].spec
-        row, published = ours.loc[spec.label], seed_rows.loc[spec.seed_row]
+        model, published = models[name], SEED_ROWS[models[name]["seed_row"]]
+        row = rows.loc[labels[name]]
         lines.append(
-            f"- **{name}** ({row['params']:,} parameters, seed {published['params']:,}; {len(seeds)} seed(s), "
-            f"{epochs} epochs at most): "
-            f"MAE in range **{row['MAE in']:.4f}** (seed {published['MAE in']}), out of range **{row['MAE out']:.3f}** "
-            f"(seed {published['MAE out']}), long **{row['MAE long']:.3f}** (seed {published['MAE long']}); exact "
-            f"{100 * row['acc in']:.1f} % / {100 * row['acc out']:.1f} % / {100 * row['acc long']:.1f} % (in / out / long).")
-    for name in token_models:
-        label = results.models[name].spec.label
-        row = ours.loc[label]
+            f"- **{name}** ({row['params']:,} parameters, prior report {published['params']:,}; {source(model)}): "
+            f"MAE in range **{row['MAE in']:.4f}** (prior report {published['mae_in']}), out of range "
+            f"**{row['MAE out']:.3f}** ({published['mae_out']}), long **{row['MAE long']:.3f}** "
+            f"({prior_long(published)}); exact {100 * row['acc in']:.1f} % / {100 * row['acc out']:.1f} % / "
+            f"{100 * row['acc long']:.1f} % (in / out / long).")
+    for name in tokens:
+        model = models[name]
+        row = rows.loc[labels[name]]
         lines.append(
-            f"- **{name}**: exact answers {100 * row['acc in']:.1f} % in range, {100 * row['acc out']:.1f} % out of range, "
-            f"{100 * row['acc long']:.1f} % long; unparseable {100 * unparseable[label]['out']:.1f} % out of range; "
+            f"- **{name}** ({source(model)}): exact answers {100 * row['acc in']:.1f} % in range, "
+            f"{100 * row['acc out']:.1f} % out of range, {100 * row['acc long']:.1f} % long; unparseable "
+            f"{100 * unparseable[labels[name]]['out']:.1f} % out of range; "
             f"MAE {row['MAE in']:.3f} / {row['MAE out']:.3f} / {row['MAE long']:.3f}.")
-    if "transformer4" in results.models and token_models:
-        regression = ours.loc[results.models["transformer4"].spec.label]
-        best = max(token_models, key=lambda n: ours.loc[results.models[n].spec.label]["acc out"])
-        best_row = ours.loc[results.models[best].spec.label]
+    if "transformer4" in models and tokens:
+        regression = rows.loc[labels["transformer4"]]
+        best = max(tokens, key=lambda n: rows.loc[labels[n]]["acc out"])
+        best_row = rows.loc[labels[best]]
         verdict = "more" if best_row["acc out"] > regression["acc out"] else "no more"
         lines.append(
             f"\nOut of range the best token head ({best}) answers {100 * best_row['acc out']:.1f} % exactly against "
             f"{100 * regression['acc out']:.1f} % for transformer4's rounded value: writing digits gives {verdict} exact "
-            f"answers out of range in this run. The training answers span {protocol.train.values.min():g} to "
-            f"{protocol.train.values.max():g}: {100 * unseen['plain']['out']:.1f} % of the out-of-range answers need a "
+            f"answers out of range. The training answers span {np.min(train_values):g} to "
+            f"{np.max(train_values):g}: {100 * unseen['plain']['out']:.1f} % of the out-of-range answers need a "
             f"token in a slot that never held it in training when written plainly, {100 * unseen['reversed']['out']:.1f} % "
             "reversed, which bounds what a slot-wise head can "
             "write without generalising across slots.")

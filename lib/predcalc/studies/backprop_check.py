@@ -7,7 +7,11 @@ printed numbers (two decimals) beside it and repeats the computation with Keras 
 
 from __future__ import annotations
 
+import keras
 import numpy as np
+import pandas as pd
+import tensorflow as tf
+from keras import ops
 
 # Transcribed from seed 004 (shared/seeds/004_97b05ffc21f7eeb3.txt), two decimals as printed.
 ARTICLE = {
@@ -71,7 +75,6 @@ class Checker:
 
 def keras_network(parameters):
     """``SimpleRNN(2, tanh) + Dense(3, sigmoid)`` in float64 holding the article's matrices."""
-    import keras
 
     network_inputs = keras.Input((6, 3), dtype="float64")
     states = keras.layers.SimpleRNN(2, activation="tanh", return_sequences=True, dtype="float64",
@@ -86,14 +89,12 @@ def keras_network(parameters):
 
 def article_losses(outputs, targets: dict) -> dict:
     """{t: L_t = -sum_k y_tk log o_tk} from the network's outputs (1, 6, 3)."""
-    from keras import ops
 
     return {t: -ops.sum(y * ops.log(outputs[0, t - 1])) for t, y in targets.items()}
 
 
 def keras_gradients(network, x, targets: dict):
     """The total loss and the gradients of ``L`` and of each ``L_t`` by ``tf.GradientTape``."""
-    import tensorflow as tf
 
     with tf.GradientTape(persistent=True) as tape:
         losses = article_losses(network(x), targets)
@@ -108,8 +109,6 @@ def keras_gradients(network, x, targets: dict):
 
 def autodiff_deltas(parameters, x, targets: dict) -> dict:
     """``Delta_j = dL_t/ds_j^in`` of each ``L_t``, by autodiff through a ``keras.ops`` loop."""
-    import tensorflow as tf
-    from keras import ops
 
     weights = {name: tf.constant(value) for name, value in parameters.as_dict().items()}
     with tf.GradientTape(persistent=True) as tape:
@@ -130,7 +129,6 @@ def autodiff_deltas(parameters, x, targets: dict) -> dict:
 
 def outputs_before_after(before, after, targets: dict):
     """A table of every output (step, output, target, before, after) of two forward passes."""
-    import pandas as pd
 
     return pd.DataFrame([{"step": t, "output": k, "target": int(y[k]), "before": before.o[t][k], "after": after.o[t][k]}
                          for t, y in targets.items() for k in range(len(y))])

@@ -11,6 +11,7 @@ from __future__ import annotations
 import dataclasses
 
 import keras
+import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
@@ -29,13 +30,15 @@ class Axis:
 
 def family_table(results, families) -> pd.DataFrame:
     """One row per (model, family): mean exact accuracy over seeds, worst and best seed, the
-    95 % confidence interval (text), mean MAE and mean relative error."""
+    95 % confidence interval (text), mean MAE and mean relative error. A model finished in closed
+    form is labelled partly built."""
     rows = []
     for result in results.models.values():
+        label = result.spec.shown_label
         for family in families:
             values = [run["metrics"][family]["accuracy"] for run in result.runs]
             low, high = M.confidence_interval(values)
-            rows.append({"model": result.spec.label, "family": family, "accuracy": float(np.mean(values)),
+            rows.append({"model": label, "family": family, "accuracy": float(np.mean(values)),
                          "min": float(np.min(values)), "max": float(np.max(values)),
                          "95 % CI": "" if np.isnan(low) else f"{100 * max(low, 0):.1f} to {100 * min(high, 1):.1f} %",
                          "MAE": float(np.mean([run["metrics"][family]["mae"] for run in result.runs])),
@@ -52,32 +55,34 @@ def accuracy_grid(table: pd.DataFrame, families) -> pd.DataFrame:
 def plot_by_difficulty(table: pd.DataFrame, axes_spec, seeds: int, path=None, relative_error: bool = True):
     """Exact accuracy (top; bars from the worst to the best seed) and, with ``relative_error``, the
     mean relative error (bottom, log scale) against each axis's level; the training levels shaded."""
-    import matplotlib.pyplot as plt
 
     rows = 2 if relative_error else 1
-    figure, axes = plt.subplots(rows, len(axes_spec), figsize=(5.5 * len(axes_spec), 3.8 * rows),
-                                sharex="col", squeeze=False)
+    models = list(dict.fromkeys(table.model))
+    offsets = dict(zip(models, np.linspace(-0.15, 0.15, len(models)) if len(models) > 1 else [0.0]))
+    figure, axes = plt.subplots(rows, len(axes_spec), figsize=(5.5 * len(axes_spec), 3.8 * rows + 0.25 * len(models)),
+                                sharex="col", squeeze=False, layout="constrained")
     for column, axis_spec in enumerate(axes_spec):
         chosen = table[table.family.str.startswith(axis_spec.prefix)]
-        for model_label, rows_of in chosen.groupby("model", sort=False):
-            x = [int(f.removeprefix(axis_spec.prefix)) for f in rows_of.family]
+        for index, (model_label, rows_of) in enumerate(chosen.groupby("model", sort=False)):
+            x = np.array([int(f.removeprefix(axis_spec.prefix)) for f in rows_of.family]) + offsets[model_label]
             mean = 100 * rows_of.accuracy.to_numpy()
             error = [mean - 100 * rows_of["min"].to_numpy(), 100 * rows_of["max"].to_numpy() - mean]
-            axes[0, column].errorbar(x, mean, yerr=error, marker="o", capsize=3, label=model_label)
+            marker = "osD^vPX*<>"[index % 10]
+            axes[0, column].errorbar(x, mean, yerr=error, marker=marker, markersize=5, capsize=3, label=model_label)
             if relative_error:
-                axes[1, column].plot(x, rows_of.MRE, marker="o", label=model_label)
+                axes[1, column].plot(x, rows_of.MRE, marker=marker, markersize=5, label=model_label)
         for row in range(rows):
             axes[row, column].axvspan(*axis_spec.trained, color="grey", alpha=0.15, label="training")
             axes[row, column].grid(alpha=0.3)
         axes[0, column].set(title=f"exact accuracy by {axis_spec.prefix.rstrip('_')}", ylim=(-3, 103))
-        axes[rows - 1, column].set_xlabel(axis_spec.label)
+        axes[rows - 1, column].set_xlabel(axis_spec.label + " (models offset sideways)")
         if relative_error:
             axes[1, column].set(yscale="log", title="mean relative error")
     axes[0, 0].set_ylabel(f"exact accuracy, % ({seeds} seed(s))")
     if relative_error:
         axes[1, 0].set_ylabel("MRE")
-    axes[0, 0].legend(fontsize=8)
-    figure.tight_layout()
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc="outside lower center", ncol=2, fontsize=8, frameon=False)
     if path is not None:
         save_figure(figure, path)
     return figure

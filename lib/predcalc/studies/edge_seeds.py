@@ -14,12 +14,30 @@ Example:
 
 from __future__ import annotations
 
+import argparse
 import json
 from pathlib import Path
 
 import numpy as np
+from tqdm.auto import tqdm
 
+from predcalc.data import get_tokenizer, seed_protocol
+from predcalc.deploy import export as E
+from predcalc.deploy.export import SIDECAR, export_directory, write_sidecar
+from predcalc.deploy.predictor import Predictor
+from predcalc.models import get_spec
 from predcalc.paths import RUNS, relative, write_if_changed
+from predcalc.studies.edges import (
+    at_input_length,
+    development_suite,
+    heldout_suite,
+    refusal,
+    spacing_check,
+    suite_record,
+    tokens_needed,
+)
+from predcalc.training.fit import evaluate, run_record, train
+from predcalc.training.metrics import exact_accuracy, regression_metrics
 
 # the recommended models, and the notebook whose stored parameters train them
 RECOMMENDED = {"transformer4_local_bounded": "06_transformer", "scan_typed": "30_beyond_seed",
@@ -57,10 +75,7 @@ def retrain_seeds(name: str, notebook: str, models, seeds=(0, 1, 2, 3, 4), runs=
     """Train ``name`` once per seed with the notebook's stored parameters; each seed's folder under
     ``models/NAME/`` gets ``model.keras`` and ``record.json`` (the run record, scored on the seed
     protocol's test sets). A seed whose record exists is not trained again. Returns the records."""
-    from tqdm.auto import tqdm
 
-    from predcalc.data import seed_protocol
-    from predcalc.training.fit import evaluate, run_record, train
 
     parameters = training_parameters(name, notebook, runs)
     data_seed = parameters.pop("data_seed")
@@ -176,11 +191,6 @@ def export_at_length(model, spec, tokenizer, directory, length: int = INPUT_LENG
     length on the seed protocol's test sets. Writes and returns ``export.json``'s record; raises
     RuntimeError where a file does not match Keras (the export limits of
     :mod:`predcalc.deploy.export`)."""
-    from predcalc.data import seed_protocol
-    from predcalc.deploy import export as E
-    from predcalc.deploy.predictor import Predictor
-    from predcalc.studies.edges import at_input_length
-    from predcalc.training.metrics import exact_accuracy
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
@@ -194,7 +204,7 @@ def export_at_length(model, spec, tokenizer, directory, length: int = INPUT_LENG
     E.export_litert(resized, directory / RUNTIME_FILES["litert"], "float32")
     try:
         onnx = E.export_onnx(resized, directory / RUNTIME_FILES["onnx"])
-    except Exception:  # what tf2onnx cannot convert, the PyTorch backend may
+    except Exception:  # noqa: BLE001 - tf2onnx fails in many ways; what it cannot convert, the PyTorch backend may
         onnx = E.export_onnx_torch(resized, directory / RUNTIME_FILES["onnx"])
     report = {}
     for runtime, file in RUNTIME_FILES.items():
@@ -227,8 +237,8 @@ def export_seeds(name: str, models, seeds=(0, 1, 2, 3, 4), runs=RUNS, length: in
     from tqdm.auto import tqdm
 
     import predcalc.layers  # noqa: F401  (registers the custom layers)
-    from predcalc.training.fit import make_tokenizer
     from predcalc.models import get_spec
+    from predcalc.training.fit import make_tokenizer
 
     spec = get_spec(name)
     records = {}
@@ -249,9 +259,6 @@ def score_exported(directory, suite: dict) -> dict:
     "litert": {"accuracy", "mae"}, "runtimes_max_abs_diff"}}``, or ``{set: {"not_in_input_language":
     reason}}`` where the tokeniser cannot encode the set, or ``{"too_long": ...}`` where the files'
     input length is too short."""
-    from predcalc.deploy.predictor import Predictor
-    from predcalc.studies.edges import refusal, tokens_needed
-    from predcalc.training.metrics import regression_metrics
 
     directory = Path(directory)
     runners = {runtime: Predictor(directory / file) for runtime, file in RUNTIME_FILES.items()}
@@ -283,9 +290,6 @@ def suite_scores(kind: str, suite: dict, scores: dict, models, runs=RUNS) -> dic
     (trained, or partly built: a closed-form finish after training), notebook, files, whether unspaced
     forms apply to its tokeniser (checked on the suite) and the retraining's :func:`reproduction` of
     the stored runs."""
-    from predcalc.data import get_tokenizer
-    from predcalc.models import get_spec
-    from predcalc.studies.edges import spacing_check, suite_record
 
     record = {"suite": suite_record(kind, suite), "description": _description(kind, suite), "models": {},
               "about": {}}
@@ -318,7 +322,6 @@ def reexport_first_seed(name: str, runs=RUNS, length: int = INPUT_LENGTH, format
 
     import predcalc.layers  # noqa: F401  (registers the custom layers)
     from predcalc.data import get_tokenizer
-    from predcalc.deploy.export import SIDECAR, export_directory, write_sidecar
     from predcalc.models import get_spec
     from predcalc.studies.edges import at_input_length
 
@@ -356,7 +359,6 @@ def score_seed(name: str, seed: int | None, suites: dict, runs=RUNS) -> dict:
 
 def _description(kind: str, suite: dict) -> str:
     """One sentence on the suite: its seed, size and boxes."""
-    from predcalc.studies.edges import suite_record
 
     about = suite_record(kind)
     boxes = "; ".join(f"`{name}` {box}" for name, box in about["sets"].items())
@@ -371,7 +373,6 @@ def write_suite_records(names=tuple(RECOMMENDED), models=MODELS, out=EDGES, runs
     """``development.json`` and ``heldout.json`` in ``out``: :func:`suite_scores` of every seed of
     ``names`` whose ``scores.json`` exists, and under ``stored_first_seed`` the scores of each
     notebook's stored first seed (the model its metrics describe) through its re-exported files."""
-    from predcalc.studies.edges import development_suite, heldout_suite
 
     suites = {"development": development_suite(), "heldout": heldout_suite()}
     scores = {}
@@ -397,7 +398,6 @@ def main(argv=None) -> int:
     partly built model from its fitted seeds), ``export`` (files at 159 tokens, then their scores),
     ``first`` (re-export the notebook's stored first seed at 159 tokens) or ``write`` (the two suite
     records). SEEDS: comma-separated, default 0,1,2,3,4."""
-    import argparse
 
     parser = argparse.ArgumentParser(prog="python -m predcalc.studies.edge_seeds")
     parser.add_argument("step", choices=["train", "export", "first", "write"])

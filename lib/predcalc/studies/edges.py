@@ -16,20 +16,25 @@ A model is rebuilt with the same weights for inputs longer than it was built for
 
 Example:
     >>> suite = heldout_suite()
-    >>> suite["terms_80"].expressions[0]
+    >>> len(suite["terms_80"].expressions)
+    300
 """
 
 from __future__ import annotations
 
 import dataclasses
 import functools
-from typing import Callable
+import hashlib
+import json
+from collections.abc import Callable
 
 import numpy as np
 
 from predcalc.data.expressions import format_expression
 from predcalc.data.protocol import Split, make_split, seed_protocol
 from predcalc.data.tokenizers import TokenizerError, canonical
+from predcalc.models.rebuild import with_input_length
+from predcalc.models.syntax_gated_scan import readout_for_length
 from predcalc.training.metrics import regression_metrics
 
 SET_SIZE = 300  # expressions per set, in both suites
@@ -231,8 +236,6 @@ def _excluded(data_seed: int) -> frozenset:
 
 def fingerprint(suite: dict[str, Split]) -> str:
     """A short hash of a suite's set names and expressions: the same suite, the same fingerprint."""
-    import hashlib
-    import json
 
     text = json.dumps({name: list(split.expressions) for name, split in suite.items()})
     return hashlib.sha256(text.encode()).hexdigest()[:16]
@@ -280,8 +283,6 @@ def at_input_length(model, length: int):
     every input it read before (a scan that averages over all positions gets its readout rescaled,
     :func:`predcalc.models.syntax_gated_scan.readout_for_length`). Raises ValueError or TypeError
     where a weight depends on the length."""
-    from predcalc.deploy.export import with_input_length
-    from predcalc.models.syntax_gated_scan import readout_for_length
 
     trained = int(model.inputs[0].shape[1])
     if length == trained:

@@ -13,17 +13,21 @@ TensorFlow's ``tf.GradientTape`` (the project's backend); the path is built with
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import keras
 import numpy as np
+import pandas as pd
+
+from predcalc.layers import SeedGRUCell, SeedLSTMCell
+from predcalc.training import fit
 
 
 def _require_tensorflow():
     if keras.backend.backend() != "tensorflow":
         raise RuntimeError("integrated_gradients needs the TensorFlow backend (tf.GradientTape). "
                            f"Received: backend={keras.backend.backend()!r}")
-    import tensorflow as tf
+    import tensorflow as tf  # after the backend check above: the TensorFlow backend only
 
     return tf
 
@@ -83,7 +87,9 @@ def completeness_gap(fn: Callable, inputs, baseline, attributions) -> np.ndarray
     """``sum(attributions) - (f(x) - f(x'))`` per example; near 0 when the integral is accurate."""
     x = np.asarray(inputs, dtype="float32")
     b = np.broadcast_to(np.asarray(baseline, dtype="float32"), x.shape)
-    f = lambda v: keras.ops.convert_to_numpy(fn(keras.ops.convert_to_tensor(v))).reshape(len(x))
+    def f(v):
+        return keras.ops.convert_to_numpy(fn(keras.ops.convert_to_tensor(v))).reshape(len(x))
+
     a = np.asarray(attributions)
     return a.reshape(len(x), -1).sum(axis=1) - (f(x).astype("float64") - f(b).astype("float64"))
 
@@ -107,7 +113,9 @@ def ig_statistics(model, x, baseline, attributions, plus: float) -> dict:
     sign_b = np.where(x[:, 1] == plus, 1.0, -1.0)  # the operator in front of b
     sign_c = np.where(x[:, 3] == plus, 1.0, -1.0)
     total = np.abs(a).sum(axis=1, keepdims=True)
-    share = lambda pos: float((np.abs(a[:, pos]).sum(1) / total[:, 0]).mean())
+    def share(pos):
+        return float((np.abs(a[:, pos]).sum(1) / total[:, 0]).mean())
+
     return {
         "completeness_max_gap": float(np.abs(gap).max()), "mean_abs_delta": float(delta.mean()),
         "share_numbers": share(classes["numbers"]), "share_operators": share(classes["operators"]),
@@ -136,7 +144,6 @@ def seed_cell_gates(model, kind: str, x) -> tuple[dict, float]:
     The layer's weights are loaded into ``SeedLSTMCell``/``SeedGRUCell``; returns the gates (numpy,
     ``(batch, time, units)`` each, plus ``h``) and the max difference of the final hidden states.
     """
-    from predcalc.layers import SeedGRUCell, SeedLSTMCell
 
     layer = model.get_layer(kind)
     cell = {"lstm": SeedLSTMCell, "gru": SeedGRUCell}[kind](layer.units)
@@ -201,9 +208,7 @@ def state_retention(gates: dict, length: int) -> dict:
 
 def quality_table(trained: dict, protocol, labels: dict):
     """Parameters, epochs and in-range / long MAE of each trained model (``fit.TrainedModel``)."""
-    import pandas as pd
 
-    from predcalc.training import fit
 
     rows = []
     for name, t in trained.items():

@@ -3,6 +3,7 @@ of ``predcalc.studies.explain``. Each ``*_summary`` returns Markdown; each ``plo
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import numpy as np
 
 LABELS = {"lstm": "LSTM", "gru": "GRU", "bilstm_attention": "BiLSTM + attention", "min_gru": "minGRU"}
@@ -11,7 +12,6 @@ MIN_GRU_KEEPS = 0.5  # a best unit that keeps at least half of the state carries
 
 def plot_integrated_gradients(example_ig, labels, expression: str, shares, n_expressions: int):
     """Heat map of one expression's attributions beside the class shares per model."""
-    import matplotlib.pyplot as plt
 
     shown = example_ig.shape[1]
     tokens = (expression.split() + ["pad"] * shown)[:shown]
@@ -48,8 +48,6 @@ def ig_summary(ig_stats: dict, predictions: dict, expression: str, n: int, targe
 
 
 def plot_attention(alpha, alpha_example, expression: str):
-    import matplotlib.pyplot as plt
-
     length = alpha.shape[1]
     fig, ax = plt.subplots(figsize=(10, 3.2))
     ax.bar(range(length), alpha.mean(0), yerr=alpha.std(0), color="tab:blue", alpha=0.6,
@@ -74,7 +72,6 @@ def attention_summary(s: dict) -> str:
 
 def plot_gates(gates: dict, forget_example=None, expression: str = ""):
     """Mean gate per position for each model; beside them the LSTM forget gate of one expression."""
-    import matplotlib.pyplot as plt
 
     fig, axes = plt.subplots(1, len(gates) + 1, figsize=(5 * (len(gates) + 1), 3.6))
     for ax, (model_name, named) in zip(axes, gates.items()):

@@ -37,9 +37,14 @@ import re
 import time
 from pathlib import Path
 
+import keras
+import keras_hub
 import numpy as np
+import sentencepiece
+import tensorflow as tf
 
 from predcalc.data import Protocol, Split
+from predcalc.training.fit import set_seed
 
 DEFAULT_TEMPLATE = "{expression} ="
 TURN_PIECES = ("<start_of_turn>", "<end_of_turn>")
@@ -109,7 +114,6 @@ def train_sentencepiece(texts, vocabulary_size: int = 24) -> bytes:
     Every digit is its own piece, as in Gemma's own tokeniser. Single-threaded, so the same
     texts give the same model.
     """
-    import sentencepiece
 
     texts = [str(t) for t in texts]
     if not texts:
@@ -138,8 +142,6 @@ def build_tiny_model(texts, architecture: str = "gemma3", sequence_length: int =
         seed: initialisation seed.
         **config: overrides of ``TINY_CONFIG`` (num_layers, hidden_dim, ...).
     """
-    import keras
-    import keras_hub
 
     if architecture not in ARCHITECTURES:
         raise LLMError(f"architecture must be one of {ARCHITECTURES}. Received: architecture={architecture!r}")
@@ -175,7 +177,6 @@ def load_preset(path):
         FileNotFoundError: the directory does not exist.
         LLMError: it is not a keras-hub preset (no ``config.json``), or has no tokeniser.
     """
-    import keras_hub
 
     path = Path(str(path)).expanduser()
     if not str(path).strip() or str(path) == ".":
@@ -359,10 +360,7 @@ def fine_tune(model, protocol: Protocol, epochs: int = 10, batch_size: int = 32,
     Args:
         sequence_length: packed length; default the shortest that holds every example.
     """
-    import keras
-    import tensorflow as tf
 
-    from predcalc.training.fit import set_seed
 
     for name, value in (("epochs", epochs), ("batch_size", batch_size)):
         if not isinstance(value, (int, np.integer)) or value < 1:
@@ -409,7 +407,7 @@ def _stop_ids(tokenizer) -> list[int]:
         turn = int(tokenizer.token_to_id("<end_of_turn>"))
         if tokenizer.id_to_token(turn) == "<end_of_turn>":
             stops.add(turn)
-    except Exception:  # a vocabulary without turn markers
+    except (KeyError, ValueError, IndexError):  # a vocabulary without turn markers
         pass
     return sorted(stops)
 
@@ -558,7 +556,6 @@ def export_litert(model, path, sequence_length: int, quantization: str = "float3
     token re-runs the whole padded sequence, fine for answers of a few tokens). Builtin ops
     only; ``quantization`` is ``"float32"`` or ``"int8_dynamic"`` (dynamic-range weights).
     """
-    import tensorflow as tf
 
     if quantization not in ("float32", "int8_dynamic"):
         raise LLMError(f"quantization must be 'float32' or 'int8_dynamic'. Received: quantization={quantization!r}")
@@ -579,7 +576,7 @@ class LiteRTGreedy:
     """Greedy generation with an ``export_litert`` file and the model's tokeniser."""
 
     def __init__(self, path, tokenizer, num_threads: int = 1):
-        from ai_edge_litert.interpreter import Interpreter
+        from ai_edge_litert.interpreter import Interpreter  # the runtime, only where a LiteRT file is run
 
         self.path = Path(path)
         if not self.path.is_file():

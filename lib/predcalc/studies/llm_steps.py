@@ -4,6 +4,7 @@ examples, the exports and the conclusion."""
 
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
 import numpy as np
 
 from predcalc.studies import llm
@@ -16,7 +17,6 @@ NOT_EXPORTED = ("generate() with its key/value cache (keras-hub 0.32 exports the
 
 def plot_loss(history: dict, title: str):
     """Training and validation loss per epoch (log scale); returns ``(figure, axis)``."""
-    import matplotlib.pyplot as plt
 
     figure, axis = plt.subplots(figsize=(6, 3.5))
     epochs_axis = np.arange(1, len(history["loss"]) + 1)
@@ -80,7 +80,7 @@ def export_and_check(model, test_sets: dict, directory, *, template: str, max_ne
                 counts[name] = len(sample)
             exports[quantization] = {"bytes": result["bytes"], "sequence_length": length,
                                      "same_generation": agreement, "accuracy": accuracy, "n": counts}
-        except Exception as error:  # reported, not hidden
+        except Exception as error:  # noqa: BLE001  the LiteRT converter raises its own classes; reported, not hidden
             exports[quantization] = {"error": f"{type(error).__name__}: {str(error)[:300]}"}
     exports["not_exported"] = NOT_EXPORTED
     return exports

@@ -24,9 +24,14 @@ import statistics
 import sys
 import time
 import tracemalloc
-from typing import Callable, Mapping
+from collections.abc import Callable, Mapping
 
+import keras
 import numpy as np
+from tqdm.auto import tqdm
+
+from predcalc.layers import MinGRU, MinLSTM
+from predcalc.training import fit
 
 # min*_parallel: the layer as the model uses it (returning its last state, the parallel path reduces
 # to h_T in one logsumexp, no scan); min*_scan: the parallel scan of the whole sequence, its last
@@ -101,9 +106,7 @@ def peak_memory(fn: Callable[[], object]) -> dict[str, int]:
 
 def build_layer(kind: str, units: int):
     """The recurrent layer of ``kind`` (one of ``KINDS``) returning its last state."""
-    import keras
 
-    from predcalc.layers import MinGRU, MinLSTM
 
     if kind == "keras_gru":
         return keras.layers.GRU(units)
@@ -140,7 +143,6 @@ class Bench:
 def make_bench(kind: str, length: int, batch: int = 8, units: int = 32, features: int = 4,
                seed: int = 0) -> Bench:
     """``Input((length, features)) -> layer(units) -> Dense(1)``, Adam + MSE, no XLA."""
-    import keras
 
     if length < 1 or batch < 1:
         raise ValueError(f"length and batch must be positive. Received: length={length}, batch={batch}")
@@ -166,7 +168,6 @@ def profile(lengths=(64, 256), kinds=KINDS, repeats: int = 5, warmup: int = 1, b
     records = []
     iterator = lengths
     if progress:
-        from tqdm.auto import tqdm
         iterator = tqdm(lengths, desc="lengths")
     for length in iterator:
         benches = {kind: make_bench(kind, length, batch, units, features) for kind in kinds}
@@ -207,7 +208,6 @@ def speedups(records: list[dict], phase: str = "train_step") -> list[dict]:
 def parallel_vs_loop_step(model_name: str, x, y, repeats: int = 15) -> dict[bool, float]:
     """Median seconds of one ``train_on_batch`` of a registered model built with ``parallel=True``
     (the scan) and ``parallel=False`` (the step loop), timed interleaved so both see the same load."""
-    from predcalc.training import fit
 
     timed, step_seconds = {}, {}
     for parallel in (True, False):

@@ -20,7 +20,15 @@ from __future__ import annotations
 
 import dataclasses
 
+import keras
+import matplotlib.pyplot as plt
 import numpy as np
+import pandas as pd
+import statsmodels.datasets as datasets
+from statsmodels.tsa.ar_model import AutoReg, ar_select_order
+from tqdm.auto import tqdm
+
+from predcalc.layers import Mamba, MinGRU, MinLSTM
 
 SERIES = ("sunspots", "co2")
 MODELS = {"lstm": "Keras LSTM", "gru": "Keras GRU", "simple_rnn": "Keras SimpleRNN",
@@ -29,7 +37,6 @@ MODELS = {"lstm": "Keras LSTM", "gru": "Keras GRU", "simple_rnn": "Keras SimpleR
 
 def load_series(name: str) -> np.ndarray:
     """The named series (one of ``SERIES``) as a float64 array, from the installed statsmodels."""
-    import statsmodels.datasets as datasets
 
     if name == "sunspots":
         return datasets.sunspots.load_pandas().data["SUNACTIVITY"].to_numpy(dtype="float64")
@@ -156,7 +163,6 @@ def ar_forecast(series, n_train: int, index, max_lag: int = 24, difference: bool
     values (as the neural models do). ``difference=True`` fits it on first differences and
     adds the forecast change to the last value (ARIMA(p, 1, 0) with a constant).
     """
-    from statsmodels.tsa.ar_model import AutoReg, ar_select_order
 
     series = np.asarray(series, dtype="float64")
     values = np.diff(series) if difference else series
@@ -201,9 +207,7 @@ def build_model(name: str, k: int, units: int = 32, seed: int = 0, learning_rate
 
     ``name`` is a key of ``MODELS``.
     """
-    import keras
 
-    from predcalc.layers import Mamba, MinGRU, MinLSTM
 
     layers = {"lstm": lambda: keras.layers.LSTM(units), "gru": lambda: keras.layers.GRU(units),
               "simple_rnn": lambda: keras.layers.SimpleRNN(units), "min_gru": lambda: MinGRU(units),
@@ -220,7 +224,6 @@ def fit_and_evaluate(name: str, windows: Windows, seed: int = 0, epochs: int = 2
                      units: int = 32, patience: int = 10) -> dict:
     """Trains one model on the training windows (early stopping on validation loss) and
     returns its test metrics in the series' units plus the test forecast."""
-    import keras
 
     model = build_model(name, windows.k, units, seed)
     callbacks = [keras.callbacks.EarlyStopping(patience=patience, restore_best_weights=True)]
@@ -231,3 +234,102 @@ def fit_and_evaluate(name: str, windows: Windows, seed: int = 0, epochs: int = 2
     return {"model": name, "seed": int(seed), "epochs": len(history.history["loss"]),
             "params": int(model.count_params()), "target": windows.target,
             **forecast_metrics(windows.truth("test"), prediction), "forecast": prediction.tolist()}
+
+
+def fit_all(data: dict, models, seeds, **fit_kwargs) -> list[dict]:
+    """:func:`fit_and_evaluate` for every (series, model, seed), with a progress bar; each run's
+    record names its series. ``data``: ``{series name: Windows}``."""
+    runs = []
+    with tqdm(total=len(data) * len(models) * len(seeds), desc="fits") as bar:
+        for name, windows in data.items():
+            for model_name in models:
+                for seed in seeds:
+                    runs.append({"series": name, **fit_and_evaluate(model_name, windows, seed=seed, **fit_kwargs)})
+                    bar.update()
+    return runs
+
+
+def summarise(runs: list[dict]) -> pd.DataFrame:
+    """Per (series, model): mean and standard deviation over seeds of the test MAE and RMSE (0 for
+    one seed), mean epochs and the parameter count; models by their display name."""
+    frame = pd.DataFrame([{key: value for key, value in run.items() if key != "forecast"} for run in runs])
+    summary = frame.groupby(["series", "model"], sort=False).agg(
+        MAE=("mae", "mean"), MAE_std=("mae", "std"), RMSE=("rmse", "mean"), RMSE_std=("rmse", "std"),
+        epochs=("epochs", "mean"), params=("params", "first")).reset_index()
+    summary["model"] = summary["model"].map(MODELS)
+    return summary.fillna({"MAE_std": 0.0, "RMSE_std": 0.0})
+
+
+def results_table(summary, baselines: dict) -> pd.DataFrame:
+    """The networks' ``summary`` and every baseline per series, best MAE first, with the MAE as a
+    share of the naive last-value forecast's."""
+    naive_rows = pd.DataFrame([{"series": s, "model": f"baseline: {label}", "MAE": m["mae"], "RMSE": m["rmse"],
+                                "params": 0} for s, named in baselines.items() for label, m in named.items()])
+    table = pd.concat([pd.DataFrame(summary), naive_rows]).sort_values(["series", "MAE"]).reset_index(drop=True)
+    table["MAE / naive"] = table.MAE / table.series.map(
+        {s: named["naive (last value)"]["mae"] for s, named in baselines.items()})
+    return table
+
+
+def plot_forecasts(data: dict, summary, runs: list[dict]):
+    """The test segment of each series with the naive forecast and the first seed of the network with
+    the lowest mean test MAE."""
+    keys = {label: key for key, label in MODELS.items()}
+    figure, axes = plt.subplots(1, len(data), figsize=(7 * len(data), 4), squeeze=False, layout="constrained")
+    for axis, (name, windows) in zip(axes[0], data.items()):
+        best = summary[summary.series == name].sort_values("MAE").iloc[0]["model"]
+        forecast = next(r["forecast"] for r in runs if r["series"] == name and r["model"] == keys[best])
+        axis.plot(windows.test_index, windows.truth("test"), "k-", lw=1.5, label="observed")
+        axis.plot(windows.test_index, windows.series[windows.test_index - 1], ":", label="naive (last value)")
+        axis.plot(windows.test_index, forecast, "-", label=f"{best} (first seed)")
+        axis.set(title=f"{name}: test segment, one step ahead", xlabel="position in the series (years / months)",
+                 ylabel=name)
+        axis.legend(fontsize=8)
+    return figure
+
+
+def conclusion(table, baselines: dict, data: dict, target: str, seeds, epochs: int) -> str:
+    """What the study shows: per series the naive forecast, the strongest baseline, the best network
+    and the networks that beat every baseline by more than their spread over seeds; which series must
+    be extrapolated; and how far the run's seeds and epochs carry the comparison."""
+    parts = []
+    for name in data:
+        rows = table[table.series == name]
+        naive = baselines[name]["naive (last value)"]["mae"]
+        strongest_label, strongest = min(baselines[name].items(), key=lambda item: item[1]["mae"])
+        networks = rows[~rows.model.str.startswith("baseline: ")]
+        beat = networks[networks.MAE + networks.MAE_std.fillna(0) < strongest["mae"]]
+        top = networks.iloc[0]
+        spread = f" ± {top.MAE_std:.3f}" if len(seeds) > 1 else ""
+        parts.append(
+            f"**{name}** (networks forecast the {target}): the naive last-value forecast has test MAE {naive:.3f}; the "
+            f"strongest baseline is {strongest_label} with MAE {strongest['mae']:.3f}; the best network is {top.model} "
+            f"with MAE {top.MAE:.3f}{spread}; {len(beat)} of {len(networks)} networks beat every baseline"
+            + (" by more than their spread over seeds" if len(seeds) > 1 else "")
+            + (f" ({', '.join(beat.model)})." if len(beat) else
+               f": none does, so on this series the {strongest_label} is the better forecaster at this data size "
+               "(a few hundred training windows) and training budget."))
+    extrapolate = [name for name, w in data.items() if w.truth("test").min() > w.truth("train").max()]
+    if extrapolate:
+        parts.append(f"Every test value of {', '.join(extrapolate)} lies above every training target, so a model "
+                     "must extrapolate the trend beyond the values it was fitted on.")
+    if len(seeds) > 1:
+        parts.append(f"Means ± standard deviations over {len(seeds)} seeds, at most {epochs} epochs with early "
+                     "stopping.")
+    else:
+        parts.append(f"One seed and at most {epochs} epochs: this shows that every model trains and is scored in "
+                     "the same frame, not which is best; the full profile (5 seeds, 200 epochs with early stopping) "
+                     "gives the means and spreads to compare.")
+    return " ".join(parts) + (
+        " The last-value forecast is hard to beat one step ahead on a series that moves little per step relative to "
+        "its level; on a cycle such as the sunspots' a model can learn the turning points.")
+
+
+def study_entry(data: dict, baselines: dict, target: str, runs: list[dict], summary) -> tuple[dict, dict]:
+    """The study's ``timeseries`` entry of ``metrics.json`` (every run with its forecast, the summary,
+    the baselines, the windows per split) and its ``data`` (the windows per series and split)."""
+    entry = {"naive": {name: named["naive (last value)"] for name, named in baselines.items()},
+             "baselines": baselines, "target": target, "runs": runs, "summary": summary.to_dict("records"),
+             "counts": {name: w.counts() for name, w in data.items()}}
+    counts = {f"{name}_{split}": c for name, w in data.items() for split, c in w.counts().items()}
+    return entry, {"seed": 0, "counts": counts}

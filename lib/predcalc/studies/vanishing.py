@@ -10,13 +10,16 @@ product with the full ``dc_T/dc_{T-k}``. Needs the TensorFlow backend (``tf.Grad
 from __future__ import annotations
 
 import keras
+import matplotlib.pyplot as plt
 import numpy as np
+import tensorflow as tf
 from keras import ops
+
+from predcalc.layers import PReLURNNCell, SeedGRUCell, SeedLSTMCell
 
 
 def make_cells(units: int) -> dict:
     """The four cells of the study, as factories: tanh RNN, PReLU RNN, seed LSTM, seed GRU."""
-    from predcalc.layers import PReLURNNCell, SeedGRUCell, SeedLSTMCell
 
     return {
         "RNN (tanh)": lambda: keras.layers.SimpleRNNCell(units),
@@ -36,7 +39,6 @@ def build(make_cell, length: int) -> keras.Model:
 
 def state_gradients(network, x, y) -> dict:
     """Per-expression norms ||dL_i/dh_{T-k}|| (and ||dL_i/dc_{T-k}|| for an LSTM), k = 0..T-1."""
-    import tensorflow as tf
 
     cell = network.get_layer("recurrence").cell
     readout = network.get_layer("value")
@@ -77,8 +79,6 @@ def ratio_rows(at_init: dict, trained: dict, ks=(1, 10, 14)) -> list[dict]:
 
 
 def plot_ratios(at_init: dict, trained: dict, train_epochs: int):
-    import matplotlib.pyplot as plt
-
     figure, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
     for axis, (title, measured) in zip(axes, (("at initialisation", at_init), (f"after {train_epochs} epochs", trained))):
         for name, values in measured.items():
@@ -104,12 +104,13 @@ def lstm_step_jacobians(lstm_cell, x_one) -> dict:
     Returns the lists ``partial_gap`` (max |diag - f_t|), ``partial_offdiag`` (max |off-diagonal|),
     ``total_offdiag`` (||total - diag(f_t)|| / ||f_t||) and the ``sequence`` of gates.
     """
-    import tensorflow as tf
 
     sequence = lstm_cell.gate_sequence(x_one)  # every f, i, C_tilde, o, C, h: (1, T, units)
     length, units = x_one.shape[1], sequence["h"].shape[-1]
     zeros = ops.zeros((1, units))
-    state_at = lambda key, t: zeros if t == 0 else sequence[key][:, t - 1]  # t = 0: the zero initial state
+    def state_at(key, t):  # t = 0: the zero initial state
+        return zeros if t == 0 else sequence[key][:, t - 1]
+
     partial_gap, partial_offdiag, total_offdiag = [], [], []
     for t in range(2, length + 1):
         h_previous, c_previous = state_at("h", t - 1), state_at("C", t - 1)
@@ -132,7 +133,6 @@ def lstm_step_jacobians(lstm_cell, x_one) -> dict:
 
 def cell_path_and_total(cell, x, k: int) -> tuple[float, float]:
     """(||prod f||, ||d c_T / d c_{T-k}||) for one expression, running the cell on from step T - k (k >= 1)."""
-    import tensorflow as tf
 
     seq = cell.gate_sequence(x)
     start = x.shape[1] - k
@@ -148,8 +148,6 @@ def cell_path_and_total(cell, x, k: int) -> tuple[float, float]:
 
 
 def plot_cell_path(paths: dict, ks, probe_text: str):
-    import matplotlib.pyplot as plt
-
     figure, axis = plt.subplots(figsize=(6, 3.8))
     for label, values in paths.items():
         line, = axis.plot(ks, [v[0] for v in values], linestyle="--", label=f"{label}: ||prod f|| (cell path)")
@@ -165,7 +163,9 @@ def plot_cell_path(paths: dict, ks, probe_text: str):
 
 def conclusion(at_init: dict, trained: dict, jacobians: dict, paths: dict, train_epochs: int) -> str:
     """The notebook's conclusion in Markdown."""
-    at = lambda measured, name, state, k: measured[name][state][k]
+    def at(measured, name, state, k):
+        return measured[name][state][k]
+
     n_states = sum(len(v) for v in at_init.values())
     lines = [f"Median gradient ratio $\\lVert \\partial L/\\partial s_{{T-k}} \\rVert / \\lVert \\partial L/\\partial s_T \\rVert$ "
              f"at $k = 10$ and $k = 14$ (where a 3-number expression's first tokens are), at initialisation -> after "

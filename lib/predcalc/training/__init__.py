@@ -7,5 +7,6 @@
 - :mod:`~predcalc.training.sweep`: ``predcalc sweep``, notebooks x a parameter grid x seeds.
 - :mod:`~predcalc.training.notebook_tools`: keep notebook sources diff-friendly.
 
-Imports data and models (and deploy.export lazily, when run_seeds exports); never studies or report.
+Imports data and models; never deploy, studies or report (``deploy.export.export_results`` exports
+what ``run_seeds`` trained).
 """

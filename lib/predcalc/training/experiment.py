@@ -1,25 +1,36 @@
 """One architecture notebook's work in a few calls: train over seeds, tabulate, plot, export, write.
 
 Example:
-    >>> results = run_seeds(["fnn_baseline", "fnn2"], seed_protocol(0), seeds=[0], epochs=5)
-    >>> comparison_table(results.to_json("01_fnn", parameters))
-    >>> results.write("outputs/01_fnn", notebook="01_fnn", parameters={...})
+    >>> results = run_seeds(["fnn_baseline", "fnn2"], seed_protocol(0), seeds=[0], epochs=5)  # doctest: +SKIP
+    >>> comparison_table(results.to_json("01_fnn", parameters))  # doctest: +SKIP
+    >>> results.write("outputs/01_fnn", notebook="01_fnn", parameters={...})  # doctest: +SKIP
 """
 
 from __future__ import annotations
 
+import concurrent.futures
 import dataclasses
 import datetime
+import hashlib
 import json
+import multiprocessing
 import os
+import tempfile
+import time
 from pathlib import Path
 
 import keras
+import matplotlib.pyplot as plt
+import numpy as np
+from matplotlib.lines import Line2D
+from tqdm.auto import tqdm
 
-from predcalc.paths import CHECKPOINTS_VARIABLE, save_figure, write_if_changed
-from predcalc.training import metrics as M
 from predcalc.data import Protocol
-from predcalc.training.fit import TrainedModel, evaluate, run_record, train
+from predcalc.models import get_spec
+from predcalc.paths import CHECKPOINTS_VARIABLE, save_figure
+from predcalc.record import RunRecord
+from predcalc.training import metrics as M
+from predcalc.training.fit import TrainedModel, build, builder_arguments, evaluate, make_tokenizer, run_record, train
 
 BASELINE = "fnn_baseline"
 REPORT_SETS = ("in", "out", "long")
@@ -61,64 +72,58 @@ class Results:
                     "created": stored.get("created"), "profile": profile, "parameters": stored.get("parameters")}}
         return sorted(self.kept)
 
-    def plot_predictions(self, test_sets=REPORT_SETS, path=None):
-        """Predicted vs true value of each model's first seed, one panel per test set."""
-        import matplotlib.pyplot as plt
+    @classmethod
+    def from_stored(cls, directory, protocol: Protocol, names=None) -> Results:
+        """The models of a stored run (``directory``: its ``metrics.json`` and each model's first-seed
+        ``export/NAME/model.keras``), reloaded and scored again on ``protocol``'s test sets, with
+        every seed's stored record; a model without a stored ``model.keras`` is left out. Redraws a
+        run's figures and tables without retraining it (no training history is stored)."""
+        directory = Path(directory)
+        stored = json.loads((directory / "metrics.json").read_text())["models"]
+        results = cls(protocol=protocol)
+        for name in names or stored:
+            path = directory / "export" / name / "model.keras"
+            if name not in stored or not path.is_file():
+                continue
+            spec, runs = get_spec(name), stored[name]["runs"]
+            trained = TrainedModel(spec=spec, model=keras.saving.load_model(path), tokenizer=make_tokenizer(spec),
+                                   seed=runs[0]["seed"], history={}, epochs=runs[0]["epochs"],
+                                   seconds=runs[0].get("train_seconds", 0.0))
+            _, predictions = evaluate(trained, protocol.test_sets())
+            results.models[name] = ModelResults(first=trained, predictions=predictions, runs=list(runs))
+        return results
 
+    def plot_predictions(self, test_sets=REPORT_SETS, path=None):
+        """Predicted vs true value of each model's first seed: one row per model (its label above
+        the row), one panel per test set; rows shrink so that the figure stays at most 21.5 inches
+        (2,365 pixels at 110 dpi) tall."""
         sets = self.protocol.test_sets()
-        figure, axes = plt.subplots(len(self.models), len(test_sets), squeeze=False,
-                                    figsize=(4 * len(test_sets), 3.6 * len(self.models)))
-        for row, (name, result) in enumerate(self.models.items()):
-            for column, test_set in enumerate(test_sets):
-                axis, truth = axes[row][column], sets[test_set].values
+        row_height = min(3.6, 21.5 / max(len(self.models), 1))
+        figure = plt.figure(figsize=(4 * len(test_sets), row_height * len(self.models)), layout="constrained")
+        for row, result in zip(np.atleast_1d(figure.subfigures(len(self.models), 1)), self.models.values()):
+            row.suptitle(f"{result.spec.shown_label} (first seed)", fontsize=10)
+            for column, (axis, test_set) in enumerate(zip(np.atleast_1d(row.subplots(1, len(test_sets))), test_sets)):
+                truth = sets[test_set].values
                 axis.scatter(truth, result.predictions[test_set], s=4, alpha=0.4)
                 low, high = truth.min() - 1, truth.max() + 1
                 axis.plot([low, high], [low, high], color="black", linewidth=0.8)
-                axis.set_title(f"{result.spec.label}\n{test_set}: MAE "
-                               f"{M.mae(truth, result.predictions[test_set]):.3g}", fontsize=9)
+                axis.set_title(f"{test_set}: MAE {M.mae(truth, result.predictions[test_set]):.3g}", fontsize=9)
                 axis.set_xlabel("true value")
-                axis.set_ylabel("predicted")
-        figure.tight_layout()
+                if column == 0:
+                    axis.set_ylabel("predicted")
         if path is not None:
             Path(path).parent.mkdir(parents=True, exist_ok=True)
             save_figure(figure, path)
         return figure
 
     def plot_history(self, path=None):
-        """Training and validation loss of each model's first seed (log scale)."""
-        import matplotlib.pyplot as plt
-
-        figure, axis = plt.subplots(figsize=(6, 3.6))
-        for name, result in self.models.items():
-            history = result.first.history
-            line, = axis.plot(history["loss"], label=f"{result.spec.label} train")
-            if "val_loss" in history:
-                axis.plot(history["val_loss"], linestyle="--", color=line.get_color(), label="validation")
-        axis.set_yscale("log")
-        axis.set_xlabel("epoch")
+        """Training and validation loss of each model's first seed (log scale), the legend below."""
+        figure, axis = plt.subplots(figsize=(6, 3.2 + 0.2 * len(self.models)), layout="constrained")
+        draw_losses(axis, self.models.values())
         axis.set_ylabel("MSE loss")
-        axis.legend(fontsize=7)
-        figure.tight_layout()
         if path is not None:
             save_figure(figure, path)
         return figure
-
-    def export(self, directory, progress: bool = True, data_label: dict | None = None, formats=None) -> dict:
-        """Export each model's first seed (SavedModel, .keras, and the LiteRT and ONNX ``formats``,
-        default every one of :data:`predcalc.deploy.export.FORMATS`), check them, and write each
-        folder's ``export.json``, which names the data they were checked on with ``data_label``
-        (default: the seed protocol's seed; an extended-suite study passes its ``suite_seed``)."""
-        from tqdm.auto import tqdm
-
-        from predcalc.deploy.export import FORMATS, export_trained, write_export_record
-
-        for name, result in tqdm(self.models.items(), desc="export", disable=not progress):
-            target = Path(directory) / name
-            self.exports[name] = export_trained(result.first, target, self.protocol.test_sets(),
-                                                self.protocol.train.expressions, formats=formats or FORMATS)
-            result.first.model.save(target / "model.keras")
-            write_export_record(target, result.spec, self.exports[name], data_label or {"data_seed": self.protocol.seed})
-        return self.exports
 
     def to_json(self, notebook: str, parameters: dict) -> dict:
         return {
@@ -139,9 +144,25 @@ class Results:
     def write(self, directory, notebook: str, parameters: dict) -> Path:
         """Write ``metrics.json`` through the typed record (:class:`predcalc.record.RunRecord`):
         what ``predcalc report`` and the tests read."""
-        from predcalc.record import RunRecord
-
         return RunRecord.from_json({**self.to_json(notebook, parameters), "kind": "models"}).write(directory)
+
+
+def draw_losses(axis, models) -> None:
+    """Training (solid) and validation (dashed) loss per epoch of each of ``models`` (their first
+    seed) on ``axis``, log scale, one colour per model; the legend, below the axis, names each model
+    once and the two line styles."""
+    handles = []
+    for result in models:
+        history = result.first.history
+        line, = axis.plot(history.get("loss", []), label=result.spec.shown_label)
+        if "val_loss" in history:
+            axis.plot(history["val_loss"], linestyle="--", color=line.get_color())
+        handles.append(line)
+    handles += [Line2D([], [], color="grey", label="train"),
+                Line2D([], [], color="grey", linestyle="--", label="validation")]
+    axis.set_yscale("log")
+    axis.set_xlabel("epoch")
+    axis.legend(handles=handles, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
 
 
 def run_seeds(model_names, protocol: Protocol, seeds=(0,), epochs: int = 200, patience: int = 20,
@@ -180,15 +201,12 @@ def run_seeds(model_names, protocol: Protocol, seeds=(0,), epochs: int = 200, pa
     results = Results(protocol=protocol)
     folder = checkpoints if checkpoints is not None else os.environ.get(CHECKPOINTS_VARIABLE)
     store = _Checkpoints(Path(folder), protocol, test_sets) if folder else None
-    import tempfile
 
     with tempfile.TemporaryDirectory(prefix="predcalc-seeds-") as scratch:
         weights = _weights_paths(jobs, store, Path(scratch))
         outcomes = [store.load(job) if store else None for job in jobs]
         missing = [index for index, outcome in enumerate(outcomes) if outcome is None]
         if int(workers) == 1:
-            from tqdm.auto import tqdm
-
             for index in tqdm(missing, desc="train", disable=not progress):
                 outcomes[index] = _train_job(jobs[index], protocol, test_sets, weights[index])
                 if store:
@@ -206,8 +224,6 @@ class _Checkpoints:
     """Finished (model, seed) runs in a folder, keyed by the job, the data and the backend."""
 
     def __init__(self, folder: Path, protocol: Protocol, test_sets: dict):
-        import hashlib
-
         self.folder = folder
         folder.mkdir(parents=True, exist_ok=True)
         digest = hashlib.sha256()
@@ -216,8 +232,6 @@ class _Checkpoints:
         self.context = {"data": digest.hexdigest(), "backend": keras.backend.backend(), "keras": keras.__version__}
 
     def stem(self, job: dict) -> Path:
-        import hashlib
-
         key = hashlib.sha256(json.dumps({**job, **self.context}, sort_keys=True).encode()).hexdigest()[:12]
         return self.folder / f"{job['name']}-seed{job['seed']}-{key}"
 
@@ -226,7 +240,6 @@ class _Checkpoints:
 
     def load(self, job: dict) -> dict | None:
         """The stored outcome of ``job``, or None if it has not finished (or lacks the weights it needs)."""
-        import numpy as np
 
         stem = self.stem(job)
         record = stem.with_suffix(".json")
@@ -243,7 +256,6 @@ class _Checkpoints:
 
     def save(self, job: dict, outcome: dict) -> None:
         """Store a finished outcome; its JSON is written last, so a half-written one is never loaded."""
-        import numpy as np
 
         stem = self.stem(job)
         np.savez(stem.with_suffix(".npz"), **outcome["predictions"])
@@ -268,9 +280,7 @@ def _weights_paths(jobs: list, store: _Checkpoints | None, scratch: Path) -> lis
 def add_pretrained(results: Results, name: str, extra_test_sets: dict | None = None) -> Results:
     """Score a model whose builder loads trained weights (e.g. ``fnn2_seed_weights``) without
     training it, as one run (seed 0, 0 epochs) beside the trained ones in ``results``."""
-    import time
 
-    from predcalc.training.fit import build
 
     spec, model, tokenizer = build(name)
     trained = TrainedModel(spec=spec, model=model, tokenizer=tokenizer, seed=0, history={}, epochs=0, seconds=0.0)
@@ -308,10 +318,7 @@ def _train_in_processes(jobs: list, missing: list, outcomes: list, protocol: Pro
                         workers: int, progress: bool, weights: list, store: _Checkpoints | None) -> None:
     """Train ``jobs[i]`` for each ``i`` in ``missing``, each in a spawned process, ``workers`` at a
     time, into ``outcomes[i]`` (and the checkpoint store, as each finishes)."""
-    import concurrent.futures
-    import multiprocessing
 
-    from tqdm.auto import tqdm
 
     context = multiprocessing.get_context("spawn")  # a fork would copy the parent's backend threads
     with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
@@ -327,7 +334,6 @@ def _train_in_processes(jobs: list, missing: list, outcomes: list, protocol: Pro
 
 def _restore(job: dict, outcome: dict) -> TrainedModel:
     """Rebuild a worker's model in this process and load the weights it trained."""
-    from predcalc.training.fit import build, builder_arguments
 
     spec, model, tokenizer = build(job["name"], seed=job["seed"], **builder_arguments(job["model_kwargs"])[0])
     model.load_weights(outcome["weights"])

@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import dataclasses
 import time
+from collections.abc import Callable
 
 import keras
 import numpy as np
 
 from predcalc.data import Protocol, Split, get_tokenizer
-from predcalc.training.metrics import regression_metrics
 from predcalc.models import ModelSpec, get_spec
+from predcalc.training.metrics import regression_metrics
 
 
 def set_seed(seed: int) -> None:
@@ -71,62 +72,110 @@ def seed_schedule(epochs: int, steps_per_epoch: int, peak: float = SEED_PEAK_LEA
         warmup_target=peak, warmup_steps=warmup)
 
 
-def seed_peak(spec: ModelSpec, override: float | None = None) -> float:
-    """The seed schedule's peak for ``spec``: ``override``, else the spec's own, else the seed's."""
-    return next(float(rate) for rate in (override, spec.peak_learning_rate, SEED_PEAK_LEARNING_RATE)
-                if rate is not None)
+@dataclasses.dataclass(frozen=True)
+class Recipe:
+    """An optimizer recipe: ``make(learning_rate, steps, epochs, peak) -> keras optimizer``, and the
+    peak learning rate of its schedule when nobody names one (None: the recipe has no peak)."""
+
+    make: Callable
+    default_peak: float | None = None
+
+
+OPTIMIZERS: dict[str, Recipe] = {}
+
+
+def optimizer_recipe(name: str, default_peak: float | None = None):
+    """Decorator: register ``make(learning_rate, steps, epochs, peak)`` as the optimizer ``name``
+    (what a :class:`predcalc.models.Optimizer` names)."""
+
+    def decorate(make):
+        if name in OPTIMIZERS:
+            raise ValueError(f"optimizer {name!r} is registered twice")
+        OPTIMIZERS[name] = Recipe(make, default_peak)
+        return make
+
+    return decorate
+
+
+@optimizer_recipe("adam")
+def _adam(learning_rate, steps, epochs, peak):
+    return keras.optimizers.Adam(learning_rate=learning_rate)
+
+
+@optimizer_recipe("adam_cosine")
+def _adam_cosine(learning_rate, steps, epochs, peak):
+    """Adam, its rate decayed along a cosine to 0 over all steps."""
+    return keras.optimizers.Adam(learning_rate=keras.optimizers.schedules.CosineDecay(learning_rate, max(steps, 1)))
+
+
+@optimizer_recipe("adamw_cosine")
+def _adamw_cosine(learning_rate, steps, epochs, peak):
+    """AdamW, linear warm-up over the first 5 % of steps to ``learning_rate``, then cosine decay to 0."""
+    schedule = keras.optimizers.schedules.CosineDecay(
+        initial_learning_rate=0.0, decay_steps=max(steps, 1), warmup_target=learning_rate,
+        warmup_steps=max(steps // 20, 1))
+    return keras.optimizers.AdamW(learning_rate=schedule)
+
+
+@optimizer_recipe("adamw_seed", default_peak=SEED_PEAK_LEARNING_RATE)
+def _adamw_seed(learning_rate, steps, epochs, peak):
+    """The seed's transformer recipe: AdamW (weight decay 4e-3, beta_1 0.85, clipnorm 1.0) on
+    :func:`seed_schedule` peaking at ``peak``, whatever ``learning_rate`` says (the notebook's rate
+    is for the other models)."""
+    epochs = epochs or 1
+    schedule = seed_schedule(epochs, max(steps // epochs, 1), peak=peak)
+    return keras.optimizers.AdamW(learning_rate=schedule, weight_decay=4e-3, beta_1=0.85, beta_2=0.999,
+                                  clipnorm=1.0)
+
+
+def seed_peak(spec: ModelSpec, override: float | None = None) -> float | None:
+    """The peak learning rate ``spec`` trains with: ``override``, else the spec's own, else its
+    recipe's default (None for a recipe without a peak)."""
+    recipe = OPTIMIZERS[spec.optimizer.name]
+    return next((float(rate) for rate in (override, spec.optimizer.peak_learning_rate, recipe.default_peak)
+                 if rate is not None), None)
 
 
 def make_optimizer(spec: ModelSpec, learning_rate: float, steps: int, epochs: int | None = None,
                    peak_learning_rate: float | None = None):
-    """Adam for most models; Adam with cosine decay, or AdamW with linear warm-up and cosine decay,
-    where the spec asks.
-
-    ``adamw_seed`` is the seed's transformer recipe: AdamW (weight decay 4e-3, beta_1 0.85,
-    clipnorm 1.0) on :func:`seed_schedule`, peaking at ``peak_learning_rate`` (default: the spec's,
-    else the seed's 1.42e-3), whatever ``learning_rate`` says (the notebook's rate is for the other
-    models).
-    """
-    if peak_learning_rate is not None and spec.optimizer != "adamw_seed":
-        raise ValueError(f"peak_learning_rate sets the seed schedule of adamw_seed models; {spec.name} trains "
-                         f"with {spec.optimizer!r}. Received: peak_learning_rate={peak_learning_rate}")
-    if spec.optimizer == "adamw_seed":
-        epochs = epochs or 1
-        peak = seed_peak(spec, peak_learning_rate)
-        if not peak > 0:
-            raise ValueError(f"peak_learning_rate must be positive. Received: {peak_learning_rate}")
-        schedule = seed_schedule(epochs, max(steps // epochs, 1), peak=peak)
-        return keras.optimizers.AdamW(learning_rate=schedule, weight_decay=4e-3, beta_1=0.85, beta_2=0.999,
-                                      clipnorm=1.0)
-    if spec.optimizer == "adam_cosine":  # Adam, its rate decayed along a cosine to 0 over all steps
-        return keras.optimizers.Adam(learning_rate=keras.optimizers.schedules.CosineDecay(learning_rate, max(steps, 1)))
-    if spec.optimizer == "adamw_cosine":
-        schedule = keras.optimizers.schedules.CosineDecay(
-            initial_learning_rate=0.0, decay_steps=max(steps, 1), warmup_target=learning_rate,
-            warmup_steps=max(steps // 20, 1))
-        return keras.optimizers.AdamW(learning_rate=schedule)
-    return keras.optimizers.Adam(learning_rate=learning_rate)
+    """The Keras optimizer of ``spec``'s recipe (:data:`OPTIMIZERS`), ``steps`` long; a recipe with a
+    peak (``adamw_seed``) peaks at ``peak_learning_rate``, else the spec's, else its default."""
+    if spec.optimizer.name not in OPTIMIZERS:
+        raise ValueError(f"unknown optimizer {spec.optimizer.name!r} of {spec.name}; registered: "
+                         f"{', '.join(OPTIMIZERS)}")
+    recipe = OPTIMIZERS[spec.optimizer.name]
+    if peak_learning_rate is not None and recipe.default_peak is None:
+        peaked = ", ".join(name for name, r in OPTIMIZERS.items() if r.default_peak is not None)
+        raise ValueError(f"peak_learning_rate sets the schedule of {peaked} models; {spec.name} trains with "
+                         f"{spec.optimizer.name!r}. Received: peak_learning_rate={peak_learning_rate}")
+    peak = seed_peak(spec, peak_learning_rate)
+    if peak is not None and not peak > 0:
+        raise ValueError(f"peak_learning_rate must be positive. Received: {peak_learning_rate}")
+    return recipe.make(learning_rate, steps, epochs, peak)
 
 
 def builder_arguments(model_kwargs: dict | None) -> tuple[dict, float | None]:
-    """Split a run's ``model_kwargs`` into the builder's arguments and ``peak_learning_rate``
-    (the one optimizer setting that rides on them; None if absent)."""
+    """Split a run's ``model_kwargs`` into the builder's arguments and ``peak_learning_rate``: the
+    notebooks' and sweeps' one parameter per model (``model_kwargs``) carries both, and this is
+    the one place that separates them (the peak goes to :func:`make_optimizer`)."""
     builder_kwargs = dict(model_kwargs or {})
     return builder_kwargs, builder_kwargs.pop("peak_learning_rate", None)
 
 
 def train(name: str, protocol: Protocol, seed: int = 0, epochs: int = 200, batch_size: int = 32,
           patience: int = 20, learning_rate: float = 1e-3, model_kwargs: dict | None = None,
-          verbose: int = 0, callbacks=()) -> TrainedModel:
+          verbose: int = 0, callbacks=(), peak_learning_rate: float | None = None) -> TrainedModel:
     """Fit a registered model on the protocol's training split.
 
     Early stopping watches the validation loss and restores the best weights; a spec's ``finish``
     step (if any) then runs on them, inside the timed training. ``model_kwargs`` go to the model's
-    builder, except ``peak_learning_rate``: the peak of the seed schedule (``adamw_seed`` models).
+    builder; ``peak_learning_rate`` to its optimizer (a run's ``model_kwargs`` may carry it too,
+    :func:`builder_arguments`).
     """
     if epochs <= 0:
         raise ValueError(f"epochs must be positive. Received: epochs={epochs}")
-    builder_kwargs, peak_learning_rate = builder_arguments(model_kwargs)
+    builder_kwargs, peak_from_kwargs = builder_arguments(model_kwargs)
+    peak_learning_rate = peak_learning_rate if peak_learning_rate is not None else peak_from_kwargs
     spec, model, tokenizer = build(name, seed=seed, **builder_kwargs)
     x_train = tokenizer.encode_batch(protocol.train.expressions)
     y_train = spec.encode_targets(protocol.train.values, tokenizer)

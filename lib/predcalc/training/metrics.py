@@ -191,7 +191,7 @@ def log_score_p_value(scores) -> float:
     scores = np.asarray(scores, dtype=np.float64)
     if scores.size < 2 or not np.all(np.isfinite(scores)) or np.any(scores <= 0):
         return float("nan")
-    from scipy import stats
+    from scipy import stats  # metrics is read by the runtime-only install, which has no SciPy
 
     logs = np.log(scores)
     if np.allclose(logs, logs[0]):
@@ -201,7 +201,7 @@ def log_score_p_value(scores) -> float:
 
 def confidence_interval(values, level: float = 0.95) -> tuple[float, float]:
     """Student-t confidence interval of the mean; (nan, nan) with fewer than 2 values."""
-    from scipy import stats
+    from scipy import stats  # metrics is read by the runtime-only install, which has no SciPy
 
     values = np.asarray(values, dtype=np.float64)
     if values.size < 2:
@@ -240,7 +240,7 @@ def sign_test(values, reference: float, lower_is_better: bool = True, alpha: flo
     exceed the seed-to-seed noise. The reference's own run-to-run spread is unknown (a published
     mean), so the test is conservative only about this project's seeds.
     """
-    from scipy import stats
+    from scipy import stats  # metrics is read by the runtime-only install, which has no SciPy
 
     values = np.asarray(values, dtype=np.float64)
     diff = (reference - values) if lower_is_better else (values - reference)

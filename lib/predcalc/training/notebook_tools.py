@@ -12,6 +12,11 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import nbformat
+from nbclient import NotebookClient
+
+from predcalc.training.runner import kernel_environment
+
 CHECK_MARK = "# NBVAL_CHECK_OUTPUT"
 CHECK_TAG = "nbval-check-output"
 
@@ -37,11 +42,6 @@ def strip(notebook) -> None:
 
 
 def refresh(path: Path, timeout: int = 1200) -> None:
-    import nbformat
-    from nbclient import NotebookClient
-
-    from predcalc.training.runner import kernel_environment
-
     kernel_environment()
     notebook = nbformat.read(path, as_version=4)
     NotebookClient(notebook, timeout=timeout, kernel_name="python3",
@@ -55,7 +55,6 @@ def main(argv=None) -> int:
     if len(argv) < 2 or argv[0] not in ("refresh", "strip"):
         print("usage: python -m predcalc.training.notebook_tools refresh|strip NOTEBOOK...", file=sys.stderr)
         return 2
-    import nbformat
 
     for name in argv[1:]:
         path = Path(name)

@@ -17,6 +17,7 @@ and raises :class:`Interrupted`.
 from __future__ import annotations
 
 import concurrent.futures
+import ctypes
 import dataclasses
 import datetime
 import json
@@ -30,9 +31,24 @@ import threading
 import time
 from pathlib import Path
 
+import nbformat
+import papermill
+import psutil
+from tqdm import tqdm
+
 from predcalc import paths
-from predcalc.paths import (CHECKPOINTS_VARIABLE, FAILED, LOGS, NOTEBOOKS, ROOT, RUNS, compact_notebook_images,
-                            relative, runs_for)
+from predcalc.paths import (
+    CHECKPOINTS_VARIABLE,
+    FAILED,
+    LOGS,
+    NOTEBOOKS,
+    ROOT,
+    RUNS,
+    compact_notebook_images,
+    keep_unchanged,
+    relative,
+    runs_for,
+)
 
 # Parameters injected by each profile (only those a notebook declares). A notebook can
 # override them in its metadata: {"predcalc": {"profiles": {"full": {...}}}}.
@@ -104,8 +120,6 @@ def source_of(notebook: Path) -> tuple[Path, dict]:
 
 def parameters_for(notebook: Path, profile: str, output_dir: Path) -> dict:
     """The profile's parameters that the notebook declares, plus its output folder."""
-    import nbformat
-    import papermill
 
     if profile not in PROFILES:
         raise ValueError(f"unknown profile {profile!r}; choose one of {sorted(PROFILES)}")
@@ -145,13 +159,12 @@ def _one_line(error: BaseException) -> str:
 
 def _execute_here(source: str, output_notebook: str, parameters: dict, cwd: str) -> str | None:
     """Run one notebook with papermill in this process; the error in one line, or None."""
-    import papermill
 
     try:
         papermill.execute_notebook(source, output_notebook, parameters=parameters, cwd=cwd,
                                    kernel_name="python3", progress_bar=False, log_output=False,
                                    extra_arguments=KERNEL_ARGUMENTS)
-    except Exception as error:  # a failed notebook is reported; the batch goes on
+    except Exception as error:  # noqa: BLE001  papermill and nbclient raise their own classes; the batch goes on
         return _one_line(error)
     return None
 
@@ -168,7 +181,7 @@ def _replace_text(folder: Path, old: str, new: str) -> None:
                 path.write_text(text.replace(old, new))
 
 
-def _name_relative(folder: Path, written_as: str, final: Path) -> None:
+def name_relative(folder: Path, written_as: str, final: Path) -> None:
     """In the text files a notebook wrote into ``folder``: the folder its kernel was given
     (``written_as``) becomes ``final`` relative to the repository, and papermill's input_path loses
     the repository's prefix. No machine path is kept in a result. The folder as a path relative
@@ -228,7 +241,6 @@ class _Children:
 def kill_tree(pid: int, timeout: float = 5.0) -> None:
     """Terminate a process and every descendant (a kernel papermill started is one), then kill
     what is still alive after ``timeout`` seconds."""
-    import psutil
 
     try:
         parent = psutil.Process(pid)
@@ -291,7 +303,7 @@ def execute(notebook: Path, profile: str, runs: Path = RUNS, progress_bar: bool 
         error_file.unlink(missing_ok=True)
         seconds = time.perf_counter() - start
         final = failed / notebook.stem if error else destination
-        _name_relative(temporary, str(temporary), final)
+        name_relative(temporary, str(temporary), final)
         if (temporary / notebook.name).is_file():  # its figures as palette PNGs (a third of the bytes)
             compact_notebook_images(temporary / notebook.name)
         label = profile if not overrides else f"{profile} with {', '.join(f'{k}={v}' for k, v in overrides.items())}"
@@ -300,6 +312,8 @@ def execute(notebook: Path, profile: str, runs: Path = RUNS, progress_bar: bool 
             "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "injected": {k: relative(final) if k == "output_dir" else v for k, v in parameters.items()}},
             indent=1))
+        if not error:  # a file whose numbers did not change stays as it was (bytes and time)
+            keep_unchanged(temporary, final)
         _replace_folder(temporary, final)
         if not error:
             shutil.rmtree(checkpoints, ignore_errors=True)
@@ -338,7 +352,7 @@ def _every(seconds: float, action):
     return maybe
 
 
-def _main_thread_signals():
+def main_thread_signals():
     """SIGTERM is handled like Ctrl-C (the kernels are stopped); returns the previous handler."""
     if threading.current_thread() is not threading.main_thread():
         return None
@@ -361,7 +375,6 @@ def run(only=None, profile: str = "quick", workers: int = 1, runs: Path | None =
     KEY=JSON``) replace parameters on top of the profile (e.g. fewer epochs to fit a time budget);
     ``run.json`` and the report's profile label name them.
     """
-    from tqdm import tqdm
 
     if workers < 1:
         raise ValueError(f"workers must be at least 1. Received: workers={workers}")
@@ -374,7 +387,7 @@ def run(only=None, profile: str = "quick", workers: int = 1, runs: Path | None =
     notebooks = [path.absolute() for path in discover(only, Path(notebooks_dir).resolve())]
     outcomes: list[Outcome] = []
     children = _Children()
-    previous = _main_thread_signals()
+    previous = main_thread_signals()
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers)
     bar = tqdm(total=len(notebooks), desc=f"{profile} run", unit="notebook", disable=not progress,
                bar_format="{desc}: notebook {n_fmt} of {total_fmt} |{bar}| elapsed {elapsed}, left ~{remaining}"
@@ -416,8 +429,6 @@ def end_with_parent() -> None:
     signal.signal(signal.SIGINT, signal.SIG_IGN)
 
     def stop(signum, frame):
-        import psutil
-
         for child in psutil.Process().children(recursive=True):
             kill_tree(child.pid, timeout=3)
         os._exit(128 + signum)
@@ -425,8 +436,6 @@ def end_with_parent() -> None:
     signal.signal(signal.SIGTERM, stop)
     if sys.platform.startswith("linux"):
         try:
-            import ctypes
-
             ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
         except (OSError, AttributeError):
             pass

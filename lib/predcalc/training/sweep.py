@@ -36,11 +36,22 @@ import signal
 import time
 from pathlib import Path
 
+import papermill
+import yaml
+from tqdm.auto import tqdm
+
 from predcalc import paths
-from predcalc.paths import relative, write_if_changed
-from predcalc.training.runner import (NOTEBOOKS, ROOT, RUN_INFO, Interrupted, _main_thread_signals,
-                                      _name_relative, as_completed_interruptibly, end_with_parent,
-                                      kernel_environment, kill_tree)
+from predcalc.paths import NOTEBOOKS, ROOT, relative, write_if_changed, write_json_if_changed
+from predcalc.training.runner import (
+    RUN_INFO,
+    Interrupted,
+    as_completed_interruptibly,
+    end_with_parent,
+    kernel_environment,
+    kill_tree,
+    main_thread_signals,
+    name_relative,
+)
 
 SWEEPS = ROOT / "reports" / "sweeps"
 ENGINES = ("process", "dask")
@@ -118,8 +129,6 @@ def load_config(path) -> dict:
     except (OSError, UnicodeDecodeError) as error:
         raise SweepConfigError(f"{path}: cannot read it ({type(error).__name__})") from None
     if path.suffix in (".yaml", ".yml"):
-        import yaml
-
         try:
             config = yaml.safe_load(text)
         except yaml.YAMLError as error:
@@ -181,7 +190,6 @@ def expand(config: dict, root: Path = SWEEPS, notebooks_dir: Path = NOTEBOOKS) -
     Grid parameters must be declared in the notebook's ``parameters`` cell (a typo fails
     here, not after hours of training).
     """
-    import papermill
 
     grid = config.get("grid", {})
     keys = sorted(grid)
@@ -222,7 +230,6 @@ def is_finished(output_dir) -> bool:
 
 def run_job(job: Job) -> Outcome:
     """Executes one job with papermill (in this process's environment) and writes run.json."""
-    import papermill
 
     kernel_environment()
     folder = Path(job.output_dir)
@@ -243,7 +250,7 @@ def run_job(job: Job) -> Outcome:
                                        log_output=False)
             if not (folder / "metrics.json").is_file():
                 error = "the notebook ran but wrote no metrics.json into its output_dir"
-        except Exception as exc:  # a failed run is reported; the sweep goes on
+        except Exception as exc:  # noqa: BLE001  papermill and nbclient raise their own classes; the sweep goes on
             lines = [line for line in str(exc).strip().splitlines() if line.strip()]
             error = f"{type(exc).__name__}: {(lines[-1] if lines else '')[:500]}"
         finally:
@@ -253,11 +260,11 @@ def run_job(job: Job) -> Outcome:
     # The kernel ran in notebooks/, so it was given the absolute folder; what is kept names it
     # relative to the repository (no machine path in a committed file) when it lies inside it.
     if relative(folder) != str(folder):
-        _name_relative(folder, str(folder), folder)
+        name_relative(folder, str(folder), folder)
     parameters = portable({"parameters": job.parameters})["parameters"]
-    (folder / RUN_INFO).write_text(json.dumps({
+    write_json_if_changed(folder / RUN_INFO, {
         "notebook": notebook.stem, "parameters": parameters, "seconds": round(seconds, 1), "error": error,
-        "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")}, indent=1))
+        "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")})
     return Outcome(job.name, job.parameters, seconds, error)
 
 
@@ -267,7 +274,7 @@ def _worker_start() -> None:
 
 
 def _dask_client(workers: int, scheduler: str | None):
-    try:
+    try:  # dask is optional (--engine dask), not in requirements.txt
         from dask.distributed import Client, LocalCluster
     except ImportError:
         raise RuntimeError("--engine dask needs the optional packages dask and distributed: "
@@ -280,7 +287,6 @@ def _dask_client(workers: int, scheduler: str | None):
 def run(config: dict, workers: int | None = None, engine: str = "process", root: Path = SWEEPS,
         notebooks_dir: Path = NOTEBOOKS, scheduler: str | None = None, progress: bool = True) -> list[Outcome]:
     """Runs every unfinished job of a sweep; returns one outcome per job (finished ones skipped)."""
-    from tqdm.auto import tqdm
 
     if engine not in ENGINES:
         raise ValueError(f"engine must be one of {ENGINES}. Received: engine={engine!r}")
@@ -302,7 +308,7 @@ def run(config: dict, workers: int | None = None, engine: str = "process", root:
                     outcomes.append(future.result())
                     bar.update()
         elif todo:
-            previous = _main_thread_signals()
+            previous = main_thread_signals()
             pool = concurrent.futures.ProcessPoolExecutor(max_workers=workers, initializer=_worker_start)
             try:
                 for future in as_completed_interruptibly([pool.submit(run_job, j) for j in todo]):

@@ -1,0 +1,297 @@
+"""Step networks that learn a rule, not a table: a value unit and a staircase of thresholds.
+
+For the digit steps (``addsub``, ``compare``, ``muldigit``) a table network memorises; these
+networks are built so that a handful of parameters is the rule:
+
+    v = round(w . phi(x) + b)                       the value unit (NAU-like: a linear unit)
+    up = sum_{k=1..K} [v >= alpha k + beta]          thresholds passed above,
+    down = sum_{k=0..K'-1} [v < -alpha k + beta]      and below (one period alpha, one offset beta)
+    y_j = round(u_j . (v, up, down) + c_j)           each output a linear unit
+
+``phi`` encodes the inputs as numbers: digits as their values, a discrete state or mode as
+indicators, and the products the rule needs (``a x d``, ``mode x b``: the multiplicative part,
+in the spirit of NMU, given as encoding). Training is gradient descent on the value (the column
+value, an intermediate target), the thresholds (logistic, with the value's target on each side)
+and the outputs (squared error). Why it extrapolates to rows never seen: every row shares the same
+six to ten parameters; a linear unit fit to exact integer targets lands on integer weights, the
+thresholds share one period, so a threshold seen on either side of a few values sits right
+for all of them; the rounded units then give exact integers. Exactness is checked on every
+reachable input (:func:`predcalc.calculator.nets.check_step`), not assumed.
+
+The control keeps its pair scores, factored over features of the token kinds
+(:func:`build_control_rule`), so that it too can be trained on a third of its reachable windows.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from predcalc.calculator.steps import STEPS
+
+try:  # training needs Keras; the runtime-only install does not have it
+    import keras
+except ImportError:  # pragma: no cover - exercised in the runtime-only install
+    keras = None
+
+
+@dataclasses.dataclass(frozen=True)
+class Rule:
+    """The encoding, intermediate target and staircase of one rule step."""
+
+    features: callable  # int inputs [n, k] -> float features [n, f] (numpy or keras ops)
+    value: callable  # int inputs [n, k] -> the value target [n] (training only)
+    above: int  # thresholds above (k = 1..above)
+    below: int  # thresholds below (k = 0..below-1)
+    period: float  # the period the thresholds start from
+    centred: bool = False  # the staircase is symmetric about 0: beta = -alpha / 2 (compare's two signs)
+
+
+def _addsub_features(ops, x):
+    carry, mode, a, b = (ops.cast(x[:, i], "float32") for i in range(4))
+    return ops.stack([a, b, carry, mode * b, mode * carry], axis=1)
+
+
+def _compare_features(ops, x):
+    state, a, b = (ops.cast(x[:, i], "float32") for i in range(3))
+    open_, less, greater = [ops.cast(ops.equal(x[:, 0], s), "float32") for s in range(3)]
+    return ops.stack([a * open_, b * open_, less, greater], axis=1)
+
+
+def _muldigit_features(ops, x):
+    carry, a, d = (ops.cast(x[:, i], "float32") for i in range(3))
+    return ops.stack([a * d, a, d, carry], axis=1)
+
+
+def _addsub_value(x):
+    carry, mode, a, b = x.T
+    return np.where(mode == 0, a + b + carry, a - b - carry)
+
+
+def _compare_value(x):
+    state, a, b = x.T
+    return np.where(state == 0, a - b, np.where(state == 1, -10, 10))
+
+
+def _muldigit_value(x):
+    carry, a, d = x.T
+    return a * d + carry
+
+
+RULES = {
+    "addsub": Rule(_addsub_features, _addsub_value, above=1, below=1, period=10.0),
+    "compare": Rule(_compare_features, _compare_value, above=1, below=1, period=1.0, centred=True),
+    "muldigit": Rule(_muldigit_features, _muldigit_value, above=8, below=0, period=10.0),
+}
+
+
+class _NumpyOps:
+    """The few ``keras.ops`` the encodings use, in NumPy (for the runtime-only install)."""
+
+    cast = staticmethod(lambda x, dtype: np.asarray(x, dtype))
+    stack = staticmethod(np.stack)
+    equal = staticmethod(np.equal)
+
+
+def _ks(rule: Rule) -> tuple[np.ndarray, np.ndarray]:
+    return np.arange(1, rule.above + 1, dtype=np.float32), -np.arange(rule.below, dtype=np.float32)
+
+
+if keras is not None:
+    @keras.saving.register_keras_serializable(package="predcalc")
+    class Staircase(keras.layers.Layer):
+        """Soft thresholds ``sigmoid(sharpness (v - alpha k - beta))`` above and below, one period
+        and offset for all of them; returns ``[n, above + below]`` (above first)."""
+
+        def __init__(self, above: int, below: int, period: float, centred: bool = False, sharpness: float = 4.0,
+                     **kwargs):
+            super().__init__(**kwargs)
+            self.above, self.below, self.period, self.centred = above, below, period, centred
+            self.sharpness = sharpness
+
+        def build(self, input_shape):
+            self.alpha = self.add_weight(shape=(), initializer=keras.initializers.Constant(self.period), name="alpha")
+            self.beta = self.add_weight(shape=(), initializer="zeros", name="beta", trainable=not self.centred)
+
+        def call(self, v):
+            up = keras.ops.arange(1, self.above + 1, dtype="float32")
+            down = -keras.ops.arange(0, self.below, dtype="float32")
+            beta = -self.alpha / 2 if self.centred else self.beta
+            above = keras.ops.sigmoid(self.sharpness * (v - self.alpha * up - beta))
+            below = keras.ops.sigmoid(self.sharpness * (self.alpha * down + beta - v))
+            return keras.ops.concatenate([above, below], axis=-1)
+
+        def get_config(self):
+            return {**super().get_config(), "above": self.above, "below": self.below, "period": self.period,
+                    "centred": self.centred, "sharpness": self.sharpness}
+
+
+#: The control's kinds as features (rows: PAD, number, + - * / ( )): a constant, number, level 1
+#: (``+ -``), level 2 (``* /``), inverting (``- /``), ``*``, ``(``, ``)``. Full rank, so any table
+#: can be written; pairs of kinds that share features share parameters, so a pair never seen in
+#: training is scored from the features it shares with pairs that were.
+KIND_FEATURES = np.array([[1, 0, 0, 0, 0, 0, 0, 0], [1, 1, 0, 0, 0, 0, 0, 0], [1, 0, 1, 0, 0, 0, 0, 0],
+                          [1, 0, 1, 0, 1, 0, 0, 0], [1, 0, 0, 1, 0, 1, 0, 0], [1, 0, 0, 1, 1, 0, 0, 0],
+                          [1, 0, 0, 0, 0, 0, 1, 0], [1, 0, 0, 0, 0, 0, 0, 1]], np.float32)
+
+
+def control_tables(weights: list[np.ndarray]) -> list[np.ndarray]:
+    """The factored control's weights ``M [2r, f, f, m]``, ``b [f, m]`` as the pair-score tables of
+    :class:`predcalc.calculator.nets.PairwiseWindowScore` (``T [2r, K*K, m]``, ``bias [K, m]``)."""
+    pairs, bias = (np.asarray(w, np.float32) for w in weights)
+    table = np.einsum("ci,kijo,wj->kcwo", KIND_FEATURES, pairs, KIND_FEATURES)
+    return [table.reshape(pairs.shape[0], -1, pairs.shape[-1]), KIND_FEATURES @ bias]
+
+
+def build_control_rule(seed: int) -> keras.Model:
+    """The control as factored pair scores: ``T_k[c, w] = phi(c)' M_k phi(w)`` over kind features."""
+    from predcalc.calculator.nets import PairwiseWindowScore
+
+    step = STEPS["control"]
+    keras.utils.set_random_seed(seed)
+
+    class FactoredWindowScore(PairwiseWindowScore):
+        def build(self, input_shape):
+            f = KIND_FEATURES.shape[1]
+            self.factors = self.add_weight(shape=(2 * self.radius, f, f, self.outputs), initializer="zeros",
+                                           name="factors")
+            self.feature_bias = self.add_weight(shape=(f, self.outputs), initializer="zeros", name="feature_bias")
+
+        def call(self, windows):
+            features = keras.ops.convert_to_tensor(KIND_FEATURES)
+            tables = keras.ops.einsum("ci,kijo,wj->kcwo", features, self.factors, features)
+            self.pairs = keras.ops.reshape(tables, (2 * self.radius, -1, self.outputs))
+            self.bias = keras.ops.matmul(features, self.feature_bias)
+            return super().call(windows)
+
+    inputs = keras.Input((len(step.inputs),), dtype="int32", name="inputs")
+    scores = FactoredWindowScore(step.inputs[0], outputs=len(step.outputs), name="pairwise")(inputs)
+    logits = [keras.ops.stack([keras.ops.zeros_like(scores[:, j]), scores[:, j]], axis=-1)
+              for j in range(len(step.outputs))]
+    return keras.Model(inputs, logits, name="control_rule")
+
+
+def build_rule(name: str, seed: int) -> keras.Model:
+    """Training model: int inputs -> [value, thresholds, outputs...] (soft, for the losses)."""
+    rule, step = RULES[name], STEPS[name]
+    keras.utils.set_random_seed(seed)
+    inputs = keras.Input((len(step.inputs),), dtype="int32", name="inputs")
+    features = keras.layers.Lambda(lambda x: rule.features(keras.ops, x), name="encode")(inputs)
+    value = keras.layers.Dense(1, name="value")(features)
+    steps = Staircase(rule.above, rule.below, rule.period, rule.centred, name="staircase")(value)
+    # the outputs see what inference computes (a rounded value, hard thresholds); the gradients pass
+    # straight through to the soft ones
+    hard = _straight_through(keras.ops.cast(steps > 0.5, "float32"), steps)
+    counts = keras.ops.stack([keras.ops.sum(hard[:, : rule.above], axis=1),
+                              keras.ops.sum(hard[:, rule.above:], axis=1)], axis=1)
+    summary = keras.ops.concatenate([_straight_through(keras.ops.round(value), value), counts], axis=1)
+    outputs = [keras.layers.Dense(1, name=f"output_{j}")(summary) for j in range(len(step.outputs))]
+    return keras.Model(inputs, [value, steps, *outputs], name=f"{name}_rule")
+
+
+def _straight_through(hard, soft):
+    """``hard`` forward, the gradient of ``soft`` backward."""
+    return soft + keras.ops.stop_gradient(hard - soft)
+
+
+def train_rule(name: str, inputs: np.ndarray, seed: int, epochs: int = 4000, learning_rate: float = 0.03,
+               chunk: int = 250, minimum: int = 1500) -> tuple[keras.Model, dict]:
+    """Fit a rule step on ``inputs`` (full-batch Adam steps) for at least ``minimum`` steps (the
+    thresholds keep moving towards the middle of their gaps) and until every training input is right
+    after two chunks of ``chunk`` steps in a row (or ``epochs`` steps)."""
+    rule, step = RULES[name], STEPS[name]
+    model = build_rule(name, seed)
+    targets = step.reference(inputs)
+    value = rule.value(inputs).astype("float32")
+    steps = _staircase_targets(name, value)
+    y = [value[:, None], steps.astype("float32")] + [targets[:, j:j + 1].astype("float32")
+                                                     for j in range(targets.shape[1])]
+    model.compile(optimizer=keras.optimizers.Adam(learning_rate),
+                  loss=["mse", keras.losses.BinaryCrossentropy()] + ["mse"] * targets.shape[1])
+    done, streak, right = 0, 0, 0.0
+    repeats = 50  # full-batch steps per Keras epoch (an epoch has a fixed cost)
+    x, y = np.tile(inputs, (repeats, 1)), [np.tile(t, (repeats, 1)) for t in y]
+    while done < epochs and (streak < 2 or done < minimum):
+        model.fit(x, y, batch_size=len(inputs), epochs=chunk // repeats, verbose=0, shuffle=False)
+        done += chunk
+        right = float(np.mean(np.all(RuleStep.from_model(model)(inputs) == targets, axis=1)))
+        streak = streak + 1 if right == 1.0 else 0
+    return model, {"epochs": done, "train_exact": right, "parameters": int(model.count_params()),
+                   "alpha": float(model.get_layer("staircase").alpha.numpy()),
+                   "beta": float(model.get_layer("staircase").beta.numpy())}
+
+
+def _staircase_targets(name: str, value: np.ndarray) -> np.ndarray:
+    """Which thresholds each value passes: above, ``v >= p k`` (k = 1..), and below, ``v < -p k``
+    (k = 0..), for the rule's period p (10 for digits, 1 for compare)."""
+    rule = RULES[name]
+    up, down = _ks(rule)
+    return np.concatenate([value[:, None] >= rule.period * up[None, :],
+                           value[:, None] < rule.period * down[None, :]], axis=1)
+
+
+class RuleStep:
+    """A trained rule step run in NumPy with hard thresholds and rounding (the inference computation)."""
+
+    def __init__(self, name: str, weights: list[np.ndarray]):
+        self.name = name
+        self.rule = RULES[name]
+        self.weights = [np.asarray(w, np.float64) for w in weights]
+
+    @classmethod
+    def from_model(cls, model):
+        name = model.name.removesuffix("_rule")
+        if name == "control":  # factored pair scores: the same computation as the plain tables
+            from predcalc.calculator.nets import DenseStep
+
+            return DenseStep("control", control_tables(model.get_weights()))
+        return cls(name, model.get_weights())
+
+    def __call__(self, inputs: np.ndarray) -> np.ndarray:
+        inputs = np.asarray(inputs, np.int64)
+        w, b, alpha, beta, *heads = self.weights
+        beta = -alpha / 2 if self.rule.centred else beta
+        features = self.rule.features(_NumpyOps, inputs).astype(np.float64)
+        v = np.round(features @ w[:, 0] + b[0])
+        up, down = _ks(self.rule)
+        above = (v[:, None] >= alpha * up[None, :] + beta).sum(axis=1)
+        below = (v[:, None] < alpha * down[None, :] + beta).sum(axis=1)
+        summary = np.stack([v, above, below], axis=1)
+        return np.stack([np.round(summary @ heads[2 * j][:, 0] + heads[2 * j + 1][0])
+                         for j in range(len(heads) // 2)], axis=1).astype(np.int64)
+
+
+def rule_signature(tf, name: str, weights: list):
+    """The LiteRT signature of a rule step: the same computation as :class:`RuleStep`."""
+    rule, step = RULES[name], STEPS[name]
+    w, b, alpha, beta, *heads = (np.asarray(x, np.float32) for x in weights)
+    beta = -alpha / 2 if rule.centred else beta
+    up, down = _ks(rule)
+
+    @tf.function(input_signature=[tf.TensorSpec([None, len(step.inputs)], tf.int32, name="inputs")], autograph=False)
+    def run(inputs):
+        features = rule.features(_TfOps(tf), inputs)
+        v = tf.round(tf.matmul(features, w) + b)  # [n, 1]
+        above = tf.reduce_sum(tf.cast(v >= alpha * up[None, :] + beta, tf.float32), axis=1, keepdims=True)
+        below = tf.reduce_sum(tf.cast(v < alpha * down[None, :] + beta, tf.float32), axis=1, keepdims=True)
+        summary = tf.concat([v, above, below], axis=1)
+        classes = [tf.cast(tf.round(tf.matmul(summary, heads[2 * j]) + heads[2 * j + 1]), tf.int32)
+                   for j in range(len(heads) // 2)]
+        return {"classes": tf.concat(classes, axis=1)}
+
+    return run
+
+
+class _TfOps:
+    def __init__(self, tf):
+        self.tf = tf
+
+    def cast(self, x, dtype):
+        return self.tf.cast(x, getattr(self.tf, dtype))
+
+    def stack(self, xs, axis):
+        return self.tf.stack(xs, axis=axis)
+
+    def equal(self, x, value):
+        return self.tf.equal(x, value)

@@ -1,0 +1,23 @@
+"""The repository stays lean (issue 33): the files git tracks add up to under 25 MB. Exported
+artifacts of models the findings do not recommend, and a sweep's executed notebooks and figures,
+are git-ignored and written again by `make exports` / `predcalc sweep`."""
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+LIMIT_BYTES = 25 * 1000 * 1000
+
+
+def test_the_tracked_tree_stays_under_25_mb():
+    listed = subprocess.run(["git", "-C", str(ROOT), "ls-files", "-z"], capture_output=True)
+    if listed.returncode != 0:
+        pytest.skip("not a git checkout")
+    paths = [ROOT / name for name in listed.stdout.decode().split("\0") if name]
+    sizes = {path: path.stat().st_size for path in paths if path.is_file()}
+    total = sum(sizes.values())
+    largest = sorted(sizes, key=sizes.get, reverse=True)[:5]
+    assert total < LIMIT_BYTES, (f"git tracks {total / 1e6:.1f} MB (limit {LIMIT_BYTES / 1e6:.0f} MB); largest: "
+                                 + ", ".join(f"{p.relative_to(ROOT)} ({sizes[p] / 1e6:.1f} MB)" for p in largest))
