@@ -166,7 +166,6 @@ def _rung(record: dict, name: str) -> dict | None:
 def headline(record: dict) -> str:
     """The Answer's bullet on the calculator: how exact each rung is, and what it is made of."""
     rows = step_rows(record)
-    learned = [r["step"] for r in rows if r["share"] != "100 %"]
     exact_learned = [r["step"] for r in rows if r["share"] != "100 %" and not r["wrong on held-out (worst seed)"]]
     rules = _rung(record, "rules")
     if rules:
