@@ -98,6 +98,12 @@ def test_a_local_search_writes_its_results_and_a_rerun_repeats_no_trial(tmp_path
     row = table[table["model"] == model["label"]].iloc[0]
     assert row["source"].startswith("tune/smoke") and row["MAE in"] > 0
 
+    assert cli.main(["tune", str(path), "--output", str(tmp_path / "out"), "--probe"]) == 0
+    probe = json.loads((folder / "probe_metrics.json").read_text())
+    assert probe["tune"]["probe"] is True and [r["seed"] for r in probe["models"]["fnn2"]["runs"]] == [0]
+    assert probe["parameters"]["epochs"] == 2 and "probe" in probe["models"]["fnn2"]["label"]
+    assert len(json.loads((folder / "tune.json").read_text())["sessions"]) == 1  # a probe runs no trial
+
     trial_files = {p: p.read_text() for p in (folder / "search").glob("trial_*/trial.json")}
     assert cli.main(["tune", str(path), "--output", str(tmp_path / "out"), "--search-only"]) == 0
     assert {p: p.read_text() for p in (folder / "search").glob("trial_*/trial.json")} == trial_files

@@ -7,7 +7,7 @@
     predcalc export RUN_DIR|MODEL [--formats ...] [--data-seed N]
     predcalc bench [--model PATH ...] [--runs N] [--output FILE]
     predcalc sweep CONFIG [--workers N] [--engine process|dask] [--scheduler ADDRESS]
-    predcalc tune CONFIG [--workers N] [--output DIR] [--search-only]
+    predcalc tune CONFIG [--workers N] [--output DIR] [--search-only | --probe]
 
 User errors (bad expressions, missing files, unknown names) print one line and exit 2.
 """
@@ -272,7 +272,7 @@ def _tune(args) -> int:
     from predcalc.training import tune
 
     summary = tune.run(args.config, root=Path(args.output) if args.output else tune.TUNE_BUILD,
-                       workers=args.workers, search_only=args.search_only)
+                       workers=args.workers, search_only=args.search_only, probe=args.probe)
     if summary is None:
         print("predcalc tune: this worker's trials are done (the chief keeps the results)")
         return 0
@@ -409,6 +409,9 @@ def parser() -> argparse.ArgumentParser:
                                                       "reports/tune/)")
     tune.add_argument("--search-only", action="store_true",
                       help="search and summarise; do not train the best trial on the final seeds")
+    tune.add_argument("--probe", action="store_true",
+                      help="run no trial: train the best trial so far as the trials did (first seed, trial epochs) "
+                           "and score it on the test sets into probe_metrics.json")
     tune.set_defaults(handler=_tune)
     return main_parser
 

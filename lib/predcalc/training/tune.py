@@ -421,9 +421,10 @@ def plot_trials(table, config: dict, path=None):
     return figure
 
 
-def summarise(search: Search, oracle=None) -> dict:
+def summarise(search: Search, oracle=None, record_session: bool = True) -> dict:
     """Write ``trials.csv``, ``trials.png``, ``best_hyperparameters.json`` and ``tune.json`` from the
-    oracle (default: the tuner's project, reloaded); returns the summary (``tune.json``'s content)."""
+    oracle (default: the tuner's project, reloaded); returns the summary (``tune.json``'s content).
+    ``record_session`` adds this call's wall time to the sessions (not for a call that ran no trial)."""
     config, folder = search.config, search.folder
     oracle = oracle if oracle is not None else search.tuner().oracle
     table = trial_table(oracle, config)
@@ -433,7 +434,8 @@ def summarise(search: Search, oracle=None) -> dict:
     previous = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
     finished = table[table["status"] == "COMPLETED"] if len(table) else table
     session = search.session()
-    sessions = [s for s in previous.get("sessions", []) if s["started"] != session["started"]] + [session]
+    sessions = [s for s in previous.get("sessions", []) if s["started"] != session["started"]] \
+        + ([session] if record_session else [])
     summary = {
         "name": config["name"], "model": config["model"], "config": config,
         "trials_finished": int(len(finished)), "trials_failed": int(len(table) - len(finished)),
@@ -456,13 +458,15 @@ def _plain(values: dict, config: dict) -> dict:
     return {name: values[name] for name in config["space"] if name in values}
 
 
-def final_results(search: Search, progress: bool = True):
+def final_results(search: Search, progress: bool = True, probe: bool = False):
     """Train the best hyperparameters on the final seeds through :func:`run_seeds` (checkpointed per
-    seed) and write ``metrics.json``; returns its path."""
+    seed) and write ``metrics.json``; returns its path. A ``probe`` trains them as a trial did (its
+    first seed, its epochs) into ``probe_metrics.json``, which ``predcalc report`` does not read."""
     from predcalc.training.experiment import run_seeds
 
-    config, final = search.config, search.config["final"] or {
-        "seeds": search.config["seeds"], "epochs": search.config["epochs"], "patience": search.config["patience"]}
+    config = search.config
+    trial_like = {"seeds": config["seeds"][:1], "epochs": config["epochs"], "patience": config["patience"]}
+    final = trial_like if probe else config["final"] or {**trial_like, "seeds": config["seeds"]}
     summary = json.loads((search.folder / "tune.json").read_text())
     if summary["best"] is None:
         raise RuntimeError(f"tune {config['name']}: no finished trial to train")
@@ -473,12 +477,12 @@ def final_results(search: Search, progress: bool = True):
                         patience=final["patience"], batch_size=int(training.get("batch_size", config["batch_size"])),
                         learning_rate=float(training.get("learning_rate", config["learning_rate"])),
                         model_kwargs={config["model"]: model_kwargs}, progress=progress, checkpoints=checkpoints)
-    path = write_metrics(search.folder, results, config, summary, final, best)
+    path = write_metrics(search.folder, results, config, summary, final, best, probe=probe)
     shutil.rmtree(checkpoints, ignore_errors=True)
     return path
 
 
-def write_metrics(folder, results, config: dict, summary: dict, final: dict, best: dict) -> Path:
+def write_metrics(folder, results, config: dict, summary: dict, final: dict, best: dict, probe: bool = False) -> Path:
     """``metrics.json`` of a search: a notebook's record (``Results.to_json``: notebook, created,
     backend, keras, parameters, data, models with every seed's run) with the model labelled as
     tuned and a ``tune`` block (tuner, objective, trials, the best trial and its hyperparameters)."""
@@ -490,8 +494,11 @@ def write_metrics(folder, results, config: dict, summary: dict, final: dict, bes
     model["label"] = f"{model['label']}, tuned ({', '.join(f'{k} {_short_value(v)}' for k, v in best.items())})"
     record["tune"] = {"tuner": config["tuner"], "objective": config["objective"], "trials": summary["trials_finished"],
                       "trial_epochs": config["epochs"], "best_trial": summary["best"]["trial"],
-                      "best_objective": summary["best"][config["objective"]], "hyperparameters": best}
-    path = Path(folder) / "metrics.json"
+                      "best_objective": summary["best"][config["objective"]], "hyperparameters": best,
+                      "probe": probe}
+    if probe:
+        model["label"] += f", probe ({len(final['seeds'])} seed, {final['epochs']} epochs)"
+    path = Path(folder) / ("probe_metrics.json" if probe else "metrics.json")
     write_if_changed(path, json.dumps(record, indent=1))
     return path
 
@@ -564,12 +571,18 @@ def _completed_on_disk(project: Path) -> int:
     return count
 
 
-def run(config_path, root=TUNE_BUILD, workers: int = 1, search_only: bool = False, progress: bool = True) -> dict:
+def run(config_path, root=TUNE_BUILD, workers: int = 1, search_only: bool = False, progress: bool = True,
+        probe: bool = False) -> dict:
     """``predcalc tune``: search (here, on ``workers`` local processes, or as the chief or a worker
     that the environment names), then summarise and, unless ``search_only``, train the best trial
-    on the final seeds. Returns the summary (None for a worker)."""
+    on the final seeds. A ``probe`` runs no trial: it scores the best trial so far on the test
+    sets as a trial trained it (:func:`final_results`). Returns the summary (None for a worker)."""
     config = load_config(config_path)
     search = Search(config, root)
+    if probe:
+        summary = summarise(search, record_session=False)
+        summary["metrics"] = relative(final_results(search, progress=progress, probe=True))
+        return summary
     if workers < 1:
         raise ValueError(f"--workers must be at least 1. Received: {workers}")
     if role() is not None and workers > 1:
