@@ -145,3 +145,33 @@ def test_trials_run_on_a_chief_and_two_worker_processes(tmp_path):
     assert set(finished["tuner"]) == {"worker0", "worker1"}  # both worker processes trained trials
     logs = tune.paths.LOGS / "tune" / "smoke"
     assert {p.name for p in logs.glob("*.log")} >= {"chief.log", "worker0.log", "worker1.log"}
+
+
+def test_effects_rank_each_hyperparameter_against_the_objective(tmp_path):
+    config = tune.load_config(_config(tmp_path))
+    table = pd.DataFrame({"status": ["COMPLETED"] * 5 + ["FAILED"], "units": [8, 16, 32, 8, 16, 32],
+                          "learning_rate": [1e-3, 2e-3, 3e-3, 4e-3, 5e-3, 6e-3],
+                          "val_mae": [5.0, 4.0, 3.0, 2.0, 1.0, None]})
+    effects = tune.hyperparameter_effects(table, config)
+    assert effects["learning_rate"] == -1.0  # a higher rate, a lower error, every time
+    assert -1.0 < effects["units"] < 0.0
+    assert tune.hyperparameter_effects(table.head(3), config) == {"units": None, "learning_rate": None}
+
+
+def test_search_facts_name_the_trials_the_time_the_best_and_a_probe(tmp_path):
+    config = tune.load_config(_config(tmp_path))
+    summary = {"config": config, "trials_finished": 3, "trials_failed": 1, "trial_seconds": 600.0,
+               "sessions": [{"started": "a", "seconds": 420.0}, {"started": "b", "seconds": 300.0}],
+               "effects": {"units": 0.2, "learning_rate": -0.9},
+               "best": {"trial": "2", "val_mae": 0.5, "hyperparameters": {"units": 16, "learning_rate": 0.004}}}
+    (tmp_path / "tune.json").write_text(json.dumps(summary))
+    runs = [{"seed": 0, "metrics": {"in": {"mae": 0.25}}}]
+    (tmp_path / "probe_metrics.json").write_text(json.dumps({"parameters": {"epochs": 2},
+                                                             "models": {"fnn2": {"runs": runs}}}))
+    facts = tune.search_facts(tmp_path, published=0.0269, published_label="the seed's FNN2")
+    assert facts[0].startswith("bayesian search of fnn2: 3 of 3 trials finished (1 failed), 2 epochs each")
+    assert "12 min of wall time in 2 call(s) (10 min of trial training)" in facts[0]
+    assert facts[1] == "best trial 2: val_mae 0.5 with units 16, learning_rate 0.004"
+    assert facts[2].endswith("learning_rate -0.90, units +0.20")
+    assert facts[3] == ("probe: best trial trained on 1 seed(s), 2 epochs: in-range MAE 0.25 against the seed's "
+                        "FNN2 0.0269 (a probe, not like for like)")

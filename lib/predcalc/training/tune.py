@@ -370,6 +370,61 @@ def trial_table(oracle, config: dict):
     return pd.DataFrame(rows)
 
 
+def hyperparameter_effects(table, config: dict) -> dict:
+    """Spearman's rank correlation of each hyperparameter with the objective over the finished
+    trials (choices ranked in the config's order; None where a column is constant or fewer than
+    4 trials finished): a first look at which ones mattered, not a test."""
+    from scipy.stats import spearmanr
+
+    finished = table[table["status"] == "COMPLETED"] if len(table) else table
+    effects = {}
+    for name, dimension in config["space"].items():
+        if len(finished) < 4:
+            effects[name] = None
+            continue
+        values = finished[name].tolist()
+        ranks = [[str(c) for c in dimension["choices"]].index(str(v)) for v in values] if "choices" in dimension \
+            else values
+        rho = spearmanr(ranks, finished[config["objective"]].astype(float)).statistic
+        effects[name] = None if not math.isfinite(rho) else round(float(rho), 3)
+    return effects
+
+
+def search_facts(folder, published: float | None = None, published_label: str = "published") -> list[str]:
+    """A search's results as sentences (from its ``tune.json``, and ``probe_metrics.json`` or
+    ``metrics.json`` where written), for a report: trials, time, the best trial, the
+    hyperparameters' rank correlations, the in-range MAE against ``published`` where given."""
+    folder = Path(folder)
+    summary = json.loads((folder / "tune.json").read_text())
+    config, best = summary["config"], summary["best"]
+    objective = config["objective"]
+    wall = sum(s["seconds"] for s in summary["sessions"])
+    facts = [f"{config['tuner']} search of {config['model']}: {summary['trials_finished']} of "
+             f"{config.get('trials', 'hyperband')} trials finished ({summary['trials_failed']} failed), "
+             f"{config['epochs']} epochs each on seed(s) {config['seeds']}, {wall / 60:.0f} min of wall time "
+             f"in {len(summary['sessions'])} call(s) ({summary['trial_seconds'] / 60:.0f} min of trial training)"]
+    if best is not None:
+        facts.append(f"best trial {best['trial']}: {objective} {best[objective]:.4g} with "
+                     + ", ".join(f"{k} {_short_value(v)}" for k, v in best["hyperparameters"].items()))
+    effects = {k: v for k, v in (summary.get("effects") or {}).items() if v is not None}
+    if effects:
+        ranked = sorted(effects.items(), key=lambda item: -abs(item[1]))
+        facts.append(f"rank correlation with {objective} (Spearman, {summary['trials_finished']} trials): "
+                     + ", ".join(f"{k} {v:+.2f}" for k, v in ranked))
+    for name, kind in (("metrics.json", "final"), ("probe_metrics.json", "probe")):
+        if (folder / name).is_file():
+            record = json.loads((folder / name).read_text())
+            runs = record["models"][config["model"]]["runs"]
+            maes = [r["metrics"]["in"]["mae"] for r in runs]
+            mean = sum(maes) / len(maes)
+            spread = f" (seeds {min(maes):.4g} to {max(maes):.4g})" if len(maes) > 1 else ""
+            versus = f" against {published_label} {published}" if published is not None else ""
+            facts.append(f"{kind}: best trial trained on {len(runs)} seed(s), {record['parameters']['epochs']} "
+                         f"epochs: in-range MAE {mean:.4g}{spread}{versus}"
+                         + (" (a probe, not like for like)" if kind == "probe" else ""))
+    return facts
+
+
 def best_trial(oracle):
     trials = oracle.get_best_trials(1)
     return trials[0] if trials else None
@@ -443,6 +498,7 @@ def summarise(search: Search, oracle=None, record_session: bool = True) -> dict:
         # `predcalc tune` call's wall time
         "trial_seconds": round(float(finished["seconds"].fillna(0).sum()), 1) if len(finished) else 0.0,
         "sessions": sessions,
+        "effects": hyperparameter_effects(table, config),
         "best": None if best is None else {"trial": best.trial_id, config["objective"]: best.score,
                                            "hyperparameters": _plain(best.hyperparameters.values, config)},
     }
