@@ -108,6 +108,9 @@ def test_a_local_search_writes_its_results_and_a_rerun_repeats_no_trial(tmp_path
     assert cli.main(["tune", str(path), "--output", str(tmp_path / "out"), "--search-only"]) == 0
     assert {p: p.read_text() for p in (folder / "search").glob("trial_*/trial.json")} == trial_files
     assert len(_finished(folder)) == 3
+    stored = (folder / "metrics.json").read_text()
+    assert cli.main(["tune", str(path), "--output", str(tmp_path / "out")]) == 0
+    assert (folder / "metrics.json").read_text() == stored  # the same best trial is not trained again
 
 
 @pytest.mark.slow

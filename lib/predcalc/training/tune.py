@@ -527,13 +527,19 @@ def final_results(search: Search, progress: bool = True, probe: bool = False):
     if summary["best"] is None:
         raise RuntimeError(f"tune {config['name']}: no finished trial to train")
     best = summary["best"]["hyperparameters"]
+    path = search.folder / ("probe_metrics.json" if probe else "metrics.json")
+    if path.is_file():  # written before for the same best trial and final stage: nothing to train
+        stored = json.loads(path.read_text())
+        if stored.get("tune", {}).get("hyperparameters") == best and \
+                {k: stored["parameters"].get(k) for k in final} == final:
+            return path
     training, model_kwargs = split_hyperparameters(best)
     checkpoints = search.folder / ".checkpoints"
     results = run_seeds([config["model"]], search.protocol, seeds=final["seeds"], epochs=final["epochs"],
                         patience=final["patience"], batch_size=int(training.get("batch_size", config["batch_size"])),
                         learning_rate=float(training.get("learning_rate", config["learning_rate"])),
                         model_kwargs={config["model"]: model_kwargs}, progress=progress, checkpoints=checkpoints)
-    path = write_metrics(search.folder, results, config, summary, final, best, probe=probe)
+    write_metrics(search.folder, results, config, summary, final, best, probe=probe)
     shutil.rmtree(checkpoints, ignore_errors=True)
     return path
 
@@ -544,7 +550,8 @@ def write_metrics(folder, results, config: dict, summary: dict, final: dict, bes
     tuned and a ``tune`` block (tuner, objective, trials, the best trial and its hyperparameters)."""
     record = results.to_json(f"tune/{config['name']}", {
         "models": [config["model"]], "seeds": final["seeds"], "epochs": final["epochs"],
-        "patience": final["patience"], "batch_size": config["batch_size"], "learning_rate": config["learning_rate"],
+        "patience": final["patience"], "batch_size": best.get("batch_size", config["batch_size"]),
+        "learning_rate": best.get("learning_rate", config["learning_rate"]),
         "data_seed": config["data_seed"], "hyperparameters": best})
     model = record["models"][config["model"]]
     model["label"] = f"{model['label']}, tuned ({', '.join(f'{k} {_short_value(v)}' for k, v in best.items())})"
