@@ -435,6 +435,7 @@ def plot_trials(table, config: dict, path=None):
     axes where the range is on a log scale; the best trial in red)."""
     import matplotlib.pyplot as plt
     import numpy as np
+    from matplotlib import ticker
 
     finished = table[table["status"] == "COMPLETED"]
     objective = config["objective"]
@@ -454,15 +455,23 @@ def plot_trials(table, config: dict, path=None):
             rng = np.random.default_rng(0)
             x = x + rng.uniform(-0.12, 0.12, len(x))  # spread equal choices so every trial shows
             axis.set_xticks(range(len(labels)), labels)
+            axis.set_xlim(-0.5, len(labels) - 0.5)  # every choice shown, tried or not
         else:
             x = np.array(column, dtype=float)
+            low, high = dimension["min"], dimension["max"]
             if dimension["log"]:
                 axis.set_xscale("log")
+                axis.set_xlim(low / 1.5, high * 1.5)  # the whole range searched
+            else:
+                axis.set_xlim(low - 0.05 * (high - low), high + 0.05 * (high - low))
         axis.scatter(x, values, s=22, alpha=0.7, color="#4477aa")
         if best is not None:
             axis.scatter([x[best]], [values[best]], s=60, color="#cc3311", label="best")
         if objective != "val_accuracy" and len(values) and np.all(values > 0):
             axis.set_yscale("log")
+            plain = ticker.FuncFormatter(lambda value, _: f"{value:.3g}")
+            axis.yaxis.set_major_formatter(plain)
+            axis.yaxis.set_minor_formatter(plain)
         axis.set_xlabel(name)
         axis.set_ylabel(objective)
     for index in range(len(names), rows * columns):
