@@ -58,6 +58,15 @@ def _is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def check_keys(config, keys, kind: str, fail) -> None:
+    """``fail`` unless ``config`` is a mapping whose keys are among ``keys``."""
+    if not isinstance(config, dict):
+        fail(f"a {kind} config is a mapping ({', '.join(keys)}). Received: {type(config).__name__}")
+    unknown = sorted(str(k) for k in set(config) - set(keys))
+    if unknown:
+        fail(f"unknown {kind} config keys {unknown} (known: {', '.join(keys)})")
+
+
 def check_config(config, where: str = "the sweep config") -> dict:
     """The schema of a sweep config, checked; returns it with its defaults (``notebooks`` always a list).
 
@@ -68,11 +77,7 @@ def check_config(config, where: str = "the sweep config") -> dict:
     def fail(message):
         raise SweepConfigError(f"{where}: {message}")
 
-    if not isinstance(config, dict):
-        fail(f"a sweep config is a mapping (name, notebooks, grid, seeds, workers). Received: {type(config).__name__}")
-    unknown = sorted(str(k) for k in set(config) - set(CONFIG_KEYS))
-    if unknown:
-        fail(f"unknown sweep config keys {unknown} (known: {', '.join(CONFIG_KEYS)})")
+    check_keys(config, CONFIG_KEYS, "sweep", fail)
     config = dict(config)
     name = config.get("name")
     if name is not None and (not isinstance(name, str) or not name.strip() or "/" in name or "\\" in name

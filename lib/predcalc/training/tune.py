@@ -51,7 +51,7 @@ from pathlib import Path
 
 from predcalc import paths
 from predcalc.paths import relative, write_if_changed
-from predcalc.training.sweep import SweepConfigError, _is_int, read_config_file
+from predcalc.training.sweep import SweepConfigError, _is_int, check_keys, read_config_file
 
 TUNE_BUILD = paths.SCRATCH / "tune"
 TUNE_REPORTS = paths.REPORTS / "tune"
@@ -123,11 +123,7 @@ def check_config(config, where: str = "the tune config") -> dict:
     def fail(message):
         raise TuneConfigError(f"{where}: {message}")
 
-    if not isinstance(config, dict):
-        fail(f"a tune config is a mapping ({', '.join(CONFIG_KEYS[:8])}, ...). Received: {type(config).__name__}")
-    unknown = sorted(str(k) for k in set(config) - set(CONFIG_KEYS))
-    if unknown:
-        fail(f"unknown tune config keys {unknown} (known: {', '.join(CONFIG_KEYS)})")
+    check_keys(config, CONFIG_KEYS, "tune", fail)
     config = {"tuner": "bayesian", "objective": "val_loss", "seeds": [0], "data_seed": 0, "search_seed": 0,
               "batch_size": 32, "patience": 20, "learning_rate": 1e-3, **config}
     name = config.get("name")
