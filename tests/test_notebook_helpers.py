@@ -68,7 +68,7 @@ def test_shared_model_notebook_steps(tmp_path, capsys):
     assert steps.seconds_per_epoch(results) == {"m": 2.5}
     table = pd.DataFrame([{"model": "M", "source": "this run", "params": 1200, "MAE in": 0.1, "MAE out": 2.0,
                            "MAE long": 3.0, "acc in": 0.5, "acc out": 0.25, "acc long": 0.0},
-                          {"model": "M", "source": "seed (published)", "params": 1, "MAE in": 9, "MAE out": 9,
+                          {"model": "M", "source": "published", "params": 1, "MAE in": 9, "MAE out": 9,
                            "MAE long": 9, "acc in": 0, "acc out": 0, "acc long": 0}])
     rows = steps.ours(table)
     assert len(rows) == 1
@@ -159,7 +159,7 @@ def test_the_conclusion_reports_a_seed_recipe_run_beside_the_published_row():
     row = {"params": 38209, "MAE in": 0.0389, "MAE out": 4.642, "MAE long": 3.915, "acc in": 0.9993,
            "acc out": 0.0722, "acc long": 0.1826}
     table = pd.DataFrame([{"model": "t4 seed recipe", "source": "06_transformer", **row},
-                          {"model": "transformer4 (encoder, regression)", "source": "seed (published)", **row,
+                          {"model": "transformer4 (encoder, regression)", "source": "published", **row,
                            "MAE in": 0.0393}])
     spec = types.SimpleNamespace(label="t4 seed recipe", seed_row="transformer4 (encoder, regression)")
     results = types.SimpleNamespace(models={"transformer4_seed": types.SimpleNamespace(spec=spec)})

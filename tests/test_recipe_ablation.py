@@ -33,13 +33,13 @@ def test_one_row_per_undone_choice_beside_the_stored_runs(tmp_path):
                {"notebook": "06_transformer", "parameters": {"epochs": 200, "patience": 200},
                 "models": {"transformer4_local_bounded": {"runs": _runs([0.001, 0.002, 0.003])}}}]
     table = recipe_ablation_table(records, tmp_path).set_index("variant")
-    assert list(table.index) == ["every choice of the seed's recipe", "gated value readout instead of the CLS token",
+    assert list(table.index) == ["every choice of the prior report's recipe", "gated value readout instead of the CLS token",
                                  "gated readout, local token features, padding masked",
                                  "as transformer4_local, the features of tanh(x_t)",
                                  "this project's transformer4 recipe",
                                  "mean pooling instead of the CLS token", "no sqrt(d_model) scale on the embedding"]
-    assert table.loc["every choice of the seed's recipe", "MAE in"] == "0.04 ± 0.014"
-    assert table.loc["every choice of the seed's recipe", "trained"] == "200 epochs, no early stopping"
+    assert table.loc["every choice of the prior report's recipe", "MAE in"] == "0.04 ± 0.014"
+    assert table.loc["every choice of the prior report's recipe", "trained"] == "200 epochs, no early stopping"
     assert table.loc["gated value readout instead of the CLS token", "MAE out"] == "0.02 ± 0"
     assert table.loc["gated readout, local token features, padding masked", "MAE long"] == "0.004 ± 0.0014"
     assert table.loc["as transformer4_local, the features of tanh(x_t)", "seeds"] == 3
@@ -47,7 +47,7 @@ def test_one_row_per_undone_choice_beside_the_stored_runs(tmp_path):
     assert table.loc["this project's transformer4 recipe", "exact in"] == "99.00 %"
     assert table.loc["mean pooling instead of the CLS token", "MAE out"] == "0.07 ± 0.014"
     assert table.loc["no sqrt(d_model) scale on the embedding", "seeds"] == 1  # the failed run is left out
-    assert recipe_ablation_lines(records, tmp_path)[0] == "## The seed's transformer recipe: which choice matters"
+    assert recipe_ablation_lines(records, tmp_path)[0] == "## The prior report's transformer recipe: which choice matters"
 
 
 def test_nothing_without_the_sweep(tmp_path):
@@ -94,5 +94,5 @@ def test_full_length_peaks_sit_below_the_probe_with_the_notebook_run(tmp_path):
     text = peak_probe_lines(tmp, [stored])[-2]
     assert "the lowest mean in-range MAE is 0.05 at a peak of 0.0005 (1 seed)" in text
     assert "on seed 0, which every full-length peak has: 0.05 at 0.0005, 0.06 at 0.0002" in text
-    assert text.endswith("the seed published 0.0366 (mean of 5 runs): within these peaks the rate does not close "
+    assert text.endswith("the prior report published 0.0366 (mean of 5 runs): within these peaks the rate does not close "
                          "the in-range gap.")

@@ -141,20 +141,23 @@ def test_report_builds_findings_readme_table_and_figure(tmp_path):
         "fnn_baseline": _model("baseline", 0.4), "fnn2": _model("FNN2", 0.2, seed_row="FNN2 (1 x 345 PReLU)")})))
     (runs / "02_rnn" / "metrics.json").write_text(json.dumps(_record("02_rnn", {"rnn": _model("RNN", 0.8)})))
     readme = tmp_path / "README.md"
-    readme.write_text("intro\n<!-- findings:start -->\nold\n<!-- findings:end -->\noutro\n")
+    readme.write_text("intro\n<!-- findings:start -->\nstale block\n<!-- findings:end -->\noutro\n")
     written = findings.build(runs=runs, reports=reports, readme=readme)
     text = (reports / "findings.md").read_text()
-    assert "| FNN2 (1 x 345 PReLU) | seed (published) | 6,211 | 0.0269" in text
-    table = findings.model_table(findings.load_runs(runs))
+    assert "| FNN2 (1 x 345 PReLU) | published | 6,211 | 0.0269" in text
+    table = findings.model_table(findings.load_runs(runs), score=True)
     scores = dict(zip(table["model"] + "/" + table["source"], table["score"]))
     assert scores["baseline/01_fnn (notebook defaults, 2 seeds)"] == pytest.approx(1.0, rel=0.01)
     assert scores["FNN2/01_fnn (notebook defaults, 2 seeds)"] == pytest.approx(4.0, rel=0.01)  # half the errors of the baseline
     assert scores["RNN/02_rnn (notebook defaults, 2 seeds)"] == pytest.approx(0.25, rel=0.01)  # scored against 01_fnn's baseline
     readme_text = readme.read_text()
-    assert "old" not in readme_text and readme_text.startswith("intro\n") and readme_text.endswith("outro\n")
-    assert "| RNN | 02_rnn (notebook defaults, 2 seeds)" in readme_text
-    assert "- The goal (at least 99.9 / 99 / 99 % exact" in readme_text and "is met by no trained model." in readme_text
-    assert text.index("## Answer") < text.index("## Protocol")
+    assert "stale block" not in readme_text and readme_text.startswith("intro\n") and readme_text.endswith("outro\n")
+    assert "[reports/findings.md](reports/findings.md)" in readme_text and "\n- " in readme_text
+    assert "| RNN | 02_rnn (notebook defaults, 2 seeds)" in text
+    for first, second in (("## Question", "## Answer"), ("## Answer", "## Method"), ("## Method", "## Results"),
+                          ("## Results", "## Limitations"), ("## Limitations", "# Appendix")):
+        assert text.index(first) < text.index(second)
+    assert "score" not in text.split("# Appendix")[0].split("## Method")[0]  # the prior report's score: appendix only
     assert written["figure"].is_file() and (reports / "findings.html").read_text().startswith("<!doctype html>")
 
 
@@ -192,42 +195,26 @@ def test_ablation_lines_set_each_ablation_beside_the_full_model():
            "MAE out 1e-05." in lines
 
 
-def test_answer_names_the_best_model_and_checks_the_goal():
-    def model(label, accuracy, params=100, seconds=30.0):
+def test_answer_names_the_exact_models_with_their_box_and_stays_short(tmp_path):
+    from predcalc.report.paper import Findings
+
+    def model(label, accuracy, params=100, seeds=5):
         built = _model(label, 0.1)
+        built["runs"] = [dict(built["runs"][0], seed=s) for s in range(seeds)]
         for run in built["runs"]:
-            run["train_seconds"] = seconds
+            run["metrics"] = {k: dict(v) for k, v in run["metrics"].items()}
             for test_set, value in accuracy.items():
                 run["metrics"][test_set]["accuracy"] = value
         return {**built, "params": params}
-    exact = {"in": 1.0, "out": 1.0, "long": 0.995}
+    exact = {"in": 1.0, "out": 1.0, "long": 1.0}
     records = [_record("30_beyond_seed", {
-        "slow": model("Slow", exact, seconds=900.0), "big": model("Big", exact, params=200_000),
-        "scan": model("Scan", exact), "lstm": model("LSTM", {"in": 0.99, "out": 0.2, "long": 0.3}),
-        "scan_typed_solved": model("Solved", {"in": 1.0, "out": 1.0, "long": 1.0}, params=10)})]
-    extended = {"notebook": "32_four_operators", "kind": "study", "models": {}, "parameters": {},
-                "extended": {"families": ["iid", "digits_6"], "scope": {"trained_on": "extended suite"}, "models": {
-                    "a": {"label": "Char A", "params": 9, "runs": [
-                        {"metrics": {"iid": {"accuracy": 1.0}, "digits_6": {"accuracy": 0.1}}},
-                        {"metrics": {"iid": {"accuracy": 0.98}, "digits_6": {"accuracy": 0.3}}}]},
-                    "b": {"label": "Char B", "params": 8, "runs": [
-                        {"metrics": {"iid": {"accuracy": 0.5}, "digits_6": {"accuracy": 0.2}}}]},
-                    "scan_typed_solved": {"label": "Solved", "params": 8, "runs": [
-                        {"metrics": {"iid": {"accuracy": 1.0}, "digits_6": {"accuracy": 0.9}}}]}}}}
-    records.append(extended)
-    text = "\n".join(findings.answer_lines(records, findings.generalisation_table(records)))
-    assert "(30_beyond_seed (2 seeds), 100 parameters, at most 30 s of training per seed) is exact on 100.00 % in " \
-           "range, 100.00 % out of range and 99.50 % of long expressions (tied with **Slow**, **Big**)." in text
-    # ties go to fewer parameters, then less training time, whatever the order of the records
-    assert "is met by **Scan**." in text  # Big has too many parameters, Slow trains too long, LSTM is not exact
-    # a closed-form finish is never named as a trained result, but it is reported as partly built
-    assert "- Partly built, not trained results" in text and "**Solved (partly built)** 100.00 / 100.00 / 100.00 %" in text
-    assert ("- The extended suite, all four operators and parentheses (32_four_operators): **Char A** (9 parameters, "
-            "2 seeds) has the highest mean exact accuracy of the trained models over the 2 families, 59.5 %: 99.0 % on "
-            "held-out expressions of the training distribution; at least 99 % on 1 of them (iid); worst digits_6 "
-            "20.0 %. Partly built: **Solved (partly built)** (a closed-form finish of the fitted scan) reaches a mean "
-            "of 95.0 %, worst digits_6 90.0 %.") in text
-    assert findings.answer_lines([], findings.generalisation_table([])) == []
+        "scan_typed": model("Scan", exact), "few": model("Few seeds", exact, seeds=2),
+        "lstm": model("LSTM", {"in": 0.99, "out": 0.2, "long": 0.3}),
+        "scan_typed_solved": model("Solved", exact, params=10)})]
+    answer = Findings(records, tmp_path).answer().blocks[0].items
+    assert len(answer) <= 8
+    assert answer[0].startswith("Trained on 3 integers of -5..4 with `+`/`-`, `scan_typed` (100 params) are exact")
+    assert "few" not in answer[0] and "scan_typed_solved" not in answer[0]  # 2 seeds; partly built
 
 
 def test_one_template_runs_as_03_lstm_and_04_gru():

@@ -42,7 +42,7 @@ def test_report_has_a_studies_section_and_a_command_per_run(tmp_path):
     (runs / "22_timeseries" / "run.json").write_text(json.dumps({"profile": "full"}))
     findings.build(runs=runs, reports=tmp_path / "reports", readme=tmp_path / "README.md")
     text = (tmp_path / "reports" / "findings.md").read_text()
-    assert "## Studies" in text
+    assert "## Side studies" in text
     assert ("Best training-step speed-up over Keras here: **8.00x** (min_gru, parallel path of a layer returning its "
             "last state, length 256); **4.00x** (min_gru, parallel scan of the whole sequence, length 256)") in text
     assert ("- co2: best network Keras GRU (MAE 0.500, 0.50x the naive forecast); the strongest baseline is naive "

@@ -3,7 +3,7 @@
 - :mod:`~predcalc.report.findings`: ``predcalc report`` (findings.md, findings.html, the README block).
 - :mod:`~predcalc.report.tables`: markdown tables and number formatting.
 - :mod:`~predcalc.report.studies`: the studies' sections of the findings.
-- :mod:`~predcalc.report.anchors`: the seed's published numbers.
+- :mod:`~predcalc.report.anchors`: the prior report's published numbers.
 
 The last stage: may import every other package, and none imports it.
 """

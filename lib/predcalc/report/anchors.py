@@ -1,9 +1,17 @@
-"""The seed's published results (ANCHORS.md section 1), the rows this project is compared to.
+"""The published results of the prior report, the rows this project is compared to.
 
-These are published reference numbers, not measurements of this project.
+The prior report is "Neural Predictive Calculator: Findings" (its later version, with the
+transformer rows and the fine-tuned LLMs), a secondary-school research project whose public
+code (Jupyter notebooks: ``GetXY.py`` for the data split, ``FNN1_1.py`` and ``FNN_FNN2.py`` for the
+baseline, FNN2 and the score, ``get_p-value.py`` for its p-value, ``transformer_transformer4.py`` and
+``transformer_transformer5.py`` for the transformer rows) defines how each column was computed.
+The numbers below are copied from its results tables (means of 5 runs; the LLM rows single runs);
+they are published reference numbers, not measurements of this project.
 """
 
-# "long": how the seed's code behind a row computes its "MAE long" (and the long4 term of its score):
+PRIOR_REPORT = "the prior report (Neural Predictive Calculator: Findings)"
+
+# "long": how the prior report's code behind a row computes its "MAE long" (and the long4 term of its score):
 # "signed", mean(|y| - prediction), in FNN_FNN2.py (the FNN rows); "absolute", the per-run mean of
 # |y - prediction|, in the transformer notebooks' per-run cell (transformer_transformer4.py, the cell
 # that also gives the score's p-value). The code behind RNN2 and BiLSTM + attention is not in matura/.

@@ -42,12 +42,12 @@ def answer_lines(record: dict) -> list[str]:
         "loop, digit alignment, the splice of a result into the token list and the sign of zero.",
     ]
     gemini = SEED_LLM_ROWS[GEMINI]
-    lines.append(f"  - On the seed protocol's own test sets (whole, as the seed scored its LLMs): "
+    lines.append(f"  - On the protocol's own test sets (whole, as the seed scored its LLMs): "
                  f"{_pct(main['seed_in']['mean'])} in range, {_pct(main['seed_out']['mean'])} out of range, "
-                 f"{_pct(main['seed_long']['mean'])} long (2-8 numbers); the seed's best fine-tuned LLM ({GEMINI}, "
+                 f"{_pct(main['seed_long']['mean'])} long (2-8 numbers); the prior report's best fine-tuned LLM ({GEMINI}, "
                  f"published): {100 * gemini['accuracy_in']:.2f} / {100 * gemini['accuracy_out']:.2f} / "
                  f"{100 * gemini['accuracy_long']:.1f} %. The calculator was trained on its own world "
-                 f"(up to 5 digits, 4 operators), not on the seed's training split.")
+                 f"(up to 5 digits, 4 operators), not on the prior report's training split.")
     summary = study["summary"]
     for kind in ("pick", "continuous_state", "answers_only", "uniform", "end_to_end", "untrained"):
         if kind in summary:
@@ -117,3 +117,98 @@ def section(record: dict, folder: str) -> list[str]:
              f"{speed['with_division']['n']:,} expressions with division; one "
              f"expression takes {speed['latency_ms']['median']:.1f} ms.", ""]
     return lines
+
+
+def step_rows(record: dict) -> list[dict]:
+    """Per step network: inputs that can occur, distinct inputs trained on, wrong on the inputs it
+    never saw (worst seed), and what that makes it: a memorised table when it saw every input.
+
+    Reads the record's ``steps`` entry where the study wrote one, else its per-seed checks and
+    training coverage."""
+    study = record["calculator"]
+    if "steps" in study:
+        found = study["steps"]
+    else:
+        seeds = study["seeds"]
+        found = {}
+        for name in seeds[0]["checks"]:
+            reachable = seeds[0]["checks"][name]["inputs"]
+            missing = min(r["coverage"][name]["missing"] for r in seeds)
+            found[name] = {"reachable": reachable, "trained_on": reachable - missing,
+                           "held_out_wrong": max(r["checks"][name]["wrong"] for r in seeds) if missing else None}
+    rows = []
+    for name, step in found.items():
+        share = step["trained_on"] / step["reachable"] if step["reachable"] else 1.0
+        kind = "memorised table (saw every input)" if share >= 1 else "learned from part of its inputs"
+        rows.append({"step": name, "reachable": step["reachable"], "trained on": step["trained_on"],
+                     "share": f"{100 * share:.0f} %",
+                     "wrong on held-out": "-" if step.get("held_out_wrong") is None else step["held_out_wrong"],
+                     "kind": kind})
+    return rows
+
+
+def inference_path(study: dict) -> str:
+    """What runs when the calculator answers: forward passes, or tables the networks filled at load."""
+    speed = study["speed"]
+    if "forward" in speed:
+        return "batched forward passes of the LiteRT file's networks"
+    return ("NumPy look-ups in tables that the LiteRT file's networks fill once at load (one pass over each "
+            "step's finite input domain); no network runs while an expression is answered")
+
+
+def headline(record: dict) -> str:
+    """The Answer's bullet on the calculator: exactness, and what it is made of."""
+    study = record["calculator"]
+    main = study["summary"]["calculator"]
+    rows = step_rows(record)
+    memorised = sum(row["share"] == "100 %" for row in rows)
+    exact = all(v["min"] == 1 for v in main.values())
+    reach = (f"exact on all {sum(v['n'] for v in main.values()):,} expressions of its {len(main)} families (5 seeds)"
+             if exact else f"at least {_pct(min(v['mean'] for v in main.values()))} exact on each of {len(main)} "
+             "families")
+    return (f"The learned calculator (40) is {reach}, by code and tables: {memorised} of {len(rows)} step networks "
+            "saw every input they can meet; code runs the digit algorithms.")
+
+
+def mechanism(record: dict) -> str:
+    """How the calculator works, for the Method: code, networks, and what runs at inference."""
+    study = record["calculator"]
+    rows = step_rows(record)
+    return ("**Learned calculator** (40_calculator): code lexes the expression into signed numbers and operators "
+            "and repeats a loop; a control network marks which operator is ready to reduce; step networks "
+            f"({', '.join(r['step'] for r in rows)}) map small discrete inputs (digits, carries, signs) to outputs, "
+            "and code runs schoolbook addition, multiplication, long division and Euclid's algorithm over digit "
+            "arrays with them, and splices each result into the token list. At inference: "
+            f"{inference_path(study)}.")
+
+
+def results_blocks(record: dict) -> list:
+    """The Results' calculator blocks: the step table, exactness by family kind, and speed of each path."""
+    import pandas as pd
+
+    from predcalc.report.document import Table, Text
+    from predcalc.report.tables import plain_cell
+
+    study = record["calculator"]
+    main = study["summary"]["calculator"]
+    boxes = study["boxes"]
+    most = {key: max(box[key][1] for box in boxes.values()) for key in ("digits", "operators", "depth")}
+    speed = study["speed"]
+    blocks = [
+        Text(f"Training world: integers of at most {study['training_box']['digits']} digits, 1-"
+             f"{study['training_box']['operators']} operators of `+ - * /`, depth at most "
+             f"{study['training_box']['depth']}. Test families reach {most['digits']} digits, {most['operators']} "
+             f"operators and depth {most['depth']}; scored exactly (fractions, no float) through "
+             "`reports/calculator/model.tflite`. Worst family mean over 5 seeds: "
+             f"{_pct(min(v['mean'] for v in main.values()))}."),
+        Text("What each step network saw in training, of the inputs it can meet (a step that saw every input is "
+             "a memorised table: its exactness shows no rule learned):"),
+        Table(pd.DataFrame(step_rows(record)), cell=plain_cell),
+        Text(f"At inference: {inference_path(study)}. Speed on {speed['n']:,} expressions of {speed['operators']} "
+             f"operators (one run, this 2-core CPU): {speed['integers']['ratio']:.1f}x Python's `fractions` time on "
+             f"integers, {speed['with_division']['ratio']:.1f}x with division"
+             + (f"; with real forward passes {speed['forward']['integers']:.1f}x and "
+                f"{speed['forward']['division']:.1f}x." if "forward" in speed else
+                "; the look-up path only (forward passes were not timed in this run).")),
+    ]
+    return blocks

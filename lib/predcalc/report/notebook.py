@@ -71,7 +71,7 @@ def seconds_per_epoch(results) -> dict:
 
 def ours(table):
     """This run's rows of a comparison table, indexed by model label."""
-    return table[table.source != "seed (published)"].set_index("model")
+    return table[table.source != "published"].set_index("model")
 
 
 def model_summary(results, rows, name: str, seconds: dict) -> str:
@@ -129,8 +129,8 @@ def recurrent_summary(results, table, weights_table, name: str, seeds) -> str:
     published row, the term weights in range and on 4-number expressions, and the out-of-range ratio."""
     result = results.models[name]
     label = result.spec.label
-    ours_row = table[(table.model == label) & (table.source != "seed (published)")].iloc[0]
-    published = table[(table.model == result.spec.seed_row) & (table.source == "seed (published)")]
+    ours_row = table[(table.model == label) & (table.source != "published")].iloc[0]
+    published = table[(table.model == result.spec.seed_row) & (table.source == "published")]
     in_weights = weights_table[(weights_table.model == label) & (weights_table["test set"] == "in")].iloc[0]
     long_weights = weights_table[(weights_table.model == label) & (weights_table["test set"] == "long4")].iloc[0]
     text = (f"{label} ({result.first.params:,} parameters) over {len(seeds)} seed(s): in-range MAE "
@@ -170,18 +170,13 @@ def plot_accuracy_by_length(results, protocol, lengths=range(2, 9), training_len
 
 
 def write_study(output, notebook: str, protocol, parameters: dict, **study) -> Path:
-    """Writes a study notebook's ``metrics.json`` (no model rows for the findings table) and says where."""
-    import json
+    """Writes a study notebook's ``metrics.json`` (no model rows for the findings table) through the
+    typed record, and says where. ``study`` holds its one named entry (e.g. ``explain=...``)."""
+    from predcalc.record import write_study as write_record
 
-    import keras
-
-    record = {"notebook": notebook, "kind": "study", "models": {},
-              "data": {"seed": protocol.seed, "counts": protocol.counts()}, "parameters": parameters,
-              "backend": keras.backend.backend(), **study}
-    path = Path(output) / "metrics.json"
-    path.write_text(json.dumps(record, indent=1))
-    print(f"wrote {path}")
-    return path
+    (entry, value), = study.items()
+    return write_record(output, notebook, entry, value, parameters,
+                        data={"seed": protocol.seed, "counts": protocol.counts()})
 
 
 def edge_table(results, sets: dict, path=None) -> "pd.DataFrame":

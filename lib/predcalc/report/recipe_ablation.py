@@ -1,8 +1,8 @@
-"""Which choice of the seed's transformer recipe matters: ``transformer4_seed`` with one choice undone
+"""Which choice of the prior report's transformer recipe matters: ``transformer4_seed`` with one choice undone
 at a time (the sweep ``sweeps/transformer4_seed_ablation.yaml``, stored in ``reports/sweeps/``),
 beside the stored run with every choice, the same encoder with a gated value readout
 (``transformer4_gated``) and this project's own ``transformer4`` recipe; and the peak learning rate
-of ``transformer5_seed``, chosen by short trials as the seed's tuner did
+of ``transformer5_seed``, chosen by short trials as the prior report's tuner did
 (``sweeps/transformer5_seed_peak.yaml``).
 """
 
@@ -58,7 +58,7 @@ def recipe_ablation_table(records: list[dict], sweeps: Path) -> pd.DataFrame:
         return pd.DataFrame()
     rows = []
     stored = [r for r in records if r.get("notebook") == "06_transformer"]  # the notebook run, then sweeps
-    for name, variant in ((MODEL, "every choice of the seed's recipe"),
+    for name, variant in ((MODEL, "every choice of the prior report's recipe"),
                           ("transformer4_gated", "gated value readout instead of the CLS token"),
                           ("transformer4_local", "gated readout, local token features, padding masked"),
                           ("transformer4_local_bounded", "as transformer4_local, the features of tanh(x_t)"),
@@ -71,10 +71,10 @@ def recipe_ablation_table(records: list[dict], sweeps: Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-TEXT = (f"`{MODEL}` (38,209 parameters, the seed's recipe: CLS token, sqrt(d_model) embedding scale, 8 heads, "
-        "AdamW with the seed's warm-up and cosine decay) with one choice undone at a time, trained by "
+TEXT = (f"`{MODEL}` (38,209 parameters, the prior report's recipe: CLS token, sqrt(d_model) embedding scale, 8 heads, "
+        "AdamW with the prior report's warm-up and cosine decay) with one choice undone at a time, trained by "
         f"`predcalc sweep sweeps/{SWEEP}.yaml` into `reports/sweeps/{SWEEP}/`, beside the stored "
-        "06_transformer runs. Mean ± standard deviation over seeds of the absolute MAE (the seed's "
+        "06_transformer runs. Mean ± standard deviation over seeds of the absolute MAE (the prior report's "
         "transformer notebooks define MAE long this way too). The gated readout (`transformer4_gated`, one "
         "parameter more) keeps the encoder and changes only the head: the answer is "
         "sum_t (w^T h_t + c) v_t + b over the raw numbers v_t, linear in them where the gates do not change "
@@ -96,7 +96,7 @@ def recipe_ablation_lines(records: list[dict], sweeps: Path) -> list[str]:
     table = recipe_ablation_table(records, sweeps)
     if table.empty:
         return []
-    return ["## The seed's transformer recipe: which choice matters", "", TEXT, "", markdown_table(table), ""]
+    return ["## The prior report's transformer recipe: which choice matters", "", TEXT, "", markdown_table(table), ""]
 
 
 PEAK_SWEEP = "transformer5_seed_peak"
@@ -163,7 +163,7 @@ def peak_probe_lines(sweeps: Path, records: list[dict] = ()) -> list[str]:
         return []
     best, _ = min(probe, key=lambda key: np.mean([r["best_val_loss"] for r in probe[key]]))
     used = seed_peak(get_spec(PEAK_MODEL))
-    text = (f"The seed's transformer5 notebook chose its peak learning rate by its own keras-tuner search "
+    text = (f"The prior report's transformer5 notebook chose its peak learning rate by its own keras-tuner search "
             f"(25-epoch trials, validation loss); the rate it found is not in its code. `{PEAK_MODEL}` repeats "
             f"that choice in miniature (`predcalc sweep sweeps/{PEAK_SWEEP}.yaml`): the lowest mean validation "
             f"MSE is at a peak of {best:g}; `{PEAK_MODEL}` trains with {used:g} (transformer4's tuned peak is "
@@ -183,7 +183,7 @@ def peak_probe_lines(sweeps: Path, records: list[dict] = ()) -> list[str]:
         lines += [f"Trained for the full length ({how}; the 200-epoch rows come from "
                   f"`predcalc sweep sweeps/{FULL_PEAK_SWEEP}.yaml` and the stored 06_transformer run), the lowest "
                   f"mean in-range MAE is {lowest:.4g} at a peak of {peak:g} ({len(runs)} seed{'s' * (len(runs) > 1)})"
-                  f"{same_seed}; the seed published {published:g}"
+                  f"{same_seed}; the prior report published {published:g}"
                   + (" (mean of 5 runs)." if lowest < published else
                      " (mean of 5 runs): within these peaks the rate does not close the in-range gap."), ""]
     return lines

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from predcalc.report.recipe_ablation import how_trained, trained_parameters
 
-# sweeps/<name>.yaml: the seed's transformer5 recipe (about 35 minutes a seed on a 2-core CPU),
+# sweeps/<name>.yaml: the prior report's transformer5 recipe (about 35 minutes a seed on a 2-core CPU),
 # transformer4_local (about 15) and transformer4_local with squash_features, which is the registered
 # transformer4_local_bounded (the sweep predates that name): sweep -> {model trained: listed as}
 SEED_SPLIT_SWEEPS = {

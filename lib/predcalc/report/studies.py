@@ -2,7 +2,7 @@
 extended suite (31, 32).
 
 Each study notebook writes a ``metrics.json`` with ``"kind": "study"``, no trained models
-of the seed protocol and one entry of its own (``speed``, ``timeseries``, ``explain``). This
+of the protocol and one entry of its own (``speed``, ``timeseries``, ``explain``). This
 module turns those entries into the findings' sections; every number comes from them.
 """
 
@@ -15,11 +15,11 @@ import pandas as pd
 from predcalc.models.syntax_gated_scan import coefficient_summary
 from predcalc.report.tables import markdown_table, plain_cell
 
-STUDY_KEYS = ("speed", "timeseries", "explain", "extended", "calculator")
 
 
 def is_study(record: dict) -> bool:
-    return record.get("kind") == "study" or any(key in record for key in STUDY_KEYS)
+    """A side study's record (its kind is stored, or named once by :class:`predcalc.record.RunRecord`)."""
+    return record.get("kind") == "study"
 
 
 def _ratio(value) -> str:
@@ -178,7 +178,11 @@ FINISHES = {"scan_typed_solved": "operators overwrite the sign state and the rea
 
 
 def shown_label(name: str, label: str) -> str:
-    """A model's label as the report shows it: a closed-form finish is marked partly built."""
+    """A model's label as the report shows it: a closed-form finish is marked partly built, and
+    "seed" keeps its one meaning, a random seed (the prior report is named as such)."""
+    for old, new in (("the seed's", "the prior report's"), ("The seed's", "The prior report's"),
+                     ("AdamW seed schedule", "AdamW schedule of the prior report")):
+        label = label.replace(old, new)
     return f"{label} (partly built)" if name in FINISHES else label
 
 
@@ -197,18 +201,18 @@ def extended_best(record: dict, built: bool = False) -> dict | None:
         mean = sum(by_family.values()) / len(by_family)
         if best is None or mean > best["mean"]:
             worst = min(by_family, key=by_family.get)
-            best = {"label": shown_label(name, model["label"]), "params": model["params"], "seeds": len(runs), "mean": mean,
+            best = {"name": name, "label": shown_label(name, model["label"]), "params": model["params"], "seeds": len(runs), "mean": mean,
                     "by_family": by_family, "exact": [f for f, a in by_family.items() if a >= 0.99],
                     "worst": (worst, by_family[worst])}
     return best
 
 
 def _scope(record: dict) -> dict:
-    return record["extended"].get("scope", {"trained_on": "seed protocol", "operators": "+-", "parentheses": False})
+    return record["extended"].get("scope", {"trained_on": "protocol", "operators": "+-", "parentheses": False})
 
 
 def extended_title(record: dict) -> str:
-    """"The extended suite, additive part" (trained on the seed protocol) or "..., all four operators"."""
+    """"The extended suite, additive part" (trained on the protocol) or "..., all four operators"."""
     if _scope(record).get("trained_on") == "extended suite":
         return "The extended suite, all four operators and parentheses"
     return "The extended suite, additive part"
@@ -225,7 +229,7 @@ def _extended_section(record: dict, folder: str) -> list[str]:
                  f"{parameters.get('suite_seed')}): numbers of exactly d digits (3 terms), n terms, nesting depth k. "
                  "Exact accuracy of the decoded answer, mean over seeds.")
     else:
-        intro = ("Trained on the seed protocol only (three numbers from -5..4), scored on the extended suite's "
+        intro = ("Trained on the protocol only (three numbers from -5..4), scored on the extended suite's "
                  f"`+`/`-` families ({parameters.get('test_size')} expressions each, suite seed "
                  f"{parameters.get('suite_seed')}): numbers of exactly d digits (3 terms) and n terms of 1-2 digit "
                  "numbers. Exact accuracy, mean over seeds. `*`, `/` and parentheses are not covered: the typed "
@@ -233,7 +237,7 @@ def _extended_section(record: dict, folder: str) -> list[str]:
         if "scan_typed_solved" in entry["models"]:
             intro += (" The solved scan is the fitted scan finished in closed form: the update gate is set to 1 on "
                       "`+` and `-` (operators overwrite the sign state, so a number's coefficient depends only on "
-                      "the operator before it), then the readout is solved by least squares on the seed's training "
+                      "the operator before it), then the readout is solved by least squares on the prior report's training "
                       "split; its ablation solves the readout with the operator gates as fitted.")
     lines = _opening(title, record, intro, extended_table(entry))
     for model in entry["models"].values():

@@ -168,8 +168,8 @@ def seed_recipe_lines(results, base_runs, epochs) -> list[str]:
 
 
 def conclusion(table, results, token_models, unparseable: dict, unseen: dict, protocol, seeds, epochs) -> str:
-    ours = table[table.source != "seed (published)"].set_index("model")
-    seed_rows = table[table.source == "seed (published)"].set_index("model")
+    ours = table[table.source != "published"].set_index("model")
+    seed_rows = table[table.source == "published"].set_index("model")
     lines = []
     for name in ("transformer4", "transformer5", *SEED_RECIPE_MODELS):
         if name not in results.models:

@@ -137,11 +137,11 @@ class Results:
         }
 
     def write(self, directory, notebook: str, parameters: dict) -> Path:
-        """Write ``metrics.json``: what ``predcalc report`` and the tests read."""
-        path = Path(directory) / "metrics.json"
-        path.parent.mkdir(parents=True, exist_ok=True)
-        write_if_changed(path, json.dumps(self.to_json(notebook, parameters), indent=1))
-        return path
+        """Write ``metrics.json`` through the typed record (:class:`predcalc.record.RunRecord`):
+        what ``predcalc report`` and the tests read."""
+        from predcalc.record import RunRecord
+
+        return RunRecord.from_json({**self.to_json(notebook, parameters), "kind": "models"}).write(directory)
 
 
 def run_seeds(model_names, protocol: Protocol, seeds=(0,), epochs: int = 200, patience: int = 20,

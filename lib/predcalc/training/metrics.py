@@ -208,3 +208,47 @@ def confidence_interval(values, level: float = 0.95) -> tuple[float, float]:
         return float("nan"), float("nan")
     half = stats.t.ppf(0.5 + level / 2, values.size - 1) * stats.sem(values)
     return float(values.mean() - half), float(values.mean() + half)
+
+
+def spread(values) -> tuple[float, float, float]:
+    """(mean, min, max) over seeds: the per-seed spread the report shows beside every mean."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.size == 0:
+        return float("nan"), float("nan"), float("nan")
+    return float(values.mean()), float(values.min()), float(values.max())
+
+
+def bootstrap_interval(values, level: float = 0.95, resamples: int = 10_000, seed: int = 0) -> tuple[float, float]:
+    """Percentile bootstrap interval of the mean over seeds (resampled with a fixed generator);
+    (nan, nan) with fewer than 2 values. With every value equal it is that value twice: the seeds
+    agree, which the report says as such rather than as an interval."""
+    values = np.asarray(values, dtype=np.float64)
+    if values.size < 2:
+        return float("nan"), float("nan")
+    rng = np.random.default_rng(seed)
+    means = values[rng.integers(0, values.size, size=(resamples, values.size))].mean(axis=1)
+    tail = (1 - level) / 2
+    return float(np.quantile(means, tail)), float(np.quantile(means, 1 - tail))
+
+
+def sign_test(values, reference: float, lower_is_better: bool = True, alpha: float = 0.05) -> dict:
+    """Exact one-sided sign test of per-seed ``values`` against a published mean ``reference``.
+
+    Each seed is better or worse than the reference; under "no difference" each is a fair coin, so
+    all n seeds on one side has probability 0.5**n. The verdict is "better" or "worse" when that
+    side's count has p <= ``alpha`` (5 of 5 seeds: p = 1/32), else "not resolved": the gap does not
+    exceed the seed-to-seed noise. The reference's own run-to-run spread is unknown (a published
+    mean), so the test is conservative only about this project's seeds.
+    """
+    from scipy import stats
+
+    values = np.asarray(values, dtype=np.float64)
+    diff = (reference - values) if lower_is_better else (values - reference)
+    better, worse = int(np.sum(diff > 0)), int(np.sum(diff < 0))
+    n = better + worse
+    if n == 0:
+        return {"verdict": "not resolved", "better": 0, "worse": 0, "p": 1.0}
+    p_better = float(stats.binomtest(better, n, 0.5, alternative="greater").pvalue)
+    p_worse = float(stats.binomtest(worse, n, 0.5, alternative="greater").pvalue)
+    verdict = "better" if p_better <= alpha else "worse" if p_worse <= alpha else "not resolved"
+    return {"verdict": verdict, "better": better, "worse": worse, "p": min(p_better, p_worse)}

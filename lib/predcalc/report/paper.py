@@ -1,0 +1,611 @@
+"""The findings in a paper's shape, as data: Question, Answer, Method, Results, What we learned,
+Limitations, then the Appendix (:class:`~predcalc.report.document.Document`).
+
+Every number comes from the stored runs (``reports/runs/*/metrics.json``, the sweeps and the
+edge suites' JSON); the prior report's published numbers come from
+:mod:`predcalc.report.anchors`. Words that carry a claim say its box (inputs, digits, terms,
+operators) and its kind (trained, partly built, memorised table, code).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from predcalc.data.protocol import seed_protocol
+from predcalc.report import findings as F
+from predcalc.report.anchors import PRIOR_REPORT, SEED_LLM_ROWS, SEED_ROWS
+from predcalc.report.document import Bullets, Document, Figure, Section, Table, Text
+from predcalc.report.recipe_ablation import peak_probe_lines, recipe_ablation_lines
+from predcalc.report.scoreboard import (TEXT as SCOREBOARD_TEXT, candidates, exact_signed_long, scoreboard_table,
+                                       summary_table)
+from predcalc.report.seed_split import seed_split_lines
+from predcalc.report.studies import FINISHES, extended_best, extended_title, is_study, studies_markdown
+from predcalc.report.tables import plain_cell
+from predcalc.training.runner import PROFILES
+
+# The trained models the findings recommend: exact on the protocol's three test sets on every seed,
+# under the goal's size and training time. Their held-out edges are scored on all seeds.
+RECOMMENDED = ("scan_typed", "transformer4_local_bounded")
+
+# The project's goal on the protocol: exact accuracy in / out / long, parameters, training seconds.
+GOAL = F.GOAL
+
+# Which choice was made on which data (the development side of the protocol). A set that chose
+# something is a development set: the claims about reach come from the held-out edge suite.
+SELECTION = [
+    ("`transformer4_local` -> `transformer4_gated` -> `transformer4_local_bounded` (readout and token "
+     "features)", "the protocol's out-of-range test set (-8..8)", "out-of-range accuracy of these three"),
+    ("the tanh bound of `transformer4_local_bounded`", "the development edge probe: 3 numbers of -99..99, "
+     "20 and 60 terms", "that probe's axes"),
+    ("the peak learning rate of `transformer5_seed`", "validation loss of 25-epoch trials (a sweep)", "none"),
+    ("the syntax-gated scan's design (typed tokens, multiplicative value path)", "the protocol's test sets, "
+     "through the ablations of 30_beyond_seed", "its out-of-range and long accuracy"),
+    ("`mlstm_stable`, `mamba_bounded` (stabilisers)", "seeds that failed in the first full runs (in and out "
+     "of range)", "their in and out-of-range accuracy"),
+]
+
+# One line per family of the main tables: the registry names shown, faithful replicas first.
+FAMILIES = {
+    "FNN": ("fnn2", "fnn2_cosine", "fnn_baseline"),
+    "RNN": ("rnn2",),
+    "LSTM / GRU": ("lstm", "gru"),
+    "BiLSTM + attention": ("bilstm_attention",),
+    "transformer (regression)": ("transformer4_seed", "transformer5_seed", "transformer4_local_bounded"),
+    "efficient RNN": ("min_gru", "min_lstm", "slstm", "mlstm_stable", "mamba_bounded"),
+    "syntax-gated scan": ("scan_typed",),
+}
+
+
+def _pct(value: float) -> str:
+    return f"{100 * value:.1f} %"
+
+
+class Findings:
+    """The stored runs, indexed once; each ``*_section`` method returns one Section."""
+
+    def __init__(self, records: list[dict], reports: Path, edges: dict | None = None, runs_label: str = "reports/runs"):
+        self.records, self.reports, self.runs_label = records, Path(reports), runs_label
+        self.notebooks = [r for r in records if not r.get("_sweep")]
+        self.models = {name: (record, model) for record, name, model, _ in F.unique_models(records)}
+        self.general = F.generalisation_table(records)
+        self.table = F.model_table(records)
+        self.edges = edges or {}
+        pool = [(name, model) for name, (_, model) in self.models.items() if name not in FINISHES]
+        self.pool = candidates(pool, F.baseline_runs(records))
+
+    # ---- helpers
+
+    def accuracy(self, name: str, test_set: str) -> list[float]:
+        return [r["metrics"][test_set]["accuracy"] for r in self.models[name][1]["runs"]]
+
+    def has(self, *names: str) -> bool:
+        return all(name in self.models for name in names)
+
+    def study(self, key: str) -> list[dict]:
+        return [r for r in self.notebooks if key in r]
+
+    def relative(self, record: dict) -> str:
+        return Path(os.path.relpath(record["_dir"], self.reports)).as_posix()
+
+    def exact_everywhere(self) -> list[str]:
+        """Trained models exact on the three protocol test sets on every seed (the goal's accuracy)."""
+        out = []
+        for name in self.general.get("name", []):
+            if name in FINISHES or name not in self.models:
+                continue
+            runs = self.models[name][1]["runs"]
+            if len(runs) >= 5 and all(min(self.accuracy(name, t)) >= GOAL[t] for t in ("in", "out", "long")):
+                out.append(name)
+        return out
+
+    # ---- main part
+
+    def question(self) -> Section:
+        return Section("question", "Question", [Text(
+            "A neural network reads an arithmetic expression (`3 - -2 + 4`) and predicts its value. Which "
+            "architecture does this best, and does any of them generalise: to unseen expressions, to numbers "
+            "outside the training range, to longer expressions? The common ground is the protocol of "
+            f"{PRIOR_REPORT}: training on `a op b op c` with integers -5..4 and `+`/`-`.")])
+
+    def answer(self) -> Section:
+        items = []
+        exact = self.exact_everywhere()
+        if exact:
+            items.append(
+                "Trained on 3 integers of -5..4 with `+`/`-`, "
+                + " and ".join(f"`{n}` ({self.models[n][1]['params']:,} params)" for n in exact)
+                + " are exact on every seed (5) on unseen expressions in range, on -8..8 and on 2-8 terms.")
+        items += self._edge_answer()
+        replicas = [n for n in ("fnn2", "rnn2", "bilstm_attention", "transformer4_seed", "transformer5_seed")
+                    if n in self.models]
+        if replicas:
+            best_out = max(replicas, key=lambda n: np.mean(self.accuracy(n, "out")))
+            items.append(
+                f"The prior report's architectures, rebuilt faithfully ({len(replicas)} models, 5 seeds), are at most "
+                f"{_pct(np.mean(self.accuracy(best_out, 'out')))} exact out of range (`{best_out}`): on this box "
+                "they interpolate but do not extrapolate, as that report concluded.")
+        counts = verdict_counts(self.pool)
+        if counts:
+            replica, variant = counts["replica"], counts["variant"]
+            items.append(
+                f"Against the published rows, like for like ({replica['total']} columns, sign test over 5 seeds): "
+                f"faithful replicas better on {replica['better']}, worse on {replica['worse']}, not resolved on "
+                f"{replica['not resolved']}; `{variant['name']}` better on {variant['better']}.")
+        items += self._extended_answer()
+        items += self._calculator_answer()
+        items.append("Every claim holds inside the box it names; the Limitations list what was not measured.")
+        return Section("answer", "Answer", [Bullets(items[:8])])
+
+    def _edge_answer(self) -> list[str]:
+        held = self.edges.get("heldout")
+        if not held:
+            return []
+        parts = []
+        for name in RECOMMENDED:
+            if name not in held:
+                continue
+            scores = held[name]
+            worst = min(scores, key=lambda s: scores[s]["mean"])
+            reach = [s for s in scores if scores[s]["min"] >= 0.99]
+            parts.append(f"`{name}` >= 99 % on {len(reach)} of {len(scores)} sets, worst {worst} "
+                         f"{_pct(scores[worst]['mean'])}")
+        return [f"On a held-out edge suite no choice saw (5 seeds, exported file): {'; '.join(parts)}."] if parts else []
+
+    def _extended_answer(self) -> list[str]:
+        items = []
+        for record in self.study("extended"):
+            top = extended_best(record)
+            if top:
+                items.append(f"{extended_title(record).replace('The extended suite, ', 'Extended suite, ')} "
+                             f"({record['notebook']}): the best trained model, `{top['name']}`, averages "
+                             f"{_pct(top['mean'])} exact over {len(top['by_family'])} families (worst "
+                             f"{top['worst'][0]} {_pct(top['worst'][1])}).")
+        return items
+
+    def _calculator_answer(self) -> list[str]:
+        from predcalc.report.calculator import headline
+
+        return [headline(r) for r in self.study("calculator")]
+
+    def method(self) -> Section:
+        subsections = [self._protocol(), self._models(), self._mechanisms(), self._selection(), self._statistics()]
+        return Section("method", "Method", [], subsections=[s for s in subsections if not s.empty])
+
+    def _protocol(self) -> Section:
+        counts = next((r["data"] for r in self.notebooks if "data" in r and not is_study(r)), None)
+        text = (f"The protocol of {PRIOR_REPORT} (its code: `GetXY.py`): expressions `a op b op c`, integers "
+                "-5..4, `+`/`-`, written with spaces; 4,000 draws de-duplicated and split 75/25 into training and "
+                "validation. Test sets: *in range* (every unseen expression of that form), *out of range* "
+                "(integers from {-8..-5, 5..8}, all 2,048) and *long* (2 to 8 integers of -5..5, 100 per length). "
+                "Exact accuracy counts a prediction that rounds to the true value; MAE is the mean absolute error.")
+        blocks = [Text(text)]
+        if counts:
+            blocks.append(Text(f"Data seed {counts['seed']} for every notebook: "
+                               + ", ".join(f"{k} {v:,}" for k, v in counts["counts"].items()) + " expressions."))
+        return Section("method.protocol", "Protocol", blocks)
+
+    def _models(self) -> Section:
+        rows = []
+        for family, names in FAMILIES.items():
+            for name in names:
+                if name not in self.models:
+                    continue
+                record, model = self.models[name]
+                rows.append({"model": f"`{name}`", "family": family, "what it is": model["label"],
+                             "params": model["params"], "kind": "trained", "notebook": record["notebook"]})
+        for name in FINISHES:
+            if name in self.models:
+                record, model = self.models[name]
+                rows.append({"model": f"`{name}`", "family": "syntax-gated scan", "what it is": model["label"],
+                             "params": model["params"], "kind": "partly built (closed form)",
+                             "notebook": record["notebook"]})
+        blocks = [Text("The models the main text discusses (the Appendix lists every run). *Trained*: every weight "
+                       "by gradient descent; *partly built*: trained, then finished in closed form (a gate set by "
+                       "hand, a readout solved by least squares). The prior report's rows are rebuilt as faithful "
+                       "replicas: `fnn2`, `rnn2`, `bilstm_attention`, `transformer4_seed`, `transformer5_seed`.")]
+        if rows:
+            blocks.append(Table(pd.DataFrame(rows), cell=plain_cell))
+        return Section("method.models", "Models", blocks)
+
+    def _mechanisms(self) -> Section:
+        items = [
+            "**Syntax-gated scan** (`scan_typed`, 30_beyond_seed): tokens arrive typed (number or operator, what a "
+            "lexer knows). A linear recurrence whose gates read only the token type carries the sign of the next "
+            "number; the value enters once, multiplied by that sign state, and a linear readout sums. Nothing in "
+            "the recurrence depends on the magnitude of the numbers or on the length.",
+            "**Gated readout with local token features** (`transformer4_local_bounded`, 06_transformer): a "
+            "transformer encoder whose attention sees each token's neighbours (local features, padding masked); "
+            "the readout is a sum of per-token values, each scaled by a learned gate, instead of one CLS vector. "
+            "*Bounded*: the features see tanh(x) so that large numbers do not saturate the gates.",
+        ]
+        if self.study("calculator"):
+            from predcalc.report.calculator import mechanism
+
+            items.append(mechanism(self.study("calculator")[0]))
+        return Section("method.mechanisms", "How the main models work", [Bullets(items)])
+
+    def _selection(self) -> Section:
+        frame = pd.DataFrame([{"choice": c, "chosen on": on, "numbers it touches": touched}
+                              for c, on, touched in SELECTION])
+        return Section("method.selection", "Development and held-out data", [
+            Text("Every set that chose a variant, a bound or a hyperparameter is a development set, and the numbers "
+                 "it produced are development numbers. Claims about reach come only from the held-out edge suite, "
+                 "drawn once from its own seed after these choices and scored on all 5 seeds through the exported "
+                 "file."),
+            Table(frame, cell=plain_cell)])
+
+    def _statistics(self) -> Section:
+        return Section("method.statistics", "Statistics", [Bullets([
+            "5 training seeds per model (initialisation and shuffling); one data seed. Every mean is shown with "
+            "its per-seed minimum and maximum; \"all 5\" means every seed has the same value.",
+            "*Better* or *worse* than a published number only when all 5 seeds lie on the same side of it "
+            "(exact one-sided sign test, p = 1/32); otherwise *not resolved*. Published rows give means only, so "
+            "their own spread cannot enter the test.",
+            "The prior report's benchmark score and its t-test of log(score) appear only in the Appendix's "
+            "seed-way table, as that report's definitions: a t-test on a score that reaches 1e14 is not a "
+            "statistic this report relies on.",
+        ])])
+
+    def results(self) -> Section:
+        subsections = [self._summary(), self._seed_protocol(), self._edges(), self._published(),
+                       self._extended(), self._calculator()]
+        return Section("results", "Results", [], subsections=[s for s in subsections if not s.empty])
+
+    def _summary(self) -> Section:
+        path = self.reports / "figures" / "reach.png"
+        frame = reach_frame(self)
+        if frame.empty:
+            return Section("results.summary", "Summary", [])
+        plot_reach(frame, path)
+        return Section("results.summary", "Summary", [Figure(
+            path, "Exact accuracy against distance from the training box (3 integers of -5..4): left, more "
+                  "digits (3 numbers); right, more terms (one-digit numbers). Best model of each family; dots "
+                  "are means over seeds, bars the per-seed range. The protocol's own test sets are the first "
+                  "points; the rest is the held-out edge suite where it was scored.")])
+
+    def _seed_protocol(self) -> Section:
+        keep = [n for names in FAMILIES.values() for n in names if n in self.models]
+        if not keep:
+            return Section("results.seed_protocol", "The protocol's test sets", [])
+        frame = self.general[self.general["name"].isin(keep)].copy()
+        frame["model"] = "`" + frame["name"] + "`"
+        frame = frame[["model", "params", "acc in", "seeds in", "acc out", "seeds out", "acc long", "seeds long"]]
+        return Section("results.seed_protocol", "The protocol's test sets", [
+            Text("Exact accuracy on the protocol's three test sets (mean of 5 seeds, per-seed range beside it; "
+                 "ordered by out-of-range accuracy). In range is interpolation; out of range (|n| 5..8) and long "
+                 "(2-8 terms) leave the training box by one step. For the models chosen on the out-of-range set "
+                 "(Method) those columns are development numbers."),
+            Table(frame.reset_index(drop=True))])
+
+    def _edges(self) -> Section:
+        from predcalc.report.edges import heldout_blocks
+
+        return Section("results.edges", "Held-out edges", heldout_blocks(self.edges, RECOMMENDED))
+
+    def _published(self) -> Section:
+        board = summary_table(self.pool)
+        if board.empty:
+            return Section("results.published", "The published rows, like for like", [])
+        return Section("results.published", "The published rows, like for like", [
+            Text(f"Each of the {len(board)} regression rows of {PRIOR_REPORT}, computed its way on the same test "
+                 "sets (Appendix: the seed-way table and every column). The faithful replica comes first; the best "
+                 "variant is another model trained here. Counts are of ranked columns, each decided by the sign "
+                 "test over 5 seeds."),
+            Table(board, cell=plain_cell)])
+
+    def _extended(self) -> Section:
+        rows = []
+        for record in self.study("extended"):
+            for built in (False, True):
+                top = extended_best(record, built=built)
+                if top:
+                    rows.append({"suite": f"{extended_title(record)} ({record['notebook']})",
+                                 "model": f"`{top['name']}`", "kind": "partly built" if built else "trained",
+                                 "families": len(top["by_family"]), "mean exact": _pct(top["mean"]),
+                                 "worst family": f"{top['worst'][0]} {_pct(top['worst'][1])}"})
+        if not rows:
+            return Section("results.extended", "Extended suites", [])
+        return Section("results.extended", "Extended suites", [
+            Text("Beyond the protocol: families that vary digits (up to 6), terms, parentheses and, in 32, all four "
+                 "operators; models trained on the suite's own training world (Appendix: every family)."),
+            Table(pd.DataFrame(rows), cell=plain_cell)])
+
+    def _calculator(self) -> Section:
+        from predcalc.report.calculator import results_blocks
+
+        records = self.study("calculator")
+        return Section("results.calculator", "The learned calculator", results_blocks(records[0]) if records else [])
+
+    def learned(self) -> Section:
+        others = [n for family, names in FAMILIES.items() if family not in ("syntax-gated scan",)
+                  for n in names if n in self.models and n not in RECOMMENDED]
+        best_other = max(others, key=lambda n: np.mean(self.accuracy(n, "out"))) if others else None
+        items = [
+            "What extrapolates is structure that does not depend on magnitude or length: a sign state set by "
+            "token type (the scan), or a readout that sums per-token values (the gated transformer). Each "
+            "ablation that removes one of these (30_beyond_seed) loses out-of-range accuracy first.",
+        ]
+        if best_other:
+            items.append(
+                "Width, depth and recipe did not buy extrapolation on this box: of the other models in the main "
+                f"table the best out of range is `{best_other}` at {_pct(np.mean(self.accuracy(best_other, 'out')))} "
+                "(mean of 5 seeds).")
+        if "scan_typed" in self.models:
+            items.append(
+                "Exactness on the protocol's sets is cheap once the structure is right "
+                f"(`scan_typed`: {self.models['scan_typed'][1]['params']} parameters); the held-out edges, not "
+                "those sets, separate a rule learned from a range fitted.")
+        if self.study("calculator"):
+            items.append("The calculator shows the other side: exactness at every size bought by code and by step "
+                         "networks trained on their whole input tables says little about what a network learned; "
+                         "the step table in Results says which parts are which.")
+        return Section("learned", "What we learned", [Bullets(items)])
+
+    def limitations(self) -> Section:
+        items = [
+            "One data seed: every model sees the same training draw and test sets. Seeds vary initialisation and "
+            "shuffling only; 5 seeds resolve only large differences.",
+            "The prior report's numbers come from its own code, draw and hardware; its in-range and long sets are "
+            "redrawn here its way from this project's data seed. Only out of range is the same set.",
+            "Typed tokens tell a model what a lexer knows (number or operator); the prior report's numeric tokens "
+            "do not. The scan's ablations separate the two effects.",
+            "Exact accuracy rounds a regression output: a model is exact with an error under 0.5, so exactness "
+            "on large answers needs relative precision a float32 readout may not have.",
+            "The held-out edge suite covers `+`/`-` with more digits, more terms and adversarial digit patterns; "
+            "the regression models cannot read parentheses or `*` `/`, so depth and operators are measured only on "
+            "the extended suites and the calculator.",
+            "Timings come from a shared 2-core CPU; speed claims are ratios measured within one run.",
+        ]
+        return Section("limitations", "Limitations", [Bullets(items)])
+
+    # ---- appendix
+
+    def appendix(self) -> list[Section]:
+        sections = [self._all_models(), self._seed_way(), self._recipe(), self._stability(),
+                    self._development_edges(), self._export(), self._llm(), self._bench(),
+                    self._studies(), self._calculator_detail(), self._runs()]
+        return [s for s in sections if not s.empty]
+
+    def _all_models(self) -> Section:
+        if self.general.empty:
+            return Section("appendix.all_models", "Every trained model", [Text("_no runs yet: `predcalc run` first._")],
+                           part="appendix")
+        general = self.general.drop(columns=["name"])
+        return Section("appendix.all_models", "Every trained model", [
+            Text("Means over seeds on the protocol's test sets, this project's definitions (MAE long an absolute "
+                 "error; MRE divided by max(|y|, 1)); *published* rows show only the columns the prior report "
+                 "defines the same way."),
+            Table(self.table),
+            Text("Exact accuracy with the per-seed range, ordered by out-of-range then long accuracy:"),
+            Table(general), *[Text(line) for line in F.ablation_lines(self.records) if line.strip()],
+            *[Text(line) for line in seed_split_lines(self.records) if line.strip() and not line.startswith("#")]],
+            part="appendix")
+
+    def _seed_way(self) -> Section:
+        seed_way = F.seed_way_table(self.records)
+        if seed_way.empty:
+            return Section("appendix.seed_way", "The prior report's columns, computed its way", part="appendix")
+        data_seed = next(r["data"]["seed"] for r in self.notebooks if "data" in r and not is_study(r))
+        perfect = exact_signed_long(seed_protocol(data_seed).test_long.values)
+        blocks = [Text(F.SEED_WAY_TEXT), Table(seed_way)]
+        blocks += [Text(line) for line in F.seed_weights_lines(self.records) if line.strip()]
+        blocks += [Text(SCOREBOARD_TEXT.format(perfect=perfect)), Table(scoreboard_table(self.pool), cell=plain_cell)]
+        return Section("appendix.seed_way", "The prior report's columns, computed its way", blocks, part="appendix")
+
+    def _recipe(self) -> Section:
+        lines = recipe_ablation_lines(self.records, self.reports / "sweeps") + \
+            peak_probe_lines(self.reports / "sweeps", self.records)
+        return Section("appendix.recipe", "The prior report's transformer recipe",
+                       [Text(line) for line in _demote(lines)], part="appendix")
+
+    def _stability(self) -> Section:
+        stability = F.stability_table(self.records)
+        if stability.empty:
+            return Section("appendix.stability", "Stabilised mLSTM and bounded Mamba", part="appendix")
+        return Section("appendix.stability", "Stabilised mLSTM and bounded Mamba, every seed",
+                       [Text(F.STABILITY_TEXT), Table(stability)], part="appendix")
+
+    def _development_edges(self) -> Section:
+        from predcalc.report.edges import edges_lines
+
+        return Section("appendix.development_edges", "The development edge probe",
+                       [Text(line) for line in _demote(edges_lines(self.records))], part="appendix")
+
+    def _export(self) -> Section:
+        exports = F.export_table(self.records)
+        if exports.empty:
+            return Section("appendix.export", "Export", part="appendix")
+        return Section("appendix.export", "Export: LiteRT and ONNX against Keras", [
+            Text("First seed of each model, every test set; a verdict of *use* means the file gives the same exact "
+                 "answers as Keras (within 2 points). The recommended models' other seeds are checked in the "
+                 "held-out edge suite."), Table(exports)], part="appendix")
+
+    def _llm(self) -> Section:
+        if not any(record.get("llm") for record in self.records):
+            return Section("appendix.llm", "Fine-tuned language models", part="appendix")
+        return Section("appendix.llm", "Fine-tuned language models", [
+            Table(F.llm_table(self.records)),
+            Text("Rows that are not pre-trained are tiny models trained from random weights here: they check the "
+                 "fine-tuning pipeline and are not results of Gemma itself. The published rows are single runs "
+                 "of the prior report, scored on its own sets.")], part="appendix")
+
+    def _bench(self) -> Section:
+        bench = self.reports / "bench.json"
+        if not bench.is_file():
+            return Section("appendix.bench", "Deployment speed", part="appendix")
+        from predcalc.deploy.bench import deployment_markdown
+
+        return Section("appendix.bench", "Deployment speed (`predcalc bench`)",
+                       [Text(line) for line in _demote(deployment_markdown(json.loads(bench.read_text())))],
+                       part="appendix")
+
+    def _studies(self) -> Section:
+        subsections = []
+        for record in self.notebooks:
+            if not is_study(record) or "calculator" in record:
+                continue
+            lines = studies_markdown([record], {record["notebook"]: self.relative(record)})
+            lines = [line for line in lines if line.strip() != "## Studies"]
+            title = next((line.lstrip("# ").strip() for line in lines if line.startswith("### ")), record["notebook"])
+            body = [line for line in lines if not line.startswith("### ")]
+            subsections.append(Section(f"appendix.studies.{record['notebook']}", title,
+                                       [Text(line) for line in body if line.strip()], part="appendix",
+                                       notebooks=[record["notebook"]]))
+        return Section("appendix.studies", "Side studies", [], part="appendix", subsections=subsections)
+
+    def _calculator_detail(self) -> Section:
+        from predcalc.report.calculator import section
+
+        records = self.study("calculator")
+        if not records:
+            return Section("appendix.calculator", "The learned calculator in detail", part="appendix")
+        lines = section(records[0], self.relative(records[0]))
+        return Section("appendix.calculator", "The learned calculator in detail",
+                       [Text(line) for line in _demote(lines) if line.strip()], part="appendix",
+                       notebooks=[records[0]["notebook"]])
+
+    def _runs(self) -> Section:
+        items = []
+        for record in self.records:
+            if record.get("_sweep"):
+                name, parameters = record["_sweep"], record["parameters"]
+                items.append(f"sweep `{name}` in `reports/{self.relative(record)}/` (`predcalc sweep "
+                             f"sweeps/{name}.yaml`): {record['notebook']}, seeds {parameters['seeds']}")
+                continue
+            profile = record.get("_profile")
+            base = profile.split(" with ")[0] if isinstance(profile, str) else profile
+            command = (f"predcalc run --profile {base} --only {record['notebook']}" if base in PROFILES
+                       else f"predcalc run --only {record['notebook']}")
+            overrides = record.get("_overrides") or {}
+            if overrides:
+                command += " --set " + " ".join(f"'{k}={json.dumps(v)}'" for k, v in overrides.items())
+            items.append(f"[{record['notebook']}]({self.relative(record)}/{record['notebook']}.ipynb): `{command}`")
+        return Section("appendix.runs", "Runs", [
+            Text("Each run's notebook and the command that reproduces it (`predcalc run` executes the notebook into "
+                 "`reports/runs/`, then `predcalc report` rebuilds this page; `make report PROFILE=full` does all)."),
+            Bullets(items)], part="appendix")
+
+    def document(self) -> Document:
+        main = [self.question(), self.answer(), self.method(), self.results(), self.learned(), self.limitations()]
+        rows = {}
+        for record in self.notebooks:
+            names = [F_label for F_label in self.table.get("source", pd.Series(dtype=str))
+                     if str(F_label).startswith(record["notebook"] + " ")]
+            rows[record["notebook"]] = self.table[self.table["source"].isin(names)] if names else self.table.iloc[0:0]
+        facts = {"rows_by_notebook": rows,
+                 "notebooks": {r["notebook"]: self.relative(r) for r in self.notebooks}}
+        return Document("Findings", [s for s in main if not s.empty] + self.appendix(),
+                        f"Generated by `predcalc report` from `{self.runs_label}/*/metrics.json`, the sweeps and the "
+                        "edge suites; do not edit by hand.", facts)
+
+
+def verdict_counts(pool: list[dict]) -> dict:
+    """Sign-test verdicts summed over the published rows: the faithful replicas', and those of the
+    one variant with the most "better" verdicts; {} without candidates."""
+    from predcalc.report.scoreboard import comparison, matches
+
+    replica = {"better": 0, "worse": 0, "not resolved": 0, "total": 0}
+    by_variant: dict[str, dict] = {}
+    for _, published, rep, variant in matches(pool):
+        if rep is not None:
+            for test in comparison(rep, published).values():
+                replica[test["verdict"]] += 1
+                replica["total"] += 1
+        if variant is not None:
+            tally = by_variant.setdefault(variant["name"], {"name": variant["name"], "better": 0, "total": 0})
+            verdicts = [t["verdict"] for t in comparison(variant, published).values()]
+            tally["better"] += verdicts.count("better")
+            tally["total"] += len(verdicts)
+    if not by_variant:
+        return {}
+    return {"replica": replica, "variant": max(by_variant.values(), key=lambda t: t["better"])}
+
+
+def _demote(lines: list[str]) -> list[str]:
+    """Lines of an older markdown section without its own headings (the Section carries the title)."""
+    return [line for line in lines if not line.startswith("#")]
+
+
+def reach_frame(findings: Findings) -> pd.DataFrame:
+    """Tidy rows (model, axis, distance, label, mean, min, max) for the summary figure: the
+    protocol's in-range and out-of-range sets and long set, then the held-out edge suite's sets."""
+    rows = []
+    for family, names in FAMILIES.items():
+        present = [n for n in names if n in findings.models]
+        if not present:
+            continue
+        best = max(present, key=lambda n: (np.mean(findings.accuracy(n, "out")), np.mean(findings.accuracy(n, "long"))))
+        for axis, distance, label, test_set in (("digits", 1, "-5..4", "in"), ("digits", 1.5, "-8..8", "out"),
+                                                ("terms", 3, "3", "in"), ("terms", 5, "2-8", "long")):
+            values = findings.accuracy(best, test_set)
+            rows.append({"model": best, "axis": axis, "distance": distance, "label": label,
+                         "mean": float(np.mean(values)), "min": min(values), "max": max(values)})
+        for point in (findings.edges.get("reach") or {}).get(best, []):
+            rows.append({"model": best, **point})
+    return pd.DataFrame(rows)
+
+
+def plot_reach(frame: pd.DataFrame, path: Path) -> Path:
+    """Two panels (digits, terms) of exact accuracy against distance from the training box, one line
+    per model with its own marker and a small horizontal offset so equal values stay visible."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from predcalc.paths import save_figure
+
+    models = list(dict.fromkeys(frame["model"]))
+    markers = "osD^vP*X"
+    figure, axes = plt.subplots(1, 2, figsize=(10, 4.2), sharey=True)
+    for axis, (name, title) in zip(axes, (("digits", "more digits (3 numbers)"), ("terms", "more terms (|n| <= 5)"))):
+        part = frame[frame["axis"] == name]
+        ticks = part.drop_duplicates("distance").sort_values("distance")
+        positions = {d: i for i, d in enumerate(ticks["distance"])}
+        for k, model in enumerate(models):
+            rows = part[part["model"] == model].sort_values("distance")
+            if rows.empty:
+                continue
+            x = np.array([positions[d] for d in rows["distance"]]) + (k - (len(models) - 1) / 2) * 0.04
+            y = 100 * rows["mean"].to_numpy()
+            err = 100 * np.vstack([rows["mean"] - rows["min"], rows["max"] - rows["mean"]])
+            axis.errorbar(x, y, yerr=err, marker=markers[k % len(markers)], markersize=6, capsize=2,
+                          linewidth=1.2, label=model)
+        axis.set_xticks(range(len(ticks)), ticks["label"], fontsize=8, rotation=30)
+        axis.set_title(title, fontsize=10)
+        axis.set_ylim(-3, 103)
+        axis.grid(alpha=0.3)
+    axes[0].set_ylabel("exact accuracy (%)")
+    axes[0].set_xlabel("largest |number|")
+    axes[1].set_xlabel("terms per expression")
+    handles, labels = axes[0].get_legend_handles_labels()
+    figure.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize=8, frameon=False)
+    figure.tight_layout(rect=(0, 0.12, 1, 1))
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_figure(figure, path, dpi=110)
+    plt.close(figure)
+    return path
+
+
+def load_edges(reports: Path) -> dict:
+    """The edge suites' stored scores (``reports/edges/*.json``), or {} before they were run."""
+    from predcalc.report.edges import load_suites
+
+    return load_suites(Path(reports) / "edges")
+
+
+def build_document(runs: Path = F.RUNS, reports: Path = F.REPORTS) -> Document:
+    """The findings Document from the stored runs and sweeps under ``runs`` and ``reports``."""
+    from predcalc.report.seed_split import not_superseded, seed_split_records
+
+    notebooks = F.load_runs(runs)
+    records = notebooks + not_superseded(seed_split_records(Path(reports) / "sweeps"), notebooks)
+    from predcalc.paths import relative
+
+    return Findings(records, Path(reports), load_edges(reports), relative(Path(runs))).document()

@@ -1,0 +1,78 @@
+"""Render a :class:`~predcalc.report.document.Document` through the Jinja2 templates beside this
+module: ``findings.md`` (markdown), ``findings.html`` and the README block.
+
+Example:
+    >>> from predcalc.report.document import Document, Section, Text
+    >>> doc = Document("Findings", [Section("question", "Question", [Text("Which model?")])], "built")
+    >>> print(markdown(doc, Path("reports")).splitlines()[0])
+    # Findings
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import jinja2
+
+from predcalc.report.document import Document, Section
+from predcalc.report.tables import markdown_table
+
+TEMPLATES = Path(__file__).with_name("templates")
+
+
+def _environment(base: Path) -> jinja2.Environment:
+    """The templates, with filters for tables and figure paths relative to ``base`` (the folder
+    the rendered page lands in)."""
+    environment = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=False,
+                                     keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+    environment.filters["table"] = lambda block: markdown_table(block.frame, block.cell)
+    environment.filters["figure_path"] = lambda path: Path(os.path.relpath(path, base)).as_posix()
+    return environment
+
+
+def _tidy(text: str) -> str:
+    """At most one blank line in a row, one newline at the end."""
+    lines, blank = [], False
+    for line in text.splitlines():
+        if not line.strip():
+            if not blank and lines:
+                lines.append("")
+            blank = True
+            continue
+        lines.append(line.rstrip())
+        blank = False
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def markdown(doc: Document, base: Path) -> str:
+    """The findings page in markdown; figure links relative to ``base``."""
+    return _tidy(_environment(Path(base)).get_template("findings.md.j2").render(doc=doc))
+
+
+def section_markdown(section: Section, base: Path, level: int = 1) -> str:
+    """One section (and its subsections) in markdown, headed at ``level``: a book page's body."""
+    template = _environment(Path(base)).from_string(
+        '{% from "blocks.md.j2" import section with context %}{{ section(s, level) }}')
+    return _tidy(template.render(s=section, level=level))
+
+
+def readme_block(doc: Document) -> str:
+    """The README's findings block: the answer's bullets and a pointer to the full page."""
+    return _tidy(_environment(Path(".")).get_template("readme.md.j2").render(answer=doc.section("answer").blocks[0]))
+
+
+def html(text: str) -> str:
+    """A plain HTML rendering of the findings markdown (Python-Markdown, tables)."""
+    import markdown as markdown_lib
+
+    body = markdown_lib.markdown(text, extensions=["tables"])
+    return ("<!doctype html><meta charset='utf-8'><title>predcalc findings</title>"
+            "<style>body{font-family:sans-serif;max-width:75em;margin:auto}table{border-collapse:collapse}"
+            "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}img{max-width:100%}</style>\n" + body)
+
+
+def main_body_lines(doc: Document, base: Path) -> int:
+    """Lines of the findings' main body as rendered (everything before the appendix)."""
+    main = Document(doc.title, doc.part("main"), doc.source_note)
+    return len(markdown(main, base).splitlines())

@@ -1,0 +1,53 @@
+"""The committed findings keep a paper's shape, and every figure of the report fits a screen."""
+
+import re
+import struct
+from pathlib import Path
+
+import pytest
+
+from predcalc.paths import ROOT
+from predcalc.report.document import Bullets, Document, Section, Text
+
+FINDINGS = ROOT / "reports" / "findings.md"
+
+
+def _png_size(path: Path) -> tuple[int, int]:
+    with path.open("rb") as handle:
+        head = handle.read(24)
+    assert head[:8] == b"\x89PNG\r\n\x1a\n", path
+    return struct.unpack(">II", head[16:24])
+
+
+def test_findings_have_a_papers_sections_a_short_main_body_and_answer():
+    text = FINDINGS.read_text()
+    headings = re.findall(r"^(#{1,2}) (.+)$", text, flags=re.M)
+    top = [title for level, title in headings if level == "##"]
+    for title in ("Question", "Answer", "Method", "Results", "What we learned", "Limitations"):
+        assert title in top, title
+    assert "# Appendix" in text
+    main = text.split("\n# Appendix", 1)[0]
+    assert len(main.splitlines()) < 300
+    answer = main.split("## Answer", 1)[1].split("\n## ", 1)[0]
+    bullets = [line for line in answer.splitlines() if line.startswith("- ")]
+    assert 1 <= len(bullets) <= 8 and all(len(b) <= 2 * 120 for b in bullets)
+    assert "ANCHORS.md" not in text  # the published numbers are cited from the repository
+
+
+def test_every_report_figure_is_at_most_2400_pixels():
+    figures = list((ROOT / "reports").glob("figures/*.png")) + list((ROOT / "reports" / "runs").glob("*/*.png"))
+    assert figures
+    for path in figures:
+        assert max(_png_size(path)) <= 2400, path
+
+
+def test_a_section_is_found_by_key_whatever_its_title():
+    doc = Document("Findings", [Section("answer", "The short answer", [Bullets(["a"])]),
+                                Section("appendix.x", "X", [Text("t")], part="appendix")])
+    assert doc.section("answer").title == "The short answer"
+    assert [s.key for s in doc.part("appendix")] == ["appendix.x"]
+    assert doc.get("missing") is None
+    with pytest.raises(KeyError, match="no section with key 'missing'"):
+        doc.section("missing")
+    with pytest.raises(ValueError, match="part must be"):
+        Section("k", "K", part="middle")
