@@ -550,9 +550,12 @@ def final_results(search: Search, progress: bool = True, probe: bool = False):
 
 
 def write_metrics(folder, results, config: dict, summary: dict, final: dict, best: dict, probe: bool = False) -> Path:
-    """``metrics.json`` of a search: a notebook's record (``Results.to_json``: notebook, created,
-    backend, keras, parameters, data, models with every seed's run) with the model labelled as
-    tuned and a ``tune`` block (tuner, objective, trials, the best trial and its hyperparameters)."""
+    """``metrics.json`` of a search, through the typed record (:class:`predcalc.record.RunRecord`,
+    kind ``models``): notebook ``tune/NAME``, created, backend, keras, parameters (the final stage's
+    seeds, epochs, patience, batch size, learning rate, data seed and the best hyperparameters),
+    data, models (the one model, labelled as tuned, with every seed's run) and the ``tune`` entry
+    (tuner, objective, trials finished, trial epochs, the best trial, its objective and
+    hyperparameters, ``probe``). A probe goes to ``probe_metrics.json``, which the report does not read."""
     record = results.to_json(f"tune/{config['name']}", {
         "models": [config["model"]], "seeds": final["seeds"], "epochs": final["epochs"],
         "patience": final["patience"], "batch_size": best.get("batch_size", config["batch_size"]),
@@ -566,8 +569,13 @@ def write_metrics(folder, results, config: dict, summary: dict, final: dict, bes
                       "probe": probe}
     if probe:
         model["label"] += f", probe ({len(final['seeds'])} seed, {final['epochs']} epochs)"
-    path = Path(folder) / ("probe_metrics.json" if probe else "metrics.json")
-    write_if_changed(path, json.dumps(record, indent=1))
+    from predcalc.record import RunRecord
+
+    checked = RunRecord.from_json({**record, "kind": "models"})  # "tune" is one of the record's entries
+    if not probe:
+        return checked.write(folder)
+    path = Path(folder) / "probe_metrics.json"
+    write_if_changed(path, json.dumps(checked.to_json(), indent=1) + "\n")
     return path
 
 
