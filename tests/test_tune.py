@@ -131,6 +131,8 @@ def test_a_stopped_search_resumes_without_repeating_finished_trials(tmp_path, mo
     folder = tmp_path / "out" / "smoke"
     first = (folder / "search" / "trial_0" / "trial.json").read_text()
     assert json.loads(first)["status"] == "COMPLETED"
+    stopped = tune.summarise(tune.Search(tune.load_config(path), tmp_path / "out"), record_session=False)
+    assert (stopped["trials_finished"], stopped["trials_unfinished"], stopped["trials_failed"]) == (1, 1, 0)
 
     monkeypatch.setattr(tune.Search, "score", lambda self, values: (scored.append(values), original(self, values))[1])
     summary = tune.run(path, root=tmp_path / "out", search_only=True, progress=False)

@@ -498,7 +498,10 @@ def summarise(search: Search, oracle=None, record_session: bool = True) -> dict:
         + ([session] if record_session else [])
     summary = {
         "name": config["name"], "model": config["model"], "config": config,
-        "trials_finished": int(len(finished)), "trials_failed": int(len(table) - len(finished)),
+        "trials_finished": int(len(finished)),
+        "trials_failed": int(table["status"].isin(["FAILED", "INVALID"]).sum()) if len(table) else 0,
+        # a trial stopped midway (RUNNING) runs again when the search resumes
+        "trials_unfinished": int(table["status"].isin(["RUNNING", "IDLE"]).sum()) if len(table) else 0,
         # the trials' own training time summed (over every worker of a parallel search), and each
         # `predcalc tune` call's wall time
         "trial_seconds": round(float(finished["seconds"].fillna(0).sum()), 1) if len(finished) else 0.0,
