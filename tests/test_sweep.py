@@ -183,3 +183,27 @@ def test_the_kernels_stderr_goes_to_a_log_not_the_terminal(setup, monkeypatch, c
     assert sweep.run_job(job).error is None
     assert "C-level noise" not in capfd.readouterr().err
     assert "C-level noise" in (tmp_path / "logs" / "sweeps" / "tiny" / f"{job.name}.log").read_text()
+
+
+@pytest.mark.slow
+def test_the_dask_engine_runs_jobs_on_a_real_local_cluster(tmp_path, capsys):
+    import os
+
+    nb = nbformat.v4.new_notebook()
+    params = nbformat.v4.new_code_cell('a = 1\noutput_dir = "out"')
+    params.metadata["tags"] = ["parameters"]
+    nb.cells = [params, nbformat.v4.new_code_cell(
+        "import json, os, pathlib\npathlib.Path(output_dir).mkdir(parents=True, exist_ok=True)\n"
+        "pathlib.Path(output_dir, 'metrics.json').write_text(json.dumps({'models': {}, 'value': a,\n"
+        "    'worker_pid': os.getppid()}))")]  # the kernel's parent: the Dask worker that ran the job
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
+    nbformat.write(nb, tmp_path / "92_pid.ipynb")
+    (tmp_path / "d.yaml").write_text(f"name: d\nnotebooks: ['{tmp_path / '92_pid.ipynb'}']\ngrid:\n  a: [1, 2]\n")
+    root = tmp_path / "sweeps"
+    assert cli.main(["sweep", str(tmp_path / "d.yaml"), "--engine", "dask", "--workers", "2",
+                     "--output", str(root)]) == 0
+    assert "2 of 2 runs finished" in capsys.readouterr().out
+    records = sweep.collect("d", root)
+    assert sorted(r["metrics"]["value"] for r in records) == [1, 2]
+    assert all(r["metrics"]["worker_pid"] != os.getpid() for r in records)  # not this process: the cluster's
+    assert json.loads((root / "d" / "sweep.json").read_text())["engine"] == "dask"

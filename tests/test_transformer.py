@@ -157,3 +157,14 @@ def test_the_bounded_local_transformer_is_the_local_one_with_squashed_features()
     x = tokenizer.encode_batch(["1 + 2 - 3", "4 - -5 + 1"])
     np.testing.assert_array_equal(np.asarray(bounded(x)), np.asarray(squashed(x)))
     assert "squash" in [layer.name for layer in bounded.layers]
+
+
+def test_the_seed_tuners_dropout_adds_no_weight_and_drops_the_input_and_the_pooled_vector():
+    from predcalc.training.fit import build
+
+    _, plain, _ = build("transformer5_seed", num_layers=2, d_model=32, ffn_units=128)
+    _, dropped, _ = build("transformer5_seed", num_layers=2, d_model=32, ffn_units=128, dropout=0.05)
+    assert plain.count_params() == dropped.count_params()
+    names = {layer.name for layer in dropped.layers}
+    assert {"input_dropout", "pooled_dropout"} <= names and not {"input_dropout", "pooled_dropout"} & \
+        {layer.name for layer in plain.layers}

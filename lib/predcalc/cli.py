@@ -7,6 +7,7 @@
     predcalc export RUN_DIR|MODEL [--formats ...] [--data-seed N]
     predcalc bench [--model PATH ...] [--runs N] [--output FILE]
     predcalc sweep CONFIG [--workers N] [--engine process|dask] [--scheduler ADDRESS]
+    predcalc tune CONFIG [--workers N] [--output DIR] [--search-only | --probe]
 
 User errors (bad expressions, missing files, unknown names) print one line and exit 2; anything
 else (a bug, a missing optional package) prints one line and exits 1 (``PREDCALC_DEBUG=1`` shows
@@ -266,6 +267,26 @@ def _sweep(args) -> int:
     return 1 if failed else 0
 
 
+def _tune(args) -> int:
+    from predcalc.paths import relative
+    from predcalc.training import tune
+
+    summary = tune.run(args.config, root=Path(args.output) if args.output else tune.TUNE_BUILD,
+                       workers=args.workers, search_only=args.search_only, probe=args.probe)
+    if summary is None:
+        print("predcalc tune: this worker's trials are done (the chief keeps the results)")
+        return 0
+    folder = (Path(args.output) if args.output else tune.TUNE_BUILD) / summary["name"]
+    best = summary["best"]
+    objective = summary["config"]["objective"]
+    print(f"{summary['trials_finished']} trials finished ({summary['trials_failed']} failed); best: trial "
+          f"{best['trial']}, {objective} {best[objective]:.4g}, {json.dumps(best['hyperparameters'])}"
+          if best else f"{summary['trials_finished']} trials finished; none succeeded")
+    print(f"outputs in {relative(folder)}/" + (f" (scored on the test sets: {summary['metrics']})"
+                                                 if "metrics" in summary else ""))
+    return 0 if best else 1
+
+
 class UsageError(Exception):
     """A command line argparse rejects (printed as one line, exit 2)."""
 
@@ -377,6 +398,21 @@ def parser() -> argparse.ArgumentParser:
     sweep.add_argument("--output", metavar="DIR", help="the sweeps folder (default reports/sweeps/)")
     sweep.add_argument("--scheduler", help="with --engine dask: a scheduler address (default: a local cluster)")
     sweep.set_defaults(handler=_sweep)
+
+    tune = commands.add_parser("tune", help="hyperparameter search (keras-tuner) over a registered model into "
+                                            "build/tune/<name>/ (a stopped search resumes)")
+    tune.add_argument("config", help="a YAML or JSON file: model, space, objective, trials, epochs, seeds")
+    tune.add_argument("--workers", type=int, default=1,
+                      help="trials at a time: a keras-tuner chief and N worker processes on 127.0.0.1 (default 1: "
+                           "one process, no server)")
+    tune.add_argument("--output", metavar="DIR", help="the tune folder (default build/tune/; committed results: "
+                                                      "reports/tune/)")
+    tune.add_argument("--search-only", action="store_true",
+                      help="search and summarise; do not train the best trial on the final seeds")
+    tune.add_argument("--probe", action="store_true",
+                      help="run no trial: train the best trial so far as the trials did (first seed, trial epochs) "
+                           "and score it on the test sets into probe_metrics.json")
+    tune.set_defaults(handler=_tune)
     return main_parser
 
 
@@ -433,7 +469,7 @@ def main(argv=None) -> int:
         return EXIT_USAGE
     for key, value in (("TF_CPP_MIN_LOG_LEVEL", "3"), ("TF_ENABLE_ONEDNN_OPTS", "0")):
         os.environ.setdefault(key, value)  # before TensorFlow is imported: quiet, deterministic kernels
-    if args.command in ("report", "evaluate", "export", "bench"):
+    if args.command in ("report", "evaluate", "export", "bench", "tune"):
         _quiet_runtime()
     try:
         # predict and evaluate print their result on stdout; their stderr is only runtime noise

@@ -76,13 +76,16 @@ def seed_recipe_encoder(tokenizer, d_model: int, num_heads: int, num_layers: int
                         cls: bool = False, scale_embedding: bool = True, dropout: float = 0.0):
     """Inputs, the numeric tokens ``(batch, length, 1)`` and the encoded sequence of the seed's
     recipe: a CLS token of value 15 prepended where ``cls``, each token projected by
-    ``Dense(d_model)`` and scaled by sqrt(d_model), sinusoidal positions, post-norm encoder layers."""
+    ``Dense(d_model)`` and scaled by sqrt(d_model), sinusoidal positions, post-norm encoder layers.
+    A ``dropout`` above 0 also drops the encoder's input, as the seed's ``Encoder`` does."""
     inputs, values = numeric_sequence(tokenizer, False)
     x = ClsToken(15.0, name="cls_token")(values) if cls else values
     x = keras.layers.Dense(d_model, name="token_projection")(x)
     if scale_embedding:
         x = keras.layers.Rescaling(float(np.sqrt(d_model)), name="embedding_scale")(x)
     x = SinusoidalPositionalEncoding(name="positional_encoding")(x)
+    if dropout:
+        x = keras.layers.Dropout(dropout, name="input_dropout")(x)
     x = encoder_stack(x, num_layers, num_heads, ffn_units, dropout)
     return inputs, values, x
 
@@ -91,8 +94,10 @@ def seed_recipe_transformer(tokenizer, name: str, d_model: int, num_heads: int, 
                             cls: bool = True, scale_embedding: bool = True, dropout: float = 0.0) -> keras.Model:
     """The seed's transformer recipe (``transformer_transformer4.py``): :func:`seed_recipe_encoder`
     with the prediction read from the CLS position. ``cls=False`` pools by the mean instead,
-    ``scale_embedding=False`` drops the scaling (the ablations). Trained with
-    ``optimizer="adamw_seed"`` (see ``fit.make_optimizer``).
+    ``scale_embedding=False`` drops the scaling (the ablations). A ``dropout`` above 0 drops the
+    encoder's input, each sub-layer's output and attention weights, and the pooled vector (the
+    seed's tuner searched 0 and 0.05). Trained with ``optimizer="adamw_seed"`` (see
+    ``fit.make_optimizer``).
     """
     inputs, _, x = seed_recipe_encoder(tokenizer, d_model, num_heads, num_layers, ffn_units, cls=cls,
                                        scale_embedding=scale_embedding, dropout=dropout)
@@ -102,6 +107,8 @@ def seed_recipe_transformer(tokenizer, name: str, d_model: int, num_heads: int, 
         x = keras.layers.Flatten(name="cls_vector")(x)
     else:
         x = keras.layers.GlobalAveragePooling1D(name="pooling")(x)
+    if dropout:
+        x = keras.layers.Dropout(dropout, name="pooled_dropout")(x)
     outputs = keras.layers.Dense(1, name="value")(x)
     return keras.Model(inputs, outputs, name=name)
 
@@ -110,15 +117,17 @@ def seed_recipe_transformer(tokenizer, name: str, d_model: int, num_heads: int, 
                 family="transformer", tokenizer="numeric", seed_row="transformer4 (encoder, regression)",
                 optimizer="adamw_seed")
 def transformer4_seed(tokenizer, d_model: int = 32, num_heads: int = 8, num_layers: int = 3, ffn_units: int = 128,
-                      cls: bool = True, scale_embedding: bool = True, name: str = "transformer4_seed") -> keras.Model:
+                      cls: bool = True, scale_embedding: bool = True, dropout: float = 0.0,
+                      name: str = "transformer4_seed") -> keras.Model:
     """transformer4's size (38,209 parameters + none for the CLS token) with the seed's recipe."""
     return seed_recipe_transformer(tokenizer, name, d_model=d_model, num_heads=num_heads, num_layers=num_layers,
-                                   ffn_units=ffn_units, cls=cls, scale_embedding=scale_embedding)
+                                   ffn_units=ffn_units, cls=cls, scale_embedding=scale_embedding, dropout=dropout)
 
 
 # transformer5's size (498,241 parameters) with the seed's recipe, peaking at 2e-4: the best of
 # 25-epoch trials at 1.42e-3 to 5e-5 (sweeps/transformer5_seed_peak.yaml), as the seed's own tuner
-# chose its rate; at transformer4's 1.42e-3 a 200-epoch run collapsed to a constant.
+# chose its rate; at transformer4's 1.42e-3 a 200-epoch run collapsed to a constant. Its arguments
+# (and dropout) are the seed's tuner's space (tuning/transformer5_seed_space.yaml).
 register_preset("transformer5_seed", "transformer4_seed",
                 label="transformer5, the seed's recipe (CLS, 8 heads, AdamW seed schedule)", seed_row="transformer5",
                 optimizer=Optimizer("adamw_seed", peak_learning_rate=2e-4),

@@ -69,6 +69,15 @@ def _is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+def check_keys(config, keys, kind: str, fail) -> None:
+    """``fail`` unless ``config`` is a mapping whose keys are among ``keys``."""
+    if not isinstance(config, dict):
+        fail(f"a {kind} config is a mapping ({', '.join(keys)}). Received: {type(config).__name__}")
+    unknown = sorted(str(k) for k in set(config) - set(keys))
+    if unknown:
+        fail(f"unknown {kind} config keys {unknown} (known: {', '.join(keys)})")
+
+
 def check_config(config, where: str = "the sweep config") -> dict:
     """The schema of a sweep config, checked; returns it with its defaults (``notebooks`` always a list).
 
@@ -79,11 +88,7 @@ def check_config(config, where: str = "the sweep config") -> dict:
     def fail(message):
         raise SweepConfigError(f"{where}: {message}")
 
-    if not isinstance(config, dict):
-        fail(f"a sweep config is a mapping (name, notebooks, grid, seeds, workers). Received: {type(config).__name__}")
-    unknown = sorted(str(k) for k in set(config) - set(CONFIG_KEYS))
-    if unknown:
-        fail(f"unknown sweep config keys {unknown} (known: {', '.join(CONFIG_KEYS)})")
+    check_keys(config, CONFIG_KEYS, "sweep", fail)
     config = dict(config)
     name = config.get("name")
     if name is not None and (not isinstance(name, str) or not name.strip() or "/" in name or "\\" in name
@@ -119,32 +124,36 @@ def check_config(config, where: str = "the sweep config") -> dict:
     return config
 
 
+def read_config_file(path, kind: str = "sweep", error=SweepConfigError):
+    """The mapping in a ``.yaml``/``.yml`` or ``.json`` config file (unchecked); errors are one line
+    (``error``), naming the file."""
+    path = Path(path)
+    if not path.is_file():
+        raise FileNotFoundError(f"no {kind} config at {path}")
+    try:
+        text = path.read_text()
+    except (OSError, UnicodeDecodeError) as exc:
+        raise error(f"{path}: cannot read it ({type(exc).__name__})") from None
+    if path.suffix in (".yaml", ".yml"):
+        try:
+            return yaml.safe_load(text)
+        except yaml.YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+            problem = getattr(exc, "problem", None) or type(exc).__name__
+            raise error(f"{path}: not valid YAML{where}: {problem}") from None
+    if path.suffix == ".json":
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise error(f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+    raise error(f"{path}: a {kind} config is a .yaml, .yml or .json file")
+
+
 def load_config(path) -> dict:
     """Reads and checks a sweep config (``.yaml``/``.yml`` or ``.json``); errors are one line."""
     path = Path(path)
-    if not path.is_file():
-        raise FileNotFoundError(f"no sweep config at {path}")
-    try:
-        text = path.read_text()
-    except (OSError, UnicodeDecodeError) as error:
-        raise SweepConfigError(f"{path}: cannot read it ({type(error).__name__})") from None
-    if path.suffix in (".yaml", ".yml"):
-        try:
-            config = yaml.safe_load(text)
-        except yaml.YAMLError as error:
-            mark = getattr(error, "problem_mark", None)
-            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
-            problem = getattr(error, "problem", None) or type(error).__name__
-            raise SweepConfigError(f"{path}: not valid YAML{where}: {problem}") from None
-    elif path.suffix == ".json":
-        try:
-            config = json.loads(text)
-        except json.JSONDecodeError as error:
-            raise SweepConfigError(f"{path}: not valid JSON at line {error.lineno}, column {error.colno}: "
-                                   f"{error.msg}") from None
-    else:
-        raise SweepConfigError(f"{path}: a sweep config is a .yaml, .yml or .json file")
-    config = check_config(config, str(path))
+    config = check_config(read_config_file(path), str(path))
     config["name"] = config.get("name") or path.stem
     return config
 
@@ -281,7 +290,8 @@ def _dask_client(workers: int, scheduler: str | None):
                            "pip install dask distributed") from None
     if scheduler:
         return Client(scheduler)
-    return Client(LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0"))
+    return Client(LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
+                               dashboard_address="127.0.0.1:0"))
 
 
 def run(config: dict, workers: int | None = None, engine: str = "process", root: Path = SWEEPS,
