@@ -269,7 +269,7 @@ def _sweep(args) -> int:
 
 def _tune(args) -> int:
     from predcalc.paths import relative
-    from predcalc.training import tune
+    from predcalc.training import tune  # keras-tuner and Keras: not in the runtime-only install
 
     summary = tune.run(args.config, root=Path(args.output) if args.output else tune.TUNE_BUILD,
                        workers=args.workers, search_only=args.search_only, probe=args.probe)

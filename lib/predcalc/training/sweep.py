@@ -65,7 +65,7 @@ class SweepConfigError(ValueError):
 CONFIG_KEYS = ("name", "notebooks", "grid", "seeds", "workers")
 
 
-def _is_int(value) -> bool:
+def is_int(value) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
@@ -115,11 +115,11 @@ def check_config(config, where: str = "the sweep config") -> dict:
                  + (f" (write {key}: [{values!r}])" if not isinstance(values, (list, dict)) else ""))
     config["grid"] = grid
     seeds = config.get("seeds")
-    if seeds is not None and (not isinstance(seeds, list) or not seeds or not all(_is_int(x) for x in seeds)):
+    if seeds is not None and (not isinstance(seeds, list) or not seeds or not all(is_int(x) for x in seeds)):
         fail(f"'seeds' is a non-empty list of integers. Received: {seeds!r}"
-             + (f" (write seeds: [{seeds}])" if _is_int(seeds) else ""))
+             + (f" (write seeds: [{seeds}])" if is_int(seeds) else ""))
     config["seeds"] = seeds
-    if "workers" in config and not (_is_int(config["workers"]) and config["workers"] >= 1):
+    if "workers" in config and not (is_int(config["workers"]) and config["workers"] >= 1):
         fail(f"'workers' is a positive integer. Received: {config['workers']!r}")
     return config
 

@@ -45,13 +45,12 @@ import shutil
 import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 from predcalc import paths
 from predcalc.paths import relative, write_if_changed
-from predcalc.training.sweep import SweepConfigError, _is_int, check_keys, read_config_file
+from predcalc.training.sweep import SweepConfigError, check_keys, is_int, read_config_file
 
 TUNE_BUILD = paths.SCRATCH / "tune"
 TUNE_REPORTS = paths.REPORTS / "tune"
@@ -75,9 +74,9 @@ def _is_number(value) -> bool:
 
 
 def _seeds(value, fail, key: str) -> list[int]:
-    if not isinstance(value, list) or not value or not all(_is_int(x) for x in value):
+    if not isinstance(value, list) or not value or not all(is_int(x) for x in value):
         fail(f"'{key}' is a non-empty list of integers. Received: {value!r}"
-             + (f" (write {key.split('.')[-1]}: [{value}])" if _is_int(value) else ""))
+             + (f" (write {key.split('.')[-1]}: [{value}])" if is_int(value) else ""))
     return list(value)
 
 
@@ -118,7 +117,7 @@ def _check_dimension(name: str, spec, fail) -> dict:
 
 def check_config(config, where: str = "the tune config") -> dict:
     """The schema of a tune config, checked (see the module's docstring); returns it with its defaults."""
-    from predcalc.models import get_spec
+    from predcalc.models import get_spec  # the registry loads the model builders (Keras) only when a config is checked
 
     def fail(message):
         raise TuneConfigError(f"{where}: {message}")
@@ -142,13 +141,13 @@ def check_config(config, where: str = "the tune config") -> dict:
     hyperband = config["tuner"] == "hyperband"
     if hyperband and "trials" in config:
         fail("'trials' is not used by hyperband (its brackets set the trials: use 'epochs' and 'factor')")
-    if not hyperband and not (_is_int(config.get("trials")) and config["trials"] >= 1):
+    if not hyperband and not (is_int(config.get("trials")) and config["trials"] >= 1):
         fail(f"'trials' is a positive integer. Received: {config.get('trials')!r}")
     for key in ("epochs", "batch_size", "patience"):
-        if not (_is_int(config.get(key)) and config[key] >= 1):
+        if not (is_int(config.get(key)) and config[key] >= 1):
             fail(f"'{key}' is a positive integer. Received: {config.get(key)!r}")
     for key, minimum in (("factor", 2), ("initial_points", 1)):
-        if key in config and not (_is_int(config[key]) and config[key] >= minimum):
+        if key in config and not (is_int(config[key]) and config[key] >= minimum):
             fail(f"'{key}' is an integer of at least {minimum}. Received: {config[key]!r}")
     if "factor" in config and not hyperband:
         fail("'factor' is a hyperband setting")
@@ -157,7 +156,7 @@ def check_config(config, where: str = "the tune config") -> dict:
     if not (_is_number(config["learning_rate"]) and config["learning_rate"] > 0):
         fail(f"'learning_rate' is a positive number. Received: {config['learning_rate']!r}")
     for key in ("data_seed", "search_seed"):
-        if not _is_int(config[key]):
+        if not is_int(config[key]):
             fail(f"'{key}' is an integer. Received: {config[key]!r}")
     config["seeds"] = _seeds(config["seeds"], fail, "seeds")
     space = config.get("space")
@@ -170,9 +169,9 @@ def check_config(config, where: str = "the tune config") -> dict:
     arguments = [n for n in builder if n != "tokenizer" and builder[n].kind is not inspect.Parameter.VAR_KEYWORD]
     for key in space:
         if key in TRAINING_HYPERPARAMETERS:
-            if key == "peak_learning_rate" and spec.optimizer != "adamw_seed":
+            if key == "peak_learning_rate" and spec.optimizer.name != "adamw_seed":
                 fail(f"space.peak_learning_rate sets the seed schedule of adamw_seed models; {spec.name} trains "
-                     f"with {spec.optimizer!r} (tune learning_rate instead)")
+                     f"with {spec.optimizer.name!r} (tune learning_rate instead)")
         elif not (key in arguments or (open_builder and isinstance(key, str) and key.isidentifier())):
             fail(f"space.{key} is neither an argument of {spec.name}'s builder ({', '.join(arguments) or 'none'}) "
                  f"nor one of {', '.join(TRAINING_HYPERPARAMETERS)}")
@@ -184,7 +183,7 @@ def check_config(config, where: str = "the tune config") -> dict:
         final = {"seeds": config["seeds"], "epochs": config["epochs"], "patience": config["patience"], **final}
         final["seeds"] = _seeds(final["seeds"], fail, "final.seeds")
         for key in ("epochs", "patience"):
-            if not (_is_int(final[key]) and final[key] >= 1):
+            if not (is_int(final[key]) and final[key] >= 1):
                 fail(f"'final.{key}' is a positive integer. Received: {final[key]!r}")
         config["final"] = final
     return config
@@ -200,7 +199,7 @@ def load_config(path) -> dict:
 
 def hyperparameters(space: dict):
     """The checked ``space`` as keras-tuner ``HyperParameters`` (Choice, Int or Float)."""
-    import keras_tuner
+    import keras_tuner  # only when a search runs: checking a config needs no tuner
 
     hp = keras_tuner.HyperParameters()
     for name, dimension in space.items():
@@ -209,7 +208,7 @@ def hyperparameters(space: dict):
             continue
         low, high, step = dimension["min"], dimension["max"], dimension["step"]
         sampling = "log" if dimension["log"] else "linear"
-        if _is_int(low) and _is_int(high) and (step is None or _is_int(step)):
+        if is_int(low) and is_int(high) and (step is None or is_int(step)):
             hp.Int(name, low, high, step=None if dimension["log"] else (step or 1), sampling=sampling)
         else:
             hp.Float(name, float(low), float(high), step=step, sampling=sampling)
@@ -252,7 +251,7 @@ class Search:
     def score(self, values: dict) -> dict:
         """Train the trial's hyperparameters once per seed; the validation metrics' means, the
         epochs trained and the seconds taken."""
-        import numpy as np
+        import numpy as np  # arrays only when a trial is scored
 
         from predcalc.training.fit import evaluate, train
 
@@ -277,7 +276,7 @@ class Search:
 
     def tuner(self, overwrite: bool = False):
         """The keras-tuner tuner over ``search/`` (reloaded when it exists: a stopped search resumes)."""
-        import keras_tuner
+        import keras_tuner  # only when a search runs: checking a config needs no tuner
 
         config, search = self.config, self
 
@@ -320,7 +319,7 @@ class Search:
     def search(self, progress: bool = True) -> None:
         """Run every trial not yet finished (in this process, or as keras-tuner's chief or worker
         when its environment variables say so)."""
-        from tqdm.auto import tqdm
+        from tqdm.auto import tqdm  # the progress bar only while a search runs
 
         tuner = self.tuner()
         total = self.config.get("trials")
@@ -348,7 +347,7 @@ def finished_trials(oracle) -> list:
 def trial_table(oracle, config: dict):
     """Every trial as a row (pandas): its id, status, the tuner that ran it (where known),
     hyperparameters, metrics, epochs trained, seconds and parameter count."""
-    import pandas as pd
+    import pandas as pd  # tables only when the trials are written
 
     rows = []
     metric_names = (*OBJECTIVES, "epochs", "seconds", "params")
@@ -370,7 +369,7 @@ def hyperparameter_effects(table, config: dict) -> dict:
     """Spearman's rank correlation of each hyperparameter with the objective over the finished
     trials (choices ranked in the config's order; None where a column is constant or fewer than
     4 trials finished): a first look at which ones mattered, not a test."""
-    from scipy.stats import spearmanr
+    from scipy.stats import spearmanr  # statistics only when the trials are summarised
 
     finished = table[table["status"] == "COMPLETED"] if len(table) else table
     effects = {}
@@ -429,7 +428,7 @@ def best_trial(oracle):
 def plot_trials(table, config: dict, path=None):
     """The objective of every finished trial against each hyperparameter (one panel each; log
     axes where the range is on a log scale; the best trial in red)."""
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # plotting only when the figure is drawn
     import numpy as np
     from matplotlib import ticker
 
@@ -526,7 +525,7 @@ def final_results(search: Search, progress: bool = True, probe: bool = False):
     """Train the best hyperparameters on the final seeds through :func:`run_seeds` (checkpointed per
     seed) and write ``metrics.json``; returns its path. A ``probe`` trains them as a trial did (its
     first seed, its epochs) into ``probe_metrics.json``, which ``predcalc report`` does not read."""
-    from predcalc.training.experiment import run_seeds
+    from predcalc.training.experiment import run_seeds  # training only for the final stage
 
     config = search.config
     trial_like = {"seeds": config["seeds"][:1], "epochs": config["epochs"], "patience": config["patience"]}
@@ -572,7 +571,7 @@ def write_metrics(folder, results, config: dict, summary: dict, final: dict, bes
                       "probe": probe}
     if probe:
         model["label"] += f", probe ({len(final['seeds'])} seed, {final['epochs']} epochs)"
-    from predcalc.record import RunRecord
+    from predcalc.record import RunRecord  # the record only when the final stage writes it
 
     checked = RunRecord.from_json({**record, "kind": "models"})  # "tune" is one of the record's entries
     if not probe:
@@ -588,7 +587,7 @@ def _short_value(value) -> str:
 
 def quiet_tensorflow() -> None:
     """TensorFlow's Python warnings (retracing notices) off the terminal."""
-    import logging
+    import logging  # only when the terminal is quietened for a run
 
     logging.getLogger("tensorflow").setLevel(logging.ERROR)
 
@@ -603,7 +602,7 @@ def run_workers(config_path: Path, search: Search, workers: int, host: str = "12
                 progress: bool = True) -> None:
     """A keras-tuner chief and ``workers`` workers on this machine, each its own process, until the
     search is done; their output goes to ``build/logs/tune/NAME/``. Progress from the trial files."""
-    from tqdm.auto import tqdm
+    from tqdm.auto import tqdm  # the progress bar only while a search runs
 
     port = _free_port(host)
     logs = paths.LOGS / "tune" / search.config["name"]
