@@ -20,7 +20,7 @@ from predcalc.data.protocol import seed_protocol
 from predcalc.deploy.bench import deployment_markdown
 from predcalc.paths import relative, save_figure
 from predcalc.report import findings as F
-from predcalc.report.anchors import PRIOR_REPORT
+from predcalc.report.anchors import PRIOR_REPORT, SEED_ROWS
 from predcalc.report.calculator import headline, results_blocks, section
 from predcalc.report.document import Bullets, Document, Figure, Section, Table, Text
 from predcalc.report.edges import edges_lines, load_suites, seed_facts, suite_blocks
@@ -38,6 +38,7 @@ from predcalc.report.seed_split import not_superseded, seed_split_lines, seed_sp
 from predcalc.report.studies import FINISHES, extended_best, extended_title, is_study, studies_markdown
 from predcalc.report.tables import plain_cell
 from predcalc.training.runner import PROFILES
+from predcalc.training.tune import search_facts
 
 # The trained models the findings recommend: exact on the protocol's three test sets on every seed,
 # under the goal's size and training time. Their held-out edges are scored on all seeds.
@@ -409,7 +410,7 @@ class Findings:
     # ---- appendix
 
     def appendix(self) -> list[Section]:
-        sections = [self._all_models(), self._seed_way(), self._recipe(), self._stability(),
+        sections = [self._all_models(), self._seed_way(), self._recipe(), self._search(), self._stability(),
                     self._development_edges(), self._export(), self._llm(), self._bench(),
                     self._studies(), self._calculator_detail(), self._runs()]
         return [s for s in sections if not s.empty]
@@ -445,6 +446,23 @@ class Findings:
             peak_probe_lines(self.reports / "sweeps", self.records)
         return Section("appendix.recipe", "The prior report's transformer recipe",
                        [Text(line) for line in _demote(lines)], part="appendix")
+
+    def _search(self) -> Section:
+        """The prior report's transformer5 search space, searched again (``predcalc tune``)."""
+        folder = self.reports / "tune" / "transformer5_seed_space"
+        if not (folder / "tune.json").is_file():
+            return Section("appendix.search", "The transformer5 search", part="appendix")
+        published = SEED_ROWS["transformer5"]["mae_in"]
+        blocks = [Text("The prior report chose transformer5's size and rate by a 50-trial keras-tuner Bayesian search "
+                       "(25-epoch trials, validation loss). `predcalc tune tuning/transformer5_seed_space.yaml` runs "
+                       "the same space and trial count on this protocol, resumable; here with 10-epoch trials so a "
+                       "trial fits this 2-core machine, and not yet finished. The 5-seed training of the best trial, "
+                       "which a like-for-like comparison with the published in-range MAE needs, has not run."),
+                  Bullets(search_facts(folder, published, "the published transformer5"))]
+        if (folder / "trials.png").is_file():
+            blocks.append(Figure(folder / "trials.png", "Each trial's validation loss against each searched "
+                                                        "hyperparameter (log scale where the space is)."))
+        return Section("appendix.search", "The transformer5 search, repeated", blocks, part="appendix")
 
     def _stability(self) -> Section:
         stability = F.stability_table(self.records)
