@@ -105,11 +105,9 @@ def _check_model_argument(model) -> None:
 
 def _default_model():
     """The model the findings recommend: the learned calculator where it is exported, else FNN2."""
-    from predcalc.deploy.predictor import DEFAULT_MODEL
-    from predcalc.paths import REPORTS
+    from predcalc.deploy.predictor import CALCULATOR_MODEL, DEFAULT_MODEL
 
-    calculator = REPORTS / "calculator" / "model.tflite"
-    return calculator if calculator.is_file() else DEFAULT_MODEL
+    return CALCULATOR_MODEL if CALCULATOR_MODEL.is_file() else DEFAULT_MODEL
 
 
 def _model(args):
@@ -227,9 +225,9 @@ def _bench(args) -> int:
 
 def _bench_calculator(args) -> int:
     from predcalc.calculator.bench import bench
-    from predcalc.paths import REPORTS
+    from predcalc.deploy.predictor import CALCULATOR_MODEL
 
-    path = Path(args.calculator) if args.calculator else REPORTS / "calculator" / "model.tflite"
+    path = Path(args.calculator) if args.calculator else CALCULATOR_MODEL
     record = bench(path, n=args.expressions)
     for label in ("integers", "with_division"):
         row = record[label]

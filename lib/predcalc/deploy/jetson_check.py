@@ -1,0 +1,582 @@
+"""The Jetson path checked on aarch64 under emulation (``make jetson-check``, issue 35).
+
+On an x86-64 Debian or Ubuntu machine with root: an arm64 Debian root (debootstrap, run by
+qemu-user; built once and cached, by default in ``~/.cache/predcalc/arm64-root``), the pinned
+aarch64 wheels of the ``runtime`` extra downloaded on the host (pip inside the root cannot verify
+the index's certificate) and installed offline into a fresh virtual environment there with this
+working tree's ``.[runtime]``, as the README's Jetson guide does. Then ``predcalc predict`` and
+``predcalc evaluate`` on the learned calculator and on every LiteRT and ONNX file of the
+recommended exports (:data:`predcalc.deploy.predictor.RECOMMENDED_EXPORTS`), inside the root and
+with this machine's full install, on the same files and inputs; ``reports/jetson_check.json``
+records the architecture seen inside, the versions, each artifact's agreement and the wall times
+(emulated: not a latency on a Jetson). The pins for Python 3.10 (JetPack 6) are only downloaded
+for aarch64, not run: the Debian root's Python is 3.11.
+
+Runs as ``python -m predcalc.deploy.jetson_check`` on the host; inside the root the same module
+(``... values``) prints each artifact's raw answers. Stdlib only at import time: the root has
+NumPy and the runtimes, nothing else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import math
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+SUITE = "bookworm"  # Debian 12: Python 3.11 (JetPack 6 is Ubuntu 22.04: Python 3.10, glibc 2.35)
+ROOT_PACKAGES = ("python3", "python3-venv", "python3-pip")
+ROOT_MARKER = ".predcalc-arm64-root"  # written when debootstrap finished
+HOST_TOOLS = {"debootstrap": "debootstrap", "qemu-aarch64-static": "qemu-user-static",
+              "update-binfmts": "binfmt-support"}
+JETPACK6 = {"python": "3.10", "glibc": (2, 35)}  # the pins for Python < 3.11 are downloaded for this
+RUNTIME_PACKAGES = ("numpy", "ai-edge-litert", "onnxruntime")
+HEAVY = ("tensorflow", "keras", "scipy", "jax", "jaxlib", "torch", "pandas")
+VENV = "/opt/predcalc-rt"  # inside the root
+WORK = "tmp/predcalc-check"  # inside the root, new each run: the copied source and the inputs
+WHEELS = "var/cache/predcalc-wheels"  # inside the root, kept: the downloaded aarch64 wheels
+PREDICT_EXPRESSION = "3 - -2 + 4"
+# The learned calculator also reads long numbers, fractions and nesting the value models cannot.
+CALCULATOR_EXPRESSIONS = ("123456789 * 987654321", "99999999999999999999 + 1", "(7 - 3) / 6",
+                          "2 / 3 + 1 / 6", "-15 * (4 - 9) - 100", "((1 + 2) * (3 - 4)) / 5")
+SEED_TEST_SETS = {"test_in": 100, "test_out": 100, "test_long": 100}  # the seed protocol's (data seed 0)
+OUTPUT = "jetson_check.json"
+EMULATION_NOTE = ("aarch64 wall times are qemu-user emulation on an x86-64 host (whole commands: Python "
+                  "start-up, imports, loading, every expression): not a latency on a Jetson")
+
+
+class CheckError(RuntimeError):
+    """A step of the check failed; the message is one line, the log holds the detail."""
+
+
+# -- what is checked -------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Artifact:
+    """One file to run: ``skipped`` holds the reason where it cannot be."""
+
+    name: str  # e.g. "fnn2/model_float32.tflite"
+    path: Path
+    runtime: str  # "LiteRT" or "ONNX Runtime"
+    note: str
+    skipped: str | None = None
+
+    @property
+    def calculator(self) -> bool:
+        return self.name.startswith("calculator/")
+
+
+def runtime_of(path: Path) -> str:
+    return "ONNX Runtime" if path.suffix == ".onnx" else "LiteRT"
+
+
+def recommended_artifacts(runs: Path | None = None, calculator: Path | None = None,
+                          exports: dict | None = None) -> list[Artifact]:
+    """The calculator, then each recommended export's float32 LiteRT and ONNX files (skipped, with
+    the reason, where absent) and the quantised LiteRT files its export kept (marked ``use``)."""
+    from predcalc.deploy.export import LITERT_FORMATS, ONNX_FILE, artifact_path
+    from predcalc.deploy.predictor import CALCULATOR_MODEL, RECOMMENDED_EXPORTS
+    from predcalc.paths import RUNS, relative
+
+    runs = RUNS if runs is None else Path(runs)
+    calculator = CALCULATOR_MODEL if calculator is None else Path(calculator)
+    exports = RECOMMENDED_EXPORTS if exports is None else exports
+
+    def one(name, path, note, hint):
+        absent = None if path.is_file() else f"no file {relative(path)} ({hint})"
+        return Artifact(name, path, runtime_of(path), note, absent)
+
+    found = [one(f"calculator/{calculator.name}", calculator, "the learned calculator",
+                 "the calculator notebook exports it")]
+    for folder, note in exports.items():
+        directory = runs / folder
+        model = directory.name
+        hint = f"`predcalc export {relative(directory / 'model.keras')}` writes it"
+        found.append(one(f"{model}/model_float32.tflite", artifact_path(directory, "float32"), note, hint))
+        found += [one(f"{model}/{artifact_path(directory, fmt).name}", artifact_path(directory, fmt), note, hint)
+                  for fmt in LITERT_FORMATS[1:] if artifact_path(directory, fmt).is_file()]
+        found.append(one(f"{model}/{ONNX_FILE}", directory / ONNX_FILE, note, hint))
+    return found
+
+
+def input_lines(data_seed: int = 0) -> dict[str, list[str]]:
+    """The fixed inputs: the first expressions of the seed protocol's test sets (every artifact),
+    and those plus :data:`CALCULATOR_EXPRESSIONS` (the calculator). Expressions only: the exact
+    answers are computed by ``predcalc evaluate``."""
+    from predcalc.data import seed_protocol
+
+    protocol = seed_protocol(data_seed)
+    seed = [e for split, count in SEED_TEST_SETS.items() for e in getattr(protocol, split).expressions[:count]]
+    return {"seed": seed, "calculator": seed + list(CALCULATOR_EXPRESSIONS)}
+
+
+# -- the pins --------------------------------------------------------------------------------------
+
+def runtime_requirements(python_version: str, pyproject: Path | None = None) -> list[str]:
+    """The ``runtime`` extra's requirements whose marker holds for ``python_version`` on aarch64 Linux."""
+    import tomllib
+
+    from packaging.requirements import Requirement
+
+    from predcalc.paths import ROOT
+
+    data = tomllib.loads(Path(pyproject or ROOT / "pyproject.toml").read_text())
+    environment = {"python_version": python_version, "python_full_version": f"{python_version}.0",
+                   "platform_machine": "aarch64", "sys_platform": "linux", "platform_system": "Linux",
+                   "implementation_name": "cpython", "platform_python_implementation": "CPython"}
+    chosen = []
+    for line in data["project"]["optional-dependencies"]["runtime"]:
+        requirement = Requirement(line)
+        if requirement.marker is None or requirement.marker.evaluate(environment):
+            chosen.append(str(requirement).split(";")[0].strip())
+    return chosen
+
+
+def manylinux_platforms(glibc: tuple[int, int]) -> list[str]:
+    """The aarch64 wheel platforms a glibc of this version runs (manylinux2014 is glibc 2.17)."""
+    major, minor = glibc
+    return [f"manylinux_{major}_{m}_aarch64" for m in range(minor, 16, -1)] + ["manylinux2014_aarch64"]
+
+
+def download_wheels(requirements, python_version: str, platforms, directory: Path, log) -> list[dict]:
+    """Download each pin's aarch64 wheel (``--no-deps``: does this version have one?), then all of
+    them with their dependencies into ``directory``; one record per pin (``wheel`` or ``error``)."""
+    base = [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
+            "--only-binary=:all:", "--python-version", python_version, "--implementation", "cp",
+            *[a for p in platforms for a in ("--platform", p)]]
+    directory.mkdir(parents=True, exist_ok=True)
+    records = []
+    for requirement in requirements:
+        pinned = directory / "pins" / requirement.replace("=", "_").replace(" ", "")
+        pinned.mkdir(parents=True, exist_ok=True)
+        result = _run([*base, "--no-deps", "-d", str(pinned), requirement], log)
+        wheels = sorted(p.name for p in pinned.glob("*.whl"))
+        record = {"requirement": requirement, "python": python_version}
+        if result.returncode == 0 and wheels:
+            record["wheel"] = wheels[0]
+        else:
+            record["error"] = f"no aarch64 wheel for Python {python_version}: " + _last_line(result.stderr)
+        records.append(record)
+    if all("wheel" in r for r in records):
+        result = _run([*base, "-d", str(directory), *requirements], log)
+        if result.returncode != 0:  # each pin has a wheel, but they do not resolve together
+            for record in records:
+                record["error"] = f"the pins do not resolve together: {_last_line(result.stderr)}"
+    return records
+
+
+# -- comparing -------------------------------------------------------------------------------------
+
+def compare_values(arm: list, host: list) -> dict:
+    """Raw predictions of the two installs: how many are bitwise the same and the largest |difference|
+    (NaN on both sides counts as the same; NaN on one side makes the difference infinite)."""
+    if len(arm) != len(host):
+        raise ValueError(f"{len(arm)} aarch64 values against {len(host)} x86-64 values")
+    identical, largest = 0, 0.0
+    for a, h in zip(arm, host):
+        a, h = float(a), float(h)
+        if a == h or (math.isnan(a) and math.isnan(h)):
+            identical += 1
+        else:
+            largest = max(largest, math.inf if math.isnan(a) or math.isnan(h) else abs(a - h))
+    return {"n": len(arm), "identical": identical, "max_abs_diff": largest}
+
+
+def compare_answers(arm: list[str], host: list[str]) -> dict:
+    """The answers ``predcalc evaluate --output`` wrote (texts): how many are the same."""
+    if len(arm) != len(host):
+        raise ValueError(f"{len(arm)} aarch64 answers against {len(host)} x86-64 answers")
+    return {"n": len(arm), "identical": sum(a == h for a, h in zip(arm, host))}
+
+
+METRIC_KEYS = ("n", "exact", "lowest_terms", "mae")
+
+
+def artifact_record(artifact: Artifact, arm: dict, host: dict) -> dict:
+    """One artifact's entry: what each install printed and computed, and whether they agree.
+
+    ``arm`` and ``host`` hold ``predict`` (stdout), ``evaluate`` (its JSON metrics), ``answers``
+    (the texts of ``--output``), ``values`` (raw predictions, value models only), ``stderr`` (what
+    the commands wrote there) and ``wall_s`` (per command).
+    """
+    metrics = {side: {k: run["evaluate"][k] for k in METRIC_KEYS if k in run["evaluate"]}
+               for side, run in (("aarch64", arm), ("x86_64", host))}
+    record = {"name": artifact.name, "file": _relative(artifact.path), "runtime": artifact.runtime,
+              "note": artifact.note,
+              "predict": {"aarch64": arm["predict"].strip(), "x86_64": host["predict"].strip()},
+              "evaluate": metrics,
+              "answers": compare_answers(arm["answers"], host["answers"])}
+    if arm.get("values") is not None:
+        record["values"] = compare_values(arm["values"], host["values"])
+    record["predict"]["same"] = record["predict"]["aarch64"] == record["predict"]["x86_64"]
+    record["evaluate"]["same"] = metrics["aarch64"] == metrics["x86_64"]
+    record["agree"] = (record["predict"]["same"] and record["evaluate"]["same"]
+                       and record["answers"]["identical"] == record["answers"]["n"])
+    record["stderr_aarch64"] = arm.get("stderr", "")
+    record["wall_s"] = {"aarch64_emulated": arm["wall_s"], "x86_64": host["wall_s"]}
+    return record
+
+
+def summary(artifacts: list[dict], skipped: list[dict]) -> dict:
+    """How many artifacts were run, how many agree, the largest value difference, which were skipped."""
+    diffs = [a["values"]["max_abs_diff"] for a in artifacts if "values" in a]
+    return {"checked": len(artifacts), "agree": sum(a["agree"] for a in artifacts),
+            "disagree": [a["name"] for a in artifacts if not a["agree"]],
+            "answers_identical": sum(a["answers"]["identical"] for a in artifacts),
+            "answers": sum(a["answers"]["n"] for a in artifacts),
+            "max_abs_diff": max(diffs) if diffs else None,
+            "skipped": [s["name"] for s in skipped]}
+
+
+def result_lines(record: dict) -> list[str]:
+    """The check's result in a few sentences (the README's Jetson section quotes them)."""
+    arm, total = record["aarch64"], record["summary"]
+    pins = record["pins"]
+    ran = [p for p in pins if p["python"] == arm["python_minor"]]
+    jetpack = [p for p in pins if p["python"] != arm["python_minor"]]
+    lines = [f"`uname -m` inside the root: `{arm['uname_m']}`; Debian {record['root']['suite']}'s Python "
+             f"{arm['python']}; installed from the runtime extra: "
+             + ", ".join(f"{name} {version}" for name, version in arm["runtime_packages"].items()) + "."]
+    lines.append(f"{total['agree']} of {total['checked']} artifacts give the same answers as the x86-64 full "
+                 f"install ({total['answers_identical']:,} of {total['answers']:,} answers identical"
+                 + (f"; largest difference of a raw prediction {total['max_abs_diff']:.3g}"
+                    if total["max_abs_diff"] is not None else "") + ")"
+                 + (f"; disagree: {', '.join(total['disagree'])}" if total["disagree"] else "") + ".")
+    if total["skipped"]:
+        lines.append("Skipped (no file): " + ", ".join(total["skipped"]) + ".")
+    bad = [p for p in ran + jetpack if "error" in p]
+    lines.append(f"The Python {arm['python_minor']} pins installed and ran; the Python {JETPACK6['python']} pins "
+                 f"(JetPack 6) " + ("have aarch64 wheels (downloaded for glibc "
+                                    f"{'.'.join(map(str, JETPACK6['glibc']))}, not run: no Python "
+                                    f"{JETPACK6['python']} here)" if not bad else
+                                    "failed: " + "; ".join(p["error"] for p in bad)) + ".")
+    return lines
+
+
+# -- running ---------------------------------------------------------------------------------------
+
+def _relative(path) -> str:
+    from predcalc.paths import relative
+
+    return relative(path)
+
+
+def _last_line(text: str) -> str:
+    lines = [line for line in (text or "").strip().splitlines() if line.strip()]
+    return lines[-1][:300] if lines else ""
+
+
+def _run(command, log, **kwargs) -> subprocess.CompletedProcess:
+    """A command with its output captured (and appended to the log), never on the terminal."""
+    result = subprocess.run([str(c) for c in command], capture_output=True, text=True, **kwargs)
+    log.write(f"$ {' '.join(map(str, command))}\n[rc {result.returncode}]\n{result.stdout}{result.stderr}\n")
+    log.flush()
+    return result
+
+
+def _must(result: subprocess.CompletedProcess, what: str, log_path: Path) -> subprocess.CompletedProcess:
+    if result.returncode != 0:
+        raise CheckError(f"{what} failed ({_last_line(result.stderr or result.stdout)}); see {log_path}")
+    return result
+
+
+class Root:
+    """The arm64 Debian root: built once, then entered with chroot (qemu-user runs its binaries)."""
+
+    def __init__(self, path: Path, repository: Path, log, log_path: Path):
+        self.path, self.repository, self.log, self.log_path = Path(path), Path(repository), log, log_path
+
+    @property
+    def ready(self) -> bool:
+        return (self.path / ROOT_MARKER).is_file()
+
+    def prepare_host(self) -> None:
+        """The host's qemu-user, binfmt and debootstrap (installed with apt-get where missing)."""
+        if platform.machine() == "aarch64":
+            return
+        missing = sorted({package for tool, package in HOST_TOOLS.items() if not shutil.which(tool)})
+        if missing:
+            if os.geteuid() != 0:
+                raise CheckError(f"needs root to install {' '.join(missing)} (run it with sudo)")
+            env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+            _must(_run(["apt-get", "update", "-q"], self.log, env=env), "apt-get update", self.log_path)
+            _must(_run(["apt-get", "install", "-y", "-q", *missing], self.log, env=env),
+                  f"apt-get install {' '.join(missing)}", self.log_path)
+        binfmt = Path("/proc/sys/fs/binfmt_misc")
+        if not (binfmt / "status").exists():
+            _must(_run(["mount", "-t", "binfmt_misc", "binfmt_misc", binfmt], self.log),
+                  "mounting binfmt_misc", self.log_path)
+        _must(_run(["update-binfmts", "--enable", "qemu-aarch64"], self.log), "update-binfmts", self.log_path)
+
+    def build(self) -> None:
+        """debootstrap into a temporary folder, renamed into place when complete (a few minutes)."""
+        partial = self.path.with_name(self.path.name + ".partial")
+        if partial.exists():
+            shutil.rmtree(partial)
+        partial.parent.mkdir(parents=True, exist_ok=True)
+        _must(_run(["debootstrap", "--arch=arm64", "--variant=minbase", f"--include={','.join(ROOT_PACKAGES)}",
+                    SUITE, partial, "http://deb.debian.org/debian"], self.log),
+              f"debootstrap of Debian {SUITE} arm64", self.log_path)
+        (partial / ROOT_MARKER).write_text(json.dumps({"suite": SUITE, "packages": ROOT_PACKAGES}) + "\n")
+        partial.rename(self.path)
+
+    @contextlib.contextmanager
+    def mounted(self):
+        """/proc, /sys and /dev inside (ONNX Runtime reads the CPU from them), and this repository,
+        read-only, at the same path, so both installs read the same files by the same names."""
+        mounts = [(["-t", "proc", "proc"], Path("proc")), (["--bind", "/sys"], Path("sys")),
+                  (["--bind", "/dev"], Path("dev")),
+                  (["--bind", self.repository], self.repository.relative_to("/"))]
+        done = []
+        try:
+            for options, target in mounts:
+                where = self.path / target
+                where.mkdir(parents=True, exist_ok=True)
+                if os.path.ismount(where):
+                    continue
+                _must(_run(["mount", *options, where], self.log), f"mounting {where}", self.log_path)
+                done.append(where)
+                if target == self.repository.relative_to("/"):
+                    _must(_run(["mount", "-o", "remount,bind,ro", where], self.log),
+                          f"making {where} read-only", self.log_path)
+            yield self
+        finally:
+            for where in reversed(done):
+                if _run(["umount", where], self.log).returncode != 0:
+                    _run(["umount", "-l", where], self.log)
+
+    def run(self, command, what: str | None = None, cwd: Path | None = None) -> subprocess.CompletedProcess:
+        """``command`` inside the root, in ``cwd`` (default the repository), with a clean environment."""
+        env = ["env", "-i", f"PATH={VENV}/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "LANG=C.UTF-8",
+               "TF_CPP_MIN_LOG_LEVEL=3"]
+        script = 'cd "$1" && shift && exec "$@"'
+        result = _run(["chroot", self.path, *env, "sh", "-c", script, "sh", cwd or self.repository, *command],
+                      self.log)
+        return _must(result, what, self.log_path) if what else result
+
+    def inside(self, path: str) -> Path:
+        return self.path / path.lstrip("/")
+
+
+def probe_script() -> str:
+    """Prints the Python, the machine and every installed distribution (run inside the root's venv)."""
+    return ("import json, platform, importlib.metadata as m; print(json.dumps({'python': platform.python_version(), "
+            "'machine': platform.machine(), 'packages': {d.metadata['Name'].lower(): d.version for d in "
+            "m.distributions()}}))")
+
+
+def host_versions() -> dict:
+    from importlib import metadata
+
+    packages = {}
+    for name in (*RUNTIME_PACKAGES, "tensorflow", "keras"):
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            packages[name] = metadata.version(name)
+    return {"machine": platform.machine(), "python": platform.python_version(), "packages": packages,
+            "install": "the full install (requirements.txt)"}
+
+
+def _timed(function):
+    start = time.perf_counter()
+    result = function()
+    return result, round(time.perf_counter() - start, 3)
+
+
+def _read_answers(path: Path) -> list[str]:
+    lines = path.read_text().splitlines()[1:]  # expression, answer, truth, right
+    return [line.split("\t")[1] for line in lines]
+
+
+def run_side(artifact: Artifact, tsv: Path, answers_file: Path, command) -> dict:
+    """``predcalc predict`` and ``predcalc evaluate --json --output`` through ``command`` (a function
+    running the predcalc arguments on one install)."""
+    predicted, predict_s = _timed(lambda: command(["predict", PREDICT_EXPRESSION, "--model", artifact.path]))
+    evaluated, evaluate_s = _timed(lambda: command(["evaluate", "--model", artifact.path, "--file", tsv,
+                                                    "--json", "--output", answers_file]))
+    for result, what in ((predicted, "predict"), (evaluated, "evaluate")):
+        if result.returncode != 0:
+            raise CheckError(f"predcalc {what} on {artifact.name} failed: {_last_line(result.stderr)}")
+    return {"predict": predicted.stdout, "evaluate": json.loads(evaluated.stdout),
+            "answers": _read_answers(answers_file), "stderr": (predicted.stderr + evaluated.stderr).strip(),
+            "wall_s": {"predict": predict_s, "evaluate": evaluate_s}}
+
+
+def check(root_path: Path, output: Path, artifacts: list[Artifact] | None = None, progress: bool = True,
+          log_path: Path | None = None, build: bool = True) -> dict:
+    """Build (once, unless ``build`` is false) and enter the arm64 root, install the runtime extra,
+    run every artifact on both sides and write the record to ``output``. Returns the record."""
+    from tqdm.auto import tqdm
+
+    from predcalc.paths import ROOT, SCRATCH, write_if_changed
+
+    artifacts = recommended_artifacts() if artifacts is None else artifacts
+    runnable = [a for a in artifacts if not a.skipped]
+    log_path = Path(log_path or SCRATCH / "jetson_check" / "log.txt")
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    steps = ["host tools", "arm64 root", "wheels", "install", *[a.name for a in runnable], "raw values"]
+    with open(log_path, "w") as log, tqdm(total=len(steps), desc="jetson-check", disable=not progress) as bar:
+        def step(name):
+            bar.set_postfix_str(name)
+
+        root = Root(root_path, ROOT, log, log_path)
+        step("host tools")
+        root.prepare_host()
+        bar.update()
+        step("arm64 root (debootstrap, once: a few minutes)" if not root.ready else "arm64 root")
+        if not root.ready:
+            if not build:
+                raise CheckError(f"no arm64 root at {root_path} (make jetson-check builds it)")
+            root.build()
+        bar.update()
+
+        step("wheels")
+        tags = json.loads(_must(root.run(["python3", "-c", "import json, sys; from pip._vendor.packaging.tags "
+                                          "import sys_tags; print(json.dumps({'python': '%d.%d' % sys.version_info"
+                                          "[:2], 'platforms': sorted({t.platform for t in sys_tags()})}))"], cwd="/"),
+                                "reading the root's wheel tags", log_path).stdout)
+        work, wheels = root.inside(WORK), root.inside(WHEELS)
+        if work.exists():
+            shutil.rmtree(work)
+        work.mkdir(parents=True)
+        pins = download_wheels(runtime_requirements(tags["python"]), tags["python"], tags["platforms"], wheels, log)
+        pins += download_wheels(runtime_requirements(JETPACK6["python"]), JETPACK6["python"],
+                                manylinux_platforms(JETPACK6["glibc"]), root_path.parent / "wheels-jetpack6", log)
+        for record in pins:
+            record["run"] = record["python"] == tags["python"]
+        failed = [p for p in pins if "error" in p and p["run"]]
+        if failed:
+            message = "; ".join(f"{p['requirement']}: {p['error']}" for p in failed)
+            write_if_changed(output, json.dumps({"error": message, "pins": pins}, indent=1) + "\n")
+            raise CheckError(message)
+        _must(_run([sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:", "-d", wheels,
+                    "setuptools>=68"], log), "downloading setuptools (the build backend)", log_path)
+        bar.update()
+
+        step("install .[runtime]")
+        source = work / "source"
+        shutil.copytree(ROOT / "lib", source / "lib", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        for name in ("pyproject.toml", "README.md"):
+            shutil.copy2(ROOT / name, source / name)
+        inputs = input_lines()
+        files = {}
+        for name, lines in inputs.items():
+            files[name] = work / f"{name}.tsv"
+            files[name].write_text("\n".join(lines) + "\n")
+        with root.mounted():
+            root.run(["rm", "-rf", VENV], "removing the old venv", cwd="/")
+            root.run(["python3", "-m", "venv", VENV], "creating the venv", cwd="/")
+            _, install_s = _timed(lambda: root.run(
+                [f"{VENV}/bin/pip", "install", "--quiet", "--disable-pip-version-check", "--no-index",
+                 "--find-links", f"/{WHEELS}", f"/{WORK}/source[runtime]"], "pip install .[runtime]", cwd="/"))
+            seen = json.loads(root.run([f"{VENV}/bin/python", "-c", probe_script()], "reading versions",
+                                       cwd="/").stdout)
+            uname = root.run(["uname", "-m"], "uname -m", cwd="/").stdout.strip()
+            bar.update()
+
+            host_env = {**os.environ, "PYTHONPATH": str(ROOT / "lib"), "TF_CPP_MIN_LOG_LEVEL": "3"}
+
+            def on_arm(arguments):
+                return root.run([f"{VENV}/bin/predcalc", *arguments])
+
+            def on_host(arguments):
+                return _run([sys.executable, "-m", "predcalc.cli", *arguments], log, env=host_env, cwd=ROOT)
+
+            sides = {}
+            for artifact in runnable:
+                step(artifact.name)
+                tsv = files["calculator" if artifact.calculator else "seed"]
+                slug = artifact.name.replace("/", "__")
+                sides[artifact.name] = (run_side(artifact, tsv, work / f"{slug}.arm.tsv", on_arm),
+                                        run_side(artifact, tsv, work / f"{slug}.host.tsv", on_host))
+                bar.update()
+
+            step("raw values")
+            values = [a for a in runnable if not a.calculator]
+            arguments = ["-m", "predcalc.deploy.jetson_check", "values", "--file", files["seed"],
+                         *[a.path for a in values]]
+            arm_values = json.loads(root.run([f"{VENV}/bin/python", *arguments], "raw values on aarch64").stdout)
+            host_values = json.loads(_must(_run([sys.executable, *arguments], log, env=host_env, cwd=ROOT),
+                                           "raw values on x86-64", log_path).stdout)
+            for artifact in values:
+                sides[artifact.name][0]["values"] = arm_values[str(artifact.path)]
+                sides[artifact.name][1]["values"] = host_values[str(artifact.path)]
+            bar.update()
+
+    checked = [artifact_record(a, *sides[a.name]) for a in runnable]
+    skipped = [{"name": a.name, "file": _relative(a.path), "reason": a.skipped} for a in artifacts if a.skipped]
+    record = {
+        "what": "make jetson-check: the runtime extra and the recommended artifacts on aarch64 (qemu-user), "
+                "compared with the x86-64 full install on the same files and inputs",
+        "timing_note": EMULATION_NOTE,
+        "root": {"suite": SUITE, "variant": "minbase", "packages": list(ROOT_PACKAGES),
+                 "emulator": "qemu-user (binfmt_misc)" if platform.machine() != "aarch64" else "none (aarch64 host)"},
+        "aarch64": {"uname_m": uname, "python": seen["python"], "python_minor": tags["python"],
+                    "runtime_packages": {n: seen["packages"].get(n) for n in RUNTIME_PACKAGES},
+                    "predcalc": seen["packages"].get("predcalc"),
+                    "packages": dict(sorted(seen["packages"].items())),
+                    "heavy_packages": sorted(set(seen["packages"]) & set(HEAVY)),
+                    "install_s_emulated": install_s},
+        "x86_64": host_versions(),
+        "pins": pins,
+        "inputs": {"seed_test_sets": dict(SEED_TEST_SETS), "data_seed": 0,
+                   "calculator_extra": list(CALCULATOR_EXPRESSIONS), "predict": PREDICT_EXPRESSION},
+        "artifacts": checked,
+        "skipped": skipped,
+    }
+    record["summary"] = summary(checked, skipped)
+    record["result"] = result_lines(record)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    write_if_changed(output, json.dumps(record, indent=1) + "\n")
+    return record
+
+
+def _values(file: str, artifacts: list[str]) -> dict:
+    """Each value model's raw predictions on the file's expressions (run inside the root and on the host)."""
+    from predcalc.data.files import load_exact_pairs
+    from predcalc.deploy.predictor import Predictor
+
+    expressions = [e for e, _ in load_exact_pairs(file)]
+    return {artifact: [float(v) for v in Predictor(artifact).predict(expressions)] for artifact in artifacts}
+
+
+def default_root() -> Path:
+    return Path(os.environ.get("PREDCALC_ARM64_ROOT") or Path.home() / ".cache" / "predcalc" / "arm64-root")
+
+
+def main(argv=None) -> int:
+    from predcalc.paths import REPORTS
+
+    parser = argparse.ArgumentParser(prog="python -m predcalc.deploy.jetson_check", description=__doc__.split("\n")[0])
+    commands = parser.add_subparsers(dest="command")
+    run = commands.add_parser("check", help="the whole check (the default)")
+    run.add_argument("--root", type=Path, default=None, help="the arm64 root (default ~/.cache/predcalc/arm64-root "
+                                                             "or $PREDCALC_ARM64_ROOT)")
+    run.add_argument("--output", type=Path, default=REPORTS / OUTPUT)
+    values = commands.add_parser("values", help="raw predictions as JSON (what the check runs on each side)")
+    values.add_argument("--file", required=True)
+    values.add_argument("artifacts", nargs="+")
+    argv = list(sys.argv[1:] if argv is None else argv)
+    args = parser.parse_args(argv if argv and argv[0] in ("check", "values") else ["check", *argv])
+    if args.command == "values":
+        print(json.dumps(_values(args.file, args.artifacts)))
+        return 0
+    try:
+        record = check(args.root or default_root(), args.output)
+    except CheckError as error:
+        print(f"jetson-check: {error}", file=sys.stderr)
+        return 1
+    print("\n".join(record["result"]))
+    print(f"wrote {_relative(args.output)}")
+    return 0 if not record["summary"]["disagree"] else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

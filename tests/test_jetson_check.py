@@ -1,0 +1,131 @@
+"""`make jetson-check` (issue 35): the comparison and the record without qemu, and its smallest part
+(the calculator and one LiteRT file) on aarch64 where the cached arm64 root and qemu are here."""
+
+import dataclasses
+import json
+import math
+import os
+import platform
+from pathlib import Path
+
+import pytest
+
+from predcalc.deploy import jetson_check as jc
+
+
+def side(predict="3 - -2 + 4 = 9", exact=1.0, answers=("9", "4"), values=(9.0, 4.0)):
+    return {"predict": predict + "\n", "evaluate": {"model": "x", "file": "y", "n": 2, "exact": exact,
+                                                    "lowest_terms": 1.0, "mae": 0.01},
+            "answers": list(answers), "values": list(values), "stderr": "", "wall_s": {"predict": 1.0}}
+
+
+ARTIFACT = jc.Artifact("fnn2/model_float32.tflite", Path("reports/x/model_float32.tflite"), "LiteRT", "default")
+
+
+def test_compare_values_counts_identical_values_and_the_largest_difference():
+    assert jc.compare_values([1.0, 2.0, math.nan], [1.0, 2.5, math.nan]) == \
+        {"n": 3, "identical": 2, "max_abs_diff": 0.5}
+    assert jc.compare_values([math.nan], [1.0])["max_abs_diff"] == math.inf
+    with pytest.raises(ValueError, match="2 aarch64 values against 1"):
+        jc.compare_values([1.0, 2.0], [1.0])
+
+
+def test_compare_answers_counts_the_same_texts():
+    assert jc.compare_answers(["9", "7/3", ""], ["9", "7/3", "1"]) == {"n": 3, "identical": 2}
+    with pytest.raises(ValueError):
+        jc.compare_answers(["9"], [])
+
+
+def test_an_artifact_agrees_only_when_predict_metrics_and_every_answer_match():
+    record = jc.artifact_record(ARTIFACT, side(), side(values=(9.0, 4.000001)))
+    assert record["agree"] and record["predict"]["same"] and record["evaluate"]["same"]
+    assert record["values"] == {"n": 2, "identical": 1, "max_abs_diff": pytest.approx(1e-6)}
+    assert "file" not in record["evaluate"]["aarch64"]  # the TSV's path differs between the two sides
+    assert not jc.artifact_record(ARTIFACT, side(answers=("9", "5")), side())["agree"]
+    assert not jc.artifact_record(ARTIFACT, side(predict="3 - -2 + 4 = 8"), side())["agree"]
+    assert not jc.artifact_record(ARTIFACT, side(exact=0.5), side())["agree"]
+    calculator = jc.Artifact("calculator/model.tflite", Path("c.tflite"), "LiteRT", "calculator")
+    arm, host = side(), side()
+    arm["values"] = host["values"] = None
+    assert "values" not in jc.artifact_record(calculator, arm, host)
+
+
+def test_the_summary_and_the_result_lines_come_from_the_records():
+    checked = [jc.artifact_record(ARTIFACT, side(), side(values=(9.0, 4.5))),
+               jc.artifact_record(dataclasses.replace(ARTIFACT, name="b"), side(answers=("9", "5")), side())]
+    skipped = [{"name": "t/model_float32.tflite", "file": "f", "reason": "no file f"}]
+    total = jc.summary(checked, skipped)
+    assert total == {"checked": 2, "agree": 1, "disagree": ["b"], "answers_identical": 3, "answers": 4,
+                     "max_abs_diff": 0.5, "skipped": ["t/model_float32.tflite"]}
+    record = {"aarch64": {"uname_m": "aarch64", "python": "3.11.2", "python_minor": "3.11",
+                          "runtime_packages": {"numpy": "2.4.6"}},
+              "root": {"suite": "bookworm"}, "summary": total,
+              "pins": [{"requirement": "numpy==2.4.6", "python": "3.11", "wheel": "w"},
+                       {"requirement": "numpy==2.2.6", "python": "3.10", "error": "no aarch64 wheel for Python 3.10"}]}
+    text = " ".join(jc.result_lines(record))
+    assert "`aarch64`" in text and "1 of 2 artifacts" in text and "3 of 4 answers" in text
+    assert "disagree: b" in text and "Skipped (no file): t/model_float32.tflite" in text
+    assert "no aarch64 wheel for Python 3.10" in text
+
+
+def test_recommended_artifacts_skip_an_absent_file_with_the_reason(tmp_path):
+    present = tmp_path / "01_fnn" / "export" / "fnn2"
+    present.mkdir(parents=True)
+    for name in ("model_float32.tflite", "model_float16.tflite", "model.onnx"):
+        (present / name).write_bytes(b"x")
+    exports = {"01_fnn/export/fnn2": "default", "06_transformer/export/t4": "transformer"}
+    found = jc.recommended_artifacts(runs=tmp_path, calculator=tmp_path / "calculator" / "model.tflite",
+                                     exports=exports)
+    assert [a.name for a in found] == ["calculator/model.tflite", "fnn2/model_float32.tflite",
+                                       "fnn2/model_float16.tflite", "fnn2/model.onnx",
+                                       "t4/model_float32.tflite", "t4/model.onnx"]
+    assert [a.runtime for a in found[1:4]] == ["LiteRT", "LiteRT", "ONNX Runtime"]
+    skipped = {a.name: a.skipped for a in found if a.skipped}
+    assert set(skipped) == {"calculator/model.tflite", "t4/model_float32.tflite", "t4/model.onnx"}
+    assert "no file" in skipped["t4/model.onnx"] and "predcalc export" in skipped["t4/model.onnx"]
+
+
+def test_the_runtime_pins_are_chosen_by_python_version(tmp_path):
+    pyproject = tmp_path / "pyproject.toml"
+    pyproject.write_text('[project.optional-dependencies]\nruntime = ["numpy==2.4.6; python_version >= \'3.11\'",'
+                         '"numpy==2.2.6; python_version < \'3.11\'", "onnxruntime==1.23.2"]\n')
+    assert jc.runtime_requirements("3.11", pyproject) == ["numpy==2.4.6", "onnxruntime==1.23.2"]
+    assert jc.runtime_requirements("3.10", pyproject) == ["numpy==2.2.6", "onnxruntime==1.23.2"]
+    for version in ("3.10", "3.11"):  # the project's own extra: one pin of each runtime package per Python
+        names = sorted(r.split("==")[0] for r in jc.runtime_requirements(version))
+        assert names == sorted(jc.RUNTIME_PACKAGES), (version, names)
+
+
+def test_manylinux_platforms_stop_at_the_glibc_version():
+    platforms = jc.manylinux_platforms((2, 35))
+    assert platforms[0] == "manylinux_2_35_aarch64" and "manylinux_2_17_aarch64" in platforms
+    assert "manylinux_2_36_aarch64" not in platforms and platforms[-1] == "manylinux2014_aarch64"
+
+
+def _why_not_aarch64() -> str | None:
+    """Why the emulated check cannot run here (None where it can)."""
+    if os.geteuid() != 0:
+        return "needs root (chroot and mount)"
+    binfmt = Path("/proc/sys/fs/binfmt_misc/qemu-aarch64")
+    if platform.machine() != "aarch64" and not (binfmt.is_file() and binfmt.read_text().startswith("enabled")):
+        return "qemu-user for aarch64 is not registered with binfmt_misc (apt-get install qemu-user-static)"
+    if not (jc.default_root() / jc.ROOT_MARKER).is_file():
+        return f"no cached arm64 root at {jc.default_root()} (make jetson-check builds it)"
+    return None
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(_why_not_aarch64() is not None, reason=str(_why_not_aarch64()))
+def test_the_calculator_and_one_litert_file_answer_the_same_on_aarch64(tmp_path):
+    wanted = ("calculator/model.tflite", "fnn2/model_float32.tflite")
+    artifacts = [a for a in jc.recommended_artifacts() if a.name in wanted and not a.skipped]
+    if len(artifacts) < 2:
+        pytest.skip("the calculator or fnn2's LiteRT file is not in reports/")
+    record = jc.check(jc.default_root(), tmp_path / "jetson_check.json", artifacts=artifacts, progress=False,
+                      log_path=tmp_path / "log.txt", build=False)
+    assert record["aarch64"]["uname_m"] == "aarch64"
+    assert record["aarch64"]["heavy_packages"] == []
+    assert [a["name"] for a in record["artifacts"]] == list(wanted)
+    assert all(a["agree"] for a in record["artifacts"]), [a for a in record["artifacts"] if not a["agree"]]
+    assert record["artifacts"][0]["predict"]["aarch64"].startswith("3 - -2 + 4 = 9 ")
+    assert json.loads((tmp_path / "jetson_check.json").read_text())["summary"]["agree"] == 2
