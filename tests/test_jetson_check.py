@@ -129,3 +129,26 @@ def test_the_calculator_and_one_litert_file_answer_the_same_on_aarch64(tmp_path)
     assert all(a["agree"] for a in record["artifacts"]), [a for a in record["artifacts"] if not a["agree"]]
     assert record["artifacts"][0]["predict"]["aarch64"].startswith("3 - -2 + 4 = 9 ")
     assert json.loads((tmp_path / "jetson_check.json").read_text())["summary"]["agree"] == 2
+
+
+def test_the_readme_quotes_the_result_between_its_markers(tmp_path):
+    readme = tmp_path / "README.md"
+    readme.write_text(f"# x\n\n{jc.README_START}\nold\n{jc.README_END}\n\nafter\n")
+    record = {"result": ["line one.", "line two."]}
+    assert jc.update_readme(record, readme)
+    assert readme.read_text() == f"# x\n\n{jc.README_START}\n- line one.\n- line two.\n{jc.README_END}\n\nafter\n"
+    (tmp_path / "other.md").write_text("no markers\n")
+    assert not jc.update_readme(record, tmp_path / "other.md")
+
+
+def test_the_aarch64_cpuinfo_names_an_arm_core_per_processor():
+    text = jc.arm_cpuinfo_text(3)
+    assert text.count("processor\t: ") == 3 and "processor\t: 2\n" in text
+    assert text.count("CPU implementer\t: 0x41\n") == 3 and "GenuineIntel" not in text
+
+
+def test_paths_under_the_root_are_given_as_the_root_sees_them(tmp_path):
+    root = jc.Root(tmp_path / "arm64-root", tmp_path / "repo", log=None, log_path=tmp_path / "log")
+    assert root.translate(tmp_path / "arm64-root" / "tmp" / "x.tsv") == "/tmp/x.tsv"
+    assert root.translate(tmp_path / "repo" / "a.onnx") == tmp_path / "repo" / "a.onnx"
+    assert root.translate("predict") == "predict"

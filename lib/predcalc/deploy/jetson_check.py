@@ -49,8 +49,18 @@ CALCULATOR_EXPRESSIONS = ("123456789 * 987654321", "99999999999999999999 + 1", "
                           "2 / 3 + 1 / 6", "-15 * (4 - 9) - 100", "((1 + 2) * (3 - 4)) / 5")
 SEED_TEST_SETS = {"test_in": 100, "test_out": 100, "test_long": 100}  # the seed protocol's (data seed 0)
 OUTPUT = "jetson_check.json"
+README_START, README_END = "<!-- jetson-check:start -->", "<!-- jetson-check:end -->"
+# qemu-user (7.2, Debian 12) shows the x86-64 host's /proc/cpuinfo to the emulated program, and the
+# cpuinfo library inside ONNX Runtime (>= 1.28) and LiteRT's XNNPACK crashes on it (SIGSEGV); ONNX
+# Runtime 1.27 only warns. A real aarch64 kernel shows ARM's fields: the check mounts such a file,
+# describing a Jetson Orin's cores (Arm Cortex-A78AE: implementer 0x41, part 0xd42).
+ARM_CPU = {"CPU implementer": "0x41", "CPU architecture": "8", "CPU variant": "0x0", "CPU part": "0xd42",
+           "CPU revision": "1"}
+ARM_FEATURES = "fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc dcpop asimddp"
+CPUINFO = "etc/predcalc-aarch64-cpuinfo"  # inside the root, mounted over /proc/cpuinfo
 EMULATION_NOTE = ("aarch64 wall times are qemu-user emulation on an x86-64 host (whole commands: Python "
-                  "start-up, imports, loading, every expression): not a latency on a Jetson")
+                  "start-up, imports, loading, every expression): not a latency on a Jetson. x86-64 times are "
+                  "the full install's on the same shared machine (its evaluate loads TensorFlow first)")
 
 
 class CheckError(RuntimeError):
@@ -261,12 +271,27 @@ def result_lines(record: dict) -> list[str]:
     return lines
 
 
+def update_readme(record: dict, readme: Path | None = None) -> bool:
+    """The README's Jetson section quotes the last result (between its jetson-check markers)."""
+    from predcalc.paths import ROOT, replace_between
+
+    text = "\n".join(f"- {line}" for line in record["result"])
+    return replace_between(readme or ROOT / "README.md", README_START, README_END, text)
+
+
 # -- running ---------------------------------------------------------------------------------------
 
 def _relative(path) -> str:
     from predcalc.paths import relative
 
     return relative(path)
+
+
+def _signal_name(returncode: int) -> str | None:
+    """SIGSEGV for -11: what killed a command (None where it exited)."""
+    import signal
+
+    return signal.Signals(-returncode).name if returncode < 0 else None
 
 
 def _last_line(text: str) -> str:
@@ -329,19 +354,25 @@ class Root:
         partial.rename(self.path)
 
     @contextlib.contextmanager
-    def mounted(self):
-        """/proc, /sys and /dev inside (ONNX Runtime reads the CPU from them), and this repository,
+    def mounted(self, arm_cpuinfo: bool = True):
+        """/proc, /sys and /dev inside (ONNX Runtime reads the CPU from them), with an aarch64
+        /proc/cpuinfo (:func:`arm_cpuinfo`) unless ``arm_cpuinfo`` is false, and this repository,
         read-only, at the same path, so both installs read the same files by the same names."""
+        cpuinfo = self.inside(CPUINFO)
+        cpuinfo.write_text(arm_cpuinfo_text(os.cpu_count() or 1))
         mounts = [(["-t", "proc", "proc"], Path("proc")), (["--bind", "/sys"], Path("sys")),
                   (["--bind", "/dev"], Path("dev")),
                   (["--bind", self.repository], self.repository.relative_to("/"))]
+        if arm_cpuinfo:
+            mounts.insert(1, (["--bind", cpuinfo], Path("proc/cpuinfo")))
         done = []
         try:
             for options, target in mounts:
                 where = self.path / target
-                where.mkdir(parents=True, exist_ok=True)
-                if os.path.ismount(where):
-                    continue
+                if target != Path("proc/cpuinfo"):
+                    where.mkdir(parents=True, exist_ok=True)
+                    if os.path.ismount(where):
+                        continue
                 _must(_run(["mount", *options, where], self.log), f"mounting {where}", self.log_path)
                 done.append(where)
                 if target == self.repository.relative_to("/"):
@@ -358,12 +389,27 @@ class Root:
         env = ["env", "-i", f"PATH={VENV}/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "LANG=C.UTF-8",
                "TF_CPP_MIN_LOG_LEVEL=3"]
         script = 'cd "$1" && shift && exec "$@"'
+        command = [self.translate(c) for c in command]
         result = _run(["chroot", self.path, *env, "sh", "-c", script, "sh", cwd or self.repository, *command],
                       self.log)
         return _must(result, what, self.log_path) if what else result
 
     def inside(self, path: str) -> Path:
+        """The host's path of ``path`` inside the root."""
         return self.path / path.lstrip("/")
+
+    def translate(self, argument):
+        """A host path under the root as the root sees it; anything else unchanged."""
+        if isinstance(argument, Path) and argument.is_relative_to(self.path):
+            return "/" + argument.relative_to(self.path).as_posix()
+        return argument
+
+
+def arm_cpuinfo_text(cores: int) -> str:
+    """/proc/cpuinfo as an aarch64 Linux kernel writes it, for ``cores`` Cortex-A78AE cores."""
+    fields = {"BogoMIPS": "62.50", "Features": ARM_FEATURES, **ARM_CPU}
+    return "".join(f"processor\t: {core}\n" + "".join(f"{k}\t: {v}\n" for k, v in fields.items()) + "\n"
+                   for core in range(cores))
 
 
 def probe_script() -> str:
@@ -421,7 +467,7 @@ def check(root_path: Path, output: Path, artifacts: list[Artifact] | None = None
     runnable = [a for a in artifacts if not a.skipped]
     log_path = Path(log_path or SCRATCH / "jetson_check" / "log.txt")
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    steps = ["host tools", "arm64 root", "wheels", "install", *[a.name for a in runnable], "raw values"]
+    steps = ["host tools", "arm64 root", "wheels", "install", *[a.name for a in runnable], "raw values", "bare"]
     with open(log_path, "w") as log, tqdm(total=len(steps), desc="jetson-check", disable=not progress) as bar:
         def step(name):
             bar.set_postfix_str(name)
@@ -510,6 +556,11 @@ def check(root_path: Path, output: Path, artifacts: list[Artifact] | None = None
                 sides[artifact.name][1]["values"] = host_values[str(artifact.path)]
             bar.update()
 
+        step("without the aarch64 cpuinfo")
+        with root.mounted(arm_cpuinfo=False):  # what the emulation does without the workaround
+            bare = root.run([f"{VENV}/bin/predcalc", "predict", PREDICT_EXPRESSION, "--model", runnable[0].path])
+        bar.update()
+
     checked = [artifact_record(a, *sides[a.name]) for a in runnable]
     skipped = [{"name": a.name, "file": _relative(a.path), "reason": a.skipped} for a in artifacts if a.skipped]
     record = {
@@ -524,6 +575,12 @@ def check(root_path: Path, output: Path, artifacts: list[Artifact] | None = None
                     "packages": dict(sorted(seen["packages"].items())),
                     "heavy_packages": sorted(set(seen["packages"]) & set(HEAVY)),
                     "install_s_emulated": install_s},
+        "emulation": {
+            "cpuinfo": "an aarch64 /proc/cpuinfo (Cortex-A78AE cores, as on a Jetson Orin) mounted over the "
+                       "x86-64 one qemu-user passes through",
+            "without_it": {"command": f"predcalc predict {PREDICT_EXPRESSION!r} --model {_relative(runnable[0].path)}",
+                           "rc": bare.returncode, "signal": _signal_name(bare.returncode),
+                           "stderr": _last_line(bare.stderr)}},
         "x86_64": host_versions(),
         "pins": pins,
         "inputs": {"seed_test_sets": dict(SEED_TEST_SETS), "data_seed": 0,
@@ -568,13 +625,17 @@ def main(argv=None) -> int:
     if args.command == "values":
         print(json.dumps(_values(args.file, args.artifacts)))
         return 0
+    import signal
+
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unmount the root's mounts on the way out
     try:
         record = check(args.root or default_root(), args.output)
     except CheckError as error:
         print(f"jetson-check: {error}", file=sys.stderr)
         return 1
     print("\n".join(record["result"]))
-    print(f"wrote {_relative(args.output)}")
+    readme = " and the README's Jetson section" if update_readme(record) else ""
+    print(f"wrote {_relative(args.output)}{readme}")
     return 0 if not record["summary"]["disagree"] else 1
 
 
