@@ -50,13 +50,20 @@ def test_an_artifact_agrees_only_when_predict_metrics_and_every_answer_match():
     assert "values" not in jc.artifact_record(calculator, arm, host)
 
 
+def test_a_command_that_fails_on_one_side_is_recorded_not_compared():
+    failed = jc.artifact_record(ARTIFACT, {"error": "predcalc predict exited with SIGSEGV: "}, side())
+    assert failed["agree"] is False and failed["error"] == {"aarch64": "predcalc predict exited with SIGSEGV: "}
+    total = jc.summary([failed, jc.artifact_record(ARTIFACT, side(), side())], [])
+    assert total["failed"] == [ARTIFACT.name] and total["answers"] == 2 and total["agree"] == 1
+
+
 def test_the_summary_and_the_result_lines_come_from_the_records():
     checked = [jc.artifact_record(ARTIFACT, side(), side(values=(9.0, 4.5))),
                jc.artifact_record(dataclasses.replace(ARTIFACT, name="b"), side(answers=("9", "5")), side())]
     skipped = [{"name": "t/model_float32.tflite", "file": "f", "reason": "no file f"}]
     total = jc.summary(checked, skipped)
-    assert total == {"checked": 2, "agree": 1, "disagree": ["b"], "answers_identical": 3, "answers": 4,
-                     "max_abs_diff": 0.5, "skipped": ["t/model_float32.tflite"]}
+    assert total == {"checked": 2, "agree": 1, "disagree": ["b"], "failed": [], "answers_identical": 3,
+                     "answers": 4, "max_abs_diff": 0.5, "skipped": ["t/model_float32.tflite"]}
     record = {"aarch64": {"uname_m": "aarch64", "python": "3.11.2", "python_minor": "3.11",
                           "runtime_packages": {"numpy": "2.4.6"}},
               "root": {"suite": "bookworm"}, "summary": total,

@@ -215,8 +215,12 @@ def artifact_record(artifact: Artifact, arm: dict, host: dict) -> dict:
 
     ``arm`` and ``host`` hold ``predict`` (stdout), ``evaluate`` (its JSON metrics), ``answers``
     (the texts of ``--output``), ``values`` (raw predictions, value models only), ``stderr`` (what
-    the commands wrote there) and ``wall_s`` (per command).
+    the commands wrote there) and ``wall_s`` (per command), or ``error`` where a command failed.
     """
+    if "error" in arm or "error" in host:
+        return {"name": artifact.name, "file": _relative(artifact.path), "runtime": artifact.runtime,
+                "note": artifact.note, "agree": False,
+                "error": {side: run["error"] for side, run in (("aarch64", arm), ("x86_64", host)) if "error" in run}}
     metrics = {side: {k: run["evaluate"][k] for k in METRIC_KEYS if k in run["evaluate"]}
                for side, run in (("aarch64", arm), ("x86_64", host))}
     record = {"name": artifact.name, "file": _relative(artifact.path), "runtime": artifact.runtime,
@@ -240,8 +244,9 @@ def summary(artifacts: list[dict], skipped: list[dict]) -> dict:
     diffs = [a["values"]["max_abs_diff"] for a in artifacts if "values" in a]
     return {"checked": len(artifacts), "agree": sum(a["agree"] for a in artifacts),
             "disagree": [a["name"] for a in artifacts if not a["agree"]],
-            "answers_identical": sum(a["answers"]["identical"] for a in artifacts),
-            "answers": sum(a["answers"]["n"] for a in artifacts),
+            "failed": [a["name"] for a in artifacts if "error" in a],
+            "answers_identical": sum(a["answers"]["identical"] for a in artifacts if "answers" in a),
+            "answers": sum(a["answers"]["n"] for a in artifacts if "answers" in a),
             "max_abs_diff": max(diffs) if diffs else None,
             "skipped": [s["name"] for s in skipped]}
 
@@ -259,9 +264,19 @@ def result_lines(record: dict) -> list[str]:
                  f"install ({total['answers_identical']:,} of {total['answers']:,} answers identical"
                  + (f"; largest difference of a raw prediction {total['max_abs_diff']:.3g}"
                     if total["max_abs_diff"] is not None else "") + ")"
-                 + (f"; disagree: {', '.join(total['disagree'])}" if total["disagree"] else "") + ".")
+                 + (f"; disagree: {', '.join(total['disagree'])}" if total["disagree"] else "")
+                 + (f" (failed to run: {', '.join(total['failed'])})" if total["failed"] else "") + ".")
     if total["skipped"]:
         lines.append("Skipped (no file): " + ", ".join(total["skipped"]) + ".")
+    times = [a["wall_s"]["aarch64_emulated"]["predict"] for a in record.get("artifacts", []) if "wall_s" in a]
+    if times:
+        lines.append(f"A whole `predcalc predict` command took {min(times):.0f} to {max(times):.0f} s under "
+                     "emulation (qemu-user on the shared x86-64 machine: not a latency on a Jetson).")
+    bare = record.get("emulation", {}).get("without_it")
+    if bare:
+        outcome = f"died with {bare['signal']}" if bare["signal"] else f"exited with {bare['rc']}"
+        lines.append(f"With the x86-64 `/proc/cpuinfo` that qemu-user passes through, `{bare['command']}` {outcome} "
+                     "inside the root; the check mounts an aarch64 one (Cortex-A78AE cores, as on an Orin).")
     bad = [p for p in ran + jetpack if "error" in p]
     lines.append(f"The Python {arm['python_minor']} pins installed and ran; the Python {JETPACK6['python']} pins "
                  f"(JetPack 6) " + ("have aarch64 wheels (downloaded for glibc "
@@ -449,10 +464,85 @@ def run_side(artifact: Artifact, tsv: Path, answers_file: Path, command) -> dict
                                                     "--json", "--output", answers_file]))
     for result, what in ((predicted, "predict"), (evaluated, "evaluate")):
         if result.returncode != 0:
-            raise CheckError(f"predcalc {what} on {artifact.name} failed: {_last_line(result.stderr)}")
+            killed = _signal_name(result.returncode)
+            return {"error": f"predcalc {what} exited with {killed or result.returncode}: {_last_line(result.stderr)}"}
     return {"predict": predicted.stdout, "evaluate": json.loads(evaluated.stdout),
             "answers": _read_answers(answers_file), "stderr": (predicted.stderr + evaluated.stderr).strip(),
             "wall_s": {"predict": predict_s, "evaluate": evaluate_s}}
+
+
+def _read_pins(root: Root, log) -> tuple[dict, list[dict]]:
+    """The root's Python and wheel platforms; its pins downloaded for them (and JetPack 6's for 3.10)."""
+    tags = json.loads(root.run(["python3", "-c", "import json, sys; from pip._vendor.packaging.tags import sys_tags; "
+                                "print(json.dumps({'python': '%d.%d' % sys.version_info[:2], "
+                                "'platforms': sorted({t.platform for t in sys_tags()})}))"],
+                               "reading the root's wheel tags", cwd="/").stdout)
+    wheels = root.inside(WHEELS)
+    pins = download_wheels(runtime_requirements(tags["python"]), tags["python"], tags["platforms"], wheels, log)
+    pins += download_wheels(runtime_requirements(JETPACK6["python"]), JETPACK6["python"],
+                            manylinux_platforms(JETPACK6["glibc"]), root.path.parent / "wheels-jetpack6", log)
+    for record in pins:
+        record["run"] = record["python"] == tags["python"]
+    _must(_run([sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:", "-d", wheels,
+                "setuptools>=68"], log), "downloading setuptools (the build backend)", root.log_path)
+    return tags, pins
+
+
+def _install(root: Root, work: Path) -> dict:
+    """This tree's ``.[runtime]`` in a fresh venv inside the root, offline; what it installed."""
+    from predcalc.paths import ROOT
+
+    source = work / "source"
+    shutil.copytree(ROOT / "lib", source / "lib", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+    for name in ("pyproject.toml", "README.md"):
+        shutil.copy2(ROOT / name, source / name)
+    root.run(["rm", "-rf", VENV], "removing the old venv", cwd="/")
+    root.run(["python3", "-m", "venv", VENV], "creating the venv", cwd="/")
+    _, install_s = _timed(lambda: root.run(
+        [f"{VENV}/bin/pip", "install", "--quiet", "--disable-pip-version-check", "--no-index",
+         "--find-links", f"/{WHEELS}", f"{root.translate(source)}[runtime]"],
+        "pip install .[runtime]", cwd="/"))
+    seen = json.loads(root.run([f"{VENV}/bin/python", "-c", probe_script()], "reading versions", cwd="/").stdout)
+    return {"uname_m": root.run(["uname", "-m"], "uname -m", cwd="/").stdout.strip(), "python": seen["python"],
+            "runtime_packages": {n: seen["packages"].get(n) for n in RUNTIME_PACKAGES},
+            "predcalc": seen["packages"].get("predcalc"), "packages": dict(sorted(seen["packages"].items())),
+            "heavy_packages": sorted(set(seen["packages"]) & set(HEAVY)), "install_s_emulated": install_s}
+
+
+def _run_artifacts(root: Root, runnable: list[Artifact], work: Path, step) -> dict:
+    """Each artifact's two sides (aarch64 in the root, x86-64 here): predict, evaluate, raw values."""
+    from predcalc.paths import ROOT
+
+    files = {}
+    for name, lines in input_lines().items():
+        files[name] = work / f"{name}.tsv"
+        files[name].write_text("\n".join(lines) + "\n")
+    host_env = {**os.environ, "PYTHONPATH": str(ROOT / "lib"), "TF_CPP_MIN_LOG_LEVEL": "3"}
+
+    def on_arm(arguments):
+        return root.run([f"{VENV}/bin/predcalc", *arguments])
+
+    def on_host(arguments):
+        return _run([sys.executable, "-m", "predcalc.cli", *arguments], root.log, env=host_env, cwd=ROOT)
+
+    sides = {}
+    for artifact in runnable:
+        step(artifact.name)
+        tsv = files["calculator" if artifact.calculator else "seed"]
+        slug = artifact.name.replace("/", "__")
+        sides[artifact.name] = (run_side(artifact, tsv, work / f"{slug}.arm.tsv", on_arm),
+                                run_side(artifact, tsv, work / f"{slug}.host.tsv", on_host))
+    step("raw values")
+    values = [a for a in runnable if not a.calculator and all("error" not in s for s in sides[a.name])]
+    if values:
+        arguments = ["-m", "predcalc.deploy.jetson_check", "values", "--file", files["seed"], *[a.path for a in values]]
+        arm = json.loads(root.run([f"{VENV}/bin/python", *arguments], "raw values on aarch64").stdout)
+        host = json.loads(_must(_run([sys.executable, *arguments], root.log, env=host_env, cwd=ROOT),
+                                "raw values on x86-64", root.log_path).stdout)
+        for artifact in values:
+            sides[artifact.name][0]["values"] = arm[str(artifact.path)]
+            sides[artifact.name][1]["values"] = host[str(artifact.path)]
+    return sides
 
 
 def check(root_path: Path, output: Path, artifacts: list[Artifact] | None = None, progress: bool = True,
@@ -465,101 +555,47 @@ def check(root_path: Path, output: Path, artifacts: list[Artifact] | None = None
 
     artifacts = recommended_artifacts() if artifacts is None else artifacts
     runnable = [a for a in artifacts if not a.skipped]
+    if not runnable:
+        raise CheckError("no artifact to run: " + "; ".join(a.skipped for a in artifacts))
     log_path = Path(log_path or SCRATCH / "jetson_check" / "log.txt")
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    steps = ["host tools", "arm64 root", "wheels", "install", *[a.name for a in runnable], "raw values", "bare"]
-    with open(log_path, "w") as log, tqdm(total=len(steps), desc="jetson-check", disable=not progress) as bar:
-        def step(name):
+    steps = 6 + len(runnable)  # host, root, wheels, install, each artifact, raw values, without the cpuinfo
+    with open(log_path, "w") as log, tqdm(total=steps, desc="jetson-check", disable=not progress) as bar:
+        started = []
+
+        def step(name):  # the bar counts the steps done; its postfix names the one under way
+            if started:
+                bar.update()
+            started.append(name)
             bar.set_postfix_str(name)
 
         root = Root(root_path, ROOT, log, log_path)
         step("host tools")
         root.prepare_host()
-        bar.update()
         step("arm64 root (debootstrap, once: a few minutes)" if not root.ready else "arm64 root")
         if not root.ready:
             if not build:
                 raise CheckError(f"no arm64 root at {root_path} (make jetson-check builds it)")
             root.build()
-        bar.update()
-
         step("wheels")
-        tags = json.loads(_must(root.run(["python3", "-c", "import json, sys; from pip._vendor.packaging.tags "
-                                          "import sys_tags; print(json.dumps({'python': '%d.%d' % sys.version_info"
-                                          "[:2], 'platforms': sorted({t.platform for t in sys_tags()})}))"], cwd="/"),
-                                "reading the root's wheel tags", log_path).stdout)
-        work, wheels = root.inside(WORK), root.inside(WHEELS)
-        if work.exists():
-            shutil.rmtree(work)
-        work.mkdir(parents=True)
-        pins = download_wheels(runtime_requirements(tags["python"]), tags["python"], tags["platforms"], wheels, log)
-        pins += download_wheels(runtime_requirements(JETPACK6["python"]), JETPACK6["python"],
-                                manylinux_platforms(JETPACK6["glibc"]), root_path.parent / "wheels-jetpack6", log)
-        for record in pins:
-            record["run"] = record["python"] == tags["python"]
+        tags, pins = _read_pins(root, log)
         failed = [p for p in pins if "error" in p and p["run"]]
         if failed:
             message = "; ".join(f"{p['requirement']}: {p['error']}" for p in failed)
             write_if_changed(output, json.dumps({"error": message, "pins": pins}, indent=1) + "\n")
             raise CheckError(message)
-        _must(_run([sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:", "-d", wheels,
-                    "setuptools>=68"], log), "downloading setuptools (the build backend)", log_path)
-        bar.update()
-
         step("install .[runtime]")
-        source = work / "source"
-        shutil.copytree(ROOT / "lib", source / "lib", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-        for name in ("pyproject.toml", "README.md"):
-            shutil.copy2(ROOT / name, source / name)
-        inputs = input_lines()
-        files = {}
-        for name, lines in inputs.items():
-            files[name] = work / f"{name}.tsv"
-            files[name].write_text("\n".join(lines) + "\n")
+        work = root.inside(WORK)
+        if work.exists():
+            shutil.rmtree(work)
+        work.mkdir(parents=True)
         with root.mounted():
-            root.run(["rm", "-rf", VENV], "removing the old venv", cwd="/")
-            root.run(["python3", "-m", "venv", VENV], "creating the venv", cwd="/")
-            _, install_s = _timed(lambda: root.run(
-                [f"{VENV}/bin/pip", "install", "--quiet", "--disable-pip-version-check", "--no-index",
-                 "--find-links", f"/{WHEELS}", f"/{WORK}/source[runtime]"], "pip install .[runtime]", cwd="/"))
-            seen = json.loads(root.run([f"{VENV}/bin/python", "-c", probe_script()], "reading versions",
-                                       cwd="/").stdout)
-            uname = root.run(["uname", "-m"], "uname -m", cwd="/").stdout.strip()
-            bar.update()
-
-            host_env = {**os.environ, "PYTHONPATH": str(ROOT / "lib"), "TF_CPP_MIN_LOG_LEVEL": "3"}
-
-            def on_arm(arguments):
-                return root.run([f"{VENV}/bin/predcalc", *arguments])
-
-            def on_host(arguments):
-                return _run([sys.executable, "-m", "predcalc.cli", *arguments], log, env=host_env, cwd=ROOT)
-
-            sides = {}
-            for artifact in runnable:
-                step(artifact.name)
-                tsv = files["calculator" if artifact.calculator else "seed"]
-                slug = artifact.name.replace("/", "__")
-                sides[artifact.name] = (run_side(artifact, tsv, work / f"{slug}.arm.tsv", on_arm),
-                                        run_side(artifact, tsv, work / f"{slug}.host.tsv", on_host))
-                bar.update()
-
-            step("raw values")
-            values = [a for a in runnable if not a.calculator]
-            arguments = ["-m", "predcalc.deploy.jetson_check", "values", "--file", files["seed"],
-                         *[a.path for a in values]]
-            arm_values = json.loads(root.run([f"{VENV}/bin/python", *arguments], "raw values on aarch64").stdout)
-            host_values = json.loads(_must(_run([sys.executable, *arguments], log, env=host_env, cwd=ROOT),
-                                           "raw values on x86-64", log_path).stdout)
-            for artifact in values:
-                sides[artifact.name][0]["values"] = arm_values[str(artifact.path)]
-                sides[artifact.name][1]["values"] = host_values[str(artifact.path)]
-            bar.update()
-
+            arm = {**_install(root, work), "python_minor": tags["python"]}
+            sides = _run_artifacts(root, runnable, work, step)
         step("without the aarch64 cpuinfo")
         with root.mounted(arm_cpuinfo=False):  # what the emulation does without the workaround
             bare = root.run([f"{VENV}/bin/predcalc", "predict", PREDICT_EXPRESSION, "--model", runnable[0].path])
-        bar.update()
+        bar.update(steps - bar.n)
 
     checked = [artifact_record(a, *sides[a.name]) for a in runnable]
     skipped = [{"name": a.name, "file": _relative(a.path), "reason": a.skipped} for a in artifacts if a.skipped]
@@ -569,12 +605,7 @@ def check(root_path: Path, output: Path, artifacts: list[Artifact] | None = None
         "timing_note": EMULATION_NOTE,
         "root": {"suite": SUITE, "variant": "minbase", "packages": list(ROOT_PACKAGES),
                  "emulator": "qemu-user (binfmt_misc)" if platform.machine() != "aarch64" else "none (aarch64 host)"},
-        "aarch64": {"uname_m": uname, "python": seen["python"], "python_minor": tags["python"],
-                    "runtime_packages": {n: seen["packages"].get(n) for n in RUNTIME_PACKAGES},
-                    "predcalc": seen["packages"].get("predcalc"),
-                    "packages": dict(sorted(seen["packages"].items())),
-                    "heavy_packages": sorted(set(seen["packages"]) & set(HEAVY)),
-                    "install_s_emulated": install_s},
+        "aarch64": arm,
         "emulation": {
             "cpuinfo": "an aarch64 /proc/cpuinfo (Cortex-A78AE cores, as on a Jetson Orin) mounted over the "
                        "x86-64 one qemu-user passes through",
@@ -604,6 +635,18 @@ def _values(file: str, artifacts: list[str]) -> dict:
     return {artifact: [float(v) for v in Predictor(artifact).predict(expressions)] for artifact in artifacts}
 
 
+def _rewrite(output: Path) -> int:
+    """The ``readme`` command: summary, result lines and README from the stored record."""
+    from predcalc.paths import write_if_changed
+
+    record = json.loads(output.read_text())
+    record["summary"] = summary(record["artifacts"], record["skipped"])
+    record["result"] = result_lines(record)
+    write_if_changed(output, json.dumps(record, indent=1) + "\n")
+    print("\n".join(record["result"]))
+    return 0 if update_readme(record) else 1
+
+
 def default_root() -> Path:
     return Path(os.environ.get("PREDCALC_ARM64_ROOT") or Path.home() / ".cache" / "predcalc" / "arm64-root")
 
@@ -617,14 +660,19 @@ def main(argv=None) -> int:
     run.add_argument("--root", type=Path, default=None, help="the arm64 root (default ~/.cache/predcalc/arm64-root "
                                                              "or $PREDCALC_ARM64_ROOT)")
     run.add_argument("--output", type=Path, default=REPORTS / OUTPUT)
+    readme = commands.add_parser("readme", help="rewrite the stored record's summary and the README's lines from "
+                                                "its artifacts (no run)")
+    readme.add_argument("--output", type=Path, default=REPORTS / OUTPUT)
     values = commands.add_parser("values", help="raw predictions as JSON (what the check runs on each side)")
     values.add_argument("--file", required=True)
     values.add_argument("artifacts", nargs="+")
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = parser.parse_args(argv if argv and argv[0] in ("check", "values") else ["check", *argv])
+    args = parser.parse_args(argv if argv and argv[0] in commands.choices else ["check", *argv])
     if args.command == "values":
         print(json.dumps(_values(args.file, args.artifacts)))
         return 0
+    if args.command == "readme":
+        return _rewrite(args.output)
     import signal
 
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))  # unmount the root's mounts on the way out
