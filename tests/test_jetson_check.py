@@ -72,7 +72,13 @@ def test_the_summary_and_the_result_lines_come_from_the_records():
     text = " ".join(jc.result_lines(record))
     assert "`aarch64`" in text and "1 of 2 artifacts" in text and "3 of 4 answers" in text
     assert "disagree: b" in text and "Skipped (no file): t/model_float32.tflite" in text
-    assert "no aarch64 wheel for Python 3.10" in text
+    assert "Pins without an aarch64 wheel: numpy==2.2.6 (Python 3.10): no aarch64 wheel for Python 3.10" in text
+    record["pins"].pop()
+    record["aarch64_jetpack6_versions"] = {"runtime_packages": {"numpy": "2.2.6"}}
+    record["artifacts"] = [{**checked[0], "jetpack6_versions": jc.jetpack6_comparison(checked[0])}]
+    text = " ".join(jc.result_lines(record))
+    assert "Every pin has its aarch64 wheel" in text and "no Python 3.10 ran them" in text
+    assert "(numpy 2.2.6), on the root's Python 3.11.2: 1 of 1 artifacts give the same answers" in text
 
 
 def test_recommended_artifacts_skip_an_absent_file_with_the_reason(tmp_path):
@@ -129,7 +135,7 @@ def test_the_calculator_and_one_litert_file_answer_the_same_on_aarch64(tmp_path)
     if len(artifacts) < 2:
         pytest.skip("the calculator or fnn2's LiteRT file is not in reports/")
     record = jc.check(jc.default_root(), tmp_path / "jetson_check.json", artifacts=artifacts, progress=False,
-                      log_path=tmp_path / "log.txt", build=False)
+                      log_path=tmp_path / "log.txt", build=False, jetpack6_versions=False)
     assert record["aarch64"]["uname_m"] == "aarch64"
     assert record["aarch64"]["heavy_packages"] == []
     assert [a["name"] for a in record["artifacts"]] == list(wanted)

@@ -41,6 +41,7 @@ JETPACK6 = {"python": "3.10", "glibc": (2, 35)}  # the pins for Python < 3.11 ar
 RUNTIME_PACKAGES = ("numpy", "ai-edge-litert", "onnxruntime")
 HEAVY = ("tensorflow", "keras", "scipy", "jax", "jaxlib", "torch", "pandas")
 VENV = "/opt/predcalc-rt"  # inside the root
+JETPACK6_VENV = "/opt/predcalc-rt-jetpack6"  # the Python 3.10 pins' versions, on the root's Python
 WORK = "tmp/predcalc-check"  # inside the root, new each run: the copied source and the inputs
 WHEELS = "var/cache/predcalc-wheels"  # inside the root, kept: the downloaded aarch64 wheels
 PREDICT_EXPRESSION = "3 - -2 + 4"
@@ -254,9 +255,6 @@ def summary(artifacts: list[dict], skipped: list[dict]) -> dict:
 def result_lines(record: dict) -> list[str]:
     """The check's result in a few sentences (the README's Jetson section quotes them)."""
     arm, total = record["aarch64"], record["summary"]
-    pins = record["pins"]
-    ran = [p for p in pins if p["python"] == arm["python_minor"]]
-    jetpack = [p for p in pins if p["python"] != arm["python_minor"]]
     lines = [f"`uname -m` inside the root: `{arm['uname_m']}`; Debian {record['root']['suite']}'s Python "
              f"{arm['python']}; installed from the runtime extra: "
              + ", ".join(f"{name} {version}" for name, version in arm["runtime_packages"].items()) + "."]
@@ -272,17 +270,31 @@ def result_lines(record: dict) -> list[str]:
     if times:
         lines.append(f"A whole `predcalc predict` command took {min(times):.0f} to {max(times):.0f} s under "
                      "emulation (qemu-user on the shared x86-64 machine: not a latency on a Jetson).")
+    jetpack6 = record.get("aarch64_jetpack6_versions")
+    compared = [a["jetpack6_versions"] for a in record.get("artifacts", []) if "jetpack6_versions" in a]
+    if jetpack6 and compared:
+        versions = ", ".join(f"{n} {v}" for n, v in jetpack6["runtime_packages"].items())
+        diffs = [c["values"]["max_abs_diff"] for c in compared if "values" in c]
+        lines.append(f"With the versions JetPack 6's Python {JETPACK6['python']} pins install ({versions}), on the "
+                     f"root's Python {arm['python']}: {sum(c['agree'] for c in compared)} of {len(compared)} "
+                     "artifacts give the same answers as x86-64"
+                     + (f" (largest difference of a raw prediction {max(diffs):.3g})" if diffs else "") + ".")
+    elif jetpack6 and jetpack6.get("skipped"):
+        lines.append(f"JetPack 6's versions were not run: {jetpack6['skipped']}.")
     bare = record.get("emulation", {}).get("without_it")
     if bare:
         outcome = f"died with {bare['signal']}" if bare["signal"] else f"exited with {bare['rc']}"
         lines.append(f"With the x86-64 `/proc/cpuinfo` that qemu-user passes through, `{bare['command']}` {outcome} "
                      "inside the root; the check mounts an aarch64 one (Cortex-A78AE cores, as on an Orin).")
-    bad = [p for p in ran + jetpack if "error" in p]
-    lines.append(f"The Python {arm['python_minor']} pins installed and ran; the Python {JETPACK6['python']} pins "
-                 f"(JetPack 6) " + ("have aarch64 wheels (downloaded for glibc "
-                                    f"{'.'.join(map(str, JETPACK6['glibc']))}, not run: no Python "
-                                    f"{JETPACK6['python']} here)" if not bad else
-                                    "failed: " + "; ".join(p["error"] for p in bad)) + ".")
+    bad = [p for p in record["pins"] if "error" in p]
+    if bad:
+        lines.append("Pins without an aarch64 wheel: " + "; ".join(
+            f"{p['requirement']} (Python {p['python']}): {p['error']}" for p in bad) + ".")
+    else:
+        lines.append(f"Every pin has its aarch64 wheel: the Python {arm['python_minor']} ones installed and ran; "
+                     f"the Python {JETPACK6['python']} ones (JetPack 6: wheels for glibc "
+                     f"{'.'.join(map(str, JETPACK6['glibc']))}) download and resolve together, but no Python "
+                     f"{JETPACK6['python']} ran them here.")
     return lines
 
 
@@ -488,29 +500,32 @@ def _read_pins(root: Root, log) -> tuple[dict, list[dict]]:
     return tags, pins
 
 
-def _install(root: Root, work: Path) -> dict:
-    """This tree's ``.[runtime]`` in a fresh venv inside the root, offline; what it installed."""
+def _install(root: Root, work: Path, venv: str = VENV, requirements: list[str] | None = None) -> dict:
+    """This tree's ``.[runtime]`` (or the project with ``requirements`` instead of the extra's pins) in a
+    fresh venv inside the root, offline; what it installed."""
     from predcalc.paths import ROOT
 
     source = work / "source"
-    shutil.copytree(ROOT / "lib", source / "lib", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
-    for name in ("pyproject.toml", "README.md"):
-        shutil.copy2(ROOT / name, source / name)
-    root.run(["rm", "-rf", VENV], "removing the old venv", cwd="/")
-    root.run(["python3", "-m", "venv", VENV], "creating the venv", cwd="/")
+    if not source.exists():
+        shutil.copytree(ROOT / "lib", source / "lib", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
+        for name in ("pyproject.toml", "README.md"):
+            shutil.copy2(ROOT / name, source / name)
+    targets = [f"{root.translate(source)}[runtime]"] if requirements is None else [*requirements, root.translate(source)]
+    root.run(["rm", "-rf", venv], "removing the old venv", cwd="/")
+    root.run(["python3", "-m", "venv", venv], "creating the venv", cwd="/")
     _, install_s = _timed(lambda: root.run(
-        [f"{VENV}/bin/pip", "install", "--quiet", "--disable-pip-version-check", "--no-index",
-         "--find-links", f"/{WHEELS}", f"{root.translate(source)}[runtime]"],
-        "pip install .[runtime]", cwd="/"))
-    seen = json.loads(root.run([f"{VENV}/bin/python", "-c", probe_script()], "reading versions", cwd="/").stdout)
+        [f"{venv}/bin/pip", "install", "--quiet", "--disable-pip-version-check", "--no-index",
+         "--find-links", f"/{WHEELS}", *targets], f"pip install {' '.join(map(str, targets))}", cwd="/"))
+    seen = json.loads(root.run([f"{venv}/bin/python", "-c", probe_script()], "reading versions", cwd="/").stdout)
     return {"uname_m": root.run(["uname", "-m"], "uname -m", cwd="/").stdout.strip(), "python": seen["python"],
             "runtime_packages": {n: seen["packages"].get(n) for n in RUNTIME_PACKAGES},
             "predcalc": seen["packages"].get("predcalc"), "packages": dict(sorted(seen["packages"].items())),
             "heavy_packages": sorted(set(seen["packages"]) & set(HEAVY)), "install_s_emulated": install_s}
 
 
-def _run_artifacts(root: Root, runnable: list[Artifact], work: Path, step) -> dict:
-    """Each artifact's two sides (aarch64 in the root, x86-64 here): predict, evaluate, raw values."""
+def _run_artifacts(root: Root, runnable: list[Artifact], work: Path, step, venvs: dict[str, str]) -> dict:
+    """Each artifact on every side: ``x86_64`` (this install) and each of ``venvs`` (label: a venv inside
+    the root): predict, evaluate, and the value models' raw predictions."""
     from predcalc.paths import ROOT
 
     files = {}
@@ -519,36 +534,50 @@ def _run_artifacts(root: Root, runnable: list[Artifact], work: Path, step) -> di
         files[name].write_text("\n".join(lines) + "\n")
     host_env = {**os.environ, "PYTHONPATH": str(ROOT / "lib"), "TF_CPP_MIN_LOG_LEVEL": "3"}
 
-    def on_arm(arguments):
-        return root.run([f"{VENV}/bin/predcalc", *arguments])
+    def on_host(arguments, program="predcalc"):
+        command = ["-m", "predcalc.cli"] if program == "predcalc" else []
+        return _run([sys.executable, *command, *arguments], root.log, env=host_env, cwd=ROOT)
 
-    def on_host(arguments):
-        return _run([sys.executable, "-m", "predcalc.cli", *arguments], root.log, env=host_env, cwd=ROOT)
+    def in_root(venv):
+        return lambda arguments, program="predcalc": root.run([f"{venv}/bin/{program}", *arguments])
 
+    commands = {"x86_64": on_host, **{label: in_root(venv) for label, venv in venvs.items()}}
     sides = {}
     for artifact in runnable:
         step(artifact.name)
         tsv = files["calculator" if artifact.calculator else "seed"]
         slug = artifact.name.replace("/", "__")
-        sides[artifact.name] = (run_side(artifact, tsv, work / f"{slug}.arm.tsv", on_arm),
-                                run_side(artifact, tsv, work / f"{slug}.host.tsv", on_host))
+        sides[artifact.name] = {label: run_side(artifact, tsv, work / f"{slug}.{label}.tsv", command)
+                                for label, command in commands.items()}
     step("raw values")
-    values = [a for a in runnable if not a.calculator and all("error" not in s for s in sides[a.name])]
-    if values:
-        arguments = ["-m", "predcalc.deploy.jetson_check", "values", "--file", files["seed"], *[a.path for a in values]]
-        arm = json.loads(root.run([f"{VENV}/bin/python", *arguments], "raw values on aarch64").stdout)
-        host = json.loads(_must(_run([sys.executable, *arguments], root.log, env=host_env, cwd=ROOT),
-                                "raw values on x86-64", root.log_path).stdout)
+    for label, command in commands.items():
+        values = [a for a in runnable if not a.calculator and "error" not in sides[a.name][label]]
+        if not values:
+            continue
+        result = command(["-m", "predcalc.deploy.jetson_check", "values", "--file", files["seed"],
+                          *[a.path for a in values]], program="python")
+        found = json.loads(_must(result, f"raw values ({label})", root.log_path).stdout)
         for artifact in values:
-            sides[artifact.name][0]["values"] = arm[str(artifact.path)]
-            sides[artifact.name][1]["values"] = host[str(artifact.path)]
+            sides[artifact.name][label]["values"] = found[str(artifact.path)]
     return sides
 
 
+def jetpack6_comparison(record: dict) -> dict:
+    """Of an :func:`artifact_record` for the JetPack 6 versions: only whether they agree with x86-64."""
+    kept = {k: record[k] for k in ("agree", "answers", "values", "error") if k in record}
+    if "predict" in record:
+        kept.update(predict_same=record["predict"]["same"], evaluate_same=record["evaluate"]["same"],
+                    wall_s_emulated=record["wall_s"]["aarch64_emulated"])
+    return kept
+
+
 def check(root_path: Path, output: Path, artifacts: list[Artifact] | None = None, progress: bool = True,
-          log_path: Path | None = None, build: bool = True) -> dict:
+          log_path: Path | None = None, build: bool = True, jetpack6_versions: bool = True) -> dict:
     """Build (once, unless ``build`` is false) and enter the arm64 root, install the runtime extra,
-    run every artifact on both sides and write the record to ``output``. Returns the record."""
+    run every artifact on both sides and write the record to ``output``. Returns the record.
+
+    With ``jetpack6_versions``, a second venv holds the versions the Python 3.10 pins give (JetPack
+    6) on the root's Python, and every artifact runs there too."""
     from tqdm.auto import tqdm
 
     from predcalc.paths import ROOT, SCRATCH, write_if_changed
@@ -559,7 +588,8 @@ def check(root_path: Path, output: Path, artifacts: list[Artifact] | None = None
         raise CheckError("no artifact to run: " + "; ".join(a.skipped for a in artifacts))
     log_path = Path(log_path or SCRATCH / "jetson_check" / "log.txt")
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    steps = 6 + len(runnable)  # host, root, wheels, install, each artifact, raw values, without the cpuinfo
+    # host, root, wheels, install (twice), each artifact, raw values, without the cpuinfo
+    steps = 6 + jetpack6_versions + len(runnable)
     with open(log_path, "w") as log, tqdm(total=steps, desc="jetson-check", disable=not progress) as bar:
         started = []
 
@@ -584,20 +614,37 @@ def check(root_path: Path, output: Path, artifacts: list[Artifact] | None = None
             message = "; ".join(f"{p['requirement']}: {p['error']}" for p in failed)
             write_if_changed(output, json.dumps({"error": message, "pins": pins}, indent=1) + "\n")
             raise CheckError(message)
+        jetpack6 = None
+        if jetpack6_versions:  # the JetPack 6 pins' versions, for the root's Python
+            requirements = runtime_requirements(JETPACK6["python"])
+            found = download_wheels(requirements, tags["python"], tags["platforms"], root.inside(WHEELS), log)
+            missing = [f"{p['requirement']}: {p['error']}" for p in found if "error" in p]
+            jetpack6 = {"requirements": requirements, "skipped": "; ".join(missing)} if missing else \
+                {"requirements": requirements}
         step("install .[runtime]")
         work = root.inside(WORK)
         if work.exists():
             shutil.rmtree(work)
         work.mkdir(parents=True)
+        venvs = {"aarch64": VENV}
         with root.mounted():
             arm = {**_install(root, work), "python_minor": tags["python"]}
-            sides = _run_artifacts(root, runnable, work, step)
+            if jetpack6 and "skipped" not in jetpack6:
+                step("install JetPack 6's versions")
+                jetpack6.update(_install(root, work, JETPACK6_VENV, jetpack6["requirements"]))
+                venvs["aarch64_jetpack6_versions"] = JETPACK6_VENV
+            sides = _run_artifacts(root, runnable, work, step, venvs)
         step("without the aarch64 cpuinfo")
         with root.mounted(arm_cpuinfo=False):  # what the emulation does without the workaround
             bare = root.run([f"{VENV}/bin/predcalc", "predict", PREDICT_EXPRESSION, "--model", runnable[0].path])
         bar.update(steps - bar.n)
 
-    checked = [artifact_record(a, *sides[a.name]) for a in runnable]
+    checked = [artifact_record(a, sides[a.name]["aarch64"], sides[a.name]["x86_64"]) for a in runnable]
+    if "aarch64_jetpack6_versions" in venvs:
+        for entry, artifact in zip(checked, runnable):
+            sides_of = sides[artifact.name]
+            entry["jetpack6_versions"] = jetpack6_comparison(
+                artifact_record(artifact, sides_of["aarch64_jetpack6_versions"], sides_of["x86_64"]))
     skipped = [{"name": a.name, "file": _relative(a.path), "reason": a.skipped} for a in artifacts if a.skipped]
     record = {
         "what": "make jetson-check: the runtime extra and the recommended artifacts on aarch64 (qemu-user), "
@@ -606,6 +653,9 @@ def check(root_path: Path, output: Path, artifacts: list[Artifact] | None = None
         "root": {"suite": SUITE, "variant": "minbase", "packages": list(ROOT_PACKAGES),
                  "emulator": "qemu-user (binfmt_misc)" if platform.machine() != "aarch64" else "none (aarch64 host)"},
         "aarch64": arm,
+        "aarch64_jetpack6_versions": None if jetpack6 is None else {
+            **jetpack6, "note": f"the versions the Python {JETPACK6['python']} pins give (JetPack 6), installed on "
+                                "the root's Python: the packages checked, not JetPack's Python"},
         "emulation": {
             "cpuinfo": "an aarch64 /proc/cpuinfo (Cortex-A78AE cores, as on a Jetson Orin) mounted over the "
                        "x86-64 one qemu-user passes through",
