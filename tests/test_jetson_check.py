@@ -39,11 +39,15 @@ def test_compare_answers_counts_the_same_texts():
 def test_an_artifact_agrees_only_when_predict_metrics_and_every_answer_match():
     record = jc.artifact_record(ARTIFACT, side(), side(values=(9.0, 4.000001)))
     assert record["agree"] and record["predict"]["same"] and record["evaluate"]["same"]
-    assert record["values"] == {"n": 2, "identical": 1, "max_abs_diff": pytest.approx(1e-6)}
+    assert record["values"] == {"n": 2, "identical": 1, "max_abs_diff": pytest.approx(1e-6),
+                                "tolerance": pytest.approx(9e-3), "within": True}  # export's parity: 1e-3 of max |value|
+    noisy = jc.artifact_record(ARTIFACT, side(), side(values=(9.0, 4.1)))  # the same answers, values too far apart
+    assert not noisy["agree"] and noisy["values"]["within"] is False
     assert "file" not in record["evaluate"]["aarch64"]  # the TSV's path differs between the two sides
     assert not jc.artifact_record(ARTIFACT, side(answers=("9", "5")), side())["agree"]
     assert not jc.artifact_record(ARTIFACT, side(predict="3 - -2 + 4 = 8"), side())["agree"]
-    assert not jc.artifact_record(ARTIFACT, side(exact=0.5), side())["agree"]
+    lower = jc.artifact_record(ARTIFACT, side(exact=0.5), side())
+    assert not lower["agree"] and lower["evaluate"]["exact_change"] == -0.5
     calculator = jc.Artifact("calculator/model.tflite", Path("c.tflite"), "LiteRT", "calculator")
     arm, host = side(), side()
     arm["values"] = host["values"] = None
@@ -58,12 +62,13 @@ def test_a_command_that_fails_on_one_side_is_recorded_not_compared():
 
 
 def test_the_summary_and_the_result_lines_come_from_the_records():
-    checked = [jc.artifact_record(ARTIFACT, side(), side(values=(9.0, 4.5))),
+    checked = [jc.artifact_record(ARTIFACT, side(), side(values=(9.0, 4.0))),
                jc.artifact_record(dataclasses.replace(ARTIFACT, name="b"), side(answers=("9", "5")), side())]
     skipped = [{"name": "t/model_float32.tflite", "file": "f", "reason": "no file f"}]
     total = jc.summary(checked, skipped)
-    assert total == {"checked": 2, "agree": 1, "disagree": ["b"], "failed": [], "answers_identical": 3,
-                     "answers": 4, "max_abs_diff": 0.5, "skipped": ["t/model_float32.tflite"]}
+    assert total == {"checked": 2, "agree": 1, "failed": [], "answers_identical": 3, "answers": 4,
+                     "disagree": [{"name": "b", "answers_differ": 1, "n": 2, "exact_aarch64": 1.0, "exact_x86_64": 1.0}],
+                     "max_abs_diff_agreeing": 0.0, "skipped": ["t/model_float32.tflite"]}
     record = {"aarch64": {"uname_m": "aarch64", "python": "3.11.2", "python_minor": "3.11",
                           "runtime_packages": {"numpy": "2.4.6"}},
               "root": {"suite": "bookworm"}, "summary": total,
@@ -71,7 +76,11 @@ def test_the_summary_and_the_result_lines_come_from_the_records():
                        {"requirement": "numpy==2.2.6", "python": "3.10", "error": "no aarch64 wheel for Python 3.10"}]}
     text = " ".join(jc.result_lines(record))
     assert "`aarch64`" in text and "1 of 2 artifacts" in text and "3 of 4 answers" in text
-    assert "disagree: b" in text and "Skipped (no file): t/model_float32.tflite" in text
+    assert "`b` differs: 1 of 2 answers, exact accuracy 100.0 % on aarch64 against 100.0 %" in text
+    assert "Skipped (no file): t/model_float32.tflite" in text and "`max` CPU" not in text
+    record["emulation"] = {"max_cpu": [{"name": "fnn2/model_int8.tflite", "predict": "3 - -2 + 4 = 4.7",
+                                        "same_as_x86_64": False}]}
+    assert "`fnn2/model_int8.tflite` printed `3 - -2 + 4 = 4.7`, unlike x86-64" in " ".join(jc.result_lines(record))
     assert "Pins without an aarch64 wheel: numpy==2.2.6 (Python 3.10): no aarch64 wheel for Python 3.10" in text
     record["pins"].pop()
     record["aarch64_jetpack6_versions"] = {"runtime_packages": {"numpy": "2.2.6"}}
