@@ -30,6 +30,19 @@ def test_compare_values_counts_identical_values_and_the_largest_difference():
         jc.compare_values([1.0, 2.0], [1.0])
 
 
+def test_predict_lines_agree_when_only_the_value_moves_within_the_tolerance():
+    line = "3 - -2 + 4 = {}  (predicted by m (model_float32.tflite); rounded 9; exact 9)"
+    close = jc.compare_predict(line.format("8.9720"), line.format("8.9717"), tolerance=0.01)
+    assert close["agree"] and not close["same"]
+    assert not jc.compare_predict(line.format("8.9720"), line.format("8.9717"), tolerance=1e-4)["agree"]
+    assert not jc.compare_predict(line.format("8.9720"), line.format("8.9717"), tolerance=None)["agree"]
+    other = "3 - -2 + 4 = 8.9720  (predicted by m (model_float32.tflite); rounded 9; exact 8)"
+    assert not jc.compare_predict(other, line.format("8.9717"), tolerance=0.01)["agree"]
+    calculator = "3 - -2 + 4 = 9  (calculated by calculator (model.tflite))"
+    assert jc.compare_predict(calculator, calculator + "\n", tolerance=None) == \
+        {"aarch64": calculator, "x86_64": calculator, "same": True, "agree": True}
+
+
 def test_compare_answers_counts_the_same_texts():
     assert jc.compare_answers(["9", "7/3", ""], ["9", "7/3", "1"]) == {"n": 3, "identical": 2}
     with pytest.raises(ValueError):
@@ -78,9 +91,10 @@ def test_the_summary_and_the_result_lines_come_from_the_records():
     assert "`aarch64`" in text and "1 of 2 artifacts" in text and "3 of 4 answers" in text
     assert "`b` differs: 1 of 2 answers, exact accuracy 100.0 % on aarch64 against 100.0 %" in text
     assert "Skipped (no file): t/model_float32.tflite" in text and "`max` CPU" not in text
-    record["emulation"] = {"max_cpu": [{"name": "fnn2/model_int8.tflite", "predict": "3 - -2 + 4 = 4.7",
-                                        "same_as_x86_64": False}]}
-    assert "`fnn2/model_int8.tflite` printed `3 - -2 + 4 = 4.7`, unlike x86-64" in " ".join(jc.result_lines(record))
+    record["emulation"] = {"other_cpus": [{"cpu": "max", "name": "fnn2/model_int8.tflite",
+                                           "predict": "3 - -2 + 4 = 4.7", "same_as_x86_64": False}]}
+    assert "On qemu's `max` (qemu's default: SVE and int8 matrix multiply, which the Orin's cores lack) " \
+           "`fnn2/model_int8.tflite` printed `3 - -2 + 4 = 4.7`, unlike x86-64" in " ".join(jc.result_lines(record))
     assert "Pins without an aarch64 wheel: numpy==2.2.6 (Python 3.10): no aarch64 wheel for Python 3.10" in text
     record["pins"].pop()
     record["aarch64_jetpack6_versions"] = {"runtime_packages": {"numpy": "2.2.6"}}

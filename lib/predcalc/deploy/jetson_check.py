@@ -25,6 +25,7 @@ import json
 import math
 import os
 import platform
+import re
 import shutil
 import subprocess
 import sys
@@ -205,6 +206,19 @@ def compare_values(arm: list, host: list) -> dict:
     return {"n": len(arm), "identical": identical, "max_abs_diff": largest}
 
 
+def compare_predict(arm: str, host: str, tolerance: float | None) -> dict:
+    """Two ``predcalc predict`` lines: ``same`` text, and ``agree``: the same apart from the printed
+    value, which differs by at most ``tolerance`` (a value model's float32 noise)."""
+    arm, host = arm.strip(), host.strip()
+    record = {"aarch64": arm, "x86_64": host, "same": arm == host}
+    values = [PREDICTED_VALUE.search(line) for line in (arm, host)]
+    close = tolerance is not None and all(values) and \
+        abs(float(values[0].group(1)) - float(values[1].group(1))) <= tolerance and \
+        PREDICTED_VALUE.sub("= # ", arm) == PREDICTED_VALUE.sub("= # ", host)
+    record["agree"] = record["same"] or close
+    return record
+
+
 def compare_answers(arm: list[str], host: list[str]) -> dict:
     """The answers ``predcalc evaluate --output`` wrote (texts): how many are the same."""
     if len(arm) != len(host):
@@ -212,6 +226,9 @@ def compare_answers(arm: list[str], host: list[str]) -> dict:
     return {"n": len(arm), "identical": sum(a == h for a, h in zip(arm, host))}
 
 
+PREDICTED_VALUE = re.compile(r"= (-?\d+\.\d+) ")  # the value in a value model's `predcalc predict` line
+PROBE_CPUS = {"max": "qemu's default: SVE and int8 matrix multiply, which the Orin's cores lack",
+              "cortex-a57": "ARMv8.0-A: no dot product"}  # the int8 files' predict line on other CPUs
 METRIC_KEYS = ("n", "exact", "lowest_terms", "mae")
 EXACT_KEYS = ("n", "exact", "lowest_terms")  # equal on both sides; the MAE follows the raw values
 
@@ -231,7 +248,6 @@ def artifact_record(artifact: Artifact, arm: dict, host: dict) -> dict:
                for side, run in (("aarch64", arm), ("x86_64", host))}
     record = {"name": artifact.name, "file": _relative(artifact.path), "runtime": artifact.runtime,
               "note": artifact.note,
-              "predict": {"aarch64": arm["predict"].strip(), "x86_64": host["predict"].strip()},
               "evaluate": metrics,
               "answers": compare_answers(arm["answers"], host["answers"])}
     if arm.get("values") is not None:
@@ -241,10 +257,10 @@ def artifact_record(artifact: Artifact, arm: dict, host: dict) -> dict:
         finite = [abs(v) for v in host["values"] if math.isfinite(v)]
         tolerance = PARITY_RELATIVE_DIFF * max([1.0, *finite])  # export's float32 parity: last bits differ
         record["values"].update(tolerance=tolerance, within=record["values"]["max_abs_diff"] <= tolerance)
-    record["predict"]["same"] = record["predict"]["aarch64"] == record["predict"]["x86_64"]
+    record["predict"] = compare_predict(arm["predict"], host["predict"], record.get("values", {}).get("tolerance"))
     record["evaluate"]["same"] = all(metrics["aarch64"].get(k) == metrics["x86_64"].get(k) for k in EXACT_KEYS)
     record["evaluate"]["exact_change"] = metrics["aarch64"]["exact"] - metrics["x86_64"]["exact"]
-    record["agree"] = (record["predict"]["same"] and record["evaluate"]["same"]
+    record["agree"] = (record["predict"]["agree"] and record["evaluate"]["same"]
                        and record["answers"]["identical"] == record["answers"]["n"]
                        and record.get("values", {}).get("within", True))
     record["stderr_aarch64"] = arm.get("stderr", "")
@@ -306,11 +322,10 @@ def result_lines(record: dict) -> list[str]:
         outcome = f"died with {bare['signal']}" if bare["signal"] else f"exited with {bare['rc']}"
         lines.append(f"With the x86-64 `/proc/cpuinfo` that qemu-user passes through, `{bare['command']}` {outcome} "
                      "inside the root; the check mounts an aarch64 one.")
-    for probe in record.get("emulation", {}).get("max_cpu", []):
-        if not probe["same_as_x86_64"]:
-            lines.append(f"On qemu's default `max` CPU (SVE and int8 matrix multiply, which the Orin's cores lack) "
-                         f"`{probe['name']}` printed `{probe['predict']}`, unlike x86-64: the check emulates "
-                         f"a {QEMU_CPU}.")
+    for probe in record.get("emulation", {}).get("other_cpus", []):
+        verdict = "as on x86-64" if probe["same_as_x86_64"] else "unlike x86-64"
+        lines.append(f"On qemu's `{probe['cpu']}` ({PROBE_CPUS.get(probe['cpu'], '')}) `{probe['name']}` printed "
+                     f"`{probe['predict']}`, {verdict}.")
     bad = [p for p in record["pins"] if "error" in p]
     if bad:
         lines.append("Pins without an aarch64 wheel: " + "; ".join(
@@ -593,7 +608,7 @@ def jetpack6_comparison(record: dict) -> dict:
     """Of an :func:`artifact_record` for the JetPack 6 versions: only whether they agree with x86-64."""
     kept = {k: record[k] for k in ("agree", "answers", "values", "error") if k in record}
     if "predict" in record:
-        kept.update(predict_same=record["predict"]["same"], evaluate_same=record["evaluate"]["same"],
+        kept.update(predict=record["predict"], evaluate_same=record["evaluate"]["same"],
                     wall_s_emulated=record["wall_s"]["aarch64_emulated"])
     return kept
 
@@ -664,9 +679,10 @@ def check(root_path: Path, output: Path, artifacts: list[Artifact] | None = None
         step("without the aarch64 cpuinfo, on qemu's max CPU")
         with root.mounted(arm_cpuinfo=False):  # what the emulation does without the workaround
             bare = root.run([f"{VENV}/bin/predcalc", "predict", PREDICT_EXPRESSION, "--model", runnable[0].path])
-        with root.mounted():  # the integer kernels on qemu's default CPU (SVE, int8 matrix multiply: no Orin has them)
-            on_max = {a.name: root.run([f"{VENV}/bin/predcalc", "predict", PREDICT_EXPRESSION, "--model", a.path],
-                                       cpu="max").stdout.strip() for a in runnable if "int8" in a.path.name}
+        with root.mounted():  # the integer kernels on other CPUs (PROBE_CPUS)
+            on_other = [(cpu, a.name, root.run([f"{VENV}/bin/predcalc", "predict", PREDICT_EXPRESSION, "--model",
+                                                a.path], cpu=cpu).stdout.strip())
+                        for cpu in PROBE_CPUS for a in runnable if "int8" in a.path.name]
         bar.update(steps - bar.n)
 
     checked = [artifact_record(a, sides[a.name]["aarch64"], sides[a.name]["x86_64"]) for a in runnable]
@@ -694,9 +710,9 @@ def check(root_path: Path, output: Path, artifacts: list[Artifact] | None = None
                            "stderr": _last_line(bare.stderr)},
             "cpu": f"qemu's {QEMU_CPU} (ARMv8.2-A with dot product and FP16, like the Orin's Cortex-A78AE, "
                    "which qemu 7.2 does not have)",
-            "max_cpu": [{"name": name, "predict": line,
-                         "same_as_x86_64": line == sides[name]["x86_64"].get("predict", "").strip()}
-                        for name, line in on_max.items()]},
+            "other_cpus": [{"cpu": cpu, "name": name, "predict": line,
+                            "same_as_x86_64": line == sides[name]["x86_64"].get("predict", "").strip()}
+                           for cpu, name, line in on_other]},
         "x86_64": host_versions(),
         "pins": pins,
         "inputs": {"seed_test_sets": dict(SEED_TEST_SETS), "data_seed": 0,
