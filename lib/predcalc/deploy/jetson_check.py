@@ -310,11 +310,11 @@ def result_lines(record: dict) -> list[str]:
     compared = [a["jetpack6_versions"] for a in record.get("artifacts", []) if "jetpack6_versions" in a]
     if jetpack6 and compared:
         versions = ", ".join(f"{n} {v}" for n, v in jetpack6["runtime_packages"].items())
-        diffs = [c["values"]["max_abs_diff"] for c in compared if "values" in c]
+        differ = [a["name"] for a in record["artifacts"] if not a.get("jetpack6_versions", {}).get("agree", True)]
         lines.append(f"With the versions JetPack 6's Python {JETPACK6['python']} pins install ({versions}), on the "
                      f"root's Python {arm['python']}: {sum(c['agree'] for c in compared)} of {len(compared)} "
                      "artifacts give the same answers as x86-64"
-                     + (f" (largest difference of a raw prediction {max(diffs):.3g})" if diffs else "") + ".")
+                     + (f" (not: {', '.join(f'`{name}`' for name in differ)})" if differ else "") + ".")
     elif jetpack6 and jetpack6.get("skipped"):
         lines.append(f"JetPack 6's versions were not run: {jetpack6['skipped']}.")
     bare = record.get("emulation", {}).get("without_it")
