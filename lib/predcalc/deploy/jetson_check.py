@@ -227,8 +227,7 @@ def compare_answers(arm: list[str], host: list[str]) -> dict:
 
 
 PREDICTED_VALUE = re.compile(r"= (-?\d+\.\d+) ")  # the value in a value model's `predcalc predict` line
-PROBE_CPUS = {"max": "qemu's default: SVE and int8 matrix multiply, which the Orin's cores lack",
-              "cortex-a57": "ARMv8.0-A: no dot product"}  # the int8 files' predict line on other CPUs
+PROBE_CPUS = {"max": "qemu's default: SVE and int8 matrix multiply, which the Orin's cores lack"}  # int8 files there
 METRIC_KEYS = ("n", "exact", "lowest_terms", "mae")
 EXACT_KEYS = ("n", "exact", "lowest_terms")  # equal on both sides; the MAE follows the raw values
 
@@ -324,8 +323,10 @@ def result_lines(record: dict) -> list[str]:
                      "inside the root; the check mounts an aarch64 one.")
     for probe in record.get("emulation", {}).get("other_cpus", []):
         verdict = "as on x86-64" if probe["same_as_x86_64"] else "unlike x86-64"
-        lines.append(f"On qemu's `{probe['cpu']}` ({PROBE_CPUS.get(probe['cpu'], '')}) `{probe['name']}` printed "
-                     f"`{probe['predict']}`, {verdict}.")
+        outcome = f"printed `{probe['predict']}`, {verdict}" if probe.get("rc", 0) == 0 else \
+            f"died with {probe.get('signal') or probe['rc']}"
+        lines.append(f"On qemu's `{probe['cpu']}` ({PROBE_CPUS.get(probe['cpu'], 'another CPU')}) `{probe['name']}` "
+                     f"{outcome}.")
     bad = [p for p in record["pins"] if "error" in p]
     if bad:
         lines.append("Pins without an aarch64 wheel: " + "; ".join(
@@ -681,7 +682,7 @@ def check(root_path: Path, output: Path, artifacts: list[Artifact] | None = None
             bare = root.run([f"{VENV}/bin/predcalc", "predict", PREDICT_EXPRESSION, "--model", runnable[0].path])
         with root.mounted():  # the integer kernels on other CPUs (PROBE_CPUS)
             on_other = [(cpu, a.name, root.run([f"{VENV}/bin/predcalc", "predict", PREDICT_EXPRESSION, "--model",
-                                                a.path], cpu=cpu).stdout.strip())
+                                                a.path], cpu=cpu))
                         for cpu in PROBE_CPUS for a in runnable if "int8" in a.path.name]
         bar.update(steps - bar.n)
 
@@ -710,9 +711,10 @@ def check(root_path: Path, output: Path, artifacts: list[Artifact] | None = None
                            "stderr": _last_line(bare.stderr)},
             "cpu": f"qemu's {QEMU_CPU} (ARMv8.2-A with dot product and FP16, like the Orin's Cortex-A78AE, "
                    "which qemu 7.2 does not have)",
-            "other_cpus": [{"cpu": cpu, "name": name, "predict": line,
-                            "same_as_x86_64": line == sides[name]["x86_64"].get("predict", "").strip()}
-                           for cpu, name, line in on_other]},
+            "other_cpus": [{"cpu": cpu, "name": name, "predict": run.stdout.strip(), "rc": run.returncode,
+                            "signal": _signal_name(run.returncode),
+                            "same_as_x86_64": run.stdout.strip() == sides[name]["x86_64"].get("predict", "").strip()}
+                           for cpu, name, run in on_other]},
         "x86_64": host_versions(),
         "pins": pins,
         "inputs": {"seed_test_sets": dict(SEED_TEST_SETS), "data_seed": 0,
