@@ -13,6 +13,8 @@
 #                 (tests/test_architecture.py); make test runs it first
 #   make test-fast  the developer's loop: library tests on TensorFlow without the `slow` ones
 #                 (no training longer than a few seconds, no kernels, no notebooks)
+#   make jetson-check  (root, x86-64 Debian/Ubuntu) the runtime extra and every recommended artifact on
+#                 aarch64 under qemu-user, compared with this install: reports/jetson_check.json
 # Both create the virtual environment .venv and install requirements.txt when needed.
 
 PYTHON ?= python3
@@ -30,7 +32,7 @@ NOTEBOOK_PROFILE ?= smoke
 TEST_WORKERS ?= auto
 PARALLEL := -n $(TEST_WORKERS) --dist loadfile
 
-.PHONY: report run book exports lint test test-fast test-lib test-backends test-notebooks venv clean-runs
+.PHONY: report run book exports jetson-check lint test test-fast test-lib test-backends test-notebooks venv clean-runs
 
 venv: $(VENV)/.installed
 
@@ -50,6 +52,13 @@ report: run
 # them only for the recommended models, so a fresh clone writes the rest with this.
 exports: venv
 	$(BIN)/predcalc export $(patsubst %/export,%,$(wildcard reports/runs/*/export))
+
+# An arm64 Debian root (debootstrap under qemu-user, built once into JETSON_ROOT, default
+# ~/.cache/predcalc/arm64-root), the runtime extra installed there from this tree, and predcalc predict
+# and evaluate on the calculator and every recommended LiteRT and ONNX file, on both architectures.
+JETSON_ROOT ?=
+jetson-check: venv
+	PYTHONPATH=$(abspath lib) $(BIN)/python -m predcalc.deploy.jetson_check $(if $(JETSON_ROOT),--root $(JETSON_ROOT))
 
 book: venv
 	PYTHONPATH=$(abspath lib) $(BIN)/python -m predcalc.report.book

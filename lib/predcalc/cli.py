@@ -33,8 +33,8 @@ from predcalc.data.exact_answers import score_answers, value_answer
 from predcalc.data.files import load_exact_pairs
 from predcalc.deploy.bench import bench, bench_table
 from predcalc.deploy.export import FORMATS, export_directory, find_keras_models
-from predcalc.deploy.predictor import DEFAULT_MODEL, Predictor
-from predcalc.paths import BENCH_FILE, REPORTS, ROOT, relative, reports_for, runs_for
+from predcalc.deploy.predictor import CALCULATOR_MODEL, DEFAULT_MODEL, Predictor
+from predcalc.paths import BENCH_FILE, ROOT, relative, reports_for, runs_for
 
 EXIT_FAILURE = 1  # a bug, or something this machine lacks
 EXIT_USAGE = 2  # bad input only
@@ -123,8 +123,7 @@ def _check_model_argument(model) -> None:
 def _default_model():
     """The model the findings recommend: the learned calculator where it is exported, else FNN2."""
 
-    calculator = REPORTS / "calculator" / "model.tflite"
-    return calculator if calculator.is_file() else DEFAULT_MODEL
+    return CALCULATOR_MODEL if CALCULATOR_MODEL.is_file() else DEFAULT_MODEL
 
 
 def _model(args):
@@ -229,7 +228,7 @@ def _bench(args) -> int:
 
 
 def _bench_calculator(args) -> int:
-    path = Path(args.calculator) if args.calculator else REPORTS / "calculator" / "model.tflite"
+    path = Path(args.calculator) if args.calculator else CALCULATOR_MODEL
     record = calculator_bench.bench(path, n=args.expressions)
     for label in ("integers", "with_division"):
         row = record[label]

@@ -206,6 +206,19 @@ def save_keras_if_changed(model, path) -> bool:
         Path(temporary).unlink(missing_ok=True)
 
 
+def replace_between(path, start: str, end: str, text: str) -> bool:
+    """Put ``text`` between the ``start`` and ``end`` marker lines of a text file (a generated part of
+    the README); False, and nothing written, where a marker is missing."""
+    path = Path(path)
+    content = path.read_text()
+    if start not in content or end not in content.split(start, 1)[1]:
+        return False
+    head, rest = content.split(start, 1)
+    tail = rest.split(end, 1)[1]
+    write_if_changed(path, f"{head}{start}\n{text.strip()}\n{end}{tail}")
+    return True
+
+
 def compact_png(raw: bytes) -> bytes:
     """A plot's PNG re-encoded with a palette of at most 256 colours, optimised: about a third of
     the bytes and the same to the eye (a plot has few colours). Deterministic; returns ``raw``

@@ -20,9 +20,19 @@ from predcalc.data import TokenizerError, get_tokenizer
 from predcalc.data.answers import AnswerFormat
 from predcalc.deploy.formats import SIDECAR, for_path
 from predcalc.deploy.formats.onnx import onnx_providers  # noqa: F401  (its name here before the registry)
-from predcalc.paths import RUNS
+from predcalc.paths import REPORTS, RUNS
 
 DEFAULT_MODEL = RUNS / "01_fnn" / "export" / "fnn2" / "model_float32.tflite"
+CALCULATOR_MODEL = REPORTS / "calculator" / "model.tflite"  # the learned calculator (one file, a signature per step)
+# The export folders the findings recommend, with why: git keeps their float32 LiteRT and ONNX files, and
+# `make jetson-check` runs each of their LiteRT and ONNX files on aarch64. Update it with the findings.
+RECOMMENDED_EXPORTS = {
+    "01_fnn/export/fnn2": "the command line's default value model (FNN2)",
+    "30_beyond_seed/export/scan_typed": "the exact typed scan, trained",
+    "30_beyond_seed/export/scan_typed_solved": "the typed scan, partly built (operators overwrite, readout solved)",
+    "30_beyond_seed/export/scan_typed_readout_solved": "the typed scan, partly built (readout solved)",
+    "06_transformer/export/transformer4_local_bounded": "the best transformer (local tanh-bounded features)",
+}
 
 
 class Predictor:
