@@ -370,8 +370,12 @@ def plot_axes(results: dict, boxes: dict, path=None):
             xs = [boxes[n][axis][1] for n in names]
             ys = [100 * summary_of[n]["mean"] for n in names]
             main = label == "calculator"
-            panel.plot(xs, ys, marker="o", color=f"C{index}", label=ABLATION_LABELS.get(label, label),
-                       linewidth=3 if main else 1.3, markersize=6 if main else 4, zorder=3 if main else 2,
+            # each line its own marker and a small sideways offset, so lines at the same height stay visible
+            shift = 1 + 0.03 * (index - (len(results) - 1) / 2) if axis == "digits" else 0.0
+            xs = [x * shift for x in xs] if axis == "digits" else [x + 0.08 * (index - (len(results) - 1) / 2)
+                                                                   for x in xs]
+            panel.plot(xs, ys, marker="osD^vP*X"[index % 8], color=f"C{index}", label=ABLATION_LABELS.get(label, label),
+                       linewidth=3 if main else 1.3, markersize=6 if main else 5, zorder=3 if main else 2,
                        linestyle="-" if main else "--")
         panel.axvspan(0, TRAINING_BOX[axis] + 0.5, color="grey", alpha=0.15, lw=0)
         if axis == "digits":
