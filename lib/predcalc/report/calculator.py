@@ -233,7 +233,8 @@ def results_blocks(record: dict) -> list:
     if rows:
         blocks += [Text("The ladder of structure, each rung adding learned structure: exact answers (mean of seeds "
                         "over each family). Rung 1 is the earlier run of the notebook (its control, trained on most "
-                        "windows, predates the new one: not like for like); rung 2's numbers come from the study code's "
+                        "windows, predates the new one: not like for like; rungs 1, 4 and 5 are the record's "
+                        "`calculator.summary`); rung 2's numbers come from the study code's "
                         "records (`reports/calculator/parts/rules_*.json`), not from the executed notebook in "
                         "`reports/runs/40_calculator/`, which is rung 1's run; rung 3, a learned schedule, is not "
                         "built; rungs 4 and 5 score smaller draws (100 expressions a family)."),
@@ -250,8 +251,9 @@ def results_blocks(record: dict) -> list:
         facts.append(f"Speed on 10,000 expressions of 10 operators against Python's `fractions` (ratios in one run, "
                      f"this 2-core CPU): forward passes {speed['forward']['integers']:.1f}x on integers and "
                      f"{speed['forward']['division']:.1f}x with division; the look-up cache {speed['cache']['integers']:.1f}x "
-                     f"and {speed['cache']['division']:.1f}x. One run on a heavily loaded machine: against the 10x "
-                     "goal, integers are not resolved and division is not met.")
+                     f"and {speed['cache']['division']:.1f}x. One run on a heavily loaded machine: with division the "
+                     "10x goal is not met on either path; on integers both are under it, but one run does not "
+                     "resolve a margin this small.")
     if facts:
         blocks.append(Bullets(facts))
     return blocks
