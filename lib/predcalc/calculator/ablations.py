@@ -62,7 +62,7 @@ def train_pick(sequences, seed: int, epochs: int = 300) -> keras.Model:
     keras.utils.set_random_seed(seed)
     tokens = keras.Input((None, 5), dtype="int32", name="windows")
     valid = keras.Input((None,), name="mask")
-    score = PairwiseWindowScore(N_KINDS, name="pairwise")(tokens)
+    score = PairwiseWindowScore(N_KINDS, name="pairwise")(tokens)[..., 0]  # one output: the pick's score
     logits = score + (valid - 1.0) * 1e9
     model = keras.Model([tokens, valid], logits)
     model.compile(optimizer=keras.optimizers.Adam(0.05),
