@@ -14,14 +14,7 @@ from predcalc.layers._common import (
     sequence_output_shape,
     set_initializers,
 )
-from predcalc.layers.scan_kernels import run_steps
-
-
-def mlstm_log_forget(forget_logits, forget_gate):
-    """`log f_t` for `f_t = sigmoid(f~_t)` or `f_t = exp(f~_t)` (eq. 26)."""
-    if forget_gate == "sigmoid":
-        return -ops.softplus(-forget_logits)  # log(sigmoid(f~))
-    return forget_logits
+from predcalc.layers.scan_kernels import log_forget_gate, run_steps
 
 
 def mlstm_step(states, query, key, value, log_i, log_f):
@@ -327,7 +320,7 @@ class MLSTM(keras.layers.Layer):
         log_i = ops.transpose(
             projected[..., 4 * units : 4 * units + heads], (0, 2, 1)
         )  # (batch, heads, time)
-        log_f = mlstm_log_forget(
+        log_f = log_forget_gate(
             ops.transpose(projected[..., 4 * units + heads :], (0, 2, 1)),
             self.forget_gate,
         )  # (batch, heads, time)

@@ -107,6 +107,14 @@ def log_g(x):
 # --------------------------------------------------------------------------
 
 
+def log_forget_gate(forget_logits, forget_gate):
+    """`log f_t` for `f_t = sigmoid(f~_t)` or `f_t = exp(f~_t)`: the xLSTM forget gate in log space
+    (sLSTM eq. 13, mLSTM eq. 26)."""
+    if forget_gate == "sigmoid":
+        return -ops.softplus(-forget_logits)  # log(sigmoid(f~))
+    return forget_logits
+
+
 def _restore_shape(x, reference):
     # `associative_scan` on TensorFlow returns a tensor of unknown rank when
     # the batch size is unknown; a reshape to the input's shape restores it.

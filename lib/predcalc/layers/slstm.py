@@ -12,21 +12,14 @@ from predcalc.layers._common import (
     sequence_output_shape,
     set_initializers,
 )
-from predcalc.layers.scan_kernels import run_steps
-
-
-def slstm_log_forget(forget_logits, forget_gate):
-    """`log f_t` for `f_t = sigmoid(f~_t)` or `f_t = exp(f~_t)` (eq. 13)."""
-    if forget_gate == "sigmoid":
-        return -ops.softplus(-forget_logits)  # log(sigmoid(f~))
-    return forget_logits
+from predcalc.layers.scan_kernels import log_forget_gate, run_steps
 
 
 def slstm_step(states, preactivations, forget_gate="sigmoid"):
     """One stabilised sLSTM step (seed 003 eqs. 8-14, xLSTM stabilisation).
 
     With `z_t = tanh(z~_t)`, `log i_t = i~_t`, `log f_t` from
-    `slstm_log_forget` and `o_t = sigmoid(o~_t)`:
+    `log_forget_gate` and `o_t = sigmoid(o~_t)`:
 
         m_t  = max(log f_t + m_{t-1}, log i_t)          (stabiliser)
         i'_t = exp(log i_t - m_t)
@@ -57,7 +50,7 @@ def slstm_step(states, preactivations, forget_gate="sigmoid"):
     z = ops.tanh(z_logits)  # (batch, units)
     o = ops.sigmoid(o_logits)  # (batch, units)
     log_i = i_logits  # (batch, units)
-    log_f = slstm_log_forget(f_logits, forget_gate)  # (batch, units)
+    log_f = log_forget_gate(f_logits, forget_gate)  # (batch, units)
 
     m = ops.where(
         n_prev == 0, log_i, ops.maximum(log_f + m_prev, log_i)
