@@ -4,7 +4,7 @@ import json
 
 import numpy as np
 
-from predcalc.report.edges import edges_answer, edges_frame, edges_lines
+from predcalc.report.edges import edges_frame, edges_lines
 
 
 def _score(accuracy, mae):
@@ -29,18 +29,6 @@ def test_one_row_per_scored_model_with_a_dash_where_the_length_does_not_fit(tmp_
 
 def test_no_section_without_edge_scores(tmp_path):
     assert edges_lines([{"notebook": "01_fnn", "_dir": tmp_path, "models": {}}]) == []
-
-
-def test_answer_line_names_the_goal_models_exact_accuracy_past_the_box(tmp_path):
-    (tmp_path / "edges.json").write_text(json.dumps({
-        "bounded": {"digits_4": _score(0.117, 4.19), "terms_60": _score(0.997, 0.245)},
-        "other": {"digits_4": _score(0.0, 8e3), "terms_60": None}}))
-    records = [{"notebook": "06_transformer", "_dir": tmp_path, "models": {"bounded": {"label": "Bounded"}}}]
-    assert edges_answer(records, ["Bounded"]) == ('  - Past the box, one axis at a time (exact accuracy, first seed; '
-                                                  'see "Edges of the box"): **Bounded**: digits_4 11.7 %, '
-                                                  'terms_60 99.7 %.')
-    assert edges_answer(records, ["other"]).endswith("**other**: digits_4 0.0 %, terms_60 too long to read.")
-    assert edges_answer(records, ["Scan"]) == "" and edges_answer([], ["Bounded"]) == ""
 
 
 def _seed_record():

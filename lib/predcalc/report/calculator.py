@@ -1,4 +1,5 @@
-"""The learned calculator in the findings: the answer lines and its section (40_calculator)."""
+"""The learned calculator in the findings: its Answer line, Method paragraph, Results blocks and
+appendix section (40_calculator)."""
 
 from __future__ import annotations
 
@@ -6,63 +7,13 @@ import numpy as np
 import pandas as pd
 
 from predcalc.calculator.steps import TARGETS
-from predcalc.calculator.study import ablation_rows, carriers, order, speed_summary
-from predcalc.report.anchors import SEED_LLM_ROWS
+from predcalc.calculator.study import ablation_rows, carriers, order
 from predcalc.report.document import Bullets, Table, Text
 from predcalc.report.tables import markdown_table, plain_cell
-
-GEMINI = "Gemini 2.5 Pro"
 
 
 def _pct(value: float) -> str:
     return f"{100 * value:.1f} %" if value < 0.9995 or value == 1 else f"{100 * value:.2f} %"
-
-
-def answer_lines(record: dict) -> list[str]:
-    """The Answer section's bullets on the calculator, from its metrics."""
-    study = record["calculator"]
-    main = study["summary"]["calculator"]
-    seeds = study["seeds"]
-    worst = min(main, key=lambda name: main[name]["mean"])
-    boxes = study["boxes"]
-    most = {key: max(box[key][1] for box in boxes.values()) for key in ("digits", "operators", "depth")}
-    answer_digits = max(box["answer_digits"] for box in boxes.values())
-    lines = [
-        f"- All four operators with parentheses (40_calculator): the **learned calculator** "
-        f"({seeds[0]['parameters']['total']:,} parameters in {len(seeds[0]['parameters']) - 1} step networks, "
-        f"{len(seeds)} seeds, at most {max(r['train_seconds'] for r in seeds):.0f} s of training each), run through "
-        f"its LiteRT file, is exact on "
-        + (f"every one of the {sum(v['n'] for v in main.values()):,} expressions of its {len(main)} test families, "
-           f"for every seed" if main[worst]["min"] == 1 else
-           f"at least {_pct(main[worst]['mean'])} of every one of its {len(main)} test families (mean of seeds; "
-           f"worst {worst})")
-        + f", from a training world of at most 5 digits, 4 operators and "
-        f"depth 2 to numbers of up to {most['digits']} digits, {most['operators']} operators, depth {most['depth']} "
-        f"and answers of up to {answer_digits} digits, with `/` giving exact fractions.",
-        "  - Learned: which tokens are ready to reduce, and every digit, carry, borrow, comparison, sign and "
-        "quotient digit (7 small networks, each checked on every input that can occur). Code: the lexer, the "
-        "loop, digit alignment, the splice of a result into the token list and the sign of zero.",
-    ]
-    gemini = SEED_LLM_ROWS[GEMINI]
-    lines.append(f"  - On the protocol's own test sets (whole, as the seed scored its LLMs): "
-                 f"{_pct(main['seed_in']['mean'])} in range, {_pct(main['seed_out']['mean'])} out of range, "
-                 f"{_pct(main['seed_long']['mean'])} long (2-8 numbers); the prior report's best fine-tuned LLM ({GEMINI}, "
-                 f"published): {100 * gemini['accuracy_in']:.2f} / {100 * gemini['accuracy_out']:.2f} / "
-                 f"{100 * gemini['accuracy_long']:.1f} %. The calculator was trained on its own world "
-                 f"(up to 5 digits, 4 operators), not on the prior report's training split.")
-    summary = study["summary"]
-    for kind in ("pick", "continuous_state", "answers_only", "uniform", "end_to_end", "untrained"):
-        if kind in summary:
-            means = [v["mean"] for v in summary[kind].values()]
-            seeds_run = next(iter(summary[kind].values()))["seeds"]
-            lines.append(f"  - {study['labels'][kind]} ({seeds_run} seed{'s' * (seeds_run != 1)}, "
-                         f"{next(iter(summary[kind].values()))['n']} expressions a family): mean "
-                         f"{100 * np.mean(means):.1f} % over the families (worst {100 * min(means):.1f} %).")
-    carried = carriers(record)
-    if carried:
-        lines.append(f"  - {carried}")
-    lines.append(f"  - {speed_summary(study['speed'])}")
-    return lines
 
 
 def section(record: dict, folder: str) -> list[str]:

@@ -68,49 +68,26 @@ def edges_lines(records: list[dict]) -> list[str]:
     return ["## Edges of the box", "", edges_text(counts), "", markdown_table(edges_frame(records, stored)), ""]
 
 
-def edges_answer(records: list[dict], labels) -> str:
-    """One answer line: the exact accuracy on each edge set of the models labelled ``labels`` (the
-    ones that met the goal inside the box), or "" when none of them was scored there."""
-    labels = set(labels)
-    chosen = [entry for entry in stored_edges(records) if entry["model"] in labels]
-    if not chosen:
-        return ""
-
-    def exact(score):
-        return "too long to read" if score is None else f"{100 * score['accuracy']:.1f} %"
-
-    def per_set(scores):
-        return ", ".join(f"{name} {exact(score)}" for name, score in scores.items())
-
-    parts = [f"**{entry['model']}**: {per_set(entry['scores'])}" for entry in chosen]
-    return ("  - Past the box, one axis at a time (exact accuracy, first seed; see \"Edges of the box\"): "
-            + "; ".join(parts) + ".")
-
-
-def _summarise(per_seed: dict) -> dict:
-    """``{seed: {set: {"accuracy": ...}}}`` -> ``{set: {"mean", "min", "max", "seeds"}}`` (sets a model
-    cannot read, stored as None, are left out)."""
-    sets: dict[str, list[float]] = {}
-    for scores in per_seed.values():
-        for name, score in scores.items():
-            if isinstance(score, dict) and score.get("accuracy") is not None:
-                sets.setdefault(name, []).append(float(score["accuracy"]))
-    return {name: {"mean": sum(v) / len(v), "min": min(v), "max": max(v), "seeds": len(v)}
-            for name, v in sets.items()}
+def suite_summary(record: dict) -> dict:
+    """``{model: {set: {"mean", "min", "max", "seeds"}}}`` of exact accuracy over seeds, for the sets
+    each model can read (:func:`seed_table`'s rows without a note)."""
+    table = seed_table(record)
+    read = table[table.note == ""]
+    return {model: {row.set: {"mean": float(row.accuracy), "min": float(row["min"]), "max": float(row["max"]),
+                              "seeds": int(row.seeds)} for _, row in rows.iterrows()}
+            for model, rows in read.groupby("model", sort=False)}
 
 
 def load_suites(folder) -> dict:
     """The stored edge suites under ``folder`` (``heldout.json``, ``development.json``): per suite
-    and model, each set's exact accuracy over seeds; {} where none was stored."""
-
+    and model, each set's exact accuracy over seeds (``suite``), and the stored record
+    (``suite_record``); {} where none was stored."""
     out = {}
     for suite in ("heldout", "development"):
         path = Path(folder) / f"{suite}.json"
         if path.is_file():
             stored = json.loads(path.read_text())
-            models = stored.get("models", stored)
-            out[suite] = {model: _summarise(per_seed) for model, per_seed in models.items()
-                          if isinstance(per_seed, dict)}
+            out[suite] = suite_summary(stored)
             out[f"{suite}_record"] = stored
     return out
 

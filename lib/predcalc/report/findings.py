@@ -427,4 +427,4 @@ def build(runs: Path = RUNS, reports: Path = REPORTS, readme: Path | None = ROOT
     return {"findings": reports / "findings.md", "html": reports / "findings.html",
             "figure": figure if figure.is_file() else None, "document": doc,
             "readme": update_readme(render.readme_block(doc), readme) if readme is not None else False,
-            "models": len(model_table(load_runs(runs)))}
+            "models": doc.facts["table_rows"]}

@@ -70,9 +70,3 @@ def html(text: str) -> str:
     return ("<!doctype html><meta charset='utf-8'><title>predcalc findings</title>"
             "<style>body{font-family:sans-serif;max-width:75em;margin:auto}table{border-collapse:collapse}"
             "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}img{max-width:100%}</style>\n" + body)
-
-
-def main_body_lines(doc: Document, base: Path) -> int:
-    """Lines of the findings' main body as rendered (everything before the appendix)."""
-    main = Document(doc.title, doc.part("main"), doc.source_note)
-    return len(markdown(main, base).splitlines())
