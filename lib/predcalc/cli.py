@@ -7,7 +7,7 @@
     predcalc export RUN_DIR|MODEL [--formats ...] [--data-seed N]
     predcalc bench [--model PATH ...] [--runs N] [--output FILE]
     predcalc sweep CONFIG [--workers N] [--engine process|dask] [--scheduler ADDRESS]
-    predcalc tune CONFIG [--workers N] [--output DIR] [--search-only | --probe]
+    predcalc tune CONFIG [--workers N] [--output DIR] [--search-only | --final-only | --probe]
 
 User errors (bad expressions, missing files, unknown names) print one line and exit 2; anything
 else (a bug, a missing optional package) prints one line and exits 1 (``PREDCALC_DEBUG=1`` shows
@@ -271,7 +271,8 @@ def _tune(args) -> int:
     from predcalc.training import tune  # keras-tuner and Keras: not in the runtime-only install
 
     summary = tune.run(args.config, root=Path(args.output) if args.output else tune.TUNE_BUILD,
-                       workers=args.workers, search_only=args.search_only, probe=args.probe)
+                       workers=args.workers, search_only=args.search_only, probe=args.probe,
+                       final_only=args.final_only)
     if summary is None:
         print("predcalc tune: this worker's trials are done (the chief keeps the results)")
         return 0
@@ -406,11 +407,15 @@ def parser() -> argparse.ArgumentParser:
                            "one process, no server)")
     tune.add_argument("--output", metavar="DIR", help="the tune folder (default build/tune/; committed results: "
                                                       "reports/tune/)")
-    tune.add_argument("--search-only", action="store_true",
-                      help="search and summarise; do not train the best trial on the final seeds")
-    tune.add_argument("--probe", action="store_true",
-                      help="run no trial: train the best trial so far as the trials did (first seed, trial epochs) "
-                           "and score it on the test sets into probe_metrics.json")
+    stage = tune.add_mutually_exclusive_group()
+    stage.add_argument("--search-only", action="store_true",
+                       help="search and summarise; do not train the best trial on the final seeds")
+    stage.add_argument("--final-only", action="store_true",
+                       help="run no trial: train the best trial so far on the final seeds (a search cut short "
+                            "by time; the record counts the trials that ran)")
+    stage.add_argument("--probe", action="store_true",
+                       help="run no trial: train the best trial so far as the trials did (first seed, trial epochs) "
+                            "and score it on the test sets into probe_metrics.json")
     tune.set_defaults(handler=_tune)
     return main_parser
 

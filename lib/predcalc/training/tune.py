@@ -650,16 +650,17 @@ def _completed_on_disk(project: Path) -> int:
 
 
 def run(config_path, root=TUNE_BUILD, workers: int = 1, search_only: bool = False, progress: bool = True,
-        probe: bool = False) -> dict:
+        probe: bool = False, final_only: bool = False) -> dict:
     """``predcalc tune``: search (here, on ``workers`` local processes, or as the chief or a worker
     that the environment names), then summarise and, unless ``search_only``, train the best trial
     on the final seeds. A ``probe`` runs no trial: it scores the best trial so far on the test
-    sets as a trial trained it (:func:`final_results`). Returns the summary (None for a worker)."""
+    sets as a trial trained it; ``final_only`` runs no trial either and trains the best trial so far
+    on the final seeds (:func:`final_results`). Returns the summary (None for a worker)."""
     config = load_config(config_path)
     search = Search(config, root)
-    if probe:
+    if probe or final_only:
         summary = summarise(search, record_session=False)
-        summary["metrics"] = relative(final_results(search, progress=progress, probe=True))
+        summary["metrics"] = relative(final_results(search, progress=progress, probe=probe))
         return summary
     if workers < 1:
         raise ValueError(f"--workers must be at least 1. Received: {workers}")
