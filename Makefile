@@ -9,7 +9,7 @@
 #                 (nbval, at the smoke profile: one epoch); tests/test_book.py opens the built book in
 #                 headless Chromium (skipped without one). CI (.ci/run) runs it. Each pytest session
 #                 runs on every core (pytest-xdist; TEST_WORKERS=1 for one worker).
-#   make lint     ruff (lint rules in pyproject.toml) and the import contract of ARCHITECTURE.md
+#   make lint     ruff (lint rules and the format check, pyproject.toml) and the import contract of ARCHITECTURE.md
 #                 (tests/test_architecture.py); make test runs it first
 #   make test-fast  the developer's loop: library tests on TensorFlow without the `slow` ones
 #                 (no training longer than a few seconds, no kernels, no notebooks)
@@ -67,6 +67,7 @@ test: lint test-lib test-backends test-notebooks
 
 lint: venv
 	$(BIN)/ruff check lib tests
+	$(BIN)/ruff format --check lib tests
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests/test_architecture.py
 
 test-fast: venv

@@ -19,8 +19,9 @@ def exported_fnn2(tmp_path_factory):
     protocol = seed_protocol(0)
     trained = fit.train("fnn2", protocol, seed=0, epochs=3)
     directory = tmp_path_factory.mktemp("export") / "fnn2"
-    report = export_trained(trained, directory, {"in": protocol.test_in, "out": protocol.test_out},
-                            protocol.train.expressions[:100])
+    report = export_trained(
+        trained, directory, {"in": protocol.test_in, "out": protocol.test_out}, protocol.train.expressions[:100]
+    )
     trained.model.save(directory / "model.keras")
     write_export_record(directory, trained.spec, report, {"data_seed": 0})
     return protocol, trained, directory, report

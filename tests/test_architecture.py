@@ -26,14 +26,15 @@ BELOW = {  # what each package may import, besides itself (record: the metrics.j
     "report": {"paths", "record", "data", "layers", "models", "calculator", "training", "studies", "deploy"},
     "cli": {"paths", "record", "data", "layers", "models", "calculator", "training", "studies", "deploy", "report"},
 }
-PLACED = {"calculator.study": "studies",  # a module that sits at another package's level
-          "studies.edge_seeds": "report"}  # it scores the studies' edge suites through deploy's exported files
+PLACED = {
+    "calculator.study": "studies",  # a module that sits at another package's level
+    "studies.edge_seeds": "report",
+}  # it scores the studies' edge suites through deploy's exported files
 # Files other branches are rewriting now; each entry names what is left for its owner to fix.
 PENDING = {
     "calculator/": "lazy imports without a reason",
 }
-PATH_NAMES = {name for name, value in vars(__import__("predcalc.paths").paths).items()
-              if isinstance(value, Path)}
+PATH_NAMES = {name for name, value in vars(__import__("predcalc.paths").paths).items() if isinstance(value, Path)}
 
 
 def modules():
@@ -87,8 +88,11 @@ def test_no_private_name_crosses_a_module():
         for node in ast.walk(tree):
             found = imported(node)
             if found and found[0] != f"predcalc.{dotted}":
-                wrong += [f"{relative}:{node.lineno} imports {found[0]}.{name}" for name in found[1]
-                          if name.startswith("_") and not name.startswith("__")]
+                wrong += [
+                    f"{relative}:{node.lineno} imports {found[0]}.{name}"
+                    for name in found[1]
+                    if name.startswith("_") and not name.startswith("__")
+                ]
     assert not wrong, "\n".join(wrong)
 
 
@@ -100,8 +104,9 @@ def test_repository_paths_come_from_paths_py():
         for node in ast.walk(tree):
             found = imported(node)
             if found and found[0] != "predcalc.paths":
-                wrong += [f"{relative}:{node.lineno} takes {name} from {found[0]}" for name in found[1]
-                          if name in PATH_NAMES]
+                wrong += [
+                    f"{relative}:{node.lineno} takes {name} from {found[0]}" for name in found[1] if name in PATH_NAMES
+                ]
     assert not wrong, "\n".join(wrong)
 
 
@@ -114,13 +119,16 @@ def lazy_imports_without_reason(source: str, tree) -> list[int]:
             continue
         block = []
         for node in function.body + [None]:
-            if isinstance(node, (ast.Import, ast.ImportFrom)) or (isinstance(node, ast.Try) and block == [] and all(
-                    isinstance(n, (ast.Import, ast.ImportFrom)) for n in node.body)):
+            if isinstance(node, (ast.Import, ast.ImportFrom)) or (
+                isinstance(node, ast.Try)
+                and block == []
+                and all(isinstance(n, (ast.Import, ast.ImportFrom)) for n in node.body)
+            ):
                 block.append(node)
                 continue
             if block:
                 first, last = block[0].lineno, block[-1].end_lineno
-                text = lines[first - 2: last] if first >= 2 else lines[first - 1: last]
+                text = lines[first - 2 : last] if first >= 2 else lines[first - 1 : last]
                 if not any("#" in line for line in text):
                     missing.append(first)
                 block = []
@@ -137,11 +145,14 @@ def test_function_level_imports_say_why_they_are_lazy():
     assert not wrong, "lazy imports need a comment saying why:\n" + "\n".join(wrong)
 
 
-@pytest.mark.parametrize("source, flagged", [
-    ("def f():\n    import keras\n    return keras\n", [2]),
-    ("def f():\n    import keras  # heavy: the runtime install has no Keras\n", []),
-    ("def f():\n    # Keras only here\n    import keras\n    import numpy\n", []),
-    ("import os\n\n\ndef f():\n    return os\n", []),
-])
+@pytest.mark.parametrize(
+    "source, flagged",
+    [
+        ("def f():\n    import keras\n    return keras\n", [2]),
+        ("def f():\n    import keras  # heavy: the runtime install has no Keras\n", []),
+        ("def f():\n    # Keras only here\n    import keras\n    import numpy\n", []),
+        ("import os\n\n\ndef f():\n    return os\n", []),
+    ],
+)
 def test_the_lazy_import_rule_itself(source, flagged):
     assert lazy_imports_without_reason(source, ast.parse(source)) == flagged

@@ -45,8 +45,7 @@ def test_losses_follow_their_definitions():
     o = {1: np.array([0.8, 0.3, 0.6])}
     y = {1: np.array([1.0, 0.0, 1.0])}
     assert backprop.step_losses(o, y)[1] == pytest.approx(-np.log(0.8) - np.log(0.6), abs=1e-15)
-    assert backprop.step_losses(o, y, "binary")[1] == pytest.approx(
-        -np.log(0.8) - np.log(0.7) - np.log(0.6), abs=1e-15)
+    assert backprop.step_losses(o, y, "binary")[1] == pytest.approx(-np.log(0.8) - np.log(0.7) - np.log(0.6), abs=1e-15)
     np.testing.assert_allclose(backprop.output_error(o[1], y[1]), [-0.2, 0.0, -0.4], atol=1e-15)
     np.testing.assert_allclose(backprop.output_error(o[1], y[1], "binary"), [-0.2, 0.3, -0.4], atol=1e-15)
     with pytest.raises(ValueError, match="loss must be one of"):
@@ -92,8 +91,9 @@ def test_delta_is_the_gradient_of_the_pre_activation(example):
     def loss_with_shift(shift):
         # adding `shift` to input I_j's contribution = adding it to s_j^in alone
         W_s = np.vstack([parameters.W_s, np.eye(2)[unit] * shift])
-        shifted = backprop.ElmanParameters(W_s=W_s, U=parameters.U, B_s=parameters.B_s, W_o=parameters.W_o,
-                                           B_o=parameters.B_o)
+        shifted = backprop.ElmanParameters(
+            W_s=W_s, U=parameters.U, B_s=parameters.B_s, W_o=parameters.W_o, B_o=parameters.B_o
+        )
         extra = np.zeros((len(inputs), 1))
         extra[j - 1] = 1.0
         return backprop.total_loss(shifted, np.hstack([inputs, extra]), {5: targets[5]})
@@ -112,8 +112,9 @@ def test_gradient_descent_step_lowers_the_loss(example):
 
 def test_parameters_are_validated():
     with pytest.raises(ValueError, match=r"U must have shape \(2, 2\)"):
-        backprop.ElmanParameters(W_s=np.zeros((3, 2)), U=np.zeros((3, 3)), B_s=np.zeros(2), W_o=np.zeros((2, 3)),
-                                 B_o=np.zeros(3))
+        backprop.ElmanParameters(
+            W_s=np.zeros((3, 2)), U=np.zeros((3, 3)), B_s=np.zeros(2), W_o=np.zeros((2, 3)), B_o=np.zeros(3)
+        )
     parameters, inputs, _, _ = backprop.seed004_example()
     with pytest.raises(ValueError, match="output steps must be in 1..6"):
         backprop.forward(parameters, inputs, [7])

@@ -28,24 +28,48 @@ NBSP = "\u00a0"
 
 # The section keys of the findings Document (the contract between findings.py and book.py).
 MAIN_KEYS = {
-    "question": [], "answer": [],
+    "question": [],
+    "answer": [],
     "method": ["method.protocol", "method.models", "method.mechanisms", "method.selection", "method.statistics"],
-    "results": ["results.summary", "results.seed_protocol", "results.edges", "results.published",
-                "results.extended", "results.calculator"],
-    "learned": [], "limitations": [],
+    "results": [
+        "results.summary",
+        "results.seed_protocol",
+        "results.edges",
+        "results.published",
+        "results.extended",
+        "results.calculator",
+    ],
+    "learned": [],
+    "limitations": [],
 }
-APPENDIX_KEYS = ["appendix.all_models", "appendix.seed_way", "appendix.recipe", "appendix.stability",
-                 "appendix.development_edges", "appendix.export", "appendix.llm", "appendix.bench",
-                 "appendix.studies", "appendix.calculator", "appendix.runs"]
+APPENDIX_KEYS = [
+    "appendix.all_models",
+    "appendix.seed_way",
+    "appendix.recipe",
+    "appendix.stability",
+    "appendix.development_edges",
+    "appendix.export",
+    "appendix.llm",
+    "appendix.bench",
+    "appendix.studies",
+    "appendix.calculator",
+    "appendix.runs",
+]
 
 
-EXPORTS = pd.DataFrame({"model": ["FNN2", "FNN2", "scan", "scan"], "format": ["float32", "int8", "float32", "onnx"],
-                        "KB": [26.04, 17.5, 3.2, float("nan")], "max abs diff": [1e-5, 0.9, 2e-6, float("nan")],
-                        "acc change in": [0.0, -0.017, 0.0, float("nan")],
-                        "acc change out": [0.0, -0.011, 0.001, float("nan")],
-                        "acc change long": [0.0, -0.006, 0.0, float("nan")],
-                        "verdict": ["use", "unsuitable", "use", "unsuitable"],
-                        "why": ["", "int8 input and output", "", "the export failed"]})
+EXPORTS = pd.DataFrame(
+    {
+        "model": ["FNN2", "FNN2", "scan", "scan"],
+        "format": ["float32", "int8", "float32", "onnx"],
+        "KB": [26.04, 17.5, 3.2, float("nan")],
+        "max abs diff": [1e-5, 0.9, 2e-6, float("nan")],
+        "acc change in": [0.0, -0.017, 0.0, float("nan")],
+        "acc change out": [0.0, -0.011, 0.001, float("nan")],
+        "acc change long": [0.0, -0.006, 0.0, float("nan")],
+        "verdict": ["use", "unsuitable", "use", "unsuitable"],
+        "why": ["", "int8 input and output", "", "the export failed"],
+    }
+)
 
 
 def _png(width: int, height: int) -> bytes:
@@ -60,10 +84,18 @@ def contract_document(root: Path, figure: Path, big_figure: Path) -> Document:
     """A Document with every key of the contract, tables of raw numbers, figures (one larger
     than the book shows) and links written relative to ``reports/``, as findings.md has them."""
     names = [p.stem for p in discover(directory=root / "notebooks")]
-    frame = pd.DataFrame({"model": ["transformer4_local_bounded", "fnn2"], "source": ["06_transformer (full)"] * 2,
-                          "params": [81_921, 1_201],
-                          "acc in": [1.0, 0.99997], "acc out": [0.4591, 0.0], "MAE out": [4.179e-07, 2.474],
-                          "score": [1.36e14, 1.084], "p": [6.9e-07, 0.39]})
+    frame = pd.DataFrame(
+        {
+            "model": ["transformer4_local_bounded", "fnn2"],
+            "source": ["06_transformer (full)"] * 2,
+            "params": [81_921, 1_201],
+            "acc in": [1.0, 0.99997],
+            "acc out": [0.4591, 0.0],
+            "MAE out": [4.179e-07, 2.474],
+            "score": [1.36e14, 1.084],
+            "p": [6.9e-07, 0.39],
+        }
+    )
 
     def text(key):
         return Text(f"What `{key}` says, citing [the transformer](runs/06_transformer/06_transformer.ipynb).")
@@ -88,11 +120,16 @@ def contract_document(root: Path, figure: Path, big_figure: Path) -> Document:
     for key in APPENDIX_KEYS:
         sections.append(section(key, [], "appendix"))
         if key == "appendix.studies":
-            sections[-1].subsections = [Section(f"{key}.{n}", f"Study {n}", [text(n)], "appendix", [n])
-                                        for n in studies]
+            sections[-1].subsections = [
+                Section(f"{key}.{n}", f"Study {n}", [text(n)], "appendix", [n]) for n in studies
+            ]
     rows = {n: frame.assign(model=[f"{n}_a", f"{n}_b"]) for n in names if n.startswith(book.ARCHITECTURE_PREFIXES)}
-    return Document("Findings", sections, "Built from the runs.",
-                    facts={"rows_by_notebook": rows, "notebooks": {n: f"runs/{n}" for n in names}})
+    return Document(
+        "Findings",
+        sections,
+        "Built from the runs.",
+        facts={"rows_by_notebook": rows, "notebooks": {n: f"runs/{n}" for n in names}},
+    )
 
 
 def _keys(doc: Document) -> set[str]:
@@ -161,16 +198,28 @@ def small_root(tmp_path_factory):
     figure, tall = _png(1200, 600), base64.b64encode(_png(1320, 2772)).decode()
     for name in ("01_fnn", "20_vanishing_gradients"):
         notebook = nbformat.v4.new_notebook()
-        notebook.cells = [nbformat.v4.new_markdown_cell(f"# {name[:2]} · Title of {name}\n\n**Question.** Why?"),
-                          nbformat.v4.new_code_cell("plot()", outputs=[nbformat.v4.new_output(
-                              "display_data", data={"image/png": tall, "text/plain": "<Figure>"})])]
+        notebook.cells = [
+            nbformat.v4.new_markdown_cell(f"# {name[:2]} · Title of {name}\n\n**Question.** Why?"),
+            nbformat.v4.new_code_cell(
+                "plot()",
+                outputs=[nbformat.v4.new_output("display_data", data={"image/png": tall, "text/plain": "<Figure>"})],
+            ),
+        ]
         (root / "notebooks").mkdir(exist_ok=True)
         nbformat.write(notebook, root / "notebooks" / f"{name}.ipynb")
     run = root / "reports" / "runs" / "01_fnn"
     run.mkdir(parents=True)
     shutil.copy(root / "notebooks" / "01_fnn.ipynb", run / "01_fnn.ipynb")
-    (run / "run.json").write_text(json.dumps({"profile": "full with models=['fnn2']", "seconds": 415.9,
-                                              "finished": "2026-11-25T13:40", "overrides": {"models": ["fnn2"]}}))
+    (run / "run.json").write_text(
+        json.dumps(
+            {
+                "profile": "full with models=['fnn2']",
+                "seconds": 415.9,
+                "finished": "2026-11-25T13:40",
+                "overrides": {"models": ["fnn2"]},
+            }
+        )
+    )
     (root / "reports" / "figures").mkdir()
     (root / "reports" / "figures" / "summary.png").write_bytes(figure)
     (run / "tall.png").write_bytes(_png(1320, 2772))
@@ -180,8 +229,9 @@ def small_root(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def small_book(small_root, tmp_path_factory):
-    doc = contract_document(small_root, small_root / "reports/figures/summary.png",
-                            small_root / "reports/runs/01_fnn/tall.png")
+    doc = contract_document(
+        small_root, small_root / "reports/figures/summary.png", small_root / "reports/runs/01_fnn/tall.png"
+    )
     source = tmp_path_factory.mktemp("book_src")
     return doc, source, book.Book(doc, small_root).write(source)
 
@@ -210,8 +260,19 @@ def test_pages_take_their_content_from_the_document(small_book):
     assert "![" not in results and ":::{figure} figures/summary.png" in results
     assert "unbounded" in (source / "method.md").read_text()
     assert f"99.997{NBSP}%" in (source / "method.md").read_text()
-    assert set(written) >= {"index", "method", "results", "learned", "appendix", "calculator", "llm",
-                            "deployment", "studies", "architectures", "reproduce"}
+    assert set(written) >= {
+        "index",
+        "method",
+        "results",
+        "learned",
+        "appendix",
+        "calculator",
+        "llm",
+        "deployment",
+        "studies",
+        "architectures",
+        "reproduce",
+    }
     assert written["deployment"] == ["appendix.export", "appendix.bench"]
     assert written["learned"] == ["learned", "limitations"]
 
@@ -226,8 +287,9 @@ def test_the_export_table_is_a_grid_of_models_and_formats(small_book):
 
 
 def test_a_renamed_heading_changes_only_the_title(small_root, tmp_path):
-    doc = contract_document(small_root, small_root / "reports/figures/summary.png",
-                            small_root / "reports/runs/01_fnn/tall.png")
+    doc = contract_document(
+        small_root, small_root / "reports/figures/summary.png", small_root / "reports/runs/01_fnn/tall.png"
+    )
     doc.section("results").title = "Outcomes"
     book.Book(doc, small_root).write(tmp_path)
     results = (tmp_path / "results.md").read_text()
@@ -245,8 +307,11 @@ def test_notebook_pages_open_with_their_rows_and_fit_their_figures(small_book):
     (png,) = [o["data"]["image/png"] for c in page["cells"] for o in c.get("outputs", [])]
     assert book.png_size(base64.b64decode(png)) == (1143, 2400)
     assert book.png_size((source / "runs/01_fnn/tall.png").read_bytes()) == (1143, 2400)
-    fallback = "".join(json.loads((source / "runs/20_vanishing_gradients/20_vanishing_gradients.ipynb")
-                                  .read_text())["cells"][1]["source"])
+    fallback = "".join(
+        json.loads((source / "runs/20_vanishing_gradients/20_vanishing_gradients.ipynb").read_text())["cells"][1][
+            "source"
+        ]
+    )
     assert "No executed copy" in fallback and "Study 20_vanishing_gradients" in fallback
 
 
@@ -277,8 +342,14 @@ def _browser():
     if (not binary or not driver) and os.environ.get("PREDCALC_REQUIRE_BROWSER"):
         pytest.fail("PREDCALC_REQUIRE_BROWSER is set but Chromium or chromedriver is missing")
     if not binary or not driver:
-        return None, None, ("no headless browser: the browser test needs Chromium and its driver "
-                            "(Debian: apt-get install chromium chromium-driver)")
+        return (
+            None,
+            None,
+            (
+                "no headless browser: the browser test needs Chromium and its driver "
+                "(Debian: apt-get install chromium chromium-driver)"
+            ),
+        )
     return binary, driver, None
 
 
@@ -319,8 +390,13 @@ def browser(site):
     threading.Thread(target=server.serve_forever, daemon=True).start()
     options = webdriver.ChromeOptions()
     options.binary_location = binary
-    for argument in ("--headless=new", "--no-sandbox", "--disable-dev-shm-usage", "--disable-gpu",
-                     "--window-size=1280,1000"):
+    for argument in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-dev-shm-usage",
+        "--disable-gpu",
+        "--window-size=1280,1000",
+    ):
         options.add_argument(argument)
     options.set_capability("goog:loggingPrefs", {"browser": "ALL"})
     driver = webdriver.Chrome(options=options, service=Service(driver_path))
@@ -370,7 +446,8 @@ def test_every_page_loads_with_title_figures_and_working_links(site, browser, do
     errors = _visit(driver, base + "index.html")
     assert not errors, f"index.html: console errors {errors}"
     chapters = driver.execute_script(
-        "return [...document.querySelectorAll('.bd-sidebar-primary nav a.reference.internal')].map(a => a.href)")
+        "return [...document.querySelectorAll('.bd-sidebar-primary nav a.reference.internal')].map(a => a.href)"
+    )
     chapters = list(dict.fromkeys(urlsplit(c)._replace(fragment="").geturl() for c in chapters))
     for page in written:
         if page != "index":
@@ -382,16 +459,18 @@ def test_every_page_loads_with_title_figures_and_working_links(site, browser, do
                 problems.append(f"{page}.html: no anchor for section {key}")
     for url in [base + "index.html"] + chapters:
         errors = url != base + "index.html" and _visit(driver, url)
-        page = url[len(base):]
+        page = url[len(base) :]
         if errors:
             problems.append(f"{page}: console errors {errors}")
-        heading = driver.execute_script("const h = document.querySelector('article h1'); "
-                                        "return h && h.offsetHeight > 0 ? h.textContent : ''").strip(" #¶")
+        heading = driver.execute_script(
+            "const h = document.querySelector('article h1'); return h && h.offsetHeight > 0 ? h.textContent : ''"
+        ).strip(" #¶")
         if not heading or heading not in driver.title:
             problems.append(f"{page}: no visible title (h1 {heading!r}, title {driver.title!r})")
         images = driver.execute_script(
             "return [...document.querySelectorAll('article img')].map(i => [i.getAttribute('src'), i.complete, "
-            "i.naturalWidth, i.naturalHeight, i.clientWidth])")
+            "i.naturalWidth, i.naturalHeight, i.clientWidth])"
+        )
         for src, complete, natural, height, shown in images:
             if not complete or natural == 0:
                 problems.append(f"{page}: figure {src} did not load")
@@ -406,8 +485,10 @@ def test_every_page_loads_with_title_figures_and_working_links(site, browser, do
             expected = json.dumps(json.loads(source.read_text())["cells"]).count('"image/png"')
             if len(images) < expected:
                 problems.append(f"{page}: {len(images)} figures shown, the notebook has {expected}")
-        links |= {(page, href) for href in driver.execute_script(
-            "return [...document.querySelectorAll('a[href]')].map(a => a.href)")}
+        links |= {
+            (page, href)
+            for href in driver.execute_script("return [...document.querySelectorAll('a[href]')].map(a => a.href)")
+        }
     html = "".join((out / f"{page}.html").read_text() for page in written)
     for top in document.sections:
         for section in top.walk():
@@ -418,7 +499,7 @@ def test_every_page_loads_with_title_figures_and_working_links(site, browser, do
         parts = urlsplit(href)
         if not href.startswith(base):
             continue
-        target = out / unquote(parts.path[len(urlsplit(base).path):] or "index.html")
+        target = out / unquote(parts.path[len(urlsplit(base).path) :] or "index.html")
         if target.is_dir():
             target = target / "index.html"
         if not target.exists():

@@ -23,14 +23,17 @@ def test_predict_with_a_keras_file(exported_fnn2, capsys):
     assert "exact 0" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("expression, message", [
-    ("", "empty expression"),
-    ("(1 + 2", "unbalanced parentheses"),
-    ("1 + two", "unexpected character 't'"),
-    ("2 * 3", "numeric tokenizer encodes only \\+ and -"),
-    ("1 + 1 + 1 + 1 + 1 + 1 + 1 + 1 + 1", "holds at most 15"),
-    ("1 / 0", "division by zero"),
-])
+@pytest.mark.parametrize(
+    "expression, message",
+    [
+        ("", "empty expression"),
+        ("(1 + 2", "unbalanced parentheses"),
+        ("1 + two", "unexpected character 't'"),
+        ("2 * 3", "numeric tokenizer encodes only \\+ and -"),
+        ("1 + 1 + 1 + 1 + 1 + 1 + 1 + 1 + 1", "holds at most 15"),
+        ("1 / 0", "division by zero"),
+    ],
+)
 def test_predict_bad_input_is_one_line_and_exit_2(exported_fnn2, capsys, expression, message):
     assert main(["predict", expression, "--model", str(exported_fnn2[2] / "model_float32.tflite")]) == 2
     err = capsys.readouterr().err
@@ -64,8 +67,20 @@ def test_run_with_an_unknown_notebook_is_a_usage_error(capsys):
 
 def test_console_script_exits_2_without_traceback(exported_fnn2):
     env = {**os.environ, "PYTHONPATH": str(ROOT / "lib")}
-    result = subprocess.run([sys.executable, "-m", "predcalc.cli", "predict", "3 +", "--model",
-                             str(exported_fnn2[2] / "model_float32.tflite")], capture_output=True, text=True, env=env)
+    result = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "predcalc.cli",
+            "predict",
+            "3 +",
+            "--model",
+            str(exported_fnn2[2] / "model_float32.tflite"),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert result.returncode == 2
     assert "Traceback" not in result.stderr and "expression ends too early" in result.stderr
 
@@ -89,18 +104,21 @@ def test_the_default_calculator_takes_20000_terms_and_5000_parentheses(capsys):
     assert "= -7  (calculated by calculator" in capsys.readouterr().out
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["predict", "1 + 2", "--model", ""], "--model is empty"),
-    (["predict", "1 + 2", "--model", "  "], "--model is empty"),
-    (["evaluate", "--model", "", "--file", "x.tsv"], "--model is empty"),
-    (["predict"], "the following arguments are required: expression"),
-    (["predict", "1", "--bogus"], "unrecognized arguments: --bogus"),
-    (["frobnicate"], "invalid choice: 'frobnicate'"),
-    (["run", "--workers", "two"], "invalid int value: 'two'"),
-    (["predict", " + ".join(["1"] * 20_000), "--model", FNN2], "holds at most 15"),
-    (["predict", "(" * 5_000 + "1" + ")" * 5_000, "--model", FNN2], "numeric tokenizer"),
-    (["predict", "(" * 5_000 + "1"], "never closed"),
-])
+@pytest.mark.parametrize(
+    "argv, message",
+    [
+        (["predict", "1 + 2", "--model", ""], "--model is empty"),
+        (["predict", "1 + 2", "--model", "  "], "--model is empty"),
+        (["evaluate", "--model", "", "--file", "x.tsv"], "--model is empty"),
+        (["predict"], "the following arguments are required: expression"),
+        (["predict", "1", "--bogus"], "unrecognized arguments: --bogus"),
+        (["frobnicate"], "invalid choice: 'frobnicate'"),
+        (["run", "--workers", "two"], "invalid int value: 'two'"),
+        (["predict", " + ".join(["1"] * 20_000), "--model", FNN2], "holds at most 15"),
+        (["predict", "(" * 5_000 + "1" + ")" * 5_000, "--model", FNN2], "numeric tokenizer"),
+        (["predict", "(" * 5_000 + "1"], "never closed"),
+    ],
+)
 def test_every_usage_error_is_one_short_line_and_exit_2(capsys, argv, message):
     assert main(argv) == 2
     err = capsys.readouterr().err
@@ -124,9 +142,9 @@ def test_a_token_model_refuses_an_answer_longer_than_its_digits():
     predictor.info = {"model": "calc8", "answer_format": {"digits": 8}}
     predictor.check_answer(Fraction(600 + 500))
     with pytest.raises(ValueError, match="at most 8 digits"):
-        predictor.check_answer(Fraction(10 ** 8))
+        predictor.check_answer(Fraction(10**8))
     predictor.info = {"model": "fnn2"}  # a regression model writes any number
-    predictor.check_answer(Fraction(10 ** 9))
+    predictor.check_answer(Fraction(10**9))
 
 
 @pytest.mark.slow
@@ -177,5 +195,6 @@ def test_a_missing_optional_package_exits_1_with_its_reason(monkeypatch, capsys)
 
     monkeypatch.setattr(cli, "Predictor", missing)
     assert main(["predict", "1 + 2", "--model", "model.tflite"]) == 1
-    assert capsys.readouterr().err == ("predcalc predict: error: no LiteRT interpreter: pip install ai-edge-litert "
-                                       "(or tflite-runtime)\n")
+    assert capsys.readouterr().err == (
+        "predcalc predict: error: no LiteRT interpreter: pip install ai-edge-litert (or tflite-runtime)\n"
+    )

@@ -44,14 +44,21 @@ def test_a_format_that_cannot_convert_is_recorded_and_the_others_go_on(exported_
     model = keras.Model(inputs, keras.layers.Dense(1)(hidden))  # tf2onnx has no ONNX form of Log1p
     model_like = types.SimpleNamespace(spec=trained.spec, tokenizer=trained.tokenizer, model=model)
     test_sets = {"in": protocol.test_in}
-    report = export_trained(model_like, tmp_path / "log1p", test_sets, protocol.train.expressions[:20],
-                            formats=("onnx", "float32"), saved_model=False)
+    report = export_trained(
+        model_like,
+        tmp_path / "log1p",
+        test_sets,
+        protocol.train.expressions[:20],
+        formats=("onnx", "float32"),
+        saved_model=False,
+    )
     if importlib.util.find_spec("tf2onnx") is None:
         assert "requires the tf2onnx module" in report["onnx"]["error"]
     else:
         # tf2onnx's reason, then the PyTorch backend's (it cannot reload a Lambda layer's code)
-        assert report["onnx"]["error"].startswith("tf2onnx: UnsupportedOpsError: tf2onnx: Unsupported ops: "
-                                                  "Counter({'Log1p': 1}) | torch: ")
+        assert report["onnx"]["error"].startswith(
+            "tf2onnx: UnsupportedOpsError: tf2onnx: Unsupported ops: Counter({'Log1p': 1}) | torch: "
+        )
         assert report["onnx"]["verdict"] == "unsuitable"
     assert not (tmp_path / "log1p" / "model.onnx").exists()
     assert report["float32"]["max_abs_diff"] < 1e-4  # the format after the failure was still exported
@@ -65,8 +72,11 @@ def test_tensorrt_missing_is_a_clear_error(exported_fnn2, capsys):
     if available:
         pytest.skip(f"this TensorFlow has TensorRT ({reason})")
     assert "without TensorRT support" in reason  # TensorFlow from PyPI
-    with pytest.raises(tensorrt.TensorRTUnavailableError, match="TensorRT is not available: TensorFlow .* built "
-                       "without TensorRT.*on a Jetson, install NVIDIA's TensorFlow for JetPack"):
+    with pytest.raises(
+        tensorrt.TensorRTUnavailableError,
+        match="TensorRT is not available: TensorFlow .* built "
+        "without TensorRT.*on a Jetson, install NVIDIA's TensorFlow for JetPack",
+    ):
         tensorrt.convert(directory / "saved_model", precision="FP16")
     assert not (directory / "saved_model_trt_fp16").exists()
     assert issubclass(tensorrt.TensorRTUnavailableError, RuntimeError)  # `predcalc` prints it on one line
@@ -102,8 +112,9 @@ def test_export_command_on_a_run_directory(exported_fnn2, tmp_path, capsys):
     broken.mkdir()
     (broken / "model.keras").write_bytes(b"not a keras file")
     (broken / "predcalc.json").write_text((exported_fnn2[2] / "predcalc.json").read_text())
-    (run / "metrics.json").write_text(json.dumps({"notebook": "01_tiny", "data": {"seed": 0},
-                                                  "models": {"fnn2": {"label": "FNN2", "export": None}}}))
+    (run / "metrics.json").write_text(
+        json.dumps({"notebook": "01_tiny", "data": {"seed": 0}, "models": {"fnn2": {"label": "FNN2", "export": None}}})
+    )
     assert main(["export", str(run)]) == 1
     out, err = capsys.readouterr()
     assert "FAILED: " in err and "broken/model.keras" in err
@@ -134,8 +145,9 @@ def test_export_command_on_a_single_file_and_bad_paths(exported_fnn2, tmp_path, 
 
 def test_bench_writes_latency_and_throughput(exported_fnn2, tmp_path, capsys):
     output = tmp_path / "bench.json"
-    assert main(["bench", "--model", str(exported_fnn2[2]), "--runs", "5", "--batch", "40",
-                 "--output", str(output)]) == 0
+    assert (
+        main(["bench", "--model", str(exported_fnn2[2]), "--runs", "5", "--batch", "40", "--output", str(output)]) == 0
+    )
     assert "| keras_predict |" in capsys.readouterr().out
     record = json.loads(output.read_text())
     assert {"created", "backend", "threads", "runs", "expression", "batch", "models"} <= set(record)
@@ -143,8 +155,13 @@ def test_bench_writes_latency_and_throughput(exported_fnn2, tmp_path, capsys):
     (model,) = record["models"]
     assert model["model"] == "fnn2" and model["errors"] == {}
     rows = {row["runtime"]: row for row in model["results"]}
-    expected = {"keras_predict", "keras_call", "python_exact", "encode_only",
-                *(f"litert_{fmt}" for fmt in ("float32", "float16", "int8_dynamic", "int8"))}
+    expected = {
+        "keras_predict",
+        "keras_call",
+        "python_exact",
+        "encode_only",
+        *(f"litert_{fmt}" for fmt in ("float32", "float16", "int8_dynamic", "int8")),
+    }
     if (exported_fnn2[2] / "model.onnx").exists():
         expected.add("onnxruntime")
     assert set(rows) == expected
@@ -165,34 +182,39 @@ def test_bench_writes_latency_and_throughput(exported_fnn2, tmp_path, capsys):
 
 
 # Python source that makes importing Keras, TensorFlow, SciPy, pandas, JAX or PyTorch fail.
-BLOCK_HEAVY_IMPORTS = ("import sys\n"
-                       "class Block:\n"
-                       "    def find_spec(self, name, path=None, target=None):\n"
-                       "        if name.split('.')[0] in {'keras', 'tensorflow', 'scipy', 'pandas', 'jax', 'torch'}:\n"
-                       "            raise ImportError('blocked: ' + name)\n"
-                       "sys.meta_path.insert(0, Block())\n")
+BLOCK_HEAVY_IMPORTS = (
+    "import sys\n"
+    "class Block:\n"
+    "    def find_spec(self, name, path=None, target=None):\n"
+    "        if name.split('.')[0] in {'keras', 'tensorflow', 'scipy', 'pandas', 'jax', 'torch'}:\n"
+    "            raise ImportError('blocked: ' + name)\n"
+    "sys.meta_path.insert(0, Block())\n"
+)
 
 
 def test_the_calculator_runs_without_keras_tensorflow_or_scipy(exported_fnn2):
     """What a Jetson needs for `predcalc predict`: NumPy and the artifact's runtime."""
     directory = exported_fnn2[2]
-    blocker = (BLOCK_HEAVY_IMPORTS + "from predcalc.cli import main\n"
-               "sys.exit(main(['predict', '3 - -2 + 4', '--model', sys.argv[1]]))\n")
+    blocker = (
+        BLOCK_HEAVY_IMPORTS + "from predcalc.cli import main\n"
+        "sys.exit(main(['predict', '3 - -2 + 4', '--model', sys.argv[1]]))\n"
+    )
     env = {**os.environ, "PYTHONPATH": str(ROOT / "lib")}
     artifacts = [directory / "model_float32.tflite"]
     if (directory / "model.onnx").exists():
         artifacts.append(directory / "model.onnx")
     for artifact in artifacts:
-        result = subprocess.run([sys.executable, "-c", blocker, str(artifact)], capture_output=True, text=True,
-                                env=env)
+        result = subprocess.run([sys.executable, "-c", blocker, str(artifact)], capture_output=True, text=True, env=env)
         assert result.returncode == 0, result.stderr
         assert result.stdout.startswith("3 - -2 + 4 = ") and f"({artifact.name})" in result.stdout
 
 
 def test_the_deploy_package_imports_without_keras_tensorflow_or_scipy():
     """predcalc.deploy imports only NumPy at import time (heavy imports live inside functions)."""
-    blocker = (BLOCK_HEAVY_IMPORTS + "import predcalc.deploy.export, predcalc.deploy.predictor, predcalc.deploy.tensorrt\n"
-               "import predcalc.deploy.bench, predcalc.paths, predcalc.cli\n")
+    blocker = (
+        BLOCK_HEAVY_IMPORTS + "import predcalc.deploy.export, predcalc.deploy.predictor, predcalc.deploy.tensorrt\n"
+        "import predcalc.deploy.bench, predcalc.paths, predcalc.cli\n"
+    )
     env = {**os.environ, "PYTHONPATH": str(ROOT / "lib")}
     result = subprocess.run([sys.executable, "-c", blocker], capture_output=True, text=True, env=env)
     assert result.returncode == 0, result.stderr
@@ -203,17 +225,23 @@ def test_evaluate_and_token_decoding_without_keras_tensorflow_or_scipy(exported_
     directory = exported_fnn2[2]
     tsv = tmp_path / "few.tsv"
     tsv.write_text("3 - -2 + 4\t9\n1 + 1\t2\n")
-    code = (BLOCK_HEAVY_IMPORTS + "import numpy as np\n"
-            "from predcalc.data.answers import AnswerFormat\n"
-            "fmt = AnswerFormat(digits=3, reversed=True)\n"
-            "logits = np.eye(14)[fmt.encode([17, -4])]\n"
-            "assert list(fmt.values_from_logits(logits.reshape(2, -1))) == [17.0, -4.0]\n"
-            "import predcalc.training.metrics\n"
-            "from predcalc.cli import main\n"
-            "sys.exit(main(['evaluate', '--model', sys.argv[1], '--file', sys.argv[2], '--json']))\n")
+    code = (
+        BLOCK_HEAVY_IMPORTS + "import numpy as np\n"
+        "from predcalc.data.answers import AnswerFormat\n"
+        "fmt = AnswerFormat(digits=3, reversed=True)\n"
+        "logits = np.eye(14)[fmt.encode([17, -4])]\n"
+        "assert list(fmt.values_from_logits(logits.reshape(2, -1))) == [17.0, -4.0]\n"
+        "import predcalc.training.metrics\n"
+        "from predcalc.cli import main\n"
+        "sys.exit(main(['evaluate', '--model', sys.argv[1], '--file', sys.argv[2], '--json']))\n"
+    )
     env = {**os.environ, "PYTHONPATH": str(ROOT / "lib")}
-    result = subprocess.run([sys.executable, "-c", code, str(directory / "model_float32.tflite"), str(tsv)],
-                            capture_output=True, text=True, env=env)
+    result = subprocess.run(
+        [sys.executable, "-c", code, str(directory / "model_float32.tflite"), str(tsv)],
+        capture_output=True,
+        text=True,
+        env=env,
+    )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["n"] == 2
 
@@ -233,9 +261,11 @@ def test_predictor_routes_a_long_expression_to_a_longer_litert_file(tmp_path, mo
             return np.full((len(inputs), 1), float(np.asarray(inputs).shape[1]), dtype=np.float32)
 
     monkeypatch.setattr(litert, "LiteRTModel", FakeLiteRT)
-    (tmp_path / "predcalc.json").write_text(json.dumps({"model": "lstm", "tokenizer": "numeric",
-                                                        "tokenizer_config": {"length": 15},
-                                                        "litert_lengths": [60, 30]}))
+    (tmp_path / "predcalc.json").write_text(
+        json.dumps(
+            {"model": "lstm", "tokenizer": "numeric", "tokenizer_config": {"length": 15}, "litert_lengths": [60, 30]}
+        )
+    )
     for name in ("model_float32.tflite", "model_float32_len30.tflite", "model_float32_len60.tflite"):
         (tmp_path / name).write_bytes(b"")
     predictor = Predictor(tmp_path / "model_float32.tflite")

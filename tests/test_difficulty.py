@@ -22,8 +22,7 @@ def test_error_kinds_split_every_answer_once():
     values = np.array([12.0, 12.0, 12.0, 12.0, -5.0])
     predictions = np.array([12.0, 13.0, 22.0, np.nan, 5.0])
     kinds = difficulty.error_kinds(values, predictions)
-    assert kinds == {"correct": 0.2, "units digit wrong": 0.2, "higher digits or sign wrong": 0.4,
-                     "unparseable": 0.2}
+    assert kinds == {"correct": 0.2, "units digit wrong": 0.2, "higher digits or sign wrong": 0.4, "unparseable": 0.2}
     assert sum(kinds.values()) == pytest.approx(1.0)
     with pytest.raises(ValueError, match="differ in shape"):
         difficulty.error_kinds(values, predictions[:3])
@@ -47,8 +46,9 @@ def test_character_models_read_every_family_and_stay_small(name, suite, tmp_path
     assert logits.shape == (2, REVERSED8.slots, REVERSED8.vocabulary_size)
     model.save(tmp_path / "model.keras")
     loaded = keras.saving.load_model(tmp_path / "model.keras")
-    np.testing.assert_allclose(loaded.predict(tokenizer.encode_batch(["(1 + 2) * 3"]), verbose=0), logits[1:],
-                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        loaded.predict(tokenizer.encode_batch(["(1 + 2) * 3"]), verbose=0), logits[1:], rtol=1e-5, atol=1e-5
+    )
     assert spec.encode_targets(np.array([-1234567.0]), tokenizer).shape == (1, REVERSED8.slots)
 
 
@@ -68,8 +68,9 @@ def test_family_table_plot_and_study_record(suite, tmp_path):
     axes = [difficulty.Axis("digits_", "digits", (0.5, 2.5)), difficulty.Axis("depth_", "depth", (-0.5, 1.5))]
     figure = difficulty.plot_by_difficulty(table, axes, seeds=2, path=tmp_path / "plot.png", relative_error=False)
     assert (tmp_path / "plot.png").stat().st_size > 0 and len(figure.axes) == 2
-    record = difficulty.study_record(results, "32_four_operators", {"epochs": 1}, families, data={},
-                                     scope={"trained_on": "extended suite"})
+    record = difficulty.study_record(
+        results, "32_four_operators", {"epochs": 1}, families, data={}, scope={"trained_on": "extended suite"}
+    )
     json.dumps(record)  # what the notebook writes must be JSON
     stored = record["extended"]["models"]["char_lstm_tokens"]
     assert [r["seed"] for r in stored["runs"]] == [0, 1]
@@ -80,9 +81,31 @@ def test_family_table_plot_and_study_record(suite, tmp_path):
 def test_export_table_names_the_families_it_compares():
     from predcalc.report.findings import export_table
 
-    record = {"models": {"m": {"label": "M", "export": {"float32": {
-        "bytes": 2048, "tf_select": False, "max_abs_diff": 0.0, "accuracy_change": {"iid": 0.0, "depth_3": -0.01}}}}}}
+    record = {
+        "models": {
+            "m": {
+                "label": "M",
+                "export": {
+                    "float32": {
+                        "bytes": 2048,
+                        "tf_select": False,
+                        "max_abs_diff": 0.0,
+                        "accuracy_change": {"iid": 0.0, "depth_3": -0.01},
+                    }
+                },
+            }
+        }
+    }
     table = export_table([record], test_sets=("iid", "depth_3"))
-    assert list(table.columns) == ["model", "format", "KB", "TF Select", "max abs diff", "acc change iid",
-                                   "acc change depth_3", "verdict", "why"]
+    assert list(table.columns) == [
+        "model",
+        "format",
+        "KB",
+        "TF Select",
+        "max abs diff",
+        "acc change iid",
+        "acc change depth_3",
+        "verdict",
+        "why",
+    ]
     assert table.iloc[0]["acc change depth_3"] == -0.01 and table.iloc[0]["KB"] == 2.0

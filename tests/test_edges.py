@@ -53,8 +53,10 @@ def test_the_edge_table_has_a_row_per_model_and_writes_every_score(tmp_path):
     from predcalc.report.notebook import edge_table
     from predcalc.training.experiment import ModelResults, Results
 
-    results = Results(protocol=seed_protocol(0), models={
-        name: ModelResults(first=_untrained(name), predictions={}) for name in ("fnn2", "transformer4_local")})
+    results = Results(
+        protocol=seed_protocol(0),
+        models={name: ModelResults(first=_untrained(name), predictions={}) for name in ("fnn2", "transformer4_local")},
+    )
     table = edge_table(results, edge_sets(seed=0, count=5), path=tmp_path / "edges.json")
     assert list(table.columns) == ["model", "digits_2", "digits_4", "terms_20", "terms_60", NO_SPACES]
     assert table.iloc[0]["terms_60"] == "-" and table.iloc[1]["terms_60"].endswith(")")
@@ -63,6 +65,7 @@ def test_the_edge_table_has_a_row_per_model_and_writes_every_score(tmp_path):
 
 
 # The frozen suites ---------------------------------------------------------------------------------
+
 
 def test_the_development_suite_is_the_probe_06_stored_and_is_frozen():
     from predcalc.studies.edges import DEVELOPMENT_SEED, development_suite
@@ -84,8 +87,11 @@ def test_the_heldout_suite_is_frozen_in_its_boxes_and_shares_nothing_with_develo
     assert all(suite[name].expressions == again[name].expressions and len(suite[name]) == 30 for name in suite)
     assert suite["terms_40"].expressions != heldout_suite(seed=5, count=30)["terms_40"].expressions
     protocol = seed_protocol(0)
-    seen = {canonical(e) for split in (protocol.train, protocol.validation, *development_suite().values())
-            for e in split.expressions}
+    seen = {
+        canonical(e)
+        for split in (protocol.train, protocol.validation, *development_suite().values())
+        for e in split.expressions
+    }
     forms = [canonical(e) for split in suite.values() for e in split.expressions]
     assert not seen & set(forms) and len(forms) == len(set(forms))
 
@@ -150,14 +156,22 @@ def test_scores_come_from_the_exported_files_at_the_longer_length(tmp_path):
     trained = _untrained("transformer4_local_bounded")
     record = export_at_length(trained.model, trained.spec, trained.tokenizer, tmp_path, length=27)
     assert record["input_length"] == 27 and set(record["formats"]) == {"onnx", "litert"}
-    suite = {"terms_14": make_split("terms_14", ["1 + 2 - 3 + 4 - 5 + 1 - 2 + 3 - 4 + 5 - 1 + 2 - 3 + 4",
-                                                 "-5 - -5 + 0 - 1 + 2 + 3 - 4 + 5 - 1 + 2 - 3 + 4 - 5 + 1"]),
-             "terms_20": make_split("terms_20", [" + ".join(["1"] * 20)]),
-             "nested": make_split("nested", ["1 - (2 + 3)"])}
+    suite = {
+        "terms_14": make_split(
+            "terms_14",
+            [
+                "1 + 2 - 3 + 4 - 5 + 1 - 2 + 3 - 4 + 5 - 1 + 2 - 3 + 4",
+                "-5 - -5 + 0 - 1 + 2 + 3 - 4 + 5 - 1 + 2 - 3 + 4 - 5 + 1",
+            ],
+        ),
+        "terms_20": make_split("terms_20", [" + ".join(["1"] * 20)]),
+        "nested": make_split("nested", ["1 - (2 + 3)"]),
+    }
     scores = score_exported(tmp_path, suite)
     x = NumericTokenizer(27).encode_batch(suite["terms_14"].expressions)
-    expected = regression_metrics(suite["terms_14"].values,
-                                  trained.spec.predict_values(at_input_length(trained.model, 27), x))
+    expected = regression_metrics(
+        suite["terms_14"].values, trained.spec.predict_values(at_input_length(trained.model, 27), x)
+    )
     assert scores["terms_14"]["mae"] == pytest.approx(expected["mae"], rel=1e-4)
     assert scores["terms_14"]["tokens"] == 27 and scores["terms_14"]["runtimes_max_abs_diff"] < 1e-3
     assert "needs 39 tokens" in scores["terms_20"]["too_long"]
@@ -171,9 +185,11 @@ def test_the_exported_transformer4_local_bounded_answers_9_to_14_terms_through_o
     from predcalc.paths import RUNS
 
     folder = RUNS / "06_transformer" / "export" / "transformer4_local_bounded"
-    expressions = ["1 + 2 - 3 + 4 - 5 + 1 - 2 + 3 - 4",
-                   "1 + 2 - 3 + 4 - 5 + 1 - 2 + 3 - 4 + 5 - -1 + 2 - 3 + -4",
-                   "3 - -2 + 4"]
+    expressions = [
+        "1 + 2 - 3 + 4 - 5 + 1 - 2 + 3 - 4",
+        "1 + 2 - 3 + 4 - 5 + 1 - 2 + 3 - 4 + 5 - -1 + 2 - 3 + -4",
+        "3 - -2 + 4",
+    ]
     truth = [float(evaluate(e)) for e in expressions]
     for file in ("model.onnx", "model_float32.tflite"):
         predictor = Predictor(folder / file)

@@ -62,8 +62,9 @@ def test_parallel_and_step_paths_agree(name):
     _, stepwise, _ = fit.build(name, seed=2, parallel=False)
     stepwise.set_weights(parallel.get_weights())
     inputs = tokenizer.encode_batch(["3 - -2 + 4", "-5 + 4 - 1 + 2 - -3", "0 - 1"])
-    np.testing.assert_allclose(stepwise.predict(inputs, verbose=0), parallel.predict(inputs, verbose=0),
-                               rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(
+        stepwise.predict(inputs, verbose=0), parallel.predict(inputs, verbose=0), rtol=1e-5, atol=1e-5
+    )
 
 
 def test_bad_sizes_are_rejected():

@@ -13,8 +13,14 @@ def protocol():
 @pytest.mark.slow
 def test_extra_test_sets_are_scored_in_every_seed_record(protocol):
     suite = extended_suite(seed=0, train_size=50, test_size=4, operators="+-", parentheses=False)
-    results = run_seeds(["fnn_baseline"], protocol, seeds=[0, 1], epochs=1, progress=False,
-                        extra_test_sets={"digits_2": suite["digits_2"].split})
+    results = run_seeds(
+        ["fnn_baseline"],
+        protocol,
+        seeds=[0, 1],
+        epochs=1,
+        progress=False,
+        extra_test_sets={"digits_2": suite["digits_2"].split},
+    )
     runs = results.models["fnn_baseline"].runs
     assert [run["seed"] for run in runs] == [0, 1]
     for run in runs:
@@ -23,8 +29,9 @@ def test_extra_test_sets_are_scored_in_every_seed_record(protocol):
 
 def test_extra_test_sets_may_not_shadow_the_protocol(protocol):
     with pytest.raises(ValueError, match="must not reuse the protocol's names"):
-        run_seeds(["fnn_baseline"], protocol, seeds=[0], epochs=1, progress=False,
-                  extra_test_sets={"out": protocol.test_out})
+        run_seeds(
+            ["fnn_baseline"], protocol, seeds=[0], epochs=1, progress=False, extra_test_sets={"out": protocol.test_out}
+        )
 
 
 @pytest.mark.slow

@@ -7,6 +7,7 @@ from predcalc.studies import explain
 
 def test_linear_function_attributions_are_exact():
     w = np.array([[0.5, -2.0, 3.0]], dtype="float32")
+
     def fn(x):
         return keras.ops.sum(x * w, axis=-1)
 
@@ -18,19 +19,20 @@ def test_linear_function_attributions_are_exact():
 
 def test_quadratic_is_exact_with_the_trapezoid_rule():
     def fn(x):
-        return keras.ops.sum(x ** 2, axis=(1, 2))
+        return keras.ops.sum(x**2, axis=(1, 2))
 
     x = np.array([[[1.0], [2.0], [-3.0]]], dtype="float32")
     b = np.full_like(x, 0.5)
     attributions = explain.integrated_gradients(fn, x, b, steps=3)
-    np.testing.assert_allclose(attributions, x ** 2 - b ** 2, rtol=1e-6)  # gradient linear on the path
+    np.testing.assert_allclose(attributions, x**2 - b**2, rtol=1e-6)  # gradient linear on the path
     np.testing.assert_allclose(explain.token_attributions(attributions), [[0.75, 3.75, 8.75]], rtol=1e-6)
 
 
 def test_completeness_on_a_recurrent_model():
     keras.utils.set_random_seed(0)
-    model = keras.Sequential([keras.Input((6,)), keras.layers.Reshape((6, 1)), keras.layers.LSTM(8),
-                              keras.layers.Dense(1)])
+    model = keras.Sequential(
+        [keras.Input((6,)), keras.layers.Reshape((6, 1)), keras.layers.LSTM(8), keras.layers.Dense(1)]
+    )
     x = np.random.default_rng(0).normal(size=(3, 6)).astype("float32") * 3
     baseline = np.full((6,), 0.5, dtype="float32")
     attributions = explain.integrated_gradients(model, x, baseline, steps=128)

@@ -79,7 +79,10 @@ def test_a_crashing_converter_becomes_an_error_not_a_dead_process(exported_fnn2,
         returncode, stdout, stderr = -11, "", ""
 
     monkeypatch.setattr(subprocess, "run", lambda *args, **kwargs: Crashed())
-    with pytest.raises(RuntimeError, match="int8 conversion or first run failed in a child process: the converter crashed \\(SIGSEGV\\)"):
+    with pytest.raises(
+        RuntimeError,
+        match="int8 conversion or first run failed in a child process: the converter crashed \\(SIGSEGV\\)",
+    ):
         export.export_litert(trained.model, "/tmp/never.tflite", "int8", np.zeros((2, 15), np.float32))
 
 
@@ -112,8 +115,12 @@ def test_drop_stack_traces_removes_the_exporters_paths_and_keeps_the_graph(tmp_p
     node = helper.make_node("Relu", ["x"], ["y"])
     node.metadata_props.add(key="pkg.torch.onnx.stack_trace", value='File "/home/someone/layer.py", line 4')
     node.metadata_props.add(key="namespace", value="relu")
-    graph = helper.make_graph([node], "g", [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3])],
-                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3])])
+    graph = helper.make_graph(
+        [node],
+        "g",
+        [helper.make_tensor_value_info("x", TensorProto.FLOAT, [1, 3])],
+        [helper.make_tensor_value_info("y", TensorProto.FLOAT, [1, 3])],
+    )
     path = tmp_path / "model.onnx"
     onnx.save(helper.make_model(graph), str(path))
     drop_stack_traces(path)
@@ -125,8 +132,11 @@ def test_drop_stack_traces_removes_the_exporters_paths_and_keeps_the_graph(tmp_p
 def test_a_stored_model_is_checked_on_its_own_runs_data():
     from predcalc.deploy.export import _check_data
 
-    suite_run = {"data": {"suite_seed": 0}, "parameters": {"train_size": 50, "test_size": 5},
-                 "extended": {"scope": {"operators": "+-*/", "parentheses": True}}}
+    suite_run = {
+        "data": {"suite_seed": 0},
+        "parameters": {"train_size": 50, "test_size": 5},
+        "extended": {"scope": {"operators": "+-*/", "parentheses": True}},
+    }
     protocol, label = _check_data(suite_run, None)
     assert label == {"suite_seed": 0} and "depth_3" in protocol.test_sets() and len(protocol.train) == 50
     assert any("*" in e or "/" in e for e in protocol.train.expressions)

@@ -44,16 +44,18 @@ def dummy_format():
 def test_a_registered_format_is_exported_predicted_and_benched(exported_fnn2, dummy_format, tmp_path):
     protocol, trained, _, _ = exported_fnn2
     directory = tmp_path / "fnn2"
-    report = export_trained(trained, directory, {"in": protocol.test_in}, protocol.train.expressions[:50],
-                            saved_model=False)
+    report = export_trained(
+        trained, directory, {"in": protocol.test_in}, protocol.train.expressions[:50], saved_model=False
+    )
     assert report["dummy"]["verdict"] == "use" and report["dummy"]["max_abs_diff"] < 1e-6, report["dummy"]
     assert (directory / "model.dummy").stat().st_size == report["dummy"]["bytes"]
     assert {"float32", "onnx", "dummy"} <= set(report)  # written beside the built-in formats
 
     assert for_path(directory / "model.dummy") is dummy_format is get_format("dummy")
     expressions = list(protocol.test_out.expressions[:10])
-    np.testing.assert_allclose(Predictor(directory / "model.dummy").predict(expressions),
-                               trained.predict(expressions), atol=1e-6)
+    np.testing.assert_allclose(
+        Predictor(directory / "model.dummy").predict(expressions), trained.predict(expressions), atol=1e-6
+    )
 
     trained.model.save(directory / "model.keras")
     result = bench.bench_model(directory / "model.keras", runs=3, batch=expressions, repeats=1)

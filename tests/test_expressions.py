@@ -7,20 +7,23 @@ import pytest
 from predcalc.data import ExpressionError, depth, evaluate, format_expression, parse
 
 
-@pytest.mark.parametrize("text, value", [
-    ("3 - -2 + 4", 9),
-    ("1 + 2 * 3", 7),
-    ("(1 + 2) * 3", 9),
-    ("2 - 3 - 4", -5),          # left associative
-    ("12 / 4 / 3", 1),
-    ("7 / 2", Fraction(7, 2)),
-    ("-(2 + 3) * -2", 10),
-    ("--3", 3),
-    ("+4 - +1", 3),
-    ("1 / 3 * 3", 1),            # exact, no float rounding
-    ("  8*(3-(2-1))  ", 16),
-    ("123456 + 654321", 777777),
-])
+@pytest.mark.parametrize(
+    "text, value",
+    [
+        ("3 - -2 + 4", 9),
+        ("1 + 2 * 3", 7),
+        ("(1 + 2) * 3", 9),
+        ("2 - 3 - 4", -5),  # left associative
+        ("12 / 4 / 3", 1),
+        ("7 / 2", Fraction(7, 2)),
+        ("-(2 + 3) * -2", 10),
+        ("--3", 3),
+        ("+4 - +1", 3),
+        ("1 / 3 * 3", 1),  # exact, no float rounding
+        ("  8*(3-(2-1))  ", 16),
+        ("123456 + 654321", 777777),
+    ],
+)
 def test_evaluate_known_values(text, value):
     assert evaluate(text) == value
 
@@ -61,18 +64,21 @@ def test_evaluate_matches_reference_on_random_fully_parenthesised_trees():
     assert checked > 400
 
 
-@pytest.mark.parametrize("text, message", [
-    ("", "empty expression"),
-    ("   ", "empty expression"),
-    ("3 +", "ends too early"),
-    ("(3 + 4", "never closed"),
-    ("3 + 4)", "has no '\\('"),
-    ("3 + x", "unexpected character 'x'"),
-    ("3 4", "unexpected '4'"),
-    ("2 ** 3", "unexpected '\\*'"),
-    ("1 / (2 - 2)", "division by zero"),
-    ("3.5 + 1", "unexpected character '.'"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "empty expression"),
+        ("   ", "empty expression"),
+        ("3 +", "ends too early"),
+        ("(3 + 4", "never closed"),
+        ("3 + 4)", "has no '\\('"),
+        ("3 + x", "unexpected character 'x'"),
+        ("3 4", "unexpected '4'"),
+        ("2 ** 3", "unexpected '\\*'"),
+        ("1 / (2 - 2)", "division by zero"),
+        ("3.5 + 1", "unexpected character '.'"),
+    ],
+)
 def test_bad_expressions_raise_clear_errors(text, message):
     with pytest.raises(ExpressionError, match=message):
         evaluate(text)
@@ -97,9 +103,15 @@ def test_format_expression_writes_the_seed_form():
 
 def test_library_never_calls_eval():
     library = Path(__file__).resolve().parents[1] / "lib" / "predcalc"
-    offenders = [str(p) for p in library.rglob("*.py") if "eval(" in p.read_text().replace("literal_eval(", "")
-                 and any(line.lstrip().startswith(("eval(", "return eval(")) or " eval(" in line
-                         for line in p.read_text().splitlines())]
+    offenders = [
+        str(p)
+        for p in library.rglob("*.py")
+        if "eval(" in p.read_text().replace("literal_eval(", "")
+        and any(
+            line.lstrip().startswith(("eval(", "return eval(")) or " eval(" in line
+            for line in p.read_text().splitlines()
+        )
+    ]
     assert offenders == []
 
 

@@ -13,13 +13,16 @@ def test_answers_given_or_computed(tmp_path):
     assert split.terms.tolist() == [3, 3, 2, 2]
 
 
-@pytest.mark.parametrize("content, message", [
-    ("1 + 2\t3\n1 + \t4\n", ":2: expression ends too early"),
-    ("1 + 2\tthree\n", ":1: answer 'three' is not a number"),
-    ("1 + 2\t3\t4\n", ":1: expected 'expression<TAB>answer', found 3"),
-    ("(1 + 2\n", ":1: unbalanced parentheses"),
-    ("# nothing\n\n", "no expressions in the file"),
-])
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("1 + 2\t3\n1 + \t4\n", ":2: expression ends too early"),
+        ("1 + 2\tthree\n", ":1: answer 'three' is not a number"),
+        ("1 + 2\t3\t4\n", ":1: expected 'expression<TAB>answer', found 3"),
+        ("(1 + 2\n", ":1: unbalanced parentheses"),
+        ("# nothing\n\n", "no expressions in the file"),
+    ],
+)
 def test_malformed_lines_are_named(tmp_path, content, message):
     path = tmp_path / "bad.tsv"
     path.write_text(content)

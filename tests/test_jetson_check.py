@@ -14,17 +14,25 @@ from predcalc.deploy import jetson_check as jc
 
 
 def side(predict="3 - -2 + 4 = 9", exact=1.0, answers=("9", "4"), values=(9.0, 4.0)):
-    return {"predict": predict + "\n", "evaluate": {"model": "x", "file": "y", "n": 2, "exact": exact,
-                                                    "lowest_terms": 1.0, "mae": 0.01},
-            "answers": list(answers), "values": list(values), "stderr": "", "wall_s": {"predict": 1.0}}
+    return {
+        "predict": predict + "\n",
+        "evaluate": {"model": "x", "file": "y", "n": 2, "exact": exact, "lowest_terms": 1.0, "mae": 0.01},
+        "answers": list(answers),
+        "values": list(values),
+        "stderr": "",
+        "wall_s": {"predict": 1.0},
+    }
 
 
 ARTIFACT = jc.Artifact("fnn2/model_float32.tflite", Path("reports/x/model_float32.tflite"), "LiteRT", "default")
 
 
 def test_compare_values_counts_identical_values_and_the_largest_difference():
-    assert jc.compare_values([1.0, 2.0, math.nan], [1.0, 2.5, math.nan]) == \
-        {"n": 3, "identical": 2, "max_abs_diff": 0.5}
+    assert jc.compare_values([1.0, 2.0, math.nan], [1.0, 2.5, math.nan]) == {
+        "n": 3,
+        "identical": 2,
+        "max_abs_diff": 0.5,
+    }
     assert jc.compare_values([math.nan], [1.0])["max_abs_diff"] == math.inf
     with pytest.raises(ValueError, match="2 aarch64 values against 1"):
         jc.compare_values([1.0, 2.0], [1.0])
@@ -39,8 +47,12 @@ def test_predict_lines_agree_when_only_the_value_moves_within_the_tolerance():
     other = "3 - -2 + 4 = 8.9720  (predicted by m (model_float32.tflite); rounded 9; exact 8)"
     assert not jc.compare_predict(other, line.format("8.9717"), tolerance=0.01)["agree"]
     calculator = "3 - -2 + 4 = 9  (calculated by calculator (model.tflite))"
-    assert jc.compare_predict(calculator, calculator + "\n", tolerance=None) == \
-        {"aarch64": calculator, "x86_64": calculator, "same": True, "agree": True}
+    assert jc.compare_predict(calculator, calculator + "\n", tolerance=None) == {
+        "aarch64": calculator,
+        "x86_64": calculator,
+        "same": True,
+        "agree": True,
+    }
 
 
 def test_compare_answers_counts_the_same_texts():
@@ -52,8 +64,13 @@ def test_compare_answers_counts_the_same_texts():
 def test_an_artifact_agrees_only_when_predict_metrics_and_every_answer_match():
     record = jc.artifact_record(ARTIFACT, side(), side(values=(9.0, 4.000001)))
     assert record["agree"] and record["predict"]["same"] and record["evaluate"]["same"]
-    assert record["values"] == {"n": 2, "identical": 1, "max_abs_diff": pytest.approx(1e-6),
-                                "tolerance": pytest.approx(9e-3), "within": True}  # export's parity: 1e-3 of max |value|
+    assert record["values"] == {
+        "n": 2,
+        "identical": 1,
+        "max_abs_diff": pytest.approx(1e-6),
+        "tolerance": pytest.approx(9e-3),
+        "within": True,
+    }  # export's parity: 1e-3 of max |value|
     noisy = jc.artifact_record(ARTIFACT, side(), side(values=(9.0, 4.1)))  # the same answers, values too far apart
     assert not noisy["agree"] and noisy["values"]["within"] is False
     assert "file" not in record["evaluate"]["aarch64"]  # the TSV's path differs between the two sides
@@ -75,26 +92,49 @@ def test_a_command_that_fails_on_one_side_is_recorded_not_compared():
 
 
 def test_the_summary_and_the_result_lines_come_from_the_records():
-    checked = [jc.artifact_record(ARTIFACT, side(), side(values=(9.0, 4.0))),
-               jc.artifact_record(dataclasses.replace(ARTIFACT, name="b"), side(answers=("9", "5")), side())]
+    checked = [
+        jc.artifact_record(ARTIFACT, side(), side(values=(9.0, 4.0))),
+        jc.artifact_record(dataclasses.replace(ARTIFACT, name="b"), side(answers=("9", "5")), side()),
+    ]
     skipped = [{"name": "t/model_float32.tflite", "file": "f", "reason": "no file f"}]
     total = jc.summary(checked, skipped)
-    assert total == {"checked": 2, "agree": 1, "failed": [], "answers_identical": 3, "answers": 4,
-                     "disagree": [{"name": "b", "answers_differ": 1, "n": 2, "exact_aarch64": 1.0, "exact_x86_64": 1.0}],
-                     "max_abs_diff_agreeing": 0.0, "skipped": ["t/model_float32.tflite"]}
-    record = {"aarch64": {"uname_m": "aarch64", "python": "3.11.2", "python_minor": "3.11",
-                          "runtime_packages": {"numpy": "2.4.6"}},
-              "root": {"suite": "bookworm"}, "summary": total,
-              "pins": [{"requirement": "numpy==2.4.6", "python": "3.11", "wheel": "w"},
-                       {"requirement": "numpy==2.2.6", "python": "3.10", "error": "no aarch64 wheel for Python 3.10"}]}
+    assert total == {
+        "checked": 2,
+        "agree": 1,
+        "failed": [],
+        "answers_identical": 3,
+        "answers": 4,
+        "disagree": [{"name": "b", "answers_differ": 1, "n": 2, "exact_aarch64": 1.0, "exact_x86_64": 1.0}],
+        "max_abs_diff_agreeing": 0.0,
+        "skipped": ["t/model_float32.tflite"],
+    }
+    record = {
+        "aarch64": {
+            "uname_m": "aarch64",
+            "python": "3.11.2",
+            "python_minor": "3.11",
+            "runtime_packages": {"numpy": "2.4.6"},
+        },
+        "root": {"suite": "bookworm"},
+        "summary": total,
+        "pins": [
+            {"requirement": "numpy==2.4.6", "python": "3.11", "wheel": "w"},
+            {"requirement": "numpy==2.2.6", "python": "3.10", "error": "no aarch64 wheel for Python 3.10"},
+        ],
+    }
     text = " ".join(jc.result_lines(record))
     assert "`aarch64`" in text and "1 of 2 artifacts" in text and "3 of 4 answers" in text
     assert "`b` differs: 1 of 2 answers, exact accuracy 100.0 % on aarch64 against 100.0 %" in text
     assert "Skipped (no file): t/model_float32.tflite" in text and "`max` CPU" not in text
-    record["emulation"] = {"other_cpus": [{"cpu": "max", "name": "fnn2/model_int8.tflite",
-                                           "predict": "3 - -2 + 4 = 4.7", "same_as_x86_64": False}]}
-    assert "On qemu's `max` (qemu's default: SVE and int8 matrix multiply, which the Orin's cores lack) " \
-           "`fnn2/model_int8.tflite` printed `3 - -2 + 4 = 4.7`, unlike x86-64" in " ".join(jc.result_lines(record))
+    record["emulation"] = {
+        "other_cpus": [
+            {"cpu": "max", "name": "fnn2/model_int8.tflite", "predict": "3 - -2 + 4 = 4.7", "same_as_x86_64": False}
+        ]
+    }
+    assert (
+        "On qemu's `max` (qemu's default: SVE and int8 matrix multiply, which the Orin's cores lack) "
+        "`fnn2/model_int8.tflite` printed `3 - -2 + 4 = 4.7`, unlike x86-64" in " ".join(jc.result_lines(record))
+    )
     assert "Pins without an aarch64 wheel: numpy==2.2.6 (Python 3.10): no aarch64 wheel for Python 3.10" in text
     record["pins"].pop()
     record["aarch64_jetpack6_versions"] = {"runtime_packages": {"numpy": "2.2.6"}}
@@ -110,11 +150,17 @@ def test_recommended_artifacts_skip_an_absent_file_with_the_reason(tmp_path):
     for name in ("model_float32.tflite", "model_float16.tflite", "model.onnx"):
         (present / name).write_bytes(b"x")
     exports = {"01_fnn/export/fnn2": "default", "06_transformer/export/t4": "transformer"}
-    found = jc.recommended_artifacts(runs=tmp_path, calculator=tmp_path / "calculator" / "model.tflite",
-                                     exports=exports)
-    assert [a.name for a in found] == ["calculator/model.tflite", "fnn2/model_float32.tflite",
-                                       "fnn2/model_float16.tflite", "fnn2/model.onnx",
-                                       "t4/model_float32.tflite", "t4/model.onnx"]
+    found = jc.recommended_artifacts(
+        runs=tmp_path, calculator=tmp_path / "calculator" / "model.tflite", exports=exports
+    )
+    assert [a.name for a in found] == [
+        "calculator/model.tflite",
+        "fnn2/model_float32.tflite",
+        "fnn2/model_float16.tflite",
+        "fnn2/model.onnx",
+        "t4/model_float32.tflite",
+        "t4/model.onnx",
+    ]
     assert [a.runtime for a in found[1:4]] == ["LiteRT", "LiteRT", "ONNX Runtime"]
     skipped = {a.name: a.skipped for a in found if a.skipped}
     assert set(skipped) == {"calculator/model.tflite", "t4/model_float32.tflite", "t4/model.onnx"}
@@ -123,8 +169,10 @@ def test_recommended_artifacts_skip_an_absent_file_with_the_reason(tmp_path):
 
 def test_the_runtime_pins_are_chosen_by_python_version(tmp_path):
     pyproject = tmp_path / "pyproject.toml"
-    pyproject.write_text('[project.optional-dependencies]\nruntime = ["numpy==2.4.6; python_version >= \'3.11\'",'
-                         '"numpy==2.2.6; python_version < \'3.11\'", "onnxruntime==1.23.2"]\n')
+    pyproject.write_text(
+        "[project.optional-dependencies]\nruntime = [\"numpy==2.4.6; python_version >= '3.11'\","
+        '"numpy==2.2.6; python_version < \'3.11\'", "onnxruntime==1.23.2"]\n'
+    )
     assert jc.runtime_requirements("3.11", pyproject) == ["numpy==2.4.6", "onnxruntime==1.23.2"]
     assert jc.runtime_requirements("3.10", pyproject) == ["numpy==2.2.6", "onnxruntime==1.23.2"]
     for version in ("3.10", "3.11"):  # the project's own extra: one pin of each runtime package per Python
@@ -157,8 +205,15 @@ def test_the_calculator_and_one_litert_file_answer_the_same_on_aarch64(tmp_path)
     artifacts = [a for a in jc.recommended_artifacts() if a.name in wanted and not a.skipped]
     if len(artifacts) < 2:
         pytest.skip("the calculator or fnn2's LiteRT file is not in reports/")
-    record = jc.check(jc.default_root(), tmp_path / "jetson_check.json", artifacts=artifacts, progress=False,
-                      log_path=tmp_path / "log.txt", build=False, jetpack6_versions=False)
+    record = jc.check(
+        jc.default_root(),
+        tmp_path / "jetson_check.json",
+        artifacts=artifacts,
+        progress=False,
+        log_path=tmp_path / "log.txt",
+        build=False,
+        jetpack6_versions=False,
+    )
     assert record["aarch64"]["uname_m"] == "aarch64"
     assert record["aarch64"]["heavy_packages"] == []
     assert [a["name"] for a in record["artifacts"]] == list(wanted)

@@ -39,14 +39,26 @@ def test_lora_trainable_weights_follow_the_config(tuned):
     assert trainable == expected == 2816 == tuning.trainable_params
     assert sum(math.prod(w.shape) for w in model.trainable_weights) == 2816
     assert {w.path.split("/")[-1] for w in model.trainable_weights} == {"lora_kernel_a", "lora_kernel_b"}
-    assert info == {"label": "tiny Gemma 3 (not pre-trained, 71,488 params)", "pretrained": False,
-                    "params": 71488, "source": "tiny gemma3 from config"}
+    assert info == {
+        "label": "tiny Gemma 3 (not pre-trained, 71,488 params)",
+        "pretrained": False,
+        "params": 71488,
+        "source": "tiny gemma3 from config",
+    }
 
 
 def test_lora_count_for_other_targets_and_gemma():
     corpus = llm.arithmetic_corpus(seed_protocol(0, draws=50).train)
-    model = llm.build_tiny_model(corpus, architecture="gemma", num_layers=1, num_query_heads=2,
-                                 num_key_value_heads=2, hidden_dim=32, head_dim=8, intermediate_dim=64)
+    model = llm.build_tiny_model(
+        corpus,
+        architecture="gemma",
+        num_layers=1,
+        num_query_heads=2,
+        num_key_value_heads=2,
+        hidden_dim=32,
+        head_dim=8,
+        intermediate_dim=64,
+    )
     targets = ["query", "key", "value", "attention_output"]
     # q, k, v kernels (2, 32, 8): 2 * (2 * 32 + 8) each; output kernel (2, 8, 32): 2 * (2 * 8 + 32)
     assert llm.lora_parameter_count(model.backbone, 2, targets) == 3 * 2 * (64 + 8) + 2 * (16 + 32) == 528
@@ -105,21 +117,37 @@ def test_generation_does_not_depend_on_the_batch(tuned):
     protocol, model = tuned[0], tuned[1]
     prompts = [llm.prompt_text(e) for e in protocol.test_long.expressions[::50]]
     assert llm.generate(model, prompts, batch_size=4) == llm.generate(model, prompts, batch_size=16)
-    assert all(len(llm.token_lists(model.preprocessor.tokenizer, [t])[0]) <= 2
-               for t in llm.generate(model, prompts, max_new_tokens=2) if t)
+    assert all(
+        len(llm.token_lists(model.preprocessor.tokenizer, [t])[0]) <= 2
+        for t in llm.generate(model, prompts, max_new_tokens=2)
+        if t
+    )
 
 
-@pytest.mark.parametrize("text, expected", [
-    ("9", 9), (" -12<end_of_turn>", -12), ("+7", 7), ("\n0<eos>", 0), ("abc", None), ("1 2", None), ("--3", None),
-    ("", None), ("3.5", None), ("-", None), ("12abc", None),
-])
+@pytest.mark.parametrize(
+    "text, expected",
+    [
+        ("9", 9),
+        (" -12<end_of_turn>", -12),
+        ("+7", 7),
+        ("\n0<eos>", 0),
+        ("abc", None),
+        ("1 2", None),
+        ("--3", None),
+        ("", None),
+        ("3.5", None),
+        ("-", None),
+        ("12abc", None),
+    ],
+)
 def test_parse_answer(text, expected):
     assert llm.parse_answer(text) == expected
 
 
 def test_answer_accuracy_counts_unparseable_answers_as_wrong():
-    accuracy, unparseable, parsed = llm.answer_accuracy(["9", " -12<end_of_turn>", "abc", "1 2", "3"],
-                                                       [9.0, -12.0, 5.0, 1.0, 4.0])
+    accuracy, unparseable, parsed = llm.answer_accuracy(
+        ["9", " -12<end_of_turn>", "abc", "1 2", "3"], [9.0, -12.0, 5.0, 1.0, 4.0]
+    )
     assert accuracy == pytest.approx(2 / 5)
     assert unparseable == 2
     assert parsed == [9, -12, None, None, 3]
@@ -161,8 +189,14 @@ def test_tokeniser_is_deterministic_and_splits_digits():
     import sentencepiece
 
     pieces = sentencepiece.SentencePieceProcessor(model_proto=proto)
-    assert [pieces.id_to_piece(i) for i in range(6)] == ["<pad>", "<eos>", "<bos>", "<unk>", "<start_of_turn>",
-                                                        "<end_of_turn>"]
+    assert [pieces.id_to_piece(i) for i in range(6)] == [
+        "<pad>",
+        "<eos>",
+        "<bos>",
+        "<unk>",
+        "<start_of_turn>",
+        "<end_of_turn>",
+    ]
     assert pieces.encode("-12 = 345", out_type=str) == ["▁-", "1", "2", "▁=", "▁", "3", "4", "5"]
 
 

@@ -45,8 +45,11 @@ def test_score_of_the_baseline_is_one_and_halving_errors_gives_four():
 
 def test_mean_baseline_averages_each_metric():
     reference = M.mean_baseline([_metrics(0.2, 2.0, 4.0, 0.2), _metrics(0.4, 4.0, 6.0, 0.4)])
-    assert reference == {"in": {"mae": pytest.approx(0.3)}, "out22": {"mae": 3.0, "mre": pytest.approx(0.3)},
-                         "long4": {"mae": 5.0}}
+    assert reference == {
+        "in": {"mae": pytest.approx(0.3)},
+        "out22": {"mae": 3.0, "mre": pytest.approx(0.3)},
+        "long4": {"mae": 5.0},
+    }
 
 
 def test_p_value_is_the_t_test_of_log_scores():
@@ -75,10 +78,13 @@ def test_seed_way_signed_long_and_seed_mre_on_a_hand_computed_case():
 
 
 def _seed_run(mae_in, mae_out22, long4_abs, long4_signed, mre_in, mre_out, long_signed=1.0):
-    return {"in": {"mae": mae_in, "mre_seed": mre_in, "n": 1, "signed": 0.0},
-            "out": {"mae": 2.0, "mre_seed": mre_out, "n": 3},
-            "out22": {"mae": mae_out22}, "long": {"signed": long_signed, "mae": 7.0},
-            "long4": {"mae": long4_abs, "signed": long4_signed}}
+    return {
+        "in": {"mae": mae_in, "mre_seed": mre_in, "n": 1, "signed": 0.0},
+        "out": {"mae": 2.0, "mre_seed": mre_out, "n": 3},
+        "out22": {"mae": mae_out22},
+        "long": {"signed": long_signed, "mae": 7.0},
+        "long4": {"mae": long4_abs, "signed": long4_signed},
+    }
 
 
 def test_seed_score_and_seed_way_by_hand():

@@ -18,8 +18,17 @@ from predcalc.training.experiment import ModelResults, Results
 
 matplotlib.use("Agg")
 
-ROW = {"params": 6211, "MAE in": 0.0314, "MRE in": 0.01, "MAE out": 2.213, "MRE out": 0.3, "MAE long": 3.403,
-       "acc in": 1.0, "acc out": 0.1935, "acc long": 0.2731}
+ROW = {
+    "params": 6211,
+    "MAE in": 0.0314,
+    "MRE in": 0.01,
+    "MAE out": 2.213,
+    "MRE out": 0.3,
+    "MAE long": 3.403,
+    "acc in": 1.0,
+    "acc out": 0.1935,
+    "acc long": 0.2731,
+}
 
 
 def _table(rows):
@@ -27,29 +36,46 @@ def _table(rows):
 
 
 def test_fnn_summary_sets_the_prior_reports_row_beside_ours_without_its_signed_long_figure():
-    table = _table([{"model": "FNN2 (1 x 345 PReLU)"},
-                    {"model": "FNN2 (1 x 345 PReLU)", "source": "published", "MAE long": np.nan},
-                    {"model": "FNN2, Adam with cosine decay (1 x 345 PReLU)", "MAE in": 0.0259, "MAE out": 2.169}])
+    table = _table(
+        [
+            {"model": "FNN2 (1 x 345 PReLU)"},
+            {"model": "FNN2 (1 x 345 PReLU)", "source": "published", "MAE long": np.nan},
+            {"model": "FNN2, Adam with cosine decay (1 x 345 PReLU)", "MAE in": 0.0259, "MAE out": 2.169},
+        ]
+    )
     text = steps.fnn_summary(table, [0, 1])
-    assert text.startswith("FNN2 over 2 seed(s): in-range MAE **0.0314** (prior report 0.0269), out-of-range MAE "
-                           "**2.213** (prior report 2.178), long MAE **3.403** (not compared: the prior report's long "
-                           "figure is a signed mean(|y| - prediction), not an error;")
+    assert text.startswith(
+        "FNN2 over 2 seed(s): in-range MAE **0.0314** (prior report 0.0269), out-of-range MAE "
+        "**2.213** (prior report 2.178), long MAE **3.403** (not compared: the prior report's long "
+        "figure is a signed mean(|y| - prediction), not an error;"
+    )
     assert "70 times the in-range error" in text and "nan" not in text
-    assert text.endswith("in-range MAE **0.0259** against the constant rate's 0.0314 and the prior report's 0.0269; "
-                         "out of range 2.169 against 2.213.")
+    assert text.endswith(
+        "in-range MAE **0.0259** against the constant rate's 0.0314 and the prior report's 0.0269; "
+        "out of range 2.169 against 2.213."
+    )
     assert steps.fnn_summary(_table([{"model": "other"}]), [0]) == ""
 
 
 def test_beyond_summary_heads_with_a_trained_model_and_compares_like_for_like():
     solved = get_spec("scan_typed_solved").shown_label
-    table = _table([{"model": solved, "params": 46},  # as accurate, listed first, but partly built
-                    {"model": "Syntax-gated scan (typed tokens)", "params": 46, "MAE out": 0.025, "MAE long": 0.03},
-                    {"model": "Keras LSTM(32) (typed tokens)", "acc out": 0.248}])
-    table[["acc in", "acc out"]] = table[["acc in", "acc out"]].where(table.model == "Keras LSTM(32) (typed tokens)", 1.0)
+    table = _table(
+        [
+            {"model": solved, "params": 46},  # as accurate, listed first, but partly built
+            {"model": "Syntax-gated scan (typed tokens)", "params": 46, "MAE out": 0.025, "MAE long": 0.03},
+            {"model": "Keras LSTM(32) (typed tokens)", "acc out": 0.248},
+        ]
+    )
+    table[["acc in", "acc out"]] = table[["acc in", "acc out"]].where(
+        table.model == "Keras LSTM(32) (typed tokens)", 1.0
+    )
     text = steps.beyond_summary(table, [0])
     first, *rest = text.split("\n")
     assert first.startswith("Best trained model here: **Syntax-gated scan (typed tokens)** (46 parameters, 1 seed(s))")
-    assert "MAE out 0.025 against 2.178 for the prior report's best regression model (FNN2), long 0.030 (not compared" in first
+    assert (
+        "MAE out 0.025 against 2.178 for the prior report's best regression model (FNN2), long 0.030 (not compared"
+        in first
+    )
     assert "6.156" not in text
     assert rest[0] == f"- {solved}: 100.0 / 100.0 / 27.3 % (in / out / long)" and solved.endswith("(partly built)")
 
@@ -60,19 +86,34 @@ def _extended_record():
     def runs(accuracy):
         return [{"metrics": {f: {"accuracy": accuracy(f), "mre": 0.01} for f in families}}] * 2
 
-    return {"parameters": {"epochs": 300}, "extended": {"families": families, "models": {
-        "scan_typed": {"label": "Syntax-gated scan (typed tokens)", "params": 46, "runs": runs(lambda f: 1.0 if f == "digits_1" else 0.5)},
-        "scan_typed_solved": {"label": "Solved", "params": 46, "runs": runs(lambda f: 1.0)}}}}
+    return {
+        "parameters": {"epochs": 300},
+        "extended": {
+            "families": families,
+            "models": {
+                "scan_typed": {
+                    "label": "Syntax-gated scan (typed tokens)",
+                    "params": 46,
+                    "runs": runs(lambda f: 1.0 if f == "digits_1" else 0.5),
+                },
+                "scan_typed_solved": {"label": "Solved", "params": 46, "runs": runs(lambda f: 1.0)},
+            },
+        },
+    }
 
 
 def test_extended_summary_tags_the_partly_built_scan_wherever_it_names_it():
     text = steps.extended_summary(_extended_record())
-    assert "- **Solved (partly built)**: 1 digits 100.0 %, 3 digits 100.0 %, 6 digits 100.0 %; 8 terms 100.0 %; at least " \
-           "99 % on 13 of 13 families" in text
+    assert (
+        "- **Solved (partly built)**: 1 digits 100.0 %, 3 digits 100.0 %, 6 digits 100.0 %; 8 terms 100.0 %; at least "
+        "99 % on 13 of 13 families" in text
+    )
     assert "- **Syntax-gated scan (typed tokens)**: 1 digits 100.0 %, 3 digits 50.0 %" in text
     assert "Mean over 2 seed(s), at most 300 epochs." in text
-    assert "The trained model with the highest mean accuracy over the 13 families is **Syntax-gated scan (typed tokens)** " \
-           "(53.8 %). Partly built, **Solved (partly built)** reaches 100.0 %." in text
+    assert (
+        "The trained model with the highest mean accuracy over the 13 families is **Syntax-gated scan (typed tokens)** "
+        "(53.8 %). Partly built, **Solved (partly built)** reaches 100.0 %." in text
+    )
 
 
 def test_a_spec_with_a_closed_form_finish_is_shown_partly_built():
@@ -84,11 +125,15 @@ def test_prediction_figure_titles_rows_by_model_and_stays_under_2400_pixels():
     protocol = seed_protocol(0)
     sets = protocol.test_sets()
     first = types.SimpleNamespace(spec=types.SimpleNamespace(shown_label="A long model label, with many words"))
-    models = {f"m{i}": ModelResults(first=first, predictions={k: s.values.astype(float) for k, s in sets.items()})
-              for i in range(9)}
+    models = {
+        f"m{i}": ModelResults(first=first, predictions={k: s.values.astype(float) for k, s in sets.items()})
+        for i in range(9)
+    }
     figure = Results(protocol=protocol, models=models).plot_predictions()
     assert max(figure.get_size_inches()) * 110 <= 2400
-    assert [sub._suptitle.get_text() for sub in figure.subfigs][:1] == ["A long model label, with many words (first seed)"]
+    assert [sub._suptitle.get_text() for sub in figure.subfigs][:1] == [
+        "A long model label, with many words (first seed)"
+    ]
     assert {axis.get_title() for axis in figure.axes} == {"in: MAE 0", "out: MAE 0", "long: MAE 0"}
 
 
@@ -107,22 +152,44 @@ def test_a_stored_run_reloads_with_its_records_and_first_seed_predictions(tmp_pa
     reloaded = stored.models["fnn_baseline"]
     assert reloaded.runs == json.loads((tmp_path / "metrics.json").read_text())["models"]["fnn_baseline"]["runs"]
     assert reloaded.first.seed == 3 and reloaded.spec.name == "fnn_baseline"
-    np.testing.assert_allclose(reloaded.predictions["out"], results.models["fnn_baseline"].predictions["out"], atol=1e-5)
+    np.testing.assert_allclose(
+        reloaded.predictions["out"], results.models["fnn_baseline"].predictions["out"], atol=1e-5
+    )
 
 
 def _series_runs():
-    return [{"series": "s", "model": model, "seed": seed, "epochs": 5, "params": 10, "mae": mae, "rmse": mae,
-             "forecast": [0.0]} for model, maes in (("lstm", (1.0, 1.2)), ("gru", (1.8, 2.2))) for seed, mae in
-            zip((0, 1), maes)]
+    return [
+        {
+            "series": "s",
+            "model": model,
+            "seed": seed,
+            "epochs": 5,
+            "params": 10,
+            "mae": mae,
+            "rmse": mae,
+            "forecast": [0.0],
+        }
+        for model, maes in (("lstm", (1.0, 1.2)), ("gru", (1.8, 2.2)))
+        for seed, mae in zip((0, 1), maes)
+    ]
 
 
 def test_timeseries_summary_table_and_conclusion_count_a_win_only_beyond_the_seed_spread():
     summary = ts.summarise(_series_runs())
     assert summary.model.tolist() == ["Keras LSTM", "Keras GRU"]
-    assert summary.MAE.tolist() == pytest.approx([1.1, 2.0]) and summary.MAE_std.tolist() == pytest.approx([0.1414, 0.2828], abs=1e-4)
-    baselines = {"s": {"naive (last value)": {"mae": 4.0, "rmse": 4.0}, "AR on changes (p=1)": {"mae": 2.1, "rmse": 2.1}}}
+    assert summary.MAE.tolist() == pytest.approx([1.1, 2.0]) and summary.MAE_std.tolist() == pytest.approx(
+        [0.1414, 0.2828], abs=1e-4
+    )
+    baselines = {
+        "s": {"naive (last value)": {"mae": 4.0, "rmse": 4.0}, "AR on changes (p=1)": {"mae": 2.1, "rmse": 2.1}}
+    }
     table = ts.results_table(summary, baselines)
-    assert table.model.tolist() == ["Keras LSTM", "Keras GRU", "baseline: AR on changes (p=1)", "baseline: naive (last value)"]
+    assert table.model.tolist() == [
+        "Keras LSTM",
+        "Keras GRU",
+        "baseline: AR on changes (p=1)",
+        "baseline: naive (last value)",
+    ]
     assert table["MAE / naive"].iloc[0] == pytest.approx(1.1 / 4.0)
     data = {"s": ts.chronological_split(np.arange(40, dtype=float), k=3)}  # a trend: test above training
     text = ts.conclusion(table, baselines, data, "change", [0, 1], 200)
@@ -137,11 +204,20 @@ def test_timeseries_summary_table_and_conclusion_count_a_win_only_beyond_the_see
 def test_bilstm_attention_helpers():
     assert attention.token_labels("3 - -2 + 4", 7) == ["3", "-", "-2", "+", "4", "pad", "pad"]
     assert [attention.token_kind(t) for t in ("-2", "-", "pad")] == ["number", "operator", "pad"]
-    shares = pd.DataFrame([{"test set": t, "on numbers": 0.2, "on operators": 0.3, "on pads": 0.5,
-                            "share of tokens that are pad": 0.6} for t in ("in", "long")])
-    assert attention.attention_sentence(shares).startswith(" In range the attention puts 20 % of its weight on numbers, "
-                                                           "30 % on operators and 50 % on padding (padding is 60 %")
-    assert attention.int8_sentence({"int8": {"error": "E"}}) == " Full-integer int8 export failed (E); the other formats work."
+    shares = pd.DataFrame(
+        [
+            {"test set": t, "on numbers": 0.2, "on operators": 0.3, "on pads": 0.5, "share of tokens that are pad": 0.6}
+            for t in ("in", "long")
+        ]
+    )
+    assert attention.attention_sentence(shares).startswith(
+        " In range the attention puts 20 % of its weight on numbers, "
+        "30 % on operators and 50 % on padding (padding is 60 %"
+    )
+    assert (
+        attention.int8_sentence({"int8": {"error": "E"}})
+        == " Full-integer int8 export failed (E); the other formats work."
+    )
     assert attention.int8_sentence(None) == attention.int8_sentence({"int8": {"max_abs_diff": 0}}) == ""
 
 
@@ -165,4 +241,10 @@ def test_sign_state_figure_has_a_column_per_token():
     _, model, _ = build("scan_typed")
     figure = steps.plot_sign_state(model, "3 - -2 + 4")
     image = figure.axes[0].images[0].get_array()
-    assert image.shape[1] == 5 and [t.get_text() for t in figure.axes[0].get_xticklabels()] == ["3", "-", "-2", "+", "4"]
+    assert image.shape[1] == 5 and [t.get_text() for t in figure.axes[0].get_xticklabels()] == [
+        "3",
+        "-",
+        "-2",
+        "+",
+        "4",
+    ]

@@ -31,18 +31,31 @@ def test_token_labels_and_unparseable_markdown():
 
 
 def test_llm_steps_markdown():
-    evaluation = types.SimpleNamespace(examples=lambda name, correct, k: [
-        {"expression": "1 + 2", "truth": 3, "generated": " 3", "answer": 3 if correct else None, "correct": correct}])
+    evaluation = types.SimpleNamespace(
+        examples=lambda name, correct, k: [
+            {"expression": "1 + 2", "truth": 3, "generated": " 3", "answer": 3 if correct else None, "correct": correct}
+        ]
+    )
     table = llm_steps.examples_markdown(evaluation, ["in"])
     assert table.count("\n") == 3 and "| in | `1 + 2` | 3 | `' 3'` | 3 | yes |" in table
-    exports = {"float32": {"bytes": 2048, "same_generation": {"in": 1.0}, "accuracy": {"in": 0.5}},
-               "int8_dynamic": {"error": "RuntimeError: no"}, "not_exported": llm_steps.NOT_EXPORTED}
+    exports = {
+        "float32": {"bytes": 2048, "same_generation": {"in": 1.0}, "accuracy": {"in": 0.5}},
+        "int8_dynamic": {"error": "RuntimeError: no"},
+        "not_exported": llm_steps.NOT_EXPORTED,
+    }
     text = llm_steps.exports_markdown(exports, ["in"])
     assert "| float32 | 2 | 100 % | 50.0 % |" in text and "failed: RuntimeError: no" in text
     assert text.endswith(llm_steps.NOT_EXPORTED + ".")
-    entry = {"label": "tiny", "trainable_params": 10, "train_seconds": 2.0, "accuracy": {"in": 1, "out": 0.5, "long": 0},
-             "unparseable": {"in": 0, "out": 1, "long": 2}}
-    seed_rows = {n: {"accuracy_in": 0.9, "accuracy_out": 0.5, "accuracy_long": 0.3} for n in ("Gemma 3 1B", "Gemma 3 270M")}
+    entry = {
+        "label": "tiny",
+        "trainable_params": 10,
+        "train_seconds": 2.0,
+        "accuracy": {"in": 1, "out": 0.5, "long": 0},
+        "unparseable": {"in": 0, "out": 1, "long": 2},
+    }
+    seed_rows = {
+        n: {"accuracy_in": 0.9, "accuracy_out": 0.5, "accuracy_long": 0.3} for n in ("Gemma 3 1B", "Gemma 3 270M")
+    }
     text = llm_steps.conclusion(entry, {"trainable_params": 20, "accuracy": entry["accuracy"]}, False, 4, 3, seed_rows)
     assert "100.00 % / 50.00 % / 0.00 %" in text and "unparseable answers 0 / 1 / 2" in text
     assert "20 weights" in text and "not a measurement of Gemma" in text
@@ -62,19 +75,45 @@ def test_shared_model_notebook_steps(tmp_path, capsys):
     assert f"     train: {protocol.counts()['train']:,}" in out
     assert f"{protocol.train.expressions[0]!r} = " in out
     spec = types.SimpleNamespace(label="M", shown_label="M")
-    result = types.SimpleNamespace(spec=spec, runs=[{"train_seconds": 4.0, "epochs": 2}, {"train_seconds": 6.0, "epochs": 2}])
-    results = types.SimpleNamespace(models={"m": result}, exports={
-        "m": {"float32": {"max_abs_diff": 1e-7}, "int8": {"error": "no"}}})
+    result = types.SimpleNamespace(
+        spec=spec, runs=[{"train_seconds": 4.0, "epochs": 2}, {"train_seconds": 6.0, "epochs": 2}]
+    )
+    results = types.SimpleNamespace(
+        models={"m": result}, exports={"m": {"float32": {"max_abs_diff": 1e-7}, "int8": {"error": "no"}}}
+    )
     assert steps.seconds_per_epoch(results) == {"m": 2.5}
-    table = pd.DataFrame([{"model": "M", "source": "this run", "params": 1200, "MAE in": 0.1, "MAE out": 2.0,
-                           "MAE long": 3.0, "acc in": 0.5, "acc out": 0.25, "acc long": 0.0},
-                          {"model": "M", "source": "published", "params": 1, "MAE in": 9, "MAE out": 9,
-                           "MAE long": 9, "acc in": 0, "acc out": 0, "acc long": 0}])
+    table = pd.DataFrame(
+        [
+            {
+                "model": "M",
+                "source": "this run",
+                "params": 1200,
+                "MAE in": 0.1,
+                "MAE out": 2.0,
+                "MAE long": 3.0,
+                "acc in": 0.5,
+                "acc out": 0.25,
+                "acc long": 0.0,
+            },
+            {
+                "model": "M",
+                "source": "published",
+                "params": 1,
+                "MAE in": 9,
+                "MAE out": 9,
+                "MAE long": 9,
+                "acc in": 0,
+                "acc out": 0,
+                "acc long": 0,
+            },
+        ]
+    )
     rows = steps.ours(table)
     assert len(rows) == 1
     assert steps.model_summary(results, rows, "m", {"m": 2.5}) == (
         "**M** (1,200 parameters, 2.50 s per epoch): MAE 0.100 in range, 2.00 out of range, 3.00 long; "
-        "exact 50.0 % / 25.0 % / 0.0 %")
+        "exact 50.0 % / 25.0 % / 0.0 %"
+    )
     assert steps.export_summary(results, "m") == " Export of m: float32 (max diff 1e-07); failed: int8."
     assert steps.export_summary(results, "other") == ""
 
@@ -87,8 +126,9 @@ def _fake_results(protocol):
         spec = types.SimpleNamespace(label=name.upper(), shown_label=name.upper(), seed_row=None)
         first = types.SimpleNamespace(params=10)
         predictions = {k: split.values.astype(float) + shift for k, split in sets.items()}
-        models[name] = types.SimpleNamespace(spec=spec, first=first, predictions=predictions,
-                                             runs=[{"train_seconds": 3.0, "epochs": 3}])
+        models[name] = types.SimpleNamespace(
+            spec=spec, first=first, predictions=predictions, runs=[{"train_seconds": 3.0, "epochs": 3}]
+        )
     return types.SimpleNamespace(models=models, exports={})
 
 
@@ -107,8 +147,21 @@ def test_term_weights_speed_and_summary(capsys, tmp_path):
     assert list(weights.columns[:2]) == ["model", "test set"] and len(weights) == 4
     exact_in = weights[(weights.model == "EXACT") & (weights["test set"] == "in")].iloc[0]
     np.testing.assert_allclose([exact_in["w1"], exact_in["w2"], exact_in["w3"], exact_in["b"]], [1, 1, 1, 0], atol=1e-6)
-    table = pd.DataFrame([{"model": "EXACT", "source": "this run", "params": 10, "MAE in": 0.5, "MAE out": 1.0,
-                           "MAE long": 2.0, "acc in": 1.0, "acc out": 1.0, "acc long": 1.0}])
+    table = pd.DataFrame(
+        [
+            {
+                "model": "EXACT",
+                "source": "this run",
+                "params": 10,
+                "MAE in": 0.5,
+                "MAE out": 1.0,
+                "MAE long": 2.0,
+                "acc in": 1.0,
+                "acc out": 1.0,
+                "acc long": 1.0,
+            }
+        ]
+    )
     text = steps.recurrent_summary(results, table, weights, "exact", [0])
     assert "EXACT (10 parameters) over 1 seed(s): in-range MAE **0.5000**" in text
     assert "(the rule: 1, 1, 1)" in text and text.endswith("2 times the in-range error.")
@@ -159,23 +212,51 @@ def test_seed_recipe_lines_score_the_seed_way_beside_the_published_row():
 def test_the_conclusion_reports_each_model_beside_the_prior_reports_row_and_names_kept_runs():
     import pandas as pd
 
-    row = {"params": 38209, "MAE in": 0.0389, "MAE out": 4.642, "MAE long": 3.915, "acc in": 0.9993,
-           "acc out": 0.0722, "acc long": 0.1826}
-    table = pd.DataFrame([{"model": "t4 seed recipe", "source": "06_transformer", **row},
-                          {"model": "t4", "source": "06_transformer", **row, "acc out": 0.1},
-                          {"model": "tokens", "source": "06_transformer", **row, "acc out": 0.2},
-                          {"model": "transformer4 (encoder, regression)", "source": "published", **row}])
+    row = {
+        "params": 38209,
+        "MAE in": 0.0389,
+        "MAE out": 4.642,
+        "MAE long": 3.915,
+        "acc in": 0.9993,
+        "acc out": 0.0722,
+        "acc long": 0.1826,
+    }
+    table = pd.DataFrame(
+        [
+            {"model": "t4 seed recipe", "source": "06_transformer", **row},
+            {"model": "t4", "source": "06_transformer", **row, "acc out": 0.1},
+            {"model": "tokens", "source": "06_transformer", **row, "acc out": 0.2},
+            {"model": "transformer4 (encoder, regression)", "source": "published", **row},
+        ]
+    )
     runs = [{"metrics": {t: {"unparseable": 1, "n": 4} for t in ("in", "out", "long")}}] * 2
-    record = {"parameters": {"epochs": 200}, "models": {
-        "transformer4_seed": {"label": "t4 seed recipe", "seed_row": "transformer4 (encoder, regression)", "runs": runs},
-        "transformer4": {"label": "t4", "seed_row": "transformer4 (encoder, regression)", "runs": runs,
-                         "kept_from": {"created": "2026-11-23T17:59:09+00:00", "parameters": {"epochs": 150}}},
-        "transformer_tokens": {"label": "tokens", "seed_row": None, "runs": runs}}}
+    record = {
+        "parameters": {"epochs": 200},
+        "models": {
+            "transformer4_seed": {
+                "label": "t4 seed recipe",
+                "seed_row": "transformer4 (encoder, regression)",
+                "runs": runs,
+            },
+            "transformer4": {
+                "label": "t4",
+                "seed_row": "transformer4 (encoder, regression)",
+                "runs": runs,
+                "kept_from": {"created": "2026-11-23T17:59:09+00:00", "parameters": {"epochs": 150}},
+            },
+            "transformer_tokens": {"label": "tokens", "seed_row": None, "runs": runs},
+        },
+    }
     unseen = {"plain": {"out": 0.125}, "reversed": {"out": 0.125}}
     text = notes.conclusion(table, record, unseen, np.array([-14, 13]))
-    assert text.startswith("- **transformer4** (38,209 parameters, prior report 38,209; 2 seed(s), 150 epochs at "
-                           "most, kept from the run of 2026-11-23)")
-    assert "- **transformer4_seed** (38,209 parameters, prior report 38,209; 2 seed(s), 200 epochs at most, this run)" in text
+    assert text.startswith(
+        "- **transformer4** (38,209 parameters, prior report 38,209; 2 seed(s), 150 epochs at "
+        "most, kept from the run of 2026-11-23)"
+    )
+    assert (
+        "- **transformer4_seed** (38,209 parameters, prior report 38,209; 2 seed(s), 200 epochs at most, this run)"
+        in text
+    )
     assert "MAE in range **0.0389** (prior report 0.0393)" in text and "long **3.915** (3.886)" in text
     assert "nan" not in text
     assert "- **transformer_tokens** (2 seed(s), 200 epochs at most, this run): exact answers" in text
@@ -188,7 +269,9 @@ def test_prior_long_compares_only_an_absolute_error():
     from predcalc.report.notebook import prior_long
 
     assert prior_long(SEED_ROWS["transformer5"]) == "3.802"
-    assert prior_long(SEED_ROWS["FNN2 (1 x 345 PReLU)"]).startswith("not compared: the prior report's long figure is a signed")
+    assert prior_long(SEED_ROWS["FNN2 (1 x 345 PReLU)"]).startswith(
+        "not compared: the prior report's long figure is a signed"
+    )
     assert prior_long(SEED_ROWS["RNN2 (SimpleRNN + PReLU)"]).startswith("not compared: the code behind")
 
 
@@ -202,15 +285,19 @@ def test_unparseable_shares_and_token_models_read_a_record():
 def test_loss_plot_draws_a_panel_only_for_heads_the_run_trained():
     def result(label):
         history = {"loss": [2.0, 1.0], "val_loss": [2.5, 1.5]}
-        return types.SimpleNamespace(spec=types.SimpleNamespace(label=label, shown_label=label),
-                                     first=types.SimpleNamespace(history=history))
+        return types.SimpleNamespace(
+            spec=types.SimpleNamespace(label=label, shown_label=label), first=types.SimpleNamespace(history=history)
+        )
 
     regression_only = types.SimpleNamespace(models={"t5": result("T5")})
     figure = notes.plot_losses(regression_only, [])
     assert [axis.get_title() for axis in figure.axes] == ["regression heads: MSE"]
     both = types.SimpleNamespace(models={"t5": result("T5"), "tok": result("TOK")})
     figure = notes.plot_losses(both, ["tok"])
-    assert [axis.get_title() for axis in figure.axes] == ["regression heads: MSE", "token heads: cross-entropy per slot"]
+    assert [axis.get_title() for axis in figure.axes] == [
+        "regression heads: MSE",
+        "token heads: cross-entropy per slot",
+    ]
     assert [len(axis.lines) for axis in figure.axes] == [2, 2]
     legend = [text.get_text() for text in figure.axes[0].get_legend().get_texts()]
     assert legend == ["T5", "train", "validation"]  # each model once, then the two line styles

@@ -66,8 +66,16 @@ def test_figures_are_stored_as_palette_pngs_that_look_the_same(tmp_path):
     import base64
 
     notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell("plot()", outputs=[nbformat.v4.new_output(
-        "display_data", data={"image/png": base64.b64encode(raw).decode(), "text/plain": "<Figure>"})])]
+    notebook.cells = [
+        nbformat.v4.new_code_cell(
+            "plot()",
+            outputs=[
+                nbformat.v4.new_output(
+                    "display_data", data={"image/png": base64.b64encode(raw).decode(), "text/plain": "<Figure>"}
+                )
+            ],
+        )
+    ]
     path = tmp_path / "n.ipynb"
     nbformat.write(notebook, path)
     assert paths.compact_notebook_images(path) is True
@@ -112,11 +120,17 @@ def test_a_keras_file_of_the_same_model_is_not_rewritten(tmp_path):
 
 
 def _notebook(stdout, started):
-    cell = {"cell_type": "code", "execution_count": 1, "id": "a", "source": ["print(1)"],
-            "metadata": {"papermill": {"start_time": started}},
-            "outputs": [{"name": "stdout", "output_type": "stream", "text": [stdout]}]}
-    return json.dumps({"cells": [cell], "metadata": {"papermill": {"start_time": started}},
-                       "nbformat": 4, "nbformat_minor": 5})
+    cell = {
+        "cell_type": "code",
+        "execution_count": 1,
+        "id": "a",
+        "source": ["print(1)"],
+        "metadata": {"papermill": {"start_time": started}},
+        "outputs": [{"name": "stdout", "output_type": "stream", "text": [stdout]}],
+    }
+    return json.dumps(
+        {"cells": [cell], "metadata": {"papermill": {"start_time": started}}, "nbformat": 4, "nbformat_minor": 5}
+    )
 
 
 def test_keep_unchanged_puts_back_files_whose_results_did_not_change(tmp_path):
@@ -124,8 +138,9 @@ def test_keep_unchanged_puts_back_files_whose_results_did_not_change(tmp_path):
     for folder, started, mae, rate in ((old, "10:00", 0.5, "3.1"), (new, "11:00", 0.5, "2.7")):
         folder.mkdir()
         (folder / "metrics.json").write_text(json.dumps({"created": started, "mae": mae}))
-        (folder / "run.ipynb").write_text(_notebook(f"fit: 100%| 5/5 [00:0{rate[0]}<00:00, {rate} it/s]\nMAE 0.5",
-                                                    started))
+        (folder / "run.ipynb").write_text(
+            _notebook(f"fit: 100%| 5/5 [00:0{rate[0]}<00:00, {rate} it/s]\nMAE 0.5", started)
+        )
         (folder / "figure.png").write_bytes(b"png" + started.encode())
     (new / "only_new.json").write_text("{}")
     assert paths.keep_unchanged(new, old) == ["metrics.json", "run.ipynb"]

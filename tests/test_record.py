@@ -7,11 +7,30 @@ import pytest
 
 from predcalc.record import RecordError, RunRecord
 
-RUN = {"seed": 0, "epochs": 3, "train_seconds": 1.5, "best_val_loss": 0.1,
-       "metrics": {"in": {"mae": 0.1, "accuracy": 1.0}}}
-MODELS = {"notebook": "01_fnn", "kind": "models", "parameters": {"epochs": 3}, "data": {"seed": 0},
-          "models": {"fnn2": {"label": "FNN2", "params": 10, "runs": [RUN], "export": None, "family": "FNN",
-                              "seed_row": None, "tokenizer": "numeric"}}}
+RUN = {
+    "seed": 0,
+    "epochs": 3,
+    "train_seconds": 1.5,
+    "best_val_loss": 0.1,
+    "metrics": {"in": {"mae": 0.1, "accuracy": 1.0}},
+}
+MODELS = {
+    "notebook": "01_fnn",
+    "kind": "models",
+    "parameters": {"epochs": 3},
+    "data": {"seed": 0},
+    "models": {
+        "fnn2": {
+            "label": "FNN2",
+            "params": 10,
+            "runs": [RUN],
+            "export": None,
+            "family": "FNN",
+            "seed_row": None,
+            "tokenizer": "numeric",
+        }
+    },
+}
 
 
 def test_a_models_record_round_trips_and_keeps_unknown_run_keys():
@@ -28,13 +47,19 @@ def test_an_old_file_without_a_kind_is_named_from_its_entry_once():
     assert RunRecord.from_json({k: v for k, v in MODELS.items() if k != "kind"}).kind == "models"
 
 
-@pytest.mark.parametrize("data, message", [
-    ({"models": {}}, "needs its notebook's name"),
-    ({"notebook": "x", "kind": "other", "models": {}}, "kind must be one of"),
-    ({"notebook": "x", "kind": "study", "models": {}}, "a study record needs one of the entries"),
-    ({"notebook": "x", "models": {"m": {"label": "M", "runs": []}}}, "x/m: a model needs 'params'"),
-    ({"notebook": "x", "models": {"m": {"label": "M", "params": 1, "runs": [{"seed": 0}]}}}, "needs a seed and a metrics"),
-])
+@pytest.mark.parametrize(
+    "data, message",
+    [
+        ({"models": {}}, "needs its notebook's name"),
+        ({"notebook": "x", "kind": "other", "models": {}}, "kind must be one of"),
+        ({"notebook": "x", "kind": "study", "models": {}}, "a study record needs one of the entries"),
+        ({"notebook": "x", "models": {"m": {"label": "M", "runs": []}}}, "x/m: a model needs 'params'"),
+        (
+            {"notebook": "x", "models": {"m": {"label": "M", "params": 1, "runs": [{"seed": 0}]}}},
+            "needs a seed and a metrics",
+        ),
+    ],
+)
 def test_a_bad_record_says_what_is_missing(data, message):
     with pytest.raises(RecordError, match=message):
         RunRecord.from_json(data)

@@ -90,8 +90,9 @@ def test_keras_layers_are_the_seed_equations(name, seed_cell):
     x = tokenizer.encode_batch(EXPRESSIONS)[:, :, None]
     cell = seed_cell(5)
     cell.set_keras_weights(layer)  # refuses a GRU with reset_after=True
-    np.testing.assert_allclose(keras.ops.convert_to_numpy(keras.layers.RNN(cell)(x)),
-                               keras.ops.convert_to_numpy(layer(x)), atol=1e-5)
+    np.testing.assert_allclose(
+        keras.ops.convert_to_numpy(keras.layers.RNN(cell)(x)), keras.ops.convert_to_numpy(layer(x)), atol=1e-5
+    )
     if name == "gru":
         assert layer.cell.reset_after is False
 
@@ -107,8 +108,7 @@ def test_attention_weights_over_the_tokens():
     sequence = tokenizer.encode_batch(EXPRESSIONS)[:, :, None]
     context, scores = layer(sequence, return_attention_scores=True)
     np.testing.assert_allclose(alpha, keras.ops.convert_to_numpy(scores), atol=1e-6)
-    np.testing.assert_allclose(model.get_layer("value")(context), model.predict(sequence[..., 0], verbose=0),
-                               atol=1e-5)
+    np.testing.assert_allclose(model.get_layer("value")(context), model.predict(sequence[..., 0], verbose=0), atol=1e-5)
 
 
 def test_masked_attention_ignores_padding():

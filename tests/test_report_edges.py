@@ -12,16 +12,24 @@ def _score(accuracy, mae):
 
 
 def test_one_row_per_scored_model_with_a_dash_where_the_length_does_not_fit(tmp_path):
-    (tmp_path / "edges.json").write_text(json.dumps({
-        "local": {"digits_2": _score(1.0, 0.0456), "terms_60": _score(0.997, 0.245)},
-        "fixed": {"digits_2": _score(0.003, 83.1), "terms_60": None}}))
-    records = [{"notebook": "06_transformer", "_dir": tmp_path, "models": {"local": {"label": "Local"}}},
-               {"notebook": "01_fnn", "_dir": tmp_path / "none", "models": {}},
-               {"notebook": "sweep", "models": {}}]  # a sweep record has no folder
+    (tmp_path / "edges.json").write_text(
+        json.dumps(
+            {
+                "local": {"digits_2": _score(1.0, 0.0456), "terms_60": _score(0.997, 0.245)},
+                "fixed": {"digits_2": _score(0.003, 83.1), "terms_60": None},
+            }
+        )
+    )
+    records = [
+        {"notebook": "06_transformer", "_dir": tmp_path, "models": {"local": {"label": "Local"}}},
+        {"notebook": "01_fnn", "_dir": tmp_path / "none", "models": {}},
+        {"notebook": "sweep", "models": {}},
+    ]  # a sweep record has no folder
     frame = edges_frame(records)
     assert frame.to_dict("records") == [
         {"model": "Local", "notebook": "06_transformer", "digits_2": "100.0 % (0.0456)", "terms_60": "99.7 % (0.245)"},
-        {"model": "fixed", "notebook": "06_transformer", "digits_2": "0.3 % (83.1)", "terms_60": "-"}]
+        {"model": "fixed", "notebook": "06_transformer", "digits_2": "0.3 % (83.1)", "terms_60": "-"},
+    ]
     lines = edges_lines(records)
     assert lines[0] == "## Edges of the box" and "`digits_4` 3 numbers from -9,999..9,999" in lines[2]
     assert "with spaces), 300 expressions each," in lines[2]
@@ -33,25 +41,53 @@ def test_no_section_without_edge_scores(tmp_path):
 
 def _seed_record():
     def score(accuracy, mae=0.1, litert=None):
-        return {"accuracy": accuracy, "mae": mae, "n": 300, "tokens": 27, "runtime": "onnx",
-                "litert": {"accuracy": accuracy if litert is None else litert, "mae": mae},
-                "runtimes_max_abs_diff": 2e-5}
+        return {
+            "accuracy": accuracy,
+            "mae": mae,
+            "n": 300,
+            "tokens": 27,
+            "runtime": "onnx",
+            "litert": {"accuracy": accuracy if litert is None else litert, "mae": mae},
+            "runtimes_max_abs_diff": 2e-5,
+        }
 
     nested = {"not_in_input_language": "the typed tokenizer encodes only + and - between integers"}
-    same = {"epochs": [84, 84], "best_val_loss": [1e-3, 1e-3], "val_loss_relative_difference": 1e-4,
-            "sets": {"in": {"accuracy": [1.0, 1.0], "mae": [0.02, 0.02], "mae_difference": 1e-6,
-                            "mae_relative_difference": 1e-4}}}
-    return {"suite": {"kind": "heldout", "seed": 31, "count": 300,
-                      "sets": {"terms_80": "80 numbers from -5..5", "digits_exactly_4": "3 numbers of 4 digits",
-                               "nesting_1_3": "parentheses"}},
-            "models": {"scan_typed": {
+    same = {
+        "epochs": [84, 84],
+        "best_val_loss": [1e-3, 1e-3],
+        "val_loss_relative_difference": 1e-4,
+        "sets": {
+            "in": {"accuracy": [1.0, 1.0], "mae": [0.02, 0.02], "mae_difference": 1e-6, "mae_relative_difference": 1e-4}
+        },
+    }
+    return {
+        "suite": {
+            "kind": "heldout",
+            "seed": 31,
+            "count": 300,
+            "sets": {
+                "terms_80": "80 numbers from -5..5",
+                "digits_exactly_4": "3 numbers of 4 digits",
+                "nesting_1_3": "parentheses",
+            },
+        },
+        "models": {
+            "scan_typed": {
                 0: {"terms_80": score(1.0), "digits_exactly_4": score(0.0, 44.0), "nesting_1_3": nested},
                 1: {"terms_80": score(0.99), "digits_exactly_4": score(0.02, 40.0, litert=0.01), "nesting_1_3": nested},
-                2: {"terms_80": score(1.0), "digits_exactly_4": score(0.01, 42.0), "nesting_1_3": nested}}},
-            "about": {"scan_typed": {
-                "label": "Syntax-gated scan", "kind": "trained", "input_length": 159,
+                2: {"terms_80": score(1.0), "digits_exactly_4": score(0.01, 42.0), "nesting_1_3": nested},
+            }
+        },
+        "about": {
+            "scan_typed": {
+                "label": "Syntax-gated scan",
+                "kind": "trained",
+                "input_length": 159,
                 "unspaced_forms": {"applies": False, "why": "the typed tokeniser gives the same array"},
-                "reproduction": {0: same, 1: {**same, "epochs": [95, 99]}}}}}
+                "reproduction": {0: same, 1: {**same, "epochs": [95, 99]}},
+            }
+        },
+    }
 
 
 def test_the_seed_table_gives_mean_min_max_and_a_bootstrap_interval_per_set():

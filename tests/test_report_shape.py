@@ -42,8 +42,13 @@ def test_every_report_figure_is_at_most_2400_pixels():
 
 
 def test_a_section_is_found_by_key_whatever_its_title():
-    doc = Document("Findings", [Section("answer", "The short answer", [Bullets(["a"])]),
-                                Section("appendix.x", "X", [Text("t")], part="appendix")])
+    doc = Document(
+        "Findings",
+        [
+            Section("answer", "The short answer", [Bullets(["a"])]),
+            Section("appendix.x", "X", [Text("t")], part="appendix"),
+        ],
+    )
     assert doc.section("answer").title == "The short answer"
     assert [s.key for s in doc.part("appendix")] == ["appendix.x"]
     assert doc.get("missing") is None

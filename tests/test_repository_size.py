@@ -19,5 +19,7 @@ def test_the_tracked_tree_stays_under_25_mb():
     sizes = {path: path.stat().st_size for path in paths if path.is_file()}
     total = sum(sizes.values())
     largest = sorted(sizes, key=sizes.get, reverse=True)[:5]
-    assert total < LIMIT_BYTES, (f"git tracks {total / 1e6:.1f} MB (limit {LIMIT_BYTES / 1e6:.0f} MB); largest: "
-                                 + ", ".join(f"{p.relative_to(ROOT)} ({sizes[p] / 1e6:.1f} MB)" for p in largest))
+    assert total < LIMIT_BYTES, (
+        f"git tracks {total / 1e6:.1f} MB (limit {LIMIT_BYTES / 1e6:.0f} MB); largest: "
+        + ", ".join(f"{p.relative_to(ROOT)} ({sizes[p] / 1e6:.1f} MB)" for p in largest)
+    )

@@ -9,8 +9,10 @@ from predcalc.training import runner
 
 def _notebook(path, body, parameters="seeds = [0]\nepochs = 1\noutput_dir = 'x'"):
     notebook = nbformat.v4.new_notebook()
-    notebook.cells = [nbformat.v4.new_code_cell(parameters, metadata={"tags": ["parameters"]}),
-                      nbformat.v4.new_code_cell(body)]
+    notebook.cells = [
+        nbformat.v4.new_code_cell(parameters, metadata={"tags": ["parameters"]}),
+        nbformat.v4.new_code_cell(body),
+    ]
     notebook.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(notebook, path)
     return path
@@ -43,8 +45,15 @@ def test_a_failing_notebook_does_not_stop_the_others(tmp_path):
     runs, failed = tmp_path / "runs", tmp_path / "failed"
     (runs / "02_bad").mkdir(parents=True)
     (runs / "02_bad" / "metrics.json").write_text("{}")  # a complete earlier result
-    outcomes = runner.run(profile="full", workers=2, runs=runs, notebooks_dir=notebooks, failed=failed,
-                          logs=tmp_path / "logs", progress=False)
+    outcomes = runner.run(
+        profile="full",
+        workers=2,
+        runs=runs,
+        notebooks_dir=notebooks,
+        failed=failed,
+        logs=tmp_path / "logs",
+        progress=False,
+    )
     assert [o.notebook for o in outcomes] == ["01_ok", "02_bad", "03_ok"]
     assert outcomes[0].error is None and outcomes[2].error is None
     assert "deliberate failure" in outcomes[1].error
@@ -79,13 +88,19 @@ def test_ctrl_c_stops_the_kernels_keeps_what_finished_and_exits_130(tmp_path):
     notebooks, runs = tmp_path / "notebooks", tmp_path / "runs"
     notebooks.mkdir()
     _notebook(notebooks / "01_fast.ipynb", "print('fast')")
-    _notebook(notebooks / "02_slow.ipynb", "import pathlib, time\npathlib.Path(output_dir, 'started').write_text('')"
-                                           "\ntime.sleep(600)")
+    _notebook(
+        notebooks / "02_slow.ipynb",
+        "import pathlib, time\npathlib.Path(output_dir, 'started').write_text('')\ntime.sleep(600)",
+    )
     # a shell that started this test in the background (`cmd &`) makes it ignore SIGINT, and a Python
     # started with SIGINT ignored keeps ignoring it: the child gets the terminal's default back
-    process = subprocess.Popen([sys.executable, "-m", "predcalc.cli", "run", "--notebooks", str(notebooks),
-                                "--output", str(runs)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                               preexec_fn=_default_sigint)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "predcalc.cli", "run", "--notebooks", str(notebooks), "--output", str(runs)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        preexec_fn=_default_sigint,
+    )
     deadline = time.monotonic() + 120
     while not list(runs.glob(".02_slow*/started")):
         assert process.poll() is None and time.monotonic() < deadline, process.communicate()
@@ -118,26 +133,57 @@ def _default_sigint():
 
 
 def _record(notebook, models):
-    return {"notebook": notebook, "backend": "tensorflow", "parameters": {}, "data": {"seed": 0, "counts": {"in": 1}},
-            "models": models}
+    return {
+        "notebook": notebook,
+        "backend": "tensorflow",
+        "parameters": {},
+        "data": {"seed": 0, "counts": {"in": 1}},
+        "models": models,
+    }
 
 
 def _model(label, mae_in, seeds=2, seed_row=None):
-    runs = [{"seed": s, "epochs": 10, "metrics": {
-        t: {"mae": mae_in * f, "mre": 0.1 * mae_in * f, "accuracy": 0.5, "n": 10}
-        for t, f in (("in", 1 + s / 10), ("out", 10), ("long", 20), ("out22", 12), ("long4", 15))}}
-        for s in range(seeds)]
-    return {"label": label, "family": "FNN", "seed_row": seed_row, "tokenizer": "numeric", "params": 100,
-            "runs": runs, "export": {"float32": {"bytes": 2048, "tf_select": False, "max_abs_diff": 1e-6,
-                                                 "accuracy_change": {"in": 0.0, "out": 0.0, "long": 0.0}}}}
+    runs = [
+        {
+            "seed": s,
+            "epochs": 10,
+            "metrics": {
+                t: {"mae": mae_in * f, "mre": 0.1 * mae_in * f, "accuracy": 0.5, "n": 10}
+                for t, f in (("in", 1 + s / 10), ("out", 10), ("long", 20), ("out22", 12), ("long4", 15))
+            },
+        }
+        for s in range(seeds)
+    ]
+    return {
+        "label": label,
+        "family": "FNN",
+        "seed_row": seed_row,
+        "tokenizer": "numeric",
+        "params": 100,
+        "runs": runs,
+        "export": {
+            "float32": {
+                "bytes": 2048,
+                "tf_select": False,
+                "max_abs_diff": 1e-6,
+                "accuracy_change": {"in": 0.0, "out": 0.0, "long": 0.0},
+            }
+        },
+    }
 
 
 def test_report_builds_findings_readme_table_and_figure(tmp_path):
     runs, reports = tmp_path / "runs", tmp_path / "reports"
     (runs / "01_fnn").mkdir(parents=True)
     (runs / "02_rnn").mkdir(parents=True)
-    (runs / "01_fnn" / "metrics.json").write_text(json.dumps(_record("01_fnn", {
-        "fnn_baseline": _model("baseline", 0.4), "fnn2": _model("FNN2", 0.2, seed_row="FNN2 (1 x 345 PReLU)")})))
+    (runs / "01_fnn" / "metrics.json").write_text(
+        json.dumps(
+            _record(
+                "01_fnn",
+                {"fnn_baseline": _model("baseline", 0.4), "fnn2": _model("FNN2", 0.2, seed_row="FNN2 (1 x 345 PReLU)")},
+            )
+        )
+    )
     (runs / "02_rnn" / "metrics.json").write_text(json.dumps(_record("02_rnn", {"rnn": _model("RNN", 0.8)})))
     readme = tmp_path / "README.md"
     readme.write_text("intro\n<!-- findings:start -->\nstale block\n<!-- findings:end -->\noutro\n")
@@ -147,14 +193,23 @@ def test_report_builds_findings_readme_table_and_figure(tmp_path):
     table = findings.model_table(findings.load_runs(runs), score=True)
     scores = dict(zip(table["model"] + "/" + table["source"], table["score"]))
     assert scores["baseline/01_fnn (notebook defaults, 2 seeds)"] == pytest.approx(1.0, rel=0.01)
-    assert scores["FNN2/01_fnn (notebook defaults, 2 seeds)"] == pytest.approx(4.0, rel=0.01)  # half the errors of the baseline
-    assert scores["RNN/02_rnn (notebook defaults, 2 seeds)"] == pytest.approx(0.25, rel=0.01)  # scored against 01_fnn's baseline
+    assert scores["FNN2/01_fnn (notebook defaults, 2 seeds)"] == pytest.approx(
+        4.0, rel=0.01
+    )  # half the errors of the baseline
+    assert scores["RNN/02_rnn (notebook defaults, 2 seeds)"] == pytest.approx(
+        0.25, rel=0.01
+    )  # scored against 01_fnn's baseline
     readme_text = readme.read_text()
     assert "stale block" not in readme_text and readme_text.startswith("intro\n") and readme_text.endswith("outro\n")
     assert "[reports/findings.md](reports/findings.md)" in readme_text and "\n- " in readme_text
     assert "| RNN | 02_rnn (notebook defaults, 2 seeds)" in text
-    for first, second in (("## Question", "## Answer"), ("## Answer", "## Method"), ("## Method", "## Results"),
-                          ("## Results", "## Limitations"), ("## Limitations", "# Appendix")):
+    for first, second in (
+        ("## Question", "## Answer"),
+        ("## Answer", "## Method"),
+        ("## Method", "## Results"),
+        ("## Results", "## Limitations"),
+        ("## Limitations", "# Appendix"),
+    ):
         assert text.index(first) < text.index(second)
     assert "score" not in text.split("# Appendix")[0].split("## Method")[0]  # the prior report's score: appendix only
     assert written["figure"].is_file() and (reports / "findings.html").read_text().startswith("<!doctype html>")
@@ -166,8 +221,7 @@ def test_a_model_reproduced_by_a_later_notebook_is_listed_once():
     other = _record("09_other", {"gru": _model("GRU", 0.31)})  # different numbers: its own row
     table = findings.model_table([first, again, other])
     sources = list(table[table.model == "GRU"].source)
-    assert sources == ["04_gru (this run, 2 seeds; 08_min_rnn reproduced it)",
-                       "09_other (this run, 2 seeds)"]
+    assert sources == ["04_gru (this run, 2 seeds; 08_min_rnn reproduced it)", "09_other (this run, 2 seeds)"]
     accuracy = findings.generalisation_table([first, again, other])
     assert list(accuracy.model).count("GRU") == 2 and list(accuracy.model).count("MinGRU") == 1
 
@@ -183,15 +237,22 @@ def test_ablation_lines_set_each_ablation_beside_the_full_model():
         run["metrics"]["out"]["accuracy"] = 0.25
     lines = findings.ablation_lines([_record("30_beyond_seed", {"scan_typed": full, "scan_typed_additive": ablation})])
     assert "the full model 50.0 / 50.0 / 50.0 %" in lines[0]
-    assert "- the state is concatenated with the value instead of multiplying it: 50.0 / 25.0 / 50.0 % (100 parameters)." in lines
+    assert (
+        "- the state is concatenated with the value instead of multiplying it: 50.0 / 25.0 / 50.0 % (100 parameters)."
+        in lines
+    )
     assert findings.ablation_lines([_record("01_fnn", {"fnn2": full})]) == []
     assert not any("closed form" in line for line in lines)
     solved = _model("Solved", 1e-6)
     lines = findings.ablation_lines([_record("30_beyond_seed", {"scan_typed": full, "scan_typed_solved": solved})])
-    assert "Finished in closed form after the same training (exact in / out / long, and the mean absolute " \
-           "error out of range, 0.1 for the fitted scan):" in lines
-    assert "- operators overwrite the sign state and the readout is solved by least squares: 50.0 / 50.0 / 50.0 %, " \
-           "MAE out 1e-05." in lines
+    assert (
+        "Finished in closed form after the same training (exact in / out / long, and the mean absolute "
+        "error out of range, 0.1 for the fitted scan):" in lines
+    )
+    assert (
+        "- operators overwrite the sign state and the readout is solved by least squares: 50.0 / 50.0 / 50.0 %, "
+        "MAE out 1e-05." in lines
+    )
 
 
 def test_answer_names_the_exact_models_with_their_box_and_stays_short(tmp_path):
@@ -205,14 +266,24 @@ def test_answer_names_the_exact_models_with_their_box_and_stays_short(tmp_path):
             for test_set, value in accuracy.items():
                 run["metrics"][test_set]["accuracy"] = value
         return {**built, "params": params}
+
     exact = {"in": 1.0, "out": 1.0, "long": 1.0}
-    records = [_record("30_beyond_seed", {
-        "scan_typed": model("Scan", exact), "few": model("Few seeds", exact, seeds=2),
-        "lstm": model("LSTM", {"in": 0.99, "out": 0.2, "long": 0.3}),
-        "scan_typed_solved": model("Solved", exact, params=10)})]
+    records = [
+        _record(
+            "30_beyond_seed",
+            {
+                "scan_typed": model("Scan", exact),
+                "few": model("Few seeds", exact, seeds=2),
+                "lstm": model("LSTM", {"in": 0.99, "out": 0.2, "long": 0.3}),
+                "scan_typed_solved": model("Solved", exact, params=10),
+            },
+        )
+    ]
     answer = Findings(records, tmp_path).answer().blocks[0].items
     assert len(answer) <= 8
-    assert answer[0].startswith("On the protocol's test sets (development numbers: they chose both designs), `scan_typed` (100 params) are exact")
+    assert answer[0].startswith(
+        "On the protocol's test sets (development numbers: they chose both designs), `scan_typed` (100 params) are exact"
+    )
     assert "few" not in answer[0] and "scan_typed_solved" not in answer[0]  # 2 seeds; partly built
 
 
@@ -238,14 +309,21 @@ def test_a_quick_run_on_a_fresh_clone_leaves_every_tracked_file_unchanged(tmp_pa
     if shutil.which("git") is None or not (ROOT / ".git").exists():
         pytest.skip("needs git and a git checkout")
     clone = tmp_path / "clone"
-    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                          check=True).stdout.strip()
+    head = subprocess.run(
+        ["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True, check=True
+    ).stdout.strip()
     subprocess.run(["git", "clone", "--quiet", "--no-checkout", str(ROOT), str(clone)], check=True)
     subprocess.run(["git", "checkout", "--quiet", head], cwd=clone, check=True)
     env = {**os.environ, "PYTHONPATH": str(clone / "lib")}
     for command in (["run", "--only", "00"], ["report", "--profile", "quick"]):
-        result = subprocess.run([sys.executable, "-m", "predcalc.cli", *command], cwd=clone, env=env,
-                                capture_output=True, text=True, timeout=600)
+        result = subprocess.run(
+            [sys.executable, "-m", "predcalc.cli", *command],
+            cwd=clone,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
         assert result.returncode == 0, result.stderr[-2000:]
         assert "Traceback" not in result.stderr and "cudart_stub" not in result.stderr
     executed = clone / "build" / "runs" / "00_backprop_by_hand" / "00_backprop_by_hand.ipynb"
@@ -258,9 +336,12 @@ def test_a_quick_run_on_a_fresh_clone_leaves_every_tracked_file_unchanged(tmp_pa
 def test_set_overrides_reach_the_notebook_and_run_json(tmp_path):
     notebooks = tmp_path / "notebooks"
     notebooks.mkdir()
-    _notebook(notebooks / "01_ok.ipynb", "import pathlib\npathlib.Path(output_dir, 'done').write_text(f'{epochs} {seeds}')")
-    outcomes = runner.run(profile="full", runs=tmp_path / "runs", notebooks_dir=notebooks,
-                          overrides={"epochs": 3, "seeds": [1, 2]})
+    _notebook(
+        notebooks / "01_ok.ipynb", "import pathlib\npathlib.Path(output_dir, 'done').write_text(f'{epochs} {seeds}')"
+    )
+    outcomes = runner.run(
+        profile="full", runs=tmp_path / "runs", notebooks_dir=notebooks, overrides={"epochs": 3, "seeds": [1, 2]}
+    )
     assert outcomes[0].error is None
     assert (tmp_path / "runs" / "01_ok" / "done").read_text() == "3 [1, 2]"
     info = json.loads((tmp_path / "runs" / "01_ok" / "run.json").read_text())
@@ -272,19 +353,22 @@ def test_set_overrides_reach_the_notebook_and_run_json(tmp_path):
 def test_a_failed_run_keeps_its_checkpoints_and_a_finished_one_deletes_them(tmp_path):
     notebooks = tmp_path / "notebooks"
     notebooks.mkdir()
-    body = ("import os, pathlib\nfolder = pathlib.Path(os.environ['PREDCALC_CHECKPOINTS'])\n"
-            "folder.mkdir(parents=True, exist_ok=True)\nresumed = (folder / 'seed0').is_file()\n"
-            "(folder / 'seed0').write_text('done')\n"
-            "pathlib.Path(output_dir, 'resumed').write_text(str(resumed))\n"
-            "if epochs == 1:\n    raise RuntimeError('stopped after seed 0')")
+    body = (
+        "import os, pathlib\nfolder = pathlib.Path(os.environ['PREDCALC_CHECKPOINTS'])\n"
+        "folder.mkdir(parents=True, exist_ok=True)\nresumed = (folder / 'seed0').is_file()\n"
+        "(folder / 'seed0').write_text('done')\n"
+        "pathlib.Path(output_dir, 'resumed').write_text(str(resumed))\n"
+        "if epochs == 1:\n    raise RuntimeError('stopped after seed 0')"
+    )
     _notebook(notebooks / "01_ck.ipynb", body)
     runs, failed = tmp_path / "runs", tmp_path / "failed"
     checkpoints = runs / runner.CHECKPOINTS / "01_ck"
-    kwargs = dict(profile="full", runs=runs, notebooks_dir=notebooks, failed=failed, logs=tmp_path / "logs",
-                  progress=False)
-    outcome, = runner.run(**kwargs, overrides={"epochs": 1})
+    kwargs = dict(
+        profile="full", runs=runs, notebooks_dir=notebooks, failed=failed, logs=tmp_path / "logs", progress=False
+    )
+    (outcome,) = runner.run(**kwargs, overrides={"epochs": 1})
     assert "stopped after seed 0" in outcome.error and (checkpoints / "seed0").is_file()
-    outcome, = runner.run(**kwargs, overrides={"epochs": 2})
+    (outcome,) = runner.run(**kwargs, overrides={"epochs": 2})
     assert outcome.error is None
     assert (runs / "01_ck" / "resumed").read_text() == "True"  # the second run found the first's checkpoint
     assert not checkpoints.exists()
@@ -295,17 +379,19 @@ def test_a_keep_stored_run_starts_from_the_stored_folder(tmp_path):
     without keep_stored starts empty, so nothing stale survives it."""
     notebooks = tmp_path / "notebooks"
     notebooks.mkdir()
-    body = ("import pathlib\nout = pathlib.Path(output_dir)\n"
-            "(out / 'seen').write_text(' '.join(sorted(p.name for p in out.iterdir())))")
+    body = (
+        "import pathlib\nout = pathlib.Path(output_dir)\n"
+        "(out / 'seen').write_text(' '.join(sorted(p.name for p in out.iterdir())))"
+    )
     _notebook(notebooks / "01_ok.ipynb", body, parameters="keep_stored = False\noutput_dir = 'x'")
     runs = tmp_path / "runs"
     (runs / "01_ok" / "export" / "old").mkdir(parents=True)
     (runs / "01_ok" / "metrics.json").write_text("{}")
     for keep in (True, False):
-        outcome, = runner.run(profile="full", runs=runs, notebooks_dir=notebooks, overrides={"keep_stored": keep})
+        (outcome,) = runner.run(profile="full", runs=runs, notebooks_dir=notebooks, overrides={"keep_stored": keep})
         assert outcome.error is None
         seen = (runs / "01_ok" / "seen").read_text().split()
-        assert (("export" in seen and "metrics.json" in seen) if keep else "export" not in seen), (keep, seen)
+        assert ("export" in seen and "metrics.json" in seen) if keep else "export" not in seen, (keep, seen)
     assert not (runs / "01_ok" / "export").exists()
 
 
@@ -360,8 +446,9 @@ def test_ctrl_c_delivered_to_a_worker_thread_still_stops_the_wait():
         import os
         os._exit(0)
     """)
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=25,
-                            preexec_fn=_default_sigint)
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=25, preexec_fn=_default_sigint
+    )
     assert result.stdout.startswith("interrupted after"), (result.stdout, result.stderr)
     assert float(result.stdout.split()[2]) < 3
 
@@ -393,7 +480,10 @@ def test_the_runner_does_not_load_keras():
     import sys
 
     code = "import sys, predcalc.training.runner, predcalc.training.sweep; print('keras' in sys.modules)"
-    assert subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip() == "False"
+    assert (
+        subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.strip()
+        == "False"
+    )
 
 
 def test_a_result_names_the_final_folder_not_the_temporary_one(tmp_path, monkeypatch):
@@ -401,8 +491,11 @@ def test_a_result_names_the_final_folder_not_the_temporary_one(tmp_path, monkeyp
     monkeypatch.setattr(runner.paths, "ROOT", tmp_path.resolve())
     temporary, final = tmp_path / "reports" / "runs" / ".06_x.abc.partial", tmp_path / "reports" / "runs" / "06_x"
     (temporary / "export" / "m").mkdir(parents=True)
-    (temporary / "export" / "m" / "export.json").write_text(json.dumps({
-        "source": "reports/runs/.06_x.abc.partial/export/m/model.keras", "kernel": f"{temporary}/metrics.json"}))
+    (temporary / "export" / "m" / "export.json").write_text(
+        json.dumps(
+            {"source": "reports/runs/.06_x.abc.partial/export/m/model.keras", "kernel": f"{temporary}/metrics.json"}
+        )
+    )
     runner.name_relative(temporary, str(temporary), final)
     record = json.loads((temporary / "export" / "m" / "export.json").read_text())
     assert record == {"source": "reports/runs/06_x/export/m/model.keras", "kernel": "reports/runs/06_x/metrics.json"}
@@ -413,9 +506,11 @@ def test_a_rerun_that_changes_no_number_leaves_every_file_as_it_was(tmp_path):
     results: the stored files stay, byte for byte; a changed number writes them again."""
     notebooks = tmp_path / "notebooks"
     notebooks.mkdir()
-    body = ("import datetime, json, pathlib\n"
-            "record = {'created': datetime.datetime.now().isoformat(), 'mae': 0.5 if same else 0.4}\n"
-            "pathlib.Path(output_dir, 'metrics.json').write_text(json.dumps(record))\nprint(record['mae'])")
+    body = (
+        "import datetime, json, pathlib\n"
+        "record = {'created': datetime.datetime.now().isoformat(), 'mae': 0.5 if same else 0.4}\n"
+        "pathlib.Path(output_dir, 'metrics.json').write_text(json.dumps(record))\nprint(record['mae'])"
+    )
     _notebook(notebooks / "01_same.ipynb", body, parameters="same = True\noutput_dir = 'x'")
     runs = tmp_path / "runs"
 

@@ -43,8 +43,9 @@ def expression_file(directory: Path) -> Path:
 def runtime_venv(tmp_path_factory):
     venv = tmp_path_factory.mktemp("runtime") / "venv"
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    pip = subprocess.run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", f"{ROOT}[runtime]"],
-                         capture_output=True, text=True)
+    pip = subprocess.run(
+        [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", f"{ROOT}[runtime]"], capture_output=True, text=True
+    )
     if pip.returncode != 0:
         pytest.skip(f"pip could not install .[runtime] here: {pip.stderr.strip().splitlines()[-1:]}")
     return venv
@@ -57,8 +58,13 @@ def _clean_env() -> dict:
 
 @pytest.mark.slow
 def test_runtime_extra_installs_nothing_heavy(runtime_venv):
-    listed = subprocess.run([str(runtime_venv / "bin" / "python"), "-m", "pip", "list", "--format", "json"],
-                            capture_output=True, text=True, check=True, env=_clean_env())
+    listed = subprocess.run(
+        [str(runtime_venv / "bin" / "python"), "-m", "pip", "list", "--format", "json"],
+        capture_output=True,
+        text=True,
+        check=True,
+        env=_clean_env(),
+    )
     names = {p["name"].lower().replace("_", "-") for p in json.loads(listed.stdout)}
     assert {"numpy", "ai-edge-litert", "onnxruntime", "predcalc"} <= names
     assert not names & HEAVY, names & HEAVY
@@ -104,8 +110,13 @@ def test_runtime_install_evaluates_every_artifact_like_the_full_install(runtime_
     if not artifacts:
         pytest.skip("no exported LiteRT or ONNX files under reports/ (run `predcalc export`)")
     tsv = expression_file(tmp_path)
-    light = subprocess.run([str(runtime_venv / "bin" / "python"), "-c", LIGHT_DRIVER, str(tsv),
-                            *map(str, artifacts)], capture_output=True, text=True, cwd=tmp_path, env=_clean_env())
+    light = subprocess.run(
+        [str(runtime_venv / "bin" / "python"), "-c", LIGHT_DRIVER, str(tsv), *map(str, artifacts)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=_clean_env(),
+    )
     assert light.returncode == 0, light.stderr[-2000:]
     light_records = json.loads(light.stdout)
     mismatches = []
@@ -113,8 +124,10 @@ def test_runtime_install_evaluates_every_artifact_like_the_full_install(runtime_
         record = light_records[str(artifact)]
         assert record["evaluate"]["rc"] == 0, (artifact, record["evaluate"]["stderr"])
         light_metrics, full_metrics = json.loads(record["evaluate"]["stdout"]), _full_install_evaluate(artifact, tsv)
-        if light_metrics["exact"] != full_metrics["exact"] or ("mae" in full_metrics and
-                abs(light_metrics["mae"] - full_metrics["mae"]) > 1e-6 * max(1.0, full_metrics["mae"])):
+        if light_metrics["exact"] != full_metrics["exact"] or (
+            "mae" in full_metrics
+            and abs(light_metrics["mae"] - full_metrics["mae"]) > 1e-6 * max(1.0, full_metrics["mae"])
+        ):
             mismatches.append((str(artifact.relative_to(ROOT)), light_metrics, full_metrics))
         predicted = record["predict"]
         assert predicted["rc"] == 0 and predicted["stdout"].startswith("3 - -2 + 4 = "), (artifact, predicted)
@@ -126,7 +139,12 @@ def test_the_runtime_install_has_the_predcalc_command(runtime_venv, tmp_path):
     artifact = ROOT / "reports" / "calculator" / "model.tflite"
     if not artifact.is_file():
         pytest.skip("no stored calculator (reports/calculator/model.tflite)")
-    result = subprocess.run([str(runtime_venv / "bin" / "predcalc"), "predict", "3 - -2 + 4", "--model",
-                             str(artifact)], capture_output=True, text=True, cwd=tmp_path, env=_clean_env())
+    result = subprocess.run(
+        [str(runtime_venv / "bin" / "predcalc"), "predict", "3 - -2 + 4", "--model", str(artifact)],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=_clean_env(),
+    )
     assert result.returncode == 0 and result.stdout.startswith("3 - -2 + 4 = 9 "), result
     assert result.stderr == "", result.stderr

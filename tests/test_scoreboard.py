@@ -22,9 +22,20 @@ def _runs(mae_in, mre_in, mae_out, mre_out, mae_long, seeds=5, epochs=10, jitter
         mae = mae * (1 + jitter * (s - 2))
         return {"mae": mae, "mre": mre, "mre_seed": mre, "signed": mae / 2, "accuracy": 0.5, "n": 100}
 
-    return [{"seed": s, "epochs": epochs, "metrics": {
-        "in": test_set(mae_in, mre_in, s), "out": test_set(mae_out, mre_out, s), "long": test_set(mae_long, 0.1, s),
-        "out22": test_set(mae_out, mre_out, s), "long4": test_set(mae_long, 0.1, s)}} for s in range(seeds)]
+    return [
+        {
+            "seed": s,
+            "epochs": epochs,
+            "metrics": {
+                "in": test_set(mae_in, mre_in, s),
+                "out": test_set(mae_out, mre_out, s),
+                "long": test_set(mae_long, 0.1, s),
+                "out22": test_set(mae_out, mre_out, s),
+                "long4": test_set(mae_long, 0.1, s),
+            },
+        }
+        for s in range(seeds)
+    ]
 
 
 def _model(label, runs, seed_row=None):
@@ -50,8 +61,9 @@ def test_sign_test_needs_every_seed_on_one_side():
 def test_comparison_uses_the_absolute_long_error_and_a_tie_is_not_better():
     published = SEED_ROWS[T4]  # 0.0393 / 0.0163 / 4.42 / 0.495 / 3.886
     better = candidates([("a", _model("A", _runs(0.03, 0.01, 4.0, 0.4, 3.0)))], BASE)[0]
-    assert {c: t["verdict"] for c, t in comparison(better, published).items()} == \
-        dict.fromkeys(["MAE in", "MRE in", "MAE out", "MRE out", "MAE long"], "better")
+    assert {c: t["verdict"] for c, t in comparison(better, published).items()} == dict.fromkeys(
+        ["MAE in", "MRE in", "MAE out", "MRE out", "MAE long"], "better"
+    )
     tie = candidates([("b", _model("B", _runs(0.03, 0.01, 4.0, 0.4, 3.886)))], BASE)[0]
     assert comparison(tie, published)["MAE long"]["verdict"] == "not resolved"
 

@@ -14,9 +14,21 @@ def _seed_run(root, seed, mae_in, parameters=None, error=None):
     folder.mkdir(parents=True)
     model = _model("slow transformer", mae_in, seeds=1, seed_row="transformer5")
     model["runs"][0]["seed"] = seed
-    (folder / "run.json").write_text(json.dumps({"error": error, "parameters": {
-        "models": ["slow"], "epochs": 200, "patience": 200, "seeds": [seed], "output_dir": str(folder),
-        **(parameters or {})}}))
+    (folder / "run.json").write_text(
+        json.dumps(
+            {
+                "error": error,
+                "parameters": {
+                    "models": ["slow"],
+                    "epochs": 200,
+                    "patience": 200,
+                    "seeds": [seed],
+                    "output_dir": str(folder),
+                    **(parameters or {}),
+                },
+            }
+        )
+    )
     (folder / "metrics.json").write_text(json.dumps(_record("06_transformer", {"slow": model})))
 
 
@@ -53,18 +65,26 @@ def test_a_seed_split_sweep_must_differ_only_in_its_seeds(tmp_path):
 def test_the_findings_list_a_seed_split_sweep_with_its_command(tmp_path):
     runs, reports = tmp_path / "runs", tmp_path / "reports"
     (runs / "01_fnn").mkdir(parents=True)
-    (runs / "01_fnn" / "metrics.json").write_text(json.dumps(_record("01_fnn", {"fnn_baseline": _model("baseline", 0.4)})))
+    (runs / "01_fnn" / "metrics.json").write_text(
+        json.dumps(_record("01_fnn", {"fnn_baseline": _model("baseline", 0.4)}))
+    )
     _seed_run(reports / "sweeps", 0, 0.1)
     (reports / "sweeps" / "transformer5_seed").mkdir()
     (reports / "sweeps" / "slow").rename(reports / "sweeps" / "transformer5_seed")
     findings.build(runs=runs, reports=reports, readme=None)
     text = (reports / "findings.md").read_text()
-    assert "| slow transformer | 06_transformer (200 epochs, no early stopping, one seed per run of sweep " \
-           "transformer5_seed, 1 seed) |" in text
-    assert ("- sweep `transformer5_seed` in `reports/sweeps/transformer5_seed/` (`predcalc sweep "
-            "sweeps/transformer5_seed.yaml`") in text
-    assert ("- slow transformer: 1 seed so far, trained by `predcalc sweep sweeps/transformer5_seed.yaml` (one seed "
-            "per run; it resumes at the next seed). MAE in / out / long per seed: seed 0: 0.1 / 1 / 2.") in text
+    assert (
+        "| slow transformer | 06_transformer (200 epochs, no early stopping, one seed per run of sweep "
+        "transformer5_seed, 1 seed) |" in text
+    )
+    assert (
+        "- sweep `transformer5_seed` in `reports/sweeps/transformer5_seed/` (`predcalc sweep "
+        "sweeps/transformer5_seed.yaml`"
+    ) in text
+    assert (
+        "- slow transformer: 1 seed so far, trained by `predcalc sweep sweeps/transformer5_seed.yaml` (one seed "
+        "per run; it resumes at the next seed). MAE in / out / long per seed: seed 0: 0.1 / 1 / 2."
+    ) in text
 
 
 def test_every_seed_of_a_stabilised_layer_beside_the_first_one():

@@ -30,15 +30,38 @@ def test_peak_memory_sees_a_numpy_allocation():
 
 
 def test_speedups_are_ratios_of_medians():
-    records = [{"length": 64, "kind": k, "train_step": s, "inference": s / 2} for k, s in
-               [("keras_gru", 8.0), ("min_gru_parallel", 2.0), ("min_gru_scan", 16.0), ("min_gru_step", 4.0),
-                ("keras_lstm", 9.0), ("min_lstm_parallel", 3.0), ("min_lstm_step", 1.0)]]
+    records = [
+        {"length": 64, "kind": k, "train_step": s, "inference": s / 2}
+        for k, s in [
+            ("keras_gru", 8.0),
+            ("min_gru_parallel", 2.0),
+            ("min_gru_scan", 16.0),
+            ("min_gru_step", 4.0),
+            ("keras_lstm", 9.0),
+            ("min_lstm_parallel", 3.0),
+            ("min_lstm_step", 1.0),
+        ]
+    ]
     rows = speed.speedups(records)
     assert rows == [
-        {"length": 64, "family": "min_gru", "phase": "train_step", "parallel_vs_keras": 4.0, "scan_vs_keras": 0.5,
-         "step_vs_keras": 2.0, "parallel_vs_step": 2.0},
-        {"length": 64, "family": "min_lstm", "phase": "train_step", "parallel_vs_keras": 3.0, "scan_vs_keras": None,
-         "step_vs_keras": 9.0, "parallel_vs_step": 1 / 3},
+        {
+            "length": 64,
+            "family": "min_gru",
+            "phase": "train_step",
+            "parallel_vs_keras": 4.0,
+            "scan_vs_keras": 0.5,
+            "step_vs_keras": 2.0,
+            "parallel_vs_step": 2.0,
+        },
+        {
+            "length": 64,
+            "family": "min_lstm",
+            "phase": "train_step",
+            "parallel_vs_keras": 3.0,
+            "scan_vs_keras": None,
+            "step_vs_keras": 9.0,
+            "parallel_vs_step": 1 / 3,
+        },
     ]
     assert speed.speedups(records, "inference")[0]["parallel_vs_keras"] == 4.0
     with pytest.raises(ValueError, match="phase='backward'"):
@@ -51,7 +74,19 @@ def test_build_layer_and_tiny_profile():
         speed.build_layer("min_rnn", 4)
     assert not speed.build_layer("min_lstm_step", 4).parallel
     assert speed.build_layer("min_gru_scan", 4).layers[0].return_sequences  # the whole sequence, then its last step
-    records = speed.profile(lengths=[3], kinds=["keras_gru", "min_gru_parallel", "min_gru_scan"], repeats=2, warmup=1,
-                            batch=2, units=2, features=1, memory=False)
-    assert [(r["length"], r["kind"]) for r in records] == [(3, "keras_gru"), (3, "min_gru_parallel"), (3, "min_gru_scan")]
+    records = speed.profile(
+        lengths=[3],
+        kinds=["keras_gru", "min_gru_parallel", "min_gru_scan"],
+        repeats=2,
+        warmup=1,
+        batch=2,
+        units=2,
+        features=1,
+        memory=False,
+    )
+    assert [(r["length"], r["kind"]) for r in records] == [
+        (3, "keras_gru"),
+        (3, "min_gru_parallel"),
+        (3, "min_gru_scan"),
+    ]
     assert all(len(r["train_step_times"]) == 2 and r["train_step"] > 0 and r["inference"] > 0 for r in records)

@@ -18,8 +18,8 @@ def test_gate_statistics_and_retention():
     assert stats["GRU update z"]["padding"] == pytest.approx((0.5 + 0.1 + 0.1) / 3)
     retention = explain.state_retention(gates, 15)
     assert retention["LSTM"] == {"median_unit": 1.0, "max_unit": 1.0}
-    assert retention["GRU"]["max_unit"] == pytest.approx(0.9 ** 10)
-    assert retention["GRU"]["median_unit"] == pytest.approx(0.9 ** 10)
+    assert retention["GRU"]["max_unit"] == pytest.approx(0.9**10)
+    assert retention["GRU"]["median_unit"] == pytest.approx(0.9**10)
     assert "GRU's update gate" in explain_text.gate_summary(stats, retention, {"gru": 0.0})
 
 

@@ -15,7 +15,8 @@ def _notebook(path):
         "import json, pathlib\n"
         "if a == 3:\n    raise ValueError('a three')\n"
         "pathlib.Path(output_dir).mkdir(parents=True, exist_ok=True)\n"
-        "pathlib.Path(output_dir, 'metrics.json').write_text(json.dumps({'models': {}, 'value': a * 10 + seeds[0]}))")
+        "pathlib.Path(output_dir, 'metrics.json').write_text(json.dumps({'models': {}, 'value': a * 10 + seeds[0]}))"
+    )
     nb.cells = [params, body]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, path)
@@ -67,7 +68,6 @@ def test_sweep_runs_resumes_and_reports_failures(setup, capsys):
     assert all(o.error for o in again if not o.skipped)  # failed runs are tried again
 
 
-
 def test_cli_parses_sweep_and_dask_missing_is_clear(monkeypatch):
     args = cli.parser().parse_args(["sweep", "grid.yaml", "--workers", "3", "--engine", "dask"])
     assert (args.config, args.workers, args.engine, args.handler) == ("grid.yaml", 3, "dask", cli._sweep)
@@ -85,18 +85,27 @@ def test_cli_parses_sweep_and_dask_missing_is_clear(monkeypatch):
         sweep._dask_client(1, None)
 
 
-@pytest.mark.parametrize("text, message", [
-    ("name: x\nnotebooks: [a\n", "not valid YAML at line 3"),
-    ("- a\n- b\n", "a sweep config is a mapping"),
-    ("notebooks: []\n", "'notebooks' names at least one notebook"),
-    ("notebooks: [1, 2]\n", "'notebooks' is a list of notebook names"),
-    ("notebooks: [a]\ngrid: [1, 2]\n", "'grid' maps parameter names"),
-    ("notebooks: [a]\ngrid:\n  epochs: 20\n", "grid values are non-empty lists. Received: epochs=20 \\(write epochs: \\[20\\]\\)"),
-    ("notebooks: [a]\nseeds: 3\n", "'seeds' is a non-empty list of integers. Received: 3 \\(write seeds: \\[3\\]\\)"),
-    ("notebooks: [a]\nseeds: [0, x]\n", "'seeds' is a non-empty list of integers"),
-    ("notebooks: [a]\nworkers: two\n", "'workers' is a positive integer"),
-    ("notebooks: [a]\nname: ../up\n", "'name' is a folder name"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("name: x\nnotebooks: [a\n", "not valid YAML at line 3"),
+        ("- a\n- b\n", "a sweep config is a mapping"),
+        ("notebooks: []\n", "'notebooks' names at least one notebook"),
+        ("notebooks: [1, 2]\n", "'notebooks' is a list of notebook names"),
+        ("notebooks: [a]\ngrid: [1, 2]\n", "'grid' maps parameter names"),
+        (
+            "notebooks: [a]\ngrid:\n  epochs: 20\n",
+            "grid values are non-empty lists. Received: epochs=20 \\(write epochs: \\[20\\]\\)",
+        ),
+        (
+            "notebooks: [a]\nseeds: 3\n",
+            "'seeds' is a non-empty list of integers. Received: 3 \\(write seeds: \\[3\\]\\)",
+        ),
+        ("notebooks: [a]\nseeds: [0, x]\n", "'seeds' is a non-empty list of integers"),
+        ("notebooks: [a]\nworkers: two\n", "'workers' is a positive integer"),
+        ("notebooks: [a]\nname: ../up\n", "'name' is a folder name"),
+    ],
+)
 def test_malformed_configs_are_one_line_errors(tmp_path, capsys, text, message):
     path = tmp_path / "bad.yaml"
     path.write_text(text)
@@ -128,17 +137,35 @@ def test_a_killed_sweep_ends_its_workers_and_their_kernels(tmp_path):
     nb = nbformat.v4.new_notebook()
     params = nbformat.v4.new_code_cell('a = 1\noutput_dir = "out"')
     params.metadata["tags"] = ["parameters"]
-    nb.cells = [params, nbformat.v4.new_code_cell(
-        "import pathlib, time\npathlib.Path(output_dir).mkdir(parents=True, exist_ok=True)\n"
-        "pathlib.Path(output_dir, 'started').write_text('')\ntime.sleep(600)")]
+    nb.cells = [
+        params,
+        nbformat.v4.new_code_cell(
+            "import pathlib, time\npathlib.Path(output_dir).mkdir(parents=True, exist_ok=True)\n"
+            "pathlib.Path(output_dir, 'started').write_text('')\ntime.sleep(600)"
+        ),
+    ]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, tmp_path / "91_sleep.ipynb")
-    (tmp_path / "s.json").write_text(json.dumps({"name": "s", "notebooks": [str(tmp_path / "91_sleep.ipynb")],
-                                                 "grid": {"a": [1, 2]}}))
+    (tmp_path / "s.json").write_text(
+        json.dumps({"name": "s", "notebooks": [str(tmp_path / "91_sleep.ipynb")], "grid": {"a": [1, 2]}})
+    )
     root = tmp_path / "sweeps"
-    process = subprocess.Popen([sys.executable, "-m", "predcalc.cli", "sweep", str(tmp_path / "s.json"),
-                                "--workers", "2", "--output", str(root)], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "predcalc.cli",
+            "sweep",
+            str(tmp_path / "s.json"),
+            "--workers",
+            "2",
+            "--output",
+            str(root),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     deadline = time.monotonic() + 180
     while len(list(root.glob("s/*/started"))) < 2:
         assert process.poll() is None and time.monotonic() < deadline, process.communicate()
@@ -192,16 +219,21 @@ def test_the_dask_engine_runs_jobs_on_a_real_local_cluster(tmp_path, capsys):
     nb = nbformat.v4.new_notebook()
     params = nbformat.v4.new_code_cell('a = 1\noutput_dir = "out"')
     params.metadata["tags"] = ["parameters"]
-    nb.cells = [params, nbformat.v4.new_code_cell(
-        "import json, os, pathlib\npathlib.Path(output_dir).mkdir(parents=True, exist_ok=True)\n"
-        "pathlib.Path(output_dir, 'metrics.json').write_text(json.dumps({'models': {}, 'value': a,\n"
-        "    'worker_pid': os.getppid()}))")]  # the kernel's parent: the Dask worker that ran the job
+    nb.cells = [
+        params,
+        nbformat.v4.new_code_cell(
+            "import json, os, pathlib\npathlib.Path(output_dir).mkdir(parents=True, exist_ok=True)\n"
+            "pathlib.Path(output_dir, 'metrics.json').write_text(json.dumps({'models': {}, 'value': a,\n"
+            "    'worker_pid': os.getppid()}))"
+        ),
+    ]  # the kernel's parent: the Dask worker that ran the job
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, tmp_path / "92_pid.ipynb")
     (tmp_path / "d.yaml").write_text(f"name: d\nnotebooks: ['{tmp_path / '92_pid.ipynb'}']\ngrid:\n  a: [1, 2]\n")
     root = tmp_path / "sweeps"
-    assert cli.main(["sweep", str(tmp_path / "d.yaml"), "--engine", "dask", "--workers", "2",
-                     "--output", str(root)]) == 0
+    assert (
+        cli.main(["sweep", str(tmp_path / "d.yaml"), "--engine", "dask", "--workers", "2", "--output", str(root)]) == 0
+    )
     assert "2 of 2 runs finished" in capsys.readouterr().out
     records = sweep.collect("d", root)
     assert sorted(r["metrics"]["value"] for r in records) == [1, 2]

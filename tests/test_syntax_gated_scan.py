@@ -13,8 +13,10 @@ def test_variants_route_the_features_they_claim():
         _, model, _ = fit.build(name)
         counts[name] = model.count_params()
         gate_features = model.get_layer("sign_state").input.shape[-1]
-        assert gate_features == {"scan_typed": 3, "scan_typed_value_gates": 4, "scan_numeric": 1,
-                                 "scan_typed_additive": 3}[name]
+        assert (
+            gate_features
+            == {"scan_typed": 3, "scan_typed_value_gates": 4, "scan_numeric": 1, "scan_typed_additive": 3}[name]
+        )
     assert counts["scan_typed"] < 100  # issue 8 asks for fewer than 100k; this is 46
     assert counts["scan_typed_value_gates"] == counts["scan_typed"] + 2 * 4  # one more input row per gate kernel
 
@@ -68,7 +70,8 @@ def test_signed_sum_coefficients_decompose_the_scan_and_flag_a_nonlinear_model()
     assert predict(["3 + 4 - 5"])[0] == pytest.approx(bias + 3 * c[1, "+"] + 4 * c[2, "+"] + 5 * c[3, "-"], abs=1e-4)
     lstm_spec, lstm, lstm_tokenizer = fit.build("lstm_typed", seed=0)
     lstm_rows = signed_sum_coefficients(
-        lambda e: lstm_spec.predict_values(lstm, lstm_tokenizer.encode_batch(list(e))), terms=2)
+        lambda e: lstm_spec.predict_values(lstm, lstm_tokenizer.encode_batch(list(e))), terms=2
+    )
     assert max(r["nonlinearity"] for r in lstm_rows) > 1e-3  # a squashing recurrence is not affine
     with pytest.raises(ValueError, match="terms must be at least 1"):
         signed_sum_coefficients(predict, terms=0)

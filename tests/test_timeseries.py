@@ -70,7 +70,7 @@ def test_change_target_maps_back_to_levels_exactly():
     # inputs of a window: the k changes before its target, scaled on training changes only
     change = np.diff(series)
     i = 0
-    np.testing.assert_allclose(w.unscale(w.x_train[i]), change[w.train_index[i] - 5:w.train_index[i] - 1])
+    np.testing.assert_allclose(w.unscale(w.x_train[i]), change[w.train_index[i] - 5 : w.train_index[i] - 1])
     assert w.train_index.max() < w.val_index.min() < w.test_index.min()
 
 

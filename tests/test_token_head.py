@@ -13,8 +13,15 @@ from predcalc.models.token_heads import PLAIN, REVERSED, VOCABULARY, AnswerForma
 from predcalc.training import fit
 from predcalc.training import metrics as M
 
-TINY = {"d_model": 8, "num_heads": 2, "num_layers": 1, "ffn_units": 16, "dropout": 0.0, "readout_heads": 2,
-        "readout_ffn_units": 16}
+TINY = {
+    "d_model": 8,
+    "num_heads": 2,
+    "num_layers": 1,
+    "ffn_units": 16,
+    "dropout": 0.0,
+    "readout_heads": 2,
+    "readout_ffn_units": 16,
+}
 
 
 def _ids(tokens):
@@ -78,8 +85,15 @@ def test_greedy_decoding_of_logits():
     assert PLAIN.text(ids[0]) == "-32" and REVERSED.text(ids[0]) == "-32"
 
 
-@pytest.mark.parametrize("value, message", [(2.5, "holds an integer"), (float("nan"), "holds an integer"),
-                                            (1000, "more than 3 digits"), (-1234, "more than 3 digits")])
+@pytest.mark.parametrize(
+    "value, message",
+    [
+        (2.5, "holds an integer"),
+        (float("nan"), "holds an integer"),
+        (1000, "more than 3 digits"),
+        (-1234, "more than 3 digits"),
+    ],
+)
 def test_values_that_cannot_be_encoded(value, message):
     with pytest.raises(ValueError, match=message):
         PLAIN.encode([value])
@@ -105,8 +119,11 @@ def test_metrics_count_an_unparseable_answer_as_wrong_and_as_zero():
 
 
 def test_registered_token_models():
-    for name, answer_format in (("transformer_tokens", PLAIN), ("transformer_tokens_reversed", REVERSED),
-                                ("lstm_tokens_reversed", REVERSED)):
+    for name, answer_format in (
+        ("transformer_tokens", PLAIN),
+        ("transformer_tokens_reversed", REVERSED),
+        ("lstm_tokens_reversed", REVERSED),
+    ):
         spec = get_spec(name)
         assert spec.encode_targets([17.0], None).tolist() == answer_format.encode([17.0]).tolist()
         assert isinstance(spec.loss, keras.losses.SparseCategoricalCrossentropy)
@@ -125,8 +142,15 @@ def small_protocol():
 
 @pytest.mark.slow
 def test_tiny_token_transformer_trains_and_evaluates_in_the_pipeline(small_protocol):
-    trained = fit.train("transformer_tokens_reversed", small_protocol, seed=0, epochs=4, batch_size=32,
-                             learning_rate=1e-2, model_kwargs=TINY)
+    trained = fit.train(
+        "transformer_tokens_reversed",
+        small_protocol,
+        seed=0,
+        epochs=4,
+        batch_size=32,
+        learning_rate=1e-2,
+        model_kwargs=TINY,
+    )
     loss = trained.history["loss"]
     assert loss[-1] < loss[0] and loss[-1] < math.log(len(VOCABULARY))  # better than a uniform guess
     test_sets = {"in": small_protocol.test_in, "out": small_protocol.test_out}
@@ -143,15 +167,21 @@ def test_tiny_token_transformer_trains_and_evaluates_in_the_pipeline(small_proto
 
 @pytest.mark.slow
 def test_lstm_token_model_trains_and_survives_a_keras_round_trip(small_protocol, tmp_path):
-    trained = fit.train("lstm_tokens_reversed", small_protocol, seed=0, epochs=1,
-                             model_kwargs={"units": 8, "readout_heads": 2, "readout_ffn_units": 8})
+    trained = fit.train(
+        "lstm_tokens_reversed",
+        small_protocol,
+        seed=0,
+        epochs=1,
+        model_kwargs={"units": 8, "readout_heads": 2, "readout_ffn_units": 8},
+    )
     path = tmp_path / "lstm_tokens.keras"
     trained.model.save(path)
     loaded = keras.saving.load_model(path)
     x = trained.tokenizer.encode_batch(small_protocol.test_long.expressions[:64])
     np.testing.assert_allclose(loaded.predict(x, verbose=0), trained.model.predict(x, verbose=0), atol=1e-5)
-    np.testing.assert_array_equal(get_spec("lstm_tokens_reversed").predict_values(loaded, x),
-                                  trained.spec.predict_values(trained.model, x))
+    np.testing.assert_array_equal(
+        get_spec("lstm_tokens_reversed").predict_values(loaded, x), trained.spec.predict_values(trained.model, x)
+    )
 
 
 @pytest.mark.slow
@@ -161,8 +191,14 @@ def test_token_model_exports_to_litert_and_decodes_the_same(small_protocol, tmp_
 
     trained = fit.train("transformer_tokens", small_protocol, seed=0, epochs=1, model_kwargs=TINY)
     test_sets = {"in": small_protocol.validation}
-    report = export_trained(trained, tmp_path / "tokens", test_sets, small_protocol.train.expressions[:32],
-                            formats=("float32",), saved_model=False)
+    report = export_trained(
+        trained,
+        tmp_path / "tokens",
+        test_sets,
+        small_protocol.train.expressions[:32],
+        formats=("float32",),
+        saved_model=False,
+    )
     assert "error" not in report["float32"], report
     assert isinstance(report["float32"]["tf_select"], bool)
     assert report["float32"]["accuracy_change"]["in"] == 0.0
@@ -170,7 +206,9 @@ def test_token_model_exports_to_litert_and_decodes_the_same(small_protocol, tmp_
     x = trained.tokenizer.encode_batch(small_protocol.validation.expressions)
     litert = LiteRTModel(tmp_path / "tokens" / "model_float32.tflite")(x)
     np.testing.assert_allclose(litert, trained.model.predict(x, verbose=0), atol=1e-4)
-    np.testing.assert_array_equal(PLAIN.values_from_logits(litert), trained.predict(small_protocol.validation.expressions))
+    np.testing.assert_array_equal(
+        PLAIN.values_from_logits(litert), trained.predict(small_protocol.validation.expressions)
+    )
 
 
 @pytest.mark.slow
@@ -186,9 +224,17 @@ def test_predictor_decodes_an_exported_token_model(tmp_path):
     protocol = seed_protocol(0)
     trained = fit.train("lstm_tokens_reversed", protocol, seed=0, epochs=1)
     directory = tmp_path / "tokens"
-    export_trained(trained, directory, {"in": protocol.test_in.subset(np.arange(len(protocol.test_in)) < 20, "in")},
-                   protocol.train.expressions[:10], formats=("float32",), saved_model=False)
+    export_trained(
+        trained,
+        directory,
+        {"in": protocol.test_in.subset(np.arange(len(protocol.test_in)) < 20, "in")},
+        protocol.train.expressions[:10],
+        formats=("float32",),
+        saved_model=False,
+    )
     assert json.loads((directory / "predcalc.json").read_text())["answer_format"] == {"digits": 3, "reversed": True}
     expressions = list(protocol.test_in.expressions[:20])
     from_litert = Predictor(directory / "model_float32.tflite").predict(expressions)
-    np.testing.assert_array_equal(np.nan_to_num(from_litert, nan=1e9), np.nan_to_num(trained.predict(expressions), nan=1e9))
+    np.testing.assert_array_equal(
+        np.nan_to_num(from_litert, nan=1e9), np.nan_to_num(trained.predict(expressions), nan=1e9)
+    )

@@ -21,12 +21,15 @@ def test_numeric_tokenizer_holds_eight_numbers():
         NumericTokenizer().encode(eight + " - 2")
 
 
-@pytest.mark.parametrize("text, message", [
-    ("2 * 3", "encodes only \\+ and -"),
-    ("(1 + 2)", "encodes only \\+ and -"),
-    ("1 + a", "unexpected character 'a'"),
-    ("", "empty expression"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("2 * 3", "encodes only \\+ and -"),
+        ("(1 + 2)", "encodes only \\+ and -"),
+        ("1 + a", "unexpected character 'a'"),
+        ("", "empty expression"),
+    ],
+)
 def test_numeric_tokenizer_errors(text, message):
     with pytest.raises(TokenizerError, match=message):
         NumericTokenizer().encode(text)
@@ -43,7 +46,7 @@ def test_char_tokenizer_round_trip_and_padding():
     ids = tokenizer.encode("3- -2+4")
     assert ids.shape == (20,) and ids.dtype == np.int32
     assert tokenizer.decode(ids) == "3 - -2 + 4"
-    assert (ids[len("3 - -2 + 4"):] == CharTokenizer.PAD).all()
+    assert (ids[len("3 - -2 + 4") :] == CharTokenizer.PAD).all()
     assert tokenizer.decode([tokenizer.index["7"], CharTokenizer.END, tokenizer.index["1"]]) == "7"
 
 
@@ -71,8 +74,9 @@ def test_typed_tokenizer_keeps_syntax_apart_from_values():
     from predcalc.data import TypedTokenizer
 
     encoded = TypedTokenizer(length=6).encode("1 - 0 + -1")
-    np.testing.assert_array_equal(encoded, [[1, 0, 0, 1], [0, 0, 1, 0], [0, 0, 0, 1], [0, 1, 0, 0],
-                                            [-1, 0, 0, 1], [0, 0, 0, 0]])
+    np.testing.assert_array_equal(
+        encoded, [[1, 0, 0, 1], [0, 0, 1, 0], [0, 0, 0, 1], [0, 1, 0, 0], [-1, 0, 0, 1], [0, 0, 0, 0]]
+    )
     assert TypedTokenizer().encode_batch(["1 + 2"]).shape == (1, 15, 4)
     with pytest.raises(TokenizerError, match="encodes only \\+ and -"):
         TypedTokenizer().encode("2 * 3")

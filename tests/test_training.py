@@ -72,7 +72,9 @@ def test_a_new_optimizer_is_one_registered_recipe(monkeypatch):
 
     from predcalc.models import Optimizer
 
-    monkeypatch.setitem(fit.OPTIMIZERS, "sgd_test", fit.Recipe(lambda rate, steps, epochs, peak: keras.optimizers.SGD(rate)))
+    monkeypatch.setitem(
+        fit.OPTIMIZERS, "sgd_test", fit.Recipe(lambda rate, steps, epochs, peak: keras.optimizers.SGD(rate))
+    )
     spec = dataclasses.replace(get_spec("fnn2"), optimizer=Optimizer("sgd_test"))
     assert isinstance(fit.make_optimizer(spec, 0.1, 10), keras.optimizers.SGD)
     with pytest.raises(ValueError, match="unknown optimizer 'nope' of fnn2"):
@@ -82,11 +84,15 @@ def test_a_new_optimizer_is_one_registered_recipe(monkeypatch):
 def test_model_variants_are_presets_of_one_builder():
     import functools
 
-    for variant, base, preset in [("transformer5", "transformer4", {"d_model": 64, "num_layers": 6}),
-                                  ("mamba_bounded", "mamba", {"bounded_state": True}),
-                                  ("transformer4_local_bounded", "transformer4_local", {"squash_features": True})]:
+    for variant, base, preset in [
+        ("transformer5", "transformer4", {"d_model": 64, "num_layers": 6}),
+        ("mamba_bounded", "mamba", {"bounded_state": True}),
+        ("transformer4_local_bounded", "transformer4_local", {"squash_features": True}),
+    ]:
         build = get_spec(variant).build
         assert isinstance(build, functools.partial) and build.func is get_spec(base).build
         assert preset.items() <= build.keywords.items()
-    assert fit.build("transformer5", d_model=32, num_heads=4, num_layers=3, ffn_units=128)[1].count_params() == \
-        fit.build("transformer4")[1].count_params()  # a caller's own arguments still win
+    assert (
+        fit.build("transformer5", d_model=32, num_heads=4, num_layers=3, ffn_units=128)[1].count_params()
+        == fit.build("transformer4")[1].count_params()
+    )  # a caller's own arguments still win

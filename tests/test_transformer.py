@@ -40,8 +40,9 @@ def test_attention_maps_and_padding_mask():
     short = NumericTokenizer(length=9)
     small = get_spec("transformer4").build(short, mask_padding=True, **TINY)
     small.set_weights(model.get_weights())
-    np.testing.assert_allclose(small.predict(short.encode_batch(EXPRESSIONS[:1]), verbose=0),
-                               model.predict(x[:1], verbose=0), atol=1e-5)
+    np.testing.assert_allclose(
+        small.predict(short.encode_batch(EXPRESSIONS[:1]), verbose=0), model.predict(x[:1], verbose=0), atol=1e-5
+    )
 
 
 def test_unmasked_model_reads_the_padding():
@@ -52,8 +53,9 @@ def test_unmasked_model_reads_the_padding():
 
 def test_token_transformer_reads_character_ids_too():
     tokenizer = CharTokenizer(length=24)
-    model = get_spec("transformer_tokens_reversed").build(tokenizer, mask_padding=True, readout_heads=2,
-                                                           readout_ffn_units=8, **TINY)
+    model = get_spec("transformer_tokens_reversed").build(
+        tokenizer, mask_padding=True, readout_heads=2, readout_ffn_units=8, **TINY
+    )
     x = tokenizer.encode_batch(EXPRESSIONS)
     assert model.predict(x, verbose=0).shape == (2, 5, 14)
     readout = attention_maps(model, x)["digit_readout"]  # (batch, heads, slots, time)
@@ -109,7 +111,9 @@ def test_seed_schedule_peak_is_a_training_option():
     with pytest.raises(ValueError, match="positive"):
         fit.make_optimizer(spec, 1e-3, 2000, epochs=200, peak_learning_rate=0.0)
     # train() takes the peak from model_kwargs and passes the rest to the builder
-    trained = fit.train("transformer4_seed", protocol, epochs=1, model_kwargs={"peak_learning_rate": 5e-4, "cls": False})
+    trained = fit.train(
+        "transformer4_seed", protocol, epochs=1, model_kwargs={"peak_learning_rate": 5e-4, "cls": False}
+    )
     assert "cls_token" not in [layer.name for layer in trained.model.layers]
     np.testing.assert_allclose(float(trained.model.optimizer._learning_rate.warmup_target), 5e-4)
     with pytest.raises(ValueError, match="adamw_seed"):
@@ -143,8 +147,12 @@ def test_local_transformer_gives_the_same_answer_at_any_padded_length(squash):
     longer = spec.build(longer_tokenizer, squash_features=squash)
     longer.set_weights(model.get_weights())  # no weight depends on the length
     expressions = ["1 + 2 - 3", "4 - -5 + 1 - 2 + 3 - 1 + 2"]
-    np.testing.assert_allclose(np.asarray(longer(longer_tokenizer.encode_batch(expressions))),
-                               np.asarray(model(tokenizer.encode_batch(expressions))), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(
+        np.asarray(longer(longer_tokenizer.encode_batch(expressions))),
+        np.asarray(model(tokenizer.encode_batch(expressions))),
+        rtol=1e-4,
+        atol=1e-4,
+    )
     # (26 more pad steps change nothing: padding is masked out of attention and of the sum)
 
 
@@ -166,5 +174,6 @@ def test_the_seed_tuners_dropout_adds_no_weight_and_drops_the_input_and_the_pool
     _, dropped, _ = build("transformer5_seed", num_layers=2, d_model=32, ffn_units=128, dropout=0.05)
     assert plain.count_params() == dropped.count_params()
     names = {layer.name for layer in dropped.layers}
-    assert {"input_dropout", "pooled_dropout"} <= names and not {"input_dropout", "pooled_dropout"} & \
-        {layer.name for layer in plain.layers}
+    assert {"input_dropout", "pooled_dropout"} <= names and not {"input_dropout", "pooled_dropout"} & {
+        layer.name for layer in plain.layers
+    }

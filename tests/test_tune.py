@@ -8,8 +8,10 @@ import pytest
 from predcalc import cli
 from predcalc.training import tune
 
-SMOKE = ("model: fnn2\nobjective: val_mae\ntrials: 3\nepochs: 2\nseeds: [0]\n"
-         "space:\n  units: {choices: [8, 16, 32]}\n  learning_rate: {min: 1.0e-3, max: 1.0e-2, log: true}\n")
+SMOKE = (
+    "model: fnn2\nobjective: val_mae\ntrials: 3\nepochs: 2\nseeds: [0]\n"
+    "space:\n  units: {choices: [8, 16, 32]}\n  learning_rate: {min: 1.0e-3, max: 1.0e-2, log: true}\n"
+)
 
 
 def _config(tmp_path, text=SMOKE, name="smoke"):
@@ -18,22 +20,27 @@ def _config(tmp_path, text=SMOKE, name="smoke"):
     return path
 
 
-@pytest.mark.parametrize("text, message", [
-    ("model: no_such_model\ntrials: 1\nepochs: 1\nspace: {units: [1]}\n", "unknown model 'no_such_model'"),
-    ("model: fnn2\ntrials: 1\nepochs: 1\nspace: {}\n", "'space' is empty"),
-    ("model: fnn2\ntrials: 1\nepochs: 1\n", "'space' is empty"),
-    ("model: fnn2\nobjective: val_r2\ntrials: 1\nepochs: 1\nspace: {units: [1]}\n", "unknown objective 'val_r2'"),
-    ("model: fnn2\ntrials: 1\nepochs: 1\nspace: {width: [1]}\n", "space.width is neither an argument of fnn2"),
-    ("model: fnn2\ntrials: 1\nepochs: 1\nspace: {peak_learning_rate: {min: 1, max: 2}}\n",
-     "peak_learning_rate sets the seed schedule"),
-    ("model: fnn2\ntrials: 1\nepochs: 1\nspace: {learning_rate: {min: 0, max: 1, log: true}}\n", "needs min > 0"),
-    ("model: fnn2\ntrials: 1\nepochs: 1\nspace: {units: {min: 8, max: 4}}\n", "min < max"),
-    ("model: fnn2\ntuner: hyperband\ntrials: 3\nepochs: 1\nspace: {units: [1]}\n", "not used by hyperband"),
-    ("model: fnn2\ntrials: 0\nepochs: 1\nspace: {units: [1]}\n", "'trials' is a positive integer"),
-    ("model: fnn2\ntrials: 1\nepochs: 1\nseeds: 3\nspace: {units: [1]}\n", "write seeds: \\[3\\]"),
-    ("model: fnn2\ntrials: 1\nepochs: 1\nspace: {units: [1]}\nfinal: {seed: [0]}\n", "'final' is a mapping"),
-    ("model: fnn2\ntrials: 1\nepochs: 1\nspace: {units: [1]}\nworkers: 2\n", "unknown tune config keys"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("model: no_such_model\ntrials: 1\nepochs: 1\nspace: {units: [1]}\n", "unknown model 'no_such_model'"),
+        ("model: fnn2\ntrials: 1\nepochs: 1\nspace: {}\n", "'space' is empty"),
+        ("model: fnn2\ntrials: 1\nepochs: 1\n", "'space' is empty"),
+        ("model: fnn2\nobjective: val_r2\ntrials: 1\nepochs: 1\nspace: {units: [1]}\n", "unknown objective 'val_r2'"),
+        ("model: fnn2\ntrials: 1\nepochs: 1\nspace: {width: [1]}\n", "space.width is neither an argument of fnn2"),
+        (
+            "model: fnn2\ntrials: 1\nepochs: 1\nspace: {peak_learning_rate: {min: 1, max: 2}}\n",
+            "peak_learning_rate sets the seed schedule",
+        ),
+        ("model: fnn2\ntrials: 1\nepochs: 1\nspace: {learning_rate: {min: 0, max: 1, log: true}}\n", "needs min > 0"),
+        ("model: fnn2\ntrials: 1\nepochs: 1\nspace: {units: {min: 8, max: 4}}\n", "min < max"),
+        ("model: fnn2\ntuner: hyperband\ntrials: 3\nepochs: 1\nspace: {units: [1]}\n", "not used by hyperband"),
+        ("model: fnn2\ntrials: 0\nepochs: 1\nspace: {units: [1]}\n", "'trials' is a positive integer"),
+        ("model: fnn2\ntrials: 1\nepochs: 1\nseeds: 3\nspace: {units: [1]}\n", "write seeds: \\[3\\]"),
+        ("model: fnn2\ntrials: 1\nepochs: 1\nspace: {units: [1]}\nfinal: {seed: [0]}\n", "'final' is a mapping"),
+        ("model: fnn2\ntrials: 1\nepochs: 1\nspace: {units: [1]}\nworkers: 2\n", "unknown tune config keys"),
+    ],
+)
 def test_bad_configs_are_one_line_errors_with_exit_2(tmp_path, capsys, text, message):
     path = _config(tmp_path, text, "bad")
     with pytest.raises(tune.TuneConfigError, match=message):
@@ -51,7 +58,8 @@ def test_space_becomes_keras_tuner_hyperparameters(tmp_path):
     assert kinds == {"units": "Choice", "learning_rate": "Float", "batch_size": "Int"}
     assert hp.space[1].sampling == "log" and hp.space[2].step == 16
     training, model_kwargs = tune.split_hyperparameters(
-        {"units": 8, "learning_rate": 0.002, "batch_size": 16, "tuner/epochs": 3, "peak_learning_rate": 1e-4})
+        {"units": 8, "learning_rate": 0.002, "batch_size": 16, "tuner/epochs": 3, "peak_learning_rate": 1e-4}
+    )
     assert training == {"learning_rate": 0.002, "batch_size": 16}
     assert model_kwargs == {"units": 8, "peak_learning_rate": 1e-4}  # run_seeds pops the peak off model_kwargs
 
@@ -154,9 +162,14 @@ def test_trials_run_on_a_chief_and_two_worker_processes(tmp_path):
 
 def test_effects_rank_each_hyperparameter_against_the_objective(tmp_path):
     config = tune.load_config(_config(tmp_path))
-    table = pd.DataFrame({"status": ["COMPLETED"] * 5 + ["FAILED"], "units": [8, 16, 32, 8, 16, 32],
-                          "learning_rate": [1e-3, 2e-3, 3e-3, 4e-3, 5e-3, 6e-3],
-                          "val_mae": [5.0, 4.0, 3.0, 2.0, 1.0, None]})
+    table = pd.DataFrame(
+        {
+            "status": ["COMPLETED"] * 5 + ["FAILED"],
+            "units": [8, 16, 32, 8, 16, 32],
+            "learning_rate": [1e-3, 2e-3, 3e-3, 4e-3, 5e-3, 6e-3],
+            "val_mae": [5.0, 4.0, 3.0, 2.0, 1.0, None],
+        }
+    )
     effects = tune.hyperparameter_effects(table, config)
     assert effects["learning_rate"] == -1.0  # a higher rate, a lower error, every time
     assert -1.0 < effects["units"] < 0.0
@@ -165,18 +178,26 @@ def test_effects_rank_each_hyperparameter_against_the_objective(tmp_path):
 
 def test_search_facts_name_the_trials_the_time_the_best_and_a_probe(tmp_path):
     config = tune.load_config(_config(tmp_path))
-    summary = {"config": config, "trials_finished": 3, "trials_failed": 1, "trial_seconds": 600.0,
-               "sessions": [{"started": "a", "seconds": 420.0}, {"started": "b", "seconds": 300.0}],
-               "effects": {"units": 0.2, "learning_rate": -0.9},
-               "best": {"trial": "2", "val_mae": 0.5, "hyperparameters": {"units": 16, "learning_rate": 0.004}}}
+    summary = {
+        "config": config,
+        "trials_finished": 3,
+        "trials_failed": 1,
+        "trial_seconds": 600.0,
+        "sessions": [{"started": "a", "seconds": 420.0}, {"started": "b", "seconds": 300.0}],
+        "effects": {"units": 0.2, "learning_rate": -0.9},
+        "best": {"trial": "2", "val_mae": 0.5, "hyperparameters": {"units": 16, "learning_rate": 0.004}},
+    }
     (tmp_path / "tune.json").write_text(json.dumps(summary))
     runs = [{"seed": 0, "metrics": {"in": {"mae": 0.25}}}]
-    (tmp_path / "probe_metrics.json").write_text(json.dumps({"parameters": {"epochs": 2},
-                                                             "models": {"fnn2": {"runs": runs}}}))
+    (tmp_path / "probe_metrics.json").write_text(
+        json.dumps({"parameters": {"epochs": 2}, "models": {"fnn2": {"runs": runs}}})
+    )
     facts = tune.search_facts(tmp_path, published=0.0269, published_label="the seed's FNN2")
     assert facts[0].startswith("bayesian search of fnn2: 3 of 3 trials finished (1 failed), 2 epochs each")
     assert "12 min of wall time in 2 call(s) (10 min of trial training)" in facts[0]
     assert facts[1] == "best trial 2: val_mae 0.5 with units 16, learning_rate 0.004"
     assert facts[2].endswith("learning_rate -0.90, units +0.20")
-    assert facts[3] == ("probe: best trial trained on 1 seed(s), 2 epochs: in-range MAE 0.25 against the seed's "
-                        "FNN2 0.0269 (a probe, not like for like)")
+    assert facts[3] == (
+        "probe: best trial trained on 1 seed(s), 2 epochs: in-range MAE 0.25 against the seed's "
+        "FNN2 0.0269 (a probe, not like for like)"
+    )

@@ -150,7 +150,8 @@ def same_results(new, old) -> bool:
             import json
 
             return _json_text(without_times(json.loads(new.read_text()))) == _json_text(
-                without_times(json.loads(old.read_text())))
+                without_times(json.loads(old.read_text()))
+            )
         if new.suffix == ".keras":
             return _keras_contents(new) == _keras_contents(old)
         if new.suffix == ".ipynb":

@@ -78,9 +78,16 @@ class ModelRecord:
     extra: dict[str, Any] = field(default_factory=dict)  # e.g. kept_from
 
     def to_json(self) -> dict:
-        return {"label": self.label, "family": self.family, "seed_row": self.seed_row,
-                "tokenizer": self.tokenizer, "params": self.params,
-                "runs": [run.to_json() for run in self.runs], "export": self.export, **self.extra}
+        return {
+            "label": self.label,
+            "family": self.family,
+            "seed_row": self.seed_row,
+            "tokenizer": self.tokenizer,
+            "params": self.params,
+            "runs": [run.to_json() for run in self.runs],
+            "export": self.export,
+            **self.extra,
+        }
 
     @classmethod
     def from_json(cls, data: dict, where: str) -> ModelRecord:
@@ -88,10 +95,16 @@ class ModelRecord:
             if key not in data:
                 raise RecordError(f"{where}: a model needs {key!r}")
         known = ("label", "params", "runs", "family", "seed_row", "tokenizer", "export")
-        return cls(data["label"], int(data["params"]),
-                   [SeedRun.from_json(run, where) for run in data["runs"]], data.get("family"),
-                   data.get("seed_row"), data.get("tokenizer"), data.get("export"),
-                   {k: v for k, v in data.items() if k not in known})
+        return cls(
+            data["label"],
+            int(data["params"]),
+            [SeedRun.from_json(run, where) for run in data["runs"]],
+            data.get("family"),
+            data.get("seed_row"),
+            data.get("tokenizer"),
+            data.get("export"),
+            {k: v for k, v in data.items() if k not in known},
+        )
 
 
 @dataclass
@@ -116,9 +129,17 @@ class RunRecord:
             raise RecordError(f"{self.notebook}: a study record needs one of the entries {ENTRIES}")
 
     def to_json(self) -> dict:
-        out = {"schema": SCHEMA, "notebook": self.notebook, "kind": self.kind, "created": self.created,
-               "backend": self.backend, "keras": self.keras, "parameters": self.parameters, "data": self.data,
-               "models": {name: model.to_json() for name, model in self.models.items()}}
+        out = {
+            "schema": SCHEMA,
+            "notebook": self.notebook,
+            "kind": self.kind,
+            "created": self.created,
+            "backend": self.backend,
+            "keras": self.keras,
+            "parameters": self.parameters,
+            "data": self.data,
+            "models": {name: model.to_json() for name, model in self.models.items()},
+        }
         return {k: v for k, v in {**out, **self.extra, **self.entries}.items() if v is not None}
 
     @classmethod
@@ -129,11 +150,23 @@ class RunRecord:
             raise RecordError("a metrics.json needs its notebook's name")
         entries = {k: data[k] for k in ENTRIES if k in data}
         kind = data.get("kind") or ("study" if entries and not data.get("models") else "models")
-        models = {name: ModelRecord.from_json(model, f"{notebook}/{name}")
-                  for name, model in (data.get("models") or {}).items()}
+        models = {
+            name: ModelRecord.from_json(model, f"{notebook}/{name}")
+            for name, model in (data.get("models") or {}).items()
+        }
         extra = {k: v for k, v in data.items() if k not in _TOP and k not in entries}
-        return cls(notebook, kind, data.get("parameters") or {}, models, entries, data.get("data"),
-                   data.get("created"), data.get("backend"), data.get("keras"), extra)
+        return cls(
+            notebook,
+            kind,
+            data.get("parameters") or {},
+            models,
+            entries,
+            data.get("data"),
+            data.get("created"),
+            data.get("backend"),
+            data.get("keras"),
+            extra,
+        )
 
     @classmethod
     def load(cls, path) -> RunRecord:
@@ -157,15 +190,25 @@ class RunRecord:
         return path
 
 
-def write_study(folder, notebook: str, entry: str, value, parameters: dict, data: dict | None = None,
-                kind: str = "study", **extra) -> Path:
+def write_study(
+    folder, notebook: str, entry: str, value, parameters: dict, data: dict | None = None, kind: str = "study", **extra
+) -> Path:
     """Write a study notebook's record: its one named ``entry`` (``"speed"``, ``"calculator"``...)."""
     import keras  # the backend the study ran on; reading a record needs no Keras
 
     if entry not in ENTRIES:
         raise RecordError(f"{notebook}: entry must be one of {ENTRIES}. Received: entry={entry!r}")
-    record = RunRecord(notebook, kind, parameters, {}, {entry: value}, data, backend=keras.backend.backend(),
-                       keras=keras.__version__, extra=extra)
+    record = RunRecord(
+        notebook,
+        kind,
+        parameters,
+        {},
+        {entry: value},
+        data,
+        backend=keras.backend.backend(),
+        keras=keras.__version__,
+        extra=extra,
+    )
     path = record.write(folder)
     print(f"wrote {path}")
     return path

@@ -26,8 +26,9 @@ def test_predict_runs_forward_passes_unless_asked_for_the_cache(capsys, monkeypa
 
     calls = []
     run = runtime.LiteRTSteps.__getitem__
-    monkeypatch.setattr(runtime.LiteRTSteps, "__getitem__",
-                        lambda self, name: lambda x: calls.append(len(x)) or run(self, name)(x))
+    monkeypatch.setattr(
+        runtime.LiteRTSteps, "__getitem__", lambda self, name: lambda x: calls.append(len(x)) or run(self, name)(x)
+    )
     assert cli.main(["predict", "12 * 34 - 5", "--model", str(MODEL)]) == 0
     assert capsys.readouterr().out.strip().endswith("(calculated by calculator (model.tflite, LiteRT forward passes))")
     answering = len(calls)
@@ -80,10 +81,12 @@ def test_the_shipped_calculator_is_exact_past_its_test_families():
     from predcalc.calculator.runtime import Calculator
     from predcalc.data.calculator_families import TRAINING_WORLD, answer, draw
 
-    worlds = [dataclasses.replace(TRAINING_WORLD, digits=(60, 100), operators=(1, 3), ops="+-*"),
-              dataclasses.replace(TRAINING_WORLD, digits=(1, 3), operators=(41, 80), spaces=0.0),
-              dataclasses.replace(TRAINING_WORLD, digits=(1, 2), operators=(14, 16), depth=(11, 14)),
-              dataclasses.replace(TRAINING_WORLD, digits=(25, 30), operators=(1, 1), ops="/")]
+    worlds = [
+        dataclasses.replace(TRAINING_WORLD, digits=(60, 100), operators=(1, 3), ops="+-*"),
+        dataclasses.replace(TRAINING_WORLD, digits=(1, 3), operators=(41, 80), spaces=0.0),
+        dataclasses.replace(TRAINING_WORLD, digits=(1, 2), operators=(14, 16), depth=(11, 14)),
+        dataclasses.replace(TRAINING_WORLD, digits=(25, 30), operators=(1, 1), ops="/"),
+    ]
     pairs = [pair for seed, world in enumerate(worlds) for pair in draw(world, 12, seed)]
     answers = Calculator(MODEL).answers([e for e, _ in pairs])
     wrong = [(e, a, t) for (e, t), a in zip(pairs, answers) if a != t]

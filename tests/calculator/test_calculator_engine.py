@@ -38,10 +38,19 @@ def test_lexer_binds_unary_minus_to_literals():
     assert Number.from_text("000120").text() == "120"
 
 
-@pytest.mark.parametrize("text, message", [
-    ("", "empty"), ("3 +", "ends too early"), ("(3", "never closed"), ("3)", "has no '('"),
-    ("3 4", "missing operator"), ("2 ^ 3", "unexpected character"), ("* 3", "no left operand"), ("()", "missing number"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("", "empty"),
+        ("3 +", "ends too early"),
+        ("(3", "never closed"),
+        ("3)", "has no '('"),
+        ("3 4", "missing operator"),
+        ("2 ^ 3", "unexpected character"),
+        ("* 3", "no left operand"),
+        ("()", "missing number"),
+    ],
+)
 def test_lexer_refuses_malformed_input_with_a_reason(text, message):
     with pytest.raises(CalculatorError, match=re.escape(message)):
         lex(text)
@@ -185,8 +194,11 @@ def test_tabulated_chain_loop_equals_the_parallel_scan(reference_engine):
     tabulated = Engine({name: TableStep(name, step) for name, step in reference_steps().items()})
     rng = np.random.default_rng(2)
     a, b, d = rng.integers(0, 10, (40, 9)), rng.integers(0, 10, (40, 9)), rng.integers(0, 10, (40, 1))
-    for name, columns, states, reverse in [("addsub", [rng.integers(0, 2, (40, 1)), a, b], 2, False),
-                                           ("compare", [a, b], 3, True), ("muldigit", [a, d], 10, False)]:
+    for name, columns, states, reverse in [
+        ("addsub", [rng.integers(0, 2, (40, 1)), a, b], 2, False),
+        ("compare", [a, b], 3, True),
+        ("muldigit", [a, d], 10, False),
+    ]:
         scanned = reference_engine.chain(name, columns, states, 0, reverse=reverse)
         looped = tabulated.chain(name, columns, states, 0, reverse=reverse)
         assert (scanned[0] == looped[0]).all() and (scanned[1] == looped[1]).all(), name
@@ -205,8 +217,9 @@ def test_rational_results_are_exact_and_in_lowest_terms(reference_engine):
     factors = [1, 2, 3, 4, 6, 7, 9, 12, 35, 360, 1001, 9999]
     texts, truths = [], []
     for _ in range(300):
-        parts = [Fraction(int(rng.choice(factors)) * int(rng.integers(-3, 4)), int(rng.choice(factors)))
-                 for _ in range(4)]
+        parts = [
+            Fraction(int(rng.choice(factors)) * int(rng.integers(-3, 4)), int(rng.choice(factors))) for _ in range(4)
+        ]
         op = "+-*/"[rng.integers(4)]
         left, right = parts[0] / parts[1] if parts[1] else parts[0], parts[2] / parts[3] if parts[3] else parts[2]
         if op == "/" and right == 0:
@@ -225,11 +238,22 @@ def test_reference_steps_compute_every_family_exactly(reference_engine):
         assert answers == [a for _, a in pairs], name
 
 
-@pytest.mark.parametrize("text, answer", [
-    ("1/3*3", "1"), ("6/4", "3/2"), ("-0", "0"), ("-5 * 0", "0"), ("0 - 0", "0"), ("2*-26", "-52"),
-    ("99999999999 + 1", "100000000000"), ("10000000000 - 1", "9999999999"), ("(1/2 + 1/3) * 6 - 5/7", "30/7"),
-    ("-7/-14", "1/2"), ("((((((((((5))))))))))", "5"),
-])
+@pytest.mark.parametrize(
+    "text, answer",
+    [
+        ("1/3*3", "1"),
+        ("6/4", "3/2"),
+        ("-0", "0"),
+        ("-5 * 0", "0"),
+        ("0 - 0", "0"),
+        ("2*-26", "-52"),
+        ("99999999999 + 1", "100000000000"),
+        ("10000000000 - 1", "9999999999"),
+        ("(1/2 + 1/3) * 6 - 5/7", "30/7"),
+        ("-7/-14", "1/2"),
+        ("((((((((((5))))))))))", "5"),
+    ],
+)
 def test_reference_engine_on_edge_cases(reference_engine, text, answer):
     (result,) = reference_engine.evaluate([text])
     assert answer_text(result) == answer == (str(evaluate(text)) if "/" not in answer else answer)

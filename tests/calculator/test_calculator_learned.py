@@ -94,12 +94,14 @@ def test_rule_steps_export_to_litert_as_their_numpy_computation(tmp_path):
 
     networks = {name: build_rule(name, seed=1) for name in RULES}
     for model in networks.values():  # weights near the rule, so the decisions are not all alike
-        model.get_layer("value").set_weights([np.ones((model.get_layer("value").get_weights()[0].shape[0], 1)),
-                                              np.zeros(1)])
+        model.get_layer("value").set_weights(
+            [np.ones((model.get_layer("value").get_weights()[0].shape[0], 1)), np.zeros(1)]
+        )
     networks["control"] = build_control_rule(seed=1)
     rng = np.random.default_rng(1)
     networks["control"].get_layer("pairwise").set_weights(
-        [rng.normal(size=w.shape) for w in networks["control"].get_layer("pairwise").get_weights()])
+        [rng.normal(size=w.shape) for w in networks["control"].get_layer("pairwise").get_weights()]
+    )
     path = export_litert(networks, tmp_path / "model.tflite")
     assert parity(networks, path) == {name: 0 for name in networks}
     windows = STEPS["control"].domain()[:3000]

@@ -4,19 +4,32 @@ from predcalc.calculator import study
 
 
 def _record():
-    boxes = {"iid": {"digits": [1, 5], "operators": [1, 4], "depth": [0, 2]},
-             "digits_6_10": {"digits": [6, 10], "operators": [1, 4], "depth": [0, 2]},
-             "depth_3_4": {"digits": [1, 5], "operators": [1, 4], "depth": [3, 4]}}
+    boxes = {
+        "iid": {"digits": [1, 5], "operators": [1, 4], "depth": [0, 2]},
+        "digits_6_10": {"digits": [6, 10], "operators": [1, 4], "depth": [0, 2]},
+        "depth_3_4": {"digits": [1, 5], "operators": [1, 4], "depth": [3, 4]},
+    }
 
     def summary(iid, digits, depth, seeds=5):
-        return {name: {"mean": value, "min": value - 0.1 * (value > 0.1), "seeds": seeds, "n": 100}
-                for name, value in (("iid", iid), ("digits_6_10", digits), ("depth_3_4", depth))}
+        return {
+            name: {"mean": value, "min": value - 0.1 * (value > 0.1), "seeds": seeds, "n": 100}
+            for name, value in (("iid", iid), ("digits_6_10", digits), ("depth_3_4", depth))
+        }
 
-    return {"calculator": {
-        "boxes": boxes, "training_box": study.TRAINING_BOX, "labels": study.ABLATION_LABELS,
-        "summary": {"untrained": summary(0.0, 0.0, 0.0), "pick": summary(1.0, 0.9, 0.7),
-                    "calculator": summary(1.0, 1.0, 1.0), "continuous_state": summary(0.6, 0.2, 0.3),
-                    "answers_only": summary(0.5, 0.1, 0.3)}}}
+    return {
+        "calculator": {
+            "boxes": boxes,
+            "training_box": study.TRAINING_BOX,
+            "labels": study.ABLATION_LABELS,
+            "summary": {
+                "untrained": summary(0.0, 0.0, 0.0),
+                "pick": summary(1.0, 0.9, 0.7),
+                "calculator": summary(1.0, 1.0, 1.0),
+                "continuous_state": summary(0.6, 0.2, 0.3),
+                "answers_only": summary(0.5, 0.1, 0.3),
+            },
+        }
+    }
 
 
 def test_inside_world_keeps_the_families_within_every_axis_of_the_box():
@@ -67,20 +80,39 @@ def test_cached_parts_are_keyed_by_every_parameter_they_read(tmp_path):
 
 def test_the_step_record_keeps_the_worst_seed_and_the_facts_read_it():
     def seed(trained_on, held_out_wrong, exact):
-        steps = {"addsub": {"reachable": 400, "trained_on": trained_on, "held_out_wrong": held_out_wrong, "wrong":
-                            held_out_wrong, "memorised": False, "parameters": 16},
-                 "xor": {"reachable": 4, "trained_on": 4, "held_out_wrong": 0, "wrong": 0, "memorised": True,
-                         "parameters": 130}}
+        steps = {
+            "addsub": {
+                "reachable": 400,
+                "trained_on": trained_on,
+                "held_out_wrong": held_out_wrong,
+                "wrong": held_out_wrong,
+                "memorised": False,
+                "parameters": 16,
+            },
+            "xor": {
+                "reachable": 4,
+                "trained_on": 4,
+                "held_out_wrong": 0,
+                "wrong": 0,
+                "memorised": True,
+                "parameters": 130,
+            },
+        }
         return {"steps": steps, "families": {"iid": {"exact": exact, "lowest_terms": 1.0, "n": 10}}}
 
     records = [seed(120, 0, 1.0), seed(133, 2, 0.9)]
     steps = study.step_record(records)
     assert steps["addsub"]["trained_on"] == 133 and steps["addsub"]["held_out_wrong"] == 2
     assert steps["xor"]["memorised"] and steps["addsub"]["seeds"] == 2
-    bench = {label: {path: {"ratio": ratio} for path, ratio in (("forward", 8.0), ("cache", 5.0))}
-             for label in ("integers", "with_division")}
+    bench = {
+        label: {path: {"ratio": ratio} for path, ratio in (("forward", 8.0), ("cache", 5.0))}
+        for label in ("integers", "with_division")
+    }
     fields = study.ladder_fields(records, bench, {"rules": {"n": 10, "exact": 1.0}})
-    assert fields["speed"] == {"forward": {"integers": 8.0, "division": 8.0}, "cache": {"integers": 5.0, "division": 5.0}}
+    assert fields["speed"] == {
+        "forward": {"integers": 8.0, "division": 8.0},
+        "cache": {"integers": 5.0, "division": 5.0},
+    }
     facts = "\n".join(study.ladder_facts(fields))
     assert "`addsub` 133 of 400 (33 %), 2 wrong on the rest" in facts and "`xor` (4 rows)" in facts
     assert "exact on 95.00 % or more of every family" in facts and "forward passes 8.0x on integers" in facts

@@ -41,12 +41,7 @@ def built_with_random_weights(layer, input_shape, seed=1, scale=0.7):
     """``layer`` built for ``input_shape`` with every weight drawn from N(0, scale^2), float32."""
     layer.build(input_shape)
     rng = np.random.default_rng(seed)
-    layer.set_weights(
-        [
-            rng.normal(scale=scale, size=w.shape).astype("float32")
-            for w in layer.weights
-        ]
-    )
+    layer.set_weights([rng.normal(scale=scale, size=w.shape).astype("float32") for w in layer.weights])
     return layer
 
 
@@ -120,8 +115,10 @@ class LayerCase:
 
 
 def _as_numpy_integers(kwargs):
-    return {key: np.int64(value) if isinstance(value, numbers.Integral) and not isinstance(value, bool) else value
-            for key, value in kwargs.items()}
+    return {
+        key: np.int64(value) if isinstance(value, numbers.Integral) and not isinstance(value, bool) else value
+        for key, value in kwargs.items()
+    }
 
 
 def check_config_round_trip(case):
@@ -192,9 +189,12 @@ def seed_layout_weights(weight_names, units, features, w_scale):
     """Seed-layout weights ``{symbol: pattern}``: ``W_*`` of shape ``(units, units + features)``
     (scale ``w_scale``), ``b_*`` of shape ``(units,)`` (scale 0.3); ``weight_names`` pairs each
     symbol with its attribute (``SEED_GRU_WEIGHT_NAMES``, ``SEED_LSTM_WEIGHT_NAMES``)."""
-    return {symbol: pattern((units, units + features), w_scale, offset) if symbol.startswith("W")
-            else pattern((units,), 0.3, offset)
-            for offset, (symbol, _) in enumerate(weight_names)}
+    return {
+        symbol: pattern((units, units + features), w_scale, offset)
+        if symbol.startswith("W")
+        else pattern((units,), 0.3, offset)
+        for offset, (symbol, _) in enumerate(weight_names)
+    }
 
 
 def seed_cell_with_weights(cell, weight_names, weights, features):

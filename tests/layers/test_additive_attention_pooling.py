@@ -48,31 +48,19 @@ def test_constant_weights_pinned_numbers():
         context_initializer=keras.initializers.Constant(1.0),
     )
     context, alpha = layer(hidden, return_attention_scores=True)
-    expected_alpha = numpy_attention_pooling(
-        hidden.astype("float64"), np.full((2, 2), 0.5), np.zeros(2), np.ones(2)
-    )[1]
+    expected_alpha = numpy_attention_pooling(hidden.astype("float64"), np.full((2, 2), 0.5), np.zeros(2), np.ones(2))[1]
     np.testing.assert_allclose(ops.convert_to_numpy(alpha), expected_alpha, atol=1e-5)
-    np.testing.assert_allclose(
-        ops.convert_to_numpy(alpha), [[0.21829535, 0.32239243, 0.45931223]], atol=1e-5
-    )
-    np.testing.assert_allclose(
-        ops.convert_to_numpy(context), [[0.24820338, 0.34820338]], atol=1e-5
-    )
+    np.testing.assert_allclose(ops.convert_to_numpy(alpha), [[0.21829535, 0.32239243, 0.45931223]], atol=1e-5)
+    np.testing.assert_allclose(ops.convert_to_numpy(context), [[0.24820338, 0.34820338]], atol=1e-5)
 
 
 def test_matches_numpy_reference():
     layer = _layer()
     context, alpha = layer(_hidden_states(), return_attention_scores=True)
-    expected_context, expected_alpha = numpy_attention_pooling(
-        _hidden_states().astype("float64"), *_weights()
-    )
+    expected_context, expected_alpha = numpy_attention_pooling(_hidden_states().astype("float64"), *_weights())
     np.testing.assert_allclose(ops.convert_to_numpy(alpha), expected_alpha, atol=1e-5)
-    np.testing.assert_allclose(
-        ops.convert_to_numpy(context), expected_context, atol=1e-5
-    )
-    np.testing.assert_allclose(
-        ops.convert_to_numpy(layer(_hidden_states())), expected_context, atol=1e-5
-    )
+    np.testing.assert_allclose(ops.convert_to_numpy(context), expected_context, atol=1e-5)
+    np.testing.assert_allclose(ops.convert_to_numpy(layer(_hidden_states())), expected_context, atol=1e-5)
 
 
 def test_attention_weights_are_a_distribution():
@@ -91,9 +79,7 @@ def test_mask_gives_padded_steps_zero_weight():
     context, alpha = ops.convert_to_numpy(context), ops.convert_to_numpy(alpha)
     np.testing.assert_array_equal(alpha[0, 3:], [0.0, 0.0])
     np.testing.assert_allclose(alpha.sum(axis=-1), np.ones(BATCH), atol=1e-6)
-    expected_context, expected_alpha = numpy_attention_pooling(
-        hidden.astype("float64"), *_weights(), mask=mask
-    )
+    expected_context, expected_alpha = numpy_attention_pooling(hidden.astype("float64"), *_weights(), mask=mask)
     np.testing.assert_allclose(alpha, expected_alpha, atol=1e-5)
     np.testing.assert_allclose(context, expected_context, atol=1e-5)
     # The padded sequence pools exactly like the unpadded one.

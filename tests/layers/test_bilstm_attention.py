@@ -49,9 +49,7 @@ def numpy_lstm(x, kernel, recurrent_kernel, bias):
 
 def numpy_bilstm_attention(x, forward, backward, attention):
     """Bidirectional LSTM (concat) then seed 000 equations (11)-(14)."""
-    h = np.concatenate(
-        [numpy_lstm(x, *forward), numpy_lstm(x[:, ::-1], *backward)[:, ::-1]], axis=-1
-    )
+    h = np.concatenate([numpy_lstm(x, *forward), numpy_lstm(x[:, ::-1], *backward)[:, ::-1]], axis=-1)
     w, b, u = attention
     e = np.tanh(h @ w.T + b) @ u  # (11), (12)
     alpha = np.exp(e - e.max(-1, keepdims=True))
@@ -64,9 +62,7 @@ def _layer(attention_units=None, features=FEATURES):
     layer.build((None, None, features))
     layer.bidirectional_lstm.forward_layer.set_weights(_lstm_weights(1.0))
     layer.bidirectional_lstm.backward_layer.set_weights(_lstm_weights(4.0))
-    layer.attention_pooling.set_weights(
-        _attention_weights(attention_units or 2 * UNITS)
-    )
+    layer.attention_pooling.set_weights(_attention_weights(attention_units or 2 * UNITS))
     return layer
 
 
@@ -82,19 +78,13 @@ def test_matches_numpy_reference(attention_units):
     )
     assert tuple(context.shape) == (BATCH, 2 * UNITS)
     np.testing.assert_allclose(ops.convert_to_numpy(alpha), expected_alpha, atol=1e-5)
-    np.testing.assert_allclose(
-        ops.convert_to_numpy(context), expected_context, atol=1e-5
-    )
-    np.testing.assert_allclose(
-        ops.convert_to_numpy(alpha).sum(-1), np.ones(BATCH), atol=1e-6
-    )
+    np.testing.assert_allclose(ops.convert_to_numpy(context), expected_context, atol=1e-5)
+    np.testing.assert_allclose(ops.convert_to_numpy(alpha).sum(-1), np.ones(BATCH), atol=1e-6)
 
 
 def test_equals_keras_bidirectional_lstm_then_pooling():
     layer = _layer()
-    bidirectional = keras.layers.Bidirectional(
-        keras.layers.LSTM(UNITS, return_sequences=True)
-    )
+    bidirectional = keras.layers.Bidirectional(keras.layers.LSTM(UNITS, return_sequences=True))
     pooling = AdditiveAttentionPooling()
     pooled = pooling(bidirectional(_inputs()))
     bidirectional.set_weights(layer.bidirectional_lstm.get_weights())
@@ -116,9 +106,7 @@ def test_sub_layers_are_built_in_build():
     assert tuple(layer.attention_pooling.kernel.shape) == (3, 2 * UNITS)
     # 2 directions x (kernel, recurrent kernel, bias) + (W, b, u).
     assert len(layer.weights) == 9
-    assert layer.count_params() == 2 * 4 * UNITS * (FEATURES + UNITS + 1) + 3 * (
-        2 * UNITS + 2
-    )
+    assert layer.count_params() == 2 * 4 * UNITS * (FEATURES + UNITS + 1) + 3 * (2 * UNITS + 2)
 
 
 def test_padding_is_ignored_with_embedding_mask():
@@ -131,9 +119,7 @@ def test_padding_is_ignored_with_embedding_mask():
     context, alpha = [ops.convert_to_numpy(t) for t in model(padded)]
     np.testing.assert_array_equal(alpha[0, 3:], [0.0, 0.0])
     np.testing.assert_allclose(alpha.sum(-1), np.ones(2), atol=1e-6)
-    unpadded_context, unpadded_alpha = [
-        ops.convert_to_numpy(t) for t in model(padded[:1, :3])
-    ]
+    unpadded_context, unpadded_alpha = [ops.convert_to_numpy(t) for t in model(padded[:1, :3])]
     np.testing.assert_allclose(context[:1], unpadded_context, atol=1e-5)
     np.testing.assert_allclose(alpha[:1, :3], unpadded_alpha, atol=1e-5)
 

@@ -32,7 +32,9 @@ def numpy_readout(h, w, mask=None):
     logits = np.where(allowed, logits, -1e9)
     weights = np.exp(logits - logits.max(-1, keepdims=True))
     weights = np.where(allowed, weights / weights.sum(-1, keepdims=True), 0.0)
-    attention = np.einsum("bhsk,hkd->bsd", weights @ v, w[a + "attention_output/kernel"]) + w[a + "attention_output/bias"]
+    attention = (
+        np.einsum("bhsk,hkd->bsd", weights @ v, w[a + "attention_output/kernel"]) + w[a + "attention_output/bias"]
+    )
     z = layer_norm(queries + attention, w["attention_norm/gamma"], w["attention_norm/beta"])
     ffn = np.maximum(0, z @ w["ffn_inner/kernel"] + w["ffn_inner/bias"]) @ w["ffn_outer/kernel"] + w["ffn_outer/bias"]
     return layer_norm(z + ffn, w["ffn_norm/gamma"], w["ffn_norm/beta"]), weights
@@ -58,6 +60,7 @@ def test_padded_steps_are_never_read():
     assert np.all(scores[0, :, :, 4:] == 0)
     changed = _inputs().copy()
     changed[0, 4:] = -50.0
-    np.testing.assert_allclose(ops.convert_to_numpy(layer(changed, mask=mask))[0], ops.convert_to_numpy(outputs)[0],
-                               atol=1e-5)
+    np.testing.assert_allclose(
+        ops.convert_to_numpy(layer(changed, mask=mask))[0], ops.convert_to_numpy(outputs)[0], atol=1e-5
+    )
     assert layer.compute_mask(_inputs(), mask) is None

@@ -16,8 +16,12 @@ import pytest
 import predcalc.layers
 
 LAYER_MODULES = sorted(f"predcalc.layers.{info.name}" for info in pkgutil.iter_modules(predcalc.layers.__path__))
-OTHER_MODULES = ["predcalc.data.expressions", "predcalc.data.tokenizers", "predcalc.studies.edges",
-                 "predcalc.training.experiment"]
+OTHER_MODULES = [
+    "predcalc.data.expressions",
+    "predcalc.data.tokenizers",
+    "predcalc.studies.edges",
+    "predcalc.training.experiment",
+]
 
 
 def run_examples(module):

@@ -38,6 +38,7 @@ def test_a_masked_step_adds_nothing():
     layer = GatedValueSum()
     out = to_numpy(layer([features, values], mask=[None, mask]))
     for row, n in enumerate((2, 3)):
-        np.testing.assert_allclose(out[row], to_numpy(layer([features[row:row + 1, :n], values[row:row + 1, :n]]))[0],
-                                   rtol=1e-5, atol=1e-6)
+        np.testing.assert_allclose(
+            out[row], to_numpy(layer([features[row : row + 1, :n], values[row : row + 1, :n]]))[0], rtol=1e-5, atol=1e-6
+        )
     assert layer.compute_mask([features, values], [None, mask]) is None

@@ -51,15 +51,25 @@ UNITS_ERRORS = (
 
 def _min_rnn_case(layer, parallel):
     return LayerCase(
-        layer, dict(units=4, return_sequences=True, return_state=not parallel, parallel=parallel,
-                    use_bias=False, kernel_initializer="random_normal"), SEQUENCE,
-        bad_arguments=UNITS_ERRORS + (
+        layer,
+        dict(
+            units=4,
+            return_sequences=True,
+            return_state=not parallel,
+            parallel=parallel,
+            use_bias=False,
+            kernel_initializer="random_normal",
+        ),
+        SEQUENCE,
+        bad_arguments=UNITS_ERRORS
+        + (
             ({"units": 4, "parallel": "yes"}, "parallel must be a bool"),
             ({"units": 4, "return_sequences": 1}, "return_sequences must be a bool"),
             ({"units": 4, "return_state": None}, "return_state must be a bool"),
         ),
         bad_shapes=RANK_TWO,
-        name=f"{layer.__name__}-{'parallel' if parallel else 'steps'}")
+        name=f"{layer.__name__}-{'parallel' if parallel else 'steps'}",
+    )
 
 
 def _xlstm_errors(forget_gate_error):
@@ -72,84 +82,177 @@ def _xlstm_errors(forget_gate_error):
 
 
 CASES = [
-    LayerCase(AdditiveAttentionPooling, dict(units=3, context_initializer="random_normal"), SEQUENCE,
-              bad_arguments=tuple(({"units": units}, f"Received: units={units}") for units in (0, -4, 2.5, "8")),
-              bad_shapes=RANK_TWO),
-    LayerCase(BidirectionalLSTMAttention, dict(units=3, attention_units=5, dropout=0.1, seed=3), SEQUENCE,
-              bad_arguments=(
-                  ({"units": 0}, "Received: units=0"),
-                  ({"units": 2.5}, "Received: units=2.5"),
-                  ({"units": 4, "attention_units": 0}, "Received: attention_units=0"),
-                  ({"units": 4, "dropout": 1.0}, "Received: dropout=1.0"),
-                  ({"units": 4, "recurrent_dropout": -0.1}, "Received: recurrent_dropout=-0.1"),
-              ),
-              bad_shapes=RANK_TWO),
-    LayerCase(ClsToken, dict(value=-2.0), SEQUENCE,
-              bad_arguments=(({"value": "15"}, "value must be a finite number"),
-                             ({"value": True}, "Received: value=True"),
-                             ({"value": float("nan")}, "Received: value=nan"))),
-    LayerCase(DigitReadout, dict(slots=3, num_heads=2, ffn_units=5, dropout=0.1, activation="gelu"), (6, 4),
-              bad_arguments=(
-                  ({"slots": 0, "num_heads": 2, "ffn_units": 4}, "Received: slots=0"),
-                  ({"slots": 3, "num_heads": 0, "ffn_units": 4}, "Received: num_heads=0"),
-                  ({"slots": 3, "num_heads": 2, "ffn_units": 4, "dropout": -0.1}, "Received: dropout=-0.1"),
-              ),
-              bad_shapes=(((2, 4), r"\(batch, time, d_model\)"), ((2, 6, 5), "divisible by num_heads"))),
-    LayerCase(FeatureSlice, dict(start=1, stop=3), SEQUENCE,
-              bad_arguments=(({"start": -1, "stop": 2}, "0 <= start < stop"),
-                             ({"start": 2, "stop": 2}, "0 <= start < stop"),
-                             ({"start": 0, "stop": 1.5}, "Received: start=0, stop=1.5"),
-                             ({"start": False, "stop": 2}, "Received: start=False")),
-              bad_shapes=(((2, 5, 2), "stop=3 is out of range"),)),
-    LayerCase(GatedValueSum, {}, [SEQUENCE, (5, 1)],
-              bad_shapes=(([(2, 5, 4), (2, 5, 2)], "values"), ([(2, 5, 4), (2, 4, 1)], "same steps"))),
-    LayerCase(LocalTokenFeatures, dict(fill=-1.0), (5, 1),
-              bad_arguments=(({"fill": "0.5"}, "fill must be a finite number"),),
-              bad_shapes=(((2, 3, 2), r"\(batch, steps, 1\)"),)),
-    *(LayerCase(MLSTM, dict(units=4, num_heads=2, forget_gate="exp", return_sequences=True,
-                            return_state=not parallel, parallel=parallel, stabilized=stabilized), SEQUENCE,
-                bad_arguments=_xlstm_errors("relu") + (({"units": 4, "parallel": 0}, "parallel must be a bool"),),
-                bad_shapes=RANK_TWO,
-                name=f"MLSTM-{'parallel' if parallel else 'steps'}{'-stabilized' if stabilized else ''}")
-      for parallel, stabilized in ((True, False), (False, False), (True, True))),
-    *(LayerCase(Mamba, dict(units=4, state_size=3, expand=2, conv_kernel_size=2, dt_rank=2, return_sequences=True,
-                            return_state=not parallel, parallel=parallel, bounded_state=bounded), SEQUENCE,
-                bad_arguments=UNITS_ERRORS + (
-                    ({"units": 4, "state_size": 0}, "state_size must be a positive integer"),
-                    ({"units": 4, "expand": 1.5}, "expand must be a positive integer"),
-                    ({"units": 4, "conv_kernel_size": -1}, "conv_kernel_size must be a non-negative"),
-                    ({"units": 4, "dt_rank": "full"}, 'dt_rank must be a positive integer or "auto"'),
-                    ({"units": 4, "parallel": None}, "parallel must be a bool"),
-                ),
-                bad_shapes=RANK_TWO,
-                name=f"Mamba-{'parallel' if parallel else 'steps'}{'-bounded' if bounded else ''}")
-      for parallel, bounded in ((True, False), (False, False), (True, True))),
+    LayerCase(
+        AdditiveAttentionPooling,
+        dict(units=3, context_initializer="random_normal"),
+        SEQUENCE,
+        bad_arguments=tuple(({"units": units}, f"Received: units={units}") for units in (0, -4, 2.5, "8")),
+        bad_shapes=RANK_TWO,
+    ),
+    LayerCase(
+        BidirectionalLSTMAttention,
+        dict(units=3, attention_units=5, dropout=0.1, seed=3),
+        SEQUENCE,
+        bad_arguments=(
+            ({"units": 0}, "Received: units=0"),
+            ({"units": 2.5}, "Received: units=2.5"),
+            ({"units": 4, "attention_units": 0}, "Received: attention_units=0"),
+            ({"units": 4, "dropout": 1.0}, "Received: dropout=1.0"),
+            ({"units": 4, "recurrent_dropout": -0.1}, "Received: recurrent_dropout=-0.1"),
+        ),
+        bad_shapes=RANK_TWO,
+    ),
+    LayerCase(
+        ClsToken,
+        dict(value=-2.0),
+        SEQUENCE,
+        bad_arguments=(
+            ({"value": "15"}, "value must be a finite number"),
+            ({"value": True}, "Received: value=True"),
+            ({"value": float("nan")}, "Received: value=nan"),
+        ),
+    ),
+    LayerCase(
+        DigitReadout,
+        dict(slots=3, num_heads=2, ffn_units=5, dropout=0.1, activation="gelu"),
+        (6, 4),
+        bad_arguments=(
+            ({"slots": 0, "num_heads": 2, "ffn_units": 4}, "Received: slots=0"),
+            ({"slots": 3, "num_heads": 0, "ffn_units": 4}, "Received: num_heads=0"),
+            ({"slots": 3, "num_heads": 2, "ffn_units": 4, "dropout": -0.1}, "Received: dropout=-0.1"),
+        ),
+        bad_shapes=(((2, 4), r"\(batch, time, d_model\)"), ((2, 6, 5), "divisible by num_heads")),
+    ),
+    LayerCase(
+        FeatureSlice,
+        dict(start=1, stop=3),
+        SEQUENCE,
+        bad_arguments=(
+            ({"start": -1, "stop": 2}, "0 <= start < stop"),
+            ({"start": 2, "stop": 2}, "0 <= start < stop"),
+            ({"start": 0, "stop": 1.5}, "Received: start=0, stop=1.5"),
+            ({"start": False, "stop": 2}, "Received: start=False"),
+        ),
+        bad_shapes=(((2, 5, 2), "stop=3 is out of range"),),
+    ),
+    LayerCase(
+        GatedValueSum,
+        {},
+        [SEQUENCE, (5, 1)],
+        bad_shapes=(([(2, 5, 4), (2, 5, 2)], "values"), ([(2, 5, 4), (2, 4, 1)], "same steps")),
+    ),
+    LayerCase(
+        LocalTokenFeatures,
+        dict(fill=-1.0),
+        (5, 1),
+        bad_arguments=(({"fill": "0.5"}, "fill must be a finite number"),),
+        bad_shapes=(((2, 3, 2), r"\(batch, steps, 1\)"),),
+    ),
+    *(
+        LayerCase(
+            MLSTM,
+            dict(
+                units=4,
+                num_heads=2,
+                forget_gate="exp",
+                return_sequences=True,
+                return_state=not parallel,
+                parallel=parallel,
+                stabilized=stabilized,
+            ),
+            SEQUENCE,
+            bad_arguments=_xlstm_errors("relu") + (({"units": 4, "parallel": 0}, "parallel must be a bool"),),
+            bad_shapes=RANK_TWO,
+            name=f"MLSTM-{'parallel' if parallel else 'steps'}{'-stabilized' if stabilized else ''}",
+        )
+        for parallel, stabilized in ((True, False), (False, False), (True, True))
+    ),
+    *(
+        LayerCase(
+            Mamba,
+            dict(
+                units=4,
+                state_size=3,
+                expand=2,
+                conv_kernel_size=2,
+                dt_rank=2,
+                return_sequences=True,
+                return_state=not parallel,
+                parallel=parallel,
+                bounded_state=bounded,
+            ),
+            SEQUENCE,
+            bad_arguments=UNITS_ERRORS
+            + (
+                ({"units": 4, "state_size": 0}, "state_size must be a positive integer"),
+                ({"units": 4, "expand": 1.5}, "expand must be a positive integer"),
+                ({"units": 4, "conv_kernel_size": -1}, "conv_kernel_size must be a non-negative"),
+                ({"units": 4, "dt_rank": "full"}, 'dt_rank must be a positive integer or "auto"'),
+                ({"units": 4, "parallel": None}, "parallel must be a bool"),
+            ),
+            bad_shapes=RANK_TWO,
+            name=f"Mamba-{'parallel' if parallel else 'steps'}{'-bounded' if bounded else ''}",
+        )
+        for parallel, bounded in ((True, False), (False, False), (True, True))
+    ),
     *(_min_rnn_case(layer, parallel) for layer in (MinGRU, MinLSTM) for parallel in (True, False)),
-    LayerCase(PReLURNNCell, dict(units=3, kernel_initializer="random_uniform",
-                                 alpha_initializer=keras.initializers.Constant(0.1)), SEQUENCE, cell=True,
-              bad_arguments=tuple(({"units": units}, f"Received: units={units}") for units in (0, -3, 2.5, None, True))),
-    LayerCase(SLSTM, dict(units=4, num_heads=2, forget_gate="exp", return_sequences=True, return_state=True,
-                          recurrent_initializer="glorot_uniform"), SEQUENCE,
-              bad_arguments=_xlstm_errors("tanh"), bad_shapes=RANK_TWO),
-    LayerCase(SeedGRUCell, dict(units=3, bias_initializer="ones"), SEQUENCE, cell=True,
-              bad_arguments=tuple(({"units": units}, f"Received: units={units}") for units in (0, -2, 3.0, None))),
-    LayerCase(SeedLSTMCell, dict(units=3, kernel_initializer="orthogonal", unit_forget_bias=False), SEQUENCE,
-              cell=True,
-              bad_arguments=tuple(({"units": units}, f"Received: units={units}") for units in (0, -1, 1.5, None))),
-    LayerCase(SinusoidalPositionalEncoding, dict(max_wavelength=100.0), SEQUENCE,
-              bad_arguments=tuple(({"max_wavelength": value}, "Received: max_wavelength=")
-                                  for value in (0, -1.0, "10000", True)),
-              bad_shapes=(((2, 4), r"\(batch, time, features\)"),)),
-    LayerCase(TransformerEncoderBlock, dict(num_heads=2, ffn_units=6, dropout=0.1, activation="gelu",
-                                            layer_norm_epsilon=1e-3), SEQUENCE,
-              bad_arguments=(
-                  ({"num_heads": 0, "ffn_units": 4}, "Received: num_heads=0"),
-                  ({"num_heads": 2, "ffn_units": -1}, "Received: ffn_units=-1"),
-                  ({"num_heads": 2, "ffn_units": 4, "key_dim": 0}, "Received: key_dim=0"),
-                  ({"num_heads": 2, "ffn_units": 4, "dropout": 1.0}, "Received: dropout=1.0"),
-                  ({"num_heads": 2, "ffn_units": 4, "layer_norm_epsilon": 0}, "Received: layer_norm_epsilon=0"),
-              ),
-              bad_shapes=(((2, 4), r"\(batch, time, d_model\)"), ((2, 5, 5), "divisible by num_heads"))),
+    LayerCase(
+        PReLURNNCell,
+        dict(units=3, kernel_initializer="random_uniform", alpha_initializer=keras.initializers.Constant(0.1)),
+        SEQUENCE,
+        cell=True,
+        bad_arguments=tuple(({"units": units}, f"Received: units={units}") for units in (0, -3, 2.5, None, True)),
+    ),
+    LayerCase(
+        SLSTM,
+        dict(
+            units=4,
+            num_heads=2,
+            forget_gate="exp",
+            return_sequences=True,
+            return_state=True,
+            recurrent_initializer="glorot_uniform",
+        ),
+        SEQUENCE,
+        bad_arguments=_xlstm_errors("tanh"),
+        bad_shapes=RANK_TWO,
+    ),
+    LayerCase(
+        SeedGRUCell,
+        dict(units=3, bias_initializer="ones"),
+        SEQUENCE,
+        cell=True,
+        bad_arguments=tuple(({"units": units}, f"Received: units={units}") for units in (0, -2, 3.0, None)),
+    ),
+    LayerCase(
+        SeedLSTMCell,
+        dict(units=3, kernel_initializer="orthogonal", unit_forget_bias=False),
+        SEQUENCE,
+        cell=True,
+        bad_arguments=tuple(({"units": units}, f"Received: units={units}") for units in (0, -1, 1.5, None)),
+    ),
+    LayerCase(
+        SinusoidalPositionalEncoding,
+        dict(max_wavelength=100.0),
+        SEQUENCE,
+        bad_arguments=tuple(
+            ({"max_wavelength": value}, "Received: max_wavelength=") for value in (0, -1.0, "10000", True)
+        ),
+        bad_shapes=(((2, 4), r"\(batch, time, features\)"),),
+    ),
+    LayerCase(
+        TransformerEncoderBlock,
+        dict(num_heads=2, ffn_units=6, dropout=0.1, activation="gelu", layer_norm_epsilon=1e-3),
+        SEQUENCE,
+        bad_arguments=(
+            ({"num_heads": 0, "ffn_units": 4}, "Received: num_heads=0"),
+            ({"num_heads": 2, "ffn_units": -1}, "Received: ffn_units=-1"),
+            ({"num_heads": 2, "ffn_units": 4, "key_dim": 0}, "Received: key_dim=0"),
+            ({"num_heads": 2, "ffn_units": 4, "dropout": 1.0}, "Received: dropout=1.0"),
+            ({"num_heads": 2, "ffn_units": 4, "layer_norm_epsilon": 0}, "Received: layer_norm_epsilon=0"),
+        ),
+        bad_shapes=(((2, 4), r"\(batch, time, d_model\)"), ((2, 5, 5), "divisible by num_heads")),
+    ),
 ]
 
 
@@ -180,14 +283,16 @@ BAD_ARGUMENTS = [(case, kwargs, message) for case in CASES for kwargs, message i
 BAD_SHAPES = [(case, shape, message) for case in CASES for shape, message in case.bad_shapes]
 
 
-@pytest.mark.parametrize("case, kwargs, message", BAD_ARGUMENTS,
-                         ids=[f"{case.id}-{kwargs}" for case, kwargs, _ in BAD_ARGUMENTS])
+@pytest.mark.parametrize(
+    "case, kwargs, message", BAD_ARGUMENTS, ids=[f"{case.id}-{kwargs}" for case, kwargs, _ in BAD_ARGUMENTS]
+)
 def test_bad_argument_raises_a_clear_error(case, kwargs, message):
     check_bad_argument(case, kwargs, message)
 
 
-@pytest.mark.parametrize("case, shape, message", BAD_SHAPES,
-                         ids=[f"{case.id}-{shape}" for case, shape, _ in BAD_SHAPES])
+@pytest.mark.parametrize(
+    "case, shape, message", BAD_SHAPES, ids=[f"{case.id}-{shape}" for case, shape, _ in BAD_SHAPES]
+)
 def test_bad_input_shape_raises_a_clear_error(case, shape, message):
     check_bad_shape(case, shape, message)
 

@@ -29,8 +29,7 @@ def numpy_mamba(x, w, conv_kernel_size):
     if conv_kernel_size > 0:
         padded = np.pad(xs, ((0, 0), (conv_kernel_size - 1, 0), (0, 0)))
         xs = w["conv_bias"] + sum(
-            w["conv_kernel"][j] * padded[:, j : j + x.shape[1]]
-            for j in range(conv_kernel_size)
+            w["conv_kernel"][j] * padded[:, j : j + x.shape[1]] for j in range(conv_kernel_size)
         )  # causal depthwise convolution
     u = silu(xs)
     dbc = u @ w["x_proj_kernel"]
@@ -42,13 +41,9 @@ def numpy_mamba(x, w, conv_kernel_size):
     ys = []
     for t in range(x.shape[1]):
         a_bar = np.exp(delta[:, t, :, None] * a_matrix)  # ZOH
-        b_bar_x = (
-            delta[:, t, :, None] * b_input[:, t, None, :] * u[:, t, :, None]
-        )
+        b_bar_x = delta[:, t, :, None] * b_input[:, t, None, :] * u[:, t, :, None]
         h = a_bar * h + b_bar_x
-        ys.append(
-            np.sum(h * c_input[:, t, None, :], axis=-1) + w["D"] * u[:, t]
-        )
+        ys.append(np.sum(h * c_input[:, t, None, :], axis=-1) + w["D"] * u[:, t])
     y = np.stack(ys, axis=1) * silu(gate)
     return y @ w["out_kernel"]
 
@@ -71,10 +66,7 @@ def deterministic_layer(parallel=True, conv_kernel_size=3, seed=1, **kwargs):
 
 
 def numpy_weights(layer):
-    return {
-        w.name: ops.convert_to_numpy(w).astype("float64") for w in layer.weights
-    }
-
+    return {w.name: ops.convert_to_numpy(w).astype("float64") for w in layer.weights}
 
 
 @pytest.mark.parametrize("parallel", [True, False])
@@ -112,9 +104,7 @@ def test_scan_path_equals_step_path_on_a_longer_sequence():
         step_outputs,
         strict=True,
     ):
-        np.testing.assert_allclose(
-            to_numpy(scanned), to_numpy(stepped), atol=1e-5, err_msg=name
-        )
+        np.testing.assert_allclose(to_numpy(scanned), to_numpy(stepped), atol=1e-5, err_msg=name)
 
 
 @pytest.mark.parametrize(
@@ -122,16 +112,18 @@ def test_scan_path_equals_step_path_on_a_longer_sequence():
     [(True, True), (False, False), (True, False), (False, True)],
 )
 @pytest.mark.parametrize("split", [1, 4])
-def test_continuing_from_carried_states_equals_whole_sequence(
-    first_parallel, second_parallel, split
-):
+def test_continuing_from_carried_states_equals_whole_sequence(first_parallel, second_parallel, split):
     # conv_kernel_size 4 keeps 3 past inputs: a first chunk of length 1 is
     # shorter than that window, so its carried state still holds padding.
     x = inputs()
     whole = to_numpy(deterministic_layer(True, conv_kernel_size=4)(x))
     states, _ = assert_carried_states_continue(
         deterministic_layer(first_parallel, conv_kernel_size=4, return_state=True),
-        deterministic_layer(second_parallel, conv_kernel_size=4, return_state=True), x, split, whole)
+        deterministic_layer(second_parallel, conv_kernel_size=4, return_state=True),
+        x,
+        split,
+        whole,
+    )
     assert len(states) == 2  # ssm_state, conv_state
 
 
@@ -168,8 +160,7 @@ def test_bounded_state_stays_bounded_far_outside_the_training_range(parallel):
     far = 1000.0 * x
 
     def state(bounded, values):
-        layer = Mamba(4, state_size=8, conv_kernel_size=0, return_state=True,
-                      parallel=parallel, bounded_state=bounded)
+        layer = Mamba(4, state_size=8, conv_kernel_size=0, return_state=True, parallel=parallel, bounded_state=bounded)
         built_with_random_weights(layer, values.shape, seed=4)
         _, h = layer(values)
         return to_numpy(h), layer
@@ -178,7 +169,7 @@ def test_bounded_state_stays_bounded_far_outside_the_training_range(parallel):
     h_far, _ = state(True, far)
     assert np.all(np.isfinite(h_far))
     # the bound: max over time of |u| * sqrt(N) / min |A| (u = silu of the input projection)
-    u = np.asarray(keras.activations.silu(far @ to_numpy(layer.in_kernel)[:, :layer.inner_dim]))
+    u = np.asarray(keras.activations.silu(far @ to_numpy(layer.in_kernel)[:, : layer.inner_dim]))
     a_min = np.exp(to_numpy(layer.log_decay_rate)).min()
     assert np.abs(h_far).max() <= np.abs(u).max() * np.sqrt(8) / a_min * (1 + 1e-4)
     # and it grows no faster than the input (a linear bound), unlike the default path
@@ -190,8 +181,10 @@ def test_bounded_state_stays_bounded_far_outside_the_training_range(parallel):
 
 def test_bounded_state_scan_equals_steps():
     x = inputs(time=16, seed=5)
-    layers = [Mamba(4, state_size=8, conv_kernel_size=4, return_sequences=True,
-                    parallel=p, bounded_state=True) for p in (True, False)]
+    layers = [
+        Mamba(4, state_size=8, conv_kernel_size=4, return_sequences=True, parallel=p, bounded_state=True)
+        for p in (True, False)
+    ]
     for layer in layers:
         built_with_random_weights(layer, x.shape, seed=6)
     np.testing.assert_allclose(to_numpy(layers[0](x)), to_numpy(layers[1](x)), atol=1e-4)

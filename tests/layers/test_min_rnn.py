@@ -36,11 +36,7 @@ def numpy_min_lstm(x, kernel, bias, h0=None):
 
 def scan_reference(x, keep, write, candidate, units, h0):
     """h_t = keep_t h_{t-1} + write_t candidate_t, step by step in float64."""
-    h = (
-        np.zeros((x.shape[0], units))
-        if h0 is None
-        else np.asarray(h0, "float64")
-    )
+    h = np.zeros((x.shape[0], units)) if h0 is None else np.asarray(h0, "float64")
     outputs = []
     for t in range(x.shape[1]):
         h = keep[:, t] * h + write[:, t] * candidate[:, t]
@@ -90,7 +86,6 @@ def numpy_weights(layer):
     return [w.astype("float64") for w in layer.get_weights()]
 
 
-
 def test_pinned_numbers(name, Layer):
     _, _, kernel, expected = CASES[name]
     if not isinstance(kernel, str):
@@ -117,16 +112,12 @@ def test_min_lstm_gates_are_normalised():
         layer = MinLSTM(
             1,
             return_sequences=True,
-            kernel_initializer=keras.initializers.Constant(
-                [[logit, logit, 0.0]]
-            ),
+            kernel_initializer=keras.initializers.Constant([[logit, logit, 0.0]]),
             bias_initializer=keras.initializers.Constant([0.0, 0.0, 1.0]),
         )
         x = np.ones((1, 3, 1), "float32")
         # h~ = g(1) = 1.5: h = 0.75, 1.125, 1.3125.
-        np.testing.assert_allclose(
-            to_numpy(layer(x))[0, :, 0], [0.75, 1.125, 1.3125], atol=1e-5
-        )
+        np.testing.assert_allclose(to_numpy(layer(x))[0, :, 0], [0.75, 1.125, 1.3125], atol=1e-5)
 
 
 @pytest.mark.parametrize("parallel", [True, False])
@@ -138,9 +129,7 @@ def test_matches_numpy_reference(name, Layer, parallel, with_initial_state):
     h0 = np.linspace(-1.0, 1.0, BATCH * UNITS).reshape(BATCH, UNITS)
     h0 = h0.astype("float32") if with_initial_state else None
     expected = CASES[name][1](x, *numpy_weights(layer), h0)
-    np.testing.assert_allclose(
-        to_numpy(layer(x, initial_state=h0)), expected, atol=1e-5
-    )
+    np.testing.assert_allclose(to_numpy(layer(x, initial_state=h0)), expected, atol=1e-5)
 
 
 def test_parallel_path_equals_step_path_on_a_longer_sequence(Layer):
@@ -159,7 +148,11 @@ def test_continuing_from_carried_state_equals_whole_sequence(Layer, first_parall
     whole = to_numpy(deterministic_layer(Layer, True)(x))
     _, (last_state,) = assert_carried_states_continue(
         deterministic_layer(Layer, first_parallel, return_state=True),
-        deterministic_layer(Layer, second_parallel, return_state=True), x, 2, whole)
+        deterministic_layer(Layer, second_parallel, return_state=True),
+        x,
+        2,
+        whole,
+    )
     np.testing.assert_allclose(to_numpy(last_state), whole[:, -1], atol=1e-5)
 
 
@@ -167,9 +160,7 @@ def test_continuing_from_carried_state_equals_whole_sequence(Layer, first_parall
 def test_last_output_and_state(Layer, parallel):
     x = inputs()
     sequence = to_numpy(deterministic_layer(Layer, parallel)(x))
-    layer = deterministic_layer(Layer,
-        parallel, return_sequences=False, return_state=True
-    )
+    layer = deterministic_layer(Layer, parallel, return_sequences=False, return_state=True)
     output, state = layer(x)
     np.testing.assert_allclose(to_numpy(output), sequence[:, -1], atol=1e-6)
     np.testing.assert_allclose(to_numpy(state), sequence[:, -1], atol=1e-6)

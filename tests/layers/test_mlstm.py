@@ -18,9 +18,7 @@ def numpy_mlstm(x, kernel, bias, heads, forget_gate):
     units = (kernel.shape[1] - 2 * heads) // 4
     head_dim = units // heads
     projected = np.asarray(x, "float64") @ kernel
-    projected[..., units : 2 * units] /= np.sqrt(
-        head_dim
-    )  # eq. 23: W_k x / sqrt(d)
+    projected[..., units : 2 * units] /= np.sqrt(head_dim)  # eq. 23: W_k x / sqrt(d)
     projected = projected + bias
     batch, time = x.shape[:2]
 
@@ -40,9 +38,7 @@ def numpy_mlstm(x, kernel, bias, heads, forget_gate):
     outputs = []
     for t in range(time):
         f_t, i_t = f[:, t, :, None], i[:, t, :, None]
-        c = f_t[..., None] * c + i_t[..., None] * np.einsum(
-            "bhv,bhk->bhvk", v[:, t], k[:, t]
-        )  # eq. 19
+        c = f_t[..., None] * c + i_t[..., None] * np.einsum("bhv,bhk->bhvk", v[:, t], k[:, t])  # eq. 19
         n = f_t * n + i_t * k[:, t]  # eq. 20
         numerator = np.einsum("bhvk,bhk->bhv", c, q[:, t])
         denominator = np.maximum(np.abs(np.sum(n * q[:, t], axis=-1)), 1.0)
@@ -66,7 +62,6 @@ def deterministic_layer(parallel=True, seed=1, forget_gate="sigmoid", **kwargs):
         **kwargs,
     )
     return built_with_random_weights(layer, (None, TIME, FEATURES), seed, scale=0.7)
-
 
 
 def test_pinned_numbers():
@@ -107,9 +102,7 @@ def test_parallel_form_equals_recurrent_form_outputs_and_states():
         step_outputs,
         strict=True,
     ):
-        np.testing.assert_allclose(
-            to_numpy(parallel), to_numpy(step), atol=1e-5, err_msg=name
-        )
+        np.testing.assert_allclose(to_numpy(parallel), to_numpy(step), atol=1e-5, err_msg=name)
 
 
 @pytest.mark.parametrize("parallel", [True, False])
@@ -123,9 +116,7 @@ def test_stabiliser_keeps_huge_gates_finite_and_exact(parallel):
     x = inputs()
     outputs = to_numpy(layer(x))
     assert np.all(np.isfinite(outputs))
-    expected = numpy_mlstm(
-        x, kernel.astype("float64"), bias.astype("float64"), HEADS, "exp"
-    )
+    expected = numpy_mlstm(x, kernel.astype("float64"), bias.astype("float64"), HEADS, "exp")
     # float32 resolves a logit near 100 to ~8e-6 (its ulp), which exp() turns
     # into a ~1e-5 relative error of the gate ratios: inherent, not the
     # stabiliser's.
@@ -136,13 +127,16 @@ def test_stabiliser_keeps_huge_gates_finite_and_exact(parallel):
     "first_parallel, second_parallel",
     [(True, True), (False, False), (True, False), (False, True)],
 )
-def test_continuing_from_carried_states_equals_whole_sequence(
-    first_parallel, second_parallel
-):
+def test_continuing_from_carried_states_equals_whole_sequence(first_parallel, second_parallel):
     x = inputs()
     whole = to_numpy(deterministic_layer(True)(x))
-    assert_carried_states_continue(deterministic_layer(first_parallel, return_state=True),
-                                   deterministic_layer(second_parallel, return_state=True), x, 2, whole)
+    assert_carried_states_continue(
+        deterministic_layer(first_parallel, return_state=True),
+        deterministic_layer(second_parallel, return_state=True),
+        x,
+        2,
+        whole,
+    )
 
 
 def test_last_output_and_state_shapes():
@@ -159,18 +153,16 @@ def test_last_output_and_state_shapes():
 
 def test_wrong_number_of_initial_states():
     with pytest.raises(ValueError, match=r"initial_state=\[C, n, m\]"):
-        MLSTM(UNITS)(
-            inputs(), initial_state=[np.zeros((BATCH, 1, 4, 4), "float32")]
-        )
+        MLSTM(UNITS)(inputs(), initial_state=[np.zeros((BATCH, 1, 4, 4), "float32")])
 
 
 def test_stabilized_gate_biases_and_head_norm():
     layer = MLSTM(UNITS, num_heads=HEADS, stabilized=True, return_sequences=True)
     layer.build((None, TIME, FEATURES))
     bias = to_numpy(layer.bias)
-    np.testing.assert_allclose(bias[4 * UNITS + HEADS:], [3.0, 6.0])  # forget: linspace(3, 6)
-    assert np.all(np.abs(bias[4 * UNITS:4 * UNITS + HEADS]) < 1.0)  # input: N(0, 0.1)
-    assert np.all(bias[:4 * UNITS] == 0)
+    np.testing.assert_allclose(bias[4 * UNITS + HEADS :], [3.0, 6.0])  # forget: linspace(3, 6)
+    assert np.all(np.abs(bias[4 * UNITS : 4 * UNITS + HEADS]) < 1.0)  # input: N(0, 0.1)
+    assert np.all(bias[: 4 * UNITS] == 0)
     # inputs 1e4 times the usual scale: the per-head norm keeps the output bounded by the gate
     out = to_numpy(layer(1e4 * inputs()))
     assert np.all(np.isfinite(out))
@@ -182,16 +174,17 @@ def test_stabilized_gate_biases_and_head_norm():
 @pytest.mark.parametrize("parallel", [True, False])
 def test_stabilized_parallel_equals_recurrent(parallel):
     x = inputs(seed=3)
-    layers = [MLSTM(UNITS, num_heads=HEADS, stabilized=True, return_sequences=True, parallel=p)
-              for p in (True, False)]
+    layers = [MLSTM(UNITS, num_heads=HEADS, stabilized=True, return_sequences=True, parallel=p) for p in (True, False)]
     for layer in layers:
         built_with_random_weights(layer, x.shape, seed=2)
     np.testing.assert_allclose(to_numpy(layers[0](x)), to_numpy(layers[1](x)), atol=1e-4)
 
 
-@pytest.mark.skipif(keras.backend.backend() != "tensorflow",
-                    reason="the training check is calibrated on TensorFlow (09_xlstm trains there); other "
-                           "backends draw other initial weights from the same seed")
+@pytest.mark.skipif(
+    keras.backend.backend() != "tensorflow",
+    reason="the training check is calibrated on TensorFlow (09_xlstm trains there); other "
+    "backends draw other initial weights from the same seed",
+)
 @pytest.mark.slow  # trains one model per seed
 def test_every_seed_trains_when_stabilized():
     # a sum of 6 numbers in -5..4 (the calculator's task in miniature): every seed must
@@ -201,8 +194,14 @@ def test_every_seed_trains_when_stabilized():
     y = x.sum(axis=(1, 2))[:, None]
     for seed in range(4):
         keras.utils.set_random_seed(seed)
-        model = keras.Sequential([keras.Input((6, 1)), keras.layers.Dense(16),
-                                  MLSTM(16, num_heads=2, stabilized=True), keras.layers.Dense(1)])
+        model = keras.Sequential(
+            [
+                keras.Input((6, 1)),
+                keras.layers.Dense(16),
+                MLSTM(16, num_heads=2, stabilized=True),
+                keras.layers.Dense(1),
+            ]
+        )
         model.compile(optimizer=keras.optimizers.Adam(1e-2), loss="mse")
         history = model.fit(x, y, epochs=30, batch_size=32, verbose=0).history["loss"]
         assert history[-1] < 0.3 * float(np.var(y)), (seed, history[-1], float(np.var(y)))

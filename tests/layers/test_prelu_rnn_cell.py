@@ -57,12 +57,8 @@ def test_constant_weights_pinned_numbers():
     expected = np.array(
         [[-0.0225, -0.01334375, -0.00300039], [0.03, 0.0745, 0.121175]]
     )  # unit 0; all units are equal with constant weights
-    np.testing.assert_allclose(
-        ops.convert_to_numpy(outputs), np.repeat(expected[..., None], 3, -1), atol=1e-5
-    )
-    np.testing.assert_allclose(
-        ops.convert_to_numpy(cell.alpha), np.full((3,), 0.25), atol=0
-    )
+    np.testing.assert_allclose(ops.convert_to_numpy(outputs), np.repeat(expected[..., None], 3, -1), atol=1e-5)
+    np.testing.assert_allclose(ops.convert_to_numpy(cell.alpha), np.full((3,), 0.25), atol=0)
     reference = numpy_prelu_rnn(
         x.astype("float64"),
         np.full((3, 2), 0.1),
@@ -81,25 +77,17 @@ def test_matches_numpy_reference_with_final_state():
     # Both signs of the pre-activation occur, so alpha is exercised.
     assert (reference < 0).any() and (reference > 0).any()
     np.testing.assert_allclose(ops.convert_to_numpy(outputs), reference, atol=1e-5)
-    np.testing.assert_allclose(
-        ops.convert_to_numpy(state), reference[:, -1], atol=1e-5
-    )
+    np.testing.assert_allclose(ops.convert_to_numpy(state), reference[:, -1], atol=1e-5)
 
 
 def test_initial_state_continues_a_sequence():
     weights = _seed_weights()
     x = _inputs()
     full = _rnn_with_weights(weights, return_sequences=True)(x)
-    first_half, state = _rnn_with_weights(
-        weights, return_sequences=True, return_state=True
-    )(x[:, :2])
-    second_half = _rnn_with_weights(weights, return_sequences=True)(
-        x[:, 2:], initial_state=[state]
-    )
+    first_half, state = _rnn_with_weights(weights, return_sequences=True, return_state=True)(x[:, :2])
+    second_half = _rnn_with_weights(weights, return_sequences=True)(x[:, 2:], initial_state=[state])
     np.testing.assert_allclose(
-        np.concatenate(
-            [ops.convert_to_numpy(first_half), ops.convert_to_numpy(second_half)], 1
-        ),
+        np.concatenate([ops.convert_to_numpy(first_half), ops.convert_to_numpy(second_half)], 1),
         ops.convert_to_numpy(full),
         atol=1e-5,
     )
@@ -108,12 +96,8 @@ def test_initial_state_continues_a_sequence():
 @pytest.mark.parametrize("alpha, activation", [(0.0, "relu"), (1.0, "linear")])
 def test_limits_equal_simple_rnn(alpha, activation):
     w_xh, w_hh, b_h, _ = _seed_weights()
-    cell_rnn = _rnn_with_weights(
-        [w_xh, w_hh, b_h, np.full((UNITS,), alpha, "float32")], return_sequences=True
-    )
-    simple = keras.layers.SimpleRNN(
-        UNITS, activation=activation, return_sequences=True
-    )
+    cell_rnn = _rnn_with_weights([w_xh, w_hh, b_h, np.full((UNITS,), alpha, "float32")], return_sequences=True)
+    simple = keras.layers.SimpleRNN(UNITS, activation=activation, return_sequences=True)
     simple.build((None, TIME, FEATURES))
     simple.set_weights([w_xh.T, w_hh.T, b_h])
     np.testing.assert_allclose(

@@ -37,9 +37,7 @@ def test_g_pinned_values_and_continuity():
     np.testing.assert_allclose(to_numpy(scan_kernels.g(x)), expected, atol=1e-6)
     # Continuous at 0: sigmoid(0) = 0.5 = 0 + 0.5.
     eps = np.array([-1e-4, 1e-4], "float32")
-    np.testing.assert_allclose(
-        to_numpy(scan_kernels.g(eps)), [0.5, 0.5], atol=1e-4
-    )
+    np.testing.assert_allclose(to_numpy(scan_kernels.g(eps)), [0.5, 0.5], atol=1e-4)
 
 
 def test_log_g_is_log_of_g_and_finite_for_large_negative_inputs():
@@ -51,9 +49,7 @@ def test_log_g_is_log_of_g_and_finite_for_large_negative_inputs():
     )
     very_negative = np.array([-200.0], "float32")
     # log(sigmoid(-200)) = -200 (up to 1e-87), which `log(g(x))` cannot give.
-    np.testing.assert_allclose(
-        to_numpy(scan_kernels.log_g(very_negative)), [-200.0], atol=1e-4
-    )
+    np.testing.assert_allclose(to_numpy(scan_kernels.log_g(very_negative)), [-200.0], atol=1e-4)
 
 
 @pytest.mark.parametrize("with_initial_state", [False, True])
@@ -73,16 +69,10 @@ def test_log_space_scan_pinned_numbers():
     log_a = np.full((1, 4, 1), np.log(0.5), "float32")
     log_b = np.zeros((1, 4, 1), "float32")
     h, _ = scan_kernels.log_space_scan(log_a, log_b)
-    np.testing.assert_allclose(
-        to_numpy(h)[0, :, 0], [1.0, 1.5, 1.75, 1.875], atol=1e-6
-    )
+    np.testing.assert_allclose(to_numpy(h)[0, :, 0], [1.0, 1.5, 1.75, 1.875], atol=1e-6)
     # From h_0 = -2: h = 0, 1, 1.5, 1.75.
-    h, _ = scan_kernels.log_space_scan(
-        log_a, log_b, np.array([[-2.0]], "float32")
-    )
-    np.testing.assert_allclose(
-        to_numpy(h)[0, :, 0], [0.0, 1.0, 1.5, 1.75], atol=1e-6
-    )
+    h, _ = scan_kernels.log_space_scan(log_a, log_b, np.array([[-2.0]], "float32"))
+    np.testing.assert_allclose(to_numpy(h)[0, :, 0], [0.0, 1.0, 1.5, 1.75], atol=1e-6)
 
 
 @pytest.mark.parametrize("with_initial_state", [False, True])
@@ -92,11 +82,7 @@ def test_linear_and_sequential_scans_match_numpy_with_signed_inputs(
     rng = np.random.default_rng(1)
     a = rng.uniform(0.0, 1.0, size=(2, 9, 2, 3)).astype("float32")
     b = rng.normal(size=(2, 9, 2, 3)).astype("float32")
-    h0 = (
-        rng.normal(size=(2, 2, 3)).astype("float32")
-        if with_initial_state
-        else None
-    )
+    h0 = rng.normal(size=(2, 2, 3)).astype("float32") if with_initial_state else None
     expected = reference_scan(a, b, h0)
     for kernel in (scan_kernels.linear_scan, scan_kernels.sequential_scan):
         h, h_last = kernel(a, b, h0)
@@ -147,9 +133,7 @@ def test_cumsum_form_loses_early_steps_when_decay_exceeds_float32_range():
     h_cumsum, _ = scan_kernels.log_space_scan_cumsum(log_a, log_b)
     np.testing.assert_allclose(to_numpy(h_assoc), expected, atol=1e-5)
     assert to_numpy(h_cumsum)[0, 0, 0] == 0.0  # true value 1.0
-    np.testing.assert_allclose(
-        to_numpy(h_cumsum)[0, -1], expected[0, -1], atol=1e-5
-    )
+    np.testing.assert_allclose(to_numpy(h_cumsum)[0, -1], expected[0, -1], atol=1e-5)
 
 
 @pytest.mark.parametrize("with_initial_state", [False, True])

@@ -72,17 +72,28 @@ class SeedCell:
         layer = self.keras_layer(UNITS, return_sequences=True, return_state=True, **kwargs)
         layer.build((None, TIME, FEATURES))
         bias_shape = (2, self.gates * UNITS) if kwargs.get("reset_after") else (self.gates * UNITS,)
-        layer.set_weights([pattern((FEATURES, self.gates * UNITS), self.w_scale, 10.0),
-                           pattern((UNITS, self.gates * UNITS), self.w_scale, 20.0),
-                           pattern(bias_shape, 0.3, 30.0)])
+        layer.set_weights(
+            [
+                pattern((FEATURES, self.gates * UNITS), self.w_scale, 10.0),
+                pattern((UNITS, self.gates * UNITS), self.w_scale, 20.0),
+                pattern(bias_shape, 0.3, 30.0),
+            ]
+        )
         return layer
 
 
-GRU = SeedCell(SeedGRUCell, SEED_GRU_WEIGHT_NAMES, numpy_seed_gru, ("h",),
-               lambda units, **kwargs: keras.layers.GRU(units, reset_after=kwargs.pop("reset_after", False), **kwargs),
-               gates=3, w_scale=0.7)
-LSTM = SeedCell(SeedLSTMCell, SEED_LSTM_WEIGHT_NAMES, numpy_seed_lstm, ("h", "C"), keras.layers.LSTM,
-                gates=4, w_scale=0.6)
+GRU = SeedCell(
+    SeedGRUCell,
+    SEED_GRU_WEIGHT_NAMES,
+    numpy_seed_gru,
+    ("h",),
+    lambda units, **kwargs: keras.layers.GRU(units, reset_after=kwargs.pop("reset_after", False), **kwargs),
+    gates=3,
+    w_scale=0.7,
+)
+LSTM = SeedCell(
+    SeedLSTMCell, SEED_LSTM_WEIGHT_NAMES, numpy_seed_lstm, ("h", "C"), keras.layers.LSTM, gates=4, w_scale=0.6
+)
 CELLS = pytest.mark.parametrize("seed", [GRU, LSTM], ids=["gru", "lstm"])
 
 
@@ -90,10 +101,14 @@ def _inputs():
     return ramp((BATCH, TIME, FEATURES))
 
 
-@pytest.mark.parametrize("seed, scale, expected", [
-    (GRU, 0.2, [[0.01009865, 0.05831714, 0.13109884], [0.14358449, 0.27169475, 0.3857219]]),
-    (LSTM, 0.1, [[0.00252496, 0.01457709, 0.033105], [0.03659199, 0.071935, 0.10788721]]),
-], ids=["gru", "lstm"])
+@pytest.mark.parametrize(
+    "seed, scale, expected",
+    [
+        (GRU, 0.2, [[0.01009865, 0.05831714, 0.13109884], [0.14358449, 0.27169475, 0.3857219]]),
+        (LSTM, 0.1, [[0.00252496, 0.01457709, 0.033105], [0.03659199, 0.071935, 0.10788721]]),
+    ],
+    ids=["gru", "lstm"],
+)
 def test_constant_weights_pinned_numbers(seed, scale, expected):
     x = np.arange(2 * 3 * 2, dtype="float32").reshape(2, 3, 2) / 10.0
     extra = {"unit_forget_bias": False} if seed is LSTM else {}
@@ -136,8 +151,11 @@ def test_equals_the_keras_layer_after_loading_its_weights(seed):
     cell.set_keras_weights(keras_layer)  # builds the cell (the GRU's W_z and b_z negated)
     seed_rnn = keras.layers.RNN(cell, return_sequences=True, return_state=True)
     initial = [pattern((BATCH, UNITS), 0.5, 40.0 + 10 * i) for i in range(len(seed.states))]
-    for expected, actual in zip(to_numpy(keras_layer(_inputs(), initial_state=initial)),
-                                to_numpy(seed_rnn(_inputs(), initial_state=initial)), strict=True):
+    for expected, actual in zip(
+        to_numpy(keras_layer(_inputs(), initial_state=initial)),
+        to_numpy(seed_rnn(_inputs(), initial_state=initial)),
+        strict=True,
+    ):
         np.testing.assert_allclose(actual, expected, atol=1e-5)
 
 

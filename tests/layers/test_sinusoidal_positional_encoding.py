@@ -24,12 +24,8 @@ def test_pinned_numbers_on_zero_input():
     encoded = ops.convert_to_numpy(SinusoidalPositionalEncoding()(np.zeros((1, 3, 4), "float32")))
     np.testing.assert_allclose(encoded[0, 0], [0.0, 1.0, 0.0, 1.0], atol=1e-6)
     # position 1: wavelengths 10000^(0/4) = 1 and 10000^(2/4) = 100
-    np.testing.assert_allclose(
-        encoded[0, 1], [math.sin(1), math.cos(1), math.sin(0.01), math.cos(0.01)], atol=1e-6
-    )
-    np.testing.assert_allclose(
-        encoded[0, 2], [0.90929743, -0.41614684, 0.01999867, 0.99980001], atol=1e-6
-    )
+    np.testing.assert_allclose(encoded[0, 1], [math.sin(1), math.cos(1), math.sin(0.01), math.cos(0.01)], atol=1e-6)
+    np.testing.assert_allclose(encoded[0, 2], [0.90929743, -0.41614684, 0.01999867, 0.99980001], atol=1e-6)
 
 
 @pytest.mark.parametrize("d_model", [6, 5])

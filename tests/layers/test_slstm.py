@@ -21,9 +21,9 @@ def numpy_slstm(x, kernel, recurrent_kernel, bias, forget_gate):
     h, c, n = (np.zeros((batch, units)) for _ in range(3))
     outputs = []
     for t in range(x.shape[1]):
-        recurrent = np.einsum(
-            "bhd,hde->bhe", h.reshape(batch, heads, head_dim), recurrent_kernel
-        ).reshape(batch, heads, 4, head_dim)
+        recurrent = np.einsum("bhd,hde->bhe", h.reshape(batch, heads, head_dim), recurrent_kernel).reshape(
+            batch, heads, 4, head_dim
+        )
         recurrent = recurrent.transpose(0, 2, 1, 3).reshape(batch, 4 * units)
         pre = x[:, t].astype("float64") @ kernel + bias + recurrent
         z_pre, i_pre, f_pre, o_pre = np.split(pre, 4, axis=-1)
@@ -32,9 +32,7 @@ def numpy_slstm(x, kernel, recurrent_kernel, bias, forget_gate):
             np.exp(i_pre),
             sigmoid(o_pre),
         )  # eqs. 11, 12, 14
-        f = (
-            sigmoid(f_pre) if forget_gate == "sigmoid" else np.exp(f_pre)
-        )  # eq. 13
+        f = sigmoid(f_pre) if forget_gate == "sigmoid" else np.exp(f_pre)  # eq. 13
         c = f * c + i * z  # eq. 8
         n = f * n + i  # eq. 9
         h = o * c / n  # eq. 10
@@ -53,7 +51,6 @@ def deterministic_layer(seed=1, forget_gate="sigmoid", **kwargs):
     return built_with_random_weights(layer, (None, TIME, FEATURES), seed, scale=0.7)
 
 
-
 def test_pinned_numbers():
     # z~ = i~ = f~ = o~ = x_t, no recurrence, x = (1, -1, 2):
     # h_1 = sigmoid(1) tanh(1), then c/n is the i*f-weighted mean of tanh(x).
@@ -64,18 +61,14 @@ def test_pinned_numbers():
         recurrent_initializer="zeros",
     )
     x = np.array([[[1.0], [-1.0], [2.0]]], "float32")
-    np.testing.assert_allclose(
-        to_numpy(layer(x))[0, :, 0], [0.556770, 0.067691, 0.776442], atol=1e-5
-    )
+    np.testing.assert_allclose(to_numpy(layer(x))[0, :, 0], [0.556770, 0.067691, 0.776442], atol=1e-5)
 
 
 @pytest.mark.parametrize("forget_gate", ["sigmoid", "exp"])
 def test_matches_numpy_reference(forget_gate):
     layer = deterministic_layer(forget_gate=forget_gate)
     x = inputs()
-    kernel, recurrent_kernel, bias = (
-        w.astype("float64") for w in layer.get_weights()
-    )
+    kernel, recurrent_kernel, bias = (w.astype("float64") for w in layer.get_weights())
     expected = numpy_slstm(x, kernel, recurrent_kernel, bias, forget_gate)
     np.testing.assert_allclose(to_numpy(layer(x)), expected, atol=1e-5)
 
@@ -106,9 +99,7 @@ def test_continuing_from_carried_states_equals_whole_sequence():
     layer = deterministic_layer(return_state=True)
     states, last_states = assert_carried_states_continue(layer, layer, x, 2, whole)
     assert len(states) == 4  # h, c, n, m
-    np.testing.assert_allclose(
-        to_numpy(last_states[0]), whole[:, -1], atol=1e-5
-    )
+    np.testing.assert_allclose(to_numpy(last_states[0]), whole[:, -1], atol=1e-5)
 
 
 def test_last_output_and_states():
@@ -118,9 +109,7 @@ def test_last_output_and_states():
     output, h, c, n, m = (to_numpy(t) for t in layer(x))
     np.testing.assert_allclose(output, sequence[:, -1], atol=1e-6)
     np.testing.assert_allclose(h, sequence[:, -1], atol=1e-6)
-    assert np.all(
-        n >= 1.0 - 1e-6
-    )  # the stabilised normaliser never drops below 1
+    assert np.all(n >= 1.0 - 1e-6)  # the stabilised normaliser never drops below 1
     assert c.shape == n.shape == m.shape == (BATCH, UNITS)
 
 

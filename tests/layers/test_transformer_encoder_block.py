@@ -38,7 +38,9 @@ def numpy_encoder_block(x, w, mask=None):
     heads = weights @ v  # (batch, heads, time, key_dim)
     attention = np.einsum("bhtk,hkd->btd", heads, w[a + "attention_output/kernel"]) + w[a + "attention_output/bias"]
     z = layer_norm(x + attention, w["attention_norm/gamma"], w["attention_norm/beta"])  # (16)
-    ffn = np.maximum(0, z @ w["ffn_inner/kernel"] + w["ffn_inner/bias"]) @ w["ffn_outer/kernel"] + w["ffn_outer/bias"]  # (17)
+    ffn = (
+        np.maximum(0, z @ w["ffn_inner/kernel"] + w["ffn_inner/bias"]) @ w["ffn_outer/kernel"] + w["ffn_outer/bias"]
+    )  # (17)
     return layer_norm(z + ffn, w["ffn_norm/gamma"], w["ffn_norm/beta"]), weights  # (16)
 
 
@@ -60,7 +62,8 @@ def test_pinned_numbers():
         ops.convert_to_numpy(outputs)[0, 0], [1.96042852, 0.10485791, -1.73271926, -1.39907552], atol=1e-5
     )
     np.testing.assert_allclose(
-        ops.convert_to_numpy(scores)[1, 1, 2], [0.192759, 0.2182011, 0.22164936, 0.1930653, 0.17432523],
+        ops.convert_to_numpy(scores)[1, 1, 2],
+        [0.192759, 0.2182011, 0.22164936, 0.1930653, 0.17432523],
         atol=1e-5,
     )
 
@@ -91,9 +94,7 @@ def test_mask_from_a_masking_layer_is_used_and_passed_on():
     inputs = keras.Input((TIME, D_MODEL))
     masked = keras.layers.Masking(mask_value=0.0)(inputs)
     model = keras.Model(inputs, block(masked))
-    np.testing.assert_allclose(
-        ops.convert_to_numpy(model(x)), ops.convert_to_numpy(block(x, mask=mask)), atol=1e-6
-    )
+    np.testing.assert_allclose(ops.convert_to_numpy(model(x)), ops.convert_to_numpy(block(x, mask=mask)), atol=1e-6)
     assert np.array_equal(ops.convert_to_numpy(block.compute_mask(x, mask)), mask)
 
 

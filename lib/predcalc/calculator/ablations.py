@@ -42,9 +42,9 @@ def pick_sequences(sequences) -> tuple[list[np.ndarray], list[int]]:
                 states.append(np.array(kinds))
                 picks.append(pick)
             if kinds[pick] == 6:  # '(' n ')'
-                kinds[pick: pick + 3] = [NUM]
+                kinds[pick : pick + 3] = [NUM]
             else:
-                kinds[pick - 1: pick + 2] = [NUM]
+                kinds[pick - 1 : pick + 2] = [NUM]
     return states, picks
 
 
@@ -65,8 +65,9 @@ def train_pick(sequences, seed: int, epochs: int = 300) -> keras.Model:
     score = PairwiseWindowScore(N_KINDS, name="pairwise")(tokens)[..., 0]  # one output: the pick's score
     logits = score + (valid - 1.0) * 1e9
     model = keras.Model([tokens, valid], logits)
-    model.compile(optimizer=keras.optimizers.Adam(0.05),
-                  loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
+    model.compile(
+        optimizer=keras.optimizers.Adam(0.05), loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True)
+    )
     model.fit([x, mask], np.array(picks), batch_size=128, epochs=epochs, verbose=0)
     return model
 
@@ -96,7 +97,7 @@ def adder_sequences(record) -> np.ndarray:
     for chain in chains:
         padded = np.zeros((chain.shape[0], length, 3), np.int64)
         padded[:, : chain.shape[1]] = chain[:, :, 1:]  # drop the carry column: the model keeps its own state
-        padded[:, chain.shape[1]:, 0] = chain[:, :1, 1]  # the mode holds along the padding
+        padded[:, chain.shape[1] :, 0] = chain[:, :1, 1]  # the mode holds along the padding
         out.append(padded)
     return np.unique(np.concatenate(out), axis=0)
 
@@ -108,15 +109,17 @@ def adder_targets(sequences: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     carries = np.zeros((n, length), np.int64)
     carry = np.zeros(n, np.int64)
     for i in range(length):
-        out = STEPS["addsub"].reference(np.stack([carry, sequences[:, i, 0], sequences[:, i, 1],
-                                                  sequences[:, i, 2]], axis=1))
+        out = STEPS["addsub"].reference(
+            np.stack([carry, sequences[:, i, 0], sequences[:, i, 1], sequences[:, i, 2]], axis=1)
+        )
         digits[:, i], carry = out[:, 0], out[:, 1]
         carries[:, i] = carry
     return digits, carries
 
 
-def train_gru_adder(sequences: np.ndarray, seed: int, carry_targets: bool, units: int = 32,
-                    epochs: int = 60, limit: int = 3000) -> keras.Model:
+def train_gru_adder(
+    sequences: np.ndarray, seed: int, carry_targets: bool, units: int = 32, epochs: int = 60, limit: int = 3000
+) -> keras.Model:
     """A GRU over (mode, a, b) one-hot per digit writing each result digit (and each carry, if asked),
     fitted on at most ``limit`` of the training chains (a seeded sample)."""
     if len(sequences) > limit:
@@ -124,15 +127,22 @@ def train_gru_adder(sequences: np.ndarray, seed: int, carry_targets: bool, units
     digits, carries = adder_targets(sequences)
     keras.utils.set_random_seed(seed)
     inputs = keras.Input((None, 3), dtype="int32", name="digits")
-    x = keras.ops.concatenate([keras.ops.one_hot(inputs[..., 0], 2), keras.ops.one_hot(inputs[..., 1], 10),
-                               keras.ops.one_hot(inputs[..., 2], 10)], axis=-1)
+    x = keras.ops.concatenate(
+        [
+            keras.ops.one_hot(inputs[..., 0], 2),
+            keras.ops.one_hot(inputs[..., 1], 10),
+            keras.ops.one_hot(inputs[..., 2], 10),
+        ],
+        axis=-1,
+    )
     h = keras.layers.GRU(units, return_sequences=True, name="gru")(x)
     digit = keras.layers.Dense(10, name="digit")(h)
     carry = keras.layers.Dense(2, name="carry")(h)
     model = keras.Model(inputs, [digit, carry], name="gru_adder")
     loss = keras.losses.SparseCategoricalCrossentropy(from_logits=True)
-    model.compile(optimizer=keras.optimizers.Adam(1e-2), loss=[loss, loss],
-                  loss_weights=[1.0, 1.0 if carry_targets else 0.0])
+    model.compile(
+        optimizer=keras.optimizers.Adam(1e-2), loss=[loss, loss], loss_weights=[1.0, 1.0 if carry_targets else 0.0]
+    )
     model.fit(sequences.astype(np.int32), [digits, carries], batch_size=128, epochs=epochs, verbose=0)
     return model
 
@@ -147,15 +157,20 @@ def gru_addsub(model):
 
     def run(a: np.ndarray, b: np.ndarray, mode: np.ndarray) -> np.ndarray:
         n, width = a.shape
-        x = np.concatenate([np.eye(2)[np.broadcast_to(np.asarray(mode)[:, None], a.shape)], np.eye(10)[a],
-                            np.eye(10)[b]], axis=-1) @ kernel + bias[0]
+        x = (
+            np.concatenate(
+                [np.eye(2)[np.broadcast_to(np.asarray(mode)[:, None], a.shape)], np.eye(10)[a], np.eye(10)[b]], axis=-1
+            )
+            @ kernel
+            + bias[0]
+        )
         h = np.zeros((n, units))
         digits = np.zeros((n, width), np.int64)
         for t in range(width):
             inner = h @ recurrent + bias[1]
             z = sigmoid(x[:, t, :units] + inner[:, :units])
-            r = sigmoid(x[:, t, units: 2 * units] + inner[:, units: 2 * units])
-            candidate = np.tanh(x[:, t, 2 * units:] + r * inner[:, 2 * units:])
+            r = sigmoid(x[:, t, units : 2 * units] + inner[:, units : 2 * units])
+            candidate = np.tanh(x[:, t, 2 * units :] + r * inner[:, 2 * units :])
             h = z * h + (1 - z) * candidate
             digits[:, t] = np.argmax(h @ readout + readout_bias, axis=-1)
         return digits

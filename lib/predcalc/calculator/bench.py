@@ -17,8 +17,9 @@ PATHS = {"forward": False, "cache": True}
 LABELS = {"integers": "integers", "division": "with_division"}
 
 
-def bench(calculator_path, n: int = 10_000, operators: int = 10, seed: int = 7, repeats: int = 1,
-          progress=None) -> dict:
+def bench(
+    calculator_path, n: int = 10_000, operators: int = 10, seed: int = 7, repeats: int = 1, progress=None
+) -> dict:
     """Throughput of the exported calculator against Python's exact evaluator (``fractions``), one run.
 
     Both evaluate the same ``n`` expressions of ``operators`` operators from the training world's
@@ -51,13 +52,17 @@ def bench(calculator_path, n: int = 10_000, operators: int = 10, seed: int = 7, 
                 started = time.perf_counter()
                 answers = calculator.answers(expressions, batch_size=len(expressions))
                 seconds.append(time.perf_counter() - started)
-            row[path] = {"seconds": min(seconds), "ratio": min(seconds) / min(python),
-                         "exact": score_answers(truth, answers)["exact"]}
+            row[path] = {
+                "seconds": min(seconds),
+                "ratio": min(seconds) / min(python),
+                "exact": score_answers(truth, answers)["exact"],
+            }
             if progress:
                 progress(label, path, row[path])
         # the default path under the names the report reads
-        row.update(calculator_seconds=row["forward"]["seconds"], ratio=row["forward"]["ratio"],
-                   exact=row["forward"]["exact"])
+        row.update(
+            calculator_seconds=row["forward"]["seconds"], ratio=row["forward"]["ratio"], exact=row["forward"]["exact"]
+        )
         out[label] = row
     expression = "2*-26 + (7 - 3) / 4"
     out["latency_ms"] = {"expression": expression}

@@ -30,7 +30,7 @@ SCAN_BELOW = 64
 #: The most partial-product digits :meth:`Engine.multiply` holds at once (memory stays linear in it).
 BLOCK_DIGITS = 2_000_000
 #: Refused: an operation whose operands' digit counts multiply to more than this (its schoolbook cost).
-MAX_DIGIT_PRODUCT = 10 ** 8
+MAX_DIGIT_PRODUCT = 10**8
 
 
 def _pad(arrays, width=None) -> np.ndarray:
@@ -61,7 +61,7 @@ def _shift(digits: np.ndarray, places: int, width: int) -> np.ndarray:
     """Digits moved ``places`` up in significance, in ``width`` columns (alignment)."""
     out = np.zeros((len(digits), width), np.int64)
     keep = min(digits.shape[1], width - places)
-    out[:, places: places + keep] = digits[:, :keep]
+    out[:, places : places + keep] = digits[:, :keep]
     return out
 
 
@@ -91,8 +91,7 @@ class Engine:
         outputs = np.asarray(self.steps[name](inputs))
         return [outputs[:, i] for i in range(outputs.shape[1])]
 
-    def chain(self, name: str, columns: list, n_states: int, initial, reverse: bool = False,
-              keep: bool | int = True):
+    def chain(self, name: str, columns: list, n_states: int, initial, reverse: bool = False, keep: bool | int = True):
         """Run a step along digit positions, its state output (the last) fed back as its first input.
 
         Evaluated in parallel: the step runs once for every possible incoming state at every
@@ -194,7 +193,7 @@ class Engine:
         block = max(1, BLOCK_DIGITS // max(1, n * (la + 1)))
         total = None
         for first in range(0, lb, block):
-            part = self._partial_sum(a, b[:, first: first + block])
+            part = self._partial_sum(a, b[:, first : first + block])
             part = _shift(part, first, width)
             total = part if total is None else _shift(self.addsub(total, part, np.full(n, ADD)), 0, width)
         return _trim(total)
@@ -205,14 +204,15 @@ class Engine:
         partial = self.times_digit(np.repeat(a, lb, axis=0), b.reshape(-1)).reshape(n, lb, la + 1)
         rows = np.zeros((n, lb, width), np.int64)
         for j in range(lb):
-            rows[:, j, j: j + la + 1] = partial[:, j]
+            rows[:, j, j : j + la + 1] = partial[:, j]
         del partial
         while rows.shape[1] > 1:
             if rows.shape[1] % 2:
                 rows = np.concatenate([rows, np.zeros((n, 1, width), np.int64)], axis=1)
             half = rows.shape[1] // 2
-            summed = self.addsub(rows[:, 0::2].reshape(-1, width), rows[:, 1::2].reshape(-1, width),
-                                 np.full(n * half, ADD))
+            summed = self.addsub(
+                rows[:, 0::2].reshape(-1, width), rows[:, 1::2].reshape(-1, width), np.full(n * half, ADD)
+            )
             rows = _shift(summed, 0, width).reshape(n, half, width)
         return rows[:, 0]
 
@@ -326,8 +326,9 @@ class Engine:
             if rows.size:  # n1/d1 + n2/d2 = t / (d1/g x d2), t = n1 (d2/g) + n2 (d1/g), g = gcd(d1, d2)
                 g, stuck = self.common(d1[rows], d2[rows])
                 d1g, d2g = self.divide_out(d1[rows], g), self.divide_out(d2[rows], g)
-                sign, t = self.signed_add(s1[rows], self.multiply(n1[rows], d2g), s2[rows],
-                                          self.multiply(n2[rows], d1g), opcode[rows])
+                sign, t = self.signed_add(
+                    s1[rows], self.multiply(n1[rows], d2g), s2[rows], self.multiply(n2[rows], d1g), opcode[rows]
+                )
                 g2, stuck2 = self.common(t, g)  # gcd(t, d1/g x d2) = gcd(t, g)
                 top = self.divide_out(t, g2)
                 bottom = self.multiply(d1g, self.divide_out(d2[rows], g2))
@@ -367,7 +368,7 @@ class Engine:
         bounds = np.cumsum([0] + [len(kinds) for kinds in sequences])
         out = []
         for i in range(len(sequences)):
-            positions = np.flatnonzero(ready[bounds[i]: bounds[i + 1]])
+            positions = np.flatnonzero(ready[bounds[i] : bounds[i + 1]])
             out.append((positions, inverse[bounds[i] + positions]))
         return out
 
@@ -410,8 +411,10 @@ class Engine:
                 lefts, rights = [states[i][p - 1] for i, p, _ in items], [states[i][p + 1] for i, p, _ in items]
                 small = [k for k, (x, y) in enumerate(zip(lefts, rights)) if _cost(op, x, y) <= MAX_DIGIT_PRODUCT]
                 for k in set(range(len(items))) - set(small):
-                    items[k][2][2] = CalculatorError(f"operands too large: {_cost(op, lefts[k], rights[k]):,} digit "
-                                                     f"products, more than {MAX_DIGIT_PRODUCT:,}")
+                    items[k][2][2] = CalculatorError(
+                        f"operands too large: {_cost(op, lefts[k], rights[k]):,} digit "
+                        f"products, more than {MAX_DIGIT_PRODUCT:,}"
+                    )
                 results = self.apply(op, [lefts[k] for k in small], [rights[k] for k in small])
                 for k, result in zip(small, results):
                     items[k][2][2] = result
@@ -473,7 +476,7 @@ def _splice(tokens: list, kinds: np.ndarray, spans: list) -> tuple[list, np.ndar
     for start, stop, number in spans:
         out.extend(tokens[previous:start])
         out.append(number)
-        kept[start + 1: stop] = False
+        kept[start + 1 : stop] = False
         previous = stop
     out.extend(tokens[previous:])
     kinds = kinds.copy()

@@ -24,7 +24,6 @@ def export_litert(networks: dict, path, info: dict | None = None) -> Path:
     """Write ``networks`` (step name -> trained Keras model) to ``path`` (a .tflite) and its sidecar."""
     import tensorflow as tf
 
-
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     module = tf.Module()
@@ -49,8 +48,9 @@ def export_litert(networks: dict, path, info: dict | None = None) -> Path:
     sidecar = {
         "kind": "calculator",
         "model": "calculator",
-        "steps": {name: {"inputs": list(STEPS[name].inputs), "outputs": list(STEPS[name].outputs)}
-                  for name in networks},
+        "steps": {
+            name: {"inputs": list(STEPS[name].inputs), "outputs": list(STEPS[name].outputs)} for name in networks
+        },
         **(info or {}),
     }
     (path.parent / SIDECAR).write_text(json.dumps(sidecar, indent=1, sort_keys=True) + "\n")
@@ -76,8 +76,10 @@ def _signature(tf, name: str, weights: list):
         w1, b1, w2, b2, *heads = (tf.constant(w) for w in weights)
         h = tf.nn.relu(tf.matmul(x, w1) + b1)
         h = tf.nn.relu(tf.matmul(h, w2) + b2)
-        classes = [tf.argmax(tf.matmul(h, heads[2 * j]) + heads[2 * j + 1], axis=-1, output_type=tf.int32)
-                   for j in range(len(step.outputs))]
+        classes = [
+            tf.argmax(tf.matmul(h, heads[2 * j]) + heads[2 * j + 1], axis=-1, output_type=tf.int32)
+            for j in range(len(step.outputs))
+        ]
         return {"classes": tf.stack(classes, axis=-1)}
 
     return run

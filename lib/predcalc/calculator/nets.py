@@ -27,6 +27,7 @@ HIDDEN = {"compare": 32, "addsub": 64, "sign": 32, "muldigit": 128, "xor": 8, "c
 
 
 if keras is not None:
+
     @keras.saving.register_keras_serializable(package="predcalc")
     class PairwiseWindowScore(keras.layers.Layer):
         """score_j(w) = b_j[w_0] + sum_k T_jk[w_0, w_k] over a window ``w`` of token kinds (w_0 its
@@ -40,8 +41,9 @@ if keras is not None:
 
         def build(self, input_shape):
             # zeros: a (token, neighbour) pair never seen in training adds nothing to the score
-            self.pairs = self.add_weight(shape=(2 * self.radius, self.n_kinds * self.n_kinds, self.outputs),
-                                         initializer="zeros", name="pairs")
+            self.pairs = self.add_weight(
+                shape=(2 * self.radius, self.n_kinds * self.n_kinds, self.outputs), initializer="zeros", name="pairs"
+            )
             self.bias = self.add_weight(shape=(self.n_kinds, self.outputs), initializer="zeros", name="bias")
 
         def call(self, windows):
@@ -65,8 +67,10 @@ def build_step(name: str, seed: int, hidden: int | None = None) -> keras.Model:
     inputs = keras.Input((len(step.inputs),), dtype="int32", name="inputs")
     if name == "control":
         scores = PairwiseWindowScore(step.inputs[0], outputs=len(step.outputs), name="pairwise")(inputs)
-        logits = [keras.ops.stack([keras.ops.zeros_like(scores[:, j]), scores[:, j]], axis=-1)
-                  for j in range(len(step.outputs))]
+        logits = [
+            keras.ops.stack([keras.ops.zeros_like(scores[:, j]), scores[:, j]], axis=-1)
+            for j in range(len(step.outputs))
+        ]
         return keras.Model(inputs, logits, name="control")
     codes = [keras.ops.one_hot(inputs[:, i], radix) for i, radix in enumerate(step.inputs)]
     x = keras.ops.concatenate(codes, axis=-1)
@@ -87,9 +91,17 @@ def decide(model: keras.Model) -> keras.Model:
 LEARNING_RATE = {"control": 0.05}
 
 
-def train_step(name: str, inputs: np.ndarray, seed: int, epochs: int = 2000, hidden: int | None = None,
-               learning_rate: float | None = None, chunk: int = 25, build=None,
-               minimum: int = 0) -> tuple[keras.Model, dict]:
+def train_step(
+    name: str,
+    inputs: np.ndarray,
+    seed: int,
+    epochs: int = 2000,
+    hidden: int | None = None,
+    learning_rate: float | None = None,
+    chunk: int = 25,
+    build=None,
+    minimum: int = 0,
+) -> tuple[keras.Model, dict]:
     """Fit a step network to its reference targets on ``inputs`` (the step inputs seen in training).
 
     Adam on the softmax cross-entropy of each output, in chunks of ``chunk`` epochs, for at least
@@ -100,8 +112,10 @@ def train_step(name: str, inputs: np.ndarray, seed: int, epochs: int = 2000, hid
     targets = step.reference(inputs)
     model = build(seed) if build else build_step(name, seed, hidden)
     rate = learning_rate or LEARNING_RATE.get(name, 1e-2)
-    model.compile(optimizer=keras.optimizers.Adam(rate),
-                  loss=[keras.losses.SparseCategoricalCrossentropy(from_logits=True)] * len(step.outputs))
+    model.compile(
+        optimizer=keras.optimizers.Adam(rate),
+        loss=[keras.losses.SparseCategoricalCrossentropy(from_logits=True)] * len(step.outputs),
+    )
     y = [targets[:, j] for j in range(targets.shape[1])]
     done, streak, loss, right = 0, 0, float("nan"), 0.0
     while done < epochs and (streak < 2 or done < minimum):
@@ -141,8 +155,9 @@ class DenseStep:
         w1, b1, w2, b2, *heads = self.weights
         h = np.maximum(x @ w1 + b1, 0)
         h = np.maximum(h @ w2 + b2, 0)
-        return np.stack([np.argmax(h @ heads[2 * j] + heads[2 * j + 1], axis=-1)
-                         for j in range(len(self.step.outputs))], axis=1)
+        return np.stack(
+            [np.argmax(h @ heads[2 * j] + heads[2 * j + 1], axis=-1) for j in range(len(self.step.outputs))], axis=1
+        )
 
 
 def numpy_step(model):
@@ -157,5 +172,9 @@ def check_step(name: str, function) -> dict:
     step = STEPS[name]
     reachable = step.reachable()
     wrong = ~np.all(np.asarray(function(reachable)) == step.reference(reachable), axis=1)
-    return {"step": name, "inputs": int(len(reachable)), "wrong": int(wrong.sum()),
-            "examples": [[int(v) for v in row] for row in reachable[wrong][:5]]}
+    return {
+        "step": name,
+        "inputs": int(len(reachable)),
+        "wrong": int(wrong.sum()),
+        "examples": [[int(v) for v in row] for row in reachable[wrong][:5]],
+    }

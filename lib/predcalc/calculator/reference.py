@@ -44,8 +44,11 @@ def ready_labels(kinds) -> np.ndarray:
             output.append(opening)
         else:
             op = _KIND_NAMES[kind]
-            while (operators and kinds[operators[-1]] != KINDS["("]
-                   and PRECEDENCE[_KIND_NAMES[kinds[operators[-1]]]] >= PRECEDENCE[op]):
+            while (
+                operators
+                and kinds[operators[-1]] != KINDS["("]
+                and PRECEDENCE[_KIND_NAMES[kinds[operators[-1]]]] >= PRECEDENCE[op]
+            ):
                 apply()
             operators.append(index)
     while operators:
@@ -82,8 +85,14 @@ def reduction_labels(kinds) -> np.ndarray:
     left, before, after, right = padded[:-4], padded[1:-3], padded[3:-1], padded[4:]
     level = _LEVEL[padded]
     level_left, level_centre, level_right = level[:-4], level[2:-2], level[4:]
-    ready = (level_centre > 0) & (before == NUM) & (after == NUM) & (level_left <= level_centre) \
-        & (level_right <= level_centre) & ~((kinds == KINDS["*"]) & (left == KINDS["/"]))
+    ready = (
+        (level_centre > 0)
+        & (before == NUM)
+        & (after == NUM)
+        & (level_left <= level_centre)
+        & (level_right <= level_centre)
+        & ~((kinds == KINDS["*"]) & (left == KINDS["/"]))
+    )
     opening = (kinds == KINDS["("]) & (after == NUM) & (right == KINDS[")"])
     inverse = (level_centre > 0) & (level_left == level_centre) & np.isin(left, _INVERTS)
     return np.stack([ready | opening, inverse], axis=1).astype(np.int64)

@@ -99,13 +99,15 @@ def _ks(rule: Rule) -> tuple[np.ndarray, np.ndarray]:
 
 
 if keras is not None:
+
     @keras.saving.register_keras_serializable(package="predcalc")
     class Staircase(keras.layers.Layer):
         """Soft thresholds ``sigmoid(sharpness (v - alpha k - beta))`` above and below, one period
         and offset for all of them; returns ``[n, above + below]`` (above first)."""
 
-        def __init__(self, above: int, below: int, period: float, centred: bool = False, sharpness: float = 4.0,
-                     **kwargs):
+        def __init__(
+            self, above: int, below: int, period: float, centred: bool = False, sharpness: float = 4.0, **kwargs
+        ):
             super().__init__(**kwargs)
             self.above, self.below, self.period, self.centred = above, below, period, centred
             self.sharpness = sharpness
@@ -123,17 +125,33 @@ if keras is not None:
             return keras.ops.concatenate([above, below], axis=-1)
 
         def get_config(self):
-            return {**super().get_config(), "above": self.above, "below": self.below, "period": self.period,
-                    "centred": self.centred, "sharpness": self.sharpness}
+            return {
+                **super().get_config(),
+                "above": self.above,
+                "below": self.below,
+                "period": self.period,
+                "centred": self.centred,
+                "sharpness": self.sharpness,
+            }
 
 
 #: The control's kinds as features (rows: PAD, number, + - * / ( )): a constant, number, level 1
 #: (``+ -``), level 2 (``* /``), inverting (``- /``), ``*``, ``(``, ``)``. Full rank, so any table
 #: can be written; pairs of kinds that share features share parameters, so a pair never seen in
 #: training is scored from the features it shares with pairs that were.
-KIND_FEATURES = np.array([[1, 0, 0, 0, 0, 0, 0, 0], [1, 1, 0, 0, 0, 0, 0, 0], [1, 0, 1, 0, 0, 0, 0, 0],
-                          [1, 0, 1, 0, 1, 0, 0, 0], [1, 0, 0, 1, 0, 1, 0, 0], [1, 0, 0, 1, 1, 0, 0, 0],
-                          [1, 0, 0, 0, 0, 0, 1, 0], [1, 0, 0, 0, 0, 0, 0, 1]], np.float32)
+KIND_FEATURES = np.array(
+    [
+        [1, 0, 0, 0, 0, 0, 0, 0],
+        [1, 1, 0, 0, 0, 0, 0, 0],
+        [1, 0, 1, 0, 0, 0, 0, 0],
+        [1, 0, 1, 0, 1, 0, 0, 0],
+        [1, 0, 0, 1, 0, 1, 0, 0],
+        [1, 0, 0, 1, 1, 0, 0, 0],
+        [1, 0, 0, 0, 0, 0, 1, 0],
+        [1, 0, 0, 0, 0, 0, 0, 1],
+    ],
+    np.float32,
+)
 
 
 def control_tables(weights: list[np.ndarray]) -> list[np.ndarray]:
@@ -154,8 +172,9 @@ def build_control_rule(seed: int) -> keras.Model:
     class FactoredWindowScore(PairwiseWindowScore):
         def build(self, input_shape):
             f = KIND_FEATURES.shape[1]
-            self.factors = self.add_weight(shape=(2 * self.radius, f, f, self.outputs), initializer="zeros",
-                                           name="factors")
+            self.factors = self.add_weight(
+                shape=(2 * self.radius, f, f, self.outputs), initializer="zeros", name="factors"
+            )
             self.feature_bias = self.add_weight(shape=(f, self.outputs), initializer="zeros", name="feature_bias")
 
         def call(self, windows):
@@ -167,8 +186,9 @@ def build_control_rule(seed: int) -> keras.Model:
 
     inputs = keras.Input((len(step.inputs),), dtype="int32", name="inputs")
     scores = FactoredWindowScore(step.inputs[0], outputs=len(step.outputs), name="pairwise")(inputs)
-    logits = [keras.ops.stack([keras.ops.zeros_like(scores[:, j]), scores[:, j]], axis=-1)
-              for j in range(len(step.outputs))]
+    logits = [
+        keras.ops.stack([keras.ops.zeros_like(scores[:, j]), scores[:, j]], axis=-1) for j in range(len(step.outputs))
+    ]
     return keras.Model(inputs, logits, name="control_rule")
 
 
@@ -183,8 +203,9 @@ def build_rule(name: str, seed: int) -> keras.Model:
     # the outputs see what inference computes (a rounded value, hard thresholds); the gradients pass
     # straight through to the soft ones
     hard = _straight_through(keras.ops.cast(steps > 0.5, "float32"), steps)
-    counts = keras.ops.stack([keras.ops.sum(hard[:, : rule.above], axis=1),
-                              keras.ops.sum(hard[:, rule.above:], axis=1)], axis=1)
+    counts = keras.ops.stack(
+        [keras.ops.sum(hard[:, : rule.above], axis=1), keras.ops.sum(hard[:, rule.above :], axis=1)], axis=1
+    )
     summary = keras.ops.concatenate([_straight_through(keras.ops.round(value), value), counts], axis=1)
     outputs = [keras.layers.Dense(1, name=f"output_{j}")(summary) for j in range(len(step.outputs))]
     return keras.Model(inputs, [value, steps, *outputs], name=f"{name}_rule")
@@ -195,8 +216,15 @@ def _straight_through(hard, soft):
     return soft + keras.ops.stop_gradient(hard - soft)
 
 
-def train_rule(name: str, inputs: np.ndarray, seed: int, epochs: int = 4000, learning_rate: float = 0.03,
-               chunk: int = 250, minimum: int = 1500) -> tuple[keras.Model, dict]:
+def train_rule(
+    name: str,
+    inputs: np.ndarray,
+    seed: int,
+    epochs: int = 4000,
+    learning_rate: float = 0.03,
+    chunk: int = 250,
+    minimum: int = 1500,
+) -> tuple[keras.Model, dict]:
     """Fit a rule step on ``inputs`` (full-batch Adam steps) for at least ``minimum`` steps (the
     thresholds keep moving towards the middle of their gaps) and until every training input is right
     after two chunks of ``chunk`` steps in a row (or ``epochs`` steps)."""
@@ -205,10 +233,13 @@ def train_rule(name: str, inputs: np.ndarray, seed: int, epochs: int = 4000, lea
     targets = step.reference(inputs)
     value = rule.value(inputs).astype("float32")
     steps = _staircase_targets(name, value)
-    y = [value[:, None], steps.astype("float32")] + [targets[:, j:j + 1].astype("float32")
-                                                     for j in range(targets.shape[1])]
-    model.compile(optimizer=keras.optimizers.Adam(learning_rate),
-                  loss=["mse", keras.losses.BinaryCrossentropy()] + ["mse"] * targets.shape[1])
+    y = [value[:, None], steps.astype("float32")] + [
+        targets[:, j : j + 1].astype("float32") for j in range(targets.shape[1])
+    ]
+    model.compile(
+        optimizer=keras.optimizers.Adam(learning_rate),
+        loss=["mse", keras.losses.BinaryCrossentropy()] + ["mse"] * targets.shape[1],
+    )
     done, streak, right = 0, 0, 0.0
     repeats = 50  # full-batch steps per Keras epoch (an epoch has a fixed cost)
     x, y = np.tile(inputs, (repeats, 1)), [np.tile(t, (repeats, 1)) for t in y]
@@ -217,9 +248,13 @@ def train_rule(name: str, inputs: np.ndarray, seed: int, epochs: int = 4000, lea
         done += chunk
         right = float(np.mean(np.all(RuleStep.from_model(model)(inputs) == targets, axis=1)))
         streak = streak + 1 if right == 1.0 else 0
-    return model, {"epochs": done, "train_exact": right, "parameters": int(model.count_params()),
-                   "alpha": float(model.get_layer("staircase").alpha.numpy()),
-                   "beta": float(model.get_layer("staircase").beta.numpy())}
+    return model, {
+        "epochs": done,
+        "train_exact": right,
+        "parameters": int(model.count_params()),
+        "alpha": float(model.get_layer("staircase").alpha.numpy()),
+        "beta": float(model.get_layer("staircase").beta.numpy()),
+    }
 
 
 def _staircase_targets(name: str, value: np.ndarray) -> np.ndarray:
@@ -227,8 +262,9 @@ def _staircase_targets(name: str, value: np.ndarray) -> np.ndarray:
     (k = 0..), for the rule's period p (10 for digits, 1 for compare)."""
     rule = RULES[name]
     up, down = _ks(rule)
-    return np.concatenate([value[:, None] >= rule.period * up[None, :],
-                           value[:, None] < rule.period * down[None, :]], axis=1)
+    return np.concatenate(
+        [value[:, None] >= rule.period * up[None, :], value[:, None] < rule.period * down[None, :]], axis=1
+    )
 
 
 class RuleStep:
@@ -258,8 +294,9 @@ class RuleStep:
         above = (v[:, None] >= alpha * up[None, :] + beta).sum(axis=1)
         below = (v[:, None] < alpha * down[None, :] + beta).sum(axis=1)
         summary = np.stack([v, above, below], axis=1)
-        return np.stack([np.round(summary @ heads[2 * j][:, 0] + heads[2 * j + 1][0])
-                         for j in range(len(heads) // 2)], axis=1).astype(np.int64)
+        return np.stack(
+            [np.round(summary @ heads[2 * j][:, 0] + heads[2 * j + 1][0]) for j in range(len(heads) // 2)], axis=1
+        ).astype(np.int64)
 
 
 def rule_signature(tf, name: str, weights: list):
@@ -276,8 +313,10 @@ def rule_signature(tf, name: str, weights: list):
         above = tf.reduce_sum(tf.cast(v >= alpha * up[None, :] + beta, tf.float32), axis=1, keepdims=True)
         below = tf.reduce_sum(tf.cast(v < alpha * down[None, :] + beta, tf.float32), axis=1, keepdims=True)
         summary = tf.concat([v, above, below], axis=1)
-        classes = [tf.cast(tf.round(tf.matmul(summary, heads[2 * j]) + heads[2 * j + 1]), tf.int32)
-                   for j in range(len(heads) // 2)]
+        classes = [
+            tf.cast(tf.round(tf.matmul(summary, heads[2 * j]) + heads[2 * j + 1]), tf.int32)
+            for j in range(len(heads) // 2)
+        ]
         return {"classes": tf.concat(classes, axis=1)}
 
     return run

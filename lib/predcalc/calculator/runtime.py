@@ -79,11 +79,14 @@ class Calculator:
         expressions = list(expressions)
         out = []
         for start in range(0, len(expressions), batch_size):
-            out += [answer_text(r) for r in self.evaluate(expressions[start: start + batch_size])]
+            out += [answer_text(r) for r in self.evaluate(expressions[start : start + batch_size])]
         return out
 
 
 def is_calculator(path) -> bool:
     sidecar = Path(path).parent / SIDECAR
-    return Path(path).suffix == ".tflite" and sidecar.is_file() and \
-        json.loads(sidecar.read_text()).get("kind") == "calculator"
+    return (
+        Path(path).suffix == ".tflite"
+        and sidecar.is_file()
+        and json.loads(sidecar.read_text()).get("kind") == "calculator"
+    )

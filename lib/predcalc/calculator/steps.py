@@ -82,14 +82,18 @@ def _control(x):
         windows = reachable_windows()
         _CONTROL_TABLE.update(zip(map(tuple, windows.tolist()), map(tuple, window_labels(windows).tolist())))
     # a window no valid expression shows is never asked about; it reads as not ready
-    return np.array([_CONTROL_TABLE.get(row, (0, 0)) for row in map(tuple, np.asarray(x).tolist())],
-                    np.int64).reshape(-1, 2)
+    return np.array([_CONTROL_TABLE.get(row, (0, 0)) for row in map(tuple, np.asarray(x).tolist())], np.int64).reshape(
+        -1, 2
+    )
 
 
 #: What each step reads and the reference targets it is trained to write (the findings print it).
 TARGETS = {
-    "control": ("token kinds at offsets -2..+2", "ready to reduce (0/1) and applied inverted (0/1): the labels of "
-                "every token that can be reduced now without changing the value"),
+    "control": (
+        "token kinds at offsets -2..+2",
+        "ready to reduce (0/1) and applied inverted (0/1): the labels of "
+        "every token that can be reduced now without changing the value",
+    ),
     "compare": ("state (=,<,>), digit a, digit b", "next state, most significant digit first"),
     "addsub": ("carry, mode (+/-), digit a, digit b", "digit and carry/borrow, least significant first"),
     "sign": ("op (+/-), sign a, sign b, comparison", "magnitude mode, swap, result sign (the sign rules)"),

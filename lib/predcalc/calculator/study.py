@@ -64,12 +64,16 @@ def _read_by(compute) -> dict:
     found = {f"default_{i}": value for i, value in enumerate(compute.__defaults__ or ())}
     found.update({name: cell.cell_contents for name, cell in zip(code.co_freevars, compute.__closure__ or ())})
     found.update({name: compute.__globals__[name] for name in code.co_names if name in compute.__globals__})
-    return {name: value for name, value in found.items()
-            if not isinstance(value, (types.ModuleType, types.FunctionType, type))}
+    return {
+        name: value
+        for name, value in found.items()
+        if not isinstance(value, (types.ModuleType, types.FunctionType, type))
+    }
 
 
 def _canonical(value) -> str:
     """A stable text of parameters (paths relative to the repository, so the digest is the same anywhere)."""
+
     def plain(item):
         if isinstance(item, Path):
             return relative(item)
@@ -110,7 +114,7 @@ def adversarial(n: int = 200, seed: int = 2000, digits: tuple[int, int] = (10, 6
             text = f"{pattern[:length]} {'+-*'[index // 4 % 3]} {other[:length]}"
         else:
             a = int(rng.integers(2, 10 ** int(rng.integers(1, 6))))
-            text = f"{a * (10 ** length + int(rng.integers(0, 100)))} / {a}"
+            text = f"{a * (10**length + int(rng.integers(0, 100)))} / {a}"
         out.append((text, answer(Fraction(evaluate(text)))))
     return out
 
@@ -122,7 +126,7 @@ def score_families(answer, test_families: dict, batch_size: int = 256) -> dict:
         expressions = [e for e, _ in pairs]
         answers = []
         for start in range(0, len(expressions), batch_size):
-            answers += answer(expressions[start: start + batch_size])
+            answers += answer(expressions[start : start + batch_size])
         scored = score_answers([t for _, t in pairs], answers)
         out[name] = {"n": scored["n"], "exact": scored["exact"], "lowest_terms": scored["lowest_terms"]}
     return out
@@ -154,9 +158,15 @@ def train_seed(seed: int, expressions: int, test_families: dict, export_dir: Pat
     from predcalc.calculator.runtime import Calculator
 
     result = trained(seed, expressions)
-    path = export_litert(result["networks"], Path(export_dir) / "model.tflite",
-                         {"seed": seed, "parameters": parameters(result["networks"]),
-                          "training_world": "at most 5 digits, 1-4 operators of + - * /, depth at most 2"})
+    path = export_litert(
+        result["networks"],
+        Path(export_dir) / "model.tflite",
+        {
+            "seed": seed,
+            "parameters": parameters(result["networks"]),
+            "training_world": "at most 5 digits, 1-4 operators of + - * /, depth at most 2",
+        },
+    )
     started = time.perf_counter()
     calculator = Calculator(path, cache=True)  # the same decisions as forward passes (tests check it), faster
     scores = score_families(calculator.answers, test_families)
@@ -164,13 +174,22 @@ def train_seed(seed: int, expressions: int, test_families: dict, export_dir: Pat
     sample = [e for pairs in test_families.values() for e, _ in pairs[:direct_sample]]
     direct = Calculator(path).answers(sample)
     return {
-        "seed": seed, "file": path.name, "size_bytes": path.stat().st_size,
-        "parameters": parameters(result["networks"]), "train_seconds": round(result["seconds"], 1),
-        "steps": {name: {k: (round(v, 3) if isinstance(v, float) else v) for k, v in info.items()}
-                  for name, info in result["stats"].items()},
-        "checks": result["checks"], "coverage": result["coverage"], "litert_parity": parity(result["networks"], path),
-        "direct_agrees": sum(a == b for a, b in zip(direct, calculator.answers(sample))), "direct_sample": len(sample),
-        "families": scores, "evaluate_seconds": round(seconds, 1),
+        "seed": seed,
+        "file": path.name,
+        "size_bytes": path.stat().st_size,
+        "parameters": parameters(result["networks"]),
+        "train_seconds": round(result["seconds"], 1),
+        "steps": {
+            name: {k: (round(v, 3) if isinstance(v, float) else v) for k, v in info.items()}
+            for name, info in result["stats"].items()
+        },
+        "checks": result["checks"],
+        "coverage": result["coverage"],
+        "litert_parity": parity(result["networks"], path),
+        "direct_agrees": sum(a == b for a, b in zip(direct, calculator.answers(sample))),
+        "direct_sample": len(sample),
+        "families": scores,
+        "evaluate_seconds": round(seconds, 1),
     }
 
 
@@ -181,16 +200,31 @@ def rule_seed(seed: int, expressions: int, test_families: dict, export_dir: Path
     from predcalc.calculator.runtime import Calculator
 
     result = train_rules(seed, expressions)
-    path = export_litert(result["networks"], Path(export_dir) / "model.tflite",
-                         {"seed": seed, "rung": "rule steps", "parameters": parameters(result["networks"]),
-                          "steps_record": result["steps"],
-                          "training_world": "at most 5 digits, 1-4 operators of + - * /, depth at most 2"})
+    path = export_litert(
+        result["networks"],
+        Path(export_dir) / "model.tflite",
+        {
+            "seed": seed,
+            "rung": "rule steps",
+            "parameters": parameters(result["networks"]),
+            "steps_record": result["steps"],
+            "training_world": "at most 5 digits, 1-4 operators of + - * /, depth at most 2",
+        },
+    )
     started = time.perf_counter()
     scores = score_families(Calculator(path).answers, test_families)
-    return {"seed": seed, "rung": "rules", "file": path.name, "size_bytes": path.stat().st_size,
-            "parameters": parameters(result["networks"]), "train_seconds": round(result["seconds"], 1),
-            "steps": result["steps"], "litert_parity": parity(result["networks"], path),
-            "families": scores, "evaluate_seconds": round(time.perf_counter() - started, 1)}
+    return {
+        "seed": seed,
+        "rung": "rules",
+        "file": path.name,
+        "size_bytes": path.stat().st_size,
+        "parameters": parameters(result["networks"]),
+        "train_seconds": round(result["seconds"], 1),
+        "steps": result["steps"],
+        "litert_parity": parity(result["networks"], path),
+        "families": scores,
+        "evaluate_seconds": round(time.perf_counter() - started, 1),
+    }
 
 
 def step_record(records: list[dict]) -> dict:
@@ -199,10 +233,15 @@ def step_record(records: list[dict]) -> dict:
     out = {}
     for name in records[0]["steps"]:
         rows = [r["steps"][name] for r in records]
-        out[name] = {"reachable": rows[0]["reachable"], "trained_on": max(r["trained_on"] for r in rows),
-                     "held_out_wrong": max(r["held_out_wrong"] for r in rows),
-                     "wrong": max(r["wrong"] for r in rows), "memorised": rows[0]["memorised"],
-                     "parameters": rows[0]["parameters"], "seeds": len(rows)}
+        out[name] = {
+            "reachable": rows[0]["reachable"],
+            "trained_on": max(r["trained_on"] for r in rows),
+            "held_out_wrong": max(r["held_out_wrong"] for r in rows),
+            "wrong": max(r["wrong"] for r in rows),
+            "memorised": rows[0]["memorised"],
+            "parameters": rows[0]["parameters"],
+            "seeds": len(rows),
+        }
     return out
 
 
@@ -232,25 +271,43 @@ def ladder_facts(record: dict) -> list[str]:
     """Sentences for the findings from a metrics.json's ``steps``, ``speed`` and ``ladder`` (numbers
     read, not typed)."""
     steps, lines = record["steps"], []
-    learned = [f"`{name}` {v['trained_on']} of {v['reachable']} ({100 * v['trained_on'] / v['reachable']:.0f} %), "
-               f"{v['held_out_wrong']} wrong on the rest" for name, v in steps.items() if not v["memorised"]]
+    learned = [
+        f"`{name}` {v['trained_on']} of {v['reachable']} ({100 * v['trained_on'] / v['reachable']:.0f} %), "
+        f"{v['held_out_wrong']} wrong on the rest"
+        for name, v in steps.items()
+        if not v["memorised"]
+    ]
     memorised = [f"`{name}` ({v['reachable']} rows)" for name, v in steps.items() if v["memorised"]]
     seeds = next(iter(steps.values()))["seeds"]
-    lines.append(f"- Rule steps, trained on a share of their reachable inputs drawn from traces of short expressions "
-                 f"(worst of {seeds} seed(s)): " + "; ".join(learned) + ". Memorised tiny tables, trained on every row: "
-                 + ", ".join(memorised) + ".")
+    lines.append(
+        f"- Rule steps, trained on a share of their reachable inputs drawn from traces of short expressions "
+        f"(worst of {seeds} seed(s)): "
+        + "; ".join(learned)
+        + ". Memorised tiny tables, trained on every row: "
+        + ", ".join(memorised)
+        + "."
+    )
     rules = record["ladder"]["rules"]
     worst = min(rules, key=lambda name: rules[name]["mean"])
-    lines.append(f"- Through the LiteRT file with forward passes, the rule calculator is exact on "
-                 f"{100 * rules[worst]['mean']:.2f} % or more of every family (worst: {worst}), mean of {seeds} seed(s).")
+    lines.append(
+        f"- Through the LiteRT file with forward passes, the rule calculator is exact on "
+        f"{100 * rules[worst]['mean']:.2f} % or more of every family (worst: {worst}), mean of {seeds} seed(s)."
+    )
     if "adversarial" in record["ladder"]:
-        lines.append("- Adversarial digits: " + ", ".join(f"{label} {100 * v['exact']:.1f} % of {v['n']}"
-                                                           for label, v in record["ladder"]["adversarial"].items()) + ".")
+        lines.append(
+            "- Adversarial digits: "
+            + ", ".join(
+                f"{label} {100 * v['exact']:.1f} % of {v['n']}" for label, v in record["ladder"]["adversarial"].items()
+            )
+            + "."
+        )
     if "speed" in record:
         speed = record["speed"]
-        lines.append(f"- Speed against Python's `fractions` (one run): forward passes "
-                     f"{speed['forward']['integers']:.1f}x on integers, {speed['forward']['division']:.1f}x with division; "
-                     f"the look-up cache {speed['cache']['integers']:.1f}x and {speed['cache']['division']:.1f}x.")
+        lines.append(
+            f"- Speed against Python's `fractions` (one run): forward passes "
+            f"{speed['forward']['integers']:.1f}x on integers, {speed['forward']['division']:.1f}x with division; "
+            f"the look-up cache {speed['cache']['integers']:.1f}x and {speed['cache']['division']:.1f}x."
+        )
     return lines
 
 
@@ -268,8 +325,11 @@ def untrained_control(seed: int, test_families: dict) -> dict:
 
     networks = {name: build_step(name, seed) for name in STEPS}
     checks = {name: check_step(name, DenseStep.from_model(model)) for name, model in networks.items()}
-    return {"seed": seed, "checks": checks, "families": score_families(engine_answer(engine_from(networks)),
-                                                                       test_families)}
+    return {
+        "seed": seed,
+        "checks": checks,
+        "families": score_families(engine_answer(engine_from(networks)), test_families),
+    }
 
 
 def ablation(kind: str, seed: int, expressions: int, test_families: dict, adder_epochs: int = 60) -> dict:
@@ -290,17 +350,26 @@ def ablation(kind: str, seed: int, expressions: int, test_families: dict, adder_
             extra = {"parameters": int(model.count_params())}
         elif kind in ("continuous_state", "answers_only"):
             sequences = ablations.adder_sequences(result["data"])
-            model = ablations.train_gru_adder(sequences, seed, carry_targets=kind == "continuous_state",
-                                              epochs=adder_epochs)
+            model = ablations.train_gru_adder(
+                sequences, seed, carry_targets=kind == "continuous_state", epochs=adder_epochs
+            )
             engine = Engine({**steps, "addsub_sequence": ablations.gru_addsub(model)})
-            extra = {"parameters": int(model.count_params()), "training_sequences": int(len(sequences)),
-                     "epochs": adder_epochs,
-                     "longest": int(sequences.shape[1])}
+            extra = {
+                "parameters": int(model.count_params()),
+                "training_sequences": int(len(sequences)),
+                "epochs": adder_epochs,
+                "longest": int(sequences.shape[1]),
+            }
         else:
             raise ValueError(f"unknown ablation {kind!r}")
     train_seconds = time.perf_counter() - started
-    return {"kind": kind, "seed": seed, "train_seconds": round(train_seconds, 1), **extra,
-            "families": score_families(engine_answer(engine), test_families)}
+    return {
+        "kind": kind,
+        "seed": seed,
+        "train_seconds": round(train_seconds, 1),
+        **extra,
+        "families": score_families(engine_answer(engine), test_families),
+    }
 
 
 def end_to_end(seed: int, test_families: dict, train_size: int, epochs: int, batch_size: int = 128) -> dict:
@@ -311,15 +380,26 @@ def end_to_end(seed: int, test_families: dict, train_size: int, epochs: int, bat
     from predcalc.data.protocol import Protocol
     from predcalc.training import fit
 
-    pairs = [(e, a) for e, a in draw(INTEGER_WORLD, int(train_size * 1.4), 50_000 + seed)
-             if "/" not in a and len(a.lstrip("-")) <= 8][:train_size]
+    pairs = [
+        (e, a)
+        for e, a in draw(INTEGER_WORLD, int(train_size * 1.4), 50_000 + seed)
+        if "/" not in a and len(a.lstrip("-")) <= 8
+    ][:train_size]
     cut = int(len(pairs) * 0.9)
     train = make_split("train", [e for e, _ in pairs[:cut]])
     validation = make_split("validation", [e for e, _ in pairs[cut:]])
-    protocol = Protocol(seed=seed, train=train, validation=validation, test_in=validation, test_out=validation,
-                        test_long=validation)
-    trained = fit.train("char_lstm_tokens", protocol, seed=seed, epochs=epochs, batch_size=batch_size,
-                        patience=epochs, learning_rate=3e-3)
+    protocol = Protocol(
+        seed=seed, train=train, validation=validation, test_in=validation, test_out=validation, test_long=validation
+    )
+    trained = fit.train(
+        "char_lstm_tokens",
+        protocol,
+        seed=seed,
+        epochs=epochs,
+        batch_size=batch_size,
+        patience=epochs,
+        learning_rate=3e-3,
+    )
 
     def answer(expressions):
         out = []
@@ -330,9 +410,14 @@ def end_to_end(seed: int, test_families: dict, train_size: int, epochs: int, bat
                 out.append("")
         return out
 
-    return {"seed": seed, "parameters": trained.params, "epochs": trained.epochs,
-            "train_seconds": round(trained.seconds, 1), "train_expressions": len(train),
-            "families": score_families(answer, test_families)}
+    return {
+        "seed": seed,
+        "parameters": trained.params,
+        "epochs": trained.epochs,
+        "train_seconds": round(trained.seconds, 1),
+        "train_expressions": len(train),
+        "families": score_families(answer, test_families),
+    }
 
 
 def summary(records: list[dict]) -> dict:
@@ -341,9 +426,13 @@ def summary(records: list[dict]) -> dict:
     out = {}
     for name in names:
         values = [r["families"][name]["exact"] for r in records]
-        out[name] = {"mean": float(np.mean(values)), "min": float(np.min(values)), "seeds": len(values),
-                     "n": records[0]["families"][name]["n"],
-                     "lowest_terms": float(np.mean([r["families"][name]["lowest_terms"] for r in records]))}
+        out[name] = {
+            "mean": float(np.mean(values)),
+            "min": float(np.min(values)),
+            "seeds": len(values),
+            "n": records[0]["families"][name]["n"],
+            "lowest_terms": float(np.mean([r["families"][name]["lowest_terms"] for r in records])),
+        }
     return out
 
 
@@ -372,11 +461,22 @@ def plot_axes(results: dict, boxes: dict, path=None):
             main = label == "calculator"
             # each line its own marker and a small sideways offset, so lines at the same height stay visible
             shift = 1 + 0.03 * (index - (len(results) - 1) / 2) if axis == "digits" else 0.0
-            xs = [x * shift for x in xs] if axis == "digits" else [x + 0.08 * (index - (len(results) - 1) / 2)
-                                                                   for x in xs]
-            panel.plot(xs, ys, marker="osD^vP*X"[index % 8], color=f"C{index}", label=ABLATION_LABELS.get(label, label),
-                       linewidth=3 if main else 1.3, markersize=6 if main else 5, zorder=3 if main else 2,
-                       linestyle="-" if main else "--")
+            xs = (
+                [x * shift for x in xs]
+                if axis == "digits"
+                else [x + 0.08 * (index - (len(results) - 1) / 2) for x in xs]
+            )
+            panel.plot(
+                xs,
+                ys,
+                marker="osD^vP*X"[index % 8],
+                color=f"C{index}",
+                label=ABLATION_LABELS.get(label, label),
+                linewidth=3 if main else 1.3,
+                markersize=6 if main else 5,
+                zorder=3 if main else 2,
+                linestyle="-" if main else "--",
+            )
         panel.axvspan(0, TRAINING_BOX[axis] + 0.5, color="grey", alpha=0.15, lw=0)
         if axis == "digits":
             panel.set_xscale("log")
@@ -401,9 +501,18 @@ def family_frame(summary_of: dict):
     """Mean and worst-seed exact accuracy (%) per family, and the share in lowest terms."""
     import pandas as pd
 
-    return pd.DataFrame({name: {"exact %": 100 * v["mean"], "worst seed %": 100 * v["min"],
-                                "lowest terms %": 100 * v["lowest_terms"], "n": v["n"], "seeds": v["seeds"]}
-                         for name, v in summary_of.items()}).T.round(2)
+    return pd.DataFrame(
+        {
+            name: {
+                "exact %": 100 * v["mean"],
+                "worst seed %": 100 * v["min"],
+                "lowest terms %": 100 * v["lowest_terms"],
+                "n": v["n"],
+                "seeds": v["seeds"],
+            }
+            for name, v in summary_of.items()
+        }
+    ).T.round(2)
 
 
 def check_frame(records: list[dict]):
@@ -412,12 +521,14 @@ def check_frame(records: list[dict]):
 
     rows = {}
     for name in records[0]["checks"]:
-        rows[name] = {"inputs": records[0]["checks"][name]["inputs"],
-                      "wrong (worst seed)": max(r["checks"][name]["wrong"] for r in records),
-                      "missing in training (most)": max(r["coverage"][name]["missing"] for r in records),
-                      "parameters": records[0]["parameters"][name],
-                      "epochs (most)": max(r["steps"][name]["epochs"] for r in records),
-                      "LiteRT disagreements": max(r["litert_parity"][name] for r in records)}
+        rows[name] = {
+            "inputs": records[0]["checks"][name]["inputs"],
+            "wrong (worst seed)": max(r["checks"][name]["wrong"] for r in records),
+            "missing in training (most)": max(r["coverage"][name]["missing"] for r in records),
+            "parameters": records[0]["parameters"][name],
+            "epochs (most)": max(r["steps"][name]["epochs"] for r in records),
+            "LiteRT disagreements": max(r["litert_parity"][name] for r in records),
+        }
     return pd.DataFrame(rows).T
 
 
@@ -425,8 +536,9 @@ def comparison_frame(comparison: dict):
     """Mean exact accuracy (%) of the calculator, each ablation and the control, family by family."""
     import pandas as pd
 
-    return pd.DataFrame({label: {name: 100 * v["mean"] for name, v in summary_of.items()}
-                         for label, summary_of in comparison.items()}).round(1)
+    return pd.DataFrame(
+        {label: {name: 100 * v["mean"] for name, v in summary_of.items()} for label, summary_of in comparison.items()}
+    ).round(1)
 
 
 ABLATION_LABELS = {
@@ -442,19 +554,37 @@ ABLATION_LABELS = {
 
 def study_record(records, comparison, ablation_records, control, speed, boxes, parameters: dict) -> dict:
     """The metrics.json of the study (read by the report)."""
-    return {"notebook": "40_calculator", "kind": "study", "parameters": parameters, "models": {}, "calculator": {
-        "parameters": parameters, "boxes": boxes, "training_box": TRAINING_BOX, "labels": ABLATION_LABELS,
-        "seeds": records, "summary": comparison, "control": control, "speed": speed,
-        "ablations": {kind: [{k: v for k, v in r.items() if k != "families"} for r in rs]
-                      for kind, rs in ablation_records.items()},
-    }}
+    return {
+        "notebook": "40_calculator",
+        "kind": "study",
+        "parameters": parameters,
+        "models": {},
+        "calculator": {
+            "parameters": parameters,
+            "boxes": boxes,
+            "training_box": TRAINING_BOX,
+            "labels": ABLATION_LABELS,
+            "seeds": records,
+            "summary": comparison,
+            "control": control,
+            "speed": speed,
+            "ablations": {
+                kind: [{k: v for k, v in r.items() if k != "families"} for r in rs]
+                for kind, rs in ablation_records.items()
+            },
+        },
+    }
 
 
 # Each ablation swaps one design choice; the model it is compared with has that choice and keeps the
 # rest. The supervision ablation swaps the targets of the continuous-state adder (a discrete state
 # fed back has no gradient, so it cannot be trained from final answers alone).
-CHOICES = {"continuous_state": "calculator", "pick": "calculator", "uniform": "calculator",
-           "answers_only": "continuous_state"}
+CHOICES = {
+    "continuous_state": "calculator",
+    "pick": "calculator",
+    "uniform": "calculator",
+    "answers_only": "continuous_state",
+}
 
 
 def order(kind: str) -> int:
@@ -479,12 +609,19 @@ def ablation_rows(record: dict) -> list[dict]:
         within = [v["mean"] for name, v in summary_of.items() if name in inside]
         beyond = [v["mean"] for name, v in summary_of.items() if name not in inside]
         worst = min(summary_of, key=lambda name: summary_of[name]["mean"])
-        rows.append({"kind": kind, "label": study["labels"].get(kind, kind),
-                     "seeds": next(iter(summary_of.values()))["seeds"],
-                     "n": next(iter(summary_of.values()))["n"],
-                     "inside": float(np.mean(within)), "beyond": float(np.mean(beyond)),
-                     "worst_family": worst, "worst_family_mean": summary_of[worst]["mean"],
-                     "worst_seed": float(min(v["min"] for v in summary_of.values()))})
+        rows.append(
+            {
+                "kind": kind,
+                "label": study["labels"].get(kind, kind),
+                "seeds": next(iter(summary_of.values()))["seeds"],
+                "n": next(iter(summary_of.values()))["n"],
+                "inside": float(np.mean(within)),
+                "beyond": float(np.mean(beyond)),
+                "worst_family": worst,
+                "worst_family_mean": summary_of[worst]["mean"],
+                "worst_seed": float(min(v["min"] for v in summary_of.values())),
+            }
+        )
     rows.sort(key=lambda row: order(row["kind"]))
     calculator = next(row for row in rows if row["kind"] == "calculator")
     for row in rows:
@@ -495,24 +632,32 @@ def ablation_rows(record: dict) -> list[dict]:
 def carriers(record: dict) -> str:
     """Which design choice carries the extrapolation: what each swap costs beyond the training world."""
     rows = {row["kind"]: row for row in ablation_rows(record)}
-    swapped = sorted((kind for kind in CHOICES if kind in rows and CHOICES[kind] in rows),
-                     key=lambda kind: rows[kind]["beyond"] - rows[CHOICES[kind]]["beyond"])
+    swapped = sorted(
+        (kind for kind in CHOICES if kind in rows and CHOICES[kind] in rows),
+        key=lambda kind: rows[kind]["beyond"] - rows[CHOICES[kind]]["beyond"],
+    )
     if not swapped:
         return ""
     parts = []
     for kind in swapped:
         row, reference = rows[kind], rows[CHOICES[kind]]
         against = "" if CHOICES[kind] == "calculator" else f" against the {reference['label']}"
-        parts.append(f"{row['label']}: {100 * (reference['beyond'] - row['beyond']):.1f} points lost beyond it"
-                     f"{against} ({100 * row['beyond']:.1f} % beyond, {100 * row['inside']:.1f} % inside)")
+        parts.append(
+            f"{row['label']}: {100 * (reference['beyond'] - row['beyond']):.1f} points lost beyond it"
+            f"{against} ({100 * row['beyond']:.1f} % beyond, {100 * row['inside']:.1f} % inside)"
+        )
     direct = [kind for kind in swapped if CHOICES[kind] == "calculator"]
-    text = (f"Beyond the training world the calculator is exact on {100 * rows['calculator']['beyond']:.1f} % "
-            f"(mean over families and seeds). One choice swapped at a time: " + "; ".join(parts) + ". "
-            f"The costliest swap is the {rows[direct[0]]['label']}: the choice it removes carries the "
-            f"extrapolation.")
+    text = (
+        f"Beyond the training world the calculator is exact on {100 * rows['calculator']['beyond']:.1f} % "
+        f"(mean over families and seeds). One choice swapped at a time: " + "; ".join(parts) + ". "
+        f"The costliest swap is the {rows[direct[0]]['label']}: the choice it removes carries the "
+        f"extrapolation."
+    )
     if "end_to_end" in rows:
-        text += (f" One end-to-end model on the same world reaches {100 * rows['end_to_end']['inside']:.1f} % "
-                 f"inside and {100 * rows['end_to_end']['beyond']:.1f} % beyond.")
+        text += (
+            f" One end-to-end model on the same world reaches {100 * rows['end_to_end']['inside']:.1f} % "
+            f"inside and {100 * rows['end_to_end']['beyond']:.1f} % beyond."
+        )
     return text
 
 
@@ -522,21 +667,25 @@ def conclusion(record: dict) -> str:
     main = record["summary"]["calculator"]
     worst = min(main, key=lambda name: main[name]["mean"])
     seeds = record["seeds"]
-    lines = [f"- The learned calculator ({seeds[0]['parameters']['total']:,} parameters, at most "
-             f"{max(r['train_seconds'] for r in seeds):.0f} s of training per seed, {len(seeds)} seed(s)) is exact "
-             f"on {100 * min(v['mean'] for v in main.values()):.2f} % or more of every family (worst: {worst}); "
-             f"mean over families {100 * np.mean([v['mean'] for v in main.values()]):.2f} %.",
-             f"- Every learned step was checked on every input that can occur: "
-             f"{sum(max(r['checks'][s]['wrong'] for r in seeds) for s in seeds[0]['checks'])} wrong decisions in the "
-             f"worst seed."]
+    lines = [
+        f"- The learned calculator ({seeds[0]['parameters']['total']:,} parameters, at most "
+        f"{max(r['train_seconds'] for r in seeds):.0f} s of training per seed, {len(seeds)} seed(s)) is exact "
+        f"on {100 * min(v['mean'] for v in main.values()):.2f} % or more of every family (worst: {worst}); "
+        f"mean over families {100 * np.mean([v['mean'] for v in main.values()]):.2f} %.",
+        f"- Every learned step was checked on every input that can occur: "
+        f"{sum(max(r['checks'][s]['wrong'] for r in seeds) for s in seeds[0]['checks'])} wrong decisions in the "
+        f"worst seed.",
+    ]
     for kind, summary_of in record["summary"].items():
         if kind == "calculator":
             continue
         mean = np.mean([v["mean"] for v in summary_of.values()])
-        lines.append(f"- {ABLATION_LABELS.get(kind, kind)}: mean {100 * mean:.1f} % over families "
-                     f"(iid {100 * summary_of['iid']['mean']:.1f} %, digits 21-50 "
-                     f"{100 * summary_of['digits_21_50']['mean']:.1f} %, depth 7-10 "
-                     f"{100 * summary_of['depth_7_10']['mean']:.1f} %).")
+        lines.append(
+            f"- {ABLATION_LABELS.get(kind, kind)}: mean {100 * mean:.1f} % over families "
+            f"(iid {100 * summary_of['iid']['mean']:.1f} %, digits 21-50 "
+            f"{100 * summary_of['digits_21_50']['mean']:.1f} %, depth 7-10 "
+            f"{100 * summary_of['depth_7_10']['mean']:.1f} %)."
+        )
     carried = carriers({"calculator": record})
     if carried:
         lines.append(f"- {carried}")
@@ -546,15 +695,32 @@ def conclusion(record: dict) -> str:
 
 def speed_summary(speed: dict) -> str:
     """The benchmark's ratios against Python and the latency of one expression, against the goal of 10x."""
+
     def met(ratio: float) -> str:
         return "met" if ratio <= 10 else "not met"
 
-    return (f"Speed ({speed['n']:,} expressions of {speed['operators']} operators, one run on this 2-core CPU): "
-            f"{speed['integers']['ratio']:.1f}x the time of Python's exact evaluator on integers, "
-            f"{speed['with_division']['ratio']:.1f}x with division (the learned steps reduce fractions by Euclid's "
-            f"algorithm); {speed['latency_ms']['median']:.1f} ms for one expression. The goal, within 10x, is "
-            f"{met(speed['integers']['ratio'])} on integers and {met(speed['with_division']['ratio'])} with division.")
+    return (
+        f"Speed ({speed['n']:,} expressions of {speed['operators']} operators, one run on this 2-core CPU): "
+        f"{speed['integers']['ratio']:.1f}x the time of Python's exact evaluator on integers, "
+        f"{speed['with_division']['ratio']:.1f}x with division (the learned steps reduce fractions by Euclid's "
+        f"algorithm); {speed['latency_ms']['median']:.1f} ms for one expression. The goal, within 10x, is "
+        f"{met(speed['integers']['ratio'])} on integers and {met(speed['with_division']['ratio'])} with division."
+    )
 
 
-__all__ = ["FAMILIES", "families", "train_seed", "untrained_control", "ablation", "end_to_end", "summary",
-           "family_boxes", "plot_axes", "bench", "cached", "ablation_rows", "carriers", "speed_summary"]
+__all__ = [
+    "FAMILIES",
+    "families",
+    "train_seed",
+    "untrained_control",
+    "ablation",
+    "end_to_end",
+    "summary",
+    "family_boxes",
+    "plot_axes",
+    "bench",
+    "cached",
+    "ablation_rows",
+    "carriers",
+    "speed_summary",
+]

@@ -31,8 +31,11 @@ def trace(world: World, n: int, seed: int) -> dict[str, np.ndarray]:
     (unique rows per step), plus ``sequences``: the token kinds of every reduction round."""
     record: dict = {}
     Engine(reference_steps(), record=record).evaluate([text for text, _ in draw(world, n, seed)])
-    out = {name: np.unique(np.concatenate(rows), axis=0) for name, rows in record.items()
-           if name != "sequences" and ":" not in name}
+    out = {
+        name: np.unique(np.concatenate(rows), axis=0)
+        for name, rows in record.items()
+        if name != "sequences" and ":" not in name
+    }
     out.update({name: rows for name, rows in record.items() if name == "sequences" or ":" in name})
     return out
 
@@ -85,8 +88,11 @@ def training_data(recipe: Recipe) -> tuple[dict, dict]:
     report = {}
     for name in STEPS:
         rows = data.get(name, np.zeros((0, len(STEPS[name].inputs)), np.int64))
-        report[name] = {"seen": int(len(rows)), "reachable": int(len(STEPS[name].reachable())),
-                        "missing": int(len(missing(name, rows)))}
+        report[name] = {
+            "seen": int(len(rows)),
+            "reachable": int(len(STEPS[name].reachable())),
+            "missing": int(len(missing(name, rows))),
+        }
     report["biased_rounds"] = rounds
     return data, report
 
@@ -106,8 +112,14 @@ def train_calculator(recipe: Recipe, seed: int, names=tuple(STEPS), progress=Non
         checks[name] = check_step(name, numpy_step(model))
         if progress:
             progress(name, info, checks[name])
-    return {"networks": networks, "stats": stats, "checks": checks, "coverage": coverage,
-            "seconds": time.perf_counter() - start, "data": data}
+    return {
+        "networks": networks,
+        "stats": stats,
+        "checks": checks,
+        "coverage": coverage,
+        "seconds": time.perf_counter() - start,
+        "data": data,
+    }
 
 
 def engine_from(networks: dict, tabulate: bool = True, **kwargs) -> Engine:
@@ -170,11 +182,17 @@ def train_rules(seed: int, expressions: int = 200, world: World = TRAINING_WORLD
         function = numpy_step(model)
         wrong = ~np.all(np.asarray(function(reachable)) == step.reference(reachable), axis=1)
         held_out = ~np.isin(step.index(reachable), step.index(rows[name]))
-        steps[name] = {"reachable": int(len(reachable)), "trained_on": int(len(np.unique(rows[name], axis=0))),
-                       "held_out_wrong": int((wrong & held_out).sum()), "wrong": int(wrong.sum()),
-                       "memorised": bool(len(reachable) <= TINY), "parameters": int(model.count_params()),
-                       "epochs": info["epochs"], "train_exact": info["train_exact"],
-                       "seconds": round(time.perf_counter() - began, 1)}
+        steps[name] = {
+            "reachable": int(len(reachable)),
+            "trained_on": int(len(np.unique(rows[name], axis=0))),
+            "held_out_wrong": int((wrong & held_out).sum()),
+            "wrong": int(wrong.sum()),
+            "memorised": bool(len(reachable) <= TINY),
+            "parameters": int(model.count_params()),
+            "epochs": info["epochs"],
+            "train_exact": info["train_exact"],
+            "seconds": round(time.perf_counter() - began, 1),
+        }
         if progress:
             progress(name, steps[name])
     return {"networks": networks, "steps": steps, "rows": rows, "seconds": time.perf_counter() - start}

@@ -22,7 +22,24 @@ from predcalc.data.tokenizers import (
 )
 
 __all__ = [
-    "CharTokenizer", "ExpressionError", "ExpressionFileError", "NumericTokenizer", "Protocol", "Split",
-    "TokenizerError", "TypedTokenizer", "canonical", "count_numbers", "depth", "evaluate", "format_expression", "get_tokenizer",
-    "load_expression_file", "make_split", "parse", "seed_protocol", "signed_terms", "tokenize",
+    "CharTokenizer",
+    "ExpressionError",
+    "ExpressionFileError",
+    "NumericTokenizer",
+    "Protocol",
+    "Split",
+    "TokenizerError",
+    "TypedTokenizer",
+    "canonical",
+    "count_numbers",
+    "depth",
+    "evaluate",
+    "format_expression",
+    "get_tokenizer",
+    "load_expression_file",
+    "make_split",
+    "parse",
+    "seed_protocol",
+    "signed_terms",
+    "tokenize",
 ]

@@ -140,8 +140,12 @@ def _seed_sets(n: int, seed: int) -> dict[str, list[tuple[str, str]]]:
         numbers = rng.choice(LONG_RANGE, size=length)
         ops = rng.choice(SEED_OPERATORS, size=length - 1)
         long.append(" ".join([str(numbers[0])] + [f"{o} {x}" for o, x in zip(ops, numbers[1:])]))
-    sets = {"seed_in": list(protocol.test_in.expressions), "seed_out": list(protocol.test_out.expressions),
-            "seed_long": list(protocol.test_long.expressions), "seed_long_2_14": long}
+    sets = {
+        "seed_in": list(protocol.test_in.expressions),
+        "seed_out": list(protocol.test_out.expressions),
+        "seed_long": list(protocol.test_long.expressions),
+        "seed_long_2_14": long,
+    }
     return {name: [(e, answer(evaluate(e))) for e in expressions] for name, expressions in sets.items()}
 
 
@@ -172,7 +176,9 @@ SEED_SETS = ("seed_in", "seed_out", "seed_long", "seed_long_2_14")
 FAMILIES = tuple(_worlds()) + ("structured",) + SEED_SETS
 
 
-def families(n: int = 500, seed: int = 1000, names=None, whole_seed_sets: bool = True) -> dict[str, list[tuple[str, str]]]:
+def families(
+    n: int = 500, seed: int = 1000, names=None, whole_seed_sets: bool = True
+) -> dict[str, list[tuple[str, str]]]:
     """Each test family as (expression, exact answer) pairs, fixed by ``seed``.
 
     The seed protocol's sets are whole unless ``whole_seed_sets`` is False (then a seeded sample of ``n``).

@@ -33,8 +33,11 @@ def in_lowest_terms(text) -> bool:
     if not match:
         return False
     denominator = int(match.group(2) or 1)
-    return denominator > 0 and math.gcd(int(match.group(1)), denominator) == 1 and \
-        not (match.group(2) is not None and denominator == 1)
+    return (
+        denominator > 0
+        and math.gcd(int(match.group(1)), denominator) == 1
+        and not (match.group(2) is not None and denominator == 1)
+    )
 
 
 def value_answer(value) -> str | None:
@@ -54,5 +57,9 @@ def score_answers(truths, answers) -> dict:
     right = [parse_answer(a) is not None and parse_answer(a) == parse_answer(t) for t, a in zip(truths, answers)]
     lowest = [in_lowest_terms(a) for a in answers]
     n = len(truths)
-    return {"n": n, "exact": sum(right) / n if n else float("nan"),
-            "lowest_terms": sum(lowest) / n if n else float("nan"), "right": right}
+    return {
+        "n": n,
+        "exact": sum(right) / n if n else float("nan"),
+        "lowest_terms": sum(lowest) / n if n else float("nan"),
+        "right": right,
+    }

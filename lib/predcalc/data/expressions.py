@@ -73,7 +73,9 @@ class _Parser:
         self.tokens = tokenize(text)
 
     def _unexpected(self, token: Token) -> ExpressionError:
-        return ExpressionError(f"unexpected {token.text!r} at position {token.position} in {quoted_expression(self.text)!r}")
+        return ExpressionError(
+            f"unexpected {token.text!r} at position {token.position} in {quoted_expression(self.text)!r}"
+        )
 
     def parse(self):
         values: list = []
@@ -114,29 +116,35 @@ class _Parser:
                 while operators and operators[-1].kind == "op":
                     reduce_binary()
                 if not operators:
-                    raise ExpressionError(f"unbalanced parentheses: ')' at position {token.position} has no '(' "
-                                          f"in {quoted_expression(self.text)!r}")
+                    raise ExpressionError(
+                        f"unbalanced parentheses: ')' at position {token.position} has no '(' "
+                        f"in {quoted_expression(self.text)!r}"
+                    )
                 operators.pop()
                 finish_operand(("group", values.pop()))
             else:  # a number or "(" right after an operand
                 opening = next((op for op in reversed(operators) if op.kind == "("), None)
                 if opening is not None:
-                    raise ExpressionError(f"unbalanced parentheses: '(' at position {opening.position} is never "
-                                          f"closed in {quoted_expression(self.text)!r}")
+                    raise ExpressionError(
+                        f"unbalanced parentheses: '(' at position {opening.position} is never "
+                        f"closed in {quoted_expression(self.text)!r}"
+                    )
                 raise self._unexpected(token)
         if expect_operand:
             raise ExpressionError(f"expression ends too early: {quoted_expression(self.text)!r}")
         while operators and operators[-1].kind == "op":
             reduce_binary()
         if operators:  # an unclosed "(" (the innermost one is named)
-            raise ExpressionError(f"unbalanced parentheses: '(' at position {operators[-1].position} is never "
-                                  f"closed in {quoted_expression(self.text)!r}")
+            raise ExpressionError(
+                f"unbalanced parentheses: '(' at position {operators[-1].position} is never "
+                f"closed in {quoted_expression(self.text)!r}"
+            )
         return values.pop()
 
 
 def quoted_expression(text: str, limit: int = 80) -> str:
     """The expression as error messages quote it: whole, or its start and end when it is long."""
-    return text if len(text) <= limit else f"{text[:limit // 2 - 2]} ... {text[-(limit // 2 - 3):]}"
+    return text if len(text) <= limit else f"{text[: limit // 2 - 2]} ... {text[-(limit // 2 - 3) :]}"
 
 
 def parse(text: str):
@@ -224,8 +232,7 @@ def format_expression(numbers, operators) -> str:
     numbers = [int(n) for n in numbers]
     if len(operators) != len(numbers) - 1:
         raise ValueError(
-            f"need one operator fewer than numbers. Received: {len(numbers)} numbers, "
-            f"{len(operators)} operators"
+            f"need one operator fewer than numbers. Received: {len(numbers)} numbers, {len(operators)} operators"
         )
     parts = [str(numbers[0])]
     for op, number in zip(operators, numbers[1:]):

@@ -40,7 +40,7 @@ class SuiteSplit:
 def _number(rng, min_digits: int, max_digits: int) -> int:
     digits = int(rng.integers(min_digits, max_digits + 1))
     low = 0 if digits == 1 else 10 ** (digits - 1)
-    return int(rng.integers(low, 10 ** digits))
+    return int(rng.integers(low, 10**digits))
 
 
 def _leaf(rng, min_digits, max_digits, negative_rate=0.3) -> str:
@@ -48,8 +48,9 @@ def _leaf(rng, min_digits, max_digits, negative_rate=0.3) -> str:
     return f"-{value}" if value and rng.random() < negative_rate else str(value)
 
 
-def random_expression(rng, terms: int, min_digits: int = 1, max_digits: int = 2,
-                      operators: str = ALL_OPERATORS, nesting: int = 0) -> str:
+def random_expression(
+    rng, terms: int, min_digits: int = 1, max_digits: int = 2, operators: str = ALL_OPERATORS, nesting: int = 0
+) -> str:
     """A random expression with ``terms`` numbers and exactly ``nesting`` levels of parentheses.
 
     Multiplication and division join neighbouring numbers only (``a * b``, ``a / b`` with b
@@ -76,7 +77,7 @@ def random_expression(rng, terms: int, min_digits: int = 1, max_digits: int = 2,
             if op == "/":
                 right = right or 1
                 low = 1 if min_digits == 1 else 10 ** (min_digits - 1)
-                high = 10 ** max_digits - 1
+                high = 10**max_digits - 1
                 q_low, q_high = -(-low // right), high // right
                 if q_low > q_high:  # no multiple of ``right`` has the asked number of digits
                     parts += ["+", str(right)]
@@ -107,9 +108,9 @@ def _wrap(rng, text: str) -> str:
     # choose a span of numbers [a, b] (at least two) and wrap it; keep existing groups balanced
     for _ in range(50):
         a, b = sorted(rng.choice(len(numbers), size=2, replace=False))
-        span = " ".join(tokens[numbers[a]:numbers[b] + 1])
+        span = " ".join(tokens[numbers[a] : numbers[b] + 1])
         if span.count("(") == span.count(")") and "/" not in span.split(" ")[0:1]:
-            candidate = " ".join(tokens[:numbers[a]] + [f"({span})"] + tokens[numbers[b] + 1:])
+            candidate = " ".join(tokens[: numbers[a]] + [f"({span})"] + tokens[numbers[b] + 1 :])
             try:
                 value = evaluate(candidate)
             except ValueError:  # ExpressionError: e.g. the new group divides by zero
@@ -126,10 +127,17 @@ def _digits(text: str) -> int:
 def make_suite_split(name: str, expressions) -> SuiteSplit:
     expressions = tuple(expressions)
     values = np.array([float(evaluate(e)) for e in expressions], dtype=np.float64)
-    split = Split(name=name, expressions=expressions, values=values,
-                  terms=np.array([count_numbers(e) for e in expressions], dtype=np.int64))
-    return SuiteSplit(split=split, digits=np.array([_digits(e) for e in expressions], dtype=np.int64),
-                      depth=np.array([depth(parse(e)) for e in expressions], dtype=np.int64))
+    split = Split(
+        name=name,
+        expressions=expressions,
+        values=values,
+        terms=np.array([count_numbers(e) for e in expressions], dtype=np.int64),
+    )
+    return SuiteSplit(
+        split=split,
+        digits=np.array([_digits(e) for e in expressions], dtype=np.int64),
+        depth=np.array([depth(parse(e)) for e in expressions], dtype=np.int64),
+    )
 
 
 def _draw(rng, count: int, **kwargs) -> list[str]:
@@ -152,13 +160,19 @@ def training_distribution(rng, count: int, operators: str = ALL_OPERATORS, paren
     while len(out) < count:
         terms = int(rng.integers(2, 5))
         nesting = int(rng.integers(0, 2)) if parentheses else 0
-        out.update(dict.fromkeys(_draw(rng, 1, terms=terms, min_digits=1, max_digits=2, nesting=nesting,
-                                       operators=operators)))
+        out.update(
+            dict.fromkeys(_draw(rng, 1, terms=terms, min_digits=1, max_digits=2, nesting=nesting, operators=operators))
+        )
     return list(out)
 
 
-def extended_suite(seed: int = 0, train_size: int = 20000, test_size: int = 200, operators: str = ALL_OPERATORS,
-                   parentheses: bool = True) -> dict[str, SuiteSplit]:
+def extended_suite(
+    seed: int = 0,
+    train_size: int = 20000,
+    test_size: int = 200,
+    operators: str = ALL_OPERATORS,
+    parentheses: bool = True,
+) -> dict[str, SuiteSplit]:
     """The extended suite: ``train``, ``validation``, ``iid`` and the difficulty families.
 
     Keys: ``train``, ``validation``, ``iid``, ``digits_1`` .. ``digits_6``, ``terms_2`` ..
@@ -173,27 +187,33 @@ def extended_suite(seed: int = 0, train_size: int = 20000, test_size: int = 200,
     rng = np.random.default_rng(seed)
     pool = training_distribution(rng, train_size + train_size // 10 + test_size, operators, parentheses)
     train = pool[:train_size]
-    validation = pool[train_size:train_size + train_size // 10]
-    iid = pool[train_size + train_size // 10:]
+    validation = pool[train_size : train_size + train_size // 10]
+    iid = pool[train_size + train_size // 10 :]
     seen = set(pool)
 
     def fresh(count, **kwargs):
         return [e for e in _draw(rng, count * 2, **kwargs) if e not in seen][:count]
 
-    suite = {"train": make_suite_split("train", train), "validation": make_suite_split("validation", validation),
-             "iid": make_suite_split("iid", iid)}
+    suite = {
+        "train": make_suite_split("train", train),
+        "validation": make_suite_split("validation", validation),
+        "iid": make_suite_split("iid", iid),
+    }
     for d in range(1, 7):
         suite[f"digits_{d}"] = make_suite_split(
-            f"digits_{d}", fresh(test_size, terms=3, min_digits=d, max_digits=d, operators=operators))
+            f"digits_{d}", fresh(test_size, terms=3, min_digits=d, max_digits=d, operators=operators)
+        )
     for n in range(2, 11):
         suite[f"terms_{n}"] = make_suite_split(
-            f"terms_{n}", fresh(test_size, terms=n, max_digits=2, operators=operators))
+            f"terms_{n}", fresh(test_size, terms=n, max_digits=2, operators=operators)
+        )
     if not parentheses:
         return suite
     for k in range(0, 4):
         terms = int(max(4, k + 2))
         suite[f"depth_{k}"] = make_suite_split(
-            f"depth_{k}", fresh(test_size, terms=terms, min_digits=1, max_digits=1, nesting=k, operators=operators))
+            f"depth_{k}", fresh(test_size, terms=terms, min_digits=1, max_digits=1, nesting=k, operators=operators)
+        )
     return suite
 
 
@@ -211,8 +231,10 @@ class SuiteProtocol:
         return dict(self.tests)
 
     def counts(self) -> dict[str, int]:
-        return {name: len(split) for name, split in
-                {"train": self.train, "validation": self.validation, **self.tests}.items()}
+        return {
+            name: len(split)
+            for name, split in {"train": self.train, "validation": self.validation, **self.tests}.items()
+        }
 
 
 def suite_protocol(suite: dict[str, SuiteSplit], seed: int) -> SuiteProtocol:

@@ -36,7 +36,9 @@ def load_exact_pairs(path) -> list[tuple[str, Fraction]]:
             continue
         fields = raw.rstrip("\n").split("\t")
         if len(fields) > 2:
-            raise ExpressionFileError(f"{path}:{number}: expected 'expression<TAB>answer', found {len(fields)} tab-separated fields")
+            raise ExpressionFileError(
+                f"{path}:{number}: expected 'expression<TAB>answer', found {len(fields)} tab-separated fields"
+            )
         expression = fields[0].strip()
         try:
             exact = evaluate(expression)
@@ -57,6 +59,9 @@ def load_expression_file(path) -> Split:
     """:func:`load_exact_pairs` as a Split (float values, for the regression metrics)."""
     pairs = load_exact_pairs(path)
     expressions = tuple(e for e, _ in pairs)
-    return Split(name=Path(path).stem, expressions=expressions,
-                 values=np.array([float(v) for _, v in pairs], dtype=np.float64),
-                 terms=np.array([count_numbers(e) for e in expressions], dtype=np.int64))
+    return Split(
+        name=Path(path).stem,
+        expressions=expressions,
+        values=np.array([float(v) for _, v in pairs], dtype=np.float64),
+        terms=np.array([count_numbers(e) for e in expressions], dtype=np.int64),
+    )

@@ -95,19 +95,20 @@ class Protocol:
         }
 
     def counts(self) -> dict[str, int]:
-        return {name: len(split) for name, split in
-                {"train": self.train, "validation": self.validation, **self.test_sets()}.items()}
+        return {
+            name: len(split)
+            for name, split in {"train": self.train, "validation": self.validation, **self.test_sets()}.items()
+        }
 
 
-def seed_protocol(seed: int = 0, draws: int = 4000, validation_fraction: float = 0.25,
-                  long_per_length: int = 100) -> Protocol:
+def seed_protocol(
+    seed: int = 0, draws: int = 4000, validation_fraction: float = 0.25, long_per_length: int = 100
+) -> Protocol:
     """Build the seed protocol; the same ``seed`` always gives the same splits."""
     if draws <= 0:
         raise ValueError(f"draws must be positive. Received: draws={draws}")
     if not 0.0 < validation_fraction < 1.0:
-        raise ValueError(
-            f"validation_fraction must be in (0, 1). Received: validation_fraction={validation_fraction}"
-        )
+        raise ValueError(f"validation_fraction must be in (0, 1). Received: validation_fraction={validation_fraction}")
     rng = np.random.default_rng(seed)
     numbers = rng.choice(IN_RANGE, size=(draws, 3))
     operators = rng.choice(SEED_OPERATORS, size=(draws, 2))

@@ -209,8 +209,11 @@ class TypedTokenizer:
         return np.stack([self.encode(t) for t in texts])
 
 
-TOKENIZERS = {NumericTokenizer.name: NumericTokenizer, CharTokenizer.name: CharTokenizer,
-              TypedTokenizer.name: TypedTokenizer}
+TOKENIZERS = {
+    NumericTokenizer.name: NumericTokenizer,
+    CharTokenizer.name: CharTokenizer,
+    TypedTokenizer.name: TypedTokenizer,
+}
 
 
 def get_tokenizer(name: str, **config):

@@ -50,16 +50,20 @@ def single_thread_tensorflow() -> str:
         tf.config.threading.set_inter_op_parallelism_threads(1)
     except RuntimeError:  # TensorFlow already initialised in this process (e.g. under pytest)
         pass
-    intra, inter = (tf.config.threading.get_intra_op_parallelism_threads(),
-                    tf.config.threading.get_inter_op_parallelism_threads())
+    intra, inter = (
+        tf.config.threading.get_intra_op_parallelism_threads(),
+        tf.config.threading.get_inter_op_parallelism_threads(),
+    )
     return "1" if (intra, inter) == (1, 1) else f"tensorflow default (intra {intra}, inter {inter})"
 
 
 def default_models(runs: Path = RUNS) -> list[Path]:
     found = sorted(runs.glob("*/export/*/model.keras"))
     if not found:
-        raise FileNotFoundError(f"no exported model under {runs}/*/export/*/: run `make report` (or "
-                                "`predcalc export RUN_DIR`) first, or pass --model")
+        raise FileNotFoundError(
+            f"no exported model under {runs}/*/export/*/: run `make report` (or "
+            "`predcalc export RUN_DIR`) first, or pass --model"
+        )
     return found
 
 
@@ -92,8 +96,10 @@ def runtimes(model_path) -> tuple[list[tuple], object, object]:
     def direct_call(x):
         return keras.ops.convert_to_numpy(model(x, training=False))
 
-    inferences = [("keras_predict", model_path, lambda x: spec.predict_values(model, x)),
-                  ("keras_call", model_path, lambda x: spec.predict_values(ArtifactAsModel(direct_call), x))]
+    inferences = [
+        ("keras_predict", model_path, lambda x: spec.predict_values(model, x)),
+        ("keras_call", model_path, lambda x: spec.predict_values(ArtifactAsModel(direct_call), x)),
+    ]
     for fmt in FORMATS.values():
         for runtime, path in fmt.artifacts(directory):
             runner = fmt.open(path, num_threads=1)
@@ -115,8 +121,7 @@ def latency(fn, expression: str, runs: int, warmup: int | None = None) -> dict:
         start = time.perf_counter_ns()
         fn([expression])
         times[i] = time.perf_counter_ns() - start
-    return {"latency_median_us": float(np.median(times)) / 1e3,
-            "latency_p99_us": float(np.percentile(times, 99)) / 1e3}
+    return {"latency_median_us": float(np.median(times)) / 1e3, "latency_p99_us": float(np.percentile(times, 99)) / 1e3}
 
 
 def throughput(fn, expressions, repeats: int = 3) -> tuple[float, np.ndarray]:
@@ -129,8 +134,9 @@ def throughput(fn, expressions, repeats: int = 3) -> tuple[float, np.ndarray]:
     return len(expressions) / float(np.median(seconds)), np.asarray(outputs)
 
 
-def bench_model(model_path, runs: int = 500, expression: str = DEFAULT_EXPRESSION, batch=None,
-                repeats: int = 3, progress=None) -> dict:
+def bench_model(
+    model_path, runs: int = 500, expression: str = DEFAULT_EXPRESSION, batch=None, repeats: int = 3, progress=None
+) -> dict:
     """Every runtime of one exported model; a runtime that fails is recorded and the others go on."""
     batch = list(batch if batch is not None else seed_protocol(0).test_in.expressions)
     found, spec, encode = runtimes(model_path)
@@ -141,11 +147,16 @@ def bench_model(model_path, runs: int = 500, expression: str = DEFAULT_EXPRESSIO
     rows, errors, reference = [], {}, None
     for name, artifact, values, infer in found:
         try:
-            row = {"runtime": name, "artifact": artifact.name if artifact else None,
-                   "bytes": artifact.stat().st_size if artifact else None, **latency(values, expression, runs)}
+            row = {
+                "runtime": name,
+                "artifact": artifact.name if artifact else None,
+                "bytes": artifact.stat().st_size if artifact else None,
+                **latency(values, expression, runs),
+            }
             row["throughput_per_s"], outputs = throughput(values, batch, repeats)
-            row["inference_per_s"] = throughput(infer, encoded, repeats)[0] \
-                if infer is not None and encoded is not None else None
+            row["inference_per_s"] = (
+                throughput(infer, encoded, repeats)[0] if infer is not None and encoded is not None else None
+            )
             if name in ("encode_only", "python_exact"):  # no model output to compare
                 row["max_abs_diff"] = None
             else:
@@ -161,13 +172,23 @@ def bench_model(model_path, runs: int = 500, expression: str = DEFAULT_EXPRESSIO
     for row in rows:
         row["latency_ratio"] = row["latency_median_us"] / keras_row["latency_median_us"] if keras_row else None
         row["throughput_ratio"] = row["throughput_per_s"] / keras_row["throughput_per_s"] if keras_row else None
-        row["inference_ratio"] = row["inference_per_s"] / keras_row["inference_per_s"] \
-            if keras_row and row["inference_per_s"] and keras_row["inference_per_s"] else None
+        row["inference_ratio"] = (
+            row["inference_per_s"] / keras_row["inference_per_s"]
+            if keras_row and row["inference_per_s"] and keras_row["inference_per_s"]
+            else None
+        )
     return {"model": spec.name, "label": spec.label, "path": relative(model_path), "results": rows, "errors": errors}
 
 
-def bench(model_paths=None, runs: int = 500, expression: str = DEFAULT_EXPRESSION, batch_size: int | None = None,
-          repeats: int = 3, output=BENCH_FILE, progress: bool = True) -> dict:
+def bench(
+    model_paths=None,
+    runs: int = 500,
+    expression: str = DEFAULT_EXPRESSION,
+    batch_size: int | None = None,
+    repeats: int = 3,
+    output=BENCH_FILE,
+    progress: bool = True,
+) -> dict:
     """Benchmark every model and write ``output`` (JSON); returns what was written."""
     import keras  # the record names the Keras backend and version the reference ran on
     from tqdm.auto import tqdm  # not in the runtime-only install
@@ -184,17 +205,33 @@ def bench(model_paths=None, runs: int = 500, expression: str = DEFAULT_EXPRESSIO
             label = Path(path).parent.name
             bar.set_postfix_str(label)
             try:
-                results.append(bench_model(path, runs, expression, batch, repeats,
-                                           progress=lambda runtime, label=label: bar.set_postfix_str(f"{label} {runtime}")))
+                results.append(
+                    bench_model(
+                        path,
+                        runs,
+                        expression,
+                        batch,
+                        repeats,
+                        progress=lambda runtime, label=label: bar.set_postfix_str(f"{label} {runtime}"),
+                    )
+                )
             except Exception as error:  # noqa: BLE001  a model Keras cannot load raises its own classes; the batch goes on
                 results.append({"path": relative(path), "error": f"{type(error).__name__}: {str(error).strip()[:300]}"})
             bar.update()
     record = {
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "backend": keras.backend.backend(), "keras": keras.__version__, "machine": platform.machine(),
-        "cpu_count": os.cpu_count(), "load_average": list(os.getloadavg()), "threads": threads,
-        "runs": runs, "expression": expression, "batch": len(batch), "repeats": repeats,
-        "reference": REFERENCE, "models": results,
+        "backend": keras.backend.backend(),
+        "keras": keras.__version__,
+        "machine": platform.machine(),
+        "cpu_count": os.cpu_count(),
+        "load_average": list(os.getloadavg()),
+        "threads": threads,
+        "runs": runs,
+        "expression": expression,
+        "batch": len(batch),
+        "repeats": repeats,
+        "reference": REFERENCE,
+        "models": results,
     }
     if output is not None:
         Path(output).parent.mkdir(parents=True, exist_ok=True)
@@ -208,20 +245,44 @@ def _number(value, digits: str = ".3g") -> str:
 
 def bench_table(record: dict) -> str:
     """The benchmark as a markdown table, one row per model and runtime."""
-    header = ["model", "runtime", "KB", "max abs diff", "median µs", "p99 µs", "latency ÷ predict",
-              "expr/s", "throughput ÷ predict", "model-only expr/s", "model-only ÷ predict"]
+    header = [
+        "model",
+        "runtime",
+        "KB",
+        "max abs diff",
+        "median µs",
+        "p99 µs",
+        "latency ÷ predict",
+        "expr/s",
+        "throughput ÷ predict",
+        "model-only expr/s",
+        "model-only ÷ predict",
+    ]
     lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
     for model in record["models"]:
         if "error" in model:
             lines.append(f"| {model['path']} | error: {model['error']} |" + " |" * (len(header) - 2))
             continue
         for row in model["results"]:
-            lines.append("| " + " | ".join([
-                model["label"], row["runtime"], "" if row["bytes"] is None else f"{row['bytes'] / 1024:.1f}",
-                _number(row["max_abs_diff"], ".2g"), f"{row['latency_median_us']:.1f}",
-                f"{row['latency_p99_us']:.1f}", _number(row["latency_ratio"], ".3g"),
-                f"{row['throughput_per_s']:,.0f}", _number(row["throughput_ratio"], ".3g"),
-                _number(row["inference_per_s"], ",.0f"), _number(row["inference_ratio"], ".3g")]) + " |")
+            lines.append(
+                "| "
+                + " | ".join(
+                    [
+                        model["label"],
+                        row["runtime"],
+                        "" if row["bytes"] is None else f"{row['bytes'] / 1024:.1f}",
+                        _number(row["max_abs_diff"], ".2g"),
+                        f"{row['latency_median_us']:.1f}",
+                        f"{row['latency_p99_us']:.1f}",
+                        _number(row["latency_ratio"], ".3g"),
+                        f"{row['throughput_per_s']:,.0f}",
+                        _number(row["throughput_ratio"], ".3g"),
+                        _number(row["inference_per_s"], ",.0f"),
+                        _number(row["inference_ratio"], ".3g"),
+                    ]
+                )
+                + " |"
+            )
         for runtime, reason in model["errors"].items():
             lines.append(f"| {model['label']} | {runtime} | error: {reason} |" + " |" * (len(header) - 3))
     return "\n".join(lines)
@@ -229,12 +290,17 @@ def bench_table(record: dict) -> str:
 
 def deployment_markdown(record: dict) -> list[str]:
     """The report's "Deployment" section from ``bench.json``."""
-    return ["## Deployment (`predcalc bench`)", "",
-            f"End-to-end time from expression text to value on {record['cpu_count']} CPU cores "
-            f"({record['machine']}, Keras backend {record['backend']}, threads: {record['threads']}, load average "
-            f"{record['load_average'][0]:.1f} at the start): latency of `{record['expression']}` over "
-            f"{record['runs']} runs, throughput on {record['batch']} in-range test expressions (model-only: inputs "
-            f"encoded once, the tokeniser left out). Ratios are to Keras `predict` in the same run; max abs diff "
-            f"compares each runtime's values with it on the batch. "
-            f"Measured {record['created']}; rerun with `predcalc bench`.", "",
-            bench_table(record), ""]
+    return [
+        "## Deployment (`predcalc bench`)",
+        "",
+        f"End-to-end time from expression text to value on {record['cpu_count']} CPU cores "
+        f"({record['machine']}, Keras backend {record['backend']}, threads: {record['threads']}, load average "
+        f"{record['load_average'][0]:.1f} at the start): latency of `{record['expression']}` over "
+        f"{record['runs']} runs, throughput on {record['batch']} in-range test expressions (model-only: inputs "
+        f"encoded once, the tokeniser left out). Ratios are to Keras `predict` in the same run; max abs diff "
+        f"compares each runtime's values with it on the batch. "
+        f"Measured {record['created']}; rerun with `predcalc bench`.",
+        "",
+        bench_table(record),
+        "",
+    ]

@@ -24,8 +24,13 @@ def _litert(model_file, out, setting, data_file) -> int:
     import predcalc.layers  # noqa: F401  (registers the custom layers)
 
     representative = np.load(data_file)
-    info = export_litert(keras.saving.load_model(model_file), out, setting,
-                         representative if representative.size else None, isolate=False)
+    info = export_litert(
+        keras.saving.load_model(model_file),
+        out,
+        setting,
+        representative if representative.size else None,
+        isolate=False,
+    )
     runner = LiteRTModel(out)  # an interpreter that aborts on this file does so here, in the child
     if representative.size:
         runner(representative[:1])

@@ -80,17 +80,29 @@ def artifact_path(directory, fmt: str) -> Path:
 def write_sidecar(directory, spec, tokenizer, extra: dict | None = None) -> Path:
     """``predcalc.json``: the model, its tokeniser and, for token-output models, the answer format."""
     path = Path(directory) / SIDECAR
-    fields = {"model": spec.name, "label": spec.label, "tokenizer": spec.tokenizer,
-              "tokenizer_config": tokenizer.get_config()}
+    fields = {
+        "model": spec.name,
+        "label": spec.label,
+        "tokenizer": spec.tokenizer,
+        "tokenizer_config": tokenizer.get_config(),
+    }
     if spec.answer_format is not None:
         fields["answer_format"] = spec.answer_format.get_config()
     write_if_changed(path, json.dumps({**fields, **(extra or {})}, indent=2))
     return path
 
 
-def export_trained(trained, directory, test_sets: dict, representative_expressions,
-                   formats=None, saved_model: bool = True, progress=None, replace: bool = True,
-                   wide_calibration_expressions=None) -> dict:
+def export_trained(
+    trained,
+    directory,
+    test_sets: dict,
+    representative_expressions,
+    formats=None,
+    saved_model: bool = True,
+    progress=None,
+    replace: bool = True,
+    wide_calibration_expressions=None,
+) -> dict:
     """Export one trained model in every format and check each artifact on the test sets.
 
     Args:
@@ -130,10 +142,14 @@ def export_trained(trained, directory, test_sets: dict, representative_expressio
     for old in directory.glob("model_float32_len*.tflite"):
         old.unlink()
     write_sidecar(directory, trained.spec, trained.tokenizer, extra)
-    job = ExportJob(trained, directory, test_sets, trained.tokenizer.encode_batch(list(representative_expressions)),
-                    wide_calibration_expressions,
-                    write_sidecar=lambda **fields: write_sidecar(directory, trained.spec, trained.tokenizer,
-                                                                 {**extra, **fields}))
+    job = ExportJob(
+        trained,
+        directory,
+        test_sets,
+        trained.tokenizer.encode_batch(list(representative_expressions)),
+        wide_calibration_expressions,
+        write_sidecar=lambda **fields: write_sidecar(directory, trained.spec, trained.tokenizer, {**extra, **fields}),
+    )
     for name in (["saved_model"] if saved_model else []) + list(default_formats() if formats is None else formats):
         job.report.update(get_format(name).export(job))
         if progress is not None and name != "saved_model":
@@ -141,8 +157,9 @@ def export_trained(trained, directory, test_sets: dict, representative_expressio
     return job.report
 
 
-def export_results(results, directory, models=None, progress: bool = True, data_label: dict | None = None,
-                   formats=None) -> dict:
+def export_results(
+    results, directory, models=None, progress: bool = True, data_label: dict | None = None, formats=None
+) -> dict:
     """Export the first seed of each of ``models`` (default: every model) of a
     :class:`predcalc.training.experiment.Results` into ``directory/NAME/`` (``model.keras``, the
     SavedModel and ``formats``, default :data:`FORMATS`), check them, and write each folder's
@@ -155,8 +172,9 @@ def export_results(results, directory, models=None, progress: bool = True, data_
     exports = {}
     for name in tqdm(names, desc="export", disable=not progress):
         result, target = results.models[name], Path(directory) / name
-        exports[name] = export_trained(result.first, target, results.protocol.test_sets(),
-                                       results.protocol.train.expressions, formats=formats)
+        exports[name] = export_trained(
+            result.first, target, results.protocol.test_sets(), results.protocol.train.expressions, formats=formats
+        )
         save_keras_if_changed(result.first.model, target / "model.keras")
         write_export_record(target, result.spec, exports[name], data_label or {"data_seed": results.protocol.seed})
     results.exports.update(exports)
@@ -194,16 +212,23 @@ def write_export_record(directory, spec, report: dict, data_label: dict, source=
     import keras  # the Keras that checked the artifacts; the runtime-only install never writes records
 
     directory = Path(directory)
-    result = {"model": spec.name, "label": spec.label, "source": relative(source or directory / "model.keras"),
-              **data_label, "backend": keras.backend.backend(), "keras": keras.__version__,
-              "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-              "formats": report}
+    result = {
+        "model": spec.name,
+        "label": spec.label,
+        "source": relative(source or directory / "model.keras"),
+        **data_label,
+        "backend": keras.backend.backend(),
+        "keras": keras.__version__,
+        "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "formats": report,
+    }
     write_if_changed(directory / EXPORT_RECORD, json.dumps(result, indent=1))
     return result
 
 
-def export_directory(model_path, formats=FORMATS, data_seed: int | None = None, progress=None,
-                     update_metrics: bool = True) -> dict:
+def export_directory(
+    model_path, formats=FORMATS, data_seed: int | None = None, progress=None, update_metrics: bool = True
+) -> dict:
     """Re-export a stored ``model.keras`` in every format beside it and check each artifact.
 
     The tokeniser comes from ``predcalc.json`` beside the file; the test sets and calibration
@@ -230,8 +255,15 @@ def export_directory(model_path, formats=FORMATS, data_seed: int | None = None, 
     metrics_path, record = _run_record(model_path)
     protocol, data_label = _check_data(record, data_seed)
     trained = types.SimpleNamespace(spec=spec, tokenizer=tokenizer, model=keras.saving.load_model(model_path))
-    report = export_trained(trained, directory, protocol.test_sets(), protocol.train.expressions,
-                            formats=formats, progress=progress, replace=False)
+    report = export_trained(
+        trained,
+        directory,
+        protocol.test_sets(),
+        protocol.train.expressions,
+        formats=formats,
+        progress=progress,
+        replace=False,
+    )
     result = write_export_record(directory, spec, report, data_label, source=model_path)
     models = (record or {}).get("models", {}) or (record or {}).get("extended", {}).get("models", {})
     if update_metrics and directory.name in models:
@@ -247,10 +279,13 @@ def _check_data(record: dict | None, data_seed: int | None):
     data = (record or {}).get("data", {})
     if data_seed is None and "suite_seed" in data:
         parameters, scope = record.get("parameters", {}), record.get("extended", {}).get("scope", {})
-        suite = extended_suite(seed=int(data["suite_seed"]), train_size=int(parameters.get("train_size", 20000)),
-                               test_size=int(parameters.get("test_size", 200)),
-                               operators=scope.get("operators", ALL_OPERATORS),
-                               parentheses=bool(scope.get("parentheses", True)))
+        suite = extended_suite(
+            seed=int(data["suite_seed"]),
+            train_size=int(parameters.get("train_size", 20000)),
+            test_size=int(parameters.get("test_size", 200)),
+            operators=scope.get("operators", ALL_OPERATORS),
+            parentheses=bool(scope.get("parentheses", True)),
+        )
         return suite_protocol(suite, seed=int(data["suite_seed"])), {"suite_seed": int(data["suite_seed"])}
     seed = int(data_seed if data_seed is not None else data.get("seed", 0))
     return seed_protocol(seed), {"data_seed": seed}

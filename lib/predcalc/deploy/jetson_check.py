@@ -36,8 +36,11 @@ from pathlib import Path
 SUITE = "bookworm"  # Debian 12: Python 3.11 (JetPack 6 is Ubuntu 22.04: Python 3.10, glibc 2.35)
 ROOT_PACKAGES = ("python3", "python3-venv", "python3-pip")
 ROOT_MARKER = ".predcalc-arm64-root"  # written when debootstrap finished
-HOST_TOOLS = {"debootstrap": "debootstrap", "qemu-aarch64-static": "qemu-user-static",
-              "update-binfmts": "binfmt-support"}
+HOST_TOOLS = {
+    "debootstrap": "debootstrap",
+    "qemu-aarch64-static": "qemu-user-static",
+    "update-binfmts": "binfmt-support",
+}
 JETPACK6 = {"python": "3.10", "glibc": (2, 35)}  # the pins for Python < 3.11 are downloaded for this
 RUNTIME_PACKAGES = ("numpy", "ai-edge-litert", "onnxruntime")
 HEAVY = ("tensorflow", "keras", "scipy", "jax", "jaxlib", "torch", "pandas")
@@ -47,8 +50,14 @@ WORK = "tmp/predcalc-check"  # inside the root, new each run: the copied source 
 WHEELS = "var/cache/predcalc-wheels"  # inside the root, kept: the downloaded aarch64 wheels
 PREDICT_EXPRESSION = "3 - -2 + 4"
 # The learned calculator also reads long numbers, fractions and nesting the value models cannot.
-CALCULATOR_EXPRESSIONS = ("123456789 * 987654321", "99999999999999999999 + 1", "(7 - 3) / 6",
-                          "2 / 3 + 1 / 6", "-15 * (4 - 9) - 100", "((1 + 2) * (3 - 4)) / 5")
+CALCULATOR_EXPRESSIONS = (
+    "123456789 * 987654321",
+    "99999999999999999999 + 1",
+    "(7 - 3) / 6",
+    "2 / 3 + 1 / 6",
+    "-15 * (4 - 9) - 100",
+    "((1 + 2) * (3 - 4)) / 5",
+)
 SEED_TEST_SETS = {"test_in": 100, "test_out": 100, "test_long": 100}  # the seed protocol's (data seed 0)
 OUTPUT = "jetson_check.json"
 README_START, README_END = "<!-- jetson-check:start -->", "<!-- jetson-check:end -->"
@@ -60,13 +69,20 @@ README_START, README_END = "<!-- jetson-check:start -->", "<!-- jetson-check:end
 # multiply): qemu's default CPU, "max", has those too, and LiteRT's full-integer int8 kernels then
 # answer differently (the check records it).
 QEMU_CPU = "cortex-a76"
-ARM_CPU = {"CPU implementer": "0x41", "CPU architecture": "8", "CPU variant": "0x4", "CPU part": "0xd0b",
-           "CPU revision": "1"}
+ARM_CPU = {
+    "CPU implementer": "0x41",
+    "CPU architecture": "8",
+    "CPU variant": "0x4",
+    "CPU part": "0xd0b",
+    "CPU revision": "1",
+}
 ARM_FEATURES = "fp asimd evtstrm aes pmull sha1 sha2 crc32 atomics fphp asimdhp cpuid asimdrdm lrcpc dcpop asimddp"
 CPUINFO = "etc/predcalc-aarch64-cpuinfo"  # inside the root, mounted over /proc/cpuinfo
-EMULATION_NOTE = ("aarch64 wall times are qemu-user emulation on an x86-64 host (whole commands: Python "
-                  "start-up, imports, loading, every expression): not a latency on a Jetson. x86-64 times are "
-                  "the full install's on the same shared machine (its evaluate loads TensorFlow first)")
+EMULATION_NOTE = (
+    "aarch64 wall times are qemu-user emulation on an x86-64 host (whole commands: Python "
+    "start-up, imports, loading, every expression): not a latency on a Jetson. x86-64 times are "
+    "the full install's on the same shared machine (its evaluate loads TensorFlow first)"
+)
 
 
 class CheckError(RuntimeError):
@@ -74,6 +90,7 @@ class CheckError(RuntimeError):
 
 
 # -- what is checked -------------------------------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Artifact:
@@ -94,8 +111,9 @@ def runtime_of(path: Path) -> str:
     return "ONNX Runtime" if path.suffix == ".onnx" else "LiteRT"
 
 
-def recommended_artifacts(runs: Path | None = None, calculator: Path | None = None,
-                          exports: dict | None = None) -> list[Artifact]:
+def recommended_artifacts(
+    runs: Path | None = None, calculator: Path | None = None, exports: dict | None = None
+) -> list[Artifact]:
     """The calculator, then each recommended export's float32 LiteRT and ONNX files (skipped, with
     the reason, where absent) and the quantised LiteRT files its export kept (marked ``use``)."""
     from predcalc.deploy.export import (  # lazy: this module also runs inside the arm64 root, stdlib only
@@ -114,15 +132,19 @@ def recommended_artifacts(runs: Path | None = None, calculator: Path | None = No
         absent = None if path.is_file() else f"no file {relative(path)} ({hint})"
         return Artifact(name, path, runtime_of(path), note, absent)
 
-    found = [one(f"calculator/{calculator.name}", calculator, "the learned calculator",
-                 "the calculator notebook exports it")]
+    found = [
+        one(f"calculator/{calculator.name}", calculator, "the learned calculator", "the calculator notebook exports it")
+    ]
     for folder, note in exports.items():
         directory = runs / folder
         model = directory.name
         hint = f"`predcalc export {relative(directory / 'model.keras')}` writes it"
         found.append(one(f"{model}/model_float32.tflite", artifact_path(directory, "float32"), note, hint))
-        found += [one(f"{model}/{artifact_path(directory, fmt).name}", artifact_path(directory, fmt), note, hint)
-                  for fmt in LITERT_FORMATS[1:] if artifact_path(directory, fmt).is_file()]
+        found += [
+            one(f"{model}/{artifact_path(directory, fmt).name}", artifact_path(directory, fmt), note, hint)
+            for fmt in LITERT_FORMATS[1:]
+            if artifact_path(directory, fmt).is_file()
+        ]
         found.append(one(f"{model}/{ONNX_FILE}", directory / ONNX_FILE, note, hint))
     return found
 
@@ -140,6 +162,7 @@ def input_lines(data_seed: int = 0) -> dict[str, list[str]]:
 
 # -- the pins --------------------------------------------------------------------------------------
 
+
 def runtime_requirements(python_version: str, pyproject: Path | None = None) -> list[str]:
     """The ``runtime`` extra's requirements whose marker holds for ``python_version`` on aarch64 Linux."""
     import tomllib  # lazy: this module also runs inside the arm64 root, stdlib only
@@ -148,9 +171,15 @@ def runtime_requirements(python_version: str, pyproject: Path | None = None) -> 
     from predcalc.paths import ROOT
 
     data = tomllib.loads(Path(pyproject or ROOT / "pyproject.toml").read_text())
-    environment = {"python_version": python_version, "python_full_version": f"{python_version}.0",
-                   "platform_machine": "aarch64", "sys_platform": "linux", "platform_system": "Linux",
-                   "implementation_name": "cpython", "platform_python_implementation": "CPython"}
+    environment = {
+        "python_version": python_version,
+        "python_full_version": f"{python_version}.0",
+        "platform_machine": "aarch64",
+        "sys_platform": "linux",
+        "platform_system": "Linux",
+        "implementation_name": "cpython",
+        "platform_python_implementation": "CPython",
+    }
     chosen = []
     for line in data["project"]["optional-dependencies"]["runtime"]:
         requirement = Requirement(line)
@@ -168,9 +197,20 @@ def manylinux_platforms(glibc: tuple[int, int]) -> list[str]:
 def download_wheels(requirements, python_version: str, platforms, directory: Path, log) -> list[dict]:
     """Download each pin's aarch64 wheel (``--no-deps``: does this version have one?), then all of
     them with their dependencies into ``directory``; one record per pin (``wheel`` or ``error``)."""
-    base = [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check",
-            "--only-binary=:all:", "--python-version", python_version, "--implementation", "cp",
-            *[a for p in platforms for a in ("--platform", p)]]
+    base = [
+        sys.executable,
+        "-m",
+        "pip",
+        "download",
+        "--quiet",
+        "--disable-pip-version-check",
+        "--only-binary=:all:",
+        "--python-version",
+        python_version,
+        "--implementation",
+        "cp",
+        *[a for p in platforms for a in ("--platform", p)],
+    ]
     directory.mkdir(parents=True, exist_ok=True)
     records = []
     for requirement in requirements:
@@ -194,6 +234,7 @@ def download_wheels(requirements, python_version: str, platforms, directory: Pat
 
 # -- comparing -------------------------------------------------------------------------------------
 
+
 def compare_values(arm: list, host: list) -> dict:
     """Raw predictions of the two installs: how many are bitwise the same and the largest |difference|
     (NaN on both sides counts as the same; NaN on one side makes the difference infinite)."""
@@ -215,9 +256,12 @@ def compare_predict(arm: str, host: str, tolerance: float | None) -> dict:
     arm, host = arm.strip(), host.strip()
     record = {"aarch64": arm, "x86_64": host, "same": arm == host}
     values = [PREDICTED_VALUE.search(line) for line in (arm, host)]
-    close = tolerance is not None and all(values) and \
-        abs(float(values[0].group(1)) - float(values[1].group(1))) <= tolerance and \
-        PREDICTED_VALUE.sub("= # ", arm) == PREDICTED_VALUE.sub("= # ", host)
+    close = (
+        tolerance is not None
+        and all(values)
+        and abs(float(values[0].group(1)) - float(values[1].group(1))) <= tolerance
+        and PREDICTED_VALUE.sub("= # ", arm) == PREDICTED_VALUE.sub("= # ", host)
+    )
     record["agree"] = record["same"] or close
     return record
 
@@ -243,15 +287,26 @@ def artifact_record(artifact: Artifact, arm: dict, host: dict) -> dict:
     the commands wrote there) and ``wall_s`` (per command), or ``error`` where a command failed.
     """
     if "error" in arm or "error" in host:
-        return {"name": artifact.name, "file": _relative(artifact.path), "runtime": artifact.runtime,
-                "note": artifact.note, "agree": False,
-                "error": {side: run["error"] for side, run in (("aarch64", arm), ("x86_64", host)) if "error" in run}}
-    metrics = {side: {k: run["evaluate"][k] for k in METRIC_KEYS if k in run["evaluate"]}
-               for side, run in (("aarch64", arm), ("x86_64", host))}
-    record = {"name": artifact.name, "file": _relative(artifact.path), "runtime": artifact.runtime,
-              "note": artifact.note,
-              "evaluate": metrics,
-              "answers": compare_answers(arm["answers"], host["answers"])}
+        return {
+            "name": artifact.name,
+            "file": _relative(artifact.path),
+            "runtime": artifact.runtime,
+            "note": artifact.note,
+            "agree": False,
+            "error": {side: run["error"] for side, run in (("aarch64", arm), ("x86_64", host)) if "error" in run},
+        }
+    metrics = {
+        side: {k: run["evaluate"][k] for k in METRIC_KEYS if k in run["evaluate"]}
+        for side, run in (("aarch64", arm), ("x86_64", host))
+    }
+    record = {
+        "name": artifact.name,
+        "file": _relative(artifact.path),
+        "runtime": artifact.runtime,
+        "note": artifact.note,
+        "evaluate": metrics,
+        "answers": compare_answers(arm["answers"], host["answers"]),
+    }
     if arm.get("values") is not None:
         from predcalc.deploy.export import PARITY_RELATIVE_DIFF
 
@@ -262,9 +317,12 @@ def artifact_record(artifact: Artifact, arm: dict, host: dict) -> dict:
     record["predict"] = compare_predict(arm["predict"], host["predict"], record.get("values", {}).get("tolerance"))
     record["evaluate"]["same"] = all(metrics["aarch64"].get(k) == metrics["x86_64"].get(k) for k in EXACT_KEYS)
     record["evaluate"]["exact_change"] = metrics["aarch64"]["exact"] - metrics["x86_64"]["exact"]
-    record["agree"] = (record["predict"]["agree"] and record["evaluate"]["same"]
-                       and record["answers"]["identical"] == record["answers"]["n"]
-                       and record.get("values", {}).get("within", True))
+    record["agree"] = (
+        record["predict"]["agree"]
+        and record["evaluate"]["same"]
+        and record["answers"]["identical"] == record["answers"]["n"]
+        and record.get("values", {}).get("within", True)
+    )
     record["stderr_aarch64"] = arm.get("stderr", "")
     record["wall_s"] = {"aarch64_emulated": arm["wall_s"], "x86_64": host["wall_s"]}
     return record
@@ -274,71 +332,108 @@ def summary(artifacts: list[dict], skipped: list[dict]) -> dict:
     """How many artifacts were run and agree, the largest raw difference among those that agree, how
     the others differ, which were skipped."""
     diffs = [a["values"]["max_abs_diff"] for a in artifacts if "values" in a and a["agree"]]
-    return {"checked": len(artifacts), "agree": sum(a["agree"] for a in artifacts),
-            "disagree": [{"name": a["name"], "answers_differ": a["answers"]["n"] - a["answers"]["identical"],
-                          "n": a["answers"]["n"], "exact_aarch64": a["evaluate"]["aarch64"]["exact"],
-                          "exact_x86_64": a["evaluate"]["x86_64"]["exact"]}
-                         for a in artifacts if not a["agree"] and "error" not in a],
-            "failed": [a["name"] for a in artifacts if "error" in a],
-            "answers_identical": sum(a["answers"]["identical"] for a in artifacts if "answers" in a),
-            "answers": sum(a["answers"]["n"] for a in artifacts if "answers" in a),
-            "max_abs_diff_agreeing": max(diffs) if diffs else None,
-            "skipped": [s["name"] for s in skipped]}
+    return {
+        "checked": len(artifacts),
+        "agree": sum(a["agree"] for a in artifacts),
+        "disagree": [
+            {
+                "name": a["name"],
+                "answers_differ": a["answers"]["n"] - a["answers"]["identical"],
+                "n": a["answers"]["n"],
+                "exact_aarch64": a["evaluate"]["aarch64"]["exact"],
+                "exact_x86_64": a["evaluate"]["x86_64"]["exact"],
+            }
+            for a in artifacts
+            if not a["agree"] and "error" not in a
+        ],
+        "failed": [a["name"] for a in artifacts if "error" in a],
+        "answers_identical": sum(a["answers"]["identical"] for a in artifacts if "answers" in a),
+        "answers": sum(a["answers"]["n"] for a in artifacts if "answers" in a),
+        "max_abs_diff_agreeing": max(diffs) if diffs else None,
+        "skipped": [s["name"] for s in skipped],
+    }
 
 
 def result_lines(record: dict) -> list[str]:
     """The check's result in a few sentences (the README's Jetson section quotes them)."""
     arm, total = record["aarch64"], record["summary"]
-    lines = [f"`uname -m` inside the root: `{arm['uname_m']}`; Debian {record['root']['suite']}'s Python "
-             f"{arm['python']}; installed from the runtime extra: "
-             + ", ".join(f"{name} {version}" for name, version in arm["runtime_packages"].items()) + "."]
-    lines.append(f"{total['agree']} of {total['checked']} artifacts give the same answers as the x86-64 full "
-                 f"install ({total['answers_identical']:,} of {total['answers']:,} answers identical in all"
-                 + (f"; among those that agree, raw predictions differ by at most {total['max_abs_diff_agreeing']:.2g}"
-                    if total["max_abs_diff_agreeing"] is not None else "") + ").")
+    lines = [
+        f"`uname -m` inside the root: `{arm['uname_m']}`; Debian {record['root']['suite']}'s Python "
+        f"{arm['python']}; installed from the runtime extra: "
+        + ", ".join(f"{name} {version}" for name, version in arm["runtime_packages"].items())
+        + "."
+    ]
+    lines.append(
+        f"{total['agree']} of {total['checked']} artifacts give the same answers as the x86-64 full "
+        f"install ({total['answers_identical']:,} of {total['answers']:,} answers identical in all"
+        + (
+            f"; among those that agree, raw predictions differ by at most {total['max_abs_diff_agreeing']:.2g}"
+            if total["max_abs_diff_agreeing"] is not None
+            else ""
+        )
+        + ")."
+    )
     for other in total["disagree"]:
-        lines.append(f"`{other['name']}` differs: {other['answers_differ']} of {other['n']} answers, exact "
-                     f"accuracy {100 * other['exact_aarch64']:.1f} % on aarch64 against "
-                     f"{100 * other['exact_x86_64']:.1f} % on x86-64.")
+        lines.append(
+            f"`{other['name']}` differs: {other['answers_differ']} of {other['n']} answers, exact "
+            f"accuracy {100 * other['exact_aarch64']:.1f} % on aarch64 against "
+            f"{100 * other['exact_x86_64']:.1f} % on x86-64."
+        )
     if total["failed"]:
         lines.append("Failed to run: " + ", ".join(total["failed"]) + ".")
     if total["skipped"]:
         lines.append("Skipped (no file): " + ", ".join(total["skipped"]) + ".")
     times = [a["wall_s"]["aarch64_emulated"]["predict"] for a in record.get("artifacts", []) if "wall_s" in a]
     if times:
-        lines.append(f"A whole `predcalc predict` command took {min(times):.0f} to {max(times):.0f} s under "
-                     "emulation (qemu-user on the shared x86-64 machine: not a latency on a Jetson).")
+        lines.append(
+            f"A whole `predcalc predict` command took {min(times):.0f} to {max(times):.0f} s under "
+            "emulation (qemu-user on the shared x86-64 machine: not a latency on a Jetson)."
+        )
     jetpack6 = record.get("aarch64_jetpack6_versions")
     compared = [a["jetpack6_versions"] for a in record.get("artifacts", []) if "jetpack6_versions" in a]
     if jetpack6 and compared:
         versions = ", ".join(f"{n} {v}" for n, v in jetpack6["runtime_packages"].items())
         differ = [a["name"] for a in record["artifacts"] if not a.get("jetpack6_versions", {}).get("agree", True)]
-        lines.append(f"With the versions JetPack 6's Python {JETPACK6['python']} pins install ({versions}), on the "
-                     f"root's Python {arm['python']}: {sum(c['agree'] for c in compared)} of {len(compared)} "
-                     "artifacts give the same answers as x86-64"
-                     + (f" (not: {', '.join(f'`{name}`' for name in differ)})" if differ else "") + ".")
+        lines.append(
+            f"With the versions JetPack 6's Python {JETPACK6['python']} pins install ({versions}), on the "
+            f"root's Python {arm['python']}: {sum(c['agree'] for c in compared)} of {len(compared)} "
+            "artifacts give the same answers as x86-64"
+            + (f" (not: {', '.join(f'`{name}`' for name in differ)})" if differ else "")
+            + "."
+        )
     elif jetpack6 and jetpack6.get("skipped"):
         lines.append(f"JetPack 6's versions were not run: {jetpack6['skipped']}.")
     bare = record.get("emulation", {}).get("without_it")
     if bare:
         outcome = f"died with {bare['signal']}" if bare["signal"] else f"exited with {bare['rc']}"
-        lines.append(f"With the x86-64 `/proc/cpuinfo` that qemu-user passes through, `{bare['command']}` {outcome} "
-                     "inside the root; the check mounts an aarch64 one.")
+        lines.append(
+            f"With the x86-64 `/proc/cpuinfo` that qemu-user passes through, `{bare['command']}` {outcome} "
+            "inside the root; the check mounts an aarch64 one."
+        )
     for probe in record.get("emulation", {}).get("other_cpus", []):
         verdict = "as on x86-64" if probe["same_as_x86_64"] else "unlike x86-64"
-        outcome = f"printed `{probe['predict']}`, {verdict}" if probe.get("rc", 0) == 0 else \
-            f"died with {probe.get('signal') or probe['rc']}"
-        lines.append(f"On qemu's `{probe['cpu']}` ({PROBE_CPUS.get(probe['cpu'], 'another CPU')}) `{probe['name']}` "
-                     f"{outcome}.")
+        outcome = (
+            f"printed `{probe['predict']}`, {verdict}"
+            if probe.get("rc", 0) == 0
+            else f"died with {probe.get('signal') or probe['rc']}"
+        )
+        lines.append(
+            f"On qemu's `{probe['cpu']}` ({PROBE_CPUS.get(probe['cpu'], 'another CPU')}) `{probe['name']}` {outcome}."
+        )
     bad = [p for p in record["pins"] if "error" in p]
     if bad:
-        lines.append("Pins without an aarch64 wheel: " + "; ".join(
-            f"{p['requirement']} (Python {p['python']}): {p['error']}" for p in bad) + ".")
+        lines.append(
+            "Pins without an aarch64 wheel: "
+            + "; ".join(f"{p['requirement']} (Python {p['python']}): {p['error']}" for p in bad)
+            + "."
+        )
     else:
-        lines.append(f"Every pin has its aarch64 wheel: the Python {arm['python_minor']} ones installed and ran; "
-                     f"the Python {JETPACK6['python']} ones (JetPack 6: wheels for glibc "
-                     f"{'.'.join(map(str, JETPACK6['glibc']))}) download and resolve together, but no Python "
-                     f"{JETPACK6['python']} ran them here.")
+        lines.append(
+            f"Every pin has its aarch64 wheel: the Python {arm['python_minor']} ones installed and ran; "
+            f"the Python {JETPACK6['python']} ones (JetPack 6: wheels for glibc "
+            f"{'.'.join(map(str, JETPACK6['glibc']))}) download and resolve together, but no Python "
+            f"{JETPACK6['python']} ran them here."
+        )
     return lines
 
 
@@ -351,6 +446,7 @@ def update_readme(record: dict, readme: Path | None = None) -> bool:
 
 
 # -- running ---------------------------------------------------------------------------------------
+
 
 def _relative(path) -> str:
     from predcalc.paths import relative  # lazy: this module also runs inside the arm64 root, stdlib only
@@ -404,12 +500,18 @@ class Root:
                 raise CheckError(f"needs root to install {' '.join(missing)} (run it with sudo)")
             env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
             _must(_run(["apt-get", "update", "-q"], self.log, env=env), "apt-get update", self.log_path)
-            _must(_run(["apt-get", "install", "-y", "-q", *missing], self.log, env=env),
-                  f"apt-get install {' '.join(missing)}", self.log_path)
+            _must(
+                _run(["apt-get", "install", "-y", "-q", *missing], self.log, env=env),
+                f"apt-get install {' '.join(missing)}",
+                self.log_path,
+            )
         binfmt = Path("/proc/sys/fs/binfmt_misc")
         if not (binfmt / "status").exists():
-            _must(_run(["mount", "-t", "binfmt_misc", "binfmt_misc", binfmt], self.log),
-                  "mounting binfmt_misc", self.log_path)
+            _must(
+                _run(["mount", "-t", "binfmt_misc", "binfmt_misc", binfmt], self.log),
+                "mounting binfmt_misc",
+                self.log_path,
+            )
         _must(_run(["update-binfmts", "--enable", "qemu-aarch64"], self.log), "update-binfmts", self.log_path)
 
     def build(self) -> None:
@@ -418,9 +520,22 @@ class Root:
         if partial.exists():
             shutil.rmtree(partial)
         partial.parent.mkdir(parents=True, exist_ok=True)
-        _must(_run(["debootstrap", "--arch=arm64", "--variant=minbase", f"--include={','.join(ROOT_PACKAGES)}",
-                    SUITE, partial, "http://deb.debian.org/debian"], self.log),
-              f"debootstrap of Debian {SUITE} arm64", self.log_path)
+        _must(
+            _run(
+                [
+                    "debootstrap",
+                    "--arch=arm64",
+                    "--variant=minbase",
+                    f"--include={','.join(ROOT_PACKAGES)}",
+                    SUITE,
+                    partial,
+                    "http://deb.debian.org/debian",
+                ],
+                self.log,
+            ),
+            f"debootstrap of Debian {SUITE} arm64",
+            self.log_path,
+        )
         (partial / ROOT_MARKER).write_text(json.dumps({"suite": SUITE, "packages": ROOT_PACKAGES}) + "\n")
         partial.rename(self.path)
 
@@ -431,9 +546,12 @@ class Root:
         read-only, at the same path, so both installs read the same files by the same names."""
         cpuinfo = self.inside(CPUINFO)
         cpuinfo.write_text(arm_cpuinfo_text(os.cpu_count() or 1))
-        mounts = [(["-t", "proc", "proc"], Path("proc")), (["--bind", "/sys"], Path("sys")),
-                  (["--bind", "/dev"], Path("dev")),
-                  (["--bind", self.repository], self.repository.relative_to("/"))]
+        mounts = [
+            (["-t", "proc", "proc"], Path("proc")),
+            (["--bind", "/sys"], Path("sys")),
+            (["--bind", "/dev"], Path("dev")),
+            (["--bind", self.repository], self.repository.relative_to("/")),
+        ]
         if arm_cpuinfo:
             mounts.insert(1, (["--bind", cpuinfo], Path("proc/cpuinfo")))
         done = []
@@ -447,24 +565,34 @@ class Root:
                 _must(_run(["mount", *options, where], self.log), f"mounting {where}", self.log_path)
                 done.append(where)
                 if target == self.repository.relative_to("/"):
-                    _must(_run(["mount", "-o", "remount,bind,ro", where], self.log),
-                          f"making {where} read-only", self.log_path)
+                    _must(
+                        _run(["mount", "-o", "remount,bind,ro", where], self.log),
+                        f"making {where} read-only",
+                        self.log_path,
+                    )
             yield self
         finally:
             for where in reversed(done):
                 if _run(["umount", where], self.log).returncode != 0:
                     _run(["umount", "-l", where], self.log)
 
-    def run(self, command, what: str | None = None, cwd: Path | None = None,
-            cpu: str = QEMU_CPU) -> subprocess.CompletedProcess:
+    def run(
+        self, command, what: str | None = None, cwd: Path | None = None, cpu: str = QEMU_CPU
+    ) -> subprocess.CompletedProcess:
         """``command`` inside the root, in ``cwd`` (default the repository), with a clean environment, on
         qemu's ``cpu``."""
-        env = ["env", "-i", f"PATH={VENV}/bin:/usr/sbin:/usr/bin:/sbin:/bin", "HOME=/root", "LANG=C.UTF-8",
-               "TF_CPP_MIN_LOG_LEVEL=3", f"QEMU_CPU={cpu}"]
+        env = [
+            "env",
+            "-i",
+            f"PATH={VENV}/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+            "HOME=/root",
+            "LANG=C.UTF-8",
+            "TF_CPP_MIN_LOG_LEVEL=3",
+            f"QEMU_CPU={cpu}",
+        ]
         script = 'cd "$1" && shift && exec "$@"'
         command = [self.translate(c) for c in command]
-        result = _run(["chroot", self.path, *env, "sh", "-c", script, "sh", cwd or self.repository, *command],
-                      self.log)
+        result = _run(["chroot", self.path, *env, "sh", "-c", script, "sh", cwd or self.repository, *command], self.log)
         return _must(result, what, self.log_path) if what else result
 
     def inside(self, path: str) -> Path:
@@ -481,15 +609,18 @@ class Root:
 def arm_cpuinfo_text(cores: int) -> str:
     """/proc/cpuinfo as an aarch64 Linux kernel writes it, for ``cores`` Cortex-A76 cores (:data:`QEMU_CPU`)."""
     fields = {"BogoMIPS": "62.50", "Features": ARM_FEATURES, **ARM_CPU}
-    return "".join(f"processor\t: {core}\n" + "".join(f"{k}\t: {v}\n" for k, v in fields.items()) + "\n"
-                   for core in range(cores))
+    return "".join(
+        f"processor\t: {core}\n" + "".join(f"{k}\t: {v}\n" for k, v in fields.items()) + "\n" for core in range(cores)
+    )
 
 
 def probe_script() -> str:
     """Prints the Python, the machine and every installed distribution (run inside the root's venv)."""
-    return ("import json, platform, importlib.metadata as m; print(json.dumps({'python': platform.python_version(), "
-            "'machine': platform.machine(), 'packages': {d.metadata['Name'].lower(): d.version for d in "
-            "m.distributions()}}))")
+    return (
+        "import json, platform, importlib.metadata as m; print(json.dumps({'python': platform.python_version(), "
+        "'machine': platform.machine(), 'packages': {d.metadata['Name'].lower(): d.version for d in "
+        "m.distributions()}}))"
+    )
 
 
 def host_versions() -> dict:
@@ -499,8 +630,12 @@ def host_versions() -> dict:
     for name in (*RUNTIME_PACKAGES, "tensorflow", "keras"):
         with contextlib.suppress(metadata.PackageNotFoundError):
             packages[name] = metadata.version(name)
-    return {"machine": platform.machine(), "python": platform.python_version(), "packages": packages,
-            "install": "the full install (requirements.txt)"}
+    return {
+        "machine": platform.machine(),
+        "python": platform.python_version(),
+        "packages": packages,
+        "install": "the full install (requirements.txt)",
+    }
 
 
 def _timed(function):
@@ -518,31 +653,56 @@ def run_side(artifact: Artifact, tsv: Path, answers_file: Path, command) -> dict
     """``predcalc predict`` and ``predcalc evaluate --json --output`` through ``command`` (a function
     running the predcalc arguments on one install)."""
     predicted, predict_s = _timed(lambda: command(["predict", PREDICT_EXPRESSION, "--model", artifact.path]))
-    evaluated, evaluate_s = _timed(lambda: command(["evaluate", "--model", artifact.path, "--file", tsv,
-                                                    "--json", "--output", answers_file]))
+    evaluated, evaluate_s = _timed(
+        lambda: command(["evaluate", "--model", artifact.path, "--file", tsv, "--json", "--output", answers_file])
+    )
     for result, what in ((predicted, "predict"), (evaluated, "evaluate")):
         if result.returncode != 0:
             killed = _signal_name(result.returncode)
             return {"error": f"predcalc {what} exited with {killed or result.returncode}: {_last_line(result.stderr)}"}
-    return {"predict": predicted.stdout, "evaluate": json.loads(evaluated.stdout),
-            "answers": _read_answers(answers_file), "stderr": (predicted.stderr + evaluated.stderr).strip(),
-            "wall_s": {"predict": predict_s, "evaluate": evaluate_s}}
+    return {
+        "predict": predicted.stdout,
+        "evaluate": json.loads(evaluated.stdout),
+        "answers": _read_answers(answers_file),
+        "stderr": (predicted.stderr + evaluated.stderr).strip(),
+        "wall_s": {"predict": predict_s, "evaluate": evaluate_s},
+    }
 
 
 def _read_pins(root: Root, log) -> tuple[dict, list[dict]]:
     """The root's Python and wheel platforms; its pins downloaded for them (and JetPack 6's for 3.10)."""
-    tags = json.loads(root.run(["python3", "-c", "import json, sys; from pip._vendor.packaging.tags import sys_tags; "
-                                "print(json.dumps({'python': '%d.%d' % sys.version_info[:2], "
-                                "'platforms': sorted({t.platform for t in sys_tags()})}))"],
-                               "reading the root's wheel tags", cwd="/").stdout)
+    tags = json.loads(
+        root.run(
+            [
+                "python3",
+                "-c",
+                "import json, sys; from pip._vendor.packaging.tags import sys_tags; "
+                "print(json.dumps({'python': '%d.%d' % sys.version_info[:2], "
+                "'platforms': sorted({t.platform for t in sys_tags()})}))",
+            ],
+            "reading the root's wheel tags",
+            cwd="/",
+        ).stdout
+    )
     wheels = root.inside(WHEELS)
     pins = download_wheels(runtime_requirements(tags["python"]), tags["python"], tags["platforms"], wheels, log)
-    pins += download_wheels(runtime_requirements(JETPACK6["python"]), JETPACK6["python"],
-                            manylinux_platforms(JETPACK6["glibc"]), root.path.parent / "wheels-jetpack6", log)
+    pins += download_wheels(
+        runtime_requirements(JETPACK6["python"]),
+        JETPACK6["python"],
+        manylinux_platforms(JETPACK6["glibc"]),
+        root.path.parent / "wheels-jetpack6",
+        log,
+    )
     for record in pins:
         record["run"] = record["python"] == tags["python"]
-    _must(_run([sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:", "-d", wheels,
-                "setuptools>=68"], log), "downloading setuptools (the build backend)", root.log_path)
+    _must(
+        _run(
+            [sys.executable, "-m", "pip", "download", "--quiet", "--only-binary=:all:", "-d", wheels, "setuptools>=68"],
+            log,
+        ),
+        "downloading setuptools (the build backend)",
+        root.log_path,
+    )
     return tags, pins
 
 
@@ -556,17 +716,37 @@ def _install(root: Root, work: Path, venv: str = VENV, requirements: list[str] |
         shutil.copytree(ROOT / "lib", source / "lib", ignore=shutil.ignore_patterns("__pycache__", "*.egg-info"))
         for name in ("pyproject.toml", "README.md"):
             shutil.copy2(ROOT / name, source / name)
-    targets = [f"{root.translate(source)}[runtime]"] if requirements is None else [*requirements, root.translate(source)]
+    targets = (
+        [f"{root.translate(source)}[runtime]"] if requirements is None else [*requirements, root.translate(source)]
+    )
     root.run(["rm", "-rf", venv], "removing the old venv", cwd="/")
     root.run(["python3", "-m", "venv", venv], "creating the venv", cwd="/")
-    _, install_s = _timed(lambda: root.run(
-        [f"{venv}/bin/pip", "install", "--quiet", "--disable-pip-version-check", "--no-index",
-         "--find-links", f"/{WHEELS}", *targets], f"pip install {' '.join(map(str, targets))}", cwd="/"))
+    _, install_s = _timed(
+        lambda: root.run(
+            [
+                f"{venv}/bin/pip",
+                "install",
+                "--quiet",
+                "--disable-pip-version-check",
+                "--no-index",
+                "--find-links",
+                f"/{WHEELS}",
+                *targets,
+            ],
+            f"pip install {' '.join(map(str, targets))}",
+            cwd="/",
+        )
+    )
     seen = json.loads(root.run([f"{venv}/bin/python", "-c", probe_script()], "reading versions", cwd="/").stdout)
-    return {"uname_m": root.run(["uname", "-m"], "uname -m", cwd="/").stdout.strip(), "python": seen["python"],
-            "runtime_packages": {n: seen["packages"].get(n) for n in RUNTIME_PACKAGES},
-            "predcalc": seen["packages"].get("predcalc"), "packages": dict(sorted(seen["packages"].items())),
-            "heavy_packages": sorted(set(seen["packages"]) & set(HEAVY)), "install_s_emulated": install_s}
+    return {
+        "uname_m": root.run(["uname", "-m"], "uname -m", cwd="/").stdout.strip(),
+        "python": seen["python"],
+        "runtime_packages": {n: seen["packages"].get(n) for n in RUNTIME_PACKAGES},
+        "predcalc": seen["packages"].get("predcalc"),
+        "packages": dict(sorted(seen["packages"].items())),
+        "heavy_packages": sorted(set(seen["packages"]) & set(HEAVY)),
+        "install_s_emulated": install_s,
+    }
 
 
 def _run_artifacts(root: Root, runnable: list[Artifact], work: Path, step, venvs: dict[str, str]) -> dict:
@@ -593,15 +773,18 @@ def _run_artifacts(root: Root, runnable: list[Artifact], work: Path, step, venvs
         step(artifact.name)
         tsv = files["calculator" if artifact.calculator else "seed"]
         slug = artifact.name.replace("/", "__")
-        sides[artifact.name] = {label: run_side(artifact, tsv, work / f"{slug}.{label}.tsv", command)
-                                for label, command in commands.items()}
+        sides[artifact.name] = {
+            label: run_side(artifact, tsv, work / f"{slug}.{label}.tsv", command) for label, command in commands.items()
+        }
     step("raw values")
     for label, command in commands.items():
         values = [a for a in runnable if not a.calculator and "error" not in sides[a.name][label]]
         if not values:
             continue
-        result = command(["-m", "predcalc.deploy.jetson_check", "values", "--file", files["seed"],
-                          *[a.path for a in values]], program="python")
+        result = command(
+            ["-m", "predcalc.deploy.jetson_check", "values", "--file", files["seed"], *[a.path for a in values]],
+            program="python",
+        )
         found = json.loads(_must(result, f"raw values ({label})", root.log_path).stdout)
         for artifact in values:
             sides[artifact.name][label]["values"] = found[str(artifact.path)]
@@ -612,13 +795,23 @@ def jetpack6_comparison(record: dict) -> dict:
     """Of an :func:`artifact_record` for the JetPack 6 versions: only whether they agree with x86-64."""
     kept = {k: record[k] for k in ("agree", "answers", "values", "error") if k in record}
     if "predict" in record:
-        kept.update(predict=record["predict"], evaluate_same=record["evaluate"]["same"],
-                    wall_s_emulated=record["wall_s"]["aarch64_emulated"])
+        kept.update(
+            predict=record["predict"],
+            evaluate_same=record["evaluate"]["same"],
+            wall_s_emulated=record["wall_s"]["aarch64_emulated"],
+        )
     return kept
 
 
-def check(root_path: Path, output: Path, artifacts: list[Artifact] | None = None, progress: bool = True,
-          log_path: Path | None = None, build: bool = True, jetpack6_versions: bool = True) -> dict:
+def check(
+    root_path: Path,
+    output: Path,
+    artifacts: list[Artifact] | None = None,
+    progress: bool = True,
+    log_path: Path | None = None,
+    build: bool = True,
+    jetpack6_versions: bool = True,
+) -> dict:
     """Build (once, unless ``build`` is false) and enter the arm64 root, install the runtime extra,
     run every artifact on both sides and write the record to ``output``. Returns the record.
 
@@ -665,8 +858,11 @@ def check(root_path: Path, output: Path, artifacts: list[Artifact] | None = None
             requirements = runtime_requirements(JETPACK6["python"])
             found = download_wheels(requirements, tags["python"], tags["platforms"], root.inside(WHEELS), log)
             missing = [f"{p['requirement']}: {p['error']}" for p in found if "error" in p]
-            jetpack6 = {"requirements": requirements, "skipped": "; ".join(missing)} if missing else \
-                {"requirements": requirements}
+            jetpack6 = (
+                {"requirements": requirements, "skipped": "; ".join(missing)}
+                if missing
+                else {"requirements": requirements}
+            )
         step("install .[runtime]")
         work = root.inside(WORK)
         if work.exists():
@@ -684,9 +880,16 @@ def check(root_path: Path, output: Path, artifacts: list[Artifact] | None = None
         with root.mounted(arm_cpuinfo=False):  # what the emulation does without the workaround
             bare = root.run([f"{VENV}/bin/predcalc", "predict", PREDICT_EXPRESSION, "--model", runnable[0].path])
         with root.mounted():  # the integer kernels on other CPUs (PROBE_CPUS)
-            on_other = [(cpu, a.name, root.run([f"{VENV}/bin/predcalc", "predict", PREDICT_EXPRESSION, "--model",
-                                                a.path], cpu=cpu))
-                        for cpu in PROBE_CPUS for a in runnable if "int8" in a.path.name]
+            on_other = [
+                (
+                    cpu,
+                    a.name,
+                    root.run([f"{VENV}/bin/predcalc", "predict", PREDICT_EXPRESSION, "--model", a.path], cpu=cpu),
+                )
+                for cpu in PROBE_CPUS
+                for a in runnable
+                if "int8" in a.path.name
+            ]
         bar.update(steps - bar.n)
 
     checked = [artifact_record(a, sides[a.name]["aarch64"], sides[a.name]["x86_64"]) for a in runnable]
@@ -694,34 +897,58 @@ def check(root_path: Path, output: Path, artifacts: list[Artifact] | None = None
         for entry, artifact in zip(checked, runnable):
             sides_of = sides[artifact.name]
             entry["jetpack6_versions"] = jetpack6_comparison(
-                artifact_record(artifact, sides_of["aarch64_jetpack6_versions"], sides_of["x86_64"]))
+                artifact_record(artifact, sides_of["aarch64_jetpack6_versions"], sides_of["x86_64"])
+            )
     skipped = [{"name": a.name, "file": _relative(a.path), "reason": a.skipped} for a in artifacts if a.skipped]
     record = {
         "what": "make jetson-check: the runtime extra and the recommended artifacts on aarch64 (qemu-user), "
-                "compared with the x86-64 full install on the same files and inputs",
+        "compared with the x86-64 full install on the same files and inputs",
         "timing_note": EMULATION_NOTE,
-        "root": {"suite": SUITE, "variant": "minbase", "packages": list(ROOT_PACKAGES),
-                 "emulator": "qemu-user (binfmt_misc)" if platform.machine() != "aarch64" else "none (aarch64 host)"},
+        "root": {
+            "suite": SUITE,
+            "variant": "minbase",
+            "packages": list(ROOT_PACKAGES),
+            "emulator": "qemu-user (binfmt_misc)" if platform.machine() != "aarch64" else "none (aarch64 host)",
+        },
         "aarch64": arm,
-        "aarch64_jetpack6_versions": None if jetpack6 is None else {
-            **jetpack6, "note": f"the versions the Python {JETPACK6['python']} pins give (JetPack 6), installed on "
-                                "the root's Python: the packages checked, not JetPack's Python"},
+        "aarch64_jetpack6_versions": None
+        if jetpack6 is None
+        else {
+            **jetpack6,
+            "note": f"the versions the Python {JETPACK6['python']} pins give (JetPack 6), installed on "
+            "the root's Python: the packages checked, not JetPack's Python",
+        },
         "emulation": {
             "cpuinfo": f"an aarch64 /proc/cpuinfo ({QEMU_CPU} cores) mounted over the x86-64 one qemu-user "
-                       "passes through",
-            "without_it": {"command": f"predcalc predict {PREDICT_EXPRESSION!r} --model {_relative(runnable[0].path)}",
-                           "rc": bare.returncode, "signal": _signal_name(bare.returncode),
-                           "stderr": _last_line(bare.stderr)},
+            "passes through",
+            "without_it": {
+                "command": f"predcalc predict {PREDICT_EXPRESSION!r} --model {_relative(runnable[0].path)}",
+                "rc": bare.returncode,
+                "signal": _signal_name(bare.returncode),
+                "stderr": _last_line(bare.stderr),
+            },
             "cpu": f"qemu's {QEMU_CPU} (ARMv8.2-A with dot product and FP16, like the Orin's Cortex-A78AE, "
-                   "which qemu 7.2 does not have)",
-            "other_cpus": [{"cpu": cpu, "name": name, "predict": run.stdout.strip(), "rc": run.returncode,
-                            "signal": _signal_name(run.returncode),
-                            "same_as_x86_64": run.stdout.strip() == sides[name]["x86_64"].get("predict", "").strip()}
-                           for cpu, name, run in on_other]},
+            "which qemu 7.2 does not have)",
+            "other_cpus": [
+                {
+                    "cpu": cpu,
+                    "name": name,
+                    "predict": run.stdout.strip(),
+                    "rc": run.returncode,
+                    "signal": _signal_name(run.returncode),
+                    "same_as_x86_64": run.stdout.strip() == sides[name]["x86_64"].get("predict", "").strip(),
+                }
+                for cpu, name, run in on_other
+            ],
+        },
         "x86_64": host_versions(),
         "pins": pins,
-        "inputs": {"seed_test_sets": dict(SEED_TEST_SETS), "data_seed": 0,
-                   "calculator_extra": list(CALCULATOR_EXPRESSIONS), "predict": PREDICT_EXPRESSION},
+        "inputs": {
+            "seed_test_sets": dict(SEED_TEST_SETS),
+            "data_seed": 0,
+            "calculator_extra": list(CALCULATOR_EXPRESSIONS),
+            "predict": PREDICT_EXPRESSION,
+        },
         "artifacts": checked,
         "skipped": skipped,
     }
@@ -763,11 +990,16 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(prog="python -m predcalc.deploy.jetson_check", description=__doc__.split("\n")[0])
     commands = parser.add_subparsers(dest="command")
     run = commands.add_parser("check", help="the whole check (the default)")
-    run.add_argument("--root", type=Path, default=None, help="the arm64 root (default ~/.cache/predcalc/arm64-root "
-                                                             "or $PREDCALC_ARM64_ROOT)")
+    run.add_argument(
+        "--root",
+        type=Path,
+        default=None,
+        help="the arm64 root (default ~/.cache/predcalc/arm64-root or $PREDCALC_ARM64_ROOT)",
+    )
     run.add_argument("--output", type=Path, default=REPORTS / OUTPUT)
-    readme = commands.add_parser("readme", help="rewrite the stored record's summary and the README's lines from "
-                                                "its artifacts (no run)")
+    readme = commands.add_parser(
+        "readme", help="rewrite the stored record's summary and the README's lines from its artifacts (no run)"
+    )
     readme.add_argument("--output", type=Path, default=REPORTS / OUTPUT)
     values = commands.add_parser("values", help="raw predictions as JSON (what the check runs on each side)")
     values.add_argument("--file", required=True)

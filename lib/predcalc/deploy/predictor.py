@@ -42,8 +42,11 @@ class Predictor:
     def __init__(self, path=DEFAULT_MODEL):
         self.path = Path(path)
         if not self.path.exists():
-            hint = " (run `make report` to train and export the default model, or pass --model)" \
-                if self.path == DEFAULT_MODEL else ""
+            hint = (
+                " (run `make report` to train and export the default model, or pass --model)"
+                if self.path == DEFAULT_MODEL
+                else ""
+            )
             raise FileNotFoundError(f"no model file at {self.path}{hint}")
         sidecar = self.path.parent / SIDECAR
         if not sidecar.is_file():
@@ -53,9 +56,13 @@ class Predictor:
         self.format = for_path(self.path)
         self._run = self.format.open(self.path)
         # (tokenizer, path or opened runner) of sibling files that take longer inputs, shortest first
-        self._longer = [(get_tokenizer(self.info["tokenizer"], **{**self.info.get("tokenizer_config", {}),
-                                                                   "length": length}), longer)
-                        for length, longer in self.format.longer_inputs(self.path, self.info)]
+        self._longer = [
+            (
+                get_tokenizer(self.info["tokenizer"], **{**self.info.get("tokenizer_config", {}), "length": length}),
+                longer,
+            )
+            for length, longer in self.format.longer_inputs(self.path, self.info)
+        ]
 
     @property
     def name(self) -> str:
@@ -70,11 +77,15 @@ class Predictor:
             return
         digits = int(answer.get("digits", 0))
         if getattr(exact, "denominator", 1) != 1:
-            raise ValueError(f"{self.info.get('model', 'this model')} writes integer answers only; the exact "
-                             f"answer {exact} = {float(exact):.6g} is not one")
-        if abs(int(exact)) > 10 ** digits - 1:
-            raise ValueError(f"{self.info.get('model', 'this model')} writes answers of at most {digits} digits "
-                             f"(|answer| <= {10 ** digits - 1:,}); the exact answer {exact} does not fit")
+            raise ValueError(
+                f"{self.info.get('model', 'this model')} writes integer answers only; the exact "
+                f"answer {exact} = {float(exact):.6g} is not one"
+            )
+        if abs(int(exact)) > 10**digits - 1:
+            raise ValueError(
+                f"{self.info.get('model', 'this model')} writes answers of at most {digits} digits "
+                f"(|answer| <= {10**digits - 1:,}); the exact answer {exact} does not fit"
+            )
 
     def encode(self, expressions) -> np.ndarray:
         return self.tokenizer.encode_batch(list(expressions))

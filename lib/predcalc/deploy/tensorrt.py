@@ -60,8 +60,9 @@ def tensorrt_status() -> tuple[bool, str]:
     except ImportError as error:
         return False, f"TensorFlow {tf.__version__} has no TF-TRT module ({error})"
     if not trt_utils.is_tensorrt_enabled():
-        return False, (f"TensorFlow {tf.__version__} was built without TensorRT support "
-                       "(as every TensorFlow wheel on PyPI is)")
+        return False, (
+            f"TensorFlow {tf.__version__} was built without TensorRT support (as every TensorFlow wheel on PyPI is)"
+        )
     linked = ".".join(map(str, trt_utils.get_linked_tensorrt_version()))
     loaded = trt_utils.get_loaded_tensorrt_version()
     if not any(loaded):
@@ -84,7 +85,7 @@ def _signature_input(saved_model_dir: Path, signature_key: str):
     _, specs = loaded.signatures[signature_key].structured_input_signature
     if len(specs) != 1:
         raise ValueError(f"expected one input in the {signature_key!r} signature, found {sorted(specs)}")
-    (name, spec), = specs.items()
+    ((name, spec),) = specs.items()
     return name, spec
 
 
@@ -99,9 +100,17 @@ def engine_count(saved_model_dir) -> int:
     return (Path(saved_model_dir) / "saved_model.pb").read_bytes().count(b"TRTEngineOp")
 
 
-def convert(saved_model_dir, output_dir=None, precision: str = "FP16", calibration_inputs=None,
-            build_inputs=None, max_workspace_bytes: int = 1 << 28, minimum_segment_size: int = 3,
-            signature_key: str = "serving_default", batch_sizes=BATCH_SIZES) -> dict:
+def convert(
+    saved_model_dir,
+    output_dir=None,
+    precision: str = "FP16",
+    calibration_inputs=None,
+    build_inputs=None,
+    max_workspace_bytes: int = 1 << 28,
+    minimum_segment_size: int = 3,
+    signature_key: str = "serving_default",
+    batch_sizes=BATCH_SIZES,
+) -> dict:
     """Convert a SavedModel with ``TrtGraphConverterV2`` and save the result.
 
     Args:
@@ -144,21 +153,30 @@ def convert(saved_model_dir, output_dir=None, precision: str = "FP16", calibrati
         def generate():
             for row in np.asarray(inputs):
                 yield (tf.constant(row[None, ...], dtype=spec.dtype),)
+
         return generate
 
-    params = trt.TrtConversionParams(precision_mode=precision, max_workspace_size_bytes=max_workspace_bytes,
-                                     minimum_segment_size=minimum_segment_size,
-                                     use_calibration=precision == "INT8")
+    params = trt.TrtConversionParams(
+        precision_mode=precision,
+        max_workspace_size_bytes=max_workspace_bytes,
+        minimum_segment_size=minimum_segment_size,
+        use_calibration=precision == "INT8",
+    )
     # TensorRT 10 has no implicit batch: dynamic shapes, one profile over the batch sizes
-    converter = trt.TrtGraphConverterV2(input_saved_model_dir=str(saved_model_dir),
-                                        input_saved_model_signature_key=signature_key, conversion_params=params,
-                                        use_dynamic_shape=True, dynamic_shape_profile_strategy="Range")
+    converter = trt.TrtGraphConverterV2(
+        input_saved_model_dir=str(saved_model_dir),
+        input_saved_model_signature_key=signature_key,
+        conversion_params=params,
+        use_dynamic_shape=True,
+        dynamic_shape_profile_strategy="Range",
+    )
     if precision == "INT8":
         converter.convert(calibration_input_fn=batches(calibration_inputs))
     else:
         converter.convert()
     sizes = sorted({int(b) for b in batch_sizes})
     if build_inputs is not None and len(build_inputs):
+
         def build_batches():
             for size in sizes:
                 yield (tf.constant(batch_of(build_inputs, size), dtype=spec.dtype),)
@@ -166,9 +184,15 @@ def convert(saved_model_dir, output_dir=None, precision: str = "FP16", calibrati
         converter.build(input_fn=build_batches)
     converter.save(str(output_dir))
     size = sum(f.stat().st_size for f in output_dir.rglob("*") if f.is_file())
-    return {"path": str(output_dir), "precision": precision, "bytes": size, "tensorrt": runtime,
-            "engines_built": build_inputs is not None and len(build_inputs) > 0, "batch_sizes": sizes,
-            "trt_engines": engine_count(output_dir)}
+    return {
+        "path": str(output_dir),
+        "precision": precision,
+        "bytes": size,
+        "tensorrt": runtime,
+        "engines_built": build_inputs is not None and len(build_inputs) > 0,
+        "batch_sizes": sizes,
+        "trt_engines": engine_count(output_dir),
+    }
 
 
 def convert_export(export_dir, precisions=("FP16",), calibration_expressions=None, check_expressions=None) -> dict:
@@ -203,14 +227,19 @@ def convert_export(export_dir, precisions=("FP16",), calibration_expressions=Non
     results = {}
     for precision in precisions:
         try:
-            result = convert(export_dir / "saved_model", precision=precision, calibration_inputs=calibration,
-                             build_inputs=check, batch_sizes=BATCH_SIZES)
+            result = convert(
+                export_dir / "saved_model",
+                precision=precision,
+                calibration_inputs=calibration,
+                build_inputs=check,
+                batch_sizes=BATCH_SIZES,
+            )
             runner = SavedModelRunner(result["path"])
             by_batch = {}
             for size in result["batch_sizes"]:  # whole batches of exactly this size
                 usable = len(check) // size * size or size
                 inputs = batch_of(check, usable)
-                outputs = np.concatenate([runner(inputs[i:i + size]) for i in range(0, usable, size)])
+                outputs = np.concatenate([runner(inputs[i : i + size]) for i in range(0, usable, size)])
                 expected = reference[:usable] if len(reference) >= usable else np.resize(reference, outputs.shape)
                 by_batch[str(size)] = float(np.max(np.abs(outputs - expected)))
             result["max_abs_diff_by_batch"] = by_batch
@@ -225,9 +254,11 @@ def convert_export(export_dir, precisions=("FP16",), calibration_expressions=Non
 
 
 def main(argv=None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m predcalc.deploy.tensorrt",
-                                     description="Build TF-TRT engines from an export directory's SavedModel "
-                                                 "(needs TensorFlow with TensorRT, e.g. NVIDIA's build on a Jetson).")
+    parser = argparse.ArgumentParser(
+        prog="python -m predcalc.deploy.tensorrt",
+        description="Build TF-TRT engines from an export directory's SavedModel "
+        "(needs TensorFlow with TensorRT, e.g. NVIDIA's build on a Jetson).",
+    )
     parser.add_argument("export_dir", help="a directory written by `predcalc export` (saved_model/, predcalc.json)")
     parser.add_argument("--precision", nargs="+", default=["FP16"], type=str.upper, choices=PRECISIONS)
     args = parser.parse_args(argv)
@@ -237,8 +268,10 @@ def main(argv=None) -> int:
         print(f"predcalc tensorrt: error: {error}", file=sys.stderr)
         return 2
     for precision, result in results.items():
-        status = result.get("error") or (f"{result['path']}  {result['bytes'] / 1024:.1f} KB  "
-                                         f"max abs diff vs SavedModel {result['max_abs_diff']:.3g}")
+        status = result.get("error") or (
+            f"{result['path']}  {result['bytes'] / 1024:.1f} KB  "
+            f"max abs diff vs SavedModel {result['max_abs_diff']:.3g}"
+        )
         print(f"{precision}: {status}")
     return 1 if any("error" in r for r in results.values()) else 0
 

@@ -16,10 +16,18 @@ __all__ = []
 for _module_info in pkgutil.iter_modules(__path__):
     _module = importlib.import_module(f"{__name__}.{_module_info.name}")
     for _name, _value in vars(_module).items():
-        if (inspect.isclass(_value) and _value.__module__ == _module.__name__ and not _name.startswith("_")
-                and not _module_info.name.startswith("_") and issubclass(_value, keras.layers.Layer)):
+        if (
+            inspect.isclass(_value)
+            and _value.__module__ == _module.__name__
+            and not _name.startswith("_")
+            and not _module_info.name.startswith("_")
+            and issubclass(_value, keras.layers.Layer)
+        ):
             globals()[_name] = _value
             __all__.append(_name)
 # A base class the library's layers share (e.g. InputGatedScan under MinGRU and MinLSTM) is plumbing, not a layer
-__all__ = sorted(name for name in __all__
-                 if not any(other != name and issubclass(globals()[other], globals()[name]) for other in __all__))
+__all__ = sorted(
+    name
+    for name in __all__
+    if not any(other != name and issubclass(globals()[other], globals()[name]) for other in __all__)
+)

@@ -31,8 +31,7 @@ class AttentionBlock(keras.layers.Layer):
         dropout = rate("dropout", dropout)
         if not isinstance(layer_norm_epsilon, numbers.Real) or not layer_norm_epsilon > 0:
             raise ValueError(
-                "layer_norm_epsilon must be a positive number. "
-                f"Received: layer_norm_epsilon={layer_norm_epsilon}"
+                f"layer_norm_epsilon must be a positive number. Received: layer_norm_epsilon={layer_norm_epsilon}"
             )
         super().__init__(**kwargs)
         self.num_heads = num_heads
@@ -79,9 +78,7 @@ class AttentionBlock(keras.layers.Layer):
         )
         setattr(self, attention_name, attention)
         attention.build(query_shape, key_shape)
-        self.attention_dropout = keras.layers.Dropout(
-            self.dropout, dtype=self.dtype_policy, name="attention_dropout"
-        )
+        self.attention_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy, name="attention_dropout")
         self.attention_norm = keras.layers.LayerNormalization(
             epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="attention_norm"
         )
@@ -94,13 +91,9 @@ class AttentionBlock(keras.layers.Layer):
             **self._initializers(),
         )
         self.ffn_inner.build(query_shape)
-        self.ffn_outer = keras.layers.Dense(
-            d_model, dtype=self.dtype_policy, name="ffn_outer", **self._initializers()
-        )
+        self.ffn_outer = keras.layers.Dense(d_model, dtype=self.dtype_policy, name="ffn_outer", **self._initializers())
         self.ffn_outer.build((*query_shape[:-1], self.ffn_units))
-        self.ffn_dropout = keras.layers.Dropout(
-            self.dropout, dtype=self.dtype_policy, name="ffn_dropout"
-        )
+        self.ffn_dropout = keras.layers.Dropout(self.dropout, dtype=self.dtype_policy, name="ffn_dropout")
         self.ffn_norm = keras.layers.LayerNormalization(
             epsilon=self.layer_norm_epsilon, dtype=self.dtype_policy, name="ffn_norm"
         )

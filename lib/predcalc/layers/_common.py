@@ -13,8 +13,7 @@ def positive_int(name, value, allow_none=False):
         return None
     if not isinstance(value, numbers.Integral) or isinstance(value, bool) or value <= 0:
         raise ValueError(
-            f"{name} must be a positive integer{' or None' if allow_none else ''}. "
-            f"Received: {name}={value}"
+            f"{name} must be a positive integer{' or None' if allow_none else ''}. Received: {name}={value}"
         )
     return int(value)
 
@@ -42,9 +41,7 @@ def check_bools(**values):
     """A ValueError for the first argument that is not a bool."""
     for arg_name, value in values.items():
         if not isinstance(value, bool):
-            raise ValueError(
-                f"{arg_name} must be a bool. Received: {arg_name}={value}"
-            )
+            raise ValueError(f"{arg_name} must be a bool. Received: {arg_name}={value}")
 
 
 def serialized(layer, *names):
@@ -54,10 +51,7 @@ def serialized(layer, *names):
 
 def fresh_initializers(layer, *names):
     """New initializer objects equal to the layer's (one per sub-layer, so none is shared)."""
-    return {
-        name: keras.initializers.get(keras.initializers.serialize(getattr(layer, name)))
-        for name in names
-    }
+    return {name: keras.initializers.get(keras.initializers.serialize(getattr(layer, name))) for name in names}
 
 
 # -- the sequence layers (minGRU/minLSTM, mLSTM, sLSTM, Mamba) ---------------------------------
@@ -70,15 +64,9 @@ def checked_heads(units, num_heads, forget_gate):
     forget-gate form (mLSTM, sLSTM)."""
     units, num_heads = positive_ints(units=units, num_heads=num_heads)
     if units % num_heads != 0:
-        raise ValueError(
-            "units must be divisible by num_heads. "
-            f"Received: units={units}, num_heads={num_heads}"
-        )
+        raise ValueError(f"units must be divisible by num_heads. Received: units={units}, num_heads={num_heads}")
     if forget_gate not in FORGET_GATES:
-        raise ValueError(
-            f"forget_gate must be one of {FORGET_GATES}. "
-            f"Received: forget_gate={forget_gate!r}"
-        )
+        raise ValueError(f"forget_gate must be one of {FORGET_GATES}. Received: forget_gate={forget_gate!r}")
     return units, num_heads
 
 
@@ -107,10 +95,7 @@ def sequence_input_dim(layer, input_shape):
             f"Received: input_shape={input_shape}"
         )
     if input_shape[-1] is None:
-        raise ValueError(
-            "The last dimension of the inputs must be defined. "
-            f"Received: input_shape={input_shape}"
-        )
+        raise ValueError(f"The last dimension of the inputs must be defined. Received: input_shape={input_shape}")
     return input_shape[-1]
 
 

@@ -69,10 +69,7 @@ class SeedCell(keras.layers.Layer):
 
     def seed_weights(self):
         """Returns the weights as a dict keyed by the seed symbols (`W_f`, ..., `b_o`)."""
-        return {
-            symbol: ops.convert_to_numpy(getattr(self, attribute))
-            for symbol, attribute in self._weight_names
-        }
+        return {symbol: ops.convert_to_numpy(getattr(self, attribute)) for symbol, attribute in self._weight_names}
 
     def _check_keras_cell(self, cell):
         """Raises when the Keras cell computes other equations than the seed's."""
@@ -106,14 +103,10 @@ class SeedCell(keras.layers.Layer):
             source = cell.get_weights()
         source = [np.asarray(w) for w in source]
         if len(source) not in (2, 3):
-            raise ValueError(
-                "Expected `[kernel, recurrent_kernel, bias]`. "
-                f"Received a list of {len(source)} arrays."
-            )
+            raise ValueError(f"Expected `[kernel, recurrent_kernel, bias]`. Received a list of {len(source)} arrays.")
         if source[1].shape[0] != self.units:
             raise ValueError(
-                f"The Keras {self._keras_name} has {source[1].shape[0]} units but this cell "
-                f"has units={self.units}."
+                f"The Keras {self._keras_name} has {source[1].shape[0]} units but this cell has units={self.units}."
             )
         weights = type(self)._keras_to_seed(*source)
         if not self.built:
@@ -136,11 +129,7 @@ def check_keras_kernels(kernel, recurrent_kernel, gates):
     kernel = np.asarray(kernel)
     recurrent_kernel = np.asarray(recurrent_kernel)
     units = recurrent_kernel.shape[0]
-    if (
-        kernel.ndim != 2
-        or recurrent_kernel.shape != (units, gates * units)
-        or kernel.shape[1] != gates * units
-    ):
+    if kernel.ndim != 2 or recurrent_kernel.shape != (units, gates * units) or kernel.shape[1] != gates * units:
         raise ValueError(
             f"Expected `kernel` of shape (input_dim, {gates} * units) and "
             f"`recurrent_kernel` of shape (units, {gates} * units). Received: "
@@ -157,9 +146,7 @@ def keras_blocks_to_seed(kernel, recurrent_kernel, bias, gate_index, signs=None)
     for gate, index in gate_index.items():
         block = slice(index * units, (index + 1) * units)
         sign = (signs or {}).get(gate, 1.0)
-        weights[f"W_{gate}"] = sign * np.concatenate(
-            [recurrent_kernel[:, block].T, kernel[:, block].T], axis=1
-        )
+        weights[f"W_{gate}"] = sign * np.concatenate([recurrent_kernel[:, block].T, kernel[:, block].T], axis=1)
         weights[f"b_{gate}"] = sign * bias[block]
     return weights
 

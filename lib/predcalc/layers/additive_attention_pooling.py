@@ -98,9 +98,7 @@ class AdditiveAttentionPooling(keras.layers.Layer):
             initializer=self.kernel_initializer,
             name="kernel",
         )
-        self.bias = self.add_weight(
-            shape=(units,), initializer=self.bias_initializer, name="bias"
-        )
+        self.bias = self.add_weight(shape=(units,), initializer=self.bias_initializer, name="bias")
         self.context_vector = self.add_weight(
             shape=(units,),
             initializer=self.context_initializer,
@@ -108,9 +106,7 @@ class AdditiveAttentionPooling(keras.layers.Layer):
         )
 
     def call(self, inputs, mask=None, return_attention_scores=False):
-        v = ops.tanh(
-            ops.matmul(inputs, ops.transpose(self.kernel)) + self.bias
-        )  # (11) (batch, time, units)
+        v = ops.tanh(ops.matmul(inputs, ops.transpose(self.kernel)) + self.bias)  # (11) (batch, time, units)
         scores = ops.sum(v * self.context_vector, axis=-1)  # (12) (batch, time)
         if mask is not None:
             mask = ops.cast(mask, "bool")  # (batch, time)
@@ -121,9 +117,7 @@ class AdditiveAttentionPooling(keras.layers.Layer):
         if mask is not None:
             # Rows with every step masked would be uniform; make them zero.
             alpha = alpha * ops.cast(mask, alpha.dtype)
-        context = ops.sum(
-            ops.expand_dims(alpha, -1) * inputs, axis=1
-        )  # (14) (batch, features)
+        context = ops.sum(ops.expand_dims(alpha, -1) * inputs, axis=1)  # (14) (batch, features)
         if return_attention_scores:
             return context, alpha
         return context
@@ -133,7 +127,7 @@ class AdditiveAttentionPooling(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(config_entries(
-            self, ("units",), ("kernel_initializer", "bias_initializer", "context_initializer")
-        ))
+        config.update(
+            config_entries(self, ("units",), ("kernel_initializer", "bias_initializer", "context_initializer"))
+        )
         return config

@@ -135,16 +135,10 @@ class BidirectionalLSTMAttention(keras.layers.Layer):
             dtype=self.dtype_policy,
             name="attention_pooling",
         )
-        self.attention_pooling.build(
-            (input_shape[0], input_shape[1], 2 * self.units)
-        )
+        self.attention_pooling.build((input_shape[0], input_shape[1], 2 * self.units))
 
-    def call(
-        self, inputs, mask=None, training=None, return_attention_scores=False
-    ):
-        hidden = self.bidirectional_lstm(
-            inputs, mask=mask, training=training
-        )  # (batch, time, 2 * units)
+    def call(self, inputs, mask=None, training=None, return_attention_scores=False):
+        hidden = self.bidirectional_lstm(inputs, mask=mask, training=training)  # (batch, time, 2 * units)
         return self.attention_pooling(
             hidden, mask=mask, return_attention_scores=return_attention_scores
         )  # (batch, 2 * units) [, (batch, time)]
@@ -154,8 +148,11 @@ class BidirectionalLSTMAttention(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(config_entries(
-            self, ("units", "attention_units", "dropout", "recurrent_dropout", "seed"),
-            ("kernel_initializer", "recurrent_initializer", "bias_initializer"),
-        ))
+        config.update(
+            config_entries(
+                self,
+                ("units", "attention_units", "dropout", "recurrent_dropout", "seed"),
+                ("kernel_initializer", "recurrent_initializer", "bias_initializer"),
+            )
+        )
         return config

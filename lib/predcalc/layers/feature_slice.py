@@ -27,8 +27,11 @@ class FeatureSlice(keras.layers.Layer):
 
     def __init__(self, start, stop, **kwargs):
         super().__init__(**kwargs)
-        if (not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in (start, stop))
-                or start < 0 or stop <= start):
+        if (
+            not all(isinstance(v, numbers.Integral) and not isinstance(v, bool) for v in (start, stop))
+            or start < 0
+            or stop <= start
+        ):
             raise ValueError(f"need integers 0 <= start < stop. Received: start={start}, stop={stop}")
         self.start, self.stop = int(start), int(stop)
 
@@ -37,7 +40,7 @@ class FeatureSlice(keras.layers.Layer):
             raise ValueError(f"the input has {input_shape[-1]} features; stop={self.stop} is out of range")
 
     def call(self, inputs):
-        return inputs[..., self.start:self.stop]
+        return inputs[..., self.start : self.stop]
 
     def compute_output_shape(self, input_shape):
         return (*input_shape[:-1], self.stop - self.start)

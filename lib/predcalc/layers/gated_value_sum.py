@@ -33,8 +33,10 @@ class GatedValueSum(keras.layers.Layer):
     def build(self, input_shape):
         features, values = input_shape
         if len(features) != 3 or len(values) != 3 or values[-1] != 1:
-            raise ValueError("GatedValueSum takes [features (batch, steps, d), values (batch, steps, 1)]. "
-                             f"Received: {features} and {values}")
+            raise ValueError(
+                "GatedValueSum takes [features (batch, steps, d), values (batch, steps, 1)]. "
+                f"Received: {features} and {values}"
+            )
         if features[1] is not None and values[1] is not None and features[1] != values[1]:
             raise ValueError(f"features and values need the same steps. Received: {features[1]} and {values[1]}")
         self.gate_kernel = self.add_weight(shape=(features[-1], 1), initializer="glorot_uniform", name="gate_kernel")

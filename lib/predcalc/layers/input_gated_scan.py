@@ -46,8 +46,7 @@ class InputGatedScan(keras.layers.Layer):
     ):
         super().__init__(**kwargs)
         units = positive_int("units", units)
-        check_bools(return_sequences=return_sequences, return_state=return_state, parallel=parallel,
-                    use_bias=use_bias)
+        check_bools(return_sequences=return_sequences, return_state=return_state, parallel=parallel, use_bias=use_bias)
         self.units = units
         self.return_sequences = return_sequences
         self.return_state = return_state
@@ -86,23 +85,18 @@ class InputGatedScan(keras.layers.Layer):
             projected = projected + self.bias  # (batch, time, gates*units)
         units = self.units
         logits = tuple(
-            projected[..., index * units : (index + 1) * units]
-            for index in range(self.gate_count)
+            projected[..., index * units : (index + 1) * units] for index in range(self.gate_count)
         )  # gate_count x (batch, time, units)
 
         if self.parallel:
-            log_a, log_b = self._log_coefficients(
-                *logits
-            )  # (batch, time, units) each
+            log_a, log_b = self._log_coefficients(*logits)  # (batch, time, units) each
             if self.return_sequences:
                 sequence, last_state = log_space_scan(
                     log_a, log_b, initial_state
                 )  # (batch, time, units), (batch, units)
             else:  # only h_T is returned: one reduction, no scan
                 sequence = None
-                last_state = log_space_last_state(
-                    log_a, log_b, initial_state
-                )  # (batch, units)
+                last_state = log_space_last_state(log_a, log_b, initial_state)  # (batch, units)
         else:
             sequence, last_state = self._step_path(logits, initial_state)
 
@@ -112,9 +106,7 @@ class InputGatedScan(keras.layers.Layer):
         return output
 
     def _step_path(self, logits, initial_state):
-        step_inputs = tuple(
-            ops.moveaxis(block, 1, 0) for block in logits
-        )  # gate_count x (time, batch, units)
+        step_inputs = tuple(ops.moveaxis(block, 1, 0) for block in logits)  # gate_count x (time, batch, units)
         if initial_state is None:
             initial_state = ops.zeros_like(step_inputs[0][0])  # (batch, units)
 
@@ -122,9 +114,7 @@ class InputGatedScan(keras.layers.Layer):
             h_t = self._step(h_prev, *logits_t)  # (batch, units)
             return h_t, h_t
 
-        last_state, sequence = run_steps(
-            step, initial_state, step_inputs
-        )  # (batch, units), (time, batch, units)
+        last_state, sequence = run_steps(step, initial_state, step_inputs)  # (batch, units), (time, batch, units)
         return ops.moveaxis(sequence, 0, 1), last_state
 
     def compute_output_shape(self, input_shape):
@@ -132,8 +122,11 @@ class InputGatedScan(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(config_entries(
-            self, ("units", "return_sequences", "return_state", "parallel", "use_bias"),
-            ("kernel_initializer", "bias_initializer"),
-        ))
+        config.update(
+            config_entries(
+                self,
+                ("units", "return_sequences", "return_state", "parallel", "use_bias"),
+                ("kernel_initializer", "bias_initializer"),
+            )
+        )
         return config

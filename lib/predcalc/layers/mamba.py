@@ -35,9 +35,7 @@ def causal_depthwise_conv(inputs, kernel, bias, conv_state):
         `(batch, K - 1, channels)`.
     """
     kernel_size = kernel.shape[0]
-    padded = ops.concatenate(
-        [conv_state, inputs], axis=1
-    )  # (batch, K-1+time, channels)
+    padded = ops.concatenate([conv_state, inputs], axis=1)  # (batch, K-1+time, channels)
     time_steps = ops.shape(inputs)[1]
     outputs = bias
     for j in range(kernel_size):
@@ -48,14 +46,10 @@ def causal_depthwise_conv(inputs, kernel, bias, conv_state):
 
 def rms_normalize(values, epsilon=1e-6):
     """Parameter-free RMSNorm over the last axis (Jamba's norm of `B_t`, `C_t`)."""
-    return values * ops.rsqrt(
-        ops.mean(ops.square(values), axis=-1, keepdims=True) + epsilon
-    )
+    return values * ops.rsqrt(ops.mean(ops.square(values), axis=-1, keepdims=True) + epsilon)
 
 
-def selective_ssm_coefficients(
-    x, delta, b_input, log_decay_rate, bounded_state=False
-):
+def selective_ssm_coefficients(x, delta, b_input, log_decay_rate, bounded_state=False):
     """Zero-order-hold discretisation of the selective SSM (Mamba, Section 2).
 
     `A = -exp(A_log)`, `a_t = exp(delta_t * A)` (that is `A_bar`) and
@@ -122,29 +116,21 @@ def mamba_step(
     """
     h_prev, conv_window = states
     if conv_kernel is not None:
-        window = ops.concatenate(
-            [conv_window, x_t[:, None]], axis=1
-        )  # (batch, K, channels)
-        x_t = (
-            ops.sum(window * conv_kernel, axis=1) + conv_bias
-        )  # (batch, channels)
+        window = ops.concatenate([conv_window, x_t[:, None]], axis=1)  # (batch, K, channels)
+        x_t = ops.sum(window * conv_kernel, axis=1) + conv_bias  # (batch, channels)
         conv_window = window[:, 1:]  # (batch, K-1, channels)
     u = ops.silu(x_t)  # (batch, channels)
     dt_rank = dt_kernel.shape[0]
     state_size = log_decay_rate.shape[-1]
     dbc = ops.matmul(u, x_proj_kernel)  # (batch, dt_rank + 2*state)
-    delta = ops.softplus(
-        ops.matmul(dbc[:, :dt_rank], dt_kernel) + dt_bias
-    )  # (batch, channels)
+    delta = ops.softplus(ops.matmul(dbc[:, :dt_rank], dt_kernel) + dt_bias)  # (batch, channels)
     b_t = dbc[:, dt_rank : dt_rank + state_size]  # (batch, state)
     c_t = dbc[:, dt_rank + state_size :]  # (batch, state)
     a_matrix = -ops.exp(log_decay_rate)  # (channels, state)
     a_t = ops.exp(delta[..., None] * a_matrix)  # (batch, channels, state)
     if bounded_state:  # exact ZOH, normalised B_t and C_t
         b_t, c_t = rms_normalize(b_t), rms_normalize(c_t)
-        h = a_t * h_prev + (1.0 - a_t) / (-a_matrix) * (
-            u[..., None] * b_t[:, None, :]
-        )  # (batch, channels, state)
+        h = a_t * h_prev + (1.0 - a_t) / (-a_matrix) * (u[..., None] * b_t[:, None, :])  # (batch, channels, state)
     else:
         h = a_t * h_prev + (delta * u)[..., None] * b_t[:, None, :]
     y = ops.sum(h * c_t[:, None, :], axis=-1) + skip * u  # (batch, channels)
@@ -268,16 +254,12 @@ class Mamba(keras.layers.Layer):
                 f"{conv_kernel_size}"
             )
         if not (isinstance(dt_rank, str) and dt_rank == "auto") and (
-            isinstance(dt_rank, bool)
-            or not isinstance(dt_rank, numbers.Integral)
-            or dt_rank <= 0
+            isinstance(dt_rank, bool) or not isinstance(dt_rank, numbers.Integral) or dt_rank <= 0
         ):
-            raise ValueError(
-                'dt_rank must be a positive integer or "auto". '
-                f"Received: dt_rank={dt_rank!r}"
-            )
-        check_bools(return_sequences=return_sequences, return_state=return_state, parallel=parallel,
-                    bounded_state=bounded_state)
+            raise ValueError(f'dt_rank must be a positive integer or "auto". Received: dt_rank={dt_rank!r}')
+        check_bools(
+            return_sequences=return_sequences, return_state=return_state, parallel=parallel, bounded_state=bounded_state
+        )
         self.units = units
         self.state_size = state_size
         self.expand = expand
@@ -313,9 +295,7 @@ class Mamba(keras.layers.Layer):
                     1.0 / math.sqrt(self.conv_kernel_size),
                 ),
             )
-            self.conv_bias = self.add_weight(
-                name="conv_bias", shape=(inner,), initializer="zeros"
-            )
+            self.conv_bias = self.add_weight(name="conv_bias", shape=(inner,), initializer="zeros")
         else:
             self.conv_kernel = None
             self.conv_bias = None
@@ -327,21 +307,15 @@ class Mamba(keras.layers.Layer):
         self.dt_kernel = self.add_weight(
             name="dt_kernel",
             shape=(self._dt_rank, inner),
-            initializer=keras.initializers.RandomUniform(
-                -(self._dt_rank**-0.5), self._dt_rank**-0.5
-            ),
+            initializer=keras.initializers.RandomUniform(-(self._dt_rank**-0.5), self._dt_rank**-0.5),
         )
-        self.dt_bias = self.add_weight(
-            name="dt_bias", shape=(inner,), initializer=_dt_bias_initializer
-        )
+        self.dt_bias = self.add_weight(name="dt_bias", shape=(inner,), initializer=_dt_bias_initializer)
         self.log_decay_rate = self.add_weight(
             name="A_log",
             shape=(inner, state_size),
             initializer=_log_decay_rate_initializer,
         )
-        self.skip = self.add_weight(
-            name="D", shape=(inner,), initializer="ones"
-        )
+        self.skip = self.add_weight(name="D", shape=(inner,), initializer="ones")
         self.out_kernel = self.add_weight(
             name="out_kernel",
             shape=(inner, self.units),
@@ -360,9 +334,7 @@ class Mamba(keras.layers.Layer):
             )  # (batch, d, N)
             conv_state = None
             if self._has_conv_state:
-                conv_state = ops.repeat(
-                    ops.zeros_like(x[:, :1]), self.conv_kernel_size - 1, axis=1
-                )  # (batch, K-1, d)
+                conv_state = ops.repeat(ops.zeros_like(x[:, :1]), self.conv_kernel_size - 1, axis=1)  # (batch, K-1, d)
         else:
             initial_state = list(initial_state)
             expected = 2 if self._has_conv_state else 1
@@ -376,13 +348,9 @@ class Mamba(keras.layers.Layer):
             conv_state = initial_state[1] if self._has_conv_state else None
 
         if self.parallel:
-            y, ssm_state, conv_state = self._parallel_path(
-                x, ssm_state, conv_state
-            )  # (batch, time, d)
+            y, ssm_state, conv_state = self._parallel_path(x, ssm_state, conv_state)  # (batch, time, d)
         else:
-            y, ssm_state, conv_state = self._step_path(
-                x, ssm_state, conv_state
-            )  # (batch, time, d)
+            y, ssm_state, conv_state = self._step_path(x, ssm_state, conv_state)  # (batch, time, d)
 
         y = y * ops.silu(gate)  # (batch, time, d)
         sequence = ops.matmul(y, self.out_kernel)  # (batch, time, units)
@@ -405,9 +373,7 @@ class Mamba(keras.layers.Layer):
                 x = x * self.conv_kernel[0] + self.conv_bias  # (batch, time, d)
         u = ops.silu(x)  # (batch, time, d)
         dbc = ops.matmul(u, self.x_proj_kernel)  # (batch, time, R + 2N)
-        delta = ops.softplus(
-            ops.matmul(dbc[..., :dt_rank], self.dt_kernel) + self.dt_bias
-        )  # (batch, time, d)
+        delta = ops.softplus(ops.matmul(dbc[..., :dt_rank], self.dt_kernel) + self.dt_bias)  # (batch, time, d)
         b_input = dbc[..., dt_rank : dt_rank + state_size]  # (batch, time, N)
         c_input = dbc[..., dt_rank + state_size :]  # (batch, time, N)
         if self.bounded_state:
@@ -439,14 +405,10 @@ class Mamba(keras.layers.Layer):
             conv_state = ops.zeros_like(x[:, :1])  # (batch, 1, d)
 
         def step(states, x_t):
-            y_t, new_states = mamba_step(
-                states, x_t, *weights, bounded_state=self.bounded_state
-            )
+            y_t, new_states = mamba_step(states, x_t, *weights, bounded_state=self.bounded_state)
             return new_states, y_t  # (batch, d)
 
-        (ssm_state, conv_state), y = run_steps(
-            step, (ssm_state, conv_state), ops.moveaxis(x, 1, 0)
-        )  # (time, batch, d)
+        (ssm_state, conv_state), y = run_steps(step, (ssm_state, conv_state), ops.moveaxis(x, 1, 0))  # (time, batch, d)
         return ops.moveaxis(y, 0, 1), ssm_state, conv_state
 
     def compute_output_shape(self, input_shape):
@@ -458,19 +420,29 @@ class Mamba(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(config_entries(
-            self, ("units", "state_size", "expand", "conv_kernel_size", "dt_rank", "return_sequences",
-                   "return_state", "parallel", "bounded_state"),
-            ("kernel_initializer",),
-        ))
+        config.update(
+            config_entries(
+                self,
+                (
+                    "units",
+                    "state_size",
+                    "expand",
+                    "conv_kernel_size",
+                    "dt_rank",
+                    "return_sequences",
+                    "return_state",
+                    "parallel",
+                    "bounded_state",
+                ),
+                ("kernel_initializer",),
+            )
+        )
         return config
 
 
 def _dt_bias_initializer(shape, dtype=None):
     # softplus(bias) log-uniform in [0.001, 0.1], as in the Mamba code.
-    log_dt = keras.random.uniform(
-        shape, minval=math.log(1e-3), maxval=math.log(1e-1), dtype=dtype
-    )
+    log_dt = keras.random.uniform(shape, minval=math.log(1e-3), maxval=math.log(1e-1), dtype=dtype)
     dt = ops.exp(log_dt)
     return dt + ops.log(-ops.expm1(-dt))  # inverse softplus
 

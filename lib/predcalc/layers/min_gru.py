@@ -36,9 +36,7 @@ def min_gru_log_coefficients(gate_logits, candidate_logits):
         `(log_a, log_b)`, each `(batch, time, units)`.
     """
     log_a = -ops.softplus(gate_logits)  # (batch, time, units)
-    log_b = -ops.softplus(-gate_logits) + log_g(
-        candidate_logits
-    )  # (batch, time, units)
+    log_b = -ops.softplus(-gate_logits) + log_g(candidate_logits)  # (batch, time, units)
     return log_a, log_b
 
 

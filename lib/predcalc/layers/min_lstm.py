@@ -45,13 +45,9 @@ def min_lstm_log_coefficients(forget_logits, input_logits, candidate_logits):
     Returns:
         `(log_a, log_b)`, each `(batch, time, units)`.
     """
-    log_ratio = ops.softplus(-forget_logits) - ops.softplus(
-        -input_logits
-    )  # (batch, time, units), log(i_t / f_t)
+    log_ratio = ops.softplus(-forget_logits) - ops.softplus(-input_logits)  # (batch, time, units), log(i_t / f_t)
     log_a = -ops.softplus(log_ratio)  # (batch, time, units)
-    log_b = -ops.softplus(-log_ratio) + log_g(
-        candidate_logits
-    )  # (batch, time, units)
+    log_b = -ops.softplus(-log_ratio) + log_g(candidate_logits)  # (batch, time, units)
     return log_a, log_b
 
 

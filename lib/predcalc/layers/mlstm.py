@@ -49,9 +49,7 @@ def mlstm_step(states, query, key, value, log_i, log_f):
     )  # (batch, heads, hd, hd)
     n = f_stable * n_prev + i_stable * key  # (batch, heads, hd)
     numerator = ops.einsum("bhvk,bhk->bhv", c, query)  # (batch, heads, hd)
-    denominator = ops.maximum(
-        ops.abs(ops.sum(n * query, axis=-1)), ops.exp(-m)
-    )  # (batch, heads)
+    denominator = ops.maximum(ops.abs(ops.sum(n * query, axis=-1)), ops.exp(-m))  # (batch, heads)
     h_tilde = numerator / denominator[..., None]  # (batch, heads, hd)
     return h_tilde, (c, n, m)
 
@@ -88,45 +86,28 @@ def mlstm_parallel(query, key, value, log_i, log_f, initial_state):
         log_f_cum[..., :, None] - log_f_cum[..., None, :] + log_i[..., None, :]
     )  # (batch, heads, time, time), D~_ts
     causal = ops.tril(ops.ones((time_steps, time_steps), dtype="bool"))
-    log_gates = ops.where(
-        causal, log_gates, float("-inf")
-    )  # (batch, heads, time, time)
+    log_gates = ops.where(causal, log_gates, float("-inf"))  # (batch, heads, time, time)
     log_initial = log_f_cum + m_0[..., None]  # (batch, heads, time)
-    m = ops.maximum(
-        ops.max(log_gates, axis=-1), log_initial
-    )  # (batch, heads, time)
+    m = ops.maximum(ops.max(log_gates, axis=-1), log_initial)  # (batch, heads, time)
     gates = ops.exp(log_gates - m[..., None])  # (batch, heads, time, time), D'
     initial_weight = ops.exp(log_initial - m)  # (batch, heads, time)
 
-    scores = (
-        ops.einsum("bhtk,bhsk->bhts", query, key) * gates
-    )  # (batch, heads, time, time)
-    initial_readout = ops.einsum(
-        "bhvk,bhtk->bhtv", c_0, query
-    )  # (batch, heads, time, hd), C_0 q_t
+    scores = ops.einsum("bhtk,bhsk->bhts", query, key) * gates  # (batch, heads, time, time)
+    initial_readout = ops.einsum("bhvk,bhtk->bhtv", c_0, query)  # (batch, heads, time, hd), C_0 q_t
     numerator = (
-        ops.einsum("bhts,bhsv->bhtv", scores, value)
-        + initial_weight[..., None] * initial_readout
+        ops.einsum("bhts,bhsv->bhtv", scores, value) + initial_weight[..., None] * initial_readout
     )  # (batch, heads, time, hd)
-    initial_normaliser = ops.einsum(
-        "bhk,bhtk->bht", n_0, query
-    )  # (batch, heads, time), n_0.q_t
-    normaliser = (
-        ops.sum(scores, axis=-1) + initial_weight * initial_normaliser
-    )  # (batch, heads, time)
+    initial_normaliser = ops.einsum("bhk,bhtk->bht", n_0, query)  # (batch, heads, time), n_0.q_t
+    normaliser = ops.sum(scores, axis=-1) + initial_weight * initial_normaliser  # (batch, heads, time)
     denominator = ops.maximum(ops.abs(normaliser), ops.exp(-m))
     h_tilde = numerator / denominator[..., None]  # (batch, heads, time, hd)
 
     last_gates = gates[..., -1, :]  # (batch, heads, time)
     last_initial = initial_weight[..., -1]  # (batch, heads)
     c_last = (
-        ops.einsum("bhs,bhsv,bhsk->bhvk", last_gates, value, key)
-        + last_initial[..., None, None] * c_0
+        ops.einsum("bhs,bhsv,bhsk->bhvk", last_gates, value, key) + last_initial[..., None, None] * c_0
     )  # (batch, heads, hd, hd)
-    n_last = (
-        ops.einsum("bhs,bhsk->bhk", last_gates, key)
-        + last_initial[..., None] * n_0
-    )  # (batch, heads, hd)
+    n_last = ops.einsum("bhs,bhsk->bhk", last_gates, key) + last_initial[..., None] * n_0  # (batch, heads, hd)
     m_last = m[..., -1]  # (batch, heads)
     return h_tilde, (c_last, n_last, m_last)
 
@@ -248,8 +229,13 @@ class MLSTM(keras.layers.Layer):
     ):
         super().__init__(**kwargs)
         units, num_heads = checked_heads(units, num_heads, forget_gate)
-        check_bools(return_sequences=return_sequences, return_state=return_state, parallel=parallel,
-                    stabilized=stabilized, use_bias=use_bias)
+        check_bools(
+            return_sequences=return_sequences,
+            return_state=return_state,
+            parallel=parallel,
+            stabilized=stabilized,
+            use_bias=use_bias,
+        )
         self.units = units
         self.num_heads = num_heads
         self.head_dim = units // num_heads
@@ -286,19 +272,13 @@ class MLSTM(keras.layers.Layer):
         """xLSTM's gate initialisation: input ~ N(0, 0.1), forget linspace(3, 6)."""
         units, heads = self.units, self.num_heads
         bias = ops.convert_to_numpy(self.bias).copy()
-        bias[4 * units : 4 * units + heads] = ops.convert_to_numpy(
-            keras.random.normal((heads,), stddev=0.1)
-        )
-        bias[4 * units + heads :] = [
-            3.0 + 3.0 * k / max(heads - 1, 1) for k in range(heads)
-        ]
+        bias[4 * units : 4 * units + heads] = ops.convert_to_numpy(keras.random.normal((heads,), stddev=0.1))
+        bias[4 * units + heads :] = [3.0 + 3.0 * k / max(heads - 1, 1) for k in range(heads)]
         self.bias.assign(bias)
 
     def _project(self, inputs):
         units, heads, head_dim = self.units, self.num_heads, self.head_dim
-        projected = ops.matmul(
-            inputs, self.kernel
-        )  # (batch, time, 4*units+2*heads)
+        projected = ops.matmul(inputs, self.kernel)  # (batch, time, 4*units+2*heads)
         # Eq. 23 scales the key projection, not its bias.
         key = projected[..., units : 2 * units] / math.sqrt(head_dim)
         projected = ops.concatenate(
@@ -314,12 +294,8 @@ class MLSTM(keras.layers.Layer):
         query = heads_first(projected[..., :units])
         key = heads_first(projected[..., units : 2 * units])
         value = heads_first(projected[..., 2 * units : 3 * units])
-        output_gate = ops.sigmoid(
-            projected[..., 3 * units : 4 * units]
-        )  # (batch, time, units)
-        log_i = ops.transpose(
-            projected[..., 4 * units : 4 * units + heads], (0, 2, 1)
-        )  # (batch, heads, time)
+        output_gate = ops.sigmoid(projected[..., 3 * units : 4 * units])  # (batch, time, units)
+        log_i = ops.transpose(projected[..., 4 * units : 4 * units + heads], (0, 2, 1))  # (batch, heads, time)
         log_f = log_forget_gate(
             ops.transpose(projected[..., 4 * units + heads :], (0, 2, 1)),
             self.forget_gate,
@@ -336,10 +312,7 @@ class MLSTM(keras.layers.Layer):
         else:
             initial_state = tuple(initial_state)
             if len(initial_state) != 3:
-                raise ValueError(
-                    "MLSTM expects initial_state=[C, n, m]. "
-                    f"Received {len(initial_state)} tensors."
-                )
+                raise ValueError(f"MLSTM expects initial_state=[C, n, m]. Received {len(initial_state)} tensors.")
 
         if self.parallel:
             h_tilde, last_states = mlstm_parallel(
@@ -353,15 +326,9 @@ class MLSTM(keras.layers.Layer):
         if self.stabilized:  # per-head norm (xLSTM's group norm)
             mean = ops.mean(h_tilde, axis=-1, keepdims=True)
             centred = h_tilde - mean
-            h_tilde = centred * ops.rsqrt(
-                ops.mean(ops.square(centred), axis=-1, keepdims=True) + 1e-5
-            )
-        h_tilde = ops.transpose(
-            h_tilde, (0, 2, 1, 3)
-        )  # (batch, time, heads, hd)
-        h_tilde = ops.reshape(
-            h_tilde, (-1, ops.shape(h_tilde)[1], self.units)
-        )  # (batch, time, units)
+            h_tilde = centred * ops.rsqrt(ops.mean(ops.square(centred), axis=-1, keepdims=True) + 1e-5)
+        h_tilde = ops.transpose(h_tilde, (0, 2, 1, 3))  # (batch, time, heads, hd)
+        h_tilde = ops.reshape(h_tilde, (-1, ops.shape(h_tilde)[1], self.units))  # (batch, time, units)
         sequence = output_gate * h_tilde  # (batch, time, units)
         output = sequence if self.return_sequences else sequence[:, -1]
         if self.return_state:
@@ -377,9 +344,7 @@ class MLSTM(keras.layers.Layer):
             h_tilde, new_states = mlstm_step(states, *inputs_t)
             return new_states, h_tilde  # (batch, heads, hd)
 
-        last_states, h_tilde = run_steps(
-            step, initial_state, step_inputs
-        )  # (time, batch, heads, hd)
+        last_states, h_tilde = run_steps(step, initial_state, step_inputs)  # (time, batch, heads, hd)
         return ops.moveaxis(h_tilde, 0, 2), last_states
 
     def compute_output_shape(self, input_shape):
@@ -389,9 +354,20 @@ class MLSTM(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(config_entries(
-            self, ("units", "num_heads", "forget_gate", "return_sequences", "return_state", "parallel", "stabilized",
-                   "use_bias"),
-            ("kernel_initializer", "bias_initializer"),
-        ))
+        config.update(
+            config_entries(
+                self,
+                (
+                    "units",
+                    "num_heads",
+                    "forget_gate",
+                    "return_sequences",
+                    "return_state",
+                    "parallel",
+                    "stabilized",
+                    "use_bias",
+                ),
+                ("kernel_initializer", "bias_initializer"),
+            )
+        )
         return config

@@ -118,15 +118,16 @@ class PReLURNNCell(keras.layers.Layer):
             + ops.matmul(h_previous, ops.transpose(self.recurrent_kernel))
             + self.bias
         )  # (batch, units)
-        h = ops.maximum(pre_activation, 0.0) + self.alpha * ops.minimum(
-            pre_activation, 0.0
-        )  # (batch, units)
+        h = ops.maximum(pre_activation, 0.0) + self.alpha * ops.minimum(pre_activation, 0.0)  # (batch, units)
         return h, ([h] if nested else h)
 
     def get_config(self):
         config = super().get_config()
-        config.update(config_entries(
-            self, ("units",),
-            ("kernel_initializer", "recurrent_initializer", "bias_initializer", "alpha_initializer"),
-        ))
+        config.update(
+            config_entries(
+                self,
+                ("units",),
+                ("kernel_initializer", "recurrent_initializer", "bias_initializer", "alpha_initializer"),
+            )
+        )
         return config

@@ -166,9 +166,7 @@ def log_space_scan(log_a, log_b, initial_state=None):
         `(batch, ...)`.
     """
     log_a, log_b = ops.convert_to_tensor(log_a), ops.convert_to_tensor(log_b)
-    log_a_cum, log_h = ops.associative_scan(
-        _log_combine, (log_a, log_b), axis=1
-    )  # (batch, time, ...) each
+    log_a_cum, log_h = ops.associative_scan(_log_combine, (log_a, log_b), axis=1)  # (batch, time, ...) each
     log_h = _restore_shape(log_h, log_b)  # (batch, time, ...)
     h = ops.exp(log_h)  # (batch, time, ...), h_t with h_0 = 0
     if initial_state is not None:
@@ -191,12 +189,8 @@ def log_space_scan_cumsum(log_a, log_b, initial_state=None):
     log_a, log_b = ops.convert_to_tensor(log_a), ops.convert_to_tensor(log_b)
     log_a_cum = ops.cumsum(log_a, axis=1)  # (batch, time, ...), a*_t
     x = log_b - log_a_cum  # (batch, time, ...)
-    shift = ops.stop_gradient(
-        ops.max(x, axis=1, keepdims=True)
-    )  # (batch, 1, ...)
-    log_cum = shift + ops.log(
-        ops.cumsum(ops.exp(x - shift), axis=1)
-    )  # (batch, time, ...)
+    shift = ops.stop_gradient(ops.max(x, axis=1, keepdims=True))  # (batch, 1, ...)
+    log_cum = shift + ops.log(ops.cumsum(ops.exp(x - shift), axis=1))  # (batch, time, ...)
     h = ops.exp(log_a_cum + log_cum)  # (batch, time, ...)
     h = _add_initial_state(h, ops.exp(log_a_cum), initial_state)
     return h, h[:, -1]
@@ -247,9 +241,7 @@ def linear_scan(a, b, initial_state=None):
         `(batch, ...)`.
     """
     a, b = ops.convert_to_tensor(a), ops.convert_to_tensor(b)
-    a_cum, h = ops.associative_scan(
-        _linear_combine, (a, b), axis=1
-    )  # (batch, time, ...) each
+    a_cum, h = ops.associative_scan(_linear_combine, (a, b), axis=1)  # (batch, time, ...) each
     h = _restore_shape(h, b)  # (batch, time, ...)
     if initial_state is not None:
         a_cum = _restore_shape(a_cum, a)  # (batch, time, ...)
@@ -285,9 +277,7 @@ def sequential_scan(a, b, initial_state=None):
         h_t = linear_step(h_prev, a_t, b_t)  # (batch, ...)
         return h_t, h_t
 
-    h_last, h = run_steps(
-        step, initial_state, (a_time_major, b_time_major)
-    )  # (batch, ...), (time, batch, ...)
+    h_last, h = run_steps(step, initial_state, (a_time_major, b_time_major))  # (batch, ...), (time, batch, ...)
     return ops.moveaxis(h, 0, 1), h_last
 
 
@@ -295,10 +285,7 @@ def _same_layout(x, y):
     x_flat, y_flat = keras.tree.flatten(x), keras.tree.flatten(y)
     return (
         len(x_flat) == len(y_flat)
-        and all(
-            tuple(a.shape) == tuple(b.shape) and a.dtype == b.dtype
-            for a, b in zip(x_flat, y_flat, strict=True)
-        )
+        and all(tuple(a.shape) == tuple(b.shape) and a.dtype == b.dtype for a, b in zip(x_flat, y_flat, strict=True))
         and keras.tree.is_nested(x) == keras.tree.is_nested(y)
     )
 
@@ -328,7 +315,5 @@ def run_steps(step, initial_state, inputs):
         return new_carry, new_carry
 
     initial_outputs = keras.tree.map_structure(ops.zeros_like, example_outputs)
-    (last_state, _), (_, outputs) = ops.scan(
-        carried_step, (initial_state, initial_outputs), inputs
-    )
+    (last_state, _), (_, outputs) = ops.scan(carried_step, (initial_state, initial_outputs), inputs)
     return last_state, outputs

@@ -1,6 +1,5 @@
 """The GRU cell written exactly as equations (7)-(10) of seed document 000."""
 
-
 import keras
 import numpy as np
 from keras import ops
@@ -196,16 +195,11 @@ class SeedGRUCell(SeedCell):
         inputs = ops.convert_to_tensor(inputs, dtype=self.compute_dtype)
         h_previous = ops.convert_to_tensor(h_previous, dtype=self.compute_dtype)
         h_x = ops.concatenate([h_previous, inputs], axis=-1)  # (batch, units + in)
-        z = ops.sigmoid(
-            ops.matmul(h_x, ops.transpose(self.update_kernel)) + self.update_bias
-        )  # (7) (batch, units)
-        r = ops.sigmoid(
-            ops.matmul(h_x, ops.transpose(self.reset_kernel)) + self.reset_bias
-        )  # (8) (batch, units)
+        z = ops.sigmoid(ops.matmul(h_x, ops.transpose(self.update_kernel)) + self.update_bias)  # (7) (batch, units)
+        r = ops.sigmoid(ops.matmul(h_x, ops.transpose(self.reset_kernel)) + self.reset_bias)  # (8) (batch, units)
         reset_h_x = ops.concatenate([r * h_previous, inputs], axis=-1)
         h_tilde = ops.tanh(
-            ops.matmul(reset_h_x, ops.transpose(self.candidate_kernel))
-            + self.candidate_bias
+            ops.matmul(reset_h_x, ops.transpose(self.candidate_kernel)) + self.candidate_bias
         )  # (9) (batch, units)
         h = (1.0 - z) * h_previous + z * h_tilde  # (10) (batch, units)
         return {"z": z, "r": r, "h_tilde": h_tilde, "h": h}
@@ -225,7 +219,6 @@ class SeedGRUCell(SeedCell):
     def _check_keras_cell(self, cell):
         if cell.reset_after:
             raise ValueError(
-                "SeedGRUCell implements seed equation (9), the "
-                "`reset_after=False` GRU. Received: reset_after=True"
+                "SeedGRUCell implements seed equation (9), the `reset_after=False` GRU. Received: reset_after=True"
             )
         super()._check_keras_cell(cell)

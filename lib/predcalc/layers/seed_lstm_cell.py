@@ -1,6 +1,5 @@
 """The LSTM cell written exactly as equations (1)-(6) of seed document 000."""
 
-
 import keras
 import numpy as np
 from keras import ops
@@ -52,10 +51,7 @@ def keras_lstm_to_seed(kernel, recurrent_kernel, bias=None):
         bias = np.zeros((4 * units,), dtype=kernel.dtype)
     bias = np.asarray(bias)
     if bias.shape != (4 * units,):
-        raise ValueError(
-            f"Expected `bias` of shape ({4 * units},). "
-            f"Received: bias.shape={bias.shape}"
-        )
+        raise ValueError(f"Expected `bias` of shape ({4 * units},). Received: bias.shape={bias.shape}")
     return keras_blocks_to_seed(kernel, recurrent_kernel, bias, _KERAS_GATE_INDEX)
 
 

@@ -49,15 +49,8 @@ class SinusoidalPositionalEncoding(keras.layers.Layer):
     """
 
     def __init__(self, max_wavelength=10000.0, **kwargs):
-        if (
-            not isinstance(max_wavelength, numbers.Real)
-            or isinstance(max_wavelength, bool)
-            or not max_wavelength > 0
-        ):
-            raise ValueError(
-                "max_wavelength must be a positive number. "
-                f"Received: max_wavelength={max_wavelength}"
-            )
+        if not isinstance(max_wavelength, numbers.Real) or isinstance(max_wavelength, bool) or not max_wavelength > 0:
+            raise ValueError(f"max_wavelength must be a positive number. Received: max_wavelength={max_wavelength}")
         super().__init__(**kwargs)
         self.max_wavelength = float(max_wavelength)
         self.supports_masking = True
@@ -77,15 +70,9 @@ class SinusoidalPositionalEncoding(keras.layers.Layer):
         positions = ops.cast(ops.arange(length), dtype)  # (time,)
         index = ops.arange(features)  # (features,)
         exponent = ops.cast((index // 2) * 2, dtype) / features  # (features,) 2i / d_model
-        inverse_wavelength = ops.power(
-            ops.cast(self.max_wavelength, dtype), -exponent
-        )  # (features,)
-        angles = ops.expand_dims(positions, 1) * ops.expand_dims(
-            inverse_wavelength, 0
-        )  # (time, features)
-        encoding = ops.where(
-            ops.expand_dims(index % 2 == 0, 0), ops.sin(angles), ops.cos(angles)
-        )  # (time, features)
+        inverse_wavelength = ops.power(ops.cast(self.max_wavelength, dtype), -exponent)  # (features,)
+        angles = ops.expand_dims(positions, 1) * ops.expand_dims(inverse_wavelength, 0)  # (time, features)
+        encoding = ops.where(ops.expand_dims(index % 2 == 0, 0), ops.sin(angles), ops.cos(angles))  # (time, features)
         return inputs + ops.cast(ops.expand_dims(encoding, 0), inputs.dtype)
 
     def compute_output_shape(self, input_shape):

@@ -44,17 +44,13 @@ def slstm_step(states, preactivations, forget_gate="sigmoid"):
         The new states `(h, c, n, m)`, each `(batch, units)`.
     """
     _, c_prev, n_prev, m_prev = states
-    z_logits, i_logits, f_logits, o_logits = ops.split(
-        preactivations, 4, axis=-1
-    )  # 4 x (batch, units)
+    z_logits, i_logits, f_logits, o_logits = ops.split(preactivations, 4, axis=-1)  # 4 x (batch, units)
     z = ops.tanh(z_logits)  # (batch, units)
     o = ops.sigmoid(o_logits)  # (batch, units)
     log_i = i_logits  # (batch, units)
     log_f = log_forget_gate(f_logits, forget_gate)  # (batch, units)
 
-    m = ops.where(
-        n_prev == 0, log_i, ops.maximum(log_f + m_prev, log_i)
-    )  # (batch, units)
+    m = ops.where(n_prev == 0, log_i, ops.maximum(log_f + m_prev, log_i))  # (batch, units)
     i_stable = ops.exp(log_i - m)  # (batch, units)
     f_stable = ops.exp(ops.minimum(log_f + m_prev - m, 0.0))  # (batch, units)
     c = f_stable * c_prev + i_stable * z  # (batch, units)
@@ -162,8 +158,12 @@ class SLSTM(keras.layers.Layer):
         self.return_sequences = return_sequences
         self.return_state = return_state
         self.use_bias = use_bias
-        set_initializers(self, kernel_initializer=kernel_initializer,
-                         recurrent_initializer=recurrent_initializer, bias_initializer=bias_initializer)
+        set_initializers(
+            self,
+            kernel_initializer=kernel_initializer,
+            recurrent_initializer=recurrent_initializer,
+            bias_initializer=bias_initializer,
+        )
         no_xla_on_tensorflow(self)  # `keras.ops.scan` does not train under XLA on TF
 
     def build(self, input_shape):
@@ -189,15 +189,9 @@ class SLSTM(keras.layers.Layer):
 
     def _recurrent_preactivations(self, h_prev):
         heads, head_dim = self.num_heads, self.head_dim
-        h_heads = ops.reshape(
-            h_prev, (-1, heads, head_dim)
-        )  # (batch, heads, hd)
-        mixed = ops.einsum(
-            "bhd,hde->bhe", h_heads, self.recurrent_kernel
-        )  # (batch, heads, 4*hd)
-        mixed = ops.reshape(
-            mixed, (-1, heads, 4, head_dim)
-        )  # (batch, heads, 4, hd)
+        h_heads = ops.reshape(h_prev, (-1, heads, head_dim))  # (batch, heads, hd)
+        mixed = ops.einsum("bhd,hde->bhe", h_heads, self.recurrent_kernel)  # (batch, heads, 4*hd)
+        mixed = ops.reshape(mixed, (-1, heads, 4, head_dim))  # (batch, heads, 4, hd)
         mixed = ops.transpose(mixed, (0, 2, 1, 3))  # (batch, 4, heads, hd)
         return ops.reshape(mixed, (-1, 4 * self.units))  # (batch, 4*units)
 
@@ -207,31 +201,20 @@ class SLSTM(keras.layers.Layer):
             projected = projected + self.bias  # (batch, time, 4*units)
         projected = ops.moveaxis(projected, 1, 0)  # (time, batch, 4*units)
         if initial_state is None:
-            zeros = ops.zeros_like(
-                projected[0, :, : self.units]
-            )  # (batch, units)
+            zeros = ops.zeros_like(projected[0, :, : self.units])  # (batch, units)
             initial_state = (zeros, zeros, zeros, zeros)
         else:
             initial_state = tuple(initial_state)
             if len(initial_state) != 4:
-                raise ValueError(
-                    "SLSTM expects initial_state=[h, c, n, m]. "
-                    f"Received {len(initial_state)} tensors."
-                )
+                raise ValueError(f"SLSTM expects initial_state=[h, c, n, m]. Received {len(initial_state)} tensors.")
 
         def step(states, projected_t):
             h_prev = states[0]  # (batch, units)
-            preactivations = projected_t + self._recurrent_preactivations(
-                h_prev
-            )  # (batch, 4*units)
-            new_states = slstm_step(
-                states, preactivations, self.forget_gate
-            )  # 4 x (batch, units)
+            preactivations = projected_t + self._recurrent_preactivations(h_prev)  # (batch, 4*units)
+            new_states = slstm_step(states, preactivations, self.forget_gate)  # 4 x (batch, units)
             return new_states, new_states[0]
 
-        last_states, sequence = run_steps(
-            step, initial_state, projected
-        )  # 4 x (batch, units), (time, batch, units)
+        last_states, sequence = run_steps(step, initial_state, projected)  # 4 x (batch, units), (time, batch, units)
         sequence = ops.moveaxis(sequence, 0, 1)  # (batch, time, units)
 
         output = sequence if self.return_sequences else last_states[0]
@@ -244,8 +227,11 @@ class SLSTM(keras.layers.Layer):
 
     def get_config(self):
         config = super().get_config()
-        config.update(config_entries(
-            self, ("units", "num_heads", "forget_gate", "return_sequences", "return_state", "use_bias"),
-            ("kernel_initializer", "recurrent_initializer", "bias_initializer"),
-        ))
+        config.update(
+            config_entries(
+                self,
+                ("units", "num_heads", "forget_gate", "return_sequences", "return_state", "use_bias"),
+                ("kernel_initializer", "recurrent_initializer", "bias_initializer"),
+            )
+        )
         return config

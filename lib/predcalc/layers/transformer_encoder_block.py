@@ -85,9 +85,7 @@ class TransformerEncoderBlock(AttentionBlock):
             attention_mask = ops.logical_and(
                 ops.expand_dims(mask, 1), ops.expand_dims(mask, 2)
             )  # (batch, query time, key time)
-        return self._attend(
-            self.self_attention, inputs, inputs, attention_mask, training, return_attention_scores
-        )
+        return self._attend(self.self_attention, inputs, inputs, attention_mask, training, return_attention_scores)
 
     def compute_mask(self, inputs, mask=None):
         return mask

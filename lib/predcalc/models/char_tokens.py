@@ -27,23 +27,47 @@ REVERSED8 = AnswerFormat(digits=8, reversed=True)
 CHARACTERS = {"length": 64}
 
 
-@register_model("char_transformer_tokens", label="char transformer 2 x d64 + digit readout (reversed, 8 digits)",
-                family="transformer", tokenizer="char", tokenizer_config=CHARACTERS,
-                answer_format=REVERSED8,
-                loss=token_loss(), optimizer="adamw_cosine")
-def char_transformer_tokens(tokenizer, d_model: int = 64, num_heads: int = 4, num_layers: int = 2,
-                            ffn_units: int = 128, readout_heads: int = 4, readout_ffn_units: int = 64) -> keras.Model:
+@register_model(
+    "char_transformer_tokens",
+    label="char transformer 2 x d64 + digit readout (reversed, 8 digits)",
+    family="transformer",
+    tokenizer="char",
+    tokenizer_config=CHARACTERS,
+    answer_format=REVERSED8,
+    loss=token_loss(),
+    optimizer="adamw_cosine",
+)
+def char_transformer_tokens(
+    tokenizer,
+    d_model: int = 64,
+    num_heads: int = 4,
+    num_layers: int = 2,
+    ffn_units: int = 128,
+    readout_heads: int = 4,
+    readout_ffn_units: int = 64,
+) -> keras.Model:
     """A transformer encoder over characters writing sign and reversed digits."""
-    inputs, x = transformer_encoder(tokenizer, d_model=d_model, num_heads=num_heads, num_layers=num_layers,
-                                    ffn_units=ffn_units, mask_padding=True)
+    inputs, x = transformer_encoder(
+        tokenizer, d_model=d_model, num_heads=num_heads, num_layers=num_layers, ffn_units=ffn_units, mask_padding=True
+    )
     logits = token_head(x, REVERSED8, num_heads=readout_heads, ffn_units=readout_ffn_units)
     return keras.Model(inputs, logits, name="char_transformer_tokens")
 
 
-@register_model("char_lstm_tokens", label="char LSTM 80 + digit readout (reversed, 8 digits)", family="RNN", variable_length=True,
-                tokenizer="char", tokenizer_config=CHARACTERS, answer_format=REVERSED8, loss=token_loss(), optimizer="adamw_cosine")
-def char_lstm_tokens(tokenizer, embedding: int = 32, units: int = 80, readout_heads: int = 4,
-                     readout_ffn_units: int = 64) -> keras.Model:
+@register_model(
+    "char_lstm_tokens",
+    label="char LSTM 80 + digit readout (reversed, 8 digits)",
+    family="RNN",
+    variable_length=True,
+    tokenizer="char",
+    tokenizer_config=CHARACTERS,
+    answer_format=REVERSED8,
+    loss=token_loss(),
+    optimizer="adamw_cosine",
+)
+def char_lstm_tokens(
+    tokenizer, embedding: int = 32, units: int = 80, readout_heads: int = 4, readout_ffn_units: int = 64
+) -> keras.Model:
     """An LSTM over characters writing sign and reversed digits."""
     inputs = keras.Input((tokenizer.length,), dtype="int32", name="tokens")
     x = keras.layers.Embedding(tokenizer.vocabulary_size, embedding, mask_zero=True, name="char_embedding")(inputs)

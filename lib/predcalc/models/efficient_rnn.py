@@ -51,13 +51,20 @@ def _check_layers(layers: int) -> None:
         raise ValueError(f"layers must be at least 1. Received: layers={layers}")
 
 
-def _stacked_min(tokenizer, layer_class, name: str, units: int, layers: int, embedding: int,
-                 parallel: bool) -> keras.Model:
+def _stacked_min(
+    tokenizer, layer_class, name: str, units: int, layers: int, embedding: int, parallel: bool
+) -> keras.Model:
     """``layers`` stacked minGRU or minLSTM layers named ``NAME_1``, ``NAME_2``, ...: only the last returns one state."""
     _check_layers(layers)
-    return sequence_model(tokenizer, lambda: [
-        layer_class(units, return_sequences=index < layers - 1, parallel=parallel, name=f"{name}_{index + 1}")
-        for index in range(layers)], embedding, name=name)
+    return sequence_model(
+        tokenizer,
+        lambda: [
+            layer_class(units, return_sequences=index < layers - 1, parallel=parallel, name=f"{name}_{index + 1}")
+            for index in range(layers)
+        ],
+        embedding,
+        name=name,
+    )
 
 
 @register_model("min_gru", label="MinGRU (2 x 64)", family=FAMILY, variable_length=True, tokenizer="numeric")
@@ -73,46 +80,106 @@ def min_lstm(tokenizer, units: int = 64, layers: int = 2, embedding: int = 64, p
 
 
 @register_model("slstm", label="sLSTM (64, 4 heads)", family=FAMILY, variable_length=True, tokenizer="numeric")
-def slstm(tokenizer, units: int = 64, num_heads: int = 4, forget_gate: str = "sigmoid", layers: int = 1,
-          embedding: int = 64) -> keras.Model:
+def slstm(
+    tokenizer, units: int = 64, num_heads: int = 4, forget_gate: str = "sigmoid", layers: int = 1, embedding: int = 64
+) -> keras.Model:
     """sLSTM with exponential input gate and a block-diagonal recurrence (20,929 parameters)."""
     _check_layers(layers)
-    return sequence_model(tokenizer, lambda: [
-        SLSTM(units, num_heads=num_heads, forget_gate=forget_gate, return_sequences=index < layers - 1,
-              name=f"slstm_{index + 1}")
-        for index in range(layers)], embedding, name="slstm")
+    return sequence_model(
+        tokenizer,
+        lambda: [
+            SLSTM(
+                units,
+                num_heads=num_heads,
+                forget_gate=forget_gate,
+                return_sequences=index < layers - 1,
+                name=f"slstm_{index + 1}",
+            )
+            for index in range(layers)
+        ],
+        embedding,
+        name="slstm",
+    )
 
 
 @register_model("mlstm", label="mLSTM (2 x 64, 4 heads)", family=FAMILY, variable_length=True, tokenizer="numeric")
-def mlstm(tokenizer, units: int = 64, num_heads: int = 4, forget_gate: str = "sigmoid", layers: int = 2,
-          embedding: int = 64, parallel: bool = True, stabilized: bool = False,
-          name: str = "mlstm") -> keras.Model:
+def mlstm(
+    tokenizer,
+    units: int = 64,
+    num_heads: int = 4,
+    forget_gate: str = "sigmoid",
+    layers: int = 2,
+    embedding: int = 64,
+    parallel: bool = True,
+    stabilized: bool = False,
+    name: str = "mlstm",
+) -> keras.Model:
     """Stacked mLSTM layers, parallel quadratic form (34,513 parameters with the defaults)."""
     _check_layers(layers)
-    return sequence_model(tokenizer, lambda: [
-        MLSTM(units, num_heads=num_heads, forget_gate=forget_gate, return_sequences=index < layers - 1,
-              parallel=parallel, stabilized=stabilized, name=f"mlstm_{index + 1}")
-        for index in range(layers)], embedding, name=name)
+    return sequence_model(
+        tokenizer,
+        lambda: [
+            MLSTM(
+                units,
+                num_heads=num_heads,
+                forget_gate=forget_gate,
+                return_sequences=index < layers - 1,
+                parallel=parallel,
+                stabilized=stabilized,
+                name=f"mlstm_{index + 1}",
+            )
+            for index in range(layers)
+        ],
+        embedding,
+        name=name,
+    )
 
 
 # ``mlstm`` with ``stabilized=True``: xLSTM gate-bias init and per-head norm (same parameters).
-register_preset("mlstm_stable", "mlstm", label="mLSTM, xLSTM stabilisers",
-                arguments={"stabilized": True, "name": "mlstm_stable"})
+register_preset(
+    "mlstm_stable", "mlstm", label="mLSTM, xLSTM stabilisers", arguments={"stabilized": True, "name": "mlstm_stable"}
+)
 
 
 @register_model("mamba", label="Mamba (2 x 32, N 16)", family=FAMILY, variable_length=True, tokenizer="numeric")
-def mamba(tokenizer, units: int = 32, state_size: int = 16, expand: int = 2, conv_kernel_size: int = 4,
-          layers: int = 2, embedding: int = 32, parallel: bool = True, bounded_state: bool = False,
-          name: str = "mamba") -> keras.Model:
+def mamba(
+    tokenizer,
+    units: int = 32,
+    state_size: int = 16,
+    expand: int = 2,
+    conv_kernel_size: int = 4,
+    layers: int = 2,
+    embedding: int = 32,
+    parallel: bool = True,
+    bounded_state: bool = False,
+    name: str = "mamba",
+) -> keras.Model:
     """Stacked Mamba blocks: selective SSM, causal convolution, gate (19,937 parameters with the defaults)."""
     _check_layers(layers)
-    return sequence_model(tokenizer, lambda: [
-        Mamba(units, state_size=state_size, expand=expand, conv_kernel_size=conv_kernel_size,
-              return_sequences=index < layers - 1, parallel=parallel, bounded_state=bounded_state,
-              name=f"mamba_{index + 1}")
-        for index in range(layers)], embedding, name=name)
+    return sequence_model(
+        tokenizer,
+        lambda: [
+            Mamba(
+                units,
+                state_size=state_size,
+                expand=expand,
+                conv_kernel_size=conv_kernel_size,
+                return_sequences=index < layers - 1,
+                parallel=parallel,
+                bounded_state=bounded_state,
+                name=f"mamba_{index + 1}",
+            )
+            for index in range(layers)
+        ],
+        embedding,
+        name=name,
+    )
 
 
 # ``mamba`` with ``bounded_state=True``: exact ZOH and RMS-normalised B, C (same parameters).
-register_preset("mamba_bounded", "mamba", label="Mamba, bounded state (2 x 32, N 16)",
-                arguments={"bounded_state": True, "name": "mamba_bounded"})
+register_preset(
+    "mamba_bounded",
+    "mamba",
+    label="Mamba, bounded state (2 x 32, N 16)",
+    arguments={"bounded_state": True, "name": "mamba_bounded"},
+)

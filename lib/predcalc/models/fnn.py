@@ -28,8 +28,9 @@ def fnn_baseline(tokenizer, units: int = 30) -> keras.Model:
     return dense_prelu_stack(tokenizer, (units, units), name="fnn_baseline")
 
 
-@register_model("fnn2", label="FNN2 (1 x 345 PReLU)", family="FNN", tokenizer="numeric",
-                seed_row="FNN2 (1 x 345 PReLU)")
+@register_model(
+    "fnn2", label="FNN2 (1 x 345 PReLU)", family="FNN", tokenizer="numeric", seed_row="FNN2 (1 x 345 PReLU)"
+)
 def fnn2(tokenizer, units: int = 345, name: str = "fnn2") -> keras.Model:
     """The seed's FNN2: one hidden layer of 345 units with PReLU (6,211 parameters)."""
     return dense_prelu_stack(tokenizer, (units,), name=name)
@@ -37,8 +38,13 @@ def fnn2(tokenizer, units: int = 345, name: str = "fnn2") -> keras.Model:
 
 # FNN2 as the seed built it, trained with Adam whose rate decays along a cosine,
 # lr_t = lr_0 (1 + cos(pi t / T)) / 2 over all T steps of the run, instead of a constant 1e-3.
-register_preset("fnn2_cosine", "fnn2", label="FNN2, Adam with cosine decay (1 x 345 PReLU)", optimizer="adam_cosine",
-                arguments={"name": "fnn2_cosine"})
+register_preset(
+    "fnn2_cosine",
+    "fnn2",
+    label="FNN2, Adam with cosine decay (1 x 345 PReLU)",
+    optimizer="adam_cosine",
+    arguments={"name": "fnn2_cosine"},
+)
 
 
 SEED_FNN2_WEIGHTS = Path(__file__).parent / "seed_weights" / "FNN2_weights.weights.h5"
@@ -49,6 +55,7 @@ def load_seed_fnn2_weights(model: keras.Model, path=SEED_FNN2_WEIGHTS) -> keras.
     Flatten, Dense(345), PReLU, Dense(1)), mapping its layer names onto this model's."""
 
     with h5py.File(path, "r") as file:
+
         def read(layer):
             group = file["layers"][layer]["vars"]
             return [np.asarray(group[str(i)]) for i in range(len(group))]
@@ -59,8 +66,13 @@ def load_seed_fnn2_weights(model: keras.Model, path=SEED_FNN2_WEIGHTS) -> keras.
     return model
 
 
-@register_model("fnn2_seed_weights", label="FNN2, the seed's own weights", family="FNN", tokenizer="numeric",
-                seed_row="FNN2 (1 x 345 PReLU)")
+@register_model(
+    "fnn2_seed_weights",
+    label="FNN2, the seed's own weights",
+    family="FNN",
+    tokenizer="numeric",
+    seed_row="FNN2 (1 x 345 PReLU)",
+)
 def fnn2_seed_weights(tokenizer, path: str | None = None) -> keras.Model:
     """The seed's trained FNN2 (its weights file, not trained here): score it, do not fit it."""
     model = dense_prelu_stack(tokenizer, (345,), name="fnn2_seed_weights")

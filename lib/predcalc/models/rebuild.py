@@ -14,8 +14,14 @@ def with_input_length(model, length: int):
 
     def swap(node):
         if isinstance(node, dict):
-            return {k: (_swap_shape(v, old, length) if k in ("batch_shape", "batch_input_shape", "target_shape")
-                        else swap(v)) for k, v in node.items()}
+            return {
+                k: (
+                    _swap_shape(v, old, length)
+                    if k in ("batch_shape", "batch_input_shape", "target_shape")
+                    else swap(v)
+                )
+                for k, v in node.items()
+            }
         if isinstance(node, list):
             return [swap(v) for v in node]
         return node

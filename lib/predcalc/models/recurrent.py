@@ -49,16 +49,27 @@ def _check_positive(**values) -> None:
             raise ValueError(f"{name} must be a positive integer. Received: {name}={value!r}")
 
 
-@register_model("rnn2", label="RNN2 (PReLU RNN, 470 units)", family="RNN", variable_length=True, tokenizer="numeric",
-                seed_row="RNN2 (SimpleRNN + PReLU)")
-def rnn2(tokenizer, units: int = 470, num_layers: int = 1, unroll: bool = True,
-         mask_padding: bool = False) -> keras.Model:
+@register_model(
+    "rnn2",
+    label="RNN2 (PReLU RNN, 470 units)",
+    family="RNN",
+    variable_length=True,
+    tokenizer="numeric",
+    seed_row="RNN2 (SimpleRNN + PReLU)",
+)
+def rnn2(
+    tokenizer, units: int = 470, num_layers: int = 1, unroll: bool = True, mask_padding: bool = False
+) -> keras.Model:
     """Elman RNN with PReLU (seed 000, 1.1), ``num_layers`` stacked, read out by one linear neuron."""
     _check_positive(units=units, num_layers=num_layers)
     inputs, x = numeric_sequence(tokenizer, mask_padding)
     for index in range(1, num_layers + 1):
-        x = keras.layers.RNN(PReLURNNCell(units), return_sequences=index < num_layers, unroll=unroll,
-                             name=f"prelu_rnn_{index}" if num_layers > 1 else "prelu_rnn")(x)
+        x = keras.layers.RNN(
+            PReLURNNCell(units),
+            return_sequences=index < num_layers,
+            unroll=unroll,
+            name=f"prelu_rnn_{index}" if num_layers > 1 else "prelu_rnn",
+        )(x)
     outputs = keras.layers.Dense(1, name="value")(x)
     return keras.Model(inputs, outputs, name="rnn2")
 
@@ -76,23 +87,31 @@ def _last_state_to_value(tokenizer, mask_padding: bool, make_layer, name: str) -
 def lstm(tokenizer, units: int = 64, unroll: bool = True, mask_padding: bool = False) -> keras.Model:
     """Keras LSTM (seed 000 equations (1)-(6)) over the numeric tokens, last state to one neuron."""
     _check_positive(units=units)
-    return _last_state_to_value(tokenizer, mask_padding, lambda: keras.layers.LSTM(units, unroll=unroll, name="lstm"),
-                                name="lstm")
+    return _last_state_to_value(
+        tokenizer, mask_padding, lambda: keras.layers.LSTM(units, unroll=unroll, name="lstm"), name="lstm"
+    )
 
 
 @register_model("gru", label="GRU (64 units)", family="GRU", variable_length=True, tokenizer="numeric")
 def gru(tokenizer, units: int = 64, unroll: bool = True, mask_padding: bool = False) -> keras.Model:
     """Keras GRU with the reset gate before the product (seed 000 eq. (7)-(10)), last state to one neuron."""
     _check_positive(units=units)
-    return _last_state_to_value(tokenizer, mask_padding,
-                                lambda: keras.layers.GRU(units, reset_after=False, unroll=unroll, name="gru"),
-                                name="gru")
+    return _last_state_to_value(
+        tokenizer,
+        mask_padding,
+        lambda: keras.layers.GRU(units, reset_after=False, unroll=unroll, name="gru"),
+        name="gru",
+    )
 
 
-@register_model("bilstm_attention", label="BiLSTM + attention (2 x 19 units)", family="BiLSTM + attention",
-                tokenizer="numeric", seed_row="BiLSTM + attention")
-def bilstm_attention(tokenizer, units: int = 19, attention_units: int = 82,
-                     mask_padding: bool = False) -> keras.Model:
+@register_model(
+    "bilstm_attention",
+    label="BiLSTM + attention (2 x 19 units)",
+    family="BiLSTM + attention",
+    tokenizer="numeric",
+    seed_row="BiLSTM + attention",
+)
+def bilstm_attention(tokenizer, units: int = 19, attention_units: int = 82, mask_padding: bool = False) -> keras.Model:
     """Bidirectional LSTM pooled by additive attention (seed 000, 2.3), context to one neuron: 6,511 parameters."""
     _check_positive(units=units, attention_units=attention_units)
     inputs, x = numeric_sequence(tokenizer, mask_padding)

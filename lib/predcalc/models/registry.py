@@ -71,8 +71,11 @@ class ModelSpec:
 
 
 # "seed" keeps one meaning, a random seed: the prior report is named as such where a label says "seed"
-PRIOR_REPORT_WORDING = (("the seed's", "the prior report's"), ("The seed's", "The prior report's"),
-                        ("AdamW seed schedule", "AdamW schedule of the prior report"))
+PRIOR_REPORT_WORDING = (
+    ("the seed's", "the prior report's"),
+    ("The seed's", "The prior report's"),
+    ("AdamW seed schedule", "AdamW schedule of the prior report"),
+)
 
 
 def display_label(label: str, partly_built: bool = False) -> str:
@@ -93,10 +96,20 @@ def _add(spec: ModelSpec) -> ModelSpec:
     return spec
 
 
-def register_model(name: str, *, label: str, family: str, tokenizer: str, seed_row: str | None = None,
-                   tokenizer_config: dict | None = None, answer_format: AnswerFormat | None = None,
-                   loss="mse", optimizer: str | Optimizer = "adam", finish: Callable | None = None,
-                   variable_length: bool = False):
+def register_model(
+    name: str,
+    *,
+    label: str,
+    family: str,
+    tokenizer: str,
+    seed_row: str | None = None,
+    tokenizer_config: dict | None = None,
+    answer_format: AnswerFormat | None = None,
+    loss="mse",
+    optimizer: str | Optimizer = "adam",
+    finish: Callable | None = None,
+    variable_length: bool = False,
+):
     """Decorator: register ``build(tokenizer, **kwargs) -> keras.Model`` under ``name``.
 
     ``answer_format``: a token-output model's answer slots (its targets and decoding); ``optimizer``:
@@ -107,10 +120,23 @@ def register_model(name: str, *, label: str, family: str, tokenizer: str, seed_r
         fields = {}
         if answer_format is not None:
             fields = {"predict_values": answer_format.predict_values, "encode_targets": answer_format.encode_targets}
-        _add(ModelSpec(name=name, label=label, family=family, tokenizer=tokenizer, build=build, seed_row=seed_row,
-                       tokenizer_config=dict(tokenizer_config or {}), loss=loss,
-                       optimizer=optimizer if isinstance(optimizer, Optimizer) else Optimizer(optimizer),
-                       finish=finish, answer_format=answer_format, variable_length=variable_length, **fields))
+        _add(
+            ModelSpec(
+                name=name,
+                label=label,
+                family=family,
+                tokenizer=tokenizer,
+                build=build,
+                seed_row=seed_row,
+                tokenizer_config=dict(tokenizer_config or {}),
+                loss=loss,
+                optimizer=optimizer if isinstance(optimizer, Optimizer) else Optimizer(optimizer),
+                finish=finish,
+                answer_format=answer_format,
+                variable_length=variable_length,
+                **fields,
+            )
+        )
         return build
 
     return decorate
@@ -124,10 +150,14 @@ def register_preset(name: str, base: str, *, label: str, arguments: dict, **fiel
     if isinstance(fields.get("optimizer"), str):
         fields["optimizer"] = Optimizer(fields["optimizer"])
     if fields.get("answer_format") is not None:
-        fields.update(predict_values=fields["answer_format"].predict_values,
-                      encode_targets=fields["answer_format"].encode_targets)
-    return _add(dataclasses.replace(spec, name=name, label=label, build=functools.partial(spec.build, **arguments),
-                                    **fields))
+        fields.update(
+            predict_values=fields["answer_format"].predict_values, encode_targets=fields["answer_format"].encode_targets
+        )
+    return _add(
+        dataclasses.replace(spec, name=name, label=label, build=functools.partial(spec.build, **arguments), **fields)
+    )
+
+
 def get_spec(name: str) -> ModelSpec:
     if name not in MODELS:
         raise ValueError(f"unknown model {name!r}; registered models: {', '.join(sorted(MODELS))}")

@@ -26,8 +26,9 @@ from predcalc.layers import FeatureSlice, MinGRU
 from predcalc.models.registry import register_model, register_preset
 
 
-def gated_scan(tokenizer, units: int = 4, gates: str = "type", multiplicative: bool = True,
-               name: str = "syntax_gated_scan") -> keras.Model:
+def gated_scan(
+    tokenizer, units: int = 4, gates: str = "type", multiplicative: bool = True, name: str = "syntax_gated_scan"
+) -> keras.Model:
     """The signed-sum model.
 
     Args:
@@ -59,10 +60,16 @@ def gated_scan(tokenizer, units: int = 4, gates: str = "type", multiplicative: b
     return keras.Model(inputs, outputs, name=name)
 
 
-@register_model("scan_typed", label="Syntax-gated scan (typed tokens)", family="gated linear recurrence",
-                variable_length=True, tokenizer="typed")
-def scan_typed(tokenizer, units: int = 4, gates: str = "type", multiplicative: bool = True,
-               name: str = "scan_typed") -> keras.Model:
+@register_model(
+    "scan_typed",
+    label="Syntax-gated scan (typed tokens)",
+    family="gated linear recurrence",
+    variable_length=True,
+    tokenizer="typed",
+)
+def scan_typed(
+    tokenizer, units: int = 4, gates: str = "type", multiplicative: bool = True, name: str = "scan_typed"
+) -> keras.Model:
     """:func:`gated_scan` on the typed tokens, its gates reading the token types; the variants below
     are presets of it."""
     return gated_scan(tokenizer, units, gates=gates, multiplicative=multiplicative, name=name)
@@ -77,8 +84,10 @@ def overwrite_operator_gates(model: keras.Model) -> keras.Model:
     leak makes its coefficients depend on the history. The other weights stay as they are; works in place."""
     layer = model.get_layer("sign_state")
     if layer.kernel.shape[0] != 3:
-        raise ValueError("overwrite_operator_gates needs a scan whose gates read the type features only "
-                         f"(gates='type'); this one's gates read {layer.kernel.shape[0]} features")
+        raise ValueError(
+            "overwrite_operator_gates needs a scan whose gates read the type features only "
+            f"(gates='type'); this one's gates read {layer.kernel.shape[0]} features"
+        )
     kernel, bias = keras.ops.convert_to_numpy(layer.kernel), keras.ops.convert_to_numpy(layer.bias)
     units = kernel.shape[1] // 2  # kernel laid out [z | h~]; type features (is_plus, is_minus, is_number)
     kernel[:2, :units] = OVERWRITE_LOGIT - bias[:units]
@@ -108,17 +117,40 @@ def overwrite_and_solve(model: keras.Model, x_train, y_train) -> keras.Model:
 
 
 # The scan of scan_typed, finished after fitting by overwrite_and_solve (or only its readout solved).
-register_preset("scan_typed_solved", "scan_typed", label="Syntax-gated scan, operators overwrite + solved readout",
-                finish=overwrite_and_solve, arguments={"name": "scan_typed_solved"})
-register_preset("scan_typed_readout_solved", "scan_typed", label="Ablation: solved readout, operator gates as fitted",
-                finish=solve_readout, arguments={"name": "scan_typed_readout_solved"})
+register_preset(
+    "scan_typed_solved",
+    "scan_typed",
+    label="Syntax-gated scan, operators overwrite + solved readout",
+    finish=overwrite_and_solve,
+    arguments={"name": "scan_typed_solved"},
+)
+register_preset(
+    "scan_typed_readout_solved",
+    "scan_typed",
+    label="Ablation: solved readout, operator gates as fitted",
+    finish=solve_readout,
+    arguments={"name": "scan_typed_readout_solved"},
+)
 # Ablations: the gates also read the value; the seed's numeric tokens; no multiplicative path.
-register_preset("scan_typed_value_gates", "scan_typed", label="Ablation: gates also read the value",
-                arguments={"gates": "all", "name": "scan_typed_value_gates"})
-register_preset("scan_numeric", "scan_typed", label="Ablation: the seed's numeric tokens", tokenizer="numeric",
-                arguments={"gates": "numeric", "name": "scan_numeric"})
-register_preset("scan_typed_additive", "scan_typed", label="Ablation: no multiplicative path",
-                arguments={"multiplicative": False, "name": "scan_typed_additive"})
+register_preset(
+    "scan_typed_value_gates",
+    "scan_typed",
+    label="Ablation: gates also read the value",
+    arguments={"gates": "all", "name": "scan_typed_value_gates"},
+)
+register_preset(
+    "scan_numeric",
+    "scan_typed",
+    label="Ablation: the seed's numeric tokens",
+    tokenizer="numeric",
+    arguments={"gates": "numeric", "name": "scan_numeric"},
+)
+register_preset(
+    "scan_typed_additive",
+    "scan_typed",
+    label="Ablation: no multiplicative path",
+    arguments={"multiplicative": False, "name": "scan_typed_additive"},
+)
 
 
 def readout_for_length(model: keras.Model, trained_length: int) -> keras.Model:
@@ -138,7 +170,9 @@ def readout_for_length(model: keras.Model, trained_length: int) -> keras.Model:
     return model
 
 
-@register_model("lstm_typed", label="Keras LSTM(32) (typed tokens)", family="LSTM", variable_length=True, tokenizer="typed")
+@register_model(
+    "lstm_typed", label="Keras LSTM(32) (typed tokens)", family="LSTM", variable_length=True, tokenizer="typed"
+)
 def lstm_typed(tokenizer, units: int = 32) -> keras.Model:
     inputs = keras.Input((tokenizer.length, 4), name="tokens")
     hidden = keras.layers.LSTM(units, unroll=True, name="lstm")(inputs)  # unrolled: full-int8 export works
@@ -166,9 +200,16 @@ def signed_sum_coefficients(predict, terms: int = 8, probe: float = 1000.0) -> l
         prefix = " + ".join(["0"] * (position - 1)) + f" {op} " if position > 1 else ""
         expressions += [f"{prefix}{value:.0f}" for value in (0.0, probe, 2 * probe)]
     values = np.asarray(predict(expressions), dtype=np.float64).reshape(len(probes), 3)  # one call for all probes
-    return [{"position": position, "operator": op, "coefficient": (one - zero) / probe, "bias": zero,
-             "nonlinearity": abs(two - 2 * one + zero)}
-            for (position, op), (zero, one, two) in zip(probes, values.tolist())]
+    return [
+        {
+            "position": position,
+            "operator": op,
+            "coefficient": (one - zero) / probe,
+            "bias": zero,
+            "nonlinearity": abs(two - 2 * one + zero),
+        }
+        for (position, op), (zero, one, two) in zip(probes, values.tolist())
+    ]
 
 
 def coefficient_summary(rows: list[dict]) -> dict:
@@ -178,6 +219,10 @@ def coefficient_summary(rows: list[dict]) -> dict:
     errors = [{**r, "error": r["coefficient"] - (1.0 if r["operator"] == "+" else -1.0)} for r in rows]
     last = max(r["position"] for r in rows)
     settled = {r["operator"]: r["error"] for r in errors if r["position"] == last}
-    return {"rows": errors, "position": last, "settled": settled,
-            "exact_below": 0.5 / max(max(abs(v) for v in settled.values()), 1e-12),
-            "nonlinearity": max(r["nonlinearity"] for r in rows)}
+    return {
+        "rows": errors,
+        "position": last,
+        "settled": settled,
+        "exact_below": 0.5 / max(max(abs(v) for v in settled.values()), 1e-12),
+        "nonlinearity": max(r["nonlinearity"] for r in rows),
+    }

@@ -47,15 +47,15 @@ def token_loss():
     return keras.losses.SparseCategoricalCrossentropy(from_logits=True)
 
 
-def token_head(sequence, answer_format: AnswerFormat, num_heads: int = 4, ffn_units: int = 128,
-               dropout: float = 0.0):
+def token_head(sequence, answer_format: AnswerFormat, num_heads: int = 4, ffn_units: int = 128, dropout: float = 0.0):
     """Slot logits, shape (batch, slots, vocabulary), read from an encoded sequence (batch, time, d).
 
     Works on the output of any sequence encoder; a Keras mask on ``sequence`` (from
     ``Masking`` or ``Embedding(mask_zero=True)``) keeps padded steps out of the readout.
     """
-    slots = DigitReadout(slots=answer_format.slots, num_heads=num_heads, ffn_units=ffn_units,
-                         dropout=dropout, name="digit_readout")(sequence)
+    slots = DigitReadout(
+        slots=answer_format.slots, num_heads=num_heads, ffn_units=ffn_units, dropout=dropout, name="digit_readout"
+    )(sequence)
     return keras.layers.Dense(answer_format.vocabulary_size, name="answer_logits")(slots)
 
 
@@ -71,10 +71,18 @@ def numeric_sequence(tokenizer, mask_padding: bool):
     return inputs, x
 
 
-@register_model("lstm_tokens_reversed", label="LSTM 64 + digit readout (reversed digits)", family="RNN", variable_length=True,
-                tokenizer="numeric", answer_format=REVERSED, loss=token_loss())
-def lstm_tokens_reversed(tokenizer, units: int = 64, readout_heads: int = 4, readout_ffn_units: int = 128,
-                         mask_padding: bool = True) -> keras.Model:
+@register_model(
+    "lstm_tokens_reversed",
+    label="LSTM 64 + digit readout (reversed digits)",
+    family="RNN",
+    variable_length=True,
+    tokenizer="numeric",
+    answer_format=REVERSED,
+    loss=token_loss(),
+)
+def lstm_tokens_reversed(
+    tokenizer, units: int = 64, readout_heads: int = 4, readout_ffn_units: int = 128, mask_padding: bool = True
+) -> keras.Model:
     """An LSTM over the seed's numeric tokens, read out as sign and reversed digits."""
     inputs, x = numeric_sequence(tokenizer, mask_padding)
     x = keras.layers.LSTM(units, return_sequences=True, name="lstm")(x)

@@ -39,13 +39,21 @@ from predcalc.models.token_heads import PLAIN, REVERSED, AnswerFormat, numeric_s
 def encoder_stack(x, num_layers: int, num_heads: int, ffn_units: int, dropout: float = 0.0):
     """``num_layers`` post-norm :class:`TransformerEncoderBlock` layers, named ``encoder_1`` on."""
     for index in range(1, num_layers + 1):
-        x = TransformerEncoderBlock(num_heads=num_heads, ffn_units=ffn_units, dropout=dropout,
-                                    name=f"encoder_{index}")(x)
+        x = TransformerEncoderBlock(num_heads=num_heads, ffn_units=ffn_units, dropout=dropout, name=f"encoder_{index}")(
+            x
+        )
     return x
 
 
-def transformer_encoder(tokenizer, d_model: int, num_heads: int, num_layers: int, ffn_units: int,
-                        dropout: float = 0.0, mask_padding: bool = False):
+def transformer_encoder(
+    tokenizer,
+    d_model: int,
+    num_heads: int,
+    num_layers: int,
+    ffn_units: int,
+    dropout: float = 0.0,
+    mask_padding: bool = False,
+):
     """Inputs and the encoded sequence (batch, length, d_model) of a stack of encoder layers.
 
     Numeric tokens are projected by ``Dense(d_model)``; character ids (a tokeniser with a
@@ -55,8 +63,9 @@ def transformer_encoder(tokenizer, d_model: int, num_heads: int, num_layers: int
         raise ValueError(f"num_layers must be positive. Received: num_layers={num_layers}")
     if hasattr(tokenizer, "vocabulary_size"):
         inputs = keras.Input((tokenizer.length,), dtype="int32", name="tokens")
-        x = keras.layers.Embedding(tokenizer.vocabulary_size, d_model, mask_zero=mask_padding,
-                                   name="token_embedding")(inputs)
+        x = keras.layers.Embedding(tokenizer.vocabulary_size, d_model, mask_zero=mask_padding, name="token_embedding")(
+            inputs
+        )
     else:
         inputs, x = numeric_sequence(tokenizer, mask_padding)
         x = keras.layers.Dense(d_model, name="token_projection")(x)
@@ -72,8 +81,16 @@ def regression_transformer(tokenizer, name: str, **encoder) -> keras.Model:
     return keras.Model(inputs, outputs, name=name)
 
 
-def seed_recipe_encoder(tokenizer, d_model: int, num_heads: int, num_layers: int, ffn_units: int,
-                        cls: bool = False, scale_embedding: bool = True, dropout: float = 0.0):
+def seed_recipe_encoder(
+    tokenizer,
+    d_model: int,
+    num_heads: int,
+    num_layers: int,
+    ffn_units: int,
+    cls: bool = False,
+    scale_embedding: bool = True,
+    dropout: float = 0.0,
+):
     """Inputs, the numeric tokens ``(batch, length, 1)`` and the encoded sequence of the seed's
     recipe: a CLS token of value 15 prepended where ``cls``, each token projected by
     ``Dense(d_model)`` and scaled by sqrt(d_model), sinusoidal positions, post-norm encoder layers.
@@ -90,8 +107,17 @@ def seed_recipe_encoder(tokenizer, d_model: int, num_heads: int, num_layers: int
     return inputs, values, x
 
 
-def seed_recipe_transformer(tokenizer, name: str, d_model: int, num_heads: int, num_layers: int, ffn_units: int,
-                            cls: bool = True, scale_embedding: bool = True, dropout: float = 0.0) -> keras.Model:
+def seed_recipe_transformer(
+    tokenizer,
+    name: str,
+    d_model: int,
+    num_heads: int,
+    num_layers: int,
+    ffn_units: int,
+    cls: bool = True,
+    scale_embedding: bool = True,
+    dropout: float = 0.0,
+) -> keras.Model:
     """The seed's transformer recipe (``transformer_transformer4.py``): :func:`seed_recipe_encoder`
     with the prediction read from the CLS position. ``cls=False`` pools by the mean instead,
     ``scale_embedding=False`` drops the scaling (the ablations). A ``dropout`` above 0 drops the
@@ -99,8 +125,9 @@ def seed_recipe_transformer(tokenizer, name: str, d_model: int, num_heads: int, 
     seed's tuner searched 0 and 0.05). Trained with ``optimizer="adamw_seed"`` (see
     ``fit.make_optimizer``).
     """
-    inputs, _, x = seed_recipe_encoder(tokenizer, d_model, num_heads, num_layers, ffn_units, cls=cls,
-                                       scale_embedding=scale_embedding, dropout=dropout)
+    inputs, _, x = seed_recipe_encoder(
+        tokenizer, d_model, num_heads, num_layers, ffn_units, cls=cls, scale_embedding=scale_embedding, dropout=dropout
+    )
     if cls:
         steps = x.shape[1]
         x = keras.layers.Cropping1D((0, steps - 1), name="cls_pooling")(x)
@@ -113,47 +140,96 @@ def seed_recipe_transformer(tokenizer, name: str, d_model: int, num_heads: int, 
     return keras.Model(inputs, outputs, name=name)
 
 
-@register_model("transformer4_seed", label="transformer4, the seed's recipe (CLS, 8 heads, AdamW seed schedule)",
-                family="transformer", tokenizer="numeric", seed_row="transformer4 (encoder, regression)",
-                optimizer="adamw_seed")
-def transformer4_seed(tokenizer, d_model: int = 32, num_heads: int = 8, num_layers: int = 3, ffn_units: int = 128,
-                      cls: bool = True, scale_embedding: bool = True, dropout: float = 0.0,
-                      name: str = "transformer4_seed") -> keras.Model:
+@register_model(
+    "transformer4_seed",
+    label="transformer4, the seed's recipe (CLS, 8 heads, AdamW seed schedule)",
+    family="transformer",
+    tokenizer="numeric",
+    seed_row="transformer4 (encoder, regression)",
+    optimizer="adamw_seed",
+)
+def transformer4_seed(
+    tokenizer,
+    d_model: int = 32,
+    num_heads: int = 8,
+    num_layers: int = 3,
+    ffn_units: int = 128,
+    cls: bool = True,
+    scale_embedding: bool = True,
+    dropout: float = 0.0,
+    name: str = "transformer4_seed",
+) -> keras.Model:
     """transformer4's size (38,209 parameters + none for the CLS token) with the seed's recipe."""
-    return seed_recipe_transformer(tokenizer, name, d_model=d_model, num_heads=num_heads, num_layers=num_layers,
-                                   ffn_units=ffn_units, cls=cls, scale_embedding=scale_embedding, dropout=dropout)
+    return seed_recipe_transformer(
+        tokenizer,
+        name,
+        d_model=d_model,
+        num_heads=num_heads,
+        num_layers=num_layers,
+        ffn_units=ffn_units,
+        cls=cls,
+        scale_embedding=scale_embedding,
+        dropout=dropout,
+    )
 
 
 # transformer5's size (498,241 parameters) with the seed's recipe, peaking at 2e-4: the best of
 # 25-epoch trials at 1.42e-3 to 5e-5 (sweeps/transformer5_seed_peak.yaml), as the seed's own tuner
 # chose its rate; at transformer4's 1.42e-3 a 200-epoch run collapsed to a constant. Its arguments
 # (and dropout) are the seed's tuner's space (tuning/transformer5_seed_space.yaml).
-register_preset("transformer5_seed", "transformer4_seed",
-                label="transformer5, the seed's recipe (CLS, 8 heads, AdamW seed schedule)", seed_row="transformer5",
-                optimizer=Optimizer("adamw_seed", peak_learning_rate=2e-4),
-                arguments={"d_model": 64, "num_layers": 6, "ffn_units": 512, "name": "transformer5_seed"})
+register_preset(
+    "transformer5_seed",
+    "transformer4_seed",
+    label="transformer5, the seed's recipe (CLS, 8 heads, AdamW seed schedule)",
+    seed_row="transformer5",
+    optimizer=Optimizer("adamw_seed", peak_learning_rate=2e-4),
+    arguments={"d_model": 64, "num_layers": 6, "ffn_units": 512, "name": "transformer5_seed"},
+)
 
 
-@register_model("transformer4_gated", label="transformer4, the seed's recipe with a gated value readout",
-                family="transformer", tokenizer="numeric", seed_row="transformer4 (encoder, regression)",
-                optimizer="adamw_seed")
-def transformer4_gated(tokenizer, d_model: int = 32, num_heads: int = 8, num_layers: int = 3,
-                       ffn_units: int = 128, scale_embedding: bool = True) -> keras.Model:
+@register_model(
+    "transformer4_gated",
+    label="transformer4, the seed's recipe with a gated value readout",
+    family="transformer",
+    tokenizer="numeric",
+    seed_row="transformer4 (encoder, regression)",
+    optimizer="adamw_seed",
+)
+def transformer4_gated(
+    tokenizer,
+    d_model: int = 32,
+    num_heads: int = 8,
+    num_layers: int = 3,
+    ffn_units: int = 128,
+    scale_embedding: bool = True,
+) -> keras.Model:
     """transformer4_seed's encoder (no CLS token) read out by
     :class:`predcalc.layers.GatedValueSum`: ``y = sum_t (w^T h_t + c) v_t + b`` over the raw
     numeric tokens ``v_t``, linear in the numbers where the gates do not change with their size
     (38,210 parameters)."""
-    inputs, values, x = seed_recipe_encoder(tokenizer, d_model, num_heads, num_layers, ffn_units,
-                                            scale_embedding=scale_embedding)
+    inputs, values, x = seed_recipe_encoder(
+        tokenizer, d_model, num_heads, num_layers, ffn_units, scale_embedding=scale_embedding
+    )
     outputs = GatedValueSum(name="value")([x, values])
     return keras.Model(inputs, outputs, name="transformer4_gated")
 
 
-@register_model("transformer4_local", label="transformer4, local token features, padding masked, gated readout",
-                family="transformer", tokenizer="numeric", seed_row="transformer4 (encoder, regression)",
-                optimizer="adamw_seed")
-def transformer4_local(tokenizer, d_model: int = 32, num_heads: int = 8, num_layers: int = 3,
-                       ffn_units: int = 128, squash_features: bool = False) -> keras.Model:
+@register_model(
+    "transformer4_local",
+    label="transformer4, local token features, padding masked, gated readout",
+    family="transformer",
+    tokenizer="numeric",
+    seed_row="transformer4 (encoder, regression)",
+    optimizer="adamw_seed",
+)
+def transformer4_local(
+    tokenizer,
+    d_model: int = 32,
+    num_heads: int = 8,
+    num_layers: int = 3,
+    ffn_units: int = 128,
+    squash_features: bool = False,
+) -> keras.Model:
     """transformer4_gated with positions that mean the same at every length: each token is
     embedded from :class:`predcalc.layers.LocalTokenFeatures` ``[x_t, x_{t-1}, (-1)^t]``
     (no absolute positional encoding), padding is masked out of attention and of the sum, and
@@ -172,50 +248,111 @@ def transformer4_local(tokenizer, d_model: int = 32, num_heads: int = 8, num_lay
 
 # transformer4_local with squash_features=True: its gates read tanh(x_t), bounded however large a
 # number is, while the gated sum still takes the raw x_t (38,274 parameters).
-register_preset("transformer4_local_bounded", "transformer4_local",
-                label="transformer4, local tanh-bounded token features, padding masked, gated readout",
-                arguments={"squash_features": True})
+register_preset(
+    "transformer4_local_bounded",
+    "transformer4_local",
+    label="transformer4, local tanh-bounded token features, padding masked, gated readout",
+    arguments={"squash_features": True},
+)
 
 
-@register_model("transformer4", label="transformer4 (3 x d32 encoder, regression)", family="transformer",
-                tokenizer="numeric", seed_row="transformer4 (encoder, regression)", optimizer="adamw_cosine")
-def transformer4(tokenizer, d_model: int = 32, num_heads: int = 4, num_layers: int = 3, ffn_units: int = 128,
-                 dropout: float = 0.0, mask_padding: bool = False, name: str = "transformer4") -> keras.Model:
+@register_model(
+    "transformer4",
+    label="transformer4 (3 x d32 encoder, regression)",
+    family="transformer",
+    tokenizer="numeric",
+    seed_row="transformer4 (encoder, regression)",
+    optimizer="adamw_cosine",
+)
+def transformer4(
+    tokenizer,
+    d_model: int = 32,
+    num_heads: int = 4,
+    num_layers: int = 3,
+    ffn_units: int = 128,
+    dropout: float = 0.0,
+    mask_padding: bool = False,
+    name: str = "transformer4",
+) -> keras.Model:
     """The seed's transformer4 size: 38,209 parameters."""
-    return regression_transformer(tokenizer, name, d_model=d_model, num_heads=num_heads, num_layers=num_layers,
-                                  ffn_units=ffn_units, dropout=dropout, mask_padding=mask_padding)
+    return regression_transformer(
+        tokenizer,
+        name,
+        d_model=d_model,
+        num_heads=num_heads,
+        num_layers=num_layers,
+        ffn_units=ffn_units,
+        dropout=dropout,
+        mask_padding=mask_padding,
+    )
 
 
 # The seed's transformer5 size: 498,241 parameters.
-register_preset("transformer5", "transformer4", label="transformer5 (6 x d64 encoder, regression)",
-                seed_row="transformer5",
-                arguments={"d_model": 64, "num_heads": 8, "num_layers": 6, "ffn_units": 512, "name": "transformer5"})
+register_preset(
+    "transformer5",
+    "transformer4",
+    label="transformer5 (6 x d64 encoder, regression)",
+    seed_row="transformer5",
+    arguments={"d_model": 64, "num_heads": 8, "num_layers": 6, "ffn_units": 512, "name": "transformer5"},
+)
 
 
-def token_transformer(tokenizer, answer_format, name: str, readout_heads: int, readout_ffn_units: int,
-                      **encoder) -> keras.Model:
+def token_transformer(
+    tokenizer, answer_format, name: str, readout_heads: int, readout_ffn_units: int, **encoder
+) -> keras.Model:
     inputs, x = transformer_encoder(tokenizer, **encoder)
-    logits = token_head(x, answer_format, num_heads=readout_heads, ffn_units=readout_ffn_units,
-                        dropout=encoder.get("dropout", 0.0))
+    logits = token_head(
+        x, answer_format, num_heads=readout_heads, ffn_units=readout_ffn_units, dropout=encoder.get("dropout", 0.0)
+    )
     return keras.Model(inputs, logits, name=name)
 
 
-@register_model("transformer_tokens", label="transformer4 encoder + digit readout", family="transformer",
-                tokenizer="numeric", answer_format=PLAIN, loss=token_loss(), optimizer="adamw_cosine")
-def transformer_tokens(tokenizer, d_model: int = 32, num_heads: int = 4, num_layers: int = 3, ffn_units: int = 128,
-                       dropout: float = 0.0, mask_padding: bool = False, readout_heads: int = 4,
-                       readout_ffn_units: int = 128, answer_format: AnswerFormat = PLAIN,
-                       name: str = "transformer_tokens") -> keras.Model:
+@register_model(
+    "transformer_tokens",
+    label="transformer4 encoder + digit readout",
+    family="transformer",
+    tokenizer="numeric",
+    answer_format=PLAIN,
+    loss=token_loss(),
+    optimizer="adamw_cosine",
+)
+def transformer_tokens(
+    tokenizer,
+    d_model: int = 32,
+    num_heads: int = 4,
+    num_layers: int = 3,
+    ffn_units: int = 128,
+    dropout: float = 0.0,
+    mask_padding: bool = False,
+    readout_heads: int = 4,
+    readout_ffn_units: int = 128,
+    answer_format: AnswerFormat = PLAIN,
+    name: str = "transformer_tokens",
+) -> keras.Model:
     """The transformer4 encoder writing the answer as sign and digits (most significant first)."""
-    return token_transformer(tokenizer, answer_format, name, readout_heads, readout_ffn_units, d_model=d_model,
-                             num_heads=num_heads, num_layers=num_layers, ffn_units=ffn_units, dropout=dropout,
-                             mask_padding=mask_padding)
+    return token_transformer(
+        tokenizer,
+        answer_format,
+        name,
+        readout_heads,
+        readout_ffn_units,
+        d_model=d_model,
+        num_heads=num_heads,
+        num_layers=num_layers,
+        ffn_units=ffn_units,
+        dropout=dropout,
+        mask_padding=mask_padding,
+    )
 
 
 # The same, least significant digit first.
-register_preset("transformer_tokens_reversed", "transformer_tokens",
-                label="transformer4 encoder + digit readout (reversed digits)", answer_format=REVERSED,
-                arguments={"answer_format": REVERSED, "name": "transformer_tokens_reversed"})
+register_preset(
+    "transformer_tokens_reversed",
+    "transformer_tokens",
+    label="transformer4 encoder + digit readout (reversed digits)",
+    answer_format=REVERSED,
+    arguments={"answer_format": REVERSED, "name": "transformer_tokens_reversed"},
+)
 
 
 ATTENTION_LAYERS = (TransformerEncoderBlock, DigitReadout)

@@ -33,11 +33,21 @@ def plot_attention_examples(trained, examples):
     image = axis.imshow(alpha, cmap="viridis", aspect="auto", vmin=0)
     for row, text in enumerate(examples):
         for column, label in enumerate(token_labels(text, length)):
-            axis.text(column, row, label, ha="center", va="center", fontsize=8,
-                      color="white" if alpha[row, column] < 0.6 * alpha.max() else "black")
+            axis.text(
+                column,
+                row,
+                label,
+                ha="center",
+                va="center",
+                fontsize=8,
+                color="white" if alpha[row, column] < 0.6 * alpha.max() else "black",
+            )
     predicted = trained.predict(examples)
-    axis.set_yticks(range(len(examples)), [f"{t} = {float(evaluate(t)):g} (pred {p:.2f})"
-                                           for t, p in zip(examples, predicted)], fontsize=8)
+    axis.set_yticks(
+        range(len(examples)),
+        [f"{t} = {float(evaluate(t)):g} (pred {p:.2f})" for t, p in zip(examples, predicted)],
+        fontsize=8,
+    )
     axis.set_xticks(range(length), [str(i) for i in range(1, length + 1)], fontsize=8)
     axis.set_xlabel("token position")
     figure.colorbar(image, ax=axis, label="attention weight")
@@ -52,11 +62,19 @@ def attention_by_kind(trained, test_sets: dict, names=("in", "out", "long")):
     for name in names:
         split = test_sets[name]
         weights = attention_weights(trained.model, trained.tokenizer.encode_batch(split.expressions))
-        kinds = np.array([[token_kind(label) for label in token_labels(text, trained.tokenizer.length)]
-                          for text in split.expressions])
-        rows.append({"test set": name, **{f"on {kind}s": float((weights * (kinds == kind)).sum(1).mean())
-                                          for kind in KINDS},
-                     "share of tokens that are pad": float((kinds == "pad").mean())})
+        kinds = np.array(
+            [
+                [token_kind(label) for label in token_labels(text, trained.tokenizer.length)]
+                for text in split.expressions
+            ]
+        )
+        rows.append(
+            {
+                "test set": name,
+                **{f"on {kind}s": float((weights * (kinds == kind)).sum(1).mean()) for kind in KINDS},
+                "share of tokens that are pad": float((kinds == "pad").mean()),
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -64,11 +82,13 @@ def attention_sentence(attention_table) -> str:
     """Where the attention goes in range and on long expressions, in one sentence."""
     in_range = attention_table[attention_table["test set"] == "in"].iloc[0]
     long_set = attention_table[attention_table["test set"] == "long"].iloc[0]
-    return (f" In range the attention puts {100 * in_range['on numbers']:.0f} % of its weight on numbers, "
-            f"{100 * in_range['on operators']:.0f} % on operators and {100 * in_range['on pads']:.0f} % on padding "
-            f"(padding is {100 * in_range['share of tokens that are pad']:.0f} % of the tokens); on long expressions "
-            f"{100 * long_set['on numbers']:.0f} %, {100 * long_set['on operators']:.0f} % and "
-            f"{100 * long_set['on pads']:.0f} %.")
+    return (
+        f" In range the attention puts {100 * in_range['on numbers']:.0f} % of its weight on numbers, "
+        f"{100 * in_range['on operators']:.0f} % on operators and {100 * in_range['on pads']:.0f} % on padding "
+        f"(padding is {100 * in_range['share of tokens that are pad']:.0f} % of the tokens); on long expressions "
+        f"{100 * long_set['on numbers']:.0f} %, {100 * long_set['on operators']:.0f} % and "
+        f"{100 * long_set['on pads']:.0f} %."
+    )
 
 
 def int8_sentence(export: dict | None) -> str:

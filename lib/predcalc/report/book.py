@@ -67,7 +67,7 @@ _SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
 def scientific(value: float, digits: int = 2) -> str:
     """``4.2 × 10⁻⁷``: scientific notation as a person writes it."""
     exponent = math.floor(math.log10(abs(value)))
-    mantissa = value / 10 ** exponent
+    mantissa = value / 10**exponent
     if round(mantissa, digits - 1) >= 10:
         mantissa, exponent = mantissa / 10, exponent + 1
     return f"{mantissa:.{digits - 1}f}\u00a0×\u00a010{str(exponent).translate(_SUPERSCRIPT)}"
@@ -84,7 +84,7 @@ def number(value: float, digits: int = 3) -> str:
         return "0"
     if abs(value) < 1e-4:
         return scientific(value)
-    if abs(value) >= 10 ** digits:
+    if abs(value) >= 10**digits:
         return f"{round(value, digits - 1 - math.floor(math.log10(abs(value)))):,.0f}"
     decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
     return f"{value:.{decimals}f}"
@@ -220,7 +220,7 @@ def _question(path: Path) -> str:
         if start is None:
             continue
         kept = []
-        for paragraph in paragraphs[start:start + 4]:
+        for paragraph in paragraphs[start : start + 4]:
             if not paragraph.lstrip().startswith("$$"):
                 kept.append(" ".join(paragraph.split()))
             if paragraph.rstrip().endswith("?"):
@@ -265,21 +265,46 @@ class Page:
 
 
 PAGES = (
-    Page("method", ("method",), "the protocol, the models (what each is, its size, whether it is trained, "
-         "memorised or code), how the scan, the gated readout and the calculator work, and which probe "
-         "chose which variant."),
-    Page("results", ("results",), "the summary figure, the held-out edge suite over 5 seeds, the scoreboard "
-         "against the published rows, and the calculator."),
-    Page("learned", ("learned", "limitations"), "what the runs show, and what they do not.",
-         title="What we learned, and its limits"),
-    Page("appendix", ("appendix.all_models", "appendix.seed_way", "appendix.recipe", "appendix.stability",
-                      "appendix.development_edges"),
-         "every model's numbers, the prior report's way of scoring, the training recipe, stability and the "
-         "development edges.", title="Appendix: every model and protocol"),
+    Page(
+        "method",
+        ("method",),
+        "the protocol, the models (what each is, its size, whether it is trained, "
+        "memorised or code), how the scan, the gated readout and the calculator work, and which probe "
+        "chose which variant.",
+    ),
+    Page(
+        "results",
+        ("results",),
+        "the summary figure, the held-out edge suite over 5 seeds, the scoreboard "
+        "against the published rows, and the calculator.",
+    ),
+    Page(
+        "learned",
+        ("learned", "limitations"),
+        "what the runs show, and what they do not.",
+        title="What we learned, and its limits",
+    ),
+    Page(
+        "appendix",
+        (
+            "appendix.all_models",
+            "appendix.seed_way",
+            "appendix.recipe",
+            "appendix.stability",
+            "appendix.development_edges",
+        ),
+        "every model's numbers, the prior report's way of scoring, the training recipe, stability and the "
+        "development edges.",
+        title="Appendix: every model and protocol",
+    ),
     Page("calculator", ("appendix.calculator",), "the learned calculator in detail."),
     Page("llm", ("appendix.llm",), "fine-tuned language models on the same task."),
-    Page("deployment", ("appendix.export", "appendix.bench"), "the exported files, their agreement with "
-         "Keras, and their speed.", title="Deployment"),
+    Page(
+        "deployment",
+        ("appendix.export", "appendix.bench"),
+        "the exported files, their agreement with Keras, and their speed.",
+        title="Deployment",
+    ),
 )
 MAIN_PAGES = ("method", "results", "learned")  # the report's body; the rest is its appendix
 STUDIES = "appendix.studies"  # its subsections open their notebooks' pages
@@ -290,11 +315,16 @@ def _environment(base: str, figures: dict[Path, tuple[str, bool]]) -> jinja2.Env
     """The templates beside :mod:`predcalc.report.render` with the book's filters, for a page in
     the folder ``base`` of the book's source; ``figures`` maps a figure file to its copy there
     and whether it is wider than the text column."""
-    environment = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=False,
-                                     keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=False,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+    )
     environment.filters["table"] = table_markdown
-    environment.filters["figure_path"] = lambda path: Path(os.path.relpath(figures[Path(path)][0],
-                                                                           base or ".")).as_posix()
+    environment.filters["figure_path"] = lambda path: Path(
+        os.path.relpath(figures[Path(path)][0], base or ".")
+    ).as_posix()
     environment.tests["wide"] = lambda path: figures[Path(path)][1]
     return environment
 
@@ -320,8 +350,9 @@ def export_grid(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
     for row in frame.to_dict("records"):
         changes = [row[f"acc change {t}"] for t in ("in", "out", "long")]
         changes = [c for c in changes if c is not None and math.isfinite(c)]
-        parts = ([f"{number(row['KB'])}\u00a0KB"] if row["KB"] is not None and math.isfinite(row["KB"]) else []) + \
-            ([points(min(changes))] if changes else [])
+        parts = ([f"{number(row['KB'])}\u00a0KB"] if row["KB"] is not None and math.isfinite(row["KB"]) else []) + (
+            [points(min(changes))] if changes else []
+        )
         text = ", ".join(parts) or "no file"
         if row["verdict"] != "use":
             text += f" ({row['verdict']})"
@@ -342,10 +373,15 @@ def book_view(section: Section) -> Section:
     for block in section.blocks:
         if isinstance(block, Table) and EXPORT_COLUMNS <= set(block.frame.columns) and not block.frame.empty:
             grid, notes = export_grid(block.frame)
-            blocks += [Text("Each cell: the file's size and its largest loss of exact accuracy against Keras "
-                            "(percentage points, worst of the in-range, out-of-range and long test sets). The "
-                            "file-by-file table, with each file's largest difference from Keras, is in "
-                            "`reports/findings.md`."), Table(grid, cell=plain_cell)]
+            blocks += [
+                Text(
+                    "Each cell: the file's size and its largest loss of exact accuracy against Keras "
+                    "(percentage points, worst of the in-range, out-of-range and long test sets). The "
+                    "file-by-file table, with each file's largest difference from Keras, is in "
+                    "`reports/findings.md`."
+                ),
+                Table(grid, cell=plain_cell),
+            ]
             if notes:
                 blocks += [Text("Why a file is not to be used:"), Bullets(notes)]
         else:
@@ -366,8 +402,9 @@ def rebased(section: Section, base: str) -> Section:
             return dataclasses.replace(b, frame=frame, caption=rebase(b.caption, base))
         return b
 
-    return dataclasses.replace(section, blocks=[block(b) for b in section.blocks],
-                               subsections=[rebased(s, base) for s in section.subsections])
+    return dataclasses.replace(
+        section, blocks=[block(b) for b in section.blocks], subsections=[rebased(s, base) for s in section.subsections]
+    )
 
 
 class Book:
@@ -405,13 +442,14 @@ class Book:
             if section.key in claimed:
                 continue
             if section.part == "main":
-                pages.insert(len([p for p in pages if p.name in MAIN_PAGES]),
-                             Page(section.key.replace(".", "-"), (section.key,), section.title + "."))
+                pages.insert(
+                    len([p for p in pages if p.name in MAIN_PAGES]),
+                    Page(section.key.replace(".", "-"), (section.key,), section.title + "."),
+                )
             else:
                 appendix = next((i for i, p in enumerate(pages) if p.name == "appendix"), None)
                 if appendix is None:
-                    pages.append(Page("appendix", (section.key,), "the rest of the evidence.",
-                                      title="Appendix"))
+                    pages.append(Page("appendix", (section.key,), "the rest of the evidence.", title="Appendix"))
                 else:
                     page = pages[appendix]
                     pages[appendix] = dataclasses.replace(page, keys=page.keys + (section.key,))
@@ -443,8 +481,11 @@ class Book:
                     if not path.exists():
                         raise FileNotFoundError(f"section {section.key!r}: figure {path} does not exist")
                     taken = {target for target, _ in self.figures.values()}
-                    target = next(f"figures/{prefix}{path.name}" for prefix in ("", *(f"{i}_" for i in range(1, 1000)))
-                                  if f"figures/{prefix}{path.name}" not in taken)
+                    target = next(
+                        f"figures/{prefix}{path.name}"
+                        for prefix in ("", *(f"{i}_" for i in range(1, 1000)))
+                        if f"figures/{prefix}{path.name}" not in taken
+                    )
                     copy(path, target)
 
     # ---- rendering
@@ -453,8 +494,9 @@ class Book:
         return tidy(_environment(base, self.figures).get_template(template).render(**values))
 
     def page(self, page: Page) -> str:
-        return self.render("book_page.md.j2", title=page.title,
-                           sections=[book_view(s) for s in self._sections(page.keys)])
+        return self.render(
+            "book_page.md.j2", title=page.title, sections=[book_view(s) for s in self._sections(page.keys)]
+        )
 
     def index(self, pages: list[Page]) -> str:
         def entry(page):
@@ -463,23 +505,50 @@ class Book:
         main = [entry(p) for p in pages if all(s.part == "main" for s in self._sections(p.keys))]
         appendix = [entry(p) for p in pages if not all(s.part == "main" for s in self._sections(p.keys))]
         architectures = [n for n in self.notebooks if n.architecture]
-        return self.render("book_index.md.j2", doc=self.doc, question=self.doc.get("question"),
-                           answer=self.doc.get("answer"), main=main, appendix=appendix,
-                           architectures=len(architectures), studies=len(self.notebooks) - len(architectures))
+        return self.render(
+            "book_index.md.j2",
+            doc=self.doc,
+            question=self.doc.get("question"),
+            answer=self.doc.get("answer"),
+            main=main,
+            appendix=appendix,
+            architectures=len(architectures),
+            studies=len(self.notebooks) - len(architectures),
+        )
 
     def notebook_list(self, architecture: bool) -> str:
         chosen = [n for n in self.notebooks if n.architecture == architecture]
-        entries = [{"doc": n.doc, "title": _short_title(n), "rows": len(self.rows.get(n.name, [])),
-                    "question": "" if architecture else _question(n.path)} for n in chosen]
+        entries = [
+            {
+                "doc": n.doc,
+                "title": _short_title(n),
+                "rows": len(self.rows.get(n.name, [])),
+                "question": "" if architecture else _question(n.path),
+            }
+            for n in chosen
+        ]
         studies = self.doc.get(STUDIES)
         unplaced = [s for s in (studies.subsections if studies else []) if not self._study_notebook(s)]
-        return self.render("book_notebooks.md.j2", architecture=architecture, notebooks=entries,
-                           studies=None if architecture else studies, unplaced=unplaced)
+        return self.render(
+            "book_notebooks.md.j2",
+            architecture=architecture,
+            notebooks=entries,
+            studies=None if architecture else studies,
+            unplaced=unplaced,
+        )
 
     def reproduce(self) -> str:
-        runs = [{"doc": n.doc, "name": n.name, "executed": n.executed, "profile": n.profile,
-                 "seconds": n.run.get("seconds"), "finished": (n.run.get("finished") or "")[:10]}
-                for n in self.notebooks]
+        runs = [
+            {
+                "doc": n.doc,
+                "name": n.name,
+                "executed": n.executed,
+                "profile": n.profile,
+                "seconds": n.run.get("seconds"),
+                "finished": (n.run.get("finished") or "")[:10],
+            }
+            for n in self.notebooks
+        ]
         return self.render("book_reproduce.md.j2", runs=runs, runs_section=self.doc.get(RUNS_KEY))
 
     def notebook_summary(self, nb: Notebook) -> str:
@@ -491,10 +560,15 @@ class Book:
             rows = rebased(Section("rows", "", [Table(rows.drop(columns=["source"], errors="ignore"))]), base).blocks[0]
         else:
             rows = None
-        return self.render("book_notebook.md.j2", base=base, nb=nb, rows=rows,
-                           studies=[rebased(s, base) for s in self.notebook_studies(nb.name)],
-                           has_all_models=self.doc.get("appendix.all_models") is not None,
-                           has_runs=self.doc.get(RUNS_KEY) is not None)
+        return self.render(
+            "book_notebook.md.j2",
+            base=base,
+            nb=nb,
+            rows=rows,
+            studies=[rebased(s, base) for s in self.notebook_studies(nb.name)],
+            has_all_models=self.doc.get("appendix.all_models") is not None,
+            has_runs=self.doc.get(RUNS_KEY) is not None,
+        )
 
     def write_notebook(self, nb: Notebook, target: Path) -> None:
 
@@ -518,11 +592,15 @@ class Book:
             c.outputs = outputs
             tags = set(c.metadata.get("tags", []))
             source = c.source.strip()
-            if (tags & {"parameters", "injected-parameters"} or source.startswith(("import ", "from "))
-                    or source.count("\n") >= 15):
+            if (
+                tags & {"parameters", "injected-parameters"}
+                or source.startswith(("import ", "from "))
+                or source.count("\n") >= 15
+            ):
                 tags.add("hide-input")  # setup: *Show code* opens it
-            if any(png_size(base64.b64decode(o.get("data", {}).get("image/png", "")))[0] > WIDE_FIGURE
-                   for o in outputs):
+            if any(
+                png_size(base64.b64decode(o.get("data", {}).get("image/png", "")))[0] > WIDE_FIGURE for o in outputs
+            ):
                 tags.add("full-width")  # over the margin: a wide figure keeps its labels readable
             c.metadata["tags"] = sorted(tags)
         summary = nbformat.v4.new_markdown_cell(self.notebook_summary(nb))
@@ -577,8 +655,9 @@ def _mathjax() -> Path | None:
     return static if (static / "tex-svg.js").exists() else None
 
 
-def build(out: Path = OUT, source: Path = SOURCE, root: Path = ROOT, quiet: bool = True,
-          doc: Document | None = None) -> tuple[Path, dict[str, list[str]]]:
+def build(
+    out: Path = OUT, source: Path = SOURCE, root: Path = ROOT, quiet: bool = True, doc: Document | None = None
+) -> tuple[Path, dict[str, list[str]]]:
     """Write the pages and run Sphinx; returns ``out/index.html`` and each page's section keys
     (:meth:`Book.write`). ``doc`` defaults to the findings built from ``root``'s runs."""
     if doc is None:

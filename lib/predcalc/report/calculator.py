@@ -25,49 +25,92 @@ def section(record: dict, folder: str) -> list[str]:
     rows = []
     for name, value in main.items():
         box = boxes[name]
-        rows.append({"family": name, "digits": "-".join(map(str, box["digits"])),
-                     "operators": "-".join(map(str, box["operators"])), "depth": "-".join(map(str, box["depth"])),
-                     "n": value["n"], "exact (mean)": _pct(value["mean"]), "worst seed": _pct(value["min"]),
-                     "lowest terms": _pct(value["lowest_terms"])})
+        rows.append(
+            {
+                "family": name,
+                "digits": "-".join(map(str, box["digits"])),
+                "operators": "-".join(map(str, box["operators"])),
+                "depth": "-".join(map(str, box["depth"])),
+                "n": value["n"],
+                "exact (mean)": _pct(value["mean"]),
+                "worst seed": _pct(value["min"]),
+                "lowest terms": _pct(value["lowest_terms"]),
+            }
+        )
 
     steps = []
     for name in seeds[0]["checks"]:
         reads, writes = TARGETS[name]
-        steps.append({"step": name, "reads": reads, "trained to write": writes,
-                      "parameters": f"{seeds[0]['parameters'][name]:,}",
-                      "reachable inputs": seeds[0]["checks"][name]["inputs"],
-                      "wrong (worst seed)": max(r["checks"][name]["wrong"] for r in seeds),
-                      "unseen in training (most)": max(r["coverage"][name]["missing"] for r in seeds),
-                      "LiteRT vs Keras (inputs differing)": max(r["litert_parity"][name] for r in seeds)})
-    comparison = pd.DataFrame({study["labels"].get(k, k): {n: f"{100 * v['mean']:.1f}" for n, v in s.items()}
-                               for k, s in sorted(study["summary"].items(), key=lambda item: order(item[0]))})
+        steps.append(
+            {
+                "step": name,
+                "reads": reads,
+                "trained to write": writes,
+                "parameters": f"{seeds[0]['parameters'][name]:,}",
+                "reachable inputs": seeds[0]["checks"][name]["inputs"],
+                "wrong (worst seed)": max(r["checks"][name]["wrong"] for r in seeds),
+                "unseen in training (most)": max(r["coverage"][name]["missing"] for r in seeds),
+                "LiteRT vs Keras (inputs differing)": max(r["litert_parity"][name] for r in seeds),
+            }
+        )
+    comparison = pd.DataFrame(
+        {
+            study["labels"].get(k, k): {n: f"{100 * v['mean']:.1f}" for n, v in s.items()}
+            for k, s in sorted(study["summary"].items(), key=lambda item: order(item[0]))
+        }
+    )
     comparison.insert(0, "family", comparison.index)
-    summary_rows = [{"model": row["label"], "seeds": row["seeds"], "expressions a family": row["n"],
-                     "inside": f"{100 * row['inside']:.1f}", "beyond": f"{100 * row['beyond']:.1f}",
-                     "worst family (mean)": f"{row['worst_family']} {100 * row['worst_family_mean']:.1f}",
-                     "worst seed on a family": f"{100 * row['worst_seed']:.1f}"} for row in ablation_rows(record)]
+    summary_rows = [
+        {
+            "model": row["label"],
+            "seeds": row["seeds"],
+            "expressions a family": row["n"],
+            "inside": f"{100 * row['inside']:.1f}",
+            "beyond": f"{100 * row['beyond']:.1f}",
+            "worst family (mean)": f"{row['worst_family']} {100 * row['worst_family_mean']:.1f}",
+            "worst seed on a family": f"{100 * row['worst_seed']:.1f}",
+        }
+        for row in ablation_rows(record)
+    ]
     speed = study["speed"]
-    lines = ["### A learned calculator: + - * / with parentheses (40_calculator)", "",
-             "Trained on integers of at most 5 digits, 1-4 operators of `+ - * /`, parenthesis depth at most 2; "
-             "scored exactly (integers and fractions, no float) through the exported LiteRT file "
-             "`reports/calculator/model.tflite` (seed 0; the other seeds beside it). Boxes are the smallest and "
-             "largest digits per number, operators and depth found in each family.", "",
-             markdown_table(pd.DataFrame(rows)), "",
-             "Every learned step checked on every input that can occur (the controller on every window of token "
-             "kinds a valid expression can show):", "", markdown_table(pd.DataFrame(steps)), "",
-             "Which choice carries the extrapolation: each ablation swaps one choice and keeps the rest; exact "
-             "accuracy (%, mean over families and seeds) inside the training world (families whose every "
-             "expression lies in it) and beyond it:", "", markdown_table(pd.DataFrame(summary_rows)), "",
-             carriers(record), "",
-             "The same, family by family (%, mean of seeds; the ablations and the control score smaller draws "
-             "of the same families):", "", markdown_table(comparison), "",
-             f"![accuracy by axis]({folder}/accuracy_by_axis.png)", "",
-             f"Speed ({speed['n']:,} expressions of {speed['operators']} operators, best of three, this 2-core CPU): "
-             f"the LiteRT calculator takes {speed['integers']['calculator_seconds']:.2f} s against Python's exact "
-             f"evaluator's {speed['integers']['python_seconds']:.2f} s on integers "
-             f"({speed['integers']['ratio']:.1f}x), {speed['with_division']['ratio']:.1f}x on "
-             f"{speed['with_division']['n']:,} expressions with division; one "
-             f"expression takes {speed['latency_ms']['median']:.1f} ms.", ""]
+    lines = [
+        "### A learned calculator: + - * / with parentheses (40_calculator)",
+        "",
+        "Trained on integers of at most 5 digits, 1-4 operators of `+ - * /`, parenthesis depth at most 2; "
+        "scored exactly (integers and fractions, no float) through the exported LiteRT file "
+        "`reports/calculator/model.tflite` (seed 0; the other seeds beside it). Boxes are the smallest and "
+        "largest digits per number, operators and depth found in each family.",
+        "",
+        markdown_table(pd.DataFrame(rows)),
+        "",
+        "Every learned step checked on every input that can occur (the controller on every window of token "
+        "kinds a valid expression can show):",
+        "",
+        markdown_table(pd.DataFrame(steps)),
+        "",
+        "Which choice carries the extrapolation: each ablation swaps one choice and keeps the rest; exact "
+        "accuracy (%, mean over families and seeds) inside the training world (families whose every "
+        "expression lies in it) and beyond it:",
+        "",
+        markdown_table(pd.DataFrame(summary_rows)),
+        "",
+        carriers(record),
+        "",
+        "The same, family by family (%, mean of seeds; the ablations and the control score smaller draws "
+        "of the same families):",
+        "",
+        markdown_table(comparison),
+        "",
+        f"![accuracy by axis]({folder}/accuracy_by_axis.png)",
+        "",
+        f"Speed ({speed['n']:,} expressions of {speed['operators']} operators, best of three, this 2-core CPU): "
+        f"the LiteRT calculator takes {speed['integers']['calculator_seconds']:.2f} s against Python's exact "
+        f"evaluator's {speed['integers']['python_seconds']:.2f} s on integers "
+        f"({speed['integers']['ratio']:.1f}x), {speed['with_division']['ratio']:.1f}x on "
+        f"{speed['with_division']['n']:,} expressions with division; one "
+        f"expression takes {speed['latency_ms']['median']:.1f} ms.",
+        "",
+    ]
     return lines
 
 
@@ -86,27 +129,46 @@ def step_rows(record: dict) -> list[dict]:
         for name in seeds[0]["checks"]:
             reachable = seeds[0]["checks"][name]["inputs"]
             missing = min(r["coverage"][name]["missing"] for r in seeds)
-            found[name] = {"reachable": reachable, "trained_on": reachable - missing,
-                           "held_out_wrong": max(r["checks"][name]["wrong"] for r in seeds) if missing else None}
+            found[name] = {
+                "reachable": reachable,
+                "trained_on": reachable - missing,
+                "held_out_wrong": max(r["checks"][name]["wrong"] for r in seeds) if missing else None,
+            }
     rows = []
     for name, step in found.items():
         share = step["trained_on"] / step["reachable"] if step["reachable"] else 1.0
         wrong = step.get("held_out_wrong")
-        kind = ("memorised table (saw every input)" if share >= 1 else
-                "rule learned from a third of its inputs" if not wrong else "not exact on the inputs it never saw")
-        rows.append({"step": name, "reachable": step["reachable"], "trained on": step["trained_on"],
-                     "share": f"{100 * share:.0f} %", "wrong on held-out (worst seed)": "-" if share >= 1 else wrong,
-                     "kind": kind})
+        kind = (
+            "memorised table (saw every input)"
+            if share >= 1
+            else "rule learned from a third of its inputs"
+            if not wrong
+            else "not exact on the inputs it never saw"
+        )
+        rows.append(
+            {
+                "step": name,
+                "reachable": step["reachable"],
+                "trained on": step["trained_on"],
+                "share": f"{100 * share:.0f} %",
+                "wrong on held-out (worst seed)": "-" if share >= 1 else wrong,
+                "kind": kind,
+            }
+        )
     return rows
 
 
 def inference_path(record: dict) -> str:
     """What runs when the calculator answers by default, and the optional cache."""
     if "forward" in (record.get("speed") or {}):
-        return ("batched LiteRT forward passes of the step networks (default); `--cache` instead looks answers up "
-                "in tables the networks fill once at load")
-    return ("NumPy look-ups in tables that the LiteRT file's networks fill once at load (one pass over each "
-            "step's finite input domain); no network runs while an expression is answered")
+        return (
+            "batched LiteRT forward passes of the step networks (default); `--cache` instead looks answers up "
+            "in tables the networks fill once at load"
+        )
+    return (
+        "NumPy look-ups in tables that the LiteRT file's networks fill once at load (one pass over each "
+        "step's finite input domain); no network runs while an expression is answered"
+    )
 
 
 def _rung(record: dict, name: str) -> dict | None:
@@ -121,90 +183,123 @@ def headline(record: dict) -> str:
     rules = _rung(record, "rules")
     if rules:
         worst = min(rules, key=lambda f: rules[f]["mean"])
-        return (f"Calculator (40, partly built): step units with designed features, fitted on a third of their inputs, "
-                f"are exact on the rest ({', '.join(exact_learned)}); the control is not on all seeds (worst family "
-                f"{_pct(rules[worst]['mean'])}, mean of 5). Loops are code.")
+        return (
+            f"Calculator (40, partly built): step units with designed features, fitted on a third of their inputs, "
+            f"are exact on the rest ({', '.join(exact_learned)}); the control is not on all seeds (worst family "
+            f"{_pct(rules[worst]['mean'])}, mean of 5). Loops are code."
+        )
     main = record["calculator"]["summary"]["calculator"]
-    return (f"The calculator (40) is exact on all {sum(v['n'] for v in main.values()):,} expressions of its "
-            f"{len(main)} families, by code and memorised tables.")
+    return (
+        f"The calculator (40) is exact on all {sum(v['n'] for v in main.values()):,} expressions of its "
+        f"{len(main)} families, by code and memorised tables."
+    )
 
 
 def mechanism(record: dict) -> str:
     """How the calculator works, for the Method: code, networks, and what runs at inference."""
     rows = step_rows(record)
-    return ("**Learned calculator** (40_calculator): code lexes the expression into signed numbers and operators "
-            "and repeats a loop; a control network marks which operators may be reduced in this round (every "
-            "independent one at once) and whether to apply one inverted (`x - y - z = x - (y + z)`); step networks "
-            f"({', '.join(r['step'] for r in rows)}) map small discrete inputs (digits as numbers, carries, signs) to "
-            "outputs, and code runs schoolbook addition, multiplication, long division and Euclid's algorithm over "
-            "digit arrays with them, and splices each result into the token list. The rule steps are a rounded "
-            "linear unit over digit values followed by a staircase of thresholds that share one learned period, so "
-            f"every row shares a dozen parameters. At inference: {inference_path(record)}.")
+    return (
+        "**Learned calculator** (40_calculator): code lexes the expression into signed numbers and operators "
+        "and repeats a loop; a control network marks which operators may be reduced in this round (every "
+        "independent one at once) and whether to apply one inverted (`x - y - z = x - (y + z)`); step networks "
+        f"({', '.join(r['step'] for r in rows)}) map small discrete inputs (digits as numbers, carries, signs) to "
+        "outputs, and code runs schoolbook addition, multiplication, long division and Euclid's algorithm over "
+        "digit arrays with them, and splices each result into the token list. The rule steps are a rounded "
+        "linear unit over digit values followed by a staircase of thresholds that share one learned period, so "
+        f"every row shares a dozen parameters. At inference: {inference_path(record)}."
+    )
 
 
 def results_blocks(record: dict) -> list:
     """The Results' calculator blocks: what each step saw, the ladder, adversarial digits, speed."""
 
-
     study = record["calculator"]
     boxes = study["boxes"]
     most = {key: max(box[key][1] for box in boxes.values()) for key in ("digits", "operators", "depth")}
     blocks = [
-        Text(f"Training world: integers of at most {study['training_box']['digits']} digits, 1-"
-             f"{study['training_box']['operators']} operators of `+ - * /`, depth at most "
-             f"{study['training_box']['depth']}. Test families reach {most['digits']} digits, {most['operators']} "
-             f"operators and depth {most['depth']}, scored exactly (fractions, no float) through the exported LiteRT "
-             "file. What is code: the lexer, the loop, digit alignment, splicing, and the schedule of multiplication, "
-             "long division and Euclid's algorithm (which quotient digit, how many, when a chain ends)."),
-        Text("What each step network saw in training, of the inputs it can meet (worst of 5 seeds; a step that saw "
-             "every input is a memorised table, and its exactness shows no rule learned):"),
+        Text(
+            f"Training world: integers of at most {study['training_box']['digits']} digits, 1-"
+            f"{study['training_box']['operators']} operators of `+ - * /`, depth at most "
+            f"{study['training_box']['depth']}. Test families reach {most['digits']} digits, {most['operators']} "
+            f"operators and depth {most['depth']}, scored exactly (fractions, no float) through the exported LiteRT "
+            "file. What is code: the lexer, the loop, digit alignment, splicing, and the schedule of multiplication, "
+            "long division and Euclid's algorithm (which quotient digit, how many, when a chain ends)."
+        ),
+        Text(
+            "What each step network saw in training, of the inputs it can meet (worst of 5 seeds; a step that saw "
+            "every input is a memorised table, and its exactness shows no rule learned):"
+        ),
         Table(pd.DataFrame(step_rows(record)), cell=plain_cell),
     ]
     rows = []
-    for rung, label in (("memorised", "1. memorised tables, coded schedule"), ("rules", "2. rule steps, coded schedule")):
+    for rung, label in (
+        ("memorised", "1. memorised tables, coded schedule"),
+        ("rules", "2. rule steps, coded schedule"),
+    ):
         summary = _rung(record, rung) if rung == "rules" else study["summary"].get("calculator")
         if summary:
             families = {f: v for f, v in summary.items() if not f.startswith("seed_")}
             worst = min(families, key=lambda f: families[f]["mean"])
-            rows.append({"rung": label, "families": len(families),
-                         "mean over families": _pct(np.mean([v["mean"] for v in families.values()])),
-                         "worst family (mean)": f"{worst} {_pct(families[worst]['mean'])}",
-                         "worst seed on a family": _pct(min(v["min"] for v in families.values())),
-                         "seeds": next(iter(families.values()))["seeds"]})
+            rows.append(
+                {
+                    "rung": label,
+                    "families": len(families),
+                    "mean over families": _pct(np.mean([v["mean"] for v in families.values()])),
+                    "worst family (mean)": f"{worst} {_pct(families[worst]['mean'])}",
+                    "worst seed on a family": _pct(min(v["min"] for v in families.values())),
+                    "seeds": next(iter(families.values()))["seeds"],
+                }
+            )
     for kind in ("answers_only", "end_to_end"):
         if kind in study["summary"]:
             families = {f: v for f, v in study["summary"][kind].items() if not f.startswith("seed_")}
             worst = min(families, key=lambda f: families[f]["mean"])
-            rows.append({"rung": {"answers_only": "4. answers-only adder (no digit targets)",
-                                  "end_to_end": "5. one end-to-end model"}[kind], "families": len(families),
-                         "mean over families": _pct(np.mean([v["mean"] for v in families.values()])),
-                         "worst family (mean)": f"{worst} {_pct(families[worst]['mean'])}",
-                         "worst seed on a family": _pct(min(v["min"] for v in families.values())),
-                         "seeds": next(iter(families.values()))["seeds"]})
+            rows.append(
+                {
+                    "rung": {
+                        "answers_only": "4. answers-only adder (no digit targets)",
+                        "end_to_end": "5. one end-to-end model",
+                    }[kind],
+                    "families": len(families),
+                    "mean over families": _pct(np.mean([v["mean"] for v in families.values()])),
+                    "worst family (mean)": f"{worst} {_pct(families[worst]['mean'])}",
+                    "worst seed on a family": _pct(min(v["min"] for v in families.values())),
+                    "seeds": next(iter(families.values()))["seeds"],
+                }
+            )
     if rows:
-        blocks += [Text("The ladder of structure, each rung adding learned structure: exact answers (mean of seeds "
-                        "over each family). Rung 1 is the earlier run of the notebook (its control, trained on most "
-                        "windows, predates the new one: not like for like; rungs 1, 4 and 5 are the record's "
-                        "`calculator.summary`); rung 2's numbers come from the study code's "
-                        "records (`reports/calculator/parts/rules_*.json`), not from the executed notebook in "
-                        "`reports/runs/40_calculator/`, which is rung 1's run; rung 3, a learned schedule, is not "
-                        "built; rungs 4 and 5 score smaller draws (100 expressions a family)."),
-                   Table(pd.DataFrame(rows), cell=plain_cell)]
+        blocks += [
+            Text(
+                "The ladder of structure, each rung adding learned structure: exact answers (mean of seeds "
+                "over each family). Rung 1 is the earlier run of the notebook (its control, trained on most "
+                "windows, predates the new one: not like for like; rungs 1, 4 and 5 are the record's "
+                "`calculator.summary`); rung 2's numbers come from the study code's "
+                "records (`reports/calculator/parts/rules_*.json`), not from the executed notebook in "
+                "`reports/runs/40_calculator/`, which is rung 1's run; rung 3, a learned schedule, is not "
+                "built; rungs 4 and 5 score smaller draws (100 expressions a family)."
+            ),
+            Table(pd.DataFrame(rows), cell=plain_cell),
+        ]
     adversarial = (record.get("ladder") or {}).get("adversarial")
     speed = record.get("speed") or {}
     facts = []
     if adversarial:
-        facts.append("Adversarial digits (`000...002 * 000...002`, `10^n - 1` chains, alternating 9/0 runs, quotients "
-                     "with many zero digits; " f"{adversarial['rules']['n']} expressions): rule calculator seed 0 "
-                     f"{_pct(adversarial['rules']['exact'])}, memorised {_pct(adversarial['memorised']['exact'])} "
-                     "(the other seeds were not run).")
+        facts.append(
+            "Adversarial digits (`000...002 * 000...002`, `10^n - 1` chains, alternating 9/0 runs, quotients "
+            "with many zero digits; "
+            f"{adversarial['rules']['n']} expressions): rule calculator seed 0 "
+            f"{_pct(adversarial['rules']['exact'])}, memorised {_pct(adversarial['memorised']['exact'])} "
+            "(the other seeds were not run)."
+        )
     if "forward" in speed:
-        facts.append(f"Speed on 10,000 expressions of 10 operators against Python's `fractions` (ratios in one run, "
-                     f"this 2-core CPU): forward passes {speed['forward']['integers']:.1f}x on integers and "
-                     f"{speed['forward']['division']:.1f}x with division; the look-up cache {speed['cache']['integers']:.1f}x "
-                     f"and {speed['cache']['division']:.1f}x. One run on a heavily loaded machine: with division the "
-                     "10x goal is not met on either path; on integers both are under it, but one run does not "
-                     "resolve a margin this small.")
+        facts.append(
+            f"Speed on 10,000 expressions of 10 operators against Python's `fractions` (ratios in one run, "
+            f"this 2-core CPU): forward passes {speed['forward']['integers']:.1f}x on integers and "
+            f"{speed['forward']['division']:.1f}x with division; the look-up cache {speed['cache']['integers']:.1f}x "
+            f"and {speed['cache']['division']:.1f}x. One run on a heavily loaded machine: with division the "
+            "10x goal is not met on either path; on integers both are under it, but one run does not "
+            "resolve a margin this small."
+        )
     if facts:
         blocks.append(Bullets(facts))
     return blocks

@@ -41,21 +41,31 @@ def edges_frame(records: list[dict], stored: list[dict] | None = None) -> pd.Dat
     """One row per model scored on the edge sets, one :func:`edge_cell` per set; empty when no run
     stored edge scores. ``stored``: :func:`stored_edges` of ``records``, when already read."""
     stored = stored_edges(records) if stored is None else stored
-    return pd.DataFrame([{"model": entry["model"], "notebook": entry["notebook"],
-                          **{name: edge_cell(score) for name, score in entry["scores"].items()}}
-                         for entry in stored])
+    return pd.DataFrame(
+        [
+            {
+                "model": entry["model"],
+                "notebook": entry["notebook"],
+                **{name: edge_cell(score) for name, score in entry["scores"].items()},
+            }
+            for entry in stored
+        ]
+    )
 
 
 def edges_text(counts) -> str:
     """``counts``: the set sizes the stored scores were measured on."""
-    axes = "; ".join(f"`{name}` {terms} numbers from -{bound:,}..{bound:,}"
-                     for name, (terms, bound) in EDGE_AXES.items())
+    axes = "; ".join(
+        f"`{name}` {terms} numbers from -{bound:,}..{bound:,}" for name, (terms, bound) in EDGE_AXES.items()
+    )
     size = " or ".join(f"{n:,}" for n in sorted(set(counts)))
-    return ("Held-out sets one axis beyond the protocol's box (training: 3 numbers from -5..4, `+`/`-`, "
-            f"with spaces), {size} expressions each, scored on each model's first seed: {axes}; `{NO_SPACES}` "
-            "3 numbers from -5..4 written without spaces. Each cell: exact accuracy (MAE). \"-\": the model's "
-            "weights depend on its input length, so it cannot read that length. A claim of this report holds "
-            "inside the box it names; these columns show how far past it each model still calculates.")
+    return (
+        "Held-out sets one axis beyond the protocol's box (training: 3 numbers from -5..4, `+`/`-`, "
+        f"with spaces), {size} expressions each, scored on each model's first seed: {axes}; `{NO_SPACES}` "
+        '3 numbers from -5..4 written without spaces. Each cell: exact accuracy (MAE). "-": the model\'s '
+        "weights depend on its input length, so it cannot read that length. A claim of this report holds "
+        "inside the box it names; these columns show how far past it each model still calculates."
+    )
 
 
 def edges_lines(records: list[dict]) -> list[str]:
@@ -73,9 +83,18 @@ def suite_summary(record: dict) -> dict:
     each model can read (:func:`seed_table`'s rows without a note)."""
     table = seed_table(record)
     read = table[table.note == ""]
-    return {model: {row.set: {"mean": float(row.accuracy), "min": float(row["min"]), "max": float(row["max"]),
-                              "seeds": int(row.seeds)} for _, row in rows.iterrows()}
-            for model, rows in read.groupby("model", sort=False)}
+    return {
+        model: {
+            row.set: {
+                "mean": float(row.accuracy),
+                "min": float(row["min"]),
+                "max": float(row["max"]),
+                "seeds": int(row.seeds),
+            }
+            for _, row in rows.iterrows()
+        }
+        for model, rows in read.groupby("model", sort=False)
+    }
 
 
 def load_suites(folder) -> dict:
@@ -109,8 +128,11 @@ def suite_blocks(edges: dict, suite: str, models) -> list:
             if found.empty:
                 continue
             cell = found.iloc[0]
-            row[f"`{model}`"] = ("not in its input language" if cell.note else
-                                 f"{100 * cell.accuracy:.1f} [{100 * cell['min']:.1f}-{100 * cell['max']:.1f}]")
+            row[f"`{model}`"] = (
+                "not in its input language"
+                if cell.note
+                else f"{100 * cell.accuracy:.1f} [{100 * cell['min']:.1f}-{100 * cell['max']:.1f}]"
+            )
         rows.append(row)
     return [Table(pd.DataFrame(rows), cell=plain_cell)]
 
@@ -127,18 +149,32 @@ def seed_table(record: dict) -> pd.DataFrame:
     for name, by_seed in record["models"].items():
         for set_name, box in boxes.items():
             per_seed = {seed: scores[set_name] for seed, scores in by_seed.items()}
-            row = {"model": name, "kind": record["about"][name]["kind"], "set": set_name, "box": box,
-                   "seeds": len(per_seed)}
+            row = {
+                "model": name,
+                "kind": record["about"][name]["kind"],
+                "set": set_name,
+                "box": box,
+                "seeds": len(per_seed),
+            }
             refused = [s for s in per_seed.values() if "accuracy" not in s]
             if refused:
                 rows.append({**row, "note": refused[0].get("not_in_input_language") or refused[0].get("too_long")})
                 continue
             accuracy = np.array([s["accuracy"] for s in per_seed.values()])
             low, high = bootstrap_interval(accuracy)
-            rows.append({**row, "accuracy": accuracy.mean(), "min": accuracy.min(), "max": accuracy.max(),
-                         "boot_low": low, "boot_high": high,
-                         "mae": float(np.mean([s["mae"] for s in per_seed.values()])),
-                         "per_seed": " / ".join(f"{100 * a:.1f}" for a in accuracy), "note": ""})
+            rows.append(
+                {
+                    **row,
+                    "accuracy": accuracy.mean(),
+                    "min": accuracy.min(),
+                    "max": accuracy.max(),
+                    "boot_low": low,
+                    "boot_high": high,
+                    "mae": float(np.mean([s["mae"] for s in per_seed.values()])),
+                    "per_seed": " / ".join(f"{100 * a:.1f}" for a in accuracy),
+                    "note": "",
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -155,10 +191,12 @@ def seed_facts(record: dict) -> list[str]:
         scored = rows[rows.note == ""]
         held = ", ".join(scored[scored["min"] >= 0.99].set) or "none"
         failed = ", ".join(scored[scored["max"] < 0.5].set) or "none"
-        facts.append(f"{name} ({model['kind']}, {len(by_seed)} seeds, {suite['kind']} suite seed {suite['seed']}, "
-                     f"{suite['count']} expressions a set, read through its exported ONNX file at "
-                     f"{model['input_length']} tokens): every seed at least 99 % exact on {held}; every seed below "
-                     f"50 % on {failed}.")
+        facts.append(
+            f"{name} ({model['kind']}, {len(by_seed)} seeds, {suite['kind']} suite seed {suite['seed']}, "
+            f"{suite['count']} expressions a set, read through its exported ONNX file at "
+            f"{model['input_length']} tokens): every seed at least 99 % exact on {held}; every seed below "
+            f"50 % on {failed}."
+        )
         for _, row in rows[rows.note != ""].iterrows():
             facts.append(f"{name}: {row.set} ({row.box}) is not scored: {row.note}.")
         unspaced = model["unspaced_forms"]
@@ -166,8 +204,10 @@ def seed_facts(record: dict) -> list[str]:
         scores = [s for by_set in by_seed.values() for s in by_set.values() if "accuracy" in s]
         gap = max(s["runtimes_max_abs_diff"] for s in scores)
         points = max(abs(s["accuracy"] - s["litert"]["accuracy"]) for s in scores)
-        facts.append(f"{name}: LiteRT and ONNX answers differ by at most {gap:.2g} (exact accuracy by at most "
-                     f"{100 * points:.2f} points on any set and seed).")
+        facts.append(
+            f"{name}: LiteRT and ONNX answers differ by at most {gap:.2g} (exact accuracy by at most "
+            f"{100 * points:.2f} points on any set and seed)."
+        )
         facts.append(f"{name}: {reproduction_fact(model['reproduction'])}")
     return facts
 
@@ -179,11 +219,14 @@ def reproduction_fact(reproduction: dict) -> str:
         return "no seed was retrained."
     seeds = len(reproduction)
     same_epochs = sum(r["epochs"][0] == r["epochs"][1] for r in reproduction.values())
-    same_accuracy = sum(all(s["accuracy"][0] == s["accuracy"][1] for s in r["sets"].values())
-                        for r in reproduction.values())
+    same_accuracy = sum(
+        all(s["accuracy"][0] == s["accuracy"][1] for s in r["sets"].values()) for r in reproduction.values()
+    )
     loss = max(r["val_loss_relative_difference"] for r in reproduction.values())
     mae = max(s["mae_difference"] for r in reproduction.values() for s in r["sets"].values())
-    return (f"retraining with the stored parameters gave the stored exact accuracy on every test set on "
-            f"{same_accuracy} of {seeds} seeds and the same number of epochs on {same_epochs}; the best validation "
-            f"loss differs by up to {100 * loss:.2g} % and a test set's MAE by up to {mae:.2g}: "
-            f"{'bit-for-bit reproducible' if loss == 0 and mae == 0 else 'not bit-for-bit reproducible'} here.")
+    return (
+        f"retraining with the stored parameters gave the stored exact accuracy on every test set on "
+        f"{same_accuracy} of {seeds} seeds and the same number of epochs on {same_epochs}; the best validation "
+        f"loss differs by up to {100 * loss:.2g} % and a test set's MAE by up to {mae:.2g}: "
+        f"{'bit-for-bit reproducible' if loss == 0 and mae == 0 else 'not bit-for-bit reproducible'} here."
+    )

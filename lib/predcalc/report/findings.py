@@ -82,8 +82,9 @@ def unique_models(records: list[dict]):
     out = []
     for record in records:
         for name, model in record.get("models", {}).items():  # a study record may train none
-            earlier = next((entry for entry in out if entry[1] == name
-                            and _same_runs(entry[2]["runs"], model["runs"])), None)
+            earlier = next(
+                (entry for entry in out if entry[1] == name and _same_runs(entry[2]["runs"], model["runs"])), None
+            )
             if earlier is not None:
                 earlier[3].append(record["notebook"])
             else:
@@ -99,6 +100,7 @@ def _source(record: dict, repeats: list[str], detail: str) -> str:
 
 def _profile_of(record: dict, model: dict) -> str:
     """The profile a model's runs came from: the record's, or the earlier run's for a kept model."""
+
     def short(profile) -> str:  # "full with models=[...], ..." -> "full" (the parameters are in Runs)
         return str(profile).split(" with ")[0]
 
@@ -126,8 +128,11 @@ def model_table(records: list[dict], reference_runs: list[dict] | None = None, s
     for record, _, model, repeats in unique_models(records):
         runs = model["runs"]
         seeds = f"{len(runs)} seed{'s' * (len(runs) > 1)}"
-        row = {"model": model["label"], "params": model["params"],
-               "source": _source(record, repeats, f"{_profile_of(record, model)}, {seeds}")}
+        row = {
+            "model": model["label"],
+            "params": model["params"],
+            "source": _source(record, repeats, f"{_profile_of(record, model)}, {seeds}"),
+        }
         for test_set in ("in", "out", "long"):
             row[f"MAE {test_set}"] = _mean(runs, test_set, "mae")
             if test_set != "long":
@@ -144,11 +149,33 @@ def model_table(records: list[dict], reference_runs: list[dict] | None = None, s
         if published and not any(r["model"] == model["seed_row"] and r["source"] == "published" for r in rows):
             # only the columns the seed defines as this table does; its signed "MAE long", its score
             # and p are in seed_way_table, beside the same quantities computed its way
-            rows.append({"model": model["seed_row"], "source": "published", "params": published["params"],
-                         "MAE in": published["mae_in"], "MRE in": published["mre_in"],
-                         "MAE out": published["mae_out"], "MRE out": published["mre_out"]})
-    columns = ["model", "source", "params", "MAE in", "MRE in", "MAE out", "MRE out", "MAE long",
-               "acc in", "acc out", "acc long", "score", "p", "epochs"]
+            rows.append(
+                {
+                    "model": model["seed_row"],
+                    "source": "published",
+                    "params": published["params"],
+                    "MAE in": published["mae_in"],
+                    "MRE in": published["mre_in"],
+                    "MAE out": published["mae_out"],
+                    "MRE out": published["mre_out"],
+                }
+            )
+    columns = [
+        "model",
+        "source",
+        "params",
+        "MAE in",
+        "MRE in",
+        "MAE out",
+        "MRE out",
+        "MAE long",
+        "acc in",
+        "acc out",
+        "acc long",
+        "score",
+        "p",
+        "epochs",
+    ]
     frame = pd.DataFrame(rows)
     return frame.reindex(columns=[c for c in columns if c in frame.columns])
 
@@ -173,14 +200,29 @@ def seed_way_table(records: list[dict]) -> pd.DataFrame:
         seeds = f"{len(runs)} seed{'s' * (len(runs) > 1)}"
         published = SEED_ROWS.get(model.get("seed_row") or "")
         long = (published or {}).get("long", "signed")
-        rows.append({"model": model["label"], "source": _source(record, repeats, f"{_profile_of(record, model)}, {seeds}"),
-                     **M.seed_way(runs, baseline, long), "long": long})
+        rows.append(
+            {
+                "model": model["label"],
+                "source": _source(record, repeats, f"{_profile_of(record, model)}, {seeds}"),
+                **M.seed_way(runs, baseline, long),
+                "long": long,
+            }
+        )
         if published and not any(r["model"] == model["seed_row"] and r["source"] == "published" for r in rows):
-            rows.append({"model": model["seed_row"], "source": "published",
-                         "MAE in": published["mae_in"], "MRE in": published["mre_in"],
-                         "MAE out": published["mae_out"], "MRE out": published["mre_out"],
-                         "MAE long": published["mae_long"], "long": long, "score": published["score"],
-                         "p": published["p"]})
+            rows.append(
+                {
+                    "model": model["seed_row"],
+                    "source": "published",
+                    "MAE in": published["mae_in"],
+                    "MRE in": published["mre_in"],
+                    "MAE out": published["mae_out"],
+                    "MRE out": published["mre_out"],
+                    "MAE long": published["mae_long"],
+                    "long": long,
+                    "score": published["score"],
+                    "p": published["p"],
+                }
+            )
     frame = pd.DataFrame(rows)
     columns = ["model", "source", "MAE in", "MRE in", "MAE out", "MRE out", "MAE long", "long", "score", "p"]
     return frame.reindex(columns=[c for c in columns if c in frame.columns])
@@ -192,15 +234,16 @@ SEED_WAY_TEXT = (
     "columns differently, so the table below recomputes them the prior report's way from the same runs: MAE "
     "and MRE out over all 2,048 out-of-range expressions, MRE divided by |y| (0 by 1), and **MAE long "
     "over the 700 long expressions as the code behind each published row defines it** (column "
-    "\"long\"): *signed*, mean(|y| - prediction), in the prior report's `FNN_FNN2.py` (not an error: it can be "
+    '"long"): *signed*, mean(|y| - prediction), in the prior report\'s `FNN_FNN2.py` (not an error: it can be '
     "negative or near 0 for a bad model), and *absolute*, the per-run mean of |y - prediction|, in the "
     "per-run cell of its transformer notebooks (`transformer_transformer4.py`, the cell that also gives "
     "the p-value). The prior report's score (its long4 term defined the same way, its relative term the seed MRE over "
     "all out) is taken against the baseline FNN's runs the "
     "way `FNN1_1.py` takes them, and p the t-test of log(score) against 0 (`get_p-value.py`). Only "
-    "these columns compare like for like with a \"published\" row; runs stored before the "
+    'these columns compare like for like with a "published" row; runs stored before the '
     "seed's columns were recorded are not listed. The score's baseline here is this project's baseline FNN runs; "
-    "the prior report's baseline came from its own `FNN1_1.py` runs, so scores compare only within a table.")
+    "the prior report's baseline came from its own `FNN1_1.py` runs, so scores compare only within a table."
+)
 
 
 def seed_weights_lines(records: list[dict]) -> list[str]:
@@ -210,12 +253,15 @@ def seed_weights_lines(records: list[dict]) -> list[str]:
         if path.is_file() and "fnn2_seed_weights" in record["models"]:
             check = json.loads(path.read_text())
             ours = record["models"]["fnn2_seed_weights"]["runs"][0]["metrics"]["in"]["mae"]
-            return [f"The prior report's own FNN2 weights (its `FNN2_weights.weights.h5`, one trained model, scored here) reach "
-                    f"in-range MAE {ours:.4f} on this project's in-range test set, of which "
-                    f"{check['project_in_test_in_seed_draw']:,} of {check['project_in_test']:,} expressions were in "
-                    f"the prior report's own training draw, and {check['seed_in_test']['mae']:.4f} on the prior report's own in-range "
-                    f"test set ({check['seed_in_test']['n']:,} expressions, replayed from `GetXY.py`); the published "
-                    "0.0269 is a mean over 5 runs that its shipped weights do not reach on its own test set.", ""]
+            return [
+                f"The prior report's own FNN2 weights (its `FNN2_weights.weights.h5`, one trained model, scored here) reach "
+                f"in-range MAE {ours:.4f} on this project's in-range test set, of which "
+                f"{check['project_in_test_in_seed_draw']:,} of {check['project_in_test']:,} expressions were in "
+                f"the prior report's own training draw, and {check['seed_in_test']['mae']:.4f} on the prior report's own in-range "
+                f"test set ({check['seed_in_test']['n']:,} expressions, replayed from `GetXY.py`); the published "
+                "0.0269 is a mean over 5 runs that its shipped weights do not reach on its own test set.",
+                "",
+            ]
     return []
 
 
@@ -238,11 +284,17 @@ def stability_table(records: list[dict], pairs=STABILISED) -> pd.DataFrame:
             runs = sorted(model["runs"], key=lambda r: r["seed"])
             exact = [100 * r["metrics"]["in"]["accuracy"] for r in runs]
             out = [r["metrics"]["out"]["mae"] for r in runs]
-            rows.append({"model": model["label"], "source": _source(record, [], _profile_of(record, model)),
-                         "seeds": " ".join(str(r["seed"]) for r in runs),
-                         "exact in per seed (%)": " / ".join(f"{v:.1f}" for v in exact),
-                         "worst exact in": f"{min(exact):.1f} %",
-                         "MAE out per seed": " / ".join(f"{v:.3g}" for v in out), "worst MAE out": max(out)})
+            rows.append(
+                {
+                    "model": model["label"],
+                    "source": _source(record, [], _profile_of(record, model)),
+                    "seeds": " ".join(str(r["seed"]) for r in runs),
+                    "exact in per seed (%)": " / ".join(f"{v:.1f}" for v in exact),
+                    "worst exact in": f"{min(exact):.1f} %",
+                    "MAE out per seed": " / ".join(f"{v:.3g}" for v in out),
+                    "worst MAE out": max(out),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -252,7 +304,8 @@ STABILITY_TEXT = (
     "`mlstm_stable` adds the xLSTM paper's gate initialisation and per-head normalisation to the max-state "
     "stabiliser; `mamba_bounded` uses the exact zero-order hold and RMS-normalised B and C, which keep the "
     "state a convex combination of bounded terms however large the input. Same protocol, seeds and "
-    "training settings as the first runs; every seed is listed.")
+    "training settings as the first runs; every seed is listed."
+)
 
 
 def comparison_table(record: dict, runs: Path = RUNS) -> pd.DataFrame:
@@ -275,8 +328,12 @@ def generalisation_table(records: list[dict]) -> pd.DataFrame:
     rows = []
     for record, name, model, repeats in unique_models(records):
         runs = model["runs"]
-        row = {"name": name, "model": model["label"], "source": _source(record, repeats, f"{len(runs)} seeds"),
-               "params": model["params"]}
+        row = {
+            "name": name,
+            "model": model["label"],
+            "source": _source(record, repeats, f"{len(runs)} seeds"),
+            "params": model["params"],
+        }
         for test_set in ("in", "out", "long"):
             values = [r["metrics"][test_set]["accuracy"] for r in runs]
             row[f"acc {test_set}"] = float(np.mean(values))
@@ -286,15 +343,16 @@ def generalisation_table(records: list[dict]) -> pd.DataFrame:
     frame = pd.DataFrame(rows)
     if frame.empty:
         return frame
-    return frame.sort_values(["acc out", "acc long", "acc in", "params", "train s (max)"],
-                             ascending=[False, False, False, True, True]).reset_index(drop=True)
+    return frame.sort_values(
+        ["acc out", "acc long", "acc in", "params", "train s (max)"], ascending=[False, False, False, True, True]
+    ).reset_index(drop=True)
 
 
 # What each ablation of the syntax-gated scan removes (30_beyond_seed); the numbers come from the runs.
 ABLATIONS = {
     "scan_typed_value_gates": "the gates also read the token's value, so the sign state can depend on the numbers",
     "scan_numeric": "the prior report's numeric tokens, where `+`/`-` are the numbers 1.0/0.0 and only position tells them "
-                    "apart",
+    "apart",
     "scan_typed_additive": "the state is concatenated with the value instead of multiplying it",
     "lstm_typed": "a Keras LSTM(32) reads the same typed tokens",
 }
@@ -312,22 +370,30 @@ def ablation_lines(records: list[dict], reference: str = "scan_typed") -> list[s
         if reference not in models:
             continue
         full = models[reference]
-        lines = [f"Why: the ablations of **{full['label']}** ({record['notebook']}, {len(full['runs'])} seeds; exact "
-                 f"accuracy in / out / long, the full model {_exact_in_out_long(full)} %) each remove one design "
-                 "choice:", ""]
+        lines = [
+            f"Why: the ablations of **{full['label']}** ({record['notebook']}, {len(full['runs'])} seeds; exact "
+            f"accuracy in / out / long, the full model {_exact_in_out_long(full)} %) each remove one design "
+            "choice:",
+            "",
+        ]
         for name, change in ABLATIONS.items():
             if name in models:
-                lines.append(f"- {change}: {_exact_in_out_long(models[name])} % "
-                             f"({models[name]['params']:,} parameters).")
+                lines.append(
+                    f"- {change}: {_exact_in_out_long(models[name])} % ({models[name]['params']:,} parameters)."
+                )
         lines += _finish_lines(models, reference)
-        lines += ["", "The sign of the next number is syntax, not arithmetic: a linear recurrence that reads only the "
-                  "token types carries it exactly over any length, and the value enters once, multiplied by that "
-                  "state, so the output is a signed sum whatever the numbers, up to the precision of the learned "
-                  "coefficients. Each ablation breaks one of the two, and out of range is where it shows. The "
-                  "extended-suite study below measures how far the fitted coefficients carry (their error comes "
-                  "from operator gates that leak the history into the sign state), and how far a closed-form "
-                  "finish carries them: operators overwrite the state, and the readout is solved by least "
-                  "squares.", ""]
+        lines += [
+            "",
+            "The sign of the next number is syntax, not arithmetic: a linear recurrence that reads only the "
+            "token types carries it exactly over any length, and the value enters once, multiplied by that "
+            "state, so the output is a signed sum whatever the numbers, up to the precision of the learned "
+            "coefficients. Each ablation breaks one of the two, and out of range is where it shows. The "
+            "extended-suite study below measures how far the fitted coefficients carry (their error comes "
+            "from operator gates that leak the history into the sign state), and how far a closed-form "
+            "finish carries them: operators overwrite the state, and the readout is solved by least "
+            "squares.",
+            "",
+        ]
         return lines
     return []
 
@@ -335,13 +401,19 @@ def ablation_lines(records: list[dict], reference: str = "scan_typed") -> list[s
 def _finish_lines(models: dict, reference: str) -> list[str]:
     """The scan's closed-form finishes beside the fitted scan: exact accuracy and the mean absolute error out of
     range, which a finish can shrink while exact accuracy is already 100 %."""
+
     def mae(name):
         return _mean(models[name]["runs"], "out", "mae")
+
     present = [name for name in FINISHES if name in models]
     if not present:
         return []
-    lines = ["", f"Finished in closed form after the same training (exact in / out / long, and the mean absolute "
-                 f"error out of range, {mae(reference):.3g} for the fitted scan):", ""]
+    lines = [
+        "",
+        f"Finished in closed form after the same training (exact in / out / long, and the mean absolute "
+        f"error out of range, {mae(reference):.3g} for the fitted scan):",
+        "",
+    ]
     for name in present:
         lines.append(f"- {FINISHES[name]}: {_exact_in_out_long(models[name])} %, MAE out {mae(name):.3g}.")
     return lines
@@ -364,11 +436,19 @@ def export_table(records: list[dict], test_sets=("in", "out", "long")) -> pd.Dat
                 if fmt == "saved_model":
                     continue
                 change = info.get("accuracy_change", {})
-                rows.append({"model": shown_label(name, model["label"]), "format": fmt, "KB": info.get("bytes", math.nan) / 1024,
-                             "TF Select": info.get("tf_select"), "max abs diff": info.get("max_abs_diff"),
-                             **{f"acc change {t}": change.get(t) for t in test_sets},
-                             "verdict": info.get("verdict", ""),
-                             "why": info.get("error", "") or (info.get("reason", "") if info.get("verdict") != "use" else "")})
+                rows.append(
+                    {
+                        "model": shown_label(name, model["label"]),
+                        "format": fmt,
+                        "KB": info.get("bytes", math.nan) / 1024,
+                        "TF Select": info.get("tf_select"),
+                        "max abs diff": info.get("max_abs_diff"),
+                        **{f"acc change {t}": change.get(t) for t in test_sets},
+                        "verdict": info.get("verdict", ""),
+                        "why": info.get("error", "")
+                        or (info.get("reason", "") if info.get("verdict") != "use" else ""),
+                    }
+                )
     return pd.DataFrame(rows)
 
 
@@ -384,16 +464,29 @@ def llm_table(records: list[dict]) -> pd.DataFrame:
         for model in ([entry] + ([entry["control"]] if entry.get("control") else [])) if entry else []:
             n, bad = model.get("n", {}), model.get("unparseable", {})
             rank, source = model.get("lora_rank"), f"{record['notebook']} ({record.get('_profile', 'this run')})"
-            rows.append({"model": model["label"], "source": source,
-                         "pre-trained": model.get("pretrained"), "params": model.get("params"),
-                         "fine-tuning": f"LoRA rank {rank}" if rank else "all weights",
-                         "trainable params": model.get("trainable_params"),
-                         **{f"acc {t}": model["accuracy"].get(t) for t in ("in", "out", "long")},
-                         "n in/out/long": " / ".join(f"{n[t]:,}" for t in ("in", "out", "long") if t in n),
-                         "unparseable": " / ".join(str(bad[t]) for t in ("in", "out", "long") if t in bad)})
+            rows.append(
+                {
+                    "model": model["label"],
+                    "source": source,
+                    "pre-trained": model.get("pretrained"),
+                    "params": model.get("params"),
+                    "fine-tuning": f"LoRA rank {rank}" if rank else "all weights",
+                    "trainable params": model.get("trainable_params"),
+                    **{f"acc {t}": model["accuracy"].get(t) for t in ("in", "out", "long")},
+                    "n in/out/long": " / ".join(f"{n[t]:,}" for t in ("in", "out", "long") if t in n),
+                    "unparseable": " / ".join(str(bad[t]) for t in ("in", "out", "long") if t in bad),
+                }
+            )
     for name, published in SEED_LLM_ROWS.items():
-        rows.append({"model": name, "source": "published", "pre-trained": True, "params": published["params"],
-                     **{f"acc {t}": published[f"accuracy_{t}"] for t in ("in", "out", "long")}})
+        rows.append(
+            {
+                "model": name,
+                "source": "published",
+                "pre-trained": True,
+                "params": published["params"],
+                **{f"acc {t}": published[f"accuracy_{t}"] for t in ("in", "out", "long")},
+            }
+        )
     return pd.DataFrame(rows)
 
 
@@ -424,7 +517,11 @@ def build(runs: Path = RUNS, reports: Path = REPORTS, readme: Path | None = ROOT
     write_if_changed(reports / "findings.md", text)
     write_if_changed(reports / "findings.html", render.html(text))
     figure = reports / "figures" / "reach.png"
-    return {"findings": reports / "findings.md", "html": reports / "findings.html",
-            "figure": figure if figure.is_file() else None, "document": doc,
-            "readme": update_readme(render.readme_block(doc), readme) if readme is not None else False,
-            "models": doc.facts["table_rows"]}
+    return {
+        "findings": reports / "findings.md",
+        "html": reports / "findings.html",
+        "figure": figure if figure.is_file() else None,
+        "document": doc,
+        "readme": update_readme(render.readme_block(doc), readme) if readme is not None else False,
+        "models": doc.facts["table_rows"],
+    }

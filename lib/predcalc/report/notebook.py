@@ -64,8 +64,9 @@ def show_export(results, output, notebook: str, parameters: dict, models=None, f
     _display_markdown(markdown_table(table))
     if "TF Select" in table and (table["TF Select"] == True).any():  # noqa: E712 (a column of True/False/None)
         select = table[table["TF Select"] == True]  # noqa: E712
-        _display_markdown("LiteRT files that needed TF Select: "
-                          + ", ".join(f"{m} {f}" for m, f in zip(select.model, select.format)))
+        _display_markdown(
+            "LiteRT files that needed TF Select: " + ", ".join(f"{m} {f}" for m, f in zip(select.model, select.format))
+        )
     return table
 
 
@@ -78,8 +79,10 @@ def write_metrics(results, output, notebook: str, parameters: dict) -> Path:
 
 def seconds_per_epoch(results) -> dict:
     """Mean training seconds per epoch over seeds (the first epoch's tracing included)."""
-    return {name: float(np.mean([run["train_seconds"] / run["epochs"] for run in result.runs]))
-            for name, result in results.models.items()}
+    return {
+        name: float(np.mean([run["train_seconds"] / run["epochs"] for run in result.runs]))
+        for name, result in results.models.items()
+    }
 
 
 def ours(table):
@@ -91,9 +94,11 @@ def model_summary(results, rows, name: str, seconds: dict) -> str:
     """One Markdown sentence: parameters, speed, MAE and exact accuracy of ``name``."""
     spec = results.models[name].spec
     row = rows.loc[spec.shown_label]
-    return (f"**{spec.shown_label}** ({row['params']:,} parameters, {seconds[name]:.2f} s per epoch): MAE "
-            f"{row['MAE in']:.3f} in range, {row['MAE out']:.2f} out of range, {row['MAE long']:.2f} long; exact "
-            f"{100 * row['acc in']:.1f} % / {100 * row['acc out']:.1f} % / {100 * row['acc long']:.1f} %")
+    return (
+        f"**{spec.shown_label}** ({row['params']:,} parameters, {seconds[name]:.2f} s per epoch): MAE "
+        f"{row['MAE in']:.3f} in range, {row['MAE out']:.2f} out of range, {row['MAE long']:.2f} long; exact "
+        f"{100 * row['acc in']:.1f} % / {100 * row['acc out']:.1f} % / {100 * row['acc long']:.1f} %"
+    )
 
 
 def export_summary(results, name: str) -> str:
@@ -103,8 +108,9 @@ def export_summary(results, name: str) -> str:
     failed = [fmt for fmt, info in report.items() if "error" in info]
     if not report:
         return ""
-    text = f" Export of {name}: " + (", ".join(f"{fmt} (max diff {report[fmt]['max_abs_diff']:.1g})" for fmt in fine)
-                                     or "no converted format")
+    text = f" Export of {name}: " + (
+        ", ".join(f"{fmt} (max diff {report[fmt]['max_abs_diff']:.1g})" for fmt in fine) or "no converted format"
+    )
     return text + (f"; failed: {', '.join(failed)}." if failed else ".")
 
 
@@ -112,22 +118,29 @@ def show_speed(results) -> None:
     """Prints each model's mean seconds per epoch and mean number of epochs over seeds."""
     for result in results.models.values():
         runs = result.runs
-        print(f"{result.spec.label}: {np.mean([r['train_seconds'] / r['epochs'] for r in runs]):.2f} s per epoch, "
-              f"{np.mean([r['epochs'] for r in runs]):.0f} epochs")
+        print(
+            f"{result.spec.label}: {np.mean([r['train_seconds'] / r['epochs'] for r in runs]):.2f} s per epoch, "
+            f"{np.mean([r['epochs'] for r in runs]):.0f} epochs"
+        )
 
 
 def show_term_weights(results, protocol, test_sets=("in", "long4")):
     """The least-squares weights of the signed terms (and intercept) that each model's predictions
     follow on ``test_sets`` (``models.recurrent.term_weights``), displayed and returned."""
 
-
     sets = protocol.test_sets()
     rows = []
     for result in results.models.values():
         for test_set in test_sets:
             weights, intercept = term_weights(sets[test_set].expressions, result.predictions[test_set])
-            rows.append({"model": result.spec.label, "test set": test_set,
-                         **{f"w{i}": w for i, w in enumerate(weights, start=1)}, "b": intercept})
+            rows.append(
+                {
+                    "model": result.spec.label,
+                    "test set": test_set,
+                    **{f"w{i}": w for i, w in enumerate(weights, start=1)},
+                    "b": intercept,
+                }
+            )
     table = pd.DataFrame(rows)
     table = table[["model", "test set", *sorted(c for c in table if c.startswith("w")), "b"]]
     _display_markdown(markdown_table(table))
@@ -154,17 +167,23 @@ def recurrent_summary(results, table, weights_table, name: str, seeds) -> str:
     published = SEED_ROWS.get(result.spec.seed_row or "")
     in_weights = weights_table[(weights_table.model == label) & (weights_table["test set"] == "in")].iloc[0]
     long_weights = weights_table[(weights_table.model == label) & (weights_table["test set"] == "long4")].iloc[0]
-    text = (f"{result.spec.shown_label} ({result.first.params:,} parameters) over {len(seeds)} seed(s): in-range MAE "
-            f"**{ours_row['MAE in']:.4f}**, out-of-range MAE **{ours_row['MAE out']:.3f}**, long MAE "
-            f"**{ours_row['MAE long']:.3f}**; exact accuracy {100 * ours_row['acc in']:.1f} % in range, "
-            f"{100 * ours_row['acc out']:.1f} % out of range, {100 * ours_row['acc long']:.1f} % on long expressions. ")
+    text = (
+        f"{result.spec.shown_label} ({result.first.params:,} parameters) over {len(seeds)} seed(s): in-range MAE "
+        f"**{ours_row['MAE in']:.4f}**, out-of-range MAE **{ours_row['MAE out']:.3f}**, long MAE "
+        f"**{ours_row['MAE long']:.3f}**; exact accuracy {100 * ours_row['acc in']:.1f} % in range, "
+        f"{100 * ours_row['acc out']:.1f} % out of range, {100 * ours_row['acc long']:.1f} % on long expressions. "
+    )
     if published:
-        text += (f"The prior report published {published['params']:,} parameters, in-range MAE {published['mae_in']}, "
-                 f"out-of-range {published['mae_out']}, long {prior_long(published)}. ")
-    return text + (f"Weights of the signed terms in range: "
-                   f"{', '.join(f'{in_weights[c]:.2f}' for c in ('w1', 'w2', 'w3'))} (the rule: 1, 1, 1); on 4-number "
-                   f"expressions {', '.join(f'{long_weights[c]:.2f}' for c in ('w1', 'w2', 'w3', 'w4'))}. "
-                   f"Out of range the error is {ours_row['MAE out'] / ours_row['MAE in']:.0f} times the in-range error.")
+        text += (
+            f"The prior report published {published['params']:,} parameters, in-range MAE {published['mae_in']}, "
+            f"out-of-range {published['mae_out']}, long {prior_long(published)}. "
+        )
+    return text + (
+        f"Weights of the signed terms in range: "
+        f"{', '.join(f'{in_weights[c]:.2f}' for c in ('w1', 'w2', 'w3'))} (the rule: 1, 1, 1); on 4-number "
+        f"expressions {', '.join(f'{long_weights[c]:.2f}' for c in ('w1', 'w2', 'w3', 'w4'))}. "
+        f"Out of range the error is {ours_row['MAE out'] / ours_row['MAE in']:.0f} times the in-range error."
+    )
 
 
 def fnn_summary(table, seeds) -> str:
@@ -174,20 +193,24 @@ def fnn_summary(table, seeds) -> str:
     if label not in rows.index:
         return ""
     row = rows.loc[label]
-    text = (f"FNN2 over {len(seeds)} seed(s): in-range MAE **{row['MAE in']:.4f}** (prior report {published['mae_in']}), "
-            f"out-of-range MAE **{row['MAE out']:.3f}** (prior report {published['mae_out']}), long MAE "
-            f"**{row['MAE long']:.3f}** ({prior_long(published)}; the findings' table in the prior report's own "
-            "definitions compares it like for like); "
-            f"exact accuracy {100 * row['acc in']:.1f} % in range, {100 * row['acc out']:.1f} % out of range, "
-            f"{100 * row['acc long']:.1f} % on long expressions. Out of range its error is "
-            f"{row['MAE out'] / row['MAE in']:.0f} times the in-range error: the network interpolates between the "
-            "numbers it was trained on and does not extrapolate the rule.")
+    text = (
+        f"FNN2 over {len(seeds)} seed(s): in-range MAE **{row['MAE in']:.4f}** (prior report {published['mae_in']}), "
+        f"out-of-range MAE **{row['MAE out']:.3f}** (prior report {published['mae_out']}), long MAE "
+        f"**{row['MAE long']:.3f}** ({prior_long(published)}; the findings' table in the prior report's own "
+        "definitions compares it like for like); "
+        f"exact accuracy {100 * row['acc in']:.1f} % in range, {100 * row['acc out']:.1f} % out of range, "
+        f"{100 * row['acc long']:.1f} % on long expressions. Out of range its error is "
+        f"{row['MAE out'] / row['MAE in']:.0f} times the in-range error: the network interpolates between the "
+        "numbers it was trained on and does not extrapolate the rule."
+    )
     cosine = "FNN2, Adam with cosine decay (1 x 345 PReLU)"
     if cosine in rows.index:
-        text += (f"\n\nThe same network with Adam's rate decayed along a cosine over the epochs: in-range MAE "
-                 f"**{rows.loc[cosine, 'MAE in']:.4f}** against the constant rate's {row['MAE in']:.4f} and the prior "
-                 f"report's {published['mae_in']}; out of range {rows.loc[cosine, 'MAE out']:.3f} against "
-                 f"{row['MAE out']:.3f}.")
+        text += (
+            f"\n\nThe same network with Adam's rate decayed along a cosine over the epochs: in-range MAE "
+            f"**{rows.loc[cosine, 'MAE in']:.4f}** against the constant rate's {row['MAE in']:.4f} and the prior "
+            f"report's {published['mae_in']}; out of range {rows.loc[cosine, 'MAE out']:.3f} against "
+            f"{row['MAE out']:.3f}."
+        )
     return text
 
 
@@ -200,13 +223,19 @@ def beyond_summary(table, seeds) -> str:
     trained = rows[[label not in built for label in rows.index]]
     best = trained.sort_values(["acc out", "acc long", "acc in"], ascending=False).iloc[0]
     published = SEED_ROWS["FNN2 (1 x 345 PReLU)"]
-    lines = [f"Best trained model here: **{best.name}** ({int(best['params'])} parameters, {len(seeds)} seed(s)): exact accuracy "
-             f"{100 * best['acc in']:.2f} % in range, {100 * best['acc out']:.2f} % out of range, "
-             f"{100 * best['acc long']:.2f} % on long expressions; MAE out {best['MAE out']:.3f} against "
-             f"{published['mae_out']} for the prior report's best regression model (FNN2), long {best['MAE long']:.3f} "
-             f"({prior_long(published)})."]
-    lines += [f"- {label}: {100 * row['acc in']:.1f} / {100 * row['acc out']:.1f} / {100 * row['acc long']:.1f} % "
-              "(in / out / long)" for label, row in rows.iterrows() if label != best.name]
+    lines = [
+        f"Best trained model here: **{best.name}** ({int(best['params'])} parameters, {len(seeds)} seed(s)): exact accuracy "
+        f"{100 * best['acc in']:.2f} % in range, {100 * best['acc out']:.2f} % out of range, "
+        f"{100 * best['acc long']:.2f} % on long expressions; MAE out {best['MAE out']:.3f} against "
+        f"{published['mae_out']} for the prior report's best regression model (FNN2), long {best['MAE long']:.3f} "
+        f"({prior_long(published)})."
+    ]
+    lines += [
+        f"- {label}: {100 * row['acc in']:.1f} / {100 * row['acc out']:.1f} / {100 * row['acc long']:.1f} % "
+        "(in / out / long)"
+        for label, row in rows.iterrows()
+        if label != best.name
+    ]
     return "\n".join(lines)
 
 
@@ -224,22 +253,31 @@ def extended_summary(record: dict) -> str:
         mre = {f: float(np.mean([r["metrics"][f]["mre"] for r in runs])) for f in ("digits_1", "digits_6")}
         worst = min(by, key=by.get)
         digits = ", ".join(f"{d} digits {100 * by[f'digits_{d}']:.1f} %" for d in (1, 3, 6))
-        lines.append(f"- **{shown_label(name, model['label'])}**: {digits}; {terms} terms "
-                     f"{100 * by[f'terms_{terms}']:.1f} %; at least 99 % on {sum(a >= 0.99 for a in by.values())} of "
-                     f"{len(by)} families (worst: {worst} {100 * by[worst]:.1f} %); relative error "
-                     f"{mre['digits_1']:.2g} with 1-digit and {mre['digits_6']:.2g} with 6-digit numbers.")
+        lines.append(
+            f"- **{shown_label(name, model['label'])}**: {digits}; {terms} terms "
+            f"{100 * by[f'terms_{terms}']:.1f} %; at least 99 % on {sum(a >= 0.99 for a in by.values())} of "
+            f"{len(by)} families (worst: {worst} {100 * by[worst]:.1f} %); relative error "
+            f"{mre['digits_1']:.2g} with 1-digit and {mre['digits_6']:.2g} with 6-digit numbers."
+        )
     trained, built = extended_best(record), extended_best(record, built=True)
     seeds = max(len(model["runs"]) for model in entry["models"].values())
     text = f"\n\nMean over {seeds} seed(s), at most {record['parameters']['epochs']} epochs."
     if trained:
-        text += (f" The trained model with the highest mean accuracy over the {len(families)} families is "
-                 f"**{trained['label']}** ({100 * trained['mean']:.1f} %).")
+        text += (
+            f" The trained model with the highest mean accuracy over the {len(families)} families is "
+            f"**{trained['label']}** ({100 * trained['mean']:.1f} %)."
+        )
     if built:
         text += f" Partly built, **{built['label']}** reaches {100 * built['mean']:.1f} %."
-    return "\n".join(lines) + text + (
-        " Trained on one-digit numbers and three terms only, a model that computes the signed sum should stay "
-        "exact as numbers grow to six digits, with float32 as its only limit (integers up to 2^24 are exact); a "
-        "model that interpolates should fall off as soon as the numbers leave the training range.")
+    return (
+        "\n".join(lines)
+        + text
+        + (
+            " Trained on one-digit numbers and three terms only, a model that computes the signed sum should stay "
+            "exact as numbers grow to six digits, with float32 as its only limit (integers up to 2^24 are exact); a "
+            "model that interpolates should fall off as soon as the numbers leave the training range."
+        )
+    )
 
 
 MARKERS = "osD^vPX*<>"
@@ -255,10 +293,19 @@ def plot_accuracy_by_length(results, protocol, lengths=range(2, 9), training_len
     offsets = np.linspace(-0.27, 0.27, count) if count > 1 else np.zeros(1)
     figure, axis = plt.subplots(figsize=(7, 3.4 + 0.2 * count), layout="constrained")
     for index, (result, offset) in enumerate(zip(results.models.values(), offsets)):
-        by_length = [100 * exact_accuracy(long.values[long.terms == n], result.predictions["long"][long.terms == n])
-                     for n in lengths]
-        axis.plot(lengths + offset, by_length, marker=MARKERS[index % len(MARKERS)], markersize=5,
-                  linewidth=1.8 if index == 0 else 1, zorder=3 if index == 0 else 2, label=result.spec.shown_label)
+        by_length = [
+            100 * exact_accuracy(long.values[long.terms == n], result.predictions["long"][long.terms == n])
+            for n in lengths
+        ]
+        axis.plot(
+            lengths + offset,
+            by_length,
+            marker=MARKERS[index % len(MARKERS)],
+            markersize=5,
+            linewidth=1.8 if index == 0 else 1,
+            zorder=3 if index == 0 else 2,
+            label=result.spec.shown_label,
+        )
     axis.axvspan(training_length - 0.4, training_length + 0.4, color="grey", alpha=0.15, label="training length")
     axis.set_xticks(lengths)
     axis.set_xlabel("numbers in the expression (models offset sideways)")
@@ -287,9 +334,10 @@ def write_study(output, notebook: str, protocol, parameters: dict, **study) -> P
     """Writes a study notebook's ``metrics.json`` (no model rows for the findings table) through the
     typed record, and says where. ``study`` holds its one named entry (e.g. ``explain=...``)."""
 
-    (entry, value), = study.items()
-    return write_record(output, notebook, entry, value, parameters,
-                        data={"seed": protocol.seed, "counts": protocol.counts()})
+    ((entry, value),) = study.items()
+    return write_record(
+        output, notebook, entry, value, parameters, data={"seed": protocol.seed, "counts": protocol.counts()}
+    )
 
 
 def edge_table(results, sets: dict, path=None) -> pd.DataFrame:
@@ -297,10 +345,15 @@ def edge_table(results, sets: dict, path=None) -> pd.DataFrame:
     row per model, one column per set, "exact % (MAE)", "-" where the model cannot take the set's
     length. With ``path``, every score is also written there as JSON (``{model: {set: metrics}}``)."""
 
-
     scores = {name: edge_scores(result.first, sets) for name, result in results.models.items()}
     if path is not None:
         write_json_if_changed(path, scores)
-    return pd.DataFrame([{"model": results.models[name].spec.label,
-                          **{set_name: edge_cell(score) for set_name, score in by_set.items()}}
-                         for name, by_set in scores.items()])
+    return pd.DataFrame(
+        [
+            {
+                "model": results.models[name].spec.label,
+                **{set_name: edge_cell(score) for set_name, score in by_set.items()},
+            }
+            for name, by_set in scores.items()
+        ]
+    )

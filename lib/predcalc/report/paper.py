@@ -53,15 +53,27 @@ GOAL = F.GOAL
 # Which choice was made on which data (the development side of the protocol). A set that chose
 # something is a development set: the claims about reach come from the held-out edge suite.
 SELECTION = [
-    ("`transformer4_local` -> `transformer4_gated` -> `transformer4_local_bounded` (readout and token "
-     "features)", "the protocol's out-of-range test set (-8..8)", "out-of-range accuracy of these three"),
-    ("the tanh bound of `transformer4_local_bounded`", "the development edge probe: 3 numbers of -99..99, "
-     "20 and 60 terms", "that probe's axes"),
+    (
+        "`transformer4_local` -> `transformer4_gated` -> `transformer4_local_bounded` (readout and token features)",
+        "the protocol's out-of-range test set (-8..8)",
+        "out-of-range accuracy of these three",
+    ),
+    (
+        "the tanh bound of `transformer4_local_bounded`",
+        "the development edge probe: 3 numbers of -99..99, 20 and 60 terms",
+        "that probe's axes",
+    ),
     ("the peak learning rate of `transformer5_seed`", "validation loss of 25-epoch trials (a sweep)", "none"),
-    ("the syntax-gated scan's design (typed tokens, multiplicative value path)", "the protocol's test sets, "
-     "through the ablations of 30_beyond_seed", "its out-of-range and long accuracy"),
-    ("`mlstm_stable`, `mamba_bounded` (stabilisers)", "seeds that failed in the first full runs (in and out "
-     "of range)", "their in and out-of-range accuracy"),
+    (
+        "the syntax-gated scan's design (typed tokens, multiplicative value path)",
+        "the protocol's test sets, through the ablations of 30_beyond_seed",
+        "its out-of-range and long accuracy",
+    ),
+    (
+        "`mlstm_stable`, `mamba_bounded` (stabilisers)",
+        "seeds that failed in the first full runs (in and out of range)",
+        "their in and out-of-range accuracy",
+    ),
 ]
 
 # One line per family of the main tables: the registry names shown, faithful replicas first.
@@ -83,8 +95,14 @@ def _pct(value: float) -> str:
 class Findings:
     """The stored runs, indexed once; each ``*_section`` method returns one Section."""
 
-    def __init__(self, records: list[dict], reports: Path, edges: dict | None = None, runs_label: str = "reports/runs",
-                 figures: bool = False):
+    def __init__(
+        self,
+        records: list[dict],
+        reports: Path,
+        edges: dict | None = None,
+        runs_label: str = "reports/runs",
+        figures: bool = False,
+    ):
         self.records, self.reports, self.runs_label, self.figures = records, Path(reports), runs_label, figures
         self.notebooks = [r for r in records if not r.get("_sweep")]
         self.models = {name: (record, model) for record, name, model, _ in F.unique_models(records)}
@@ -122,11 +140,18 @@ class Findings:
     # ---- main part
 
     def question(self) -> Section:
-        return Section("question", "Question", [Text(
-            "A neural network reads an arithmetic expression (`3 - -2 + 4`) and predicts its value. Which "
-            "architecture does this best, and does any of them generalise: to unseen expressions, to numbers "
-            "outside the training range, to longer expressions? The common ground is the protocol of "
-            f"{PRIOR_REPORT}: training on `a op b op c` with integers -5..4 and `+`/`-`.")])
+        return Section(
+            "question",
+            "Question",
+            [
+                Text(
+                    "A neural network reads an arithmetic expression (`3 - -2 + 4`) and predicts its value. Which "
+                    "architecture does this best, and does any of them generalise: to unseen expressions, to numbers "
+                    "outside the training range, to longer expressions? The common ground is the protocol of "
+                    f"{PRIOR_REPORT}: training on `a op b op c` with integers -5..4 and `+`/`-`."
+                )
+            ],
+        )
 
     def answer(self) -> Section:
         items = []
@@ -135,10 +160,14 @@ class Findings:
             items.append(
                 "On the protocol's test sets (development numbers: they chose both designs), "
                 + " and ".join(f"`{n}` ({self.models[n][1]['params']:,} params)" for n in exact)
-                + " are exact on all 5 seeds in range, at |n| 5..8 and on 2-8 terms of -5..5.")
+                + " are exact on all 5 seeds in range, at |n| 5..8 and on 2-8 terms of -5..5."
+            )
         items += self._edge_answer()
-        replicas = [n for n in ("fnn2", "rnn2", "bilstm_attention", "transformer4_seed", "transformer5_seed")
-                    if n in self.models]
+        replicas = [
+            n
+            for n in ("fnn2", "rnn2", "bilstm_attention", "transformer4_seed", "transformer5_seed")
+            if n in self.models
+        ]
         if replicas:
             best_out = max(replicas, key=lambda n: np.mean(self.accuracy(n, "out")))
             best_seed = max(replicas, key=lambda n: max(self.accuracy(n, "out")))
@@ -146,7 +175,8 @@ class Findings:
                 f"The prior report's architectures, rebuilt faithfully ({len(replicas)} models), are at most "
                 f"{_pct(np.mean(self.accuracy(best_out, 'out')))} exact out of range (`{best_out}`, mean of 5 seeds; best "
                 f"single seed {_pct(max(self.accuracy(best_seed, 'out')))}, `{best_seed}`): "
-                "they interpolate, not extrapolate, as that report found.")
+                "they interpolate, not extrapolate, as that report found."
+            )
         counts = verdict_counts(self.pool)
         if counts:
             replica, variant = counts["replica"], counts["variant"]
@@ -154,7 +184,8 @@ class Findings:
                 f"Published columns (sign test, 5 seeds): replicas better on {replica['better']}, worse on "
                 f"{replica['worse']}, not resolved on "
                 f"{replica['not resolved']} of {replica['total']}; `{variant['name']}` better on {variant['better']} of "
-                f"{variant['total']} (its out-of-range columns are development numbers).")
+                f"{variant['total']} (its out-of-range columns are development numbers)."
+            )
         items += self._extended_answer()
         items += self._calculator_answer()
         items.append("Every claim holds inside the box it names; the Limitations list what was not measured.")
@@ -170,8 +201,10 @@ class Findings:
             score = held[name].get(set_name)
             return "-" if score is None else f"{100 * score['mean']:.0f}"
 
-        parts = "; ".join(f"`{n}` {cell(n, 'terms_9_14')} / {cell(n, 'digits_exactly_3')} / "
-                          f"{cell(n, 'digits_exactly_4')} %" for n in shown)
+        parts = "; ".join(
+            f"`{n}` {cell(n, 'terms_9_14')} / {cell(n, 'digits_exactly_3')} / {cell(n, 'digits_exactly_4')} %"
+            for n in shown
+        )
         built = [n for n in BUILT_SHOWN if n in held and all(v["min"] == 1.0 for v in held[n].values())]
         also = f" Partly built `{built[0]}`: 100 % on every set and seed." if built else ""
         return [f"Held-out edges (5 seeds, exported files), 9-14 terms / 3 / 4 digits: {parts}.{also}"]
@@ -182,12 +215,17 @@ class Findings:
             top = extended_best(record)
             if top:
                 iid = top["by_family"].get("iid")
-                fit = (f", but {_pct(iid)} on draws from its own training world: no evidence on extrapolation"
-                       if iid is not None and iid < 0.9 else "")
+                fit = (
+                    f", but {_pct(iid)} on draws from its own training world: no evidence on extrapolation"
+                    if iid is not None and iid < 0.9
+                    else ""
+                )
                 worst = "" if fit else f" (worst {top['worst'][0]} {_pct(top['worst'][1])})"
-                items.append(f"Extended suite ({record['notebook']}, {_scope_words(record)}): best trained "
-                             f"`{top['name']}` averages {_pct(top['mean'])} exact over {len(top['by_family'])} families"
-                             f"{worst}{fit}.")
+                items.append(
+                    f"Extended suite ({record['notebook']}, {_scope_words(record)}): best trained "
+                    f"`{top['name']}` averages {_pct(top['mean'])} exact over {len(top['by_family'])} families"
+                    f"{worst}{fit}."
+                )
         return items
 
     def _calculator_answer(self) -> list[str]:
@@ -200,15 +238,22 @@ class Findings:
 
     def _protocol(self) -> Section:
         counts = next((r["data"] for r in self.notebooks if "data" in r and not is_study(r)), None)
-        text = (f"The protocol of {PRIOR_REPORT} (its code: `GetXY.py`): expressions `a op b op c`, integers "
-                "-5..4, `+`/`-`, written with spaces; 4,000 draws de-duplicated and split 75/25 into training and "
-                "validation. Test sets: *in range* (every unseen expression of that form), *out of range* "
-                "(integers from {-8..-5, 5..8}, all 2,048) and *long* (2 to 8 integers of -5..5, 100 per length). "
-                "Exact accuracy counts a prediction that rounds to the true value; MAE is the mean absolute error.")
+        text = (
+            f"The protocol of {PRIOR_REPORT} (its code: `GetXY.py`): expressions `a op b op c`, integers "
+            "-5..4, `+`/`-`, written with spaces; 4,000 draws de-duplicated and split 75/25 into training and "
+            "validation. Test sets: *in range* (every unseen expression of that form), *out of range* "
+            "(integers from {-8..-5, 5..8}, all 2,048) and *long* (2 to 8 integers of -5..5, 100 per length). "
+            "Exact accuracy counts a prediction that rounds to the true value; MAE is the mean absolute error."
+        )
         blocks = [Text(text)]
         if counts:
-            blocks.append(Text(f"Data seed {counts['seed']} for every notebook: "
-                               + ", ".join(f"{k} {v:,}" for k, v in counts["counts"].items()) + " expressions."))
+            blocks.append(
+                Text(
+                    f"Data seed {counts['seed']} for every notebook: "
+                    + ", ".join(f"{k} {v:,}" for k, v in counts["counts"].items())
+                    + " expressions."
+                )
+            )
         return Section("method.protocol", "Protocol", blocks)
 
     def _models(self) -> Section:
@@ -218,18 +263,37 @@ class Findings:
                 if name not in self.models:
                     continue
                 record, model = self.models[name]
-                rows.append({"model": f"`{name}`", "family": family, "what it is": model["label"],
-                             "params": model["params"], "kind": "trained", "notebook": record["notebook"]})
+                rows.append(
+                    {
+                        "model": f"`{name}`",
+                        "family": family,
+                        "what it is": model["label"],
+                        "params": model["params"],
+                        "kind": "trained",
+                        "notebook": record["notebook"],
+                    }
+                )
         for name in FINISHES:
             if name in self.models:
                 record, model = self.models[name]
-                rows.append({"model": f"`{name}`", "family": "syntax-gated scan", "what it is": model["label"],
-                             "params": model["params"], "kind": "partly built (closed form)",
-                             "notebook": record["notebook"]})
-        blocks = [Text("The models the main text discusses (the Appendix lists every run). *Trained*: every weight "
-                       "by gradient descent; *partly built*: trained, then finished in closed form (a gate set by "
-                       "hand, a readout solved by least squares). The prior report's rows are rebuilt as faithful "
-                       "replicas: `fnn2`, `rnn2`, `bilstm_attention`, `transformer4_seed`, `transformer5_seed`.")]
+                rows.append(
+                    {
+                        "model": f"`{name}`",
+                        "family": "syntax-gated scan",
+                        "what it is": model["label"],
+                        "params": model["params"],
+                        "kind": "partly built (closed form)",
+                        "notebook": record["notebook"],
+                    }
+                )
+        blocks = [
+            Text(
+                "The models the main text discusses (the Appendix lists every run). *Trained*: every weight "
+                "by gradient descent; *partly built*: trained, then finished in closed form (a gate set by "
+                "hand, a readout solved by least squares). The prior report's rows are rebuilt as faithful "
+                "replicas: `fnn2`, `rnn2`, `bilstm_attention`, `transformer4_seed`, `transformer5_seed`."
+            )
+        ]
         if rows:
             blocks.append(Table(pd.DataFrame(rows), cell=plain_cell))
         return Section("method.models", "Models", blocks)
@@ -250,30 +314,52 @@ class Findings:
         return Section("method.mechanisms", "How the main models work", [Bullets(items)])
 
     def _selection(self) -> Section:
-        frame = pd.DataFrame([{"choice": c, "chosen on": on, "numbers it touches": touched}
-                              for c, on, touched in SELECTION])
-        return Section("method.selection", "Development and held-out data", [
-            Text("Every set that chose a variant, a bound or a hyperparameter is a development set, and the numbers "
-                 "it produced are development numbers. Claims about reach come only from the held-out edge suite, "
-                 "drawn once from its own seed after these choices and scored on all 5 seeds through the exported "
-                 "file."),
-            Table(frame, cell=plain_cell)])
+        frame = pd.DataFrame(
+            [{"choice": c, "chosen on": on, "numbers it touches": touched} for c, on, touched in SELECTION]
+        )
+        return Section(
+            "method.selection",
+            "Development and held-out data",
+            [
+                Text(
+                    "Every set that chose a variant, a bound or a hyperparameter is a development set, and the numbers "
+                    "it produced are development numbers. Claims about reach come only from the held-out edge suite, "
+                    "drawn once from its own seed after these choices and scored on all 5 seeds through the exported "
+                    "file."
+                ),
+                Table(frame, cell=plain_cell),
+            ],
+        )
 
     def _statistics(self) -> Section:
-        return Section("method.statistics", "Statistics", [Bullets([
-            "5 training seeds per model (initialisation and shuffling); one data seed. Every mean is shown with "
-            "its per-seed minimum and maximum; \"all 5\" means every seed has the same value.",
-            "*Better* or *worse* than a published number only when all 5 seeds lie on the same side of it "
-            "(exact one-sided sign test, p = 1/32); otherwise *not resolved*. Published rows give means only, so "
-            "their own spread cannot enter the test.",
-            "The prior report's benchmark score and its t-test of log(score) appear only in the Appendix's "
-            "seed-way table, as that report's definitions: a t-test on a score that reaches 1e14 is not a "
-            "statistic this report relies on.",
-        ])])
+        return Section(
+            "method.statistics",
+            "Statistics",
+            [
+                Bullets(
+                    [
+                        "5 training seeds per model (initialisation and shuffling); one data seed. Every mean is shown with "
+                        'its per-seed minimum and maximum; "all 5" means every seed has the same value.',
+                        "*Better* or *worse* than a published number only when all 5 seeds lie on the same side of it "
+                        "(exact one-sided sign test, p = 1/32); otherwise *not resolved*. Published rows give means only, so "
+                        "their own spread cannot enter the test.",
+                        "The prior report's benchmark score and its t-test of log(score) appear only in the Appendix's "
+                        "seed-way table, as that report's definitions: a t-test on a score that reaches 1e14 is not a "
+                        "statistic this report relies on.",
+                    ]
+                )
+            ],
+        )
 
     def results(self) -> Section:
-        subsections = [self._summary(), self._seed_protocol(), self._edges(), self._published(),
-                       self._extended(), self._calculator()]
+        subsections = [
+            self._summary(),
+            self._seed_protocol(),
+            self._edges(),
+            self._published(),
+            self._extended(),
+            self._calculator(),
+        ]
         return Section("results", "Results", [], subsections=[s for s in subsections if not s.empty])
 
     def _summary(self) -> Section:
@@ -284,13 +370,24 @@ class Findings:
         if self.figures or not path.is_file():  # the book reads the stored figure; `predcalc report` redraws it
             plot_reach(frame, path)
         scored = sorted(set(frame.loc[frame["source"] == "heldout", "model"]))
-        held = (f"the held-out edge suite (5 seeds, exported files) for {', '.join(f'`{m}`' for m in scored)}"
-                if scored else "no held-out edge suite scored yet")
-        return Section("results.summary", "Summary", [Figure(
-            path, "Exact accuracy against distance from the training box (3 integers of -5..4, `+`/`-`): left, "
-                  "larger numbers (3 of them); right, more terms (|n| <= 5). The best model of each family by "
-                  "out-of-range accuracy; dots are means over seeds, bars the per-seed range. The first points "
-                  f"are the protocol's test sets (in range, |n| 5..8, 2-8 terms); further points come from {held}.")])
+        held = (
+            f"the held-out edge suite (5 seeds, exported files) for {', '.join(f'`{m}`' for m in scored)}"
+            if scored
+            else "no held-out edge suite scored yet"
+        )
+        return Section(
+            "results.summary",
+            "Summary",
+            [
+                Figure(
+                    path,
+                    "Exact accuracy against distance from the training box (3 integers of -5..4, `+`/`-`): left, "
+                    "larger numbers (3 of them); right, more terms (|n| <= 5). The best model of each family by "
+                    "out-of-range accuracy; dots are means over seeds, bars the per-seed range. The first points "
+                    f"are the protocol's test sets (in range, |n| 5..8, 2-8 terms); further points come from {held}.",
+                )
+            ],
+        )
 
     def _seed_protocol(self) -> Section:
         keep = [n for names in FAMILIES.values() for n in names if n in self.models]
@@ -299,37 +396,55 @@ class Findings:
         frame = self.general[self.general["name"].isin(keep)].copy()
         frame["model"] = "`" + frame["name"] + "`"
         frame = frame[["model", "params", "acc in", "seeds in", "acc out", "seeds out", "acc long", "seeds long"]]
-        return Section("results.seed_protocol", "The protocol's test sets", [
-            Text("Exact accuracy on the protocol's three test sets (mean of 5 seeds, per-seed range beside it; "
-                 "ordered by out-of-range accuracy). In range is interpolation; out of range (|n| 5..8) and long "
-                 "(2-8 terms) leave the training box by one step. For the models chosen on the out-of-range set "
-                 "(Method) those columns are development numbers."),
-            Table(frame.reset_index(drop=True))])
+        return Section(
+            "results.seed_protocol",
+            "The protocol's test sets",
+            [
+                Text(
+                    "Exact accuracy on the protocol's three test sets (mean of 5 seeds, per-seed range beside it; "
+                    "ordered by out-of-range accuracy). In range is interpolation; out of range (|n| 5..8) and long "
+                    "(2-8 terms) leave the training box by one step. For the models chosen on the out-of-range set "
+                    "(Method) those columns are development numbers."
+                ),
+                Table(frame.reset_index(drop=True)),
+            ],
+        )
 
     def _edges(self) -> Section:
         blocks = suite_blocks(self.edges, "heldout", RECOMMENDED + BUILT_SHOWN)
         record = self.edges.get("heldout_record")
         if blocks and record:
             about = record["about"]
-            blocks.insert(0, Text(
-                "Exact accuracy (%) on the held-out edge suite, drawn after every choice in Method and never used "
-                "to choose, through each seed's exported ONNX file at 159 tokens (LiteRT agrees); mean [min-max] "
-                "over 5 seeds; `scan_typed_solved` is partly built (operator gates set by hand, readout solved by "
-                "least squares after the same training). Unspaced forms are not a set: the tokenisers lex spacing "
-                "away before the network "
-                f"({about[RECOMMENDED[0]]['unspaced_forms']['checked']:,} expressions checked)."))
+            blocks.insert(
+                0,
+                Text(
+                    "Exact accuracy (%) on the held-out edge suite, drawn after every choice in Method and never used "
+                    "to choose, through each seed's exported ONNX file at 159 tokens (LiteRT agrees); mean [min-max] "
+                    "over 5 seeds; `scan_typed_solved` is partly built (operator gates set by hand, readout solved by "
+                    "least squares after the same training). Unspaced forms are not a set: the tokenisers lex spacing "
+                    "away before the network "
+                    f"({about[RECOMMENDED[0]]['unspaced_forms']['checked']:,} expressions checked)."
+                ),
+            )
         return Section("results.edges", "Held-out edges", blocks)
 
     def _published(self) -> Section:
         board = summary_table(self.pool)
         if board.empty:
             return Section("results.published", "The published rows, like for like", [])
-        return Section("results.published", "The published rows, like for like", [
-            Text(f"Each of the {len(board)} regression rows of {PRIOR_REPORT}, computed its way on the same test "
-                 "sets (Appendix: the seed-way table and every column). The faithful replica comes first; the best "
-                 "variant is another model trained here. Counts are of ranked columns, each decided by the sign "
-                 "test over 5 seeds."),
-            Table(board, cell=plain_cell)])
+        return Section(
+            "results.published",
+            "The published rows, like for like",
+            [
+                Text(
+                    f"Each of the {len(board)} regression rows of {PRIOR_REPORT}, computed its way on the same test "
+                    "sets (Appendix: the seed-way table and every column). The faithful replica comes first; the best "
+                    "variant is another model trained here. Counts are of ranked columns, each decided by the sign "
+                    "test over 5 seeds."
+                ),
+                Table(board, cell=plain_cell),
+            ],
+        )
 
     def _extended(self) -> Section:
         rows = []
@@ -337,17 +452,30 @@ class Findings:
             for built in (False, True):
                 top = extended_best(record, built=built)
                 if top:
-                    rows.append({"suite": f"{extended_title(record)} ({record['notebook']})",
-                                 "model": f"`{top['name']}`", "kind": "partly built" if built else "trained",
-                                 "families": len(top["by_family"]), "mean exact": _pct(top["mean"]),
-                                 "worst family": f"{top['worst'][0]} {_pct(top['worst'][1])}"})
+                    rows.append(
+                        {
+                            "suite": f"{extended_title(record)} ({record['notebook']})",
+                            "model": f"`{top['name']}`",
+                            "kind": "partly built" if built else "trained",
+                            "families": len(top["by_family"]),
+                            "mean exact": _pct(top["mean"]),
+                            "worst family": f"{top['worst'][0]} {_pct(top['worst'][1])}",
+                        }
+                    )
         if not rows:
             return Section("results.extended", "Extended suites", [])
-        return Section("results.extended", "Extended suites", [
-            Text("Beyond the protocol: families that vary digits (up to 6), terms, parentheses and, in 32, all four "
-                 "operators. 31's models were trained on the protocol (3 numbers of -5..4); 32's on the suite's own "
-                 "training world, for the epochs its notebook ran (Appendix: every family)."),
-            Table(pd.DataFrame(rows), cell=plain_cell)])
+        return Section(
+            "results.extended",
+            "Extended suites",
+            [
+                Text(
+                    "Beyond the protocol: families that vary digits (up to 6), terms, parentheses and, in 32, all four "
+                    "operators. 31's models were trained on the protocol (3 numbers of -5..4); 32's on the suite's own "
+                    "training world, for the epochs its notebook ran (Appendix: every family)."
+                ),
+                Table(pd.DataFrame(rows), cell=plain_cell),
+            ],
+        )
 
     def _calculator(self) -> Section:
 
@@ -355,8 +483,13 @@ class Findings:
         return Section("results.calculator", "The learned calculator", results_blocks(records[0]) if records else [])
 
     def learned(self) -> Section:
-        others = [n for family, names in FAMILIES.items() if family not in ("syntax-gated scan",)
-                  for n in names if n in self.models and n not in RECOMMENDED]
+        others = [
+            n
+            for family, names in FAMILIES.items()
+            if family not in ("syntax-gated scan",)
+            for n in names
+            if n in self.models and n not in RECOMMENDED
+        ]
         best_other = max(others, key=lambda n: np.mean(self.accuracy(n, "out"))) if others else None
         held = self.edges.get("heldout") or {}
         items = [
@@ -369,21 +502,27 @@ class Findings:
             items.append(
                 f"None of the {len(others)} other models in the main table exceeds "
                 f"{_pct(np.mean(self.accuracy(best_other, 'out')))} mean exactness out of range (`{best_other}`; best "
-                f"seed {_pct(max(max(self.accuracy(n, 'out')) for n in others))}).")
+                f"seed {_pct(max(max(self.accuracy(n, 'out')) for n in others))})."
+            )
         if held:
             worst4 = max(held[n]["digits_exactly_4"]["mean"] for n in RECOMMENDED if n in held)
             spans = "; ".join(
                 f"`{n}` {100 * min(held[n][t]['min'] for t in ('terms_40', 'terms_80')):.0f}-"
                 f"{100 * max(held[n][t]['max'] for t in ('terms_40', 'terms_80')):.0f} %"
-                for n in RECOMMENDED if n in held and "terms_40" in held[n])
+                for n in RECOMMENDED
+                if n in held and "terms_40" in held[n]
+            )
             items.append(
                 "By the held-out suite, neither model exact on the protocol learned the rule of addition: at most "
-                f"{_pct(worst4)} on sums of 4-digit numbers; at 40-80 terms the seeds spread widely ({spans}).")
+                f"{_pct(worst4)} on sums of 4-digit numbers; at 40-80 terms the seeds spread widely ({spans})."
+            )
         if self.study("calculator"):
-            items.append("In the calculator, small step units with designed features (digit values as numbers, a given "
-                         "intermediate target and threshold period) fitted a third of their inputs and were exact on the "
-                         "rest; the control, with hand-factored features, was not (worst seed in the Results' step "
-                         "table).")
+            items.append(
+                "In the calculator, small step units with designed features (digit values as numbers, a given "
+                "intermediate target and threshold period) fitted a third of their inputs and were exact on the "
+                "rest; the control, with hand-factored features, was not (worst seed in the Results' step "
+                "table)."
+            )
         return Section("learned", "What we learned", [Bullets(items)])
 
     def limitations(self) -> Section:
@@ -415,25 +554,48 @@ class Findings:
     # ---- appendix
 
     def appendix(self) -> list[Section]:
-        sections = [self._all_models(), self._seed_way(), self._recipe(), self._search(), self._stability(),
-                    self._development_edges(), self._export(), self._llm(), self._bench(),
-                    self._studies(), self._calculator_detail(), self._runs()]
+        sections = [
+            self._all_models(),
+            self._seed_way(),
+            self._recipe(),
+            self._search(),
+            self._stability(),
+            self._development_edges(),
+            self._export(),
+            self._llm(),
+            self._bench(),
+            self._studies(),
+            self._calculator_detail(),
+            self._runs(),
+        ]
         return [s for s in sections if not s.empty]
 
     def _all_models(self) -> Section:
         if self.general.empty:
-            return Section("appendix.all_models", "Every trained model", [Text("_no runs yet: `predcalc run` first._")],
-                           part="appendix")
+            return Section(
+                "appendix.all_models",
+                "Every trained model",
+                [Text("_no runs yet: `predcalc run` first._")],
+                part="appendix",
+            )
         general = self.general.drop(columns=["name"])
-        return Section("appendix.all_models", "Every trained model", [
-            Text("Means over seeds on the protocol's test sets, this project's definitions (MAE long an absolute "
-                 "error; MRE divided by max(|y|, 1)); *published* rows show only the columns the prior report "
-                 "defines the same way."),
-            Table(self.table),
-            Text("Exact accuracy with the per-seed range, ordered by out-of-range then long accuracy:"),
-            Table(general), *[Text(line) for line in F.ablation_lines(self.records) if line.strip()],
-            *[Text(line) for line in seed_split_lines(self.records) if line.strip() and not line.startswith("#")]],
-            part="appendix")
+        return Section(
+            "appendix.all_models",
+            "Every trained model",
+            [
+                Text(
+                    "Means over seeds on the protocol's test sets, this project's definitions (MAE long an absolute "
+                    "error; MRE divided by max(|y|, 1)); *published* rows show only the columns the prior report "
+                    "defines the same way."
+                ),
+                Table(self.table),
+                Text("Exact accuracy with the per-seed range, ordered by out-of-range then long accuracy:"),
+                Table(general),
+                *[Text(line) for line in F.ablation_lines(self.records) if line.strip()],
+                *[Text(line) for line in seed_split_lines(self.records) if line.strip() and not line.startswith("#")],
+            ],
+            part="appendix",
+        )
 
     def _seed_way(self) -> Section:
         seed_way = F.seed_way_table(self.records)
@@ -447,10 +609,15 @@ class Findings:
         return Section("appendix.seed_way", "The prior report's columns, computed its way", blocks, part="appendix")
 
     def _recipe(self) -> Section:
-        lines = recipe_ablation_lines(self.records, self.reports / "sweeps") + \
-            peak_probe_lines(self.reports / "sweeps", self.records)
-        return Section("appendix.recipe", "The prior report's transformer recipe",
-                       [Text(line) for line in _demote(lines)], part="appendix")
+        lines = recipe_ablation_lines(self.records, self.reports / "sweeps") + peak_probe_lines(
+            self.reports / "sweeps", self.records
+        )
+        return Section(
+            "appendix.recipe",
+            "The prior report's transformer recipe",
+            [Text(line) for line in _demote(lines)],
+            part="appendix",
+        )
 
     def _search(self) -> Section:
         """The prior report's transformer5 search space, searched again (``predcalc tune``)."""
@@ -458,61 +625,102 @@ class Findings:
         if not (folder / "tune.json").is_file():
             return Section("appendix.search", "The transformer5 search", part="appendix")
         published = SEED_ROWS["transformer5"]["mae_in"]
-        blocks = [Text("The prior report chose transformer5's size and rate by a 50-trial keras-tuner Bayesian search "
-                       "(25-epoch trials, validation loss). `predcalc tune tuning/transformer5_seed_space.yaml` runs "
-                       "the same space and trial count on this protocol, resumable; here with 10-epoch trials so a "
-                       "trial fits this 2-core machine, and not yet finished. The 5-seed training of the best trial, "
-                       "which a like-for-like comparison with the published in-range MAE needs, has not run."),
-                  Bullets(search_facts(folder, published, "the published transformer5"))]
+        blocks = [
+            Text(
+                "The prior report chose transformer5's size and rate by a 50-trial keras-tuner Bayesian search "
+                "(25-epoch trials, validation loss). `predcalc tune tuning/transformer5_seed_space.yaml` runs "
+                "the same space and trial count on this protocol, resumable; here with 10-epoch trials so a "
+                "trial fits this 2-core machine, and not yet finished. The 5-seed training of the best trial, "
+                "which a like-for-like comparison with the published in-range MAE needs, has not run."
+            ),
+            Bullets(search_facts(folder, published, "the published transformer5")),
+        ]
         if (folder / "trials.png").is_file():
-            blocks.append(Figure(folder / "trials.png", "Each trial's validation loss against each searched "
-                                                        "hyperparameter (log scale where the space is)."))
+            blocks.append(
+                Figure(
+                    folder / "trials.png",
+                    "Each trial's validation loss against each searched hyperparameter (log scale where the space is).",
+                )
+            )
         return Section("appendix.search", "The transformer5 search, repeated", blocks, part="appendix")
 
     def _stability(self) -> Section:
         stability = F.stability_table(self.records)
         if stability.empty:
             return Section("appendix.stability", "Stabilised mLSTM and bounded Mamba", part="appendix")
-        return Section("appendix.stability", "Stabilised mLSTM and bounded Mamba, every seed",
-                       [Text(F.STABILITY_TEXT), Table(stability)], part="appendix")
+        return Section(
+            "appendix.stability",
+            "Stabilised mLSTM and bounded Mamba, every seed",
+            [Text(F.STABILITY_TEXT), Table(stability)],
+            part="appendix",
+        )
 
     def _development_edges(self) -> Section:
         blocks = suite_blocks(self.edges, "development", RECOMMENDED)
         record = self.edges.get("heldout_record")
         facts = seed_facts(record) if record else []
-        return Section("appendix.development_edges", "The edge suites in detail", [
-            Text("The development probe chose the tanh bound (Method); its sets are development numbers, shown for "
-                 "completeness, scored like the held-out suite:"), *blocks,
-            *([Text("The held-out suite, model by model:"), Bullets(facts)] if facts else []),
-            Text("The first edge probe, as the 06 notebook scored it (first seed, Keras):"),
-            *[Text(line) for line in _demote(edges_lines(self.records))]], part="appendix")
+        return Section(
+            "appendix.development_edges",
+            "The edge suites in detail",
+            [
+                Text(
+                    "The development probe chose the tanh bound (Method); its sets are development numbers, shown for "
+                    "completeness, scored like the held-out suite:"
+                ),
+                *blocks,
+                *([Text("The held-out suite, model by model:"), Bullets(facts)] if facts else []),
+                Text("The first edge probe, as the 06 notebook scored it (first seed, Keras):"),
+                *[Text(line) for line in _demote(edges_lines(self.records))],
+            ],
+            part="appendix",
+        )
 
     def _export(self) -> Section:
         exports = F.export_table(self.records)
         if exports.empty:
             return Section("appendix.export", "Export", part="appendix")
-        return Section("appendix.export", "Export: LiteRT and ONNX against Keras", [
-            Text("First seed of each model, every test set; a verdict of *use* means the file gives the same exact "
-                 "answers as Keras (within 2 points). The recommended models' other seeds are checked in the "
-                 "held-out edge suite."), Table(exports)], part="appendix")
+        return Section(
+            "appendix.export",
+            "Export: LiteRT and ONNX against Keras",
+            [
+                Text(
+                    "First seed of each model, every test set; a verdict of *use* means the file gives the same exact "
+                    "answers as Keras (within 2 points). The recommended models' other seeds are checked in the "
+                    "held-out edge suite."
+                ),
+                Table(exports),
+            ],
+            part="appendix",
+        )
 
     def _llm(self) -> Section:
         if not any(record.get("llm") for record in self.records):
             return Section("appendix.llm", "Fine-tuned language models", part="appendix")
-        return Section("appendix.llm", "Fine-tuned language models", [
-            Table(F.llm_table(self.records)),
-            Text("Rows that are not pre-trained are tiny models trained from random weights here: they check the "
-                 "fine-tuning pipeline and are not results of Gemma itself. The published rows are single runs "
-                 "of the prior report, scored on its own sets.")], part="appendix")
+        return Section(
+            "appendix.llm",
+            "Fine-tuned language models",
+            [
+                Table(F.llm_table(self.records)),
+                Text(
+                    "Rows that are not pre-trained are tiny models trained from random weights here: they check the "
+                    "fine-tuning pipeline and are not results of Gemma itself. The published rows are single runs "
+                    "of the prior report, scored on its own sets."
+                ),
+            ],
+            part="appendix",
+        )
 
     def _bench(self) -> Section:
         bench = self.reports / "bench.json"
         if not bench.is_file():
             return Section("appendix.bench", "Deployment speed", part="appendix")
 
-        return Section("appendix.bench", "Deployment speed (`predcalc bench`)",
-                       [Text(line) for line in _demote(deployment_markdown(json.loads(bench.read_text())))],
-                       part="appendix")
+        return Section(
+            "appendix.bench",
+            "Deployment speed (`predcalc bench`)",
+            [Text(line) for line in _demote(deployment_markdown(json.loads(bench.read_text())))],
+            part="appendix",
+        )
 
     def _studies(self) -> Section:
         subsections = []
@@ -523,9 +731,15 @@ class Findings:
             lines = [line for line in lines if line.strip() != "## Studies"]
             title = next((line.lstrip("# ").strip() for line in lines if line.startswith("### ")), record["notebook"])
             body = [line for line in lines if not line.startswith("### ")]
-            subsections.append(Section(f"appendix.studies.{record['notebook']}", title,
-                                       [Text(line) for line in body if line.strip()], part="appendix",
-                                       notebooks=[record["notebook"]]))
+            subsections.append(
+                Section(
+                    f"appendix.studies.{record['notebook']}",
+                    title,
+                    [Text(line) for line in body if line.strip()],
+                    part="appendix",
+                    notebooks=[record["notebook"]],
+                )
+            )
         return Section("appendix.studies", "Side studies", [], part="appendix", subsections=subsections)
 
     def _calculator_detail(self) -> Section:
@@ -534,49 +748,76 @@ class Findings:
         if not records:
             return Section("appendix.calculator", "The learned calculator in detail", part="appendix")
         lines = section(records[0], self.relative(records[0]))
-        return Section("appendix.calculator", "The learned calculator in detail",
-                       [Text(line) for line in _demote(lines) if line.strip()], part="appendix",
-                       notebooks=[records[0]["notebook"]])
+        return Section(
+            "appendix.calculator",
+            "The learned calculator in detail",
+            [Text(line) for line in _demote(lines) if line.strip()],
+            part="appendix",
+            notebooks=[records[0]["notebook"]],
+        )
 
     def _runs(self) -> Section:
         items = []
         for record in self.records:
             if record.get("_sweep"):
                 name, parameters = record["_sweep"], record["parameters"]
-                items.append(f"sweep `{name}` in `reports/{self.relative(record)}/` (`predcalc sweep "
-                             f"sweeps/{name}.yaml`): {record['notebook']}, seeds {parameters['seeds']}")
+                items.append(
+                    f"sweep `{name}` in `reports/{self.relative(record)}/` (`predcalc sweep "
+                    f"sweeps/{name}.yaml`): {record['notebook']}, seeds {parameters['seeds']}"
+                )
                 continue
             profile = record.get("_profile")
             base = profile.split(" with ")[0] if isinstance(profile, str) else profile
-            command = (f"predcalc run --profile {base} --only {record['notebook']}" if base in PROFILES
-                       else f"predcalc run --only {record['notebook']}")
+            command = (
+                f"predcalc run --profile {base} --only {record['notebook']}"
+                if base in PROFILES
+                else f"predcalc run --only {record['notebook']}"
+            )
             overrides = record.get("_overrides") or {}
             if overrides:
                 command += " --set " + " ".join(f"'{k}={json.dumps(v)}'" for k, v in overrides.items())
             items.append(f"[{record['notebook']}]({self.relative(record)}/{record['notebook']}.ipynb): `{command}`")
-        return Section("appendix.runs", "Runs", [
-            Text("Each run's notebook and the command that reproduces it (`predcalc run` executes the notebook into "
-                 "`reports/runs/`, then `predcalc report` rebuilds this page; `make report PROFILE=full` does all)."),
-            Bullets(items)], part="appendix")
+        return Section(
+            "appendix.runs",
+            "Runs",
+            [
+                Text(
+                    "Each run's notebook and the command that reproduces it (`predcalc run` executes the notebook into "
+                    "`reports/runs/`, then `predcalc report` rebuilds this page; `make report PROFILE=full` does all)."
+                ),
+                Bullets(items),
+            ],
+            part="appendix",
+        )
 
     def document(self) -> Document:
         main = [self.question(), self.answer(), self.method(), self.results(), self.learned(), self.limitations()]
         sources = self.table.get("source", pd.Series(dtype=str)).astype(str)
-        rows = {record["notebook"]: self.table[sources.str.startswith(record["notebook"] + " ")]
-                for record in self.notebooks}  # a notebook's own rows ("NB (profile, seeds)"), not the published
-        facts = {"rows_by_notebook": rows, "table_rows": len(self.table),
-                 "notebooks": {r["notebook"]: self.relative(r) for r in self.notebooks}}
-        return Document("Findings", [s for s in main if not s.empty] + self.appendix(),
-                        f"Generated by `predcalc report` from `{self.runs_label}/*/metrics.json`, the sweeps and the "
-                        "edge suites; do not edit by hand.", facts)
+        rows = {
+            record["notebook"]: self.table[sources.str.startswith(record["notebook"] + " ")]
+            for record in self.notebooks
+        }  # a notebook's own rows ("NB (profile, seeds)"), not the published
+        facts = {
+            "rows_by_notebook": rows,
+            "table_rows": len(self.table),
+            "notebooks": {r["notebook"]: self.relative(r) for r in self.notebooks},
+        }
+        return Document(
+            "Findings",
+            [s for s in main if not s.empty] + self.appendix(),
+            f"Generated by `predcalc report` from `{self.runs_label}/*/metrics.json`, the sweeps and the "
+            "edge suites; do not edit by hand.",
+            facts,
+        )
 
 
 def _scope_words(record: dict) -> str:
     """An extended-suite study's box in a few words: its operators and what it was trained on."""
     scope = record["extended"].get("scope") or {}
     operators = "`+ - * /`, parentheses" if scope.get("parentheses") else "`+ -`"
-    trained = "trained on the protocol" if scope.get("trained_on", "protocol") != "extended suite" else \
-        "trained on its world"
+    trained = (
+        "trained on the protocol" if scope.get("trained_on", "protocol") != "extended suite" else "trained on its world"
+    )
     return f"{operators}, {trained}"
 
 
@@ -615,23 +856,52 @@ def reach_frame(findings: Findings) -> pd.DataFrame:
         if not present:
             continue
         best = max(present, key=lambda n: (np.mean(findings.accuracy(n, "out")), np.mean(findings.accuracy(n, "long"))))
-        for axis, distance, label, test_set in (("digits", 1, "|n| <= 5", "in"), ("digits", 1.5, "|n| 5..8", "out"),
-                                                ("terms", 3, "3", "in"), ("terms", 5, "2-8", "long")):
+        for axis, distance, label, test_set in (
+            ("digits", 1, "|n| <= 5", "in"),
+            ("digits", 1.5, "|n| 5..8", "out"),
+            ("terms", 3, "3", "in"),
+            ("terms", 5, "2-8", "long"),
+        ):
             values = findings.accuracy(best, test_set)
-            rows.append({"model": best, "axis": axis, "distance": distance, "label": label, "source": "protocol",
-                         "mean": float(np.mean(values)), "min": min(values), "max": max(values)})
+            rows.append(
+                {
+                    "model": best,
+                    "axis": axis,
+                    "distance": distance,
+                    "label": label,
+                    "source": "protocol",
+                    "mean": float(np.mean(values)),
+                    "min": min(values),
+                    "max": max(values),
+                }
+            )
         for name, score in ((findings.edges.get("heldout") or {}).get(best) or {}).items():
             if name in REACH_SETS:
                 axis, distance, label = REACH_SETS[name]
-                rows.append({"model": best, "axis": axis, "distance": distance, "label": label, "source": "heldout",
-                             "mean": score["mean"], "min": score["min"], "max": score["max"]})
+                rows.append(
+                    {
+                        "model": best,
+                        "axis": axis,
+                        "distance": distance,
+                        "label": label,
+                        "source": "heldout",
+                        "mean": score["mean"],
+                        "min": score["min"],
+                        "max": score["max"],
+                    }
+                )
     return pd.DataFrame(rows)
 
 
 # The held-out edge suite's sets on the summary figure: (axis, distance from the box, tick label).
-REACH_SETS = {"digits_exactly_2": ("digits", 2, "2 digits"), "digits_exactly_3": ("digits", 3, "3 digits"),
-              "digits_exactly_4": ("digits", 4, "4 digits"), "terms_9_14": ("terms", 11, "9-14"),
-              "terms_40": ("terms", 40, "40"), "terms_80": ("terms", 80, "80")}
+REACH_SETS = {
+    "digits_exactly_2": ("digits", 2, "2 digits"),
+    "digits_exactly_3": ("digits", 3, "3 digits"),
+    "digits_exactly_4": ("digits", 4, "4 digits"),
+    "terms_9_14": ("terms", 11, "9-14"),
+    "terms_40": ("terms", 40, "40"),
+    "terms_80": ("terms", 80, "80"),
+}
 
 
 def plot_reach(frame: pd.DataFrame, path: Path) -> Path:
@@ -657,8 +927,9 @@ def plot_reach(frame: pd.DataFrame, path: Path) -> Path:
             x = np.array([positions[d] for d in rows["distance"]]) + (k - (len(models) - 1) / 2) * 0.04
             y = 100 * rows["mean"].to_numpy()
             err = 100 * np.vstack([rows["mean"] - rows["min"], rows["max"] - rows["mean"]])
-            axis.errorbar(x, y, yerr=err, marker=markers[k % len(markers)], markersize=6, capsize=2,
-                          linewidth=1.2, label=model)
+            axis.errorbar(
+                x, y, yerr=err, marker=markers[k % len(markers)], markersize=6, capsize=2, linewidth=1.2, label=model
+            )
         axis.set_xticks(range(len(ticks)), ticks["label"], fontsize=8, rotation=30)
         axis.set_title(title, fontsize=10)
         axis.set_ylim(-3, 103)

@@ -21,8 +21,7 @@ from predcalc.training.sweep import collect
 
 SWEEP = "transformer4_seed_ablation"
 MODEL = "transformer4_seed"
-UNDONE = {"cls": "mean pooling instead of the CLS token",
-          "scale_embedding": "no sqrt(d_model) scale on the embedding"}
+UNDONE = {"cls": "mean pooling instead of the CLS token", "scale_embedding": "no sqrt(d_model) scale on the embedding"}
 
 
 def _cell(values) -> str:
@@ -31,16 +30,23 @@ def _cell(values) -> str:
 
 
 def _row(variant: str, how: str, runs: list[dict]) -> dict:
-    return {"variant": variant, "trained": how, "seeds": len(runs),
-            **{f"MAE {name}": _cell([r["metrics"][name]["mae"] for r in runs]) for name in ("in", "out", "long")},
-            "exact in": f"{100 * np.mean([r['metrics']['in']['accuracy'] for r in runs]):.2f} %"}
+    return {
+        "variant": variant,
+        "trained": how,
+        "seeds": len(runs),
+        **{f"MAE {name}": _cell([r["metrics"][name]["mae"] for r in runs]) for name in ("in", "out", "long")},
+        "exact in": f"{100 * np.mean([r['metrics']['in']['accuracy'] for r in runs]):.2f} %",
+    }
 
 
 def how_trained(parameters: dict) -> str:
-    """"200 epochs, no early stopping" or "... early stopping (patience 20)" from a run's parameters."""
+    """ "200 epochs, no early stopping" or "... early stopping (patience 20)" from a run's parameters."""
     epochs, patience = parameters.get("epochs"), parameters.get("patience")
-    stop = "no early stopping" if patience is not None and epochs is not None and patience >= epochs \
+    stop = (
+        "no early stopping"
+        if patience is not None and epochs is not None and patience >= epochs
         else f"early stopping (patience {patience})"
+    )
     return f"{epochs} epochs, {stop}"
 
 
@@ -58,16 +64,20 @@ def recipe_ablation_table(records: list[dict], sweeps: Path) -> pd.DataFrame:
     for run in collect(SWEEP, sweeps):
         kwargs = run["parameters"].get("model_kwargs", {}).get(MODEL, {})
         undone = "; ".join(UNDONE.get(k, f"{k}={v}") for k, v in sorted(kwargs.items())) or "every choice"
-        variants.setdefault((undone, how_trained(run["parameters"])), []).extend(run["metrics"]["models"][MODEL]["runs"])
+        variants.setdefault((undone, how_trained(run["parameters"])), []).extend(
+            run["metrics"]["models"][MODEL]["runs"]
+        )
     if not variants:
         return pd.DataFrame()
     rows = []
     stored = [r for r in records if r.get("notebook") == "06_transformer"]  # the notebook run, then sweeps
-    for name, variant in ((MODEL, "every choice of the prior report's recipe"),
-                          ("transformer4_gated", "gated value readout instead of the CLS token"),
-                          ("transformer4_local", "gated readout, local token features, padding masked"),
-                          ("transformer4_local_bounded", "as transformer4_local, the features of tanh(x_t)"),
-                          ("transformer4", "this project's transformer4 recipe")):
+    for name, variant in (
+        (MODEL, "every choice of the prior report's recipe"),
+        ("transformer4_gated", "gated value readout instead of the CLS token"),
+        ("transformer4_local", "gated readout, local token features, padding masked"),
+        ("transformer4_local_bounded", "as transformer4_local, the features of tanh(x_t)"),
+        ("transformer4", "this project's transformer4 recipe"),
+    ):
         record = next((r for r in stored if r["models"].get(name, {}).get("runs")), None)
         if record is not None:  # a model kept from an earlier run carries that run's parameters
             model = record["models"][name]
@@ -76,22 +86,24 @@ def recipe_ablation_table(records: list[dict], sweeps: Path) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-TEXT = (f"`{MODEL}` (38,209 parameters, the prior report's recipe: CLS token, sqrt(d_model) embedding scale, 8 heads, "
-        "AdamW with the prior report's warm-up and cosine decay) with one choice undone at a time, trained by "
-        f"`predcalc sweep sweeps/{SWEEP}.yaml` into `reports/sweeps/{SWEEP}/`, beside the stored "
-        "06_transformer runs. Mean ± standard deviation over seeds of the absolute MAE (the prior report's "
-        "transformer notebooks define MAE long this way too). The gated readout (`transformer4_gated`, one "
-        "parameter more) keeps the encoder and changes only the head: the answer is "
-        "sum_t (w^T h_t + c) v_t + b over the raw numbers v_t, linear in them where the gates do not change "
-        "with a number's size. "
-        "`transformer4_local` also embeds each token from [x_t, x_{t-1}, (-1)^t] "
-        "instead of adding absolute positions, and masks the padding, so a longer expression puts nothing "
-        "new in front of it. `transformer4_local_bounded` builds those "
-        "features from tanh(x_t), so what the gates read stays bounded however large a number is, while the "
-        "sum still takes the raw x_t (both also trained seed by seed by the sweeps `transformer4_local` and "
-        "`transformer4_local_squash`). This project's "
-        "transformer4 differs in several choices at once (mean pooling, 4 heads, no scale, AdamW decayed "
-        "to 0, early stopping).")
+TEXT = (
+    f"`{MODEL}` (38,209 parameters, the prior report's recipe: CLS token, sqrt(d_model) embedding scale, 8 heads, "
+    "AdamW with the prior report's warm-up and cosine decay) with one choice undone at a time, trained by "
+    f"`predcalc sweep sweeps/{SWEEP}.yaml` into `reports/sweeps/{SWEEP}/`, beside the stored "
+    "06_transformer runs. Mean ± standard deviation over seeds of the absolute MAE (the prior report's "
+    "transformer notebooks define MAE long this way too). The gated readout (`transformer4_gated`, one "
+    "parameter more) keeps the encoder and changes only the head: the answer is "
+    "sum_t (w^T h_t + c) v_t + b over the raw numbers v_t, linear in them where the gates do not change "
+    "with a number's size. "
+    "`transformer4_local` also embeds each token from [x_t, x_{t-1}, (-1)^t] "
+    "instead of adding absolute positions, and masks the padding, so a longer expression puts nothing "
+    "new in front of it. `transformer4_local_bounded` builds those "
+    "features from tanh(x_t), so what the gates read stays bounded however large a number is, while the "
+    "sum still takes the raw x_t (both also trained seed by seed by the sweeps `transformer4_local` and "
+    "`transformer4_local_squash`). This project's "
+    "transformer4 differs in several choices at once (mean pooling, 4 heads, no scale, AdamW decayed "
+    "to 0, early stopping)."
+)
 
 
 def recipe_ablation_lines(records: list[dict], sweeps: Path) -> list[str]:
@@ -145,10 +157,16 @@ def _by_length_then_peak(item) -> tuple:
 
 
 def _peak_table(trials: dict[tuple, list]) -> pd.DataFrame:
-    rows = [{"peak learning rate": f"{peak:g}", "trained": how, "seeds": len(runs),
-             "best val MSE": _cell([r["best_val_loss"] for r in runs]),
-             **{f"MAE {name}": _cell([r["metrics"][name]["mae"] for r in runs]) for name in ("in", "out", "long")}}
-            for (peak, how), runs in sorted(trials.items(), key=_by_length_then_peak)]
+    rows = [
+        {
+            "peak learning rate": f"{peak:g}",
+            "trained": how,
+            "seeds": len(runs),
+            "best val MSE": _cell([r["best_val_loss"] for r in runs]),
+            **{f"MAE {name}": _cell([r["metrics"][name]["mae"] for r in runs]) for name in ("in", "out", "long")},
+        }
+        for (peak, how), runs in sorted(trials.items(), key=_by_length_then_peak)
+    ]
     return pd.DataFrame(rows)
 
 
@@ -160,11 +178,13 @@ def peak_probe_lines(sweeps: Path, records: list[dict] = ()) -> list[str]:
         return []
     best, _ = min(probe, key=lambda key: np.mean([r["best_val_loss"] for r in probe[key]]))
     used = seed_peak(get_spec(PEAK_MODEL))
-    text = (f"The prior report's transformer5 notebook chose its peak learning rate by its own keras-tuner search "
-            f"(25-epoch trials, validation loss); the rate it found is not in its code. `{PEAK_MODEL}` repeats "
-            f"that choice in miniature (`predcalc sweep sweeps/{PEAK_SWEEP}.yaml`): the lowest mean validation "
-            f"MSE is at a peak of {best:g}; `{PEAK_MODEL}` trains with {used:g} (transformer4's tuned peak is "
-            f"{SEED_PEAK_LEARNING_RATE:g}).")
+    text = (
+        f"The prior report's transformer5 notebook chose its peak learning rate by its own keras-tuner search "
+        f"(25-epoch trials, validation loss); the rate it found is not in its code. `{PEAK_MODEL}` repeats "
+        f"that choice in miniature (`predcalc sweep sweeps/{PEAK_SWEEP}.yaml`): the lowest mean validation "
+        f"MSE is at a peak of {best:g}; `{PEAK_MODEL}` trains with {used:g} (transformer4's tuned peak is "
+        f"{SEED_PEAK_LEARNING_RATE:g})."
+    )
     table = markdown_table(_peak_table({**probe, **full}))
     lines = ["### transformer5_seed: the peak learning rate", "", text, "", table, ""]
     if full:
@@ -172,15 +192,28 @@ def peak_probe_lines(sweeps: Path, records: list[dict] = ()) -> list[str]:
         means = {key: float(np.mean([r["metrics"]["in"]["mae"] for r in runs])) for key, runs in full.items()}
         (peak, how), lowest = min(means.items(), key=lambda item: item[1])
         runs = full[(peak, how)]
-        first = {key[0]: next((r["metrics"]["in"]["mae"] for r in runs if r["seed"] == 0), None)
-                 for key, runs in full.items()}
-        same_seed = "; on seed 0, which every full-length peak has: " + ", ".join(
-            f"{value:.4g} at {rate:g}" for rate, value in sorted(first.items(), reverse=True) if value is not None) \
-            if sum(value is not None for value in first.values()) > 1 else ""
-        lines += [f"Trained for the full length ({how}; the 200-epoch rows come from "
-                  f"`predcalc sweep sweeps/{FULL_PEAK_SWEEP}.yaml` and the stored 06_transformer run), the lowest "
-                  f"mean in-range MAE is {lowest:.4g} at a peak of {peak:g} ({len(runs)} seed{'s' * (len(runs) > 1)})"
-                  f"{same_seed}; the prior report published {published:g}"
-                  + (" (mean of 5 runs)." if lowest < published else
-                     " (mean of 5 runs): within these peaks the rate does not close the in-range gap."), ""]
+        first = {
+            key[0]: next((r["metrics"]["in"]["mae"] for r in runs if r["seed"] == 0), None)
+            for key, runs in full.items()
+        }
+        same_seed = (
+            "; on seed 0, which every full-length peak has: "
+            + ", ".join(
+                f"{value:.4g} at {rate:g}" for rate, value in sorted(first.items(), reverse=True) if value is not None
+            )
+            if sum(value is not None for value in first.values()) > 1
+            else ""
+        )
+        lines += [
+            f"Trained for the full length ({how}; the 200-epoch rows come from "
+            f"`predcalc sweep sweeps/{FULL_PEAK_SWEEP}.yaml` and the stored 06_transformer run), the lowest "
+            f"mean in-range MAE is {lowest:.4g} at a peak of {peak:g} ({len(runs)} seed{'s' * (len(runs) > 1)})"
+            f"{same_seed}; the prior report published {published:g}"
+            + (
+                " (mean of 5 runs)."
+                if lowest < published
+                else " (mean of 5 runs): within these peaks the rate does not close the in-range gap."
+            ),
+            "",
+        ]
     return lines

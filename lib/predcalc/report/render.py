@@ -25,8 +25,12 @@ TEMPLATES = Path(__file__).with_name("templates")
 def _environment(base: Path) -> jinja2.Environment:
     """The templates, with filters for tables and figure paths relative to ``base`` (the folder
     the rendered page lands in)."""
-    environment = jinja2.Environment(loader=jinja2.FileSystemLoader(TEMPLATES), autoescape=False,
-                                     keep_trailing_newline=True, undefined=jinja2.StrictUndefined)
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        autoescape=False,
+        keep_trailing_newline=True,
+        undefined=jinja2.StrictUndefined,
+    )
     environment.filters["table"] = lambda block: markdown_table(block.frame, block.cell)
     environment.filters["figure_path"] = lambda path: Path(os.path.relpath(path, base)).as_posix()
     return environment
@@ -54,7 +58,8 @@ def markdown(doc: Document, base: Path) -> str:
 def section_markdown(section: Section, base: Path, level: int = 1) -> str:
     """One section (and its subsections) in markdown, headed at ``level``: a book page's body."""
     template = _environment(Path(base)).from_string(
-        '{% from "blocks.md.j2" import section with context %}{{ section(s, level) }}')
+        '{% from "blocks.md.j2" import section with context %}{{ section(s, level) }}'
+    )
     return tidy(template.render(s=section, level=level))
 
 
@@ -67,6 +72,8 @@ def html(text: str) -> str:
     """A plain HTML rendering of the findings markdown (Python-Markdown, tables)."""
 
     body = markdown_lib.markdown(text, extensions=["tables"])
-    return ("<!doctype html><meta charset='utf-8'><title>predcalc findings</title>"
-            "<style>body{font-family:sans-serif;max-width:75em;margin:auto}table{border-collapse:collapse}"
-            "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}img{max-width:100%}</style>\n" + body)
+    return (
+        "<!doctype html><meta charset='utf-8'><title>predcalc findings</title>"
+        "<style>body{font-family:sans-serif;max-width:75em;margin:auto}table{border-collapse:collapse}"
+        "td,th{border:1px solid #ccc;padding:2px 6px;text-align:right}img{max-width:100%}</style>\n" + body
+    )

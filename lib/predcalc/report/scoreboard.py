@@ -29,9 +29,13 @@ def compared_metrics(published: dict) -> list[tuple[str, str]]:
 # The faithful replica of each published row: the same layers, width, tokens and recipe as the
 # prior report's code (FNN3's positional encoding was not rebuilt). Other models registered
 # against a row are variants (another recipe, readout or token features) and are labelled so.
-REPLICAS = {"FNN2 (1 x 345 PReLU)": "fnn2", "RNN2 (SimpleRNN + PReLU)": "rnn2",
-            "BiLSTM + attention": "bilstm_attention", "transformer4 (encoder, regression)": "transformer4_seed",
-            "transformer5": "transformer5_seed"}
+REPLICAS = {
+    "FNN2 (1 x 345 PReLU)": "fnn2",
+    "RNN2 (SimpleRNN + PReLU)": "rnn2",
+    "BiLSTM + attention": "bilstm_attention",
+    "transformer4 (encoder, regression)": "transformer4_seed",
+    "transformer5": "transformer5_seed",
+}
 
 
 def candidates(models, base_runs: list[dict] | None) -> list[dict]:
@@ -51,10 +55,18 @@ def candidates(models, base_runs: list[dict] | None) -> list[dict]:
             continue
         long = SEED_ROWS.get(model.get("seed_row") or "", {}).get("long", "signed")
         per_seed = [{**M.seed_way([r], baseline, long), "MAE long (absolute)": r["long"]["mae"]} for r in runs]
-        out.append({"name": name, "label": model["label"], "seed_row": model.get("seed_row"),
-                    "params": model["params"], "seeds": len(runs), "per_seed": per_seed,
-                    "seed_way": M.seed_way(runs, baseline, long),
-                    "absolute_long": float(np.mean([r["long"]["mae"] for r in runs]))})
+        out.append(
+            {
+                "name": name,
+                "label": model["label"],
+                "seed_row": model.get("seed_row"),
+                "params": model["params"],
+                "seeds": len(runs),
+                "per_seed": per_seed,
+                "seed_way": M.seed_way(runs, baseline, long),
+                "absolute_long": float(np.mean([r["long"]["mae"] for r in runs])),
+            }
+        )
     return out
 
 
@@ -67,8 +79,9 @@ def _values(candidate: dict, column: str) -> list[float]:
 def comparison(candidate: dict, published: dict) -> dict[str, dict]:
     """Per ranked metric of ``published``: the sign test of the candidate's seeds against it
     (:func:`predcalc.training.metrics.sign_test`: "better", "worse" or "not resolved")."""
-    return {column: M.sign_test(_values(candidate, column), published[key])
-            for column, key in compared_metrics(published)}
+    return {
+        column: M.sign_test(_values(candidate, column), published[key]) for column, key in compared_metrics(published)
+    }
 
 
 def _best_variant(pool: list[dict], published: dict) -> dict | None:
@@ -97,11 +110,13 @@ def matches(pool: list[dict]):
 
 
 def tally(candidate: dict | None, published: dict) -> str:
-    """"better on k, not resolved on m, worse on j of n" for a candidate against a published row."""
+    """ "better on k, not resolved on m, worse on j of n" for a candidate against a published row."""
     if candidate is None:
         return "none trained"
     verdicts = [test["verdict"] for test in comparison(candidate, published).values()]
-    parts = [f"{word} on {verdicts.count(word)}" for word in ("better", "not resolved", "worse") if verdicts.count(word)]
+    parts = [
+        f"{word} on {verdicts.count(word)}" for word in ("better", "not resolved", "worse") if verdicts.count(word)
+    ]
     return f"{', '.join(parts)} of {len(verdicts)}"
 
 
@@ -110,8 +125,10 @@ def _cell(candidate: dict | None, column: str, published: dict, key: str) -> str
         return ""
     values = _values(candidate, column)
     test = M.sign_test(values, published[key])
-    return (f"{np.mean(values):.3g} [{min(values):.3g}-{max(values):.3g}]: {test['verdict']} "
-            f"({test['better']}/{len(values)} seeds)")
+    return (
+        f"{np.mean(values):.3g} [{min(values):.3g}-{max(values):.3g}]: {test['verdict']} "
+        f"({test['better']}/{len(values)} seeds)"
+    )
 
 
 def scoreboard_table(pool: list[dict]) -> pd.DataFrame:
@@ -122,11 +139,17 @@ def scoreboard_table(pool: list[dict]) -> pd.DataFrame:
     rows = []
     for row, published, replica, variant in matches(pool):
         for column, key in compared_metrics(published):
-            rows.append({"published row": row, "column": column, "published": published[key],
-                         "replica": replica["name"] if replica else "none trained",
-                         "replica: mean [min-max], verdict": _cell(replica, column, published, key),
-                         "best variant": variant["name"] if variant else "",
-                         "variant: mean [min-max], verdict": _cell(variant, column, published, key)})
+            rows.append(
+                {
+                    "published row": row,
+                    "column": column,
+                    "published": published[key],
+                    "replica": replica["name"] if replica else "none trained",
+                    "replica: mean [min-max], verdict": _cell(replica, column, published, key),
+                    "best variant": variant["name"] if variant else "",
+                    "variant: mean [min-max], verdict": _cell(variant, column, published, key),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -134,12 +157,18 @@ def summary_table(pool: list[dict]) -> pd.DataFrame:
     """One row per published row: the replica's and the best variant's tally of verdicts."""
     if not pool:
         return pd.DataFrame()
-    return pd.DataFrame([{"published row": row,
-                          "faithful replica": f"`{replica['name']}` ({replica['seeds']} seeds)" if replica else "none",
-                          "replica vs published": tally(replica, published),
-                          "best variant": f"`{variant['name']}` ({variant['params']:,} params)" if variant else "",
-                          "variant vs published": tally(variant, published)}
-                         for row, published, replica, variant in matches(pool)])
+    return pd.DataFrame(
+        [
+            {
+                "published row": row,
+                "faithful replica": f"`{replica['name']}` ({replica['seeds']} seeds)" if replica else "none",
+                "replica vs published": tally(replica, published),
+                "best variant": f"`{variant['name']}` ({variant['params']:,} params)" if variant else "",
+                "variant vs published": tally(variant, published),
+            }
+            for row, published, replica, variant in matches(pool)
+        ]
+    )
 
 
 def exact_signed_long(long_values) -> float:
@@ -148,15 +177,17 @@ def exact_signed_long(long_values) -> float:
     return float(np.mean(np.abs(values) - values))
 
 
-TEXT = ("Each published row of the prior report against this project's runs, on the columns it publishes "
-        "that rank a model, computed the prior report's way on the protocol's test sets (out of range: the "
-        "same 2,048 expressions; in range and long: drawn its way from this project's data seed, not its own "
-        "draw). Ranked: MAE and MRE in and out of range, and MAE long where the code behind the row computes "
-        "it as an absolute error (the transformer rows). Not ranked: a *signed* MAE long, mean(|y| - "
-        "prediction), which is not an error (the exact answers themselves get {perfect:.3g} on this long "
-        "set), and the score and its p-value, whose baseline FNN runs differ. The faithful replica is the "
-        "rebuild of the row's own model and recipe; the best variant is any other model trained here, "
-        "labelled as such. Verdict per column: the exact one-sided sign test of the 5 seeds against the "
-        "published mean (\"better\" or \"worse\" when all 5 seeds lie on one side, p = 1/32); otherwise "
-        "\"not resolved\": the gap does not exceed the seed-to-seed noise. Models set partly by hand or in "
-        "closed form, and weights not trained here, are left out.")
+TEXT = (
+    "Each published row of the prior report against this project's runs, on the columns it publishes "
+    "that rank a model, computed the prior report's way on the protocol's test sets (out of range: the "
+    "same 2,048 expressions; in range and long: drawn its way from this project's data seed, not its own "
+    "draw). Ranked: MAE and MRE in and out of range, and MAE long where the code behind the row computes "
+    "it as an absolute error (the transformer rows). Not ranked: a *signed* MAE long, mean(|y| - "
+    "prediction), which is not an error (the exact answers themselves get {perfect:.3g} on this long "
+    "set), and the score and its p-value, whose baseline FNN runs differ. The faithful replica is the "
+    "rebuild of the row's own model and recipe; the best variant is any other model trained here, "
+    "labelled as such. Verdict per column: the exact one-sided sign test of the 5 seeds against the "
+    'published mean ("better" or "worse" when all 5 seeds lie on one side, p = 1/32); otherwise '
+    '"not resolved": the gap does not exceed the seed-to-seed noise. Models set partly by hand or in '
+    "closed form, and weights not trained here, are left out."
+)

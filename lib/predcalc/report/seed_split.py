@@ -43,8 +43,10 @@ def seed_split_records(sweeps: Path, names=SEED_SPLIT_SWEEPS) -> list[dict]:
             continue
         settings = [{k: v for k, v in run["parameters"].items() if k not in ("seeds", "output_dir")} for run in runs]
         if any(s != settings[0] for s in settings):
-            raise ValueError(f"sweep {name}: its runs differ in more than the seed; a seed-split sweep "
-                             "trains one model with one set of parameters")
+            raise ValueError(
+                f"sweep {name}: its runs differ in more than the seed; a seed-split sweep "
+                "trains one model with one set of parameters"
+            )
         models: dict[str, dict] = {}
         for run in runs:
             for model_name, model in run["metrics"]["models"].items():
@@ -59,9 +61,17 @@ def seed_split_records(sweeps: Path, names=SEED_SPLIT_SWEEPS) -> list[dict]:
             model["runs"].sort(key=lambda r: r["seed"])
         first = runs[0]["metrics"]
         seeds = sorted(seed for run in runs for seed in run["parameters"].get("seeds", []))
-        records.append({**first, "models": models, "parameters": {**settings[0], "seeds": seeds},
-                        "_dir": Path(sweeps) / name, "_sweep": name, "_overrides": {},
-                        "_profile": f"{how_trained(settings[0])}, one seed per run of sweep {name}"})
+        records.append(
+            {
+                **first,
+                "models": models,
+                "parameters": {**settings[0], "seeds": seeds},
+                "_dir": Path(sweeps) / name,
+                "_sweep": name,
+                "_overrides": {},
+                "_profile": f"{how_trained(settings[0])}, one seed per run of sweep {name}",
+            }
+        )
     return records
 
 
@@ -69,6 +79,7 @@ def not_superseded(split_records: list[dict], notebook_records: list[dict]) -> l
     """The seed-split records less each model that a notebook run of the same notebook trained
     for the same epochs and patience on every seed the sweep has (that run then carries the row,
     and the sweep's "so far" line would only be stale); a record left with no model is dropped."""
+
     def covered(record, name, model):
         for other in notebook_records:
             theirs = other.get("models", {}).get(name)
@@ -96,9 +107,13 @@ def seed_split_lines(records: list[dict]) -> list[str]:
             continue
         for model in record["models"].values():
             runs = model["runs"]
-            per_seed = "; ".join(f"seed {r['seed']}: " + " / ".join(f"{r['metrics'][t]['mae']:.4g}" for t in ("in", "out", "long"))
-                                 for r in runs)
-            lines.append(f"- {model['label']}: {len(runs)} seed{'s' * (len(runs) != 1)} so far, trained by "
-                         f"`predcalc sweep sweeps/{record['_sweep']}.yaml` (one seed per run; it resumes at the next "
-                         f"seed). MAE in / out / long per seed: {per_seed}.")
+            per_seed = "; ".join(
+                f"seed {r['seed']}: " + " / ".join(f"{r['metrics'][t]['mae']:.4g}" for t in ("in", "out", "long"))
+                for r in runs
+            )
+            lines.append(
+                f"- {model['label']}: {len(runs)} seed{'s' * (len(runs) != 1)} so far, trained by "
+                f"`predcalc sweep sweeps/{record['_sweep']}.yaml` (one seed per run; it resumes at the next "
+                f"seed). MAE in / out / long per seed: {per_seed}."
+            )
     return lines + [""] if lines else []

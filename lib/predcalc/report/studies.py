@@ -45,18 +45,33 @@ def timeseries_table(entry: dict) -> pd.DataFrame:
     rows = []
     naive = entry["naive"]
     for r in entry["summary"]:
-        rows.append({"series": r["series"], "model": r["model"], "params": r.get("params"),
-                     "MAE": f"{r['MAE']:.3f} ± {r.get('MAE_std', 0):.3f}",
-                     "RMSE": f"{r['RMSE']:.3f} ± {r.get('RMSE_std', 0):.3f}",
-                     "MAE / naive": f"{r['MAE'] / naive[r['series']]['mae']:.2f}",
-                     "epochs": f"{r.get('epochs', math.nan):.0f}", "_mae": r["MAE"]})
+        rows.append(
+            {
+                "series": r["series"],
+                "model": r["model"],
+                "params": r.get("params"),
+                "MAE": f"{r['MAE']:.3f} ± {r.get('MAE_std', 0):.3f}",
+                "RMSE": f"{r['RMSE']:.3f} ± {r.get('RMSE_std', 0):.3f}",
+                "MAE / naive": f"{r['MAE'] / naive[r['series']]['mae']:.2f}",
+                "epochs": f"{r.get('epochs', math.nan):.0f}",
+                "_mae": r["MAE"],
+            }
+        )
     baselines = entry.get("baselines") or {series: {"naive (last value)": m} for series, m in naive.items()}
     for series, named in baselines.items():
         for label, metrics in named.items():
-            rows.append({"series": series, "model": f"baseline: {label}", "params": 0,
-                         "MAE": f"{metrics['mae']:.3f}", "RMSE": f"{metrics['rmse']:.3f}",
-                         "MAE / naive": f"{metrics['mae'] / naive[series]['mae']:.2f}",
-                         "epochs": "", "_mae": metrics["mae"]})
+            rows.append(
+                {
+                    "series": series,
+                    "model": f"baseline: {label}",
+                    "params": 0,
+                    "MAE": f"{metrics['mae']:.3f}",
+                    "RMSE": f"{metrics['rmse']:.3f}",
+                    "MAE / naive": f"{metrics['mae'] / naive[series]['mae']:.2f}",
+                    "epochs": "",
+                    "_mae": metrics["mae"],
+                }
+            )
     frame = pd.DataFrame(rows).sort_values(["series", "_mae"]).reset_index(drop=True)
     return frame.drop(columns=["_mae"])
 
@@ -70,7 +85,10 @@ def _opening(title: str, record: dict, intro: str, table: pd.DataFrame) -> list[
     return [f"### {title} ({record['notebook']}, {record['_profile']})", "", intro, "", _table(table), ""]
 
 
-SPEED_PATHS = {"parallel": "parallel path of a layer returning its last state", "scan": "parallel scan of the whole sequence"}
+SPEED_PATHS = {
+    "parallel": "parallel path of a layer returning its last state",
+    "scan": "parallel scan of the whole sequence",
+}
 
 
 def _speed_section(record: dict, folder: str) -> list[str]:
@@ -78,16 +96,23 @@ def _speed_section(record: dict, folder: str) -> list[str]:
     lengths = sorted({r["length"] for r in entry["speedups"]})
     paper = entry.get("paper_speedup_t4_gpu", {})
     scanned = any("scan_vs_keras" in r for r in entry["speedups"])
-    lines = _opening("Parallel scan vs step loop vs Keras", record,
-                     f"Median seconds of a training step and of inference, batch {parameters.get('batch')}, "
-                     f"{parameters.get('units')} units, lengths {lengths[0]} to {lengths[-1]}, {parameters.get('repeats')} "
-                     f"interleaved repeats, on this project's 2-core CPU ({record['backend']} backend). Each cell is the "
-                     "Keras layer's time over the min* layer's (above 1: the min* layer is faster)."
-                     + (" Paths: *parallel*, the layer as the model uses it (it returns its last state, which the "
-                        "parallel path computes as one log-sum-exp reduction, no scan); *scan*, the log-space "
-                        "parallel scan of the whole sequence (what a layer feeding another one computes), its "
-                        "last step taken; *step*, the step loop." if scanned else ""),
-                     speed_table(entry))
+    lines = _opening(
+        "Parallel scan vs step loop vs Keras",
+        record,
+        f"Median seconds of a training step and of inference, batch {parameters.get('batch')}, "
+        f"{parameters.get('units')} units, lengths {lengths[0]} to {lengths[-1]}, {parameters.get('repeats')} "
+        f"interleaved repeats, on this project's 2-core CPU ({record['backend']} backend). Each cell is the "
+        "Keras layer's time over the min* layer's (above 1: the min* layer is faster)."
+        + (
+            " Paths: *parallel*, the layer as the model uses it (it returns its last state, which the "
+            "parallel path computes as one log-sum-exp reduction, no scan); *scan*, the log-space "
+            "parallel scan of the whole sequence (what a layer feeding another one computes), its "
+            "last step taken; *step*, the step loop."
+            if scanned
+            else ""
+        ),
+        speed_table(entry),
+    )
     best = []
     for path, what in SPEED_PATHS.items():
         train = [r for r in entry["speedups"] if r["phase"] == "train_step" and r.get(f"{path}_vs_keras")]
@@ -95,26 +120,40 @@ def _speed_section(record: dict, folder: str) -> list[str]:
             top = max(train, key=lambda r: r[f"{path}_vs_keras"])
             best.append(f"**{top[f'{path}_vs_keras']:.2f}x** ({top['family']}, {what}, length {top['length']})")
     if best:
-        lines.append("Best training-step speed-up over Keras here: " + "; ".join(best) + ". The paper reports "
-                     + ", ".join(f"{family} {', '.join(f'{v}x at {k}' for k, v in d.items())}"
-                                 for family, d in paper.items())
-                     + " on a T4 GPU. A parallel scan needs parallel hardware; two CPU cores have none to spare.")
+        lines.append(
+            "Best training-step speed-up over Keras here: "
+            + "; ".join(best)
+            + ". The paper reports "
+            + ", ".join(f"{family} {', '.join(f'{v}x at {k}' for k, v in d.items())}" for family, d in paper.items())
+            + " on a T4 GPU. A parallel scan needs parallel hardware; two CPU cores have none to spare."
+        )
     lines += ["", f"![speed]({folder}/speed.png)", ""]
     return lines
 
 
 def _timeseries_section(record: dict, folder: str) -> list[str]:
     entry, parameters = record["timeseries"], record["parameters"]
-    lines = _opening("One-step-ahead forecasting of real series", record,
-                     f"Sunspots (yearly) and Mauna Loa CO2 (monthly) from statsmodels, chronological 70/15/15 split, the "
-                     f"past {parameters.get('k')} values in, {len(parameters.get('seeds', []))} seed(s) each, at most "
-                     f"{parameters.get('epochs')} epochs with early stopping (patience {parameters.get('patience')}). "
-                     "Mean ± standard deviation over seeds, test segment, in the series' units.",
-                     timeseries_table(entry))
+    lines = _opening(
+        "One-step-ahead forecasting of real series",
+        record,
+        f"Sunspots (yearly) and Mauna Loa CO2 (monthly) from statsmodels, chronological 70/15/15 split, the "
+        f"past {parameters.get('k')} values in, {len(parameters.get('seeds', []))} seed(s) each, at most "
+        f"{parameters.get('epochs')} epochs with early stopping (patience {parameters.get('patience')}). "
+        "Mean ± standard deviation over seeds, test segment, in the series' units.",
+        timeseries_table(entry),
+    )
     if parameters.get("target"):
-        lines += [f"The networks forecast the **{parameters['target']}** of the series"
-                  + (" (the next value minus the last, scaled on the training changes; the level forecast is the "
-                     "last value plus it)" if parameters["target"] == "change" else "") + ".", ""]
+        lines += [
+            f"The networks forecast the **{parameters['target']}** of the series"
+            + (
+                " (the next value minus the last, scaled on the training changes; the level forecast is the "
+                "last value plus it)"
+                if parameters["target"] == "change"
+                else ""
+            )
+            + ".",
+            "",
+        ]
     for series, metrics in entry["naive"].items():
         rows = [r for r in entry["summary"] if r["series"] == series]
         named = (entry.get("baselines") or {}).get(series, {"naive (last value)": metrics})
@@ -122,11 +161,17 @@ def _timeseries_section(record: dict, folder: str) -> list[str]:
         beat = [r["model"] for r in rows if r["MAE"] < strongest[1]["mae"]]
         best = min(rows, key=lambda r: r["MAE"]) if rows else None
         if best:
-            lines.append(f"- {series}: best network {best['model']} (MAE {best['MAE']:.3f}, "
-                         f"{best['MAE'] / metrics['mae']:.2f}x the naive forecast); the strongest baseline is "
-                         f"{strongest[0]} (MAE {strongest[1]['mae']:.3f}); {len(beat)} of {len(rows)} networks beat "
-                         "every baseline" + (f" ({', '.join(beat)})." if beat else
-                                             ": the networks do not beat it here (see the notebook's conclusion)."))
+            lines.append(
+                f"- {series}: best network {best['model']} (MAE {best['MAE']:.3f}, "
+                f"{best['MAE'] / metrics['mae']:.2f}x the naive forecast); the strongest baseline is "
+                f"{strongest[0]} (MAE {strongest[1]['mae']:.3f}); {len(beat)} of {len(rows)} networks beat "
+                "every baseline"
+                + (
+                    f" ({', '.join(beat)})."
+                    if beat
+                    else ": the networks do not beat it here (see the notebook's conclusion)."
+                )
+            )
     lines += ["", f"![forecasts]({folder}/forecasts.png)", ""]
     return lines
 
@@ -137,26 +182,41 @@ def _explain_section(record: dict, folder: str, figures) -> list[str]:
     quality = {row["model"]: row for row in entry.get("quality", [])}
     rows = []
     for name, s in ig.items():
-        label = {"lstm": "LSTM", "gru": "GRU", "bilstm_attention": "BiLSTM + attention", "min_gru": "minGRU"}.get(name, name)
+        label = {"lstm": "LSTM", "gru": "GRU", "bilstm_attention": "BiLSTM + attention", "min_gru": "minGRU"}.get(
+            name, name
+        )
         q = quality.get(label, {})
-        rows.append({"model": label, "epochs": q.get("epochs", ""),
-                     "MAE in": f"{q['MAE in']:.3f}" if "MAE in" in q else "",
-                     "IG share numbers": f"{100 * s['share_numbers']:.0f} %",
-                     "IG share operators": f"{100 * s['share_operators']:.0f} %",
-                     "r(IG b, op·b)": f"{s['corr_b']:.2f}", "r(IG c, op·c)": f"{s['corr_c']:.2f}",
-                     "completeness gap": f"{s['completeness_max_gap']:.2g}"})
-    lines = _opening("Explanations", record,
-                     "Integrated gradients from an all-padding input over in-range test expressions: the share of the "
-                     "attribution mass on numbers and operators, and whether the attribution of b and c follows the "
-                     "signed term they contribute (a model that applies the operator gives r near 1).",
-                     pd.DataFrame(rows))
+        rows.append(
+            {
+                "model": label,
+                "epochs": q.get("epochs", ""),
+                "MAE in": f"{q['MAE in']:.3f}" if "MAE in" in q else "",
+                "IG share numbers": f"{100 * s['share_numbers']:.0f} %",
+                "IG share operators": f"{100 * s['share_operators']:.0f} %",
+                "r(IG b, op·b)": f"{s['corr_b']:.2f}",
+                "r(IG c, op·c)": f"{s['corr_c']:.2f}",
+                "completeness gap": f"{s['completeness_max_gap']:.2g}",
+            }
+        )
+    lines = _opening(
+        "Explanations",
+        record,
+        "Integrated gradients from an all-padding input over in-range test expressions: the share of the "
+        "attribution mass on numbers and operators, and whether the attribution of b and c follows the "
+        "signed term they contribute (a model that applies the operator gives r near 1).",
+        pd.DataFrame(rows),
+    )
     attention = entry.get("attention") or {}
     if attention:
-        lines.append(f"- BiLSTM attention: {100 * attention['mass_expression']:.0f} % of the weight on the five "
-                     f"expression tokens, {100 * attention['mass_padding']:.0f} % on the ten pads (uniform: 33 / 67 %).")
+        lines.append(
+            f"- BiLSTM attention: {100 * attention['mass_expression']:.0f} % of the weight on the five "
+            f"expression tokens, {100 * attention['mass_padding']:.0f} % on the ten pads (uniform: 33 / 67 %)."
+        )
     for model, r in (entry.get("state_retention_over_padding") or {}).items():
-        lines.append(f"- {model}: the gates keep {r['median_unit']:.2g} (median unit) and {r['max_unit']:.2g} "
-                     "(best unit) of the state after the expression across the ten pads.")
+        lines.append(
+            f"- {model}: the gates keep {r['median_unit']:.2g} (median unit) and {r['max_unit']:.2g} "
+            "(best unit) of the state after the expression across the ten pads."
+        )
     lines += [""] + [f"![{name}]({folder}/{name})" for name in figures] + [""]
     return lines
 
@@ -167,15 +227,18 @@ def extended_table(entry: dict) -> pd.DataFrame:
     for model in entry["models"].values():
         runs = model["runs"]
         frame[f"{model['label']} ({len(runs)} seeds)"] = [
-            f"{100 * sum(r['metrics'][f]['accuracy'] for r in runs) / len(runs):.1f} %" for f in entry["families"]]
+            f"{100 * sum(r['metrics'][f]['accuracy'] for r in runs) / len(runs):.1f} %" for f in entry["families"]
+        ]
     return pd.DataFrame({"family": entry["families"], **frame})
 
 
 # The scan's closed-form finishes (models/syntax_gated_scan.py: the models whose ModelSpec has a
 # ``finish``) and what each sets by hand or solves: partly built, so the answer never names them as a
 # trained result (a test keeps this in step with the registry).
-FINISHES = {"scan_typed_solved": "operators overwrite the sign state and the readout is solved by least squares",
-            "scan_typed_readout_solved": "only the readout is solved, the operator gates stay as fitted"}
+FINISHES = {
+    "scan_typed_solved": "operators overwrite the sign state and the readout is solved by least squares",
+    "scan_typed_readout_solved": "only the readout is solved, the operator gates stay as fitted",
+}
 
 
 def shown_label(name: str, label: str) -> str:
@@ -199,9 +262,16 @@ def extended_best(record: dict, built: bool = False) -> dict | None:
         mean = sum(by_family.values()) / len(by_family)
         if best is None or mean > best["mean"]:
             worst = min(by_family, key=by_family.get)
-            best = {"name": name, "label": shown_label(name, model["label"]), "params": model["params"], "seeds": len(runs), "mean": mean,
-                    "by_family": by_family, "exact": [f for f, a in by_family.items() if a >= 0.99],
-                    "worst": (worst, by_family[worst])}
+            best = {
+                "name": name,
+                "label": shown_label(name, model["label"]),
+                "params": model["params"],
+                "seeds": len(runs),
+                "mean": mean,
+                "by_family": by_family,
+                "exact": [f for f, a in by_family.items() if a >= 0.99],
+                "worst": (worst, by_family[worst]),
+            }
     return best
 
 
@@ -210,7 +280,7 @@ def _scope(record: dict) -> dict:
 
 
 def extended_title(record: dict) -> str:
-    """"The extended suite, additive part" (trained on the protocol) or "..., all four operators"."""
+    """ "The extended suite, additive part" (trained on the protocol) or "..., all four operators"."""
     if _scope(record).get("trained_on") == "extended suite":
         return "The extended suite, all four operators and parentheses"
     return "The extended suite, additive part"
@@ -220,35 +290,53 @@ def _extended_section(record: dict, folder: str) -> list[str]:
     entry, parameters = record["extended"], record["parameters"]
     scope, title = _scope(record), extended_title(record)
     if scope.get("trained_on") == "extended suite":
-        intro = ("Trained on the extended suite's training distribution "
-                 f"({parameters.get('train_size', 0):,} expressions: 1-2 digit numbers, 2-4 terms, `{scope['operators']}` "
-                 "with precedence, nesting depth 0-1), scored on held-out expressions of it (`iid`) and on its "
-                 f"difficulty families ({parameters.get('test_size')} expressions each, suite seed "
-                 f"{parameters.get('suite_seed')}): numbers of exactly d digits (3 terms), n terms, nesting depth k. "
-                 "Exact accuracy of the decoded answer, mean over seeds.")
+        intro = (
+            "Trained on the extended suite's training distribution "
+            f"({parameters.get('train_size', 0):,} expressions: 1-2 digit numbers, 2-4 terms, `{scope['operators']}` "
+            "with precedence, nesting depth 0-1), scored on held-out expressions of it (`iid`) and on its "
+            f"difficulty families ({parameters.get('test_size')} expressions each, suite seed "
+            f"{parameters.get('suite_seed')}): numbers of exactly d digits (3 terms), n terms, nesting depth k. "
+            "Exact accuracy of the decoded answer, mean over seeds."
+        )
     else:
-        intro = ("Trained on the protocol only (three numbers from -5..4), scored on the extended suite's "
-                 f"`+`/`-` families ({parameters.get('test_size')} expressions each, suite seed "
-                 f"{parameters.get('suite_seed')}): numbers of exactly d digits (3 terms) and n terms of 1-2 digit "
-                 "numbers. Exact accuracy, mean over seeds. `*`, `/` and parentheses are not covered: the typed "
-                 "tokens these models read cannot encode them.")
+        intro = (
+            "Trained on the protocol only (three numbers from -5..4), scored on the extended suite's "
+            f"`+`/`-` families ({parameters.get('test_size')} expressions each, suite seed "
+            f"{parameters.get('suite_seed')}): numbers of exactly d digits (3 terms) and n terms of 1-2 digit "
+            "numbers. Exact accuracy, mean over seeds. `*`, `/` and parentheses are not covered: the typed "
+            "tokens these models read cannot encode them."
+        )
         if "scan_typed_solved" in entry["models"]:
-            intro += (" The solved scan is the fitted scan finished in closed form: the update gate is set to 1 on "
-                      "`+` and `-` (operators overwrite the sign state, so a number's coefficient depends only on "
-                      "the operator before it), then the readout is solved by least squares on the prior report's training "
-                      "split; its ablation solves the readout with the operator gates as fitted.")
+            intro += (
+                " The solved scan is the fitted scan finished in closed form: the update gate is set to 1 on "
+                "`+` and `-` (operators overwrite the sign state, so a number's coefficient depends only on "
+                "the operator before it), then the readout is solved by least squares on the prior report's training "
+                "split; its ablation solves the readout with the operator gates as fitted."
+            )
     lines = _opening(title, record, intro, extended_table(entry))
     for model in entry["models"].values():
         runs = model["runs"]
-        mre = {f: sum(r["metrics"][f]["mre"] for r in runs) / len(runs) for f in ("digits_1", "digits_6")
-               if f in runs[0]["metrics"]}
+        mre = {
+            f: sum(r["metrics"][f]["mre"] for r in runs) / len(runs)
+            for f in ("digits_1", "digits_6")
+            if f in runs[0]["metrics"]
+        }
         if len(mre) == 2:
-            lines.append(f"- {model['label']} ({model['params']:,} parameters): mean relative error "
-                         f"{mre['digits_1']:.2g} with 1-digit numbers, {mre['digits_6']:.2g} with 6-digit numbers.")
+            lines.append(
+                f"- {model['label']} ({model['params']:,} parameters): mean relative error "
+                f"{mre['digits_1']:.2g} with 1-digit numbers, {mre['digits_6']:.2g} with 6-digit numbers."
+            )
     lines += _coefficient_lines(entry)
     lines += _control_lines(entry)
-    lines += [""] + [f"![{name}]({folder}/{name})" for name in ("accuracy_by_difficulty.png", "error_kinds.png")
-                     if (record.get("_dir") is None or (record["_dir"] / name).exists())] + [""]
+    lines += (
+        [""]
+        + [
+            f"![{name}]({folder}/{name})"
+            for name in ("accuracy_by_difficulty.png", "error_kinds.png")
+            if (record.get("_dir") is None or (record["_dir"] / name).exists())
+        ]
+        + [""]
+    )
     return lines
 
 
@@ -259,16 +347,23 @@ def _coefficient_lines(entry: dict) -> list[str]:
         summary = coefficient_summary(rows)
         label = entry["models"].get(name, {}).get("label", name)
         if summary["nonlinearity"] > 1e-2:
-            lines.append(f"- {label}, first seed: not affine in the numbers (nonlinearity {summary['nonlinearity']:.3g} "
-                         "at 1000), so it has no coefficients to read.")
+            lines.append(
+                f"- {label}, first seed: not affine in the numbers (nonlinearity {summary['nonlinearity']:.3g} "
+                "at 1000), so it has no coefficients to read."
+            )
         else:
             settled = summary["settled"]
-            lines.append(f"- {label}, first seed: prediction = bias + sum of coefficient x number; at position "
-                         f"{summary['position']} the coefficient after `+` is off by {settled.get('+', 0.0):+.1e}, "
-                         f"after `-` by {settled.get('-', 0.0):+.1e}, so answers stop being exact once the numbers "
-                         f"reach about {summary['exact_below']:,.0f}"
-                         + (": errors at float32's own precision (2^-23, about 1.2e-7), the limit of a float32 model."
-                            if summary["exact_below"] > 1e6 else "."))
+            lines.append(
+                f"- {label}, first seed: prediction = bias + sum of coefficient x number; at position "
+                f"{summary['position']} the coefficient after `+` is off by {settled.get('+', 0.0):+.1e}, "
+                f"after `-` by {settled.get('-', 0.0):+.1e}, so answers stop being exact once the numbers "
+                f"reach about {summary['exact_below']:,.0f}"
+                + (
+                    ": errors at float32's own precision (2^-23, about 1.2e-7), the limit of a float32 model."
+                    if summary["exact_below"] > 1e6
+                    else "."
+                )
+            )
     return [""] + lines if lines else []
 
 
@@ -280,10 +375,13 @@ def _control_lines(entry: dict) -> list[str]:
     accuracy, worst = control["accuracy"], control.get("worst_seed", control["accuracy"])
     label = entry["models"].get("scan_typed_solved", {}).get("label", "scan_typed_solved")
     lowest = min(worst, key=worst.get)
-    return ["", f"- Control: {label} fitted for {control['epochs']} epoch(s) only, then finished the same way "
-                f"({control['seeds']} seeds): mean exact accuracy {100 * sum(accuracy.values()) / len(accuracy):.1f} % "
-                f"over the {len(accuracy)} families; worst seed on its worst family ({lowest}) "
-                f"{100 * worst[lowest]:.1f} %."]
+    return [
+        "",
+        f"- Control: {label} fitted for {control['epochs']} epoch(s) only, then finished the same way "
+        f"({control['seeds']} seeds): mean exact accuracy {100 * sum(accuracy.values()) / len(accuracy):.1f} % "
+        f"over the {len(accuracy)} families; worst seed on its worst family ({lowest}) "
+        f"{100 * worst[lowest]:.1f} %.",
+    ]
 
 
 def studies_markdown(records: list[dict], relative_dirs: dict) -> list[str]:

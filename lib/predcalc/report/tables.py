@@ -35,13 +35,18 @@ def plain_cell(value, column: str) -> str:
     return f"{value:,}" if isinstance(value, int) else str(value)
 
 
-def markdown_table(frame: pd.DataFrame, cell: Callable[[object, str], str] = metric_cell,
-                   empty: str = "_no runs yet: `predcalc run` first._") -> str:
+def markdown_table(
+    frame: pd.DataFrame,
+    cell: Callable[[object, str], str] = metric_cell,
+    empty: str = "_no runs yet: `predcalc run` first._",
+) -> str:
     """A pipe table of ``frame``; ``cell(value, column)`` writes each cell."""
     if frame.empty:
         return empty
     header = "| " + " | ".join(frame.columns) + " |"
     rule = "|" + "|".join("---" for _ in frame.columns) + "|"
-    body = ["| " + " | ".join(cell(value, column) for column, value in zip(frame.columns, row)) + " |"
-            for row in frame.itertuples(index=False)]
+    body = [
+        "| " + " | ".join(cell(value, column) for column, value in zip(frame.columns, row)) + " |"
+        for row in frame.itertuples(index=False)
+    ]
     return "\n".join([header, rule, *body])

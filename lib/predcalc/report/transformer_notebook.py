@@ -25,26 +25,34 @@ READOUT_ROWS = ["sign", "slot 2", "slot 3", "slot 4", "slot 5"]
 def unseen_share(answer_format, train_values, values) -> float:
     """Share of ``values`` whose encoding needs a (slot, token) pair no training answer has."""
     seen = {(slot, token) for ids in answer_format.encode(train_values) for slot, token in enumerate(ids)}
-    return float(np.mean([any((slot, token) not in seen for slot, token in enumerate(ids))
-                          for ids in answer_format.encode(values)]))
+    return float(
+        np.mean(
+            [any((slot, token) not in seen for slot, token in enumerate(ids)) for ids in answer_format.encode(values)]
+        )
+    )
 
 
 def unseen_shares(protocol) -> dict:
     """``{"plain"|"reversed": {test set: unseen_share}}`` for the in, out and long test sets."""
     splits = (("in", protocol.test_in), ("out", protocol.test_out), ("long", protocol.test_long))
-    return {fmt_name: {name: unseen_share(fmt, protocol.train.values, split.values) for name, split in splits}
-            for fmt_name, fmt in (("plain", PLAIN), ("reversed", REVERSED))}
+    return {
+        fmt_name: {name: unseen_share(fmt, protocol.train.values, split.values) for name, split in splits}
+        for fmt_name, fmt in (("plain", PLAIN), ("reversed", REVERSED))
+    }
 
 
 def plot_losses(results, token_models):
     """Loss per epoch of each model's first seed: regression heads left, token heads right (a
     panel only for a kind of head the run trained), each panel's legend below it."""
-    panels = {"regression heads: MSE": [n for n in results.models if n not in token_models],
-              "token heads: cross-entropy per slot": [n for n in results.models if n in token_models]}
+    panels = {
+        "regression heads: MSE": [n for n in results.models if n not in token_models],
+        "token heads: cross-entropy per slot": [n for n in results.models if n in token_models],
+    }
     panels = {title: names for title, names in panels.items() if names}
     rows = max(len(names) for names in panels.values())
-    figure, axes = plt.subplots(1, len(panels), figsize=(6 * len(panels), 3.2 + 0.2 * rows), squeeze=False,
-                                layout="constrained")
+    figure, axes = plt.subplots(
+        1, len(panels), figsize=(6 * len(panels), 3.2 + 0.2 * rows), squeeze=False, layout="constrained"
+    )
     for axis, (title, names) in zip(axes[0], panels.items()):
         draw_losses(axis, [results.models[name] for name in names])
         axis.set_title(title, fontsize=10)
@@ -60,18 +68,27 @@ def long_by_terms(results, split) -> pd.DataFrame:
     rows = []
     for result in results.models.values():
         error = np.abs(np.asarray(result.predictions[split.name], dtype=float) - split.values)
-        rows.append({"model": result.spec.label,
-                     **{f"{count} terms": round(float(error[split.terms == count].mean()), 3) for count in counts}})
+        rows.append(
+            {
+                "model": result.spec.label,
+                **{f"{count} terms": round(float(error[split.terms == count].mean()), 3) for count in counts},
+            }
+        )
     return pd.DataFrame(rows)
 
 
 def unparseable_shares(models: dict, token_models) -> dict:
     """``{label: {test set: share of unparseable answers over all seeds}}`` of the token heads
     among ``models`` (a ``metrics.json`` record's ``models``: label and runs of each)."""
-    return {display_label(model["label"]): {test_set: sum(run["metrics"][test_set]["unparseable"] for run in model["runs"])
-                             / sum(run["metrics"][test_set]["n"] for run in model["runs"])
-                             for test_set in TEST_SETS}
-            for name, model in models.items() if name in token_models}
+    return {
+        display_label(model["label"]): {
+            test_set: sum(run["metrics"][test_set]["unparseable"] for run in model["runs"])
+            / sum(run["metrics"][test_set]["n"] for run in model["runs"])
+            for test_set in TEST_SETS
+        }
+        for name, model in models.items()
+        if name in token_models
+    }
 
 
 def token_models(names) -> list[str]:
@@ -80,14 +97,17 @@ def token_models(names) -> list[str]:
 
 
 def unparseable_markdown(unparseable: dict) -> str:
-    return ("Unparseable answers of the token heads (share of each test set, all seeds):\n\n"
-            + "\n".join(f"- {label}: " + ", ".join(f"{k} {100 * v:.1f} %" for k, v in shares.items())
-                        for label, shares in unparseable.items()))
+    return "Unparseable answers of the token heads (share of each test set, all seeds):\n\n" + "\n".join(
+        f"- {label}: " + ", ".join(f"{k} {100 * v:.1f} %" for k, v in shares.items())
+        for label, shares in unparseable.items()
+    )
 
 
 def token_labels(encoded_row, tokenizer) -> list[str]:
-    return [("pad" if v == tokenizer.pad else "+" if v == tokenizer.plus and i % 2 else "-" if i % 2 else f"{v:g}")
-            for i, v in enumerate(encoded_row)]
+    return [
+        ("pad" if v == tokenizer.pad else "+" if v == tokenizer.plus and i % 2 else "-" if i % 2 else f"{v:g}")
+        for i, v in enumerate(encoded_row)
+    ]
 
 
 ATTENTION_MODELS = ("transformer4", "transformer5")
@@ -102,10 +122,15 @@ def attention_figure(results, expression: str, stored=None):
     encoded = NumericTokenizer().encode_batch([expression])
     encoders = first_seed_models(results, ATTENTION_MODELS, stored)[:1]
     readouts = first_seed_models(results, READOUT_MODELS, stored)[:1]
-    panels = [(name, layer, weights[0].mean(axis=0)) for name, trained in encoders
-              for layer, weights in attention_maps(trained.model, encoded).items()]
-    panels += [(name, "digit_readout", attention_maps(trained.model, encoded)["digit_readout"][0].mean(axis=0))
-               for name, trained in readouts]
+    panels = [
+        (name, layer, weights[0].mean(axis=0))
+        for name, trained in encoders
+        for layer, weights in attention_maps(trained.model, encoded).items()
+    ]
+    panels += [
+        (name, "digit_readout", attention_maps(trained.model, encoded)["digit_readout"][0].mean(axis=0))
+        for name, trained in readouts
+    ]
     answers = [readout_answer(trained, name, expression) for name, trained in readouts]
     return (plot_attention(panels, expression) if panels else None), answers
 
@@ -152,13 +177,20 @@ def model_sizes(names) -> list[str]:
         spec, model, _ = fit.build(name)
         seed_row = SEED_ROWS.get(spec.seed_row or "")
         beside = f" (prior report: {seed_row['params']:,})" if seed_row else ""
-        lines.append(f"{name:<28} {model.count_params():>8,} parameters{beside}  output {tuple(model.outputs[0].shape[1:])}")
+        lines.append(
+            f"{name:<28} {model.count_params():>8,} parameters{beside}  output {tuple(model.outputs[0].shape[1:])}"
+        )
     return lines
 
 
 # trained with the seed's recipe (CLS or gated readout, AdamW seed schedule), scored the seed's way too
-SEED_RECIPE_MODELS = ("transformer4_seed", "transformer5_seed", "transformer4_gated", "transformer4_local",
-                      "transformer4_local_bounded")
+SEED_RECIPE_MODELS = (
+    "transformer4_seed",
+    "transformer5_seed",
+    "transformer4_gated",
+    "transformer4_local",
+    "transformer4_local_bounded",
+)
 
 
 def seed_recipe_lines(results, base_runs, epochs) -> list[str]:
@@ -174,12 +206,18 @@ def seed_recipe_lines(results, base_runs, epochs) -> list[str]:
         result = results.models[name]
         published = SEED_ROWS[result.spec.seed_row]
         ours = M.seed_way([run["metrics"] for run in result.runs], baseline, published["long"])
-        lines.append(f"{name} ({len(result.runs)} seed(s), {epochs} epochs at most): " + ", ".join(
-            f"{key} {value:.4g}" + (f" ({published['long']})" if key == "MAE long" else "")
-            for key, value in ours.items()))
-        lines.append(f"{'':>{len(name)}}  prior report: MAE in {published['mae_in']}, MRE in {published['mre_in']}, "
-                     f"MAE out {published['mae_out']}, MRE out {published['mre_out']}, MAE long "
-                     f"{published['mae_long']} ({published['long']}), score {published['score']}, p {published['p']}")
+        lines.append(
+            f"{name} ({len(result.runs)} seed(s), {epochs} epochs at most): "
+            + ", ".join(
+                f"{key} {value:.4g}" + (f" ({published['long']})" if key == "MAE long" else "")
+                for key, value in ours.items()
+            )
+        )
+        lines.append(
+            f"{'':>{len(name)}}  prior report: MAE in {published['mae_in']}, MRE in {published['mre_in']}, "
+            f"MAE out {published['mae_out']}, MRE out {published['mre_out']}, MAE long "
+            f"{published['mae_long']} ({published['long']}), score {published['score']}, p {published['p']}"
+        )
     return lines
 
 
@@ -209,7 +247,8 @@ def conclusion(table, record: dict, unseen: dict, train_values) -> str:
             f"MAE in range **{row['MAE in']:.4f}** (prior report {published['mae_in']}), out of range "
             f"**{row['MAE out']:.3f}** ({published['mae_out']}), long **{row['MAE long']:.3f}** "
             f"({prior_long(published)}); exact {100 * row['acc in']:.1f} % / {100 * row['acc out']:.1f} % / "
-            f"{100 * row['acc long']:.1f} % (in / out / long).")
+            f"{100 * row['acc long']:.1f} % (in / out / long)."
+        )
     for name in tokens:
         model = models[name]
         row = rows.loc[labels[name]]
@@ -217,7 +256,8 @@ def conclusion(table, record: dict, unseen: dict, train_values) -> str:
             f"- **{name}** ({source(model)}): exact answers {100 * row['acc in']:.1f} % in range, "
             f"{100 * row['acc out']:.1f} % out of range, {100 * row['acc long']:.1f} % long; unparseable "
             f"{100 * unparseable[labels[name]]['out']:.1f} % out of range; "
-            f"MAE {row['MAE in']:.3f} / {row['MAE out']:.3f} / {row['MAE long']:.3f}.")
+            f"MAE {row['MAE in']:.3f} / {row['MAE out']:.3f} / {row['MAE long']:.3f}."
+        )
     if "transformer4" in models and tokens:
         regression = rows.loc[labels["transformer4"]]
         best = max(tokens, key=lambda n: rows.loc[labels[n]]["acc out"])
@@ -230,5 +270,6 @@ def conclusion(table, record: dict, unseen: dict, train_values) -> str:
             f"{np.max(train_values):g}: {100 * unseen['plain']['out']:.1f} % of the out-of-range answers need a "
             f"token in a slot that never held it in training when written plainly, {100 * unseen['reversed']['out']:.1f} % "
             "reversed, which bounds what a slot-wise head can "
-            "write without generalising across slots.")
+            "write without generalising across slots."
+        )
     return "\n".join(lines) if lines else "_no model of this notebook was trained_"

@@ -60,8 +60,10 @@ class ElmanParameters:
         expected = {"U": (units, units), "B_s": (units,), "W_o": (units, outputs), "B_o": (outputs,)}
         for name, shape in expected.items():
             if getattr(self, name).shape != shape:
-                raise ValueError(f"{name} must have shape {shape} for W_s of shape {self.W_s.shape}. "
-                                 f"Received: {name}.shape={getattr(self, name).shape}")
+                raise ValueError(
+                    f"{name} must have shape {shape} for W_s of shape {self.W_s.shape}. "
+                    f"Received: {name}.shape={getattr(self, name).shape}"
+                )
 
     def as_dict(self) -> dict[str, np.ndarray]:
         return {name: getattr(self, name) for name in PARAMETER_NAMES}
@@ -69,8 +71,8 @@ class ElmanParameters:
 
 def binary_digits(value: int, width: int = 3) -> np.ndarray:
     """``value`` as a row of binary digits, most significant first: 5 -> [1, 0, 1]."""
-    if not 0 <= value < 2 ** width:
-        raise ValueError(f"value must be in [0, {2 ** width}). Received: value={value}")
+    if not 0 <= value < 2**width:
+        raise ValueError(f"value must be in [0, {2**width}). Received: value={value}")
     return np.array([(value >> shift) & 1 for shift in range(width - 1, -1, -1)], dtype=np.float64)
 
 
@@ -209,12 +211,14 @@ def total_loss(parameters: ElmanParameters, inputs, targets: dict, loss: str = "
 
 def gradient_descent(parameters: ElmanParameters, gradients: dict, learning_rate: float) -> ElmanParameters:
     """One step ``theta - learning_rate * dL/dtheta`` on every variable."""
-    return ElmanParameters(**{name: getattr(parameters, name) - learning_rate * gradients[name]
-                              for name in PARAMETER_NAMES})
+    return ElmanParameters(
+        **{name: getattr(parameters, name) - learning_rate * gradients[name] for name in PARAMETER_NAMES}
+    )
 
 
-def numerical_gradients(parameters: ElmanParameters, inputs, targets: dict, loss: str = "article",
-                        epsilon: float = 1e-6) -> dict:
+def numerical_gradients(
+    parameters: ElmanParameters, inputs, targets: dict, loss: str = "article", epsilon: float = 1e-6
+) -> dict:
     """Central finite differences of the total loss, for checking the backward pass."""
     gradients = {}
     for name in PARAMETER_NAMES:
@@ -225,8 +229,7 @@ def numerical_gradients(parameters: ElmanParameters, inputs, targets: dict, loss
             for sign in (1.0, -1.0):
                 changed = value.copy()
                 changed[index] += sign * epsilon
-                shifted.append(total_loss(dataclasses.replace(parameters, **{name: changed}), inputs, targets,
-                                          loss))
+                shifted.append(total_loss(dataclasses.replace(parameters, **{name: changed}), inputs, targets, loss))
             gradient[index] = (shifted[0] - shifted[1]) / (2 * epsilon)
         gradients[name] = gradient
     return gradients

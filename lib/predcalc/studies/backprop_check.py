@@ -23,8 +23,12 @@ ARTICLE = {
         "loss": 3.30,
     },
     # the L_4 chain as printed: y_4 o (o_4^in - 1)  ->  (that) W_o^T  ->  1 - s_4^2  ->  Delta_4  ->  1 - s_3^2
-    "L4_chain": {"first factor": [-0.78, -0.00, -1.19], "times W_o^T": [0.40, -0.12], "1 - s_4^2": [0.45, 0.65],
-                 "1 - s_3^2": [0.87, 0.29]},
+    "L4_chain": {
+        "first factor": [-0.78, -0.00, -1.19],
+        "times W_o^T": [0.40, -0.12],
+        "1 - s_4^2": [0.45, 0.65],
+        "1 - s_3^2": [0.87, 0.29],
+    },
     "deltas": {  # Delta_j of each loss L_t, j = t .. 1
         4: {4: [0.17, -0.08], 3: [0.03, 0.01], 2: [0.00, 0.01], 1: [0.00, 0.01]},
         5: {5: [-0.06, -0.10], 4: [0.01, -0.05], 3: [0.01, -0.01], 2: [0.00, 0.00], 1: [0.00, 0.00]},
@@ -32,19 +36,35 @@ ARTICLE = {
     },
     "gradients": {  # per loss; the L_4 gradients of W_s, B_s and U are not printed
         4: {"W_o": [[-0.33, 0.00, -0.41], [-0.26, 0.00, -0.32]], "B_o": [-0.45, 0.00, -0.55]},
-        5: {"W_o": [[0.00, -0.19, -0.39], [0.00, -0.11, -0.24]], "B_o": [0.00, -0.26, -0.55],
-            "W_s": [[0.01, -0.01], [0.00, 0.00], [0.01, 0.00]], "B_s": [-0.04, -0.15],
-            "U": [[-0.03, -0.09], [-0.02, -0.10]]},
-        6: {"W_o": [[0.00, 0.00, -0.36], [0.00, 0.00, -0.21]], "B_o": [0.00, 0.00, -0.55],
-            "W_s": [[0.00, 0.00], [0.00, 0.00], [0.00, 0.00]], "B_s": [0.01, -0.07],
-            "U": [[0.01, -0.05], [0.01, -0.04]]},
+        5: {
+            "W_o": [[0.00, -0.19, -0.39], [0.00, -0.11, -0.24]],
+            "B_o": [0.00, -0.26, -0.55],
+            "W_s": [[0.01, -0.01], [0.00, 0.00], [0.01, 0.00]],
+            "B_s": [-0.04, -0.15],
+            "U": [[-0.03, -0.09], [-0.02, -0.10]],
+        },
+        6: {
+            "W_o": [[0.00, 0.00, -0.36], [0.00, 0.00, -0.21]],
+            "B_o": [0.00, 0.00, -0.55],
+            "W_s": [[0.00, 0.00], [0.00, 0.00], [0.00, 0.00]],
+            "B_s": [0.01, -0.07],
+            "U": [[0.01, -0.05], [0.01, -0.04]],
+        },
     },
-    "totals": {"W_o": [[-0.33, -0.19, -1.16], [-0.26, -0.11, -0.77]], "B_o": [-0.45, -0.26, -1.65],
-               "W_s": [[0.05, 0.01], [0.00, 0.02], [0.04, 0.03]], "B_s": [0.18, -0.27],
-               "U": [[0.06, -0.15], [0.16, -0.19]]},
-    "updated": {"W_s": [[-0.77, 0.50], [-0.25, -0.01], [0.23, 0.23]],
-                "W_o": [[-0.73, 0.54, 0.58], [0.28, 0.31, 0.48]], "U": [[0.07, -0.17], [0.42, 0.60]],
-                "B_s": [0.41, 0.48], "B_o": [1.02, 0.73, 0.58]},
+    "totals": {
+        "W_o": [[-0.33, -0.19, -1.16], [-0.26, -0.11, -0.77]],
+        "B_o": [-0.45, -0.26, -1.65],
+        "W_s": [[0.05, 0.01], [0.00, 0.02], [0.04, 0.03]],
+        "B_s": [0.18, -0.27],
+        "U": [[0.06, -0.15], [0.16, -0.19]],
+    },
+    "updated": {
+        "W_s": [[-0.77, 0.50], [-0.25, -0.01], [0.23, 0.23]],
+        "W_o": [[-0.73, 0.54, 0.58], [0.28, 0.31, 0.48]],
+        "U": [[0.07, -0.17], [0.42, 0.60]],
+        "B_s": [0.41, 0.48],
+        "B_o": [1.02, 0.73, 0.58],
+    },
     "new loss": 1.36,
 }
 WEIGHT_NAMES = ("W_s", "U", "B_s", "W_o", "B_o")  # order of the Keras network's trainable_weights
@@ -52,8 +72,13 @@ WEIGHT_NAMES = ("W_s", "U", "B_s", "W_o", "B_o")  # order of the Keras network's
 
 def show(values, decimals: int = 4) -> str:
     """An array as the article writes it (-0.0 printed as 0.0)."""
-    return np.array2string(np.round(np.asarray(values, dtype=float), decimals) + 0.0, precision=decimals,
-                           floatmode="fixed", suppress_small=True, separator=" ")
+    return np.array2string(
+        np.round(np.asarray(values, dtype=float), decimals) + 0.0,
+        precision=decimals,
+        floatmode="fixed",
+        suppress_small=True,
+        separator=" ",
+    )
 
 
 class Checker:
@@ -77,8 +102,9 @@ def keras_network(parameters):
     """``SimpleRNN(2, tanh) + Dense(3, sigmoid)`` in float64 holding the article's matrices."""
 
     network_inputs = keras.Input((6, 3), dtype="float64")
-    states = keras.layers.SimpleRNN(2, activation="tanh", return_sequences=True, dtype="float64",
-                                    name="state")(network_inputs)
+    states = keras.layers.SimpleRNN(2, activation="tanh", return_sequences=True, dtype="float64", name="state")(
+        network_inputs
+    )
     network_outputs = keras.layers.Dense(3, activation="sigmoid", dtype="float64", name="output")(states)
     network = keras.Model(network_inputs, network_outputs, name="seed004")
     network.get_layer("state").set_weights([parameters.W_s, parameters.U, parameters.B_s])
@@ -100,9 +126,10 @@ def keras_gradients(network, x, targets: dict):
         losses = article_losses(network(x), targets)
         total = sum(losses.values())
     totals = dict(zip(WEIGHT_NAMES, tape.gradient(total, network.trainable_weights)))
-    per_loss = {t: dict(zip(WEIGHT_NAMES, tape.gradient(losses[t], network.trainable_weights,
-                                                        unconnected_gradients="zero")))
-                for t in targets}
+    per_loss = {
+        t: dict(zip(WEIGHT_NAMES, tape.gradient(losses[t], network.trainable_weights, unconnected_gradients="zero")))
+        for t in targets
+    }
     del tape
     return total, totals, per_loss
 
@@ -121,8 +148,15 @@ def autodiff_deltas(parameters, x, targets: dict) -> dict:
             states_list.append(state)
         outputs = ops.stack([ops.sigmoid(ops.matmul(s, weights["W_o"]) + weights["B_o"]) for s in states_list], axis=1)
         loop_losses = article_losses(outputs, targets)
-    deltas = {t: np.concatenate([ops.convert_to_numpy(g) for g in tape.gradient(
-        loop_losses[t], pre_activations, unconnected_gradients="zero")]) for t in targets}
+    deltas = {
+        t: np.concatenate(
+            [
+                ops.convert_to_numpy(g)
+                for g in tape.gradient(loop_losses[t], pre_activations, unconnected_gradients="zero")
+            ]
+        )
+        for t in targets
+    }
     del tape
     return deltas
 
@@ -130,5 +164,10 @@ def autodiff_deltas(parameters, x, targets: dict) -> dict:
 def outputs_before_after(before, after, targets: dict):
     """A table of every output (step, output, target, before, after) of two forward passes."""
 
-    return pd.DataFrame([{"step": t, "output": k, "target": int(y[k]), "before": before.o[t][k], "after": after.o[t][k]}
-                         for t, y in targets.items() for k in range(len(y))])
+    return pd.DataFrame(
+        [
+            {"step": t, "output": k, "target": int(y[k]), "before": before.o[t][k], "after": after.o[t][k]}
+            for t, y in targets.items()
+            for k in range(len(y))
+        ]
+    )

@@ -38,11 +38,18 @@ def family_table(results, families) -> pd.DataFrame:
         for family in families:
             values = [run["metrics"][family]["accuracy"] for run in result.runs]
             low, high = M.confidence_interval(values)
-            rows.append({"model": label, "family": family, "accuracy": float(np.mean(values)),
-                         "min": float(np.min(values)), "max": float(np.max(values)),
-                         "95 % CI": "" if np.isnan(low) else f"{100 * max(low, 0):.1f} to {100 * min(high, 1):.1f} %",
-                         "MAE": float(np.mean([run["metrics"][family]["mae"] for run in result.runs])),
-                         "MRE": float(np.mean([run["metrics"][family]["mre"] for run in result.runs]))})
+            rows.append(
+                {
+                    "model": label,
+                    "family": family,
+                    "accuracy": float(np.mean(values)),
+                    "min": float(np.min(values)),
+                    "max": float(np.max(values)),
+                    "95 % CI": "" if np.isnan(low) else f"{100 * max(low, 0):.1f} to {100 * min(high, 1):.1f} %",
+                    "MAE": float(np.mean([run["metrics"][family]["mae"] for run in result.runs])),
+                    "MRE": float(np.mean([run["metrics"][family]["mre"] for run in result.runs])),
+                }
+            )
     return pd.DataFrame(rows)
 
 
@@ -59,8 +66,14 @@ def plot_by_difficulty(table: pd.DataFrame, axes_spec, seeds: int, path=None, re
     rows = 2 if relative_error else 1
     models = list(dict.fromkeys(table.model))
     offsets = dict(zip(models, np.linspace(-0.15, 0.15, len(models)) if len(models) > 1 else [0.0]))
-    figure, axes = plt.subplots(rows, len(axes_spec), figsize=(5.5 * len(axes_spec), 3.8 * rows + 0.25 * len(models)),
-                                sharex="col", squeeze=False, layout="constrained")
+    figure, axes = plt.subplots(
+        rows,
+        len(axes_spec),
+        figsize=(5.5 * len(axes_spec), 3.8 * rows + 0.25 * len(models)),
+        sharex="col",
+        squeeze=False,
+        layout="constrained",
+    )
     for column, axis_spec in enumerate(axes_spec):
         chosen = table[table.family.str.startswith(axis_spec.prefix)]
         for index, (model_label, rows_of) in enumerate(chosen.groupby("model", sort=False)):
@@ -88,22 +101,34 @@ def plot_by_difficulty(table: pd.DataFrame, axes_spec, seeds: int, path=None, re
     return figure
 
 
-def study_record(results, notebook: str, parameters: dict, families, data: dict, scope: dict,
-                 keep=("in", "out", "long")) -> dict:
+def study_record(
+    results, notebook: str, parameters: dict, families, data: dict, scope: dict, keep=("in", "out", "long")
+) -> dict:
     """The ``metrics.json`` of an extended-suite study: per model and seed, the families' metrics
     (and those of ``keep`` where the run has them). ``scope`` says what was trained and tested
     (``trained_on``, ``operators``, ``parentheses``) for the report's text."""
     record = results.to_json(notebook, parameters)
     models = {}
     for name, entry in record["models"].items():
-        runs = [{"seed": run["seed"], "epochs": run["epochs"], "train_seconds": run["train_seconds"],
-                 "metrics": {f: run["metrics"][f] for f in (*families, *keep) if f in run["metrics"]}}
-                for run in entry["runs"]]
-        models[name] = {"label": entry["label"], "params": entry["params"], "runs": runs,
-                        "export": entry.get("export")}
-    return {"notebook": notebook, "kind": "study", "models": {}, "backend": keras.backend.backend(),
-            "parameters": parameters, "data": data,
-            "extended": {"families": list(families), "scope": dict(scope), "models": models}}
+        runs = [
+            {
+                "seed": run["seed"],
+                "epochs": run["epochs"],
+                "train_seconds": run["train_seconds"],
+                "metrics": {f: run["metrics"][f] for f in (*families, *keep) if f in run["metrics"]},
+            }
+            for run in entry["runs"]
+        ]
+        models[name] = {"label": entry["label"], "params": entry["params"], "runs": runs, "export": entry.get("export")}
+    return {
+        "notebook": notebook,
+        "kind": "study",
+        "models": {},
+        "backend": keras.backend.backend(),
+        "parameters": parameters,
+        "data": data,
+        "extended": {"families": list(families), "scope": dict(scope), "models": models},
+    }
 
 
 ERROR_KINDS = ("correct", "units digit wrong", "higher digits or sign wrong", "unparseable")
@@ -119,6 +144,9 @@ def error_kinds(values, predictions) -> dict[str, float]:
     unparseable = np.isnan(predictions)
     wrong = unparseable | (predictions != values)
     units = wrong & ~unparseable & (np.mod(np.abs(np.nan_to_num(predictions)), 10) != np.mod(np.abs(values), 10))
-    return {"correct": float(np.mean(~wrong)), "units digit wrong": float(np.mean(units)),
-            "higher digits or sign wrong": float(np.mean(wrong & ~unparseable & ~units)),
-            "unparseable": float(np.mean(unparseable))}
+    return {
+        "correct": float(np.mean(~wrong)),
+        "units digit wrong": float(np.mean(units)),
+        "higher digits or sign wrong": float(np.mean(wrong & ~unparseable & ~units)),
+        "unparseable": float(np.mean(unparseable)),
+    }

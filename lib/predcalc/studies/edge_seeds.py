@@ -40,8 +40,12 @@ from predcalc.training.fit import evaluate, run_record, train
 from predcalc.training.metrics import exact_accuracy, regression_metrics
 
 # the recommended models, and the notebook whose stored parameters train them
-RECOMMENDED = {"transformer4_local_bounded": "06_transformer", "scan_typed": "30_beyond_seed",
-               "scan_typed_solved": "30_beyond_seed", "scan_typed_readout_solved": "30_beyond_seed"}
+RECOMMENDED = {
+    "transformer4_local_bounded": "06_transformer",
+    "scan_typed": "30_beyond_seed",
+    "scan_typed_solved": "30_beyond_seed",
+    "scan_typed_readout_solved": "30_beyond_seed",
+}
 # a partly built model -> the trained model whose fit it finishes (same builder, seed and parameters)
 FINISHED_FROM = {"scan_typed_solved": "scan_typed", "scan_typed_readout_solved": "scan_typed"}
 
@@ -61,21 +65,26 @@ def training_parameters(name: str, notebook: str, runs=RUNS) -> dict:
     if name not in stored["models"]:
         raise KeyError(f"{notebook} stored no model {name!r}; it has {sorted(stored['models'])}")
     p = stored["parameters"]
-    return {"epochs": p["epochs"], "patience": p["patience"], "batch_size": p["batch_size"],
-            "learning_rate": p["learning_rate"], "model_kwargs": (p.get("model_kwargs") or {}).get(name),
-            "data_seed": p["data_seed"]}
+    return {
+        "epochs": p["epochs"],
+        "patience": p["patience"],
+        "batch_size": p["batch_size"],
+        "learning_rate": p["learning_rate"],
+        "model_kwargs": (p.get("model_kwargs") or {}).get(name),
+        "data_seed": p["data_seed"],
+    }
 
 
 def seed_folder(models, name: str, seed: int) -> Path:
     return Path(models) / name / f"seed_{seed}"
 
 
-def retrain_seeds(name: str, notebook: str, models, seeds=(0, 1, 2, 3, 4), runs=RUNS,
-                  progress: bool = True) -> list[dict]:
+def retrain_seeds(
+    name: str, notebook: str, models, seeds=(0, 1, 2, 3, 4), runs=RUNS, progress: bool = True
+) -> list[dict]:
     """Train ``name`` once per seed with the notebook's stored parameters; each seed's folder under
     ``models/NAME/`` gets ``model.keras`` and ``record.json`` (the run record, scored on the seed
     protocol's test sets). A seed whose record exists is not trained again. Returns the records."""
-
 
     parameters = training_parameters(name, notebook, runs)
     data_seed = parameters.pop("data_seed")
@@ -91,15 +100,20 @@ def retrain_seeds(name: str, notebook: str, models, seeds=(0, 1, 2, 3, 4), runs=
         trained = train(name, protocol, seed=seed, **parameters)
         scores, _ = evaluate(trained, protocol.test_sets())
         trained.model.save(folder / "model.keras")
-        record = {**run_record(trained, scores), "model": name, "notebook": notebook,
-                  "parameters": {**parameters, "data_seed": data_seed}}
+        record = {
+            **run_record(trained, scores),
+            "model": name,
+            "notebook": notebook,
+            "parameters": {**parameters, "data_seed": data_seed},
+        }
         write_if_changed(record_path, json.dumps(record, indent=1))  # last: a record means a finished seed
         records.append(record)
     return records
 
 
-def finish_seeds(name: str, fitted: str, models, seeds=(0, 1, 2, 3, 4), runs=RUNS,
-                 notebook: str | None = None) -> list[dict]:
+def finish_seeds(
+    name: str, fitted: str, models, seeds=(0, 1, 2, 3, 4), runs=RUNS, notebook: str | None = None
+) -> list[dict]:
     """The seeds of a model whose spec only adds a ``finish`` step to ``fitted`` (the same builder,
     fit and parameters, e.g. ``scan_typed_solved`` after ``scan_typed``): each retrained ``fitted``
     seed's weights, finished by ``name``'s step on the training split, saved and scored like
@@ -130,13 +144,25 @@ def finish_seeds(name: str, fitted: str, models, seeds=(0, 1, 2, 3, 4), runs=RUN
         x_train = tokenizer.encode_batch(protocol.train.expressions)
         spec.finish(model, x_train, spec.encode_targets(protocol.train.values, tokenizer))
         base = json.loads((source / "record.json").read_text())
-        trained = TrainedModel(spec=spec, model=model, tokenizer=tokenizer, seed=seed, history={"val_loss": [
-            base["best_val_loss"]]}, epochs=base["epochs"], seconds=base["train_seconds"])
+        trained = TrainedModel(
+            spec=spec,
+            model=model,
+            tokenizer=tokenizer,
+            seed=seed,
+            history={"val_loss": [base["best_val_loss"]]},
+            epochs=base["epochs"],
+            seconds=base["train_seconds"],
+        )
         scores, _ = evaluate(trained, protocol.test_sets())
         folder.mkdir(parents=True, exist_ok=True)
         model.save(folder / "model.keras")
-        record = {**run_record(trained, scores), "model": name, "notebook": notebook, "finished_from": fitted,
-                  "parameters": parameters}
+        record = {
+            **run_record(trained, scores),
+            "model": name,
+            "notebook": notebook,
+            "finished_from": fitted,
+            "parameters": parameters,
+        }
         write_if_changed(folder / "record.json", json.dumps(record, indent=1))
         records.append(record)
     return records
@@ -158,14 +184,18 @@ def reproduction(name: str, notebook: str, models, runs=RUNS) -> dict:
             after = new["metrics"].get(test_set)
             if after is None:
                 continue
-            sets[test_set] = {"accuracy": [before["accuracy"], after["accuracy"]],
-                              "mae": [before["mae"], after["mae"]],
-                              "mae_difference": abs(after["mae"] - before["mae"]),
-                              "mae_relative_difference": _relative(before["mae"], after["mae"])}
-        report[seed] = {"epochs": [old["epochs"], new["epochs"]],
-                        "best_val_loss": [old["best_val_loss"], new["best_val_loss"]],
-                        "val_loss_relative_difference": _relative(old["best_val_loss"], new["best_val_loss"]),
-                        "sets": sets}
+            sets[test_set] = {
+                "accuracy": [before["accuracy"], after["accuracy"]],
+                "mae": [before["mae"], after["mae"]],
+                "mae_difference": abs(after["mae"] - before["mae"]),
+                "mae_relative_difference": _relative(before["mae"], after["mae"]),
+            }
+        report[seed] = {
+            "epochs": [old["epochs"], new["epochs"]],
+            "best_val_loss": [old["best_val_loss"], new["best_val_loss"]],
+            "val_loss_relative_difference": _relative(old["best_val_loss"], new["best_val_loss"]),
+            "sets": sets,
+        }
     return report
 
 
@@ -183,8 +213,16 @@ def seeds_folder(name: str, runs=RUNS) -> Path:
     return Path(runs) / RECOMMENDED[name] / "export" / name / "seeds"
 
 
-def export_at_length(model, spec, tokenizer, directory, length: int = INPUT_LENGTH, data_seed: int = 0,
-                     label: dict | None = None, source=None) -> dict:
+def export_at_length(
+    model,
+    spec,
+    tokenizer,
+    directory,
+    length: int = INPUT_LENGTH,
+    data_seed: int = 0,
+    label: dict | None = None,
+    source=None,
+) -> dict:
     """Write ``model_float32.tflite`` and ``model.onnx`` of ``model`` rebuilt for ``length`` tokens
     (:func:`predcalc.studies.edges.at_input_length`) with their ``predcalc.json``, and check each file,
     read through :class:`predcalc.deploy.predictor.Predictor`, against the Keras model at its trained
@@ -198,8 +236,12 @@ def export_at_length(model, spec, tokenizer, directory, length: int = INPUT_LENG
     longer = type(tokenizer)(**{**tokenizer.get_config(), "length": length})
     E.write_sidecar(directory, spec, longer, {"trained_length": tokenizer.length})
     sets = seed_protocol(data_seed).test_sets()
-    keras_values = {name: np.asarray(spec.predict_values(model, tokenizer.encode_batch(list(split.expressions))),
-                                     dtype=np.float64).reshape(-1) for name, split in sets.items()}
+    keras_values = {
+        name: np.asarray(
+            spec.predict_values(model, tokenizer.encode_batch(list(split.expressions))), dtype=np.float64
+        ).reshape(-1)
+        for name, split in sets.items()
+    }
     scale = max(1.0, *(float(np.max(np.abs(v))) for v in keras_values.values()))
     E.export_litert(resized, directory / RUNTIME_FILES["litert"], "float32")
     try:
@@ -214,23 +256,33 @@ def export_at_length(model, spec, tokenizer, directory, length: int = INPUT_LENG
             values = predictor.predict(split.expressions)
             diffs.append(float(np.max(np.abs(values - keras_values[name]))))
             change[name] = exact_accuracy(split.values, values) - exact_accuracy(split.values, keras_values[name])
-        record = {"bytes": (directory / file).stat().st_size, "max_abs_diff": max(diffs),
-                  "accuracy_change": change, "limits": E.input_limits(spec, longer)}
-        matches = (record["max_abs_diff"] <= E.PARITY_RELATIVE_DIFF * scale
-                   and min(change.values()) >= -E.PARITY_ACCURACY)
+        record = {
+            "bytes": (directory / file).stat().st_size,
+            "max_abs_diff": max(diffs),
+            "accuracy_change": change,
+            "limits": E.input_limits(spec, longer),
+        }
+        matches = (
+            record["max_abs_diff"] <= E.PARITY_RELATIVE_DIFF * scale and min(change.values()) >= -E.PARITY_ACCURACY
+        )
         if not matches:
             raise RuntimeError(f"{directory / file} does not match Keras: {record}")
         record.update(verdict="use", reason=f"matches Keras at {tokenizer.length} tokens, read at {length}")
         if runtime == "onnx":
             record.update(batch=onnx["batch"], converter=onnx.get("converter", "tf2onnx"))
         report[runtime] = record
-    return E.write_export_record(directory, spec, report, {"data_seed": data_seed, **(label or {}),
-                                                           "trained_length": tokenizer.length,
-                                                           "input_length": length}, source=source)
+    return E.write_export_record(
+        directory,
+        spec,
+        report,
+        {"data_seed": data_seed, **(label or {}), "trained_length": tokenizer.length, "input_length": length},
+        source=source,
+    )
 
 
-def export_seeds(name: str, models, seeds=(0, 1, 2, 3, 4), runs=RUNS, length: int = INPUT_LENGTH,
-                 progress: bool = True) -> dict:
+def export_seeds(
+    name: str, models, seeds=(0, 1, 2, 3, 4), runs=RUNS, length: int = INPUT_LENGTH, progress: bool = True
+) -> dict:
     """:func:`export_at_length` of each retrained seed into :func:`seeds_folder` ``/seed_N`` (skipping a
     seed whose ``export.json`` exists). Returns ``{seed: record}``."""
     import keras
@@ -248,8 +300,15 @@ def export_seeds(name: str, models, seeds=(0, 1, 2, 3, 4), runs=RUNS, length: in
             records[seed] = json.loads((target / "export.json").read_text())
             continue
         source = seed_folder(models, name, seed) / "model.keras"
-        records[seed] = export_at_length(keras.saving.load_model(source), spec, make_tokenizer(spec), target, length,
-                                         label={"seed": seed}, source=source)
+        records[seed] = export_at_length(
+            keras.saving.load_model(source),
+            spec,
+            make_tokenizer(spec),
+            target,
+            length,
+            label={"seed": seed},
+            source=source,
+        )
     return records
 
 
@@ -276,10 +335,17 @@ def score_exported(directory, suite: dict) -> dict:
             continue
         values = {runtime: runner.predict(split.expressions) for runtime, runner in runners.items()}
         onnx, litert = (regression_metrics(split.values, values[r]) for r in ("onnx", "litert"))
-        scores[name] = {"accuracy": onnx["accuracy"], "mae": onnx["mae"], "mre": onnx["mre"], "n": onnx["n"],
-                        "tokens": tokens, "input_length": tokenizer.length, "runtime": "onnx",
-                        "litert": {"accuracy": litert["accuracy"], "mae": litert["mae"]},
-                        "runtimes_max_abs_diff": float(np.max(np.abs(values["onnx"] - values["litert"])))}
+        scores[name] = {
+            "accuracy": onnx["accuracy"],
+            "mae": onnx["mae"],
+            "mre": onnx["mre"],
+            "n": onnx["n"],
+            "tokens": tokens,
+            "input_length": tokenizer.length,
+            "runtime": "onnx",
+            "litert": {"accuracy": litert["accuracy"], "mae": litert["mae"]},
+            "runtimes_max_abs_diff": float(np.max(np.abs(values["onnx"] - values["litert"]))),
+        }
     return scores
 
 
@@ -291,19 +357,23 @@ def suite_scores(kind: str, suite: dict, scores: dict, models, runs=RUNS) -> dic
     forms apply to its tokeniser (checked on the suite) and the retraining's :func:`reproduction` of
     the stored runs."""
 
-    record = {"suite": suite_record(kind, suite), "description": _description(kind, suite), "models": {},
-              "about": {}}
+    record = {"suite": suite_record(kind, suite), "description": _description(kind, suite), "models": {}, "about": {}}
     for name, by_seed in scores.items():
         spec = get_spec(name)
         tokenizer = get_tokenizer(spec.tokenizer, **{**spec.tokenizer_config, "length": INPUT_LENGTH})
         expressions = [e for split in suite.values() for e in split.expressions]
-        record["models"][name] = {int(seed): by_kind[kind]
-                                  for seed, by_kind in sorted(by_seed.items(), key=lambda item: int(item[0]))}
+        record["models"][name] = {
+            int(seed): by_kind[kind] for seed, by_kind in sorted(by_seed.items(), key=lambda item: int(item[0]))
+        }
         record["about"][name] = {
-            "label": spec.label, "kind": "partly built" if spec.finish is not None else "trained",
-            "notebook": RECOMMENDED[name], "files": f"{relative(seeds_folder(name, runs))}/seed_N",
-            "input_length": INPUT_LENGTH, "unspaced_forms": spacing_check(tokenizer, expressions),
-            "reproduction": reproduction(name, RECOMMENDED[name], models, runs)}
+            "label": spec.label,
+            "kind": "partly built" if spec.finish is not None else "trained",
+            "notebook": RECOMMENDED[name],
+            "files": f"{relative(seeds_folder(name, runs))}/seed_N",
+            "input_length": INPUT_LENGTH,
+            "unspaced_forms": spacing_check(tokenizer, expressions),
+            "reproduction": reproduction(name, RECOMMENDED[name], models, runs),
+        }
     return record
 
 
@@ -331,8 +401,9 @@ def reexport_first_seed(name: str, runs=RUNS, length: int = INPUT_LENGTH, format
     if tokenizer.length != length:
         model = keras.saving.load_model(folder / "model.keras")
         if int(model.inputs[0].shape[1]) != tokenizer.length:
-            raise ValueError(f"{folder}: model.keras reads {model.inputs[0].shape[1]} tokens, predcalc.json says "
-                             f"{tokenizer.length}")
+            raise ValueError(
+                f"{folder}: model.keras reads {model.inputs[0].shape[1]} tokens, predcalc.json says {tokenizer.length}"
+            )
         at_input_length(model, length).save(folder / "model.keras")
         longer = type(tokenizer)(**{**tokenizer.get_config(), "length": length})
         write_sidecar(folder, get_spec(name), longer, {"trained_length": tokenizer.length})
@@ -362,11 +433,16 @@ def _description(kind: str, suite: dict) -> str:
 
     about = suite_record(kind)
     boxes = "; ".join(f"`{name}` {box}" for name, box in about["sets"].items())
-    role = ("the probe that helped choose the recommended variants (its scores are not claims)"
-            if kind == "development" else "never used to choose anything; no expression is in the development "
-            "suite or the seed protocol's training and validation splits")
-    return (f"The {kind} suite (seed {about['seed']}, {len(next(iter(suite.values())))} expressions a set) is "
-            f"{role}: {boxes}.")
+    role = (
+        "the probe that helped choose the recommended variants (its scores are not claims)"
+        if kind == "development"
+        else "never used to choose anything; no expression is in the development "
+        "suite or the seed protocol's training and validation splits"
+    )
+    return (
+        f"The {kind} suite (seed {about['seed']}, {len(next(iter(suite.values())))} expressions a set) is "
+        f"{role}: {boxes}."
+    )
 
 
 def write_suite_records(names=tuple(RECOMMENDED), models=MODELS, out=EDGES, runs=RUNS) -> list[Path]:
@@ -380,8 +456,11 @@ def write_suite_records(names=tuple(RECOMMENDED), models=MODELS, out=EDGES, runs
         found = sorted(seeds_folder(name, runs).glob(f"seed_*/{SCORES_FILE}"))
         if found:
             scores[name] = {int(p.parent.name.split("_")[1]): json.loads(p.read_text()) for p in found}
-    first = {name: json.loads((seeds_folder(name, runs).parent / SCORES_FILE).read_text()) for name in names
-             if (seeds_folder(name, runs).parent / SCORES_FILE).is_file()}
+    first = {
+        name: json.loads((seeds_folder(name, runs).parent / SCORES_FILE).read_text())
+        for name in names
+        if (seeds_folder(name, runs).parent / SCORES_FILE).is_file()
+    }
     paths = []
     for kind, suite in suites.items():
         path = Path(out) / f"{kind}.json"

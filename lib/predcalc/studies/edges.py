@@ -50,16 +50,20 @@ CHOICES = {
     "transformer4_local_bounded": (
         "the tanh bound (squash_features) was kept after a 60-epoch probe on 3 numbers from -99..99 "
         "(sweeps/transformer4_local_squash.yaml: 98.7 % exact where transformer4_local fell to 2.3 %) and on "
-        "20 and 60 terms: the development sets digits_2, terms_20 and terms_60"),
+        "20 and 60 terms: the development sets digits_2, terms_20 and terms_60"
+    ),
     "transformer4_gated, transformer4_local": (
         "the gated value readout, then the local token features with padding masked, were each kept for their "
-        "exact accuracy on the seed protocol's out-of-range test set (out)"),
+        "exact accuracy on the seed protocol's out-of-range test set (out)"
+    ),
     "scan_typed": (
         "the syntax-gated scan and its ablations (30_beyond_seed) were compared on the seed protocol's in, out and "
-        "long test sets; no edge set was used"),
+        "long test sets; no edge set was used"
+    ),
     "scan_typed_solved, scan_typed_readout_solved": (
         "the closed-form finish was judged on 31_extended_suite's families (3 numbers of 1-6 digits, 2-8 terms, "
-        "suite seed 0)"),
+        "suite seed 0)"
+    ),
 }
 
 
@@ -78,12 +82,14 @@ def _terms(rng, terms) -> int:
 
 def _uniform(terms, low: int, high: int) -> Callable:
     """``terms`` (a count or an inclusive (min, max)) integers from low..high, random + and -."""
+
     def draw(rng, count):
         if np.isscalar(terms):  # one block of draws (the order the development suite was first drawn in)
             numbers = rng.integers(low, high + 1, size=(count, terms))
             operators = rng.choice(["+", "-"], size=(count, terms - 1))
             return [format_expression(n, o) for n, o in zip(numbers, operators)]
         return [_join(rng, rng.integers(low, high + 1, size=_terms(rng, terms))) for _ in range(count)]
+
     return draw
 
 
@@ -94,17 +100,22 @@ def _join(rng, numbers, operators=None) -> str:
 
 def _exact_digits(digits: int, terms: int = 3) -> Callable:
     """``terms`` numbers of exactly ``digits`` digits, each of either sign."""
+
     def draw(rng, count):
-        low, high = 10 ** (digits - 1), 10 ** digits - 1
-        return [_join(rng, rng.integers(low, high + 1, size=terms) * rng.choice([-1, 1], size=terms))
-                for _ in range(count)]
+        low, high = 10 ** (digits - 1), 10**digits - 1
+        return [
+            _join(rng, rng.integers(low, high + 1, size=terms) * rng.choice([-1, 1], size=terms)) for _ in range(count)
+        ]
+
     return draw
 
 
 def _nines(rng, count):
     """3-8 numbers, each 9, 99, 999 or 9999 of either sign: every column carries or borrows."""
-    return [_join(rng, (10 ** rng.integers(1, 5, size=n) - 1) * rng.choice([-1, 1], size=n))
-            for n in rng.integers(3, 9, size=count)]
+    return [
+        _join(rng, (10 ** rng.integers(1, 5, size=n) - 1) * rng.choice([-1, 1], size=n))
+        for n in rng.integers(3, 9, size=count)
+    ]
 
 
 def _alternating(rng, count):
@@ -152,8 +163,10 @@ def _nested(rng, count):
     return expressions
 
 
-DEVELOPMENT = [EdgeSet(name, f"{terms} numbers from -{bound:,}..{bound:,}", _uniform(terms, -bound, bound))
-               for name, (terms, bound) in EDGE_AXES.items()]
+DEVELOPMENT = [
+    EdgeSet(name, f"{terms} numbers from -{bound:,}..{bound:,}", _uniform(terms, -bound, bound))
+    for name, (terms, bound) in EDGE_AXES.items()
+]
 
 HELDOUT = [
     EdgeSet("digits_exactly_2", "3 numbers of exactly 2 digits (10..99, either sign)", _exact_digits(2)),
@@ -165,8 +178,11 @@ HELDOUT = [
     EdgeSet("terms_10_digits_2", "10 numbers from -99..99", _uniform(10, -99, 99)),
     EdgeSet("terms_30_digits_3", "30 numbers from -999..999", _uniform(30, -999, 999)),
     EdgeSet("nines", "3-8 numbers, each 9, 99, 999 or 9,999 of either sign (carry and borrow chains)", _nines),
-    EdgeSet("alternating_signs", "3-8 numbers from 1..5 with alternating signs, joined by alternating - and + "
-            "(\"3 - -4 + 2 - -5\")", _alternating),
+    EdgeSet(
+        "alternating_signs",
+        '3-8 numbers from 1..5 with alternating signs, joined by alternating - and + ("3 - -4 + 2 - -5")',
+        _alternating,
+    ),
     EdgeSet("zero_runs", "3-8 numbers, each 0 with probability 3/4, else from -5..5", _zero_runs),
     EdgeSet("cancellation_4_digits", "x - y + z: x, y of 4 digits at most 9 apart, z from -5..5", _cancellation),
     EdgeSet("nesting_1_3", "3-8 numbers from -5..5 in parentheses nested 1 to 3 deep, + and -", _nested),
@@ -230,8 +246,9 @@ def _excluded(data_seed: int) -> frozenset:
     """Canonical forms of the development suite and the seed protocol's training and validation splits."""
     protocol = seed_protocol(data_seed)
     development = [e for split in development_suite().values() for e in split.expressions]
-    return frozenset(canonical(e) for e in [*protocol.train.expressions, *protocol.validation.expressions,
-                                            *development])
+    return frozenset(
+        canonical(e) for e in [*protocol.train.expressions, *protocol.validation.expressions, *development]
+    )
 
 
 def fingerprint(suite: dict[str, Split]) -> str:
@@ -245,13 +262,21 @@ def suite_record(kind: str, suite: dict[str, Split] | None = None) -> dict:
     """What a stored score file says about its suite: seed, set size, each set's box and, given the
     drawn ``suite``, its :func:`fingerprint`."""
     if kind == "development":
-        record = {"kind": kind, "seed": DEVELOPMENT_SEED, "count": SET_SIZE, "choices": CHOICES,
-                  "sets": {edge.name: edge.box for edge in DEVELOPMENT}}
+        record = {
+            "kind": kind,
+            "seed": DEVELOPMENT_SEED,
+            "count": SET_SIZE,
+            "choices": CHOICES,
+            "sets": {edge.name: edge.box for edge in DEVELOPMENT},
+        }
     elif kind == "heldout":
-        record = {"kind": kind, "seed": HELDOUT_SEED, "count": SET_SIZE,
-                  "excluded": "the development suite and the seed protocol's training and validation splits "
-                              "(data seed 0)",
-                  "sets": {edge.name: edge.box for edge in HELDOUT}}
+        record = {
+            "kind": kind,
+            "seed": HELDOUT_SEED,
+            "count": SET_SIZE,
+            "excluded": "the development suite and the seed protocol's training and validation splits (data seed 0)",
+            "sets": {edge.name: edge.box for edge in HELDOUT},
+        }
     else:
         raise ValueError(f"kind must be 'development' or 'heldout'. Received: {kind!r}")
     return record if suite is None else {**record, "fingerprint": fingerprint(suite)}
@@ -272,9 +297,12 @@ def spacing_check(tokenizer, expressions) -> dict:
             differ += not np.array_equal(spaced, tokenizer.encode(expression.replace(" ", "")))
         except TokenizerError:
             differ += 1
-    why = (f"the {tokenizer.name} tokeniser gives the same array with and without spaces on all {checked:,} "
-           "expressions: its lexer drops spacing and folds unary signs before the network"
-           if differ == 0 else f"{differ:,} of {checked:,} expressions encode differently without spaces")
+    why = (
+        f"the {tokenizer.name} tokeniser gives the same array with and without spaces on all {checked:,} "
+        "expressions: its lexer drops spacing and folds unary signs before the network"
+        if differ == 0
+        else f"{differ:,} of {checked:,} expressions encode differently without spaces"
+    )
     return {"applies": differ > 0, "checked": checked, "differ": differ, "why": why}
 
 

@@ -25,8 +25,10 @@ from predcalc.training import fit
 
 def _require_tensorflow():
     if keras.backend.backend() != "tensorflow":
-        raise RuntimeError("integrated_gradients needs the TensorFlow backend (tf.GradientTape). "
-                           f"Received: backend={keras.backend.backend()!r}")
+        raise RuntimeError(
+            "integrated_gradients needs the TensorFlow backend (tf.GradientTape). "
+            f"Received: backend={keras.backend.backend()!r}"
+        )
     import tensorflow as tf  # after the backend check above: the TensorFlow backend only
 
     return tf
@@ -67,8 +69,10 @@ def integrated_gradients(fn: Callable, inputs, baseline=None, steps: int = 64) -
         if len(outputs.shape) == 2 and outputs.shape[-1] == 1:
             outputs = outputs[:, 0]
         if len(outputs.shape) != 1:
-            raise ValueError(f"fn must return one value per example, shape (batch,) or (batch, 1). "
-                             f"Received: shape={tuple(outputs.shape)}")
+            raise ValueError(
+                f"fn must return one value per example, shape (batch,) or (batch, 1). "
+                f"Received: shape={tuple(outputs.shape)}"
+            )
         total = keras.ops.sum(outputs)
     grads = keras.ops.reshape(tape.gradient(total, flat), path.shape)  # (steps+1, batch, *features)
     weights = np.full(steps + 1, 1.0 / steps)
@@ -87,6 +91,7 @@ def completeness_gap(fn: Callable, inputs, baseline, attributions) -> np.ndarray
     """``sum(attributions) - (f(x) - f(x'))`` per example; near 0 when the integral is accurate."""
     x = np.asarray(inputs, dtype="float32")
     b = np.broadcast_to(np.asarray(baseline, dtype="float32"), x.shape)
+
     def f(v):
         return keras.ops.convert_to_numpy(fn(keras.ops.convert_to_tensor(v))).reshape(len(x))
 
@@ -113,25 +118,33 @@ def ig_statistics(model, x, baseline, attributions, plus: float) -> dict:
     sign_b = np.where(x[:, 1] == plus, 1.0, -1.0)  # the operator in front of b
     sign_c = np.where(x[:, 3] == plus, 1.0, -1.0)
     total = np.abs(a).sum(axis=1, keepdims=True)
+
     def share(pos):
         return float((np.abs(a[:, pos]).sum(1) / total[:, 0]).mean())
 
     return {
-        "completeness_max_gap": float(np.abs(gap).max()), "mean_abs_delta": float(delta.mean()),
-        "share_numbers": share(classes["numbers"]), "share_operators": share(classes["operators"]),
+        "completeness_max_gap": float(np.abs(gap).max()),
+        "mean_abs_delta": float(delta.mean()),
+        "share_numbers": share(classes["numbers"]),
+        "share_operators": share(classes["operators"]),
         "share_padding": share(classes["padding"]),
         # does the attribution of b (c) follow the signed term it contributes, op * b (op * c)?
         "corr_b": float(np.corrcoef(a[:, 2], sign_b * x[:, 2])[0, 1]),
         "corr_c": float(np.corrcoef(a[:, 4], sign_c * x[:, 4])[0, 1]),
-        "corr_a": float(np.corrcoef(a[:, 0], x[:, 0])[0, 1])}
+        "corr_a": float(np.corrcoef(a[:, 0], x[:, 0])[0, 1]),
+    }
 
 
 def attention_statistics(alpha) -> dict:
     """Attention mass on the five expression tokens and on the padding, and the top position."""
     alpha = np.asarray(alpha)
-    return {"mass_expression": float(alpha[:, :5].sum(1).mean()), "mass_padding": float(alpha[:, 5:].sum(1).mean()),
-            "top_position": int(alpha.mean(0).argmax()), "top_weight": float(alpha.mean(0).max()),
-            "uniform_weight": 1 / alpha.shape[1]}
+    return {
+        "mass_expression": float(alpha[:, :5].sum(1).mean()),
+        "mass_padding": float(alpha[:, 5:].sum(1).mean()),
+        "top_position": int(alpha.mean(0).argmax()),
+        "top_weight": float(alpha.mean(0).max()),
+        "uniform_weight": 1 / alpha.shape[1],
+    }
 
 
 def _layer_input(model, layer_name, inputs):
@@ -159,7 +172,7 @@ def min_gru_update_gate(model, x, layer_name: str = "min_gru_1") -> np.ndarray:
     layer = model.get_layer(layer_name)
     seq = keras.ops.convert_to_numpy(_layer_input(model, layer_name, x))  # (n, time, embedding)
     kernel, bias = (keras.ops.convert_to_numpy(w) for w in (layer.kernel, layer.bias))
-    return 1 / (1 + np.exp(-(seq @ kernel[:, :layer.units] + bias[:layer.units])))
+    return 1 / (1 + np.exp(-(seq @ kernel[:, : layer.units] + bias[: layer.units])))
 
 
 def trained_gates(models: dict, x) -> tuple[dict, dict]:
@@ -196,8 +209,11 @@ def state_retention(gates: dict, length: int) -> dict:
     LSTM cell state: ``prod f_t``; GRU and minGRU (seed eq. (10)): ``prod (1 - z_t)``.
     """
     pad_pos = token_classes(length)["padding"]
-    keep = {"LSTM": ("forget f", lambda g: g), "GRU": ("update z", lambda g: 1 - g),
-            "minGRU": ("update z", lambda g: 1 - g)}
+    keep = {
+        "LSTM": ("forget f", lambda g: g),
+        "GRU": ("update z", lambda g: 1 - g),
+        "minGRU": ("update z", lambda g: 1 - g),
+    }
     retention = {}
     for model_name, (gate_name, carry) in keep.items():
         if model_name in gates:
@@ -209,10 +225,16 @@ def state_retention(gates: dict, length: int) -> dict:
 def quality_table(trained: dict, protocol, labels: dict):
     """Parameters, epochs and in-range / long MAE of each trained model (``fit.TrainedModel``)."""
 
-
     rows = []
     for name, t in trained.items():
         metrics, _ = fit.evaluate(t, {"in": protocol.test_in, "long": protocol.test_long})
-        rows.append({"model": labels[name], "params": t.params, "epochs": t.epochs, "MAE in": metrics["in"]["mae"],
-                     "MAE long": metrics["long"]["mae"]})
+        rows.append(
+            {
+                "model": labels[name],
+                "params": t.params,
+                "epochs": t.epochs,
+                "MAE in": metrics["in"]["mae"],
+                "MAE long": metrics["long"]["mae"],
+            }
+        )
     return pd.DataFrame(rows)

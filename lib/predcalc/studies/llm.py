@@ -48,8 +48,14 @@ from predcalc.training.fit import set_seed
 
 DEFAULT_TEMPLATE = "{expression} ="
 TURN_PIECES = ("<start_of_turn>", "<end_of_turn>")
-TINY_CONFIG = {"num_layers": 2, "num_query_heads": 4, "num_key_value_heads": 1, "hidden_dim": 64,
-               "intermediate_dim": 128, "head_dim": 16}
+TINY_CONFIG = {
+    "num_layers": 2,
+    "num_query_heads": 4,
+    "num_key_value_heads": 1,
+    "hidden_dim": 64,
+    "intermediate_dim": 128,
+    "head_dim": 16,
+}
 ARCHITECTURES = ("gemma3", "gemma")
 LORA_FILE = "adapter.lora.h5"
 _ANSWER = re.compile(r"[+-]?\d+")
@@ -122,15 +128,30 @@ def train_sentencepiece(texts, vocabulary_size: int = 24) -> bytes:
         raise LLMError(f"vocabulary_size must be at least 8. Received: vocabulary_size={vocabulary_size}")
     buffer = io.BytesIO()
     sentencepiece.SentencePieceTrainer.train(
-        sentence_iterator=iter(texts), model_writer=buffer, vocab_size=vocabulary_size, model_type="bpe",
-        split_digits=True, hard_vocab_limit=False, num_threads=1, minloglevel=2,
-        pad_id=0, eos_id=1, bos_id=2, unk_id=3, pad_piece="<pad>", eos_piece="<eos>", bos_piece="<bos>",
-        unk_piece="<unk>", user_defined_symbols=list(TURN_PIECES))
+        sentence_iterator=iter(texts),
+        model_writer=buffer,
+        vocab_size=vocabulary_size,
+        model_type="bpe",
+        split_digits=True,
+        hard_vocab_limit=False,
+        num_threads=1,
+        minloglevel=2,
+        pad_id=0,
+        eos_id=1,
+        bos_id=2,
+        unk_id=3,
+        pad_piece="<pad>",
+        eos_piece="<eos>",
+        bos_piece="<bos>",
+        unk_piece="<unk>",
+        user_defined_symbols=list(TURN_PIECES),
+    )
     return buffer.getvalue()
 
 
-def build_tiny_model(texts, architecture: str = "gemma3", sequence_length: int = 24, vocabulary_size: int = 24,
-                     seed: int = 0, **config):
+def build_tiny_model(
+    texts, architecture: str = "gemma3", sequence_length: int = 24, vocabulary_size: int = 24, seed: int = 0, **config
+):
     """A tiny, randomly initialised Gemma 3 (or Gemma) causal LM with its own tokeniser.
 
     Args:
@@ -156,16 +177,15 @@ def build_tiny_model(texts, architecture: str = "gemma3", sequence_length: int =
     keras.utils.set_random_seed(int(seed))
     if architecture == "gemma3":
         tokenizer = keras_hub.models.Gemma3Tokenizer(proto=proto, has_vision_tokens=False)
-        backbone = keras_hub.models.Gemma3Backbone(vocabulary_size=tokenizer.vocabulary_size(), image_size=16,
-                                                   vision_encoder=None, **settings)
-        preprocessor = keras_hub.models.Gemma3CausalLMPreprocessor(tokenizer=tokenizer,
-                                                                   sequence_length=sequence_length)
+        backbone = keras_hub.models.Gemma3Backbone(
+            vocabulary_size=tokenizer.vocabulary_size(), image_size=16, vision_encoder=None, **settings
+        )
+        preprocessor = keras_hub.models.Gemma3CausalLMPreprocessor(tokenizer=tokenizer, sequence_length=sequence_length)
         model = keras_hub.models.Gemma3CausalLM(backbone=backbone, preprocessor=preprocessor)
     else:
         tokenizer = keras_hub.models.GemmaTokenizer(proto=proto)
         backbone = keras_hub.models.GemmaBackbone(vocabulary_size=tokenizer.vocabulary_size(), **settings)
-        preprocessor = keras_hub.models.GemmaCausalLMPreprocessor(tokenizer=tokenizer,
-                                                                  sequence_length=sequence_length)
+        preprocessor = keras_hub.models.GemmaCausalLMPreprocessor(tokenizer=tokenizer, sequence_length=sequence_length)
         model = keras_hub.models.GemmaCausalLM(backbone=backbone, preprocessor=preprocessor)
     return model
 
@@ -184,7 +204,8 @@ def load_preset(path):
     if not path.is_dir():
         raise FileNotFoundError(
             f"no preset directory at {path}: download a Gemma 2 / Gemma 3 Keras preset (e.g. from Kaggle) "
-            f"and pass its directory, or leave the preset empty to use the tiny model")
+            f"and pass its directory, or leave the preset empty to use the tiny model"
+        )
     if not (path / "config.json").is_file():
         raise LLMError(f"{path} is not a keras-hub preset: it has no config.json")
     model = keras_hub.models.CausalLM.from_preset(str(path))
@@ -193,8 +214,9 @@ def load_preset(path):
     return model
 
 
-def load_model(preset: str = "", texts=None, architecture: str = "gemma3", sequence_length: int = 24,
-               seed: int = 0, **config):
+def load_model(
+    preset: str = "", texts=None, architecture: str = "gemma3", sequence_length: int = 24, seed: int = 0, **config
+):
     """The model to fine-tune: a preset directory when ``preset`` is set, else the tiny model.
 
     Returns:
@@ -204,17 +226,24 @@ def load_model(preset: str = "", texts=None, architecture: str = "gemma3", seque
     if preset:
         model = load_preset(preset)
         params = int(model.backbone.count_params())
-        info = {"label": f"{Path(preset).name} (pre-trained preset, {params:,} params)", "pretrained": True,
-                "params": params, "source": str(preset)}
+        info = {
+            "label": f"{Path(preset).name} (pre-trained preset, {params:,} params)",
+            "pretrained": True,
+            "params": params,
+            "source": str(preset),
+        }
     else:
         if texts is None:
             raise LLMError("the tiny model needs texts to train its tokeniser on (arithmetic_corpus(...))")
-        model = build_tiny_model(texts, architecture=architecture, sequence_length=sequence_length, seed=seed,
-                                 **config)
+        model = build_tiny_model(texts, architecture=architecture, sequence_length=sequence_length, seed=seed, **config)
         params = int(model.backbone.count_params())
         name = "Gemma 3" if architecture == "gemma3" else "Gemma"
-        info = {"label": f"tiny {name} (not pre-trained, {params:,} params)", "pretrained": False,
-                "params": params, "source": f"tiny {architecture} from config"}
+        info = {
+            "label": f"tiny {name} (not pre-trained, {params:,} params)",
+            "pretrained": False,
+            "params": params,
+            "source": f"tiny {architecture} from config",
+        }
     return model, info
 
 
@@ -305,13 +334,15 @@ def pack_examples(tokenizer, prompts, responses, sequence_length: int):
     longest = max(len(p) + len(r) for p, r in rows)
     if longest > sequence_length + 1:
         cut = sum(len(p) + len(r) > sequence_length + 1 for p, r in rows)
-        raise LLMError(f"sequence_length={sequence_length} truncates {cut} of {len(rows)} examples; "
-                       f"the longest needs sequence_length={longest - 1}")
+        raise LLMError(
+            f"sequence_length={sequence_length} truncates {cut} of {len(rows)} examples; "
+            f"the longest needs sequence_length={longest - 1}"
+        )
     tokens = np.full((len(rows), sequence_length + 1), tokenizer.pad_token_id, dtype="int32")
     answer = np.zeros((len(rows), sequence_length + 1), dtype=bool)
     for i, (p, r) in enumerate(rows):
-        tokens[i, :len(p) + len(r)] = p + r
-        answer[i, len(p):len(p) + len(r)] = True
+        tokens[i, : len(p) + len(r)] = p + r
+        answer[i, len(p) : len(p) + len(r)] = True
     x = {"token_ids": tokens[:, :-1], "padding_mask": (tokens[:, :-1] != tokenizer.pad_token_id).astype("int32")}
     return x, tokens[:, 1:], answer[:, 1:].astype("float32")
 
@@ -348,9 +379,18 @@ class FineTuning:
     trainable_params: int
 
 
-def fine_tune(model, protocol: Protocol, epochs: int = 10, batch_size: int = 32, learning_rate: float = 1e-2,
-              sequence_length: int | None = None, seed: int = 0, template: str = DEFAULT_TEMPLATE,
-              warmup_fraction: float = 0.05, verbose: int = 0) -> FineTuning:
+def fine_tune(
+    model,
+    protocol: Protocol,
+    epochs: int = 10,
+    batch_size: int = 32,
+    learning_rate: float = 1e-2,
+    sequence_length: int | None = None,
+    seed: int = 0,
+    template: str = DEFAULT_TEMPLATE,
+    warmup_fraction: float = 0.05,
+    verbose: int = 0,
+) -> FineTuning:
     """Supervised fine-tuning on the protocol's training split, validated on its validation split.
 
     Adam with a linear warm-up and cosine decay to zero; the loss is the cross-entropy of the
@@ -361,7 +401,6 @@ def fine_tune(model, protocol: Protocol, epochs: int = 10, batch_size: int = 32,
         sequence_length: packed length; default the shortest that holds every example.
     """
 
-
     for name, value in (("epochs", epochs), ("batch_size", batch_size)):
         if not isinstance(value, (int, np.integer)) or value < 1:
             raise LLMError(f"{name} must be a positive integer. Received: {name}={value!r}")
@@ -370,30 +409,51 @@ def fine_tune(model, protocol: Protocol, epochs: int = 10, batch_size: int = 32,
     tokenizer = model.preprocessor.tokenizer
     train_prompts, train_answers = _examples(protocol.train, template)
     validation_prompts, validation_answers = _examples(protocol.validation, template)
-    needed = max(packed_length(tokenizer, train_prompts, train_answers),
-                 packed_length(tokenizer, validation_prompts, validation_answers))
+    needed = max(
+        packed_length(tokenizer, train_prompts, train_answers),
+        packed_length(tokenizer, validation_prompts, validation_answers),
+    )
     sequence_length = int(sequence_length or needed)
     x, y, weight = pack_examples(tokenizer, train_prompts, train_answers, sequence_length)
     validation = pack_examples(tokenizer, validation_prompts, validation_answers, sequence_length)
     steps = int(epochs) * math.ceil(len(y) / batch_size)
     warmup = int(round(warmup_fraction * steps))
     schedule = keras.optimizers.schedules.CosineDecay(
-        initial_learning_rate=0.0 if warmup else learning_rate, decay_steps=max(steps - warmup, 1),
-        warmup_target=learning_rate if warmup else None, warmup_steps=warmup)
+        initial_learning_rate=0.0 if warmup else learning_rate,
+        decay_steps=max(steps - warmup, 1),
+        warmup_target=learning_rate if warmup else None,
+        warmup_steps=warmup,
+    )
     set_seed(seed)
     # keras-hub's fit batches NumPy inputs without shuffling (it ignores shuffle=True): shuffle here.
-    batches = (tf.data.Dataset.from_tensor_slices((x, y, weight))
-               .shuffle(len(y), seed=int(seed), reshuffle_each_iteration=True).batch(int(batch_size)))
-    model.compile(optimizer=keras.optimizers.Adam(schedule), sampler="greedy",
-                  weighted_metrics=[keras.metrics.SparseCategoricalAccuracy(name="token_accuracy")])
+    batches = (
+        tf.data.Dataset.from_tensor_slices((x, y, weight))
+        .shuffle(len(y), seed=int(seed), reshuffle_each_iteration=True)
+        .batch(int(batch_size))
+    )
+    model.compile(
+        optimizer=keras.optimizers.Adam(schedule),
+        sampler="greedy",
+        weighted_metrics=[keras.metrics.SparseCategoricalAccuracy(name="token_accuracy")],
+    )
     start = time.perf_counter()
     with _Detached(model):
-        history = model.fit(batches, validation_data=tf.data.Dataset.from_tensor_slices(validation).batch(256),
-                            epochs=int(epochs), shuffle=False, verbose=verbose)  # shuffled above
+        history = model.fit(
+            batches,
+            validation_data=tf.data.Dataset.from_tensor_slices(validation).batch(256),
+            epochs=int(epochs),
+            shuffle=False,
+            verbose=verbose,
+        )  # shuffled above
     seconds = time.perf_counter() - start
-    return FineTuning(history={k: [float(v) for v in vs] for k, vs in history.history.items()}, epochs=int(epochs),
-                      steps=steps, seconds=seconds, sequence_length=sequence_length,
-                      trainable_params=trainable_count(model))
+    return FineTuning(
+        history={k: [float(v) for v in vs] for k, vs in history.history.items()},
+        epochs=int(epochs),
+        steps=steps,
+        seconds=seconds,
+        sequence_length=sequence_length,
+        trainable_params=trainable_count(model),
+    )
 
 
 # ---------------------------------------------------------------------------------------------
@@ -446,15 +506,16 @@ def generate(model, prompts, max_new_tokens: int = 5, batch_size: int = 64) -> l
             model.compile(sampler="greedy")
         generate_function = model.make_generate_function()
         for begin in range(0, len(rows), batch_size):
-            chunk = rows[begin:begin + batch_size]
+            chunk = rows[begin : begin + batch_size]
             padded = chunk + [chunk[0]] * (batch_size - len(chunk))
             tokens = np.full((batch_size, length), tokenizer.pad_token_id, dtype="int32")
             for i, row in enumerate(padded):
-                tokens[i, :len(row)] = row
+                tokens[i, : len(row)] = row
             # The compiled generate function itself: CausalLM.generate() cannot concatenate the
             # text-only Gemma3CausalLM's outputs ({"images": None}) in keras-hub 0.32.
-            out = generate_function({"token_ids": tokens, "padding_mask": tokens != tokenizer.pad_token_id},
-                                    stop_token_ids=tuple(stops))
+            out = generate_function(
+                {"token_ids": tokens, "padding_mask": tokens != tokenizer.pad_token_id}, stop_token_ids=tuple(stops)
+            )
             generated = np.asarray(out["token_ids"])
             for i, row in enumerate(chunk):
                 ids = _completion_ids(generated[i], len(row), stops)[:max_new_tokens]
@@ -504,20 +565,38 @@ def answer_accuracy(generated, truths) -> tuple[float, int, list]:
     return float(np.mean(correct)), sum(p is None for p in parsed), parsed
 
 
-def evaluate(model, test_sets: dict, sample: int | None = None, seed: int = 0, template: str = DEFAULT_TEMPLATE,
-             batch_size: int = 64, max_new_tokens: int = 5) -> Evaluation:
+def evaluate(
+    model,
+    test_sets: dict,
+    sample: int | None = None,
+    seed: int = 0,
+    template: str = DEFAULT_TEMPLATE,
+    batch_size: int = 64,
+    max_new_tokens: int = 5,
+) -> Evaluation:
     """Greedy generation and exact accuracy on each test set (optionally a seeded subsample)."""
     start = time.perf_counter()
     accuracy, counts, unparseable, rows = {}, {}, {}, {}
     for name, split in test_sets.items():
         split = subsample(split, sample, seed)
-        generated = generate(model, [prompt_text(e, template) for e in split.expressions],
-                             max_new_tokens=max_new_tokens, batch_size=batch_size)
+        generated = generate(
+            model,
+            [prompt_text(e, template) for e in split.expressions],
+            max_new_tokens=max_new_tokens,
+            batch_size=batch_size,
+        )
         accuracy[name], unparseable[name], parsed = answer_accuracy(generated, split.values)
         counts[name] = len(split)
-        rows[name] = [{"expression": e, "truth": int(round(float(t))), "generated": g, "answer": a,
-                       "correct": a is not None and a == int(round(float(t)))}
-                      for e, t, g, a in zip(split.expressions, split.values, generated, parsed)]
+        rows[name] = [
+            {
+                "expression": e,
+                "truth": int(round(float(t))),
+                "generated": g,
+                "answer": a,
+                "correct": a is not None and a == int(round(float(t))),
+            }
+            for e, t, g, a in zip(split.expressions, split.values, generated, parsed)
+        ]
     return Evaluation(accuracy, counts, unparseable, rows, time.perf_counter() - start)
 
 
@@ -565,11 +644,20 @@ def export_litert(model, path, sequence_length: int, quantization: str = "float3
     signature = {name: tf.TensorSpec(shape, tf.int32, name=name) for name in ("token_ids", "padding_mask")}
     options = {"optimizations": [tf.lite.Optimize.DEFAULT]} if quantization == "int8_dynamic" else {}
     with _Detached(model):
-        model.export(str(path), format="litert", verbose=False,
-                     input_signature=[signature],
-                     target_spec={"supported_ops": [tf.lite.OpsSet.TFLITE_BUILTINS]}, **options)
-    return {"path": str(path), "bytes": path.stat().st_size, "sequence_length": int(sequence_length),
-            "quantization": quantization}
+        model.export(
+            str(path),
+            format="litert",
+            verbose=False,
+            input_signature=[signature],
+            target_spec={"supported_ops": [tf.lite.OpsSet.TFLITE_BUILTINS]},
+            **options,
+        )
+    return {
+        "path": str(path),
+        "bytes": path.stat().st_size,
+        "sequence_length": int(sequence_length),
+        "quantization": quantization,
+    }
 
 
 class LiteRTGreedy:
@@ -606,7 +694,7 @@ class LiteRTGreedy:
             if len(row) + max_new_tokens > self.length:
                 raise LLMError(f"the prompt needs {len(row) + max_new_tokens} positions; the file has {self.length}")
             tokens = np.full((1, self.length), self.tokenizer.pad_token_id, dtype="int32")
-            tokens[0, :len(row)] = row
+            tokens[0, : len(row)] = row
             new = []
             for position in range(len(row), len(row) + max_new_tokens):
                 token = int(np.argmax(self.logits(tokens)[0, position - 1]))
@@ -624,11 +712,22 @@ class LiteRTGreedy:
 
 def llm_record(info: dict, lora_rank: int | None, tuning: FineTuning, evaluation: Evaluation, **extra) -> dict:
     """The ``"llm"`` entry of a notebook's metrics.json."""
-    record = {"label": info["label"], "pretrained": info["pretrained"], "params": info["params"],
-              "source": info["source"], "lora_rank": lora_rank, "trainable_params": tuning.trainable_params,
-              "accuracy": evaluation.accuracy, "n": evaluation.n, "unparseable": evaluation.unparseable,
-              "train_seconds": tuning.seconds, "epochs": tuning.epochs, "steps": tuning.steps,
-              "sequence_length": tuning.sequence_length,
-              "final_loss": tuning.history["loss"][-1], "final_val_loss": tuning.history.get("val_loss", [None])[-1]}
+    record = {
+        "label": info["label"],
+        "pretrained": info["pretrained"],
+        "params": info["params"],
+        "source": info["source"],
+        "lora_rank": lora_rank,
+        "trainable_params": tuning.trainable_params,
+        "accuracy": evaluation.accuracy,
+        "n": evaluation.n,
+        "unparseable": evaluation.unparseable,
+        "train_seconds": tuning.seconds,
+        "epochs": tuning.epochs,
+        "steps": tuning.steps,
+        "sequence_length": tuning.sequence_length,
+        "final_loss": tuning.history["loss"][-1],
+        "final_val_loss": tuning.history.get("val_loss", [None])[-1],
+    }
     record.update(extra)
     return json.loads(json.dumps(record, default=float))

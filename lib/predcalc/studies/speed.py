@@ -45,8 +45,9 @@ PHASES = ("train_step", "inference")
 PAPER_SPEEDUP = {"min_gru": {512: 175, 4096: 1324}, "min_lstm": {512: 235, 4096: 1361}}
 
 
-def interleaved_timings(candidates: Mapping[str, Callable[[], object]], repeats: int = 5,
-                        warmup: int = 1) -> dict[str, list[float]]:
+def interleaved_timings(
+    candidates: Mapping[str, Callable[[], object]], repeats: int = 5, warmup: int = 1
+) -> dict[str, list[float]]:
     """Times each zero-argument callable ``repeats`` times, interleaved.
 
     Every callable first runs ``warmup`` times untimed (tracing, caches). Then round ``r``
@@ -107,7 +108,6 @@ def peak_memory(fn: Callable[[], object]) -> dict[str, int]:
 def build_layer(kind: str, units: int):
     """The recurrent layer of ``kind`` (one of ``KINDS``) returning its last state."""
 
-
     if kind == "keras_gru":
         return keras.layers.GRU(units)
     if kind == "keras_lstm":
@@ -116,8 +116,9 @@ def build_layer(kind: str, units: int):
         cls = MinGRU if kind.startswith("min_gru_") else MinLSTM
         path = kind.rsplit("_", 1)[1]
         if path == "scan":
-            return keras.Sequential([cls(units, return_sequences=True), keras.layers.Lambda(lambda h: h[:, -1])],
-                                    name=f"{kind}_last_step")
+            return keras.Sequential(
+                [cls(units, return_sequences=True), keras.layers.Lambda(lambda h: h[:, -1])], name=f"{kind}_last_step"
+            )
         if path in ("parallel", "step"):
             return cls(units, parallel=path == "parallel")
     raise ValueError(f"unknown kind; choose one of {', '.join(KINDS)}. Received: kind={kind!r}")
@@ -140,8 +141,7 @@ class Bench:
         return self.model.predict_on_batch(self.x)
 
 
-def make_bench(kind: str, length: int, batch: int = 8, units: int = 32, features: int = 4,
-               seed: int = 0) -> Bench:
+def make_bench(kind: str, length: int, batch: int = 8, units: int = 32, features: int = 4, seed: int = 0) -> Bench:
     """``Input((length, features)) -> layer(units) -> Dense(1)``, Adam + MSE, no XLA."""
 
     if length < 1 or batch < 1:
@@ -155,8 +155,17 @@ def make_bench(kind: str, length: int, batch: int = 8, units: int = 32, features
     return Bench(kind, length, model, x, y)
 
 
-def profile(lengths=(64, 256), kinds=KINDS, repeats: int = 5, warmup: int = 1, batch: int = 8,
-            units: int = 32, features: int = 4, memory: bool = True, progress: bool = False) -> list[dict]:
+def profile(
+    lengths=(64, 256),
+    kinds=KINDS,
+    repeats: int = 5,
+    warmup: int = 1,
+    batch: int = 8,
+    units: int = 32,
+    features: int = 4,
+    memory: bool = True,
+    progress: bool = False,
+) -> list[dict]:
     """Median train-step and inference seconds of every kind at every length.
 
     At each length the kinds' timings are interleaved (``interleaved_timings``), so the
@@ -175,9 +184,14 @@ def profile(lengths=(64, 256), kinds=KINDS, repeats: int = 5, warmup: int = 1, b
         infer = interleaved_timings({k: b.inference for k, b in benches.items()}, repeats, warmup)
         train_median, infer_median = medians(train), medians(infer)
         for kind, bench in benches.items():
-            record = {"length": int(length), "kind": kind, "train_step": train_median[kind],
-                      "inference": infer_median[kind], "train_step_times": train[kind],
-                      "inference_times": infer[kind]}
+            record = {
+                "length": int(length),
+                "kind": kind,
+                "train_step": train_median[kind],
+                "inference": infer_median[kind],
+                "train_step_times": train[kind],
+                "inference_times": infer[kind],
+            }
             if memory:
                 record["memory"] = peak_memory(bench.train_step)
             records.append(record)

@@ -31,8 +31,14 @@ from tqdm.auto import tqdm
 from predcalc.layers import Mamba, MinGRU, MinLSTM
 
 SERIES = ("sunspots", "co2")
-MODELS = {"lstm": "Keras LSTM", "gru": "Keras GRU", "simple_rnn": "Keras SimpleRNN",
-          "min_gru": "minGRU", "min_lstm": "minLSTM", "mamba": "Mamba"}
+MODELS = {
+    "lstm": "Keras LSTM",
+    "gru": "Keras GRU",
+    "simple_rnn": "Keras SimpleRNN",
+    "min_gru": "minGRU",
+    "min_lstm": "minLSTM",
+    "mamba": "Mamba",
+}
 
 
 def load_series(name: str) -> np.ndarray:
@@ -103,8 +109,7 @@ class Windows:
         return {"train": len(self.y_train), "validation": len(self.y_val), "test": len(self.y_test)}
 
 
-def chronological_split(series, k: int, train: float = 0.7, validation: float = 0.15,
-                        target: str = "level") -> Windows:
+def chronological_split(series, k: int, train: float = 0.7, validation: float = 0.15, target: str = "level") -> Windows:
     """Windows of ``k`` past values; targets split in time order ``train | validation | test``.
 
     The boundaries are on the series: values ``[0, n_train)`` are training targets (and the
@@ -113,8 +118,10 @@ def chronological_split(series, k: int, train: float = 0.7, validation: float = 
     """
     series = np.asarray(series, dtype="float64")
     if not (0 < train < 1 and 0 <= validation < 1 and train + validation < 1):
-        raise ValueError(f"train and validation must be fractions with train + validation < 1. "
-                         f"Received: train={train}, validation={validation}")
+        raise ValueError(
+            f"train and validation must be fractions with train + validation < 1. "
+            f"Received: train={train}, validation={validation}"
+        )
     if target not in ("level", "change"):
         raise ValueError(f'target must be "level" or "change". Received: target={target!r}')
     n = len(series)
@@ -129,17 +136,24 @@ def chronological_split(series, k: int, train: float = 0.7, validation: float = 
         index = np.arange(k, n)  # position of each target in the series
     else:
         change = np.diff(series)  # change[j] = series[j + 1] - series[j]
-        mean = float(change[:n_train - 1].mean())
-        std = float(change[:n_train - 1].std()) or 1.0
+        mean = float(change[: n_train - 1].mean())
+        std = float(change[: n_train - 1].std()) or 1.0
         x, y = make_windows((change - mean) / std, k)
         index = np.arange(k + 1, n)  # y[i] = change[i + k] is the step into series[i + k + 1]
-    parts = {"train": index < n_train, "val": (index >= n_train) & (index < n_train + n_val),
-             "test": index >= n_train + n_val}
-    return Windows(k=int(k), mean=mean, std=std,
-                   **{f"{axis}_{part}": arr[mask] for part, mask in parts.items()
-                      for axis, arr in (("x", x), ("y", y))},
-                   **{f"{part}_index": index[mask] for part, mask in parts.items()},
-                   target=target, series=series.copy())
+    parts = {
+        "train": index < n_train,
+        "val": (index >= n_train) & (index < n_train + n_val),
+        "test": index >= n_train + n_val,
+    }
+    return Windows(
+        k=int(k),
+        mean=mean,
+        std=std,
+        **{f"{axis}_{part}": arr[mask] for part, mask in parts.items() for axis, arr in (("x", x), ("y", y))},
+        **{f"{part}_index": index[mask] for part, mask in parts.items()},
+        target=target,
+        series=series.copy(),
+    )
 
 
 def naive_forecast(x) -> np.ndarray:
@@ -166,7 +180,7 @@ def ar_forecast(series, n_train: int, index, max_lag: int = 24, difference: bool
 
     series = np.asarray(series, dtype="float64")
     values = np.diff(series) if difference else series
-    fit_on = values[:n_train - 1] if difference else values[:n_train]
+    fit_on = values[: n_train - 1] if difference else values[:n_train]
     order = ar_select_order(fit_on, maxlag=max_lag, ic="bic", trend="c").ar_lags
     lags = int(max(order)) if order else 0
     fitted = AutoReg(fit_on, lags=lags, trend="c").fit()
@@ -184,9 +198,12 @@ def baselines(name: str, windows: Windows, n_train: int) -> dict:
     truth = windows.truth("test")
     index = windows.test_index
     series = windows.series
-    out = {"naive (last value)": forecast_metrics(truth, series[index - 1]),
-           f"seasonal naive ({SEASONS[name]})": forecast_metrics(truth, seasonal_naive_forecast(
-               series, index, SEASONS[name]))}
+    out = {
+        "naive (last value)": forecast_metrics(truth, series[index - 1]),
+        f"seasonal naive ({SEASONS[name]})": forecast_metrics(
+            truth, seasonal_naive_forecast(series, index, SEASONS[name])
+        ),
+    }
     for difference, label in ((False, "AR on levels"), (True, "AR on changes")):
         forecast, info = ar_forecast(series, n_train, index, difference=difference)
         out[f"{label} (p={info['lags']})"] = forecast_metrics(truth, forecast)
@@ -196,7 +213,7 @@ def baselines(name: str, windows: Windows, n_train: int) -> dict:
 def forecast_metrics(truth, prediction) -> dict[str, float]:
     """``{"mae", "rmse"}`` of a forecast."""
     error = np.asarray(prediction, dtype="float64") - np.asarray(truth, dtype="float64")
-    return {"mae": float(np.mean(np.abs(error))), "rmse": float(np.sqrt(np.mean(error ** 2)))}
+    return {"mae": float(np.mean(np.abs(error))), "rmse": float(np.sqrt(np.mean(error**2)))}
 
 
 def build_model(name: str, k: int, units: int = 32, seed: int = 0, learning_rate: float = 3e-3):
@@ -208,10 +225,14 @@ def build_model(name: str, k: int, units: int = 32, seed: int = 0, learning_rate
     ``name`` is a key of ``MODELS``.
     """
 
-
-    layers = {"lstm": lambda: keras.layers.LSTM(units), "gru": lambda: keras.layers.GRU(units),
-              "simple_rnn": lambda: keras.layers.SimpleRNN(units), "min_gru": lambda: MinGRU(units),
-              "min_lstm": lambda: MinLSTM(units), "mamba": lambda: Mamba(units, parallel=False)}
+    layers = {
+        "lstm": lambda: keras.layers.LSTM(units),
+        "gru": lambda: keras.layers.GRU(units),
+        "simple_rnn": lambda: keras.layers.SimpleRNN(units),
+        "min_gru": lambda: MinGRU(units),
+        "min_lstm": lambda: MinLSTM(units),
+        "mamba": lambda: Mamba(units, parallel=False),
+    }
     if name not in layers:
         raise ValueError(f"unknown model; choose one of {', '.join(MODELS)}. Received: name={name!r}")
     keras.utils.set_random_seed(seed)
@@ -220,20 +241,40 @@ def build_model(name: str, k: int, units: int = 32, seed: int = 0, learning_rate
     return model
 
 
-def fit_and_evaluate(name: str, windows: Windows, seed: int = 0, epochs: int = 20, batch_size: int = 32,
-                     units: int = 32, patience: int = 10) -> dict:
+def fit_and_evaluate(
+    name: str,
+    windows: Windows,
+    seed: int = 0,
+    epochs: int = 20,
+    batch_size: int = 32,
+    units: int = 32,
+    patience: int = 10,
+) -> dict:
     """Trains one model on the training windows (early stopping on validation loss) and
     returns its test metrics in the series' units plus the test forecast."""
 
     model = build_model(name, windows.k, units, seed)
     callbacks = [keras.callbacks.EarlyStopping(patience=patience, restore_best_weights=True)]
-    history = model.fit(windows.x_train[..., None], windows.y_train, epochs=epochs, batch_size=batch_size,
-                        validation_data=(windows.x_val[..., None], windows.y_val), callbacks=callbacks,
-                        verbose=0, shuffle=True)
+    history = model.fit(
+        windows.x_train[..., None],
+        windows.y_train,
+        epochs=epochs,
+        batch_size=batch_size,
+        validation_data=(windows.x_val[..., None], windows.y_val),
+        callbacks=callbacks,
+        verbose=0,
+        shuffle=True,
+    )
     prediction = windows.levels(model.predict(windows.x_test[..., None], verbose=0)[:, 0], "test")
-    return {"model": name, "seed": int(seed), "epochs": len(history.history["loss"]),
-            "params": int(model.count_params()), "target": windows.target,
-            **forecast_metrics(windows.truth("test"), prediction), "forecast": prediction.tolist()}
+    return {
+        "model": name,
+        "seed": int(seed),
+        "epochs": len(history.history["loss"]),
+        "params": int(model.count_params()),
+        "target": windows.target,
+        **forecast_metrics(windows.truth("test"), prediction),
+        "forecast": prediction.tolist(),
+    }
 
 
 def fit_all(data: dict, models, seeds, **fit_kwargs) -> list[dict]:
@@ -253,9 +294,18 @@ def summarise(runs: list[dict]) -> pd.DataFrame:
     """Per (series, model): mean and standard deviation over seeds of the test MAE and RMSE (0 for
     one seed), mean epochs and the parameter count; models by their display name."""
     frame = pd.DataFrame([{key: value for key, value in run.items() if key != "forecast"} for run in runs])
-    summary = frame.groupby(["series", "model"], sort=False).agg(
-        MAE=("mae", "mean"), MAE_std=("mae", "std"), RMSE=("rmse", "mean"), RMSE_std=("rmse", "std"),
-        epochs=("epochs", "mean"), params=("params", "first")).reset_index()
+    summary = (
+        frame.groupby(["series", "model"], sort=False)
+        .agg(
+            MAE=("mae", "mean"),
+            MAE_std=("mae", "std"),
+            RMSE=("rmse", "mean"),
+            RMSE_std=("rmse", "std"),
+            epochs=("epochs", "mean"),
+            params=("params", "first"),
+        )
+        .reset_index()
+    )
     summary["model"] = summary["model"].map(MODELS)
     return summary.fillna({"MAE_std": 0.0, "RMSE_std": 0.0})
 
@@ -263,11 +313,17 @@ def summarise(runs: list[dict]) -> pd.DataFrame:
 def results_table(summary, baselines: dict) -> pd.DataFrame:
     """The networks' ``summary`` and every baseline per series, best MAE first, with the MAE as a
     share of the naive last-value forecast's."""
-    naive_rows = pd.DataFrame([{"series": s, "model": f"baseline: {label}", "MAE": m["mae"], "RMSE": m["rmse"],
-                                "params": 0} for s, named in baselines.items() for label, m in named.items()])
+    naive_rows = pd.DataFrame(
+        [
+            {"series": s, "model": f"baseline: {label}", "MAE": m["mae"], "RMSE": m["rmse"], "params": 0}
+            for s, named in baselines.items()
+            for label, m in named.items()
+        ]
+    )
     table = pd.concat([pd.DataFrame(summary), naive_rows]).sort_values(["series", "MAE"]).reset_index(drop=True)
     table["MAE / naive"] = table.MAE / table.series.map(
-        {s: named["naive (last value)"]["mae"] for s, named in baselines.items()})
+        {s: named["naive (last value)"]["mae"] for s, named in baselines.items()}
+    )
     return table
 
 
@@ -282,8 +338,9 @@ def plot_forecasts(data: dict, summary, runs: list[dict]):
         axis.plot(windows.test_index, windows.truth("test"), "k-", lw=1.5, label="observed")
         axis.plot(windows.test_index, windows.series[windows.test_index - 1], ":", label="naive (last value)")
         axis.plot(windows.test_index, forecast, "-", label=f"{best} (first seed)")
-        axis.set(title=f"{name}: test segment, one step ahead", xlabel="position in the series (years / months)",
-                 ylabel=name)
+        axis.set(
+            title=f"{name}: test segment, one step ahead", xlabel="position in the series (years / months)", ylabel=name
+        )
         axis.legend(fontsize=8)
     return figure
 
@@ -306,30 +363,45 @@ def conclusion(table, baselines: dict, data: dict, target: str, seeds, epochs: i
             f"strongest baseline is {strongest_label} with MAE {strongest['mae']:.3f}; the best network is {top.model} "
             f"with MAE {top.MAE:.3f}{spread}; {len(beat)} of {len(networks)} networks beat every baseline"
             + (" by more than their spread over seeds" if len(seeds) > 1 else "")
-            + (f" ({', '.join(beat.model)})." if len(beat) else
-               f": none does, so on this series the {strongest_label} is the better forecaster at this data size "
-               "(a few hundred training windows) and training budget."))
+            + (
+                f" ({', '.join(beat.model)})."
+                if len(beat)
+                else f": none does, so on this series the {strongest_label} is the better forecaster at this data size "
+                "(a few hundred training windows) and training budget."
+            )
+        )
     extrapolate = [name for name, w in data.items() if w.truth("test").min() > w.truth("train").max()]
     if extrapolate:
-        parts.append(f"Every test value of {', '.join(extrapolate)} lies above every training target, so a model "
-                     "must extrapolate the trend beyond the values it was fitted on.")
+        parts.append(
+            f"Every test value of {', '.join(extrapolate)} lies above every training target, so a model "
+            "must extrapolate the trend beyond the values it was fitted on."
+        )
     if len(seeds) > 1:
-        parts.append(f"Means ± standard deviations over {len(seeds)} seeds, at most {epochs} epochs with early "
-                     "stopping.")
+        parts.append(
+            f"Means ± standard deviations over {len(seeds)} seeds, at most {epochs} epochs with early stopping."
+        )
     else:
-        parts.append(f"One seed and at most {epochs} epochs: this shows that every model trains and is scored in "
-                     "the same frame, not which is best; the full profile (5 seeds, 200 epochs with early stopping) "
-                     "gives the means and spreads to compare.")
+        parts.append(
+            f"One seed and at most {epochs} epochs: this shows that every model trains and is scored in "
+            "the same frame, not which is best; the full profile (5 seeds, 200 epochs with early stopping) "
+            "gives the means and spreads to compare."
+        )
     return " ".join(parts) + (
         " The last-value forecast is hard to beat one step ahead on a series that moves little per step relative to "
-        "its level; on a cycle such as the sunspots' a model can learn the turning points.")
+        "its level; on a cycle such as the sunspots' a model can learn the turning points."
+    )
 
 
 def study_entry(data: dict, baselines: dict, target: str, runs: list[dict], summary) -> tuple[dict, dict]:
     """The study's ``timeseries`` entry of ``metrics.json`` (every run with its forecast, the summary,
     the baselines, the windows per split) and its ``data`` (the windows per series and split)."""
-    entry = {"naive": {name: named["naive (last value)"] for name, named in baselines.items()},
-             "baselines": baselines, "target": target, "runs": runs, "summary": summary.to_dict("records"),
-             "counts": {name: w.counts() for name, w in data.items()}}
+    entry = {
+        "naive": {name: named["naive (last value)"] for name, named in baselines.items()},
+        "baselines": baselines,
+        "target": target,
+        "runs": runs,
+        "summary": summary.to_dict("records"),
+        "counts": {name: w.counts() for name, w in data.items()},
+    }
     counts = {f"{name}_{split}": c for name, w in data.items() for split, c in w.counts().items()}
     return entry, {"seed": 0, "counts": counts}

@@ -55,7 +55,7 @@ def state_gradients(network, x, y) -> dict:
         loss = ops.sum((prediction - y) ** 2)
     gradients = tape.gradient(loss, history)
     norms = {}
-    for index, label in enumerate(["h", "c"][:len(sizes)]):
+    for index, label in enumerate(["h", "c"][: len(sizes)]):
         per_step = np.stack([np.linalg.norm(ops.convert_to_numpy(g[index]), axis=-1) for g in gradients], axis=1)
         norms[label] = per_step[:, ::-1]  # (batch, k): column k is step T - k
     return norms
@@ -80,10 +80,12 @@ def ratio_rows(at_init: dict, trained: dict, ks=(1, 10, 14)) -> list[dict]:
 
 def plot_ratios(at_init: dict, trained: dict, train_epochs: int):
     figure, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
-    for axis, (title, measured) in zip(axes, (("at initialisation", at_init), (f"after {train_epochs} epochs", trained))):
+    for axis, (title, measured) in zip(
+        axes, (("at initialisation", at_init), (f"after {train_epochs} epochs", trained))
+    ):
         for name, values in measured.items():
             length = len(values["h"])
-            line, = axis.plot(range(length), values["h"], marker="o", markersize=3, label=f"{name}: h")
+            (line,) = axis.plot(range(length), values["h"], marker="o", markersize=3, label=f"{name}: h")
             if "c" in values:
                 axis.plot(range(length), values["c"], linestyle="--", color=line.get_color(), label=f"{name}: c")
         axis.axvspan(length - 5 - 0.5, length - 0.5, color="grey", alpha=0.12)
@@ -108,6 +110,7 @@ def lstm_step_jacobians(lstm_cell, x_one) -> dict:
     sequence = lstm_cell.gate_sequence(x_one)  # every f, i, C_tilde, o, C, h: (1, T, units)
     length, units = x_one.shape[1], sequence["h"].shape[-1]
     zeros = ops.zeros((1, units))
+
     def state_at(key, t):  # t = 0: the zero initial state
         return zeros if t == 0 else sequence[key][:, t - 1]
 
@@ -127,8 +130,12 @@ def lstm_step_jacobians(lstm_cell, x_one) -> dict:
         partial_gap.append(np.max(np.abs(np.diag(jacobian) - f_t)))
         partial_offdiag.append(np.max(np.abs(jacobian[off])))
         total_offdiag.append(np.linalg.norm(jacobian_total - np.diag(f_t)) / np.linalg.norm(f_t))
-    return {"partial_gap": partial_gap, "partial_offdiag": partial_offdiag, "total_offdiag": total_offdiag,
-            "sequence": sequence}
+    return {
+        "partial_gap": partial_gap,
+        "partial_offdiag": partial_offdiag,
+        "total_offdiag": total_offdiag,
+        "sequence": sequence,
+    }
 
 
 def cell_path_and_total(cell, x, k: int) -> tuple[float, float]:
@@ -150,8 +157,10 @@ def cell_path_and_total(cell, x, k: int) -> tuple[float, float]:
 def plot_cell_path(paths: dict, ks, probe_text: str):
     figure, axis = plt.subplots(figsize=(6, 3.8))
     for label, values in paths.items():
-        line, = axis.plot(ks, [v[0] for v in values], linestyle="--", label=f"{label}: ||prod f|| (cell path)")
-        axis.plot(ks, [v[1] for v in values], color=line.get_color(), label=f"{label}: ||d c_T / d c_(T-k)|| (all paths)")
+        (line,) = axis.plot(ks, [v[0] for v in values], linestyle="--", label=f"{label}: ||prod f|| (cell path)")
+        axis.plot(
+            ks, [v[1] for v in values], color=line.get_color(), label=f"{label}: ||d c_T / d c_(T-k)|| (all paths)"
+        )
     axis.set_yscale("log")
     axis.set_xlabel("k")
     axis.set_title(f"LSTM memory gradient on {probe_text!r}", fontsize=10)
@@ -163,24 +172,31 @@ def plot_cell_path(paths: dict, ks, probe_text: str):
 
 def conclusion(at_init: dict, trained: dict, jacobians: dict, paths: dict, train_epochs: int) -> str:
     """The notebook's conclusion in Markdown."""
+
     def at(measured, name, state, k):
         return measured[name][state][k]
 
     n_states = sum(len(v) for v in at_init.values())
-    lines = [f"Median gradient ratio $\\lVert \\partial L/\\partial s_{{T-k}} \\rVert / \\lVert \\partial L/\\partial s_T \\rVert$ "
-             f"at $k = 10$ and $k = 14$ (where a 3-number expression's first tokens are), at initialisation -> after "
-             f"{train_epochs} epochs:"]
+    lines = [
+        f"Median gradient ratio $\\lVert \\partial L/\\partial s_{{T-k}} \\rVert / \\lVert \\partial L/\\partial s_T \\rVert$ "
+        f"at $k = 10$ and $k = 14$ (where a 3-number expression's first tokens are), at initialisation -> after "
+        f"{train_epochs} epochs:"
+    ]
     for name in at_init:
         for state in at_init[name]:
-            lines.append(f"- {name}, {state}: {at(at_init, name, state, 10):.2g} / {at(at_init, name, state, 14):.2g} -> "
-                         f"{at(trained, name, state, 10):.2g} / {at(trained, name, state, 14):.2g}")
+            lines.append(
+                f"- {name}, {state}: {at(at_init, name, state, 10):.2g} / {at(at_init, name, state, 14):.2g} -> "
+                f"{at(trained, name, state, 10):.2g} / {at(trained, name, state, 14):.2g}"
+            )
     vanish_init = [f"{n} ({s})" for n in at_init for s in at_init[n] if at(at_init, n, s, 14) < 1]
     grow_trained = [f"{n} ({s})" for n in trained for s in trained[n] if at(trained, n, s, 14) > 1]
-    lines.append(f"\nAt initialisation the gradient shrinks with $k$ for {len(vanish_init)} of {n_states} states "
-                 f"({', '.join(vanish_init) or 'none'}); after {train_epochs} epochs it is *larger* at $k = 14$ than at "
-                 f"$k = 0$ for {len(grow_trained)} of {n_states} ({', '.join(grow_trained) or 'none'}). On these 15 tokens "
-                 f"training moves the networks away from vanishing, so a vanishing gradient alone does not explain a "
-                 f"model that under-weights the first numbers: compare the measured term weights in 02-05.")
+    lines.append(
+        f"\nAt initialisation the gradient shrinks with $k$ for {len(vanish_init)} of {n_states} states "
+        f"({', '.join(vanish_init) or 'none'}); after {train_epochs} epochs it is *larger* at $k = 14$ than at "
+        f"$k = 0$ for {len(grow_trained)} of {n_states} ({', '.join(grow_trained) or 'none'}). On these 15 tokens "
+        f"training moves the networks away from vanishing, so a vanishing gradient alone does not explain a "
+        f"model that under-weights the first numbers: compare the measured term weights in 02-05."
+    )
     init_path, trained_path = paths["at initialisation"], paths[f"after {train_epochs} epochs"]
     total_offdiag = jacobians["total_offdiag"]
     lines.append(
@@ -190,5 +206,6 @@ def conclusion(at_init: dict, trained: dict, jacobians: dict, paths: dict, train
         f"$h_{{t-1}}$ the total derivative differs from it by {np.min(total_offdiag):.2g} to {np.max(total_offdiag):.2g} "
         f"(relative). Over $k = 14$ steps the forget-gate product has norm {init_path[-1][0]:.2g} at initialisation "
         f"and {trained_path[-1][0]:.2g} after training, against {init_path[-1][1]:.2g} and {trained_path[-1][1]:.2g} for "
-        f"the full $d c_T / d c_{{T-k}}$.")
+        f"the full $d c_T / d c_{{T-k}}$."
+    )
     return "\n".join(lines)

@@ -68,8 +68,11 @@ class Results:
         profile = json.loads(info.read_text()).get("profile") if info.is_file() else None
         for name, model in stored.get("models", {}).items():
             if name not in self.models:
-                self.kept[name] = {**model, "kept_from": model.get("kept_from") or {
-                    "created": stored.get("created"), "profile": profile, "parameters": stored.get("parameters")}}
+                self.kept[name] = {
+                    **model,
+                    "kept_from": model.get("kept_from")
+                    or {"created": stored.get("created"), "profile": profile, "parameters": stored.get("parameters")},
+                }
         return sorted(self.kept)
 
     @classmethod
@@ -86,9 +89,15 @@ class Results:
             if name not in stored or not path.is_file():
                 continue
             spec, runs = get_spec(name), stored[name]["runs"]
-            trained = TrainedModel(spec=spec, model=keras.saving.load_model(path), tokenizer=make_tokenizer(spec),
-                                   seed=runs[0]["seed"], history={}, epochs=runs[0]["epochs"],
-                                   seconds=runs[0].get("train_seconds", 0.0))
+            trained = TrainedModel(
+                spec=spec,
+                model=keras.saving.load_model(path),
+                tokenizer=make_tokenizer(spec),
+                seed=runs[0]["seed"],
+                history={},
+                epochs=runs[0]["epochs"],
+                seconds=runs[0].get("train_seconds", 0.0),
+            )
             _, predictions = evaluate(trained, protocol.test_sets())
             results.models[name] = ModelResults(first=trained, predictions=predictions, runs=list(runs))
         return results
@@ -134,11 +143,18 @@ class Results:
             "parameters": parameters,
             "data": {"seed": self.protocol.seed, "counts": self.protocol.counts()},
             "models": {
-                name: {"label": r.spec.label, "family": r.spec.family, "seed_row": r.spec.seed_row,
-                       "tokenizer": r.spec.tokenizer, "params": r.first.params, "runs": r.runs,
-                       "export": self.exports.get(name)}
+                name: {
+                    "label": r.spec.label,
+                    "family": r.spec.family,
+                    "seed_row": r.spec.seed_row,
+                    "tokenizer": r.spec.tokenizer,
+                    "params": r.first.params,
+                    "runs": r.runs,
+                    "export": self.exports.get(name),
+                }
                 for name, r in self.models.items()
-            } | {name: model for name, model in self.kept.items() if name not in self.models},
+            }
+            | {name: model for name, model in self.kept.items() if name not in self.models},
         }
 
     def write(self, directory, notebook: str, parameters: dict) -> Path:
@@ -154,21 +170,33 @@ def draw_losses(axis, models) -> None:
     handles = []
     for result in models:
         history = result.first.history
-        line, = axis.plot(history.get("loss", []), label=result.spec.shown_label)
+        (line,) = axis.plot(history.get("loss", []), label=result.spec.shown_label)
         if "val_loss" in history:
             axis.plot(history["val_loss"], linestyle="--", color=line.get_color())
         handles.append(line)
-    handles += [Line2D([], [], color="grey", label="train"),
-                Line2D([], [], color="grey", linestyle="--", label="validation")]
+    handles += [
+        Line2D([], [], color="grey", label="train"),
+        Line2D([], [], color="grey", linestyle="--", label="validation"),
+    ]
     axis.set_yscale("log")
     axis.set_xlabel("epoch")
     axis.legend(handles=handles, fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.2), frameon=False)
 
 
-def run_seeds(model_names, protocol: Protocol, seeds=(0,), epochs: int = 200, patience: int = 20,
-              batch_size: int = 32, learning_rate: float = 1e-3, model_kwargs: dict | None = None,
-              progress: bool = True, extra_test_sets: dict | None = None, workers: int = 1,
-              checkpoints=None) -> Results:
+def run_seeds(
+    model_names,
+    protocol: Protocol,
+    seeds=(0,),
+    epochs: int = 200,
+    patience: int = 20,
+    batch_size: int = 32,
+    learning_rate: float = 1e-3,
+    model_kwargs: dict | None = None,
+    progress: bool = True,
+    extra_test_sets: dict | None = None,
+    workers: int = 1,
+    checkpoints=None,
+) -> Results:
     """Train and evaluate each model once per seed on the protocol.
 
     Args:
@@ -195,9 +223,19 @@ def run_seeds(model_names, protocol: Protocol, seeds=(0,), epochs: int = 200, pa
     if clash:
         raise ValueError(f"extra_test_sets must not reuse the protocol's names. Received: {sorted(clash)}")
     test_sets = {**protocol.test_sets(), **(extra_test_sets or {})}
-    jobs = [dict(name=name, seed=seed, epochs=epochs, patience=patience, batch_size=batch_size,
-                 learning_rate=learning_rate, model_kwargs=(model_kwargs or {}).get(name))
-            for name in model_names for seed in seeds]
+    jobs = [
+        dict(
+            name=name,
+            seed=seed,
+            epochs=epochs,
+            patience=patience,
+            batch_size=batch_size,
+            learning_rate=learning_rate,
+            model_kwargs=(model_kwargs or {}).get(name),
+        )
+        for name in model_names
+        for seed in seeds
+    ]
     results = Results(protocol=protocol)
     folder = checkpoints if checkpoints is not None else os.environ.get(CHECKPOINTS_VARIABLE)
     store = _Checkpoints(Path(folder), protocol, test_sets) if folder else None
@@ -212,8 +250,7 @@ def run_seeds(model_names, protocol: Protocol, seeds=(0,), epochs: int = 200, pa
                 if store:
                     store.save(jobs[index], outcomes[index])
         else:
-            _train_in_processes(jobs, missing, outcomes, protocol, test_sets, int(workers), progress, weights,
-                                store)
+            _train_in_processes(jobs, missing, outcomes, protocol, test_sets, int(workers), progress, weights, store)
         for job, outcome in zip(jobs, outcomes):
             first = _restore(job, outcome) if outcome["weights"] else None  # only a first seed saved weights
             _collect(results, job["name"], first, outcome["predictions"], outcome["record"])
@@ -281,7 +318,6 @@ def add_pretrained(results: Results, name: str, extra_test_sets: dict | None = N
     """Score a model whose builder loads trained weights (e.g. ``fnn2_seed_weights``) without
     training it, as one run (seed 0, 0 epochs) beside the trained ones in ``results``."""
 
-
     spec, model, tokenizer = build(name)
     trained = TrainedModel(spec=spec, model=model, tokenizer=tokenizer, seed=0, history={}, epochs=0, seconds=0.0)
     start = time.perf_counter()
@@ -293,8 +329,16 @@ def add_pretrained(results: Results, name: str, extra_test_sets: dict | None = N
 
 
 def _train_kwargs(job: dict, protocol: Protocol) -> TrainedModel:
-    return train(job["name"], protocol, seed=job["seed"], epochs=job["epochs"], patience=job["patience"],
-                 batch_size=job["batch_size"], learning_rate=job["learning_rate"], model_kwargs=job["model_kwargs"])
+    return train(
+        job["name"],
+        protocol,
+        seed=job["seed"],
+        epochs=job["epochs"],
+        patience=job["patience"],
+        batch_size=job["batch_size"],
+        learning_rate=job["learning_rate"],
+        model_kwargs=job["model_kwargs"],
+    )
 
 
 def _collect(results: Results, name: str, trained: TrainedModel | None, predictions: dict, record: dict) -> None:
@@ -310,22 +354,38 @@ def _train_job(job: dict, protocol: Protocol, test_sets: dict, weights: str | No
     scores, predictions = evaluate(trained, test_sets)
     if weights is not None:
         trained.model.save_weights(weights)
-    return {"record": run_record(trained, scores), "predictions": predictions, "history": trained.history,
-            "epochs": trained.epochs, "seconds": trained.seconds, "weights": weights}
+    return {
+        "record": run_record(trained, scores),
+        "predictions": predictions,
+        "history": trained.history,
+        "epochs": trained.epochs,
+        "seconds": trained.seconds,
+        "weights": weights,
+    }
 
 
-def _train_in_processes(jobs: list, missing: list, outcomes: list, protocol: Protocol, test_sets: dict,
-                        workers: int, progress: bool, weights: list, store: _Checkpoints | None) -> None:
+def _train_in_processes(
+    jobs: list,
+    missing: list,
+    outcomes: list,
+    protocol: Protocol,
+    test_sets: dict,
+    workers: int,
+    progress: bool,
+    weights: list,
+    store: _Checkpoints | None,
+) -> None:
     """Train ``jobs[i]`` for each ``i`` in ``missing``, each in a spawned process, ``workers`` at a
     time, into ``outcomes[i]`` (and the checkpoint store, as each finishes)."""
 
-
     context = multiprocessing.get_context("spawn")  # a fork would copy the parent's backend threads
     with concurrent.futures.ProcessPoolExecutor(max_workers=workers, mp_context=context) as pool:
-        futures = {pool.submit(_train_job, jobs[index], protocol, test_sets, weights[index]): index
-                   for index in missing}
-        for future in tqdm(concurrent.futures.as_completed(futures), total=len(futures), desc="train",
-                           disable=not progress):
+        futures = {
+            pool.submit(_train_job, jobs[index], protocol, test_sets, weights[index]): index for index in missing
+        }
+        for future in tqdm(
+            concurrent.futures.as_completed(futures), total=len(futures), desc="train", disable=not progress
+        ):
             index = futures[future]
             outcomes[index] = future.result()
             if store:
@@ -337,5 +397,12 @@ def _restore(job: dict, outcome: dict) -> TrainedModel:
 
     spec, model, tokenizer = build(job["name"], seed=job["seed"], **builder_arguments(job["model_kwargs"])[0])
     model.load_weights(outcome["weights"])
-    return TrainedModel(spec=spec, model=model, tokenizer=tokenizer, seed=job["seed"], history=outcome["history"],
-                        epochs=outcome["epochs"], seconds=outcome["seconds"])
+    return TrainedModel(
+        spec=spec,
+        model=model,
+        tokenizer=tokenizer,
+        seed=job["seed"],
+        history=outcome["history"],
+        epochs=outcome["epochs"],
+        seconds=outcome["seconds"],
+    )

@@ -68,8 +68,12 @@ def seed_schedule(epochs: int, steps_per_epoch: int, peak: float = SEED_PEAK_LEA
     to ``peak``, then cosine decay to 10 % of the peak over the remaining epochs."""
     warmup = (epochs // 10 + 1) * steps_per_epoch
     return keras.optimizers.schedules.CosineDecay(
-        initial_learning_rate=0.0, decay_steps=max(epochs * steps_per_epoch - warmup, 1), alpha=0.1,
-        warmup_target=peak, warmup_steps=warmup)
+        initial_learning_rate=0.0,
+        decay_steps=max(epochs * steps_per_epoch - warmup, 1),
+        alpha=0.1,
+        warmup_target=peak,
+        warmup_steps=warmup,
+    )
 
 
 @dataclasses.dataclass(frozen=True)
@@ -112,8 +116,11 @@ def _adam_cosine(learning_rate, steps, epochs, peak):
 def _adamw_cosine(learning_rate, steps, epochs, peak):
     """AdamW, linear warm-up over the first 5 % of steps to ``learning_rate``, then cosine decay to 0."""
     schedule = keras.optimizers.schedules.CosineDecay(
-        initial_learning_rate=0.0, decay_steps=max(steps, 1), warmup_target=learning_rate,
-        warmup_steps=max(steps // 20, 1))
+        initial_learning_rate=0.0,
+        decay_steps=max(steps, 1),
+        warmup_target=learning_rate,
+        warmup_steps=max(steps // 20, 1),
+    )
     return keras.optimizers.AdamW(learning_rate=schedule)
 
 
@@ -124,30 +131,43 @@ def _adamw_seed(learning_rate, steps, epochs, peak):
     is for the other models)."""
     epochs = epochs or 1
     schedule = seed_schedule(epochs, max(steps // epochs, 1), peak=peak)
-    return keras.optimizers.AdamW(learning_rate=schedule, weight_decay=4e-3, beta_1=0.85, beta_2=0.999,
-                                  clipnorm=1.0)
+    return keras.optimizers.AdamW(learning_rate=schedule, weight_decay=4e-3, beta_1=0.85, beta_2=0.999, clipnorm=1.0)
 
 
 def seed_peak(spec: ModelSpec, override: float | None = None) -> float | None:
     """The peak learning rate ``spec`` trains with: ``override``, else the spec's own, else its
     recipe's default (None for a recipe without a peak)."""
     recipe = OPTIMIZERS[spec.optimizer.name]
-    return next((float(rate) for rate in (override, spec.optimizer.peak_learning_rate, recipe.default_peak)
-                 if rate is not None), None)
+    return next(
+        (
+            float(rate)
+            for rate in (override, spec.optimizer.peak_learning_rate, recipe.default_peak)
+            if rate is not None
+        ),
+        None,
+    )
 
 
-def make_optimizer(spec: ModelSpec, learning_rate: float, steps: int, epochs: int | None = None,
-                   peak_learning_rate: float | None = None):
+def make_optimizer(
+    spec: ModelSpec,
+    learning_rate: float,
+    steps: int,
+    epochs: int | None = None,
+    peak_learning_rate: float | None = None,
+):
     """The Keras optimizer of ``spec``'s recipe (:data:`OPTIMIZERS`), ``steps`` long; a recipe with a
     peak (``adamw_seed``) peaks at ``peak_learning_rate``, else the spec's, else its default."""
     if spec.optimizer.name not in OPTIMIZERS:
-        raise ValueError(f"unknown optimizer {spec.optimizer.name!r} of {spec.name}; registered: "
-                         f"{', '.join(OPTIMIZERS)}")
+        raise ValueError(
+            f"unknown optimizer {spec.optimizer.name!r} of {spec.name}; registered: {', '.join(OPTIMIZERS)}"
+        )
     recipe = OPTIMIZERS[spec.optimizer.name]
     if peak_learning_rate is not None and recipe.default_peak is None:
         peaked = ", ".join(name for name, r in OPTIMIZERS.items() if r.default_peak is not None)
-        raise ValueError(f"peak_learning_rate sets the schedule of {peaked} models; {spec.name} trains with "
-                         f"{spec.optimizer.name!r}. Received: peak_learning_rate={peak_learning_rate}")
+        raise ValueError(
+            f"peak_learning_rate sets the schedule of {peaked} models; {spec.name} trains with "
+            f"{spec.optimizer.name!r}. Received: peak_learning_rate={peak_learning_rate}"
+        )
     peak = seed_peak(spec, peak_learning_rate)
     if peak is not None and not peak > 0:
         raise ValueError(f"peak_learning_rate must be positive. Received: {peak_learning_rate}")
@@ -162,9 +182,19 @@ def builder_arguments(model_kwargs: dict | None) -> tuple[dict, float | None]:
     return builder_kwargs, builder_kwargs.pop("peak_learning_rate", None)
 
 
-def train(name: str, protocol: Protocol, seed: int = 0, epochs: int = 200, batch_size: int = 32,
-          patience: int = 20, learning_rate: float = 1e-3, model_kwargs: dict | None = None,
-          verbose: int = 0, callbacks=(), peak_learning_rate: float | None = None) -> TrainedModel:
+def train(
+    name: str,
+    protocol: Protocol,
+    seed: int = 0,
+    epochs: int = 200,
+    batch_size: int = 32,
+    patience: int = 20,
+    learning_rate: float = 1e-3,
+    model_kwargs: dict | None = None,
+    verbose: int = 0,
+    callbacks=(),
+    peak_learning_rate: float | None = None,
+) -> TrainedModel:
     """Fit a registered model on the protocol's training split.
 
     Early stopping watches the validation loss and restores the best weights; a spec's ``finish``
@@ -182,18 +212,34 @@ def train(name: str, protocol: Protocol, seed: int = 0, epochs: int = 200, batch
     x_val = tokenizer.encode_batch(protocol.validation.expressions)
     y_val = spec.encode_targets(protocol.validation.values, tokenizer)
     steps = epochs * int(np.ceil(len(x_train) / batch_size))
-    model.compile(optimizer=make_optimizer(spec, learning_rate, steps, epochs=epochs,
-                                           peak_learning_rate=peak_learning_rate), loss=spec.loss)
+    model.compile(
+        optimizer=make_optimizer(spec, learning_rate, steps, epochs=epochs, peak_learning_rate=peak_learning_rate),
+        loss=spec.loss,
+    )
     stopper = keras.callbacks.EarlyStopping(monitor="val_loss", patience=patience, restore_best_weights=True)
     start = time.perf_counter()
-    history = model.fit(x_train, y_train, validation_data=(x_val, y_val), epochs=epochs, batch_size=batch_size,
-                        shuffle=True, verbose=verbose, callbacks=[stopper, *callbacks])
+    history = model.fit(
+        x_train,
+        y_train,
+        validation_data=(x_val, y_val),
+        epochs=epochs,
+        batch_size=batch_size,
+        shuffle=True,
+        verbose=verbose,
+        callbacks=[stopper, *callbacks],
+    )
     if spec.finish is not None:
         spec.finish(model, x_train, y_train)
     seconds = time.perf_counter() - start
-    return TrainedModel(spec=spec, model=model, tokenizer=tokenizer, seed=seed,
-                        history={k: [float(v) for v in vs] for k, vs in history.history.items()},
-                        epochs=len(history.history["loss"]), seconds=seconds)
+    return TrainedModel(
+        spec=spec,
+        model=model,
+        tokenizer=tokenizer,
+        seed=seed,
+        history={k: [float(v) for v in vs] for k, vs in history.history.items()},
+        epochs=len(history.history["loss"]),
+        seconds=seconds,
+    )
 
 
 def evaluate(trained: TrainedModel, test_sets: dict[str, Split]) -> tuple[dict, dict]:
@@ -207,5 +253,10 @@ def evaluate(trained: TrainedModel, test_sets: dict[str, Split]) -> tuple[dict, 
 
 def run_record(trained: TrainedModel, metrics: dict) -> dict:
     """The JSON record of one training run."""
-    return {"seed": trained.seed, "epochs": trained.epochs, "train_seconds": round(trained.seconds, 3),
-            "best_val_loss": min(trained.history.get("val_loss", [float("nan")])), "metrics": metrics}
+    return {
+        "seed": trained.seed,
+        "epochs": trained.epochs,
+        "train_seconds": round(trained.seconds, 3),
+        "best_val_loss": min(trained.history.get("val_loss", [float("nan")])),
+        "metrics": metrics,
+    }

@@ -129,8 +129,10 @@ def mean_baseline(runs: list[dict]) -> dict:
     if not runs:
         raise ValueError("the baseline has no runs")
     return {
-        test_set: {name: float(np.mean([run[test_set][name] for run in runs]))
-                   for name in {n for s, n in SCORE_TERMS if s == test_set}}
+        test_set: {
+            name: float(np.mean([run[test_set][name] for run in runs]))
+            for name in {n for s, n in SCORE_TERMS if s == test_set}
+        }
         for test_set in {s for s, _ in SCORE_TERMS}
     }
 
@@ -153,10 +155,12 @@ def seed_baseline(runs: list[dict]) -> dict:
         n_in, n_out = run["in"]["n"], run["out"]["n"]
         return (run["in"]["mre_seed"] * n_in + run["out"]["mre_seed"] * n_out) / (n_in + n_out)
 
-    return {"in": float(np.mean([r["in"]["mae"] for r in runs])) ** 2,
-            "out22": float(np.mean([r["out22"]["mae"] for r in runs])) ** 2,
-            "long4": float(np.mean([r["long4"]["mae"] for r in runs])) ** 2,
-            "rel": float(np.mean([rel(r) for r in runs])) ** 2}
+    return {
+        "in": float(np.mean([r["in"]["mae"] for r in runs])) ** 2,
+        "out22": float(np.mean([r["out22"]["mae"] for r in runs])) ** 2,
+        "long4": float(np.mean([r["long4"]["mae"] for r in runs])) ** 2,
+        "rel": float(np.mean([rel(r) for r in runs])) ** 2,
+    }
 
 
 #: The seed's two definitions of "MAE long" (see ``report.anchors.SEED_ROWS``): the record key of each.
@@ -166,11 +170,15 @@ SEED_LONG = {"signed": "signed", "absolute": "mae"}
 def seed_score(metrics: dict, baseline: dict, long: str = "signed") -> float:
     """The seed's benchmark of one run: seed MRE over all out, and the long4 term signed (``FNN_FNN2.py``)
     or absolute (``long="absolute"``, the transformer notebooks' per-run cell)."""
-    terms = (("in", metrics["in"]["mae"]), ("out22", metrics["out22"]["mae"]),
-             ("long4", metrics["long4"][SEED_LONG[long]]), ("rel", metrics["out"]["mre_seed"]))
+    terms = (
+        ("in", metrics["in"]["mae"]),
+        ("out22", metrics["out22"]["mae"]),
+        ("long4", metrics["long4"][SEED_LONG[long]]),
+        ("rel", metrics["out"]["mre_seed"]),
+    )
     if any(value == 0 for _, value in terms):
         return math.inf
-    return float(np.mean([baseline[key] / value ** 2 for key, value in terms]))
+    return float(np.mean([baseline[key] / value**2 for key, value in terms]))
 
 
 def seed_way(runs: list[dict], baseline: dict, long: str = "signed") -> dict:
@@ -178,12 +186,15 @@ def seed_way(runs: list[dict], baseline: dict, long: str = "signed") -> dict:
     MAE/MRE in and out (all 2,048), "MAE long" over all 700 as the seed's row defines it (``long``:
     "signed" or "absolute", see ``SEED_LONG``), score and its p-value."""
     scores = [seed_score(r, baseline, long) for r in runs]
-    return {"MAE in": float(np.mean([r["in"]["mae"] for r in runs])),
-            "MRE in": float(np.mean([r["in"]["mre_seed"] for r in runs])),
-            "MAE out": float(np.mean([r["out"]["mae"] for r in runs])),
-            "MRE out": float(np.mean([r["out"]["mre_seed"] for r in runs])),
-            "MAE long": float(np.mean([r["long"][SEED_LONG[long]] for r in runs])),
-            "score": float(np.mean(scores)), "p": log_score_p_value(scores)}
+    return {
+        "MAE in": float(np.mean([r["in"]["mae"] for r in runs])),
+        "MRE in": float(np.mean([r["in"]["mre_seed"] for r in runs])),
+        "MAE out": float(np.mean([r["out"]["mae"] for r in runs])),
+        "MRE out": float(np.mean([r["out"]["mre_seed"] for r in runs])),
+        "MAE long": float(np.mean([r["long"][SEED_LONG[long]] for r in runs])),
+        "score": float(np.mean(scores)),
+        "p": log_score_p_value(scores),
+    }
 
 
 def log_score_p_value(scores) -> float:

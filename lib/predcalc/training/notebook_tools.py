@@ -44,8 +44,9 @@ def strip(notebook) -> None:
 def refresh(path: Path, timeout: int = 1200) -> None:
     kernel_environment()
     notebook = nbformat.read(path, as_version=4)
-    NotebookClient(notebook, timeout=timeout, kernel_name="python3",
-                   resources={"metadata": {"path": str(path.parent)}}).execute()
+    NotebookClient(
+        notebook, timeout=timeout, kernel_name="python3", resources={"metadata": {"path": str(path.parent)}}
+    ).execute()
     strip(notebook)
     nbformat.write(notebook, path)
 

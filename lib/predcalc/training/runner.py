@@ -58,8 +58,16 @@ PROFILES = {
     # The smallest run that still executes every cell: what `make test-notebooks` (nbval) injects.
     # Only sizes that no checked cell (tag nbval-check-output) prints (not models, data or test-set sizes).
     # Exports: float32 LiteRT only (with SavedModel and .keras); tests/test_export.py covers the rest.
-    "smoke": {"epochs": 1, "train_epochs": 1, "control_epochs": 1, "repeats": 1, "ig_steps": 8,
-              "n_explained": 20, "export_check": 10, "export_formats": ["float32"]},
+    "smoke": {
+        "epochs": 1,
+        "train_epochs": 1,
+        "control_epochs": 1,
+        "repeats": 1,
+        "ig_steps": 8,
+        "n_explained": 20,
+        "export_check": 10,
+        "export_formats": ["float32"],
+    },
 }
 
 RUN_INFO = "run.json"
@@ -99,8 +107,11 @@ def discover(only=None, directory: Path = NOTEBOOKS) -> list[Path]:
     """
     templates = {template for template, _ in ALIASES.values()}
     notebooks = [p for p in directory.glob("*.ipynb") if not p.name.startswith("_") and p.stem not in templates]
-    notebooks += [directory / f"{alias}.ipynb" for alias, (template, _) in ALIASES.items()
-                  if (directory / f"{template}.ipynb").is_file()]
+    notebooks += [
+        directory / f"{alias}.ipynb"
+        for alias, (template, _) in ALIASES.items()
+        if (directory / f"{template}.ipynb").is_file()
+    ]
     notebooks.sort()
     if only:
         wanted = [w.removesuffix(".ipynb") for w in only]
@@ -161,9 +172,16 @@ def _execute_here(source: str, output_notebook: str, parameters: dict, cwd: str)
     """Run one notebook with papermill in this process; the error in one line, or None."""
 
     try:
-        papermill.execute_notebook(source, output_notebook, parameters=parameters, cwd=cwd,
-                                   kernel_name="python3", progress_bar=False, log_output=False,
-                                   extra_arguments=KERNEL_ARGUMENTS)
+        papermill.execute_notebook(
+            source,
+            output_notebook,
+            parameters=parameters,
+            cwd=cwd,
+            kernel_name="python3",
+            progress_bar=False,
+            log_output=False,
+            extra_arguments=KERNEL_ARGUMENTS,
+        )
     except Exception as error:  # noqa: BLE001  papermill and nbclient raise their own classes; the batch goes on
         return _one_line(error)
     return None
@@ -221,8 +239,15 @@ class _Children:
             if self.stopping:
                 raise KeyboardInterrupt
             # its own session: the terminal's Ctrl-C reaches this process only, which then ends the tree
-            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
-                                       start_new_session=True, cwd=str(ROOT), env=env)
+            process = subprocess.Popen(
+                command,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+                cwd=str(ROOT),
+                env=env,
+            )
             self.processes.add(process)
             return process
 
@@ -261,9 +286,16 @@ def kill_tree(pid: int, timeout: float = 5.0) -> None:
     psutil.wait_procs(alive, timeout=timeout)
 
 
-def execute(notebook: Path, profile: str, runs: Path = RUNS, progress_bar: bool = False,
-            failed: Path = FAILED, logs: Path = LOGS, children: _Children | None = None,
-            overrides: dict | None = None) -> Outcome:
+def execute(
+    notebook: Path,
+    profile: str,
+    runs: Path = RUNS,
+    progress_bar: bool = False,
+    failed: Path = FAILED,
+    logs: Path = LOGS,
+    children: _Children | None = None,
+    overrides: dict | None = None,
+) -> Outcome:
     """Run one notebook into ``runs/<name>/`` through a temporary folder, in a child process.
 
     Its finished (model, seed) runs are checkpointed in ``runs/.checkpoints/<name>/`` (see
@@ -285,8 +317,17 @@ def execute(notebook: Path, profile: str, runs: Path = RUNS, progress_bar: bool 
         # export folders, so it starts from a copy of the stored run
         shutil.copytree(destination, temporary, dirs_exist_ok=True)
     error_file = temporary / ".error"
-    command = [sys.executable, "-m", "predcalc.training.runner", "--execute", str(source),
-               str(temporary / notebook.name), json.dumps(parameters), str(source.parent), str(error_file)]
+    command = [
+        sys.executable,
+        "-m",
+        "predcalc.training.runner",
+        "--execute",
+        str(source),
+        str(temporary / notebook.name),
+        json.dumps(parameters),
+        str(source.parent),
+        str(error_file),
+    ]
     children = children or _Children()
     try:
         with open(logs / f"{notebook.stem}.log", "w") as log:
@@ -307,11 +348,19 @@ def execute(notebook: Path, profile: str, runs: Path = RUNS, progress_bar: bool 
         if (temporary / notebook.name).is_file():  # its figures as palette PNGs (a third of the bytes)
             compact_notebook_images(temporary / notebook.name)
         label = profile if not overrides else f"{profile} with {', '.join(f'{k}={v}' for k, v in overrides.items())}"
-        (temporary / RUN_INFO).write_text(json.dumps({
-            "profile": label, "overrides": overrides or {}, "seconds": round(seconds, 1), "error": error,
-            "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "injected": {k: relative(final) if k == "output_dir" else v for k, v in parameters.items()}},
-            indent=1))
+        (temporary / RUN_INFO).write_text(
+            json.dumps(
+                {
+                    "profile": label,
+                    "overrides": overrides or {},
+                    "seconds": round(seconds, 1),
+                    "error": error,
+                    "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+                    "injected": {k: relative(final) if k == "output_dir" else v for k, v in parameters.items()},
+                },
+                indent=1,
+            )
+        )
         if not error:  # a file whose numbers did not change stays as it was (bytes and time)
             keep_unchanged(temporary, final)
         _replace_folder(temporary, final)
@@ -333,8 +382,7 @@ def as_completed_interruptibly(futures, poll: float = 0.25, tick=None):
     """
     pending = set(futures)
     while pending:
-        done, pending = concurrent.futures.wait(pending, timeout=poll,
-                                                return_when=concurrent.futures.FIRST_COMPLETED)
+        done, pending = concurrent.futures.wait(pending, timeout=poll, return_when=concurrent.futures.FIRST_COMPLETED)
         if tick is not None:
             tick()
         yield from done
@@ -363,9 +411,18 @@ def main_thread_signals():
     return signal.signal(signal.SIGTERM, handler)
 
 
-def run(only=None, profile: str = "quick", workers: int = 1, runs: Path | None = None,
-        notebooks_dir: Path = NOTEBOOKS, failed: Path = FAILED, logs: Path = LOGS,
-        progress: bool = True, report=None, overrides: dict | None = None) -> list[Outcome]:
+def run(
+    only=None,
+    profile: str = "quick",
+    workers: int = 1,
+    runs: Path | None = None,
+    notebooks_dir: Path = NOTEBOOKS,
+    failed: Path = FAILED,
+    logs: Path = LOGS,
+    progress: bool = True,
+    report=None,
+    overrides: dict | None = None,
+) -> list[Outcome]:
     """Execute the notebooks, ``workers`` at a time, under one progress bar.
 
     ``runs`` defaults to :func:`predcalc.paths.runs_for` (build/runs/ for quick, reports/runs/ for
@@ -389,11 +446,18 @@ def run(only=None, profile: str = "quick", workers: int = 1, runs: Path | None =
     children = _Children()
     previous = main_thread_signals()
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers)
-    bar = tqdm(total=len(notebooks), desc=f"{profile} run", unit="notebook", disable=not progress,
-               bar_format="{desc}: notebook {n_fmt} of {total_fmt} |{bar}| elapsed {elapsed}, left ~{remaining}"
-                          "{postfix}", dynamic_ncols=True)
+    bar = tqdm(
+        total=len(notebooks),
+        desc=f"{profile} run",
+        unit="notebook",
+        disable=not progress,
+        bar_format="{desc}: notebook {n_fmt} of {total_fmt} |{bar}| elapsed {elapsed}, left ~{remaining}{postfix}",
+        dynamic_ncols=True,
+    )
     try:
-        futures = {pool.submit(execute, nb, profile, runs, False, failed, logs, children, overrides): nb for nb in notebooks}
+        futures = {
+            pool.submit(execute, nb, profile, runs, False, failed, logs, children, overrides): nb for nb in notebooks
+        }
         bar.set_postfix_str(", ".join(nb.stem for nb in notebooks[:workers]))
         # elapsed keeps counting: each second on a terminal, each minute in a log file (one line a minute)
         clock = _every(1.0 if sys.stderr.isatty() else 60.0, bar.refresh) if progress else None

@@ -85,14 +85,16 @@ def check_config(config, where: str = "the sweep config") -> dict:
     its characters); grid: a mapping of parameter -> non-empty list; seeds: null or a list of
     integers; workers: a positive integer.
     """
+
     def fail(message):
         raise SweepConfigError(f"{where}: {message}")
 
     check_keys(config, CONFIG_KEYS, "sweep", fail)
     config = dict(config)
     name = config.get("name")
-    if name is not None and (not isinstance(name, str) or not name.strip() or "/" in name or "\\" in name
-                             or name.startswith(".")):
+    if name is not None and (
+        not isinstance(name, str) or not name.strip() or "/" in name or "\\" in name or name.startswith(".")
+    ):
         fail(f"'name' is a folder name (text without '/', not starting with '.'). Received: {name!r}")
     notebooks = config.get("notebooks")
     if isinstance(notebooks, str):
@@ -111,13 +113,17 @@ def check_config(config, where: str = "the sweep config") -> dict:
         if not isinstance(key, str) or not key.isidentifier():
             fail(f"grid keys are notebook parameter names. Received: {key!r}")
         if not isinstance(values, list) or not values:
-            fail(f"grid values are non-empty lists. Received: {key}={values!r}"
-                 + (f" (write {key}: [{values!r}])" if not isinstance(values, (list, dict)) else ""))
+            fail(
+                f"grid values are non-empty lists. Received: {key}={values!r}"
+                + (f" (write {key}: [{values!r}])" if not isinstance(values, (list, dict)) else "")
+            )
     config["grid"] = grid
     seeds = config.get("seeds")
     if seeds is not None and (not isinstance(seeds, list) or not seeds or not all(is_int(x) for x in seeds)):
-        fail(f"'seeds' is a non-empty list of integers. Received: {seeds!r}"
-             + (f" (write seeds: [{seeds}])" if is_int(seeds) else ""))
+        fail(
+            f"'seeds' is a non-empty list of integers. Received: {seeds!r}"
+            + (f" (write seeds: [{seeds}])" if is_int(seeds) else "")
+        )
     config["seeds"] = seeds
     if "workers" in config and not (is_int(config["workers"]) and config["workers"] >= 1):
         fail(f"'workers' is a positive integer. Received: {config['workers']!r}")
@@ -187,7 +193,9 @@ def _resolve(notebook: str, notebooks_dir: Path) -> Path:
     path = Path(notebook)
     if path.suffix == ".ipynb" and path.is_file():
         return path.resolve()
-    matches = sorted(p for p in Path(notebooks_dir).glob("*.ipynb") if p.stem == notebook or p.stem.startswith(notebook))
+    matches = sorted(
+        p for p in Path(notebooks_dir).glob("*.ipynb") if p.stem == notebook or p.stem.startswith(notebook)
+    )
     if not matches:
         raise ValueError(f"no notebook matches {notebook!r} in {notebooks_dir}")
     return matches[0].resolve()
@@ -208,13 +216,14 @@ def expand(config: dict, root: Path = SWEEPS, notebooks_dir: Path = NOTEBOOKS) -
         declared = set(papermill.inspect_notebook(str(path)))
         missing = [k for k in keys if k not in declared]
         if missing:
-            raise ValueError(f"{path.name} does not declare the grid parameters {missing} "
-                             f"(it declares {sorted(declared)})")
+            raise ValueError(
+                f"{path.name} does not declare the grid parameters {missing} (it declares {sorted(declared)})"
+            )
         seeds = config.get("seeds")
         if seeds and not ({"seeds", "seed"} & declared):
             raise ValueError(f"{path.name} declares neither 'seeds' nor 'seed'; remove 'seeds' from the config")
         for values in itertools.product(*(grid[k] for k in keys)):
-            for seed in (seeds or [None]):
+            for seed in seeds or [None]:
                 parameters = dict(zip(keys, values))
                 if seed is not None:
                     parameters.update({"seeds": [seed]} if "seeds" in declared else {"seed": seed})
@@ -254,9 +263,15 @@ def run_job(job: Job) -> Outcome:
         saved = os.dup(2)
         os.dup2(handle.fileno(), 2)
         try:
-            papermill.execute_notebook(str(notebook), str(folder / notebook.name), parameters=job.parameters,
-                                       cwd=str(notebook.parent), kernel_name="python3", progress_bar=False,
-                                       log_output=False)
+            papermill.execute_notebook(
+                str(notebook),
+                str(folder / notebook.name),
+                parameters=job.parameters,
+                cwd=str(notebook.parent),
+                kernel_name="python3",
+                progress_bar=False,
+                log_output=False,
+            )
             if not (folder / "metrics.json").is_file():
                 error = "the notebook ran but wrote no metrics.json into its output_dir"
         except Exception as exc:  # noqa: BLE001  papermill and nbclient raise their own classes; the sweep goes on
@@ -271,9 +286,16 @@ def run_job(job: Job) -> Outcome:
     if relative(folder) != str(folder):
         name_relative(folder, str(folder), folder)
     parameters = portable({"parameters": job.parameters})["parameters"]
-    write_json_if_changed(folder / RUN_INFO, {
-        "notebook": notebook.stem, "parameters": parameters, "seconds": round(seconds, 1), "error": error,
-        "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")})
+    write_json_if_changed(
+        folder / RUN_INFO,
+        {
+            "notebook": notebook.stem,
+            "parameters": parameters,
+            "seconds": round(seconds, 1),
+            "error": error,
+            "finished": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        },
+    )
     return Outcome(job.name, job.parameters, seconds, error)
 
 
@@ -286,16 +308,27 @@ def _dask_client(workers: int, scheduler: str | None):
     try:  # dask is optional (--engine dask), not in requirements.txt
         from dask.distributed import Client, LocalCluster
     except ImportError:
-        raise RuntimeError("--engine dask needs the optional packages dask and distributed: "
-                           "pip install dask distributed") from None
+        raise RuntimeError(
+            "--engine dask needs the optional packages dask and distributed: pip install dask distributed"
+        ) from None
     if scheduler:
         return Client(scheduler)
-    return Client(LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1",
-                               dashboard_address="127.0.0.1:0"))
+    return Client(
+        LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, host="127.0.0.1", dashboard_address="127.0.0.1:0"
+        )
+    )
 
 
-def run(config: dict, workers: int | None = None, engine: str = "process", root: Path = SWEEPS,
-        notebooks_dir: Path = NOTEBOOKS, scheduler: str | None = None, progress: bool = True) -> list[Outcome]:
+def run(
+    config: dict,
+    workers: int | None = None,
+    engine: str = "process",
+    root: Path = SWEEPS,
+    notebooks_dir: Path = NOTEBOOKS,
+    scheduler: str | None = None,
+    progress: bool = True,
+) -> list[Outcome]:
     """Runs every unfinished job of a sweep; returns one outcome per job (finished ones skipped)."""
 
     if engine not in ENGINES:
@@ -339,8 +372,18 @@ def run(config: dict, workers: int | None = None, engine: str = "process", root:
     outcomes.sort(key=lambda o: o.name)
     summary = Path(root) / config["name"] / SUMMARY
     summary.parent.mkdir(parents=True, exist_ok=True)
-    write_if_changed(summary, json.dumps({"name": config["name"], "engine": engine, "workers": workers,
-                                   "runs": [portable(dataclasses.asdict(o)) for o in outcomes]}, indent=1))
+    write_if_changed(
+        summary,
+        json.dumps(
+            {
+                "name": config["name"],
+                "engine": engine,
+                "workers": workers,
+                "runs": [portable(dataclasses.asdict(o)) for o in outcomes],
+            },
+            indent=1,
+        ),
+    )
     return outcomes
 
 
@@ -358,6 +401,11 @@ def collect(name: str, root: Path = SWEEPS) -> list[dict]:
     for folder in sorted((Path(root) / name).glob("*__*")):
         if is_finished(folder):
             info = json.loads((folder / RUN_INFO).read_text())
-            records.append({"run": folder.name, "parameters": info.get("parameters", {}),
-                            "metrics": json.loads((folder / "metrics.json").read_text())})
+            records.append(
+                {
+                    "run": folder.name,
+                    "parameters": info.get("parameters", {}),
+                    "metrics": json.loads((folder / "metrics.json").read_text()),
+                }
+            )
     return records

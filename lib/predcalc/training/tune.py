@@ -57,8 +57,24 @@ TUNE_REPORTS = paths.REPORTS / "tune"
 TUNERS = ("bayesian", "random", "hyperband")
 OBJECTIVES = {"val_loss": "min", "val_mae": "min", "val_mre": "min", "val_accuracy": "max"}
 TRAINING_HYPERPARAMETERS = ("learning_rate", "batch_size", "peak_learning_rate")
-CONFIG_KEYS = ("name", "model", "tuner", "objective", "trials", "epochs", "seeds", "space", "final", "data_seed",
-               "search_seed", "batch_size", "patience", "learning_rate", "factor", "initial_points")
+CONFIG_KEYS = (
+    "name",
+    "model",
+    "tuner",
+    "objective",
+    "trials",
+    "epochs",
+    "seeds",
+    "space",
+    "final",
+    "data_seed",
+    "search_seed",
+    "batch_size",
+    "patience",
+    "learning_rate",
+    "factor",
+    "initial_points",
+)
 FINAL_KEYS = ("seeds", "epochs", "patience")
 PROJECT = "search"
 RUNNER = "runner.json"  # in each trial's folder: the tuner (process) that ran it
@@ -75,8 +91,10 @@ def _is_number(value) -> bool:
 
 def _seeds(value, fail, key: str) -> list[int]:
     if not isinstance(value, list) or not value or not all(is_int(x) for x in value):
-        fail(f"'{key}' is a non-empty list of integers. Received: {value!r}"
-             + (f" (write {key.split('.')[-1]}: [{value}])" if is_int(value) else ""))
+        fail(
+            f"'{key}' is a non-empty list of integers. Received: {value!r}"
+            + (f" (write {key.split('.')[-1]}: [{value}])" if is_int(value) else "")
+        )
     return list(value)
 
 
@@ -100,8 +118,10 @@ def _check_dimension(name: str, spec, fail) -> dict:
         return {"choices": [float(c) for c in choices] if kinds == {int, float} else list(choices)}
     unknown = set(spec) - {"min", "max", "log", "step"}
     if unknown or "min" not in spec or "max" not in spec:
-        fail(f"space.{name} is {{choices: [...]}} or {{min: .., max: .., log: true|false, step: ..}}. "
-             f"Received keys: {sorted(spec)}")
+        fail(
+            f"space.{name} is {{choices: [...]}} or {{min: .., max: .., log: true|false, step: ..}}. "
+            f"Received keys: {sorted(spec)}"
+        )
     low, high, log = spec["min"], spec["max"], spec.get("log", False)
     if not (_is_number(low) and _is_number(high)) or not low < high:
         fail(f"space.{name}: min and max are numbers with min < max. Received: min={low!r}, max={high!r}")
@@ -123,8 +143,17 @@ def check_config(config, where: str = "the tune config") -> dict:
         raise TuneConfigError(f"{where}: {message}")
 
     check_keys(config, CONFIG_KEYS, "tune", fail)
-    config = {"tuner": "bayesian", "objective": "val_loss", "seeds": [0], "data_seed": 0, "search_seed": 0,
-              "batch_size": 32, "patience": 20, "learning_rate": 1e-3, **config}
+    config = {
+        "tuner": "bayesian",
+        "objective": "val_loss",
+        "seeds": [0],
+        "data_seed": 0,
+        "search_seed": 0,
+        "batch_size": 32,
+        "patience": 20,
+        "learning_rate": 1e-3,
+        **config,
+    }
     name = config.get("name")
     if name is not None and (not isinstance(name, str) or not name.strip() or "/" in name or name.startswith(".")):
         fail(f"'name' is a folder name (text without '/', not starting with '.'). Received: {name!r}")
@@ -170,11 +199,15 @@ def check_config(config, where: str = "the tune config") -> dict:
     for key in space:
         if key in TRAINING_HYPERPARAMETERS:
             if key == "peak_learning_rate" and spec.optimizer.name != "adamw_seed":
-                fail(f"space.peak_learning_rate sets the seed schedule of adamw_seed models; {spec.name} trains "
-                     f"with {spec.optimizer.name!r} (tune learning_rate instead)")
+                fail(
+                    f"space.peak_learning_rate sets the seed schedule of adamw_seed models; {spec.name} trains "
+                    f"with {spec.optimizer.name!r} (tune learning_rate instead)"
+                )
         elif not (key in arguments or (open_builder and isinstance(key, str) and key.isidentifier())):
-            fail(f"space.{key} is neither an argument of {spec.name}'s builder ({', '.join(arguments) or 'none'}) "
-                 f"nor one of {', '.join(TRAINING_HYPERPARAMETERS)}")
+            fail(
+                f"space.{key} is neither an argument of {spec.name}'s builder ({', '.join(arguments) or 'none'}) "
+                f"nor one of {', '.join(TRAINING_HYPERPARAMETERS)}"
+            )
     config["space"] = {key: _check_dimension(key, value, fail) for key, value in space.items()}
     final = config.get("final")
     if final is not None:
@@ -237,8 +270,10 @@ class Search:
 
     def session(self) -> dict:
         """This call's start (UTC) and seconds so far."""
-        return {"started": self.started.isoformat(timespec="seconds"),
-                "seconds": round(time.perf_counter() - self._clock, 1)}
+        return {
+            "started": self.started.isoformat(timespec="seconds"),
+            "seconds": round(time.perf_counter() - self._clock, 1),
+        }
 
     @property
     def protocol(self):
@@ -261,16 +296,29 @@ class Search:
         rows = []
         for seed in config["seeds"]:
             start = time.perf_counter()
-            trained = train(config["model"], self.protocol, seed=seed, epochs=epochs, patience=config["patience"],
-                            batch_size=int(training.get("batch_size", config["batch_size"])),
-                            learning_rate=float(training.get("learning_rate", config["learning_rate"])),
-                            model_kwargs=model_kwargs)
+            trained = train(
+                config["model"],
+                self.protocol,
+                seed=seed,
+                epochs=epochs,
+                patience=config["patience"],
+                batch_size=int(training.get("batch_size", config["batch_size"])),
+                learning_rate=float(training.get("learning_rate", config["learning_rate"])),
+                model_kwargs=model_kwargs,
+            )
             scores = evaluate(trained, {"validation": self.protocol.validation})[0]["validation"]
             loss = min(trained.history["val_loss"])
-            rows.append({"val_loss": loss if math.isfinite(loss) else 1e30, "val_mae": scores["mae"],
-                         "val_mre": scores["mre"], "val_accuracy": scores["accuracy"],
-                         "epochs": trained.epochs, "seconds": time.perf_counter() - start,
-                         "params": trained.params})
+            rows.append(
+                {
+                    "val_loss": loss if math.isfinite(loss) else 1e30,
+                    "val_mae": scores["mae"],
+                    "val_mre": scores["mre"],
+                    "val_accuracy": scores["accuracy"],
+                    "epochs": trained.epochs,
+                    "seconds": time.perf_counter() - start,
+                    "params": trained.params,
+                }
+            )
         means = {key: float(np.mean([row[key] for row in rows])) for key in rows[0]}
         return {key: (value if math.isfinite(value) else 1e30) for key, value in means.items()}
 
@@ -285,7 +333,9 @@ class Search:
 
             def run_trial(self, trial, *args, **kwargs):
                 # which tuner ran it (the chief's folder holds it where the worker shares that folder)
-                write_if_changed(Path(self.get_trial_dir(trial.trial_id)) / RUNNER, json.dumps({"tuner": self.tuner_id}))
+                write_if_changed(
+                    Path(self.get_trial_dir(trial.trial_id)) / RUNNER, json.dumps({"tuner": self.tuner_id})
+                )
                 return search.score(trial.hyperparameters.values)
 
             def on_trial_end(self, trial):
@@ -296,23 +346,33 @@ class Search:
                     search.bar.update()
 
         objective = keras_tuner.Objective(config["objective"], OBJECTIVES[config["objective"]])
-        common = dict(objective=objective, hyperparameters=hyperparameters(config["space"]), seed=config["search_seed"],
-                      tune_new_entries=False, allow_new_entries=False)
+        common = dict(
+            objective=objective,
+            hyperparameters=hyperparameters(config["space"]),
+            seed=config["search_seed"],
+            tune_new_entries=False,
+            allow_new_entries=False,
+        )
         if config["tuner"] == "hyperband":
-            oracle = keras_tuner.oracles.HyperbandOracle(max_epochs=config["epochs"], factor=config.get("factor", 3),
-                                                         **common)
+            oracle = keras_tuner.oracles.HyperbandOracle(
+                max_epochs=config["epochs"], factor=config.get("factor", 3), **common
+            )
         elif config["tuner"] == "random":
             oracle = keras_tuner.oracles.RandomSearchOracle(max_trials=config["trials"], **common)
         else:
             oracle = keras_tuner.oracles.BayesianOptimizationOracle(
-                max_trials=config["trials"], num_initial_points=config.get("initial_points"), **common)
+                max_trials=config["trials"], num_initial_points=config.get("initial_points"), **common
+            )
         self.folder.mkdir(parents=True, exist_ok=True)
         with contextlib.redirect_stdout(io.StringIO()):  # "Reloading Tuner from ..."
             tuner = ProtocolTuner(oracle=oracle, directory=str(self.folder), project_name=PROJECT, overwrite=overwrite)
         # keras-tuner reloads the oracle only with the tuner of the same id (tuner0 here, chief or a worker's
         # name in a distributed search): read it whichever process wrote it, unless the chief serves it
-        if (role() is None or "chief" in role()) and Path(oracle._get_oracle_fname()).is_file() \
-                and not Path(tuner._get_tuner_fname()).is_file():
+        if (
+            (role() is None or "chief" in role())
+            and Path(oracle._get_oracle_fname()).is_file()
+            and not Path(tuner._get_tuner_fname()).is_file()
+        ):
             oracle.reload()
         return tuner
 
@@ -325,8 +385,9 @@ class Search:
         total = self.config.get("trials")
         if role() is None:
             done = len(finished_trials(tuner.oracle))
-            self.bar = tqdm(total=total, initial=done, desc=f"tune {self.config['name']}", unit="trial",
-                            disable=not progress)
+            self.bar = tqdm(
+                total=total, initial=done, desc=f"tune {self.config['name']}", unit="trial", disable=not progress
+            )
         try:
             tuner.search(verbose=0)
         finally:
@@ -354,8 +415,11 @@ def trial_table(oracle, config: dict):
     for trial_id, trial in sorted(oracle.trials.items()):
         values = trial.hyperparameters.values
         runner = Path(oracle._get_trial_dir(trial_id)) / RUNNER
-        row = {"trial": trial_id, "status": trial.status,
-               "tuner": json.loads(runner.read_text())["tuner"] if runner.is_file() else None}
+        row = {
+            "trial": trial_id,
+            "status": trial.status,
+            "tuner": json.loads(runner.read_text())["tuner"] if runner.is_file() else None,
+        }
         row.update({name: values.get(name) for name in config["space"]})
         if "tuner/epochs" in values:
             row["budget_epochs"] = values["tuner/epochs"]
@@ -378,8 +442,9 @@ def hyperparameter_effects(table, config: dict) -> dict:
             effects[name] = None
             continue
         values = finished[name].tolist()
-        ranks = [[str(c) for c in dimension["choices"]].index(str(v)) for v in values] if "choices" in dimension \
-            else values
+        ranks = (
+            [[str(c) for c in dimension["choices"]].index(str(v)) for v in values] if "choices" in dimension else values
+        )
         rho = spearmanr(ranks, finished[config["objective"]].astype(float)).statistic
         effects[name] = None if not math.isfinite(rho) else round(float(rho), 3)
     return effects
@@ -394,18 +459,24 @@ def search_facts(folder, published: float | None = None, published_label: str = 
     config, best = summary["config"], summary["best"]
     objective = config["objective"]
     wall = sum(s["seconds"] for s in summary["sessions"])
-    facts = [f"{config['tuner']} search of {config['model']}: {summary['trials_finished']} of "
-             f"{config.get('trials', 'hyperband')} trials finished ({summary['trials_failed']} failed), "
-             f"{config['epochs']} epochs each on seed(s) {config['seeds']}, {wall / 60:.0f} min of wall time "
-             f"in {len(summary['sessions'])} call(s) ({summary['trial_seconds'] / 60:.0f} min of trial training)"]
+    facts = [
+        f"{config['tuner']} search of {config['model']}: {summary['trials_finished']} of "
+        f"{config.get('trials', 'hyperband')} trials finished ({summary['trials_failed']} failed), "
+        f"{config['epochs']} epochs each on seed(s) {config['seeds']}, {wall / 60:.0f} min of wall time "
+        f"in {len(summary['sessions'])} call(s) ({summary['trial_seconds'] / 60:.0f} min of trial training)"
+    ]
     if best is not None:
-        facts.append(f"best trial {best['trial']}: {objective} {best[objective]:.4g} with "
-                     + ", ".join(f"{k} {_short_value(v)}" for k, v in best["hyperparameters"].items()))
+        facts.append(
+            f"best trial {best['trial']}: {objective} {best[objective]:.4g} with "
+            + ", ".join(f"{k} {_short_value(v)}" for k, v in best["hyperparameters"].items())
+        )
     effects = {k: v for k, v in (summary.get("effects") or {}).items() if v is not None}
     if effects:
         ranked = sorted(effects.items(), key=lambda item: -abs(item[1]))
-        facts.append(f"rank correlation with {objective} (Spearman, {summary['trials_finished']} trials): "
-                     + ", ".join(f"{k} {v:+.2f}" for k, v in ranked))
+        facts.append(
+            f"rank correlation with {objective} (Spearman, {summary['trials_finished']} trials): "
+            + ", ".join(f"{k} {v:+.2f}" for k, v in ranked)
+        )
     for name, kind in (("metrics.json", "final"), ("probe_metrics.json", "probe")):
         if (folder / name).is_file():
             record = json.loads((folder / name).read_text())
@@ -414,9 +485,11 @@ def search_facts(folder, published: float | None = None, published_label: str = 
             mean = sum(maes) / len(maes)
             spread = f" (seeds {min(maes):.4g} to {max(maes):.4g})" if len(maes) > 1 else ""
             versus = f" against {published_label} {published}" if published is not None else ""
-            facts.append(f"{kind}: best trial trained on {len(runs)} seed(s), {record['parameters']['epochs']} "
-                         f"epochs: in-range MAE {mean:.4g}{spread}{versus}"
-                         + (" (a probe, not like for like)" if kind == "probe" else ""))
+            facts.append(
+                f"{kind}: best trial trained on {len(runs)} seed(s), {record['parameters']['epochs']} "
+                f"epochs: in-range MAE {mean:.4g}{spread}{versus}"
+                + (" (a probe, not like for like)" if kind == "probe" else "")
+            )
     return facts
 
 
@@ -471,8 +544,10 @@ def plot_trials(table, config: dict, path=None):
         axis.set_ylabel(objective)
     for index in range(len(names), rows * columns):
         axes[index // columns][index % columns].axis("off")
-    figure.suptitle(f"{config['model']}: {len(finished)} trials ({config['tuner']}), "
-                    f"{objective} against each hyperparameter", fontsize=10)
+    figure.suptitle(
+        f"{config['model']}: {len(finished)} trials ({config['tuner']}), {objective} against each hyperparameter",
+        fontsize=10,
+    )
     figure.tight_layout()
     if path is not None:
         paths.save_figure(figure, path)
@@ -493,10 +568,13 @@ def summarise(search: Search, oracle=None, record_session: bool = True) -> dict:
     previous = json.loads(summary_path.read_text()) if summary_path.is_file() else {}
     finished = table[table["status"] == "COMPLETED"] if len(table) else table
     session = search.session()
-    sessions = [s for s in previous.get("sessions", []) if s["started"] != session["started"]] \
-        + ([session] if record_session else [])
+    sessions = [s for s in previous.get("sessions", []) if s["started"] != session["started"]] + (
+        [session] if record_session else []
+    )
     summary = {
-        "name": config["name"], "model": config["model"], "config": config,
+        "name": config["name"],
+        "model": config["model"],
+        "config": config,
         "trials_finished": int(len(finished)),
         "trials_failed": int(table["status"].isin(["FAILED", "INVALID"]).sum()) if len(table) else 0,
         # a trial stopped midway (RUNNING) runs again when the search resumes
@@ -506,13 +584,19 @@ def summarise(search: Search, oracle=None, record_session: bool = True) -> dict:
         "trial_seconds": round(float(finished["seconds"].fillna(0).sum()), 1) if len(finished) else 0.0,
         "sessions": sessions,
         "effects": hyperparameter_effects(table, config),
-        "best": None if best is None else {"trial": best.trial_id, config["objective"]: best.score,
-                                           "hyperparameters": _plain(best.hyperparameters.values, config)},
+        "best": None
+        if best is None
+        else {
+            "trial": best.trial_id,
+            config["objective"]: best.score,
+            "hyperparameters": _plain(best.hyperparameters.values, config),
+        },
     }
     write_if_changed(summary_path, json.dumps(summary, indent=1) + "\n")
     if best is not None:
-        write_if_changed(folder / "best_hyperparameters.json",
-                         json.dumps(summary["best"]["hyperparameters"], indent=1) + "\n")
+        write_if_changed(
+            folder / "best_hyperparameters.json", json.dumps(summary["best"]["hyperparameters"], indent=1) + "\n"
+        )
         plot_trials(table, config, folder / "trials.png")
     return summary
 
@@ -537,15 +621,25 @@ def final_results(search: Search, progress: bool = True, probe: bool = False):
     path = search.folder / ("probe_metrics.json" if probe else "metrics.json")
     if path.is_file():  # written before for the same best trial and final stage: nothing to train
         stored = json.loads(path.read_text())
-        if stored.get("tune", {}).get("hyperparameters") == best and \
-                {k: stored["parameters"].get(k) for k in final} == final:
+        if (
+            stored.get("tune", {}).get("hyperparameters") == best
+            and {k: stored["parameters"].get(k) for k in final} == final
+        ):
             return path
     training, model_kwargs = split_hyperparameters(best)
     checkpoints = search.folder / ".checkpoints"
-    results = run_seeds([config["model"]], search.protocol, seeds=final["seeds"], epochs=final["epochs"],
-                        patience=final["patience"], batch_size=int(training.get("batch_size", config["batch_size"])),
-                        learning_rate=float(training.get("learning_rate", config["learning_rate"])),
-                        model_kwargs={config["model"]: model_kwargs}, progress=progress, checkpoints=checkpoints)
+    results = run_seeds(
+        [config["model"]],
+        search.protocol,
+        seeds=final["seeds"],
+        epochs=final["epochs"],
+        patience=final["patience"],
+        batch_size=int(training.get("batch_size", config["batch_size"])),
+        learning_rate=float(training.get("learning_rate", config["learning_rate"])),
+        model_kwargs={config["model"]: model_kwargs},
+        progress=progress,
+        checkpoints=checkpoints,
+    )
     write_metrics(search.folder, results, config, summary, final, best, probe=probe)
     shutil.rmtree(checkpoints, ignore_errors=True)
     return path
@@ -558,17 +652,31 @@ def write_metrics(folder, results, config: dict, summary: dict, final: dict, bes
     data, models (the one model, labelled as tuned, with every seed's run) and the ``tune`` entry
     (tuner, objective, trials finished, trial epochs, the best trial, its objective and
     hyperparameters, ``probe``). A probe goes to ``probe_metrics.json``, which the report does not read."""
-    record = results.to_json(f"tune/{config['name']}", {
-        "models": [config["model"]], "seeds": final["seeds"], "epochs": final["epochs"],
-        "patience": final["patience"], "batch_size": best.get("batch_size", config["batch_size"]),
-        "learning_rate": best.get("learning_rate", config["learning_rate"]),
-        "data_seed": config["data_seed"], "hyperparameters": best})
+    record = results.to_json(
+        f"tune/{config['name']}",
+        {
+            "models": [config["model"]],
+            "seeds": final["seeds"],
+            "epochs": final["epochs"],
+            "patience": final["patience"],
+            "batch_size": best.get("batch_size", config["batch_size"]),
+            "learning_rate": best.get("learning_rate", config["learning_rate"]),
+            "data_seed": config["data_seed"],
+            "hyperparameters": best,
+        },
+    )
     model = record["models"][config["model"]]
     model["label"] = f"{model['label']}, tuned ({', '.join(f'{k} {_short_value(v)}' for k, v in best.items())})"
-    record["tune"] = {"tuner": config["tuner"], "objective": config["objective"], "trials": summary["trials_finished"],
-                      "trial_epochs": config["epochs"], "best_trial": summary["best"]["trial"],
-                      "best_objective": summary["best"][config["objective"]], "hyperparameters": best,
-                      "probe": probe}
+    record["tune"] = {
+        "tuner": config["tuner"],
+        "objective": config["objective"],
+        "trials": summary["trials_finished"],
+        "trial_epochs": config["epochs"],
+        "best_trial": summary["best"]["trial"],
+        "best_objective": summary["best"][config["objective"]],
+        "hyperparameters": best,
+        "probe": probe,
+    }
     if probe:
         model["label"] += f", probe ({len(final['seeds'])} seed, {final['epochs']} epochs)"
     from predcalc.record import RunRecord  # the record only when the final stage writes it
@@ -598,8 +706,9 @@ def _free_port(host: str) -> int:
         return probe.getsockname()[1]
 
 
-def run_workers(config_path: Path, search: Search, workers: int, host: str = "127.0.0.1",
-                progress: bool = True) -> None:
+def run_workers(
+    config_path: Path, search: Search, workers: int, host: str = "127.0.0.1", progress: bool = True
+) -> None:
     """A keras-tuner chief and ``workers`` workers on this machine, each its own process, until the
     search is done; their output goes to ``build/logs/tune/NAME/``. Progress from the trial files."""
     from tqdm.auto import tqdm  # the progress bar only while a search runs
@@ -607,19 +716,38 @@ def run_workers(config_path: Path, search: Search, workers: int, host: str = "12
     port = _free_port(host)
     logs = paths.LOGS / "tune" / search.config["name"]
     logs.mkdir(parents=True, exist_ok=True)
-    command = [sys.executable, "-m", "predcalc.cli", "tune", str(config_path), "--output",
-               str(search.folder.parent), "--search-only"]
-    base = {**os.environ, "KERASTUNER_ORACLE_IP": host, "KERASTUNER_ORACLE_PORT": str(port),
-            "PYTHONPATH": os.pathsep.join(filter(None, [str(paths.ROOT / "lib"), os.environ.get("PYTHONPATH")]))}
+    command = [
+        sys.executable,
+        "-m",
+        "predcalc.cli",
+        "tune",
+        str(config_path),
+        "--output",
+        str(search.folder.parent),
+        "--search-only",
+    ]
+    base = {
+        **os.environ,
+        "KERASTUNER_ORACLE_IP": host,
+        "KERASTUNER_ORACLE_PORT": str(port),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(paths.ROOT / "lib"), os.environ.get("PYTHONPATH")])),
+    }
     processes = []
     try:
         for name in ["chief"] + [f"worker{i}" for i in range(workers)]:
             with open(logs / f"{name}.log", "w") as log:
-                processes.append(subprocess.Popen(command, env={**base, "KERASTUNER_TUNER_ID": name},
-                                                  stdout=log, stderr=subprocess.STDOUT))
+                processes.append(
+                    subprocess.Popen(
+                        command, env={**base, "KERASTUNER_TUNER_ID": name}, stdout=log, stderr=subprocess.STDOUT
+                    )
+                )
         project = search.folder / PROJECT
-        with tqdm(total=search.config.get("trials"), desc=f"tune {search.config['name']} ({workers} workers)",
-                  unit="trial", disable=not progress) as bar:
+        with tqdm(
+            total=search.config.get("trials"),
+            desc=f"tune {search.config['name']} ({workers} workers)",
+            unit="trial",
+            disable=not progress,
+        ) as bar:
             while processes[0].poll() is None:
                 bar.update(_completed_on_disk(project) - bar.n)
                 if all(p.poll() is not None for p in processes[1:]):
@@ -637,8 +765,10 @@ def run_workers(config_path: Path, search: Search, workers: int, host: str = "12
     names = ["chief"] + [f"worker{i}" for i in range(workers)]
     failed = [f"{name} (exit {p.returncode})" for name, p in zip(names, processes) if p.returncode != 0]
     if failed:
-        raise RuntimeError(f"tune {search.config['name']}: {', '.join(failed)} failed (finished trials are kept; "
-                           f"the same command resumes); logs in {relative(logs)}/")
+        raise RuntimeError(
+            f"tune {search.config['name']}: {', '.join(failed)} failed (finished trials are kept; "
+            f"the same command resumes); logs in {relative(logs)}/"
+        )
 
 
 def _completed_on_disk(project: Path) -> int:
@@ -649,8 +779,15 @@ def _completed_on_disk(project: Path) -> int:
     return count
 
 
-def run(config_path, root=TUNE_BUILD, workers: int = 1, search_only: bool = False, progress: bool = True,
-        probe: bool = False, final_only: bool = False) -> dict:
+def run(
+    config_path,
+    root=TUNE_BUILD,
+    workers: int = 1,
+    search_only: bool = False,
+    progress: bool = True,
+    probe: bool = False,
+    final_only: bool = False,
+) -> dict:
     """``predcalc tune``: search (here, on ``workers`` local processes, or as the chief or a worker
     that the environment names), then summarise and, unless ``search_only``, train the best trial
     on the final seeds. A ``probe`` runs no trial: it scores the best trial so far on the test

@@ -136,8 +136,9 @@ def verdict(record: dict, parity: str, token_output: bool, scale: float = 1.0) -
             return "unsuitable", f"differs from Keras by {record['max_abs_diff']:.2g} (> {limit:.2g})"
         return "use", "matches Keras"
     if worst < -QUANTISED_LOSS_LIMIT:
-        return "unsuitable", (f"loses {-100 * worst:.1f} points of exact accuracy "
-                              f"(limit {100 * QUANTISED_LOSS_LIMIT:.0f})")
+        return "unsuitable", (
+            f"loses {-100 * worst:.1f} points of exact accuracy (limit {100 * QUANTISED_LOSS_LIMIT:.0f})"
+        )
     return "use", f"within {100 * QUANTISED_LOSS_LIMIT:.0f} points of Keras"
 
 
@@ -146,8 +147,10 @@ def tensorflow(purpose: str = "LiteRT export"):
     import keras  # the writers only: reading an artifact needs neither Keras nor TensorFlow
 
     if keras.backend.backend() != "tensorflow":
-        raise RuntimeError(f"{purpose} needs the TensorFlow backend (KERAS_BACKEND=tensorflow); "
-                           f"this process runs {keras.backend.backend()!r}")
+        raise RuntimeError(
+            f"{purpose} needs the TensorFlow backend (KERAS_BACKEND=tensorflow); "
+            f"this process runs {keras.backend.backend()!r}"
+        )
     import absl.logging  # the TensorFlow backend's converters only; reading an artifact needs neither
     import tensorflow as tf
 
@@ -175,9 +178,13 @@ def run_child(model, arguments: list[str], data: np.ndarray | None = None, env=N
         if data is not None:
             extra = [str(Path(scratch) / "data.npy")]
             np.save(extra[0], data)
-        return subprocess.run([sys.executable, "-m", "predcalc.deploy.child", arguments[0], str(model_file),
-                               *arguments[1:], *extra], capture_output=True, text=True, env=env,
-                              timeout=CHILD_TIMEOUT)
+        return subprocess.run(
+            [sys.executable, "-m", "predcalc.deploy.child", arguments[0], str(model_file), *arguments[1:], *extra],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=CHILD_TIMEOUT,
+        )
 
 
 class ArtifactAsModel:
@@ -208,8 +215,11 @@ def error_reason(error: BaseException) -> str:
 def input_limits(spec, tokenizer, length: int | None = None) -> dict:
     """What an artifact accepts and answers: its token (or character) length and answer digits."""
     digits = spec.answer_format.digits if spec.answer_format is not None else None
-    return {"tokenizer": tokenizer.name, "max_tokens": int(length or tokenizer.length),
-            "answer_digits": digits}  # None: a regression output, any magnitude
+    return {
+        "tokenizer": tokenizer.name,
+        "max_tokens": int(length or tokenizer.length),
+        "answer_digits": digits,
+    }  # None: a regression output, any magnitude
 
 
 @dataclasses.dataclass
@@ -242,7 +252,9 @@ class ExportJob:
         for name, split in self.test_sets.items():
             values = artifact_values(self.trained.spec, runner, self.encoded[name] if inputs is None else inputs[name])
             # an answer unparseable (NaN) in both agrees; in only one, it differs without bound
-            gap = np.where(np.isnan(values) & np.isnan(self.keras_out[name]), 0.0, np.abs(values - self.keras_out[name]))
+            gap = np.where(
+                np.isnan(values) & np.isnan(self.keras_out[name]), 0.0, np.abs(values - self.keras_out[name])
+            )
             diffs.append(float(np.max(np.nan_to_num(gap, nan=np.inf))) if len(split) else 0.0)
             change[name] = exact_accuracy(split.values, values) - exact_accuracy(split.values, self.keras_out[name])
         return {"max_abs_diff": max(diffs, default=0.0), "accuracy_change": change}

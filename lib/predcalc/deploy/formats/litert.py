@@ -60,9 +60,12 @@ def converter_options(fmt: str, representative: np.ndarray | None, tf) -> dict:
         return {"optimizations": [tf.lite.Optimize.DEFAULT]}
     if fmt == "int8_16x8":
         options = converter_options("int8", representative, tf)
-        options["target_spec"] = {"supported_ops": [
-            tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8,
-            tf.lite.OpsSet.TFLITE_BUILTINS]}  # float kernels where an op has no 16x8 one
+        options["target_spec"] = {
+            "supported_ops": [
+                tf.lite.OpsSet.EXPERIMENTAL_TFLITE_BUILTINS_ACTIVATIONS_INT16_WEIGHTS_INT8,
+                tf.lite.OpsSet.TFLITE_BUILTINS,
+            ]
+        }  # float kernels where an op has no 16x8 one
         return options
     if fmt == "int8":
         if representative is None or len(representative) == 0:
@@ -96,14 +99,26 @@ def export_litert(model, path, fmt: str = "float32", representative=None, isolat
     spec = options.pop("target_spec", {})
     builtin_ops = spec.pop("supported_ops", [tf.lite.OpsSet.TFLITE_BUILTINS])
     try:
-        model.export(str(path), format="litert", input_signature=input_signature(model, tf), verbose=False,
-                     target_spec={**spec, "supported_ops": builtin_ops}, **options)
+        model.export(
+            str(path),
+            format="litert",
+            input_signature=input_signature(model, tf),
+            verbose=False,
+            target_spec={**spec, "supported_ops": builtin_ops},
+            **options,
+        )
         tf_select = False
     except Exception:  # noqa: BLE001  the converter's own error names the op without a builtin kernel
         options = converter_options(fmt, representative, tf)
         options.pop("target_spec", None)
-        model.export(str(path), format="litert", input_signature=input_signature(model, tf), verbose=False,
-                     target_spec={**spec, "supported_ops": [*builtin_ops, tf.lite.OpsSet.SELECT_TF_OPS]}, **options)
+        model.export(
+            str(path),
+            format="litert",
+            input_signature=input_signature(model, tf),
+            verbose=False,
+            target_spec={**spec, "supported_ops": [*builtin_ops, tf.lite.OpsSet.SELECT_TF_OPS]},
+            **options,
+        )
         tf_select = True
     return {"path": str(path), "bytes": path.stat().st_size, "tf_select": tf_select}
 
@@ -180,8 +195,10 @@ class Float32(LiteRT):
     def longer_inputs(self, path, info: dict) -> list[tuple[int, Path]]:
         if Path(path).name != self.filename:  # only the trained-length float32 file has longer siblings
             return []
-        found = [(length, length_variant_path(Path(path).parent, length))
-                 for length in sorted(info.get("litert_lengths", []))]
+        found = [
+            (length, length_variant_path(Path(path).parent, length))
+            for length in sorted(info.get("litert_lengths", []))
+        ]
         return [(length, longer) for length, longer in found if longer.is_file()]
 
     def export(self, job) -> dict[str, dict]:
@@ -210,8 +227,11 @@ class Float32(LiteRT):
         resized = with_input_length(trained.model, length)
         tokenizer = type(trained.tokenizer)(**{**trained.tokenizer.get_config(), "length": length})
         padded = {n: tokenizer.encode_batch(split.expressions) for n, split in job.test_sets.items()}
-        record = {**self.write(job, path, model=resized), **job.check(self.open(path), padded),
-                  "limits": input_limits(trained.spec, tokenizer)}
+        record = {
+            **self.write(job, path, model=resized),
+            **job.check(self.open(path), padded),
+            "limits": input_limits(trained.spec, tokenizer),
+        }
         return job.judge(EXACT, record, path)
 
 
@@ -222,8 +242,10 @@ class DynamicInt8(LiteRT):
         float32 = job.report.get("float32", {})
         if "bytes" in float32 and record["bytes"] >= 0.9 * float32["bytes"]:
             path.unlink(missing_ok=True)
-            record.update(verdict="unsuitable", reason="nothing was quantised: the file is float32 under another "
-                                                       "name (use model_float32.tflite)")
+            record.update(
+                verdict="unsuitable",
+                reason="nothing was quantised: the file is float32 under another name (use model_float32.tflite)",
+            )
             return record
         return super().decide(job, record, path)
 
@@ -248,8 +270,12 @@ class FullInt8(LiteRT):
             path.unlink(missing_ok=True)
             limits = {"limits": job.limits} if not tried else {}
             try:
-                record = {**self.write(job, path, setting, inputs[calibration], models[unroll]),
-                          **job.check(self.open(path)), "limits": job.limits, "variant": variant}
+                record = {
+                    **self.write(job, path, setting, inputs[calibration], models[unroll]),
+                    **job.check(self.open(path)),
+                    "limits": job.limits,
+                    "variant": variant,
+                }
             except Exception as error:  # noqa: BLE001  a crash or conversion error; the next rung may pass
                 tried.append({**job.failure(error, path, **limits), "variant": variant})
                 continue
@@ -258,8 +284,11 @@ class FullInt8(LiteRT):
                 return {self.name: {**record, **({"tried": tried} if tried else {})}}
             tried.append(record)
         path.unlink(missing_ok=True)
-        best = max((t for t in tried if "accuracy_change" in t),
-                   key=lambda t: min(t["accuracy_change"].values(), default=0.0), default=tried[0])
+        best = max(
+            (t for t in tried if "accuracy_change" in t),
+            key=lambda t: min(t["accuracy_change"].values(), default=0.0),
+            default=tried[0],
+        )
         return {self.name: {**best, "tried": [t for t in tried if t is not best]}}
 
     @staticmethod

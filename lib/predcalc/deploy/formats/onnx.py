@@ -58,8 +58,13 @@ def export_onnx(model, path, opset: int | None = None) -> dict:
         try:
             with _converter_log() as logged, warnings.catch_warnings():
                 warnings.simplefilter("ignore")
-                model.export(str(path), format="onnx", input_signature=input_signature(model, tf, batch),
-                             opset_version=opset, verbose=False)
+                model.export(
+                    str(path),
+                    format="onnx",
+                    input_signature=input_signature(model, tf, batch),
+                    opset_version=opset,
+                    verbose=False,
+                )
             unsupported = [message for message in logged if message.startswith("Unsupported ops")]
             if unsupported:  # tf2onnx logs these and still writes a file that no runtime loads
                 path.unlink(missing_ok=True)
@@ -114,8 +119,12 @@ def drop_stack_traces(path) -> None:
     onnx.save(model, str(path))
 
 
-_ONNX_TYPES = {"tensor(float)": np.float32, "tensor(int32)": np.int32, "tensor(int64)": np.int64,
-               "tensor(double)": np.float64}
+_ONNX_TYPES = {
+    "tensor(float)": np.float32,
+    "tensor(int32)": np.int32,
+    "tensor(int64)": np.int64,
+    "tensor(double)": np.float64,
+}
 
 
 def onnx_providers() -> list[str]:
@@ -139,8 +148,9 @@ class ONNXModel:
         options.intra_op_num_threads = num_threads
         options.inter_op_num_threads = 1
         options.log_severity_level = 3
-        self.session = onnxruntime.InferenceSession(str(self.path), options,
-                                                    providers=providers or ["CPUExecutionProvider"])
+        self.session = onnxruntime.InferenceSession(
+            str(self.path), options, providers=providers or ["CPUExecutionProvider"]
+        )
         self.input = self.session.get_inputs()[0]
         self.dtype = _ONNX_TYPES.get(self.input.type, np.float32)
         self.fixed_batch = self.input.shape[0] if isinstance(self.input.shape[0], int) else None
@@ -150,8 +160,12 @@ class ONNXModel:
         inputs = np.asarray(inputs).astype(self.dtype)
         if self.fixed_batch is None:
             return self.session.run(None, {self.input.name: inputs})[0]
-        return np.concatenate([self.session.run(None, {self.input.name: inputs[i:i + self.fixed_batch]})[0]
-                               for i in range(0, len(inputs), self.fixed_batch)])
+        return np.concatenate(
+            [
+                self.session.run(None, {self.input.name: inputs[i : i + self.fixed_batch]})[0]
+                for i in range(0, len(inputs), self.fixed_batch)
+            ]
+        )
 
 
 # Tried in order until one writes a file that matches Keras: (name, writer(model, path) -> info).
@@ -174,8 +188,12 @@ class ONNX(ExportFormat):
         for name, converter in CONVERTERS:
             path.unlink(missing_ok=True)
             try:
-                record = {**self.write(job, path, converter), "converter": name,
-                          **job.check(self.open(path, providers=["CPUExecutionProvider"])), "limits": job.limits}
+                record = {
+                    **self.write(job, path, converter),
+                    "converter": name,
+                    **job.check(self.open(path, providers=["CPUExecutionProvider"])),
+                    "limits": job.limits,
+                }
                 record = self.decide(job, record, path)
             except Exception as error:  # noqa: BLE001  the converter's or runtime's own error; try the next
                 record = job.failure(error, path, converter=name)

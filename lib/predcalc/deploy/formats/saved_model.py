@@ -26,7 +26,7 @@ class SavedModelRunner:
         self._loaded = tf.saved_model.load(str(self.path))  # keep the object alive for its variables
         self.function = self._loaded.signatures[signature]
         _, specs = self.function.structured_input_signature
-        (self.input_name, self.spec), = specs.items()
+        ((self.input_name, self.spec),) = specs.items()
 
     def __call__(self, inputs: np.ndarray) -> np.ndarray:
         tensor = self._tf.constant(np.asarray(inputs), dtype=self.spec.dtype)

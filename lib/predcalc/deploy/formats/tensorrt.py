@@ -25,8 +25,11 @@ class TensorRT(ExportFormat):
         return {self.name: convert_export(job.directory, precisions=("FP16",))["FP16"]}
 
     def artifacts(self, directory) -> list[tuple[str, Path]]:
-        return [(f"tensorrt_{path.name.rsplit('_', 1)[-1]}", path)
-                for path in sorted(Path(directory).glob("saved_model_trt_*")) if self.matches(path)]
+        return [
+            (f"tensorrt_{path.name.rsplit('_', 1)[-1]}", path)
+            for path in sorted(Path(directory).glob("saved_model_trt_*"))
+            if self.matches(path)
+        ]
 
     def open(self, path, num_threads: int = 1):
         return SavedModelRunner(path)
