@@ -173,19 +173,22 @@ class Engine:
         any digit is (the final state: the number is not zero)."""
         return self.chain("lead", [a], 2, 0, reverse=True, keep=0)
 
-    def lengths(self, a: np.ndarray) -> np.ndarray:
-        """Each row's significant length: how many positions the learned ``lead`` flags mark."""
-        flags, _ = self.significant(a)
-        return flags.sum(axis=1)
-
-    def trim(self, digits: np.ndarray) -> np.ndarray:
+    def cut(self, digits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Digits cut above the highest column the learned ``lead`` flags mark in any row (keeping one
-        column): moving along the array as the step's output directs, the only length decision."""
+        column), and each row's significant length (how many positions the flags mark): moving along
+        the array as the step's output directs, the only length decisions."""
         flags, _ = self.significant(digits)
         marked = flags.any(axis=0)  # over the rows: the columns some row needs (alignment of the batch)
-        if not marked.any():
-            return digits[:, :1]
-        return digits[:, : len(marked) - int(np.argmax(marked[::-1]))]
+        width = len(marked) - int(np.argmax(marked[::-1])) if marked.any() else 1
+        return digits[:, :width], flags.sum(axis=1)
+
+    def trim(self, digits: np.ndarray) -> np.ndarray:
+        """Digits cut where the learned ``lead`` flags say (:meth:`cut`)."""
+        return self.cut(digits)[0]
+
+    def lengths(self, digits: np.ndarray) -> np.ndarray:
+        """Each row's significant length, from the learned ``lead`` flags (:meth:`cut`)."""
+        return self.cut(digits)[1]
 
     def addsub(self, a: np.ndarray, b: np.ndarray, mode: np.ndarray) -> np.ndarray:
         """|a| + |b| (mode ADD) or |a| - |b| (mode SUB, with |a| >= |b|), least significant digit first,
@@ -257,14 +260,17 @@ class Engine:
         comparison sets it against y x k for k = 1..9 (the multiples from the learned ``muldigit``
         chain); the learned ``qdigit`` chain over k turns those nine comparisons into the quotient
         digit q; the learned subtraction takes y x q off the remainder. The quotient's length is
-        then the learned ``lead`` step's (:meth:`trim`)."""
+        then the learned ``lead`` step's: both come back with the columns alignment gives them (the
+        quotient x's, the remainder y's and one more), for the caller to cut (:meth:`trim`)."""
+        x, x_length = self.cut(x)  # the operands' columns and lengths, as the learned flags say
+        y, y_length = self.cut(y)
         n, wx, wy = len(x), x.shape[1], y.shape[1]
         width = wy + 1  # the remainder stays below 10 y: y's columns and one more
         product = self.times_digit(np.tile(y, (9, 1)), np.repeat(np.arange(1, 10), n))
         multiples = np.zeros((10, n, width), np.int64)  # y x k for k = 0..9
         multiples[1:] = _shift(product, 0, width).reshape(9, n, width)
         # the first quotient position per row, from the learned lengths (negative: x < y, no digit)
-        top = self.lengths(x) - self.lengths(y)
+        top = x_length - y_length
         start = np.maximum(top + 1, 0)  # the digits of x above it start the remainder (alignment)
         columns = start[:, None] + np.arange(width)[None, :]
         remainder = np.where(columns < wx, np.take_along_axis(x, np.minimum(columns, wx - 1), axis=1), 0)
@@ -280,7 +286,7 @@ class Engine:
             difference = self.addsub(brought, multiples[digit, active], np.full(rows, SUB))
             remainder[active] = difference[:, :width]
             quotient[active, position] = digit
-        return self.trim(quotient), self.trim(remainder)
+        return quotient, remainder
 
     def gcd(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Euclid's algorithm: (a, b) <- (b, a mod b) until the learned test says b is zero.
@@ -295,7 +301,7 @@ class Engine:
         for _ in range(5 * width + 1):
             if not active.size:
                 break
-            _, remainder = self.divmod(self.trim(a[active]), self.trim(b[active]))  # the rows left are narrower
+            _, remainder = self.divmod(a[active], b[active])  # cut to the rows left: narrower
             a[active], b[active] = b[active], _shift(remainder, 0, width)
             active = active[~self.is_zero(b[active])]
         stuck = np.zeros(len(a), bool)
