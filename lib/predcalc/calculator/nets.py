@@ -23,7 +23,7 @@ try:  # training needs Keras; the runtime-only install does not have it
 except ImportError:  # pragma: no cover - exercised in the runtime-only install
     keras = None
 
-HIDDEN = {"compare": 32, "addsub": 64, "sign": 32, "muldigit": 128, "xor": 8, "count": 32}
+HIDDEN = {"compare": 32, "addsub": 64, "sign": 32, "muldigit": 128, "xor": 8, "lead": 8, "qdigit": 64}
 
 
 if keras is not None:

@@ -1,6 +1,6 @@
 """Step networks that learn a rule, not a table: a value unit and a staircase of thresholds.
 
-For the digit steps (``addsub``, ``compare``, ``muldigit``) a table network memorises; these
+For the digit steps (``addsub``, ``compare``, ``muldigit``, ``qdigit``) a table network memorises; these
 networks are built so that a handful of parameters is the rule:
 
     v = round(w . phi(x) + b)                       the value unit (NAU-like: a linear unit)
@@ -10,7 +10,8 @@ networks are built so that a handful of parameters is the rule:
 
 ``phi`` encodes the inputs as numbers: digits as their values, a discrete state or mode as
 indicators, and the products the rule needs (``a x d``, ``mode x b``: the multiplicative part,
-in the spirit of NMU, given as encoding). Training is gradient descent on the value (the column
+in the spirit of NMU, given as encoding; ``qdigit``'s ``[y x k not above] x k`` and ``x q``, so
+that ``q + [not above] (k - q)`` is linear). Training is gradient descent on the value (the column
 value, an intermediate target), the thresholds (logistic, with the value's target on each side)
 and the outputs (squared error). Why it extrapolates to rows never seen: every row shares the same
 six to ten parameters; a linear unit fit to exact integer targets lands on integer weights, the
@@ -64,6 +65,12 @@ def _muldigit_features(ops, x):
     return ops.stack([a * d, a, d, carry], axis=1)
 
 
+def _qdigit_features(ops, x):
+    q, k = (ops.cast(x[:, i], "float32") for i in range(2))
+    not_less = 1.0 - ops.cast(ops.equal(x[:, 2], 1), "float32")  # the multiple y x k is not above
+    return ops.stack([q, not_less * k, not_less * q], axis=1)
+
+
 def _addsub_value(x):
     carry, mode, a, b = x.T
     return np.where(mode == 0, a + b + carry, a - b - carry)
@@ -79,10 +86,17 @@ def _muldigit_value(x):
     return a * d + carry
 
 
+def _qdigit_value(x):
+    q, k, compare = x.T
+    return np.where(compare != 1, k, q)
+
+
 RULES = {
     "addsub": Rule(_addsub_features, _addsub_value, above=1, below=1, period=10.0),
     "compare": Rule(_compare_features, _compare_value, above=1, below=1, period=1.0, centred=True),
     "muldigit": Rule(_muldigit_features, _muldigit_value, above=8, below=0, period=10.0),
+    # the value is the digit itself (0-9): no threshold is passed, the output reads the value
+    "qdigit": Rule(_qdigit_features, _qdigit_value, above=1, below=1, period=10.0),
 }
 
 

@@ -159,7 +159,7 @@ def train_rules(seed: int, expressions: int = 200, world: World = TRAINING_WORLD
     """Rung 2 of the ladder: the digit steps as rule networks and the control as pair scores factored
     over kind features (:mod:`predcalc.calculator.rules`), each on at most a third of its reachable
     inputs taken from traces of ``expressions`` short expressions (no coverage top-ups); the tiny
-    tables (sign, xor, count) on all their rows, memorised.
+    tables (sign, xor, lead) on all their rows, memorised.
 
     Returns networks, the rows each was trained on, per-step records (reachable, trained_on,
     held_out_wrong, wrong, memorised) and timings."""

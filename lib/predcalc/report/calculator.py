@@ -222,8 +222,9 @@ def results_blocks(record: dict) -> list:
             f"{study['training_box']['operators']} operators of `+ - * /`, depth at most "
             f"{study['training_box']['depth']}. Test families reach {most['digits']} digits, {most['operators']} "
             f"operators and depth {most['depth']}, scored exactly (fractions, no float) through the exported LiteRT "
-            "file. What is code: the lexer, the loop, digit alignment, splicing, and the schedule of multiplication, "
-            "long division and Euclid's algorithm (which quotient digit, how many, when a chain ends)."
+            "file. What is code: the lexer, the loop, digit alignment as the steps' outputs direct, and splicing; "
+            "which quotient digit, how many, where a chain ends and whether a number is zero are learned steps "
+            "(`qdigit`, `lead`)."
         ),
         Text(
             "What each step network saw in training, of the inputs it can meet (worst of 5 seeds; a step that saw "
