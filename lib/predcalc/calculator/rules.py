@@ -399,7 +399,7 @@ class RuleStep:
     @classmethod
     def from_model(cls, model):
         name = model.name.removesuffix("_rule")
-        if name == "control":  # factored pair scores: the same computation as the plain tables
+        if name == "control":  # relational pair scores: the same computation as the plain tables
             from predcalc.calculator.nets import DenseStep
 
             return DenseStep("control", control_tables(model.get_weights()))
