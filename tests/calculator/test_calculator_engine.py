@@ -93,8 +93,11 @@ def test_readiness_depends_only_on_the_window():
 def test_reduction_labels_regroup_runs_of_one_level():
     ready, inverse = reduction_labels(kinds("1+2+3")).T
     assert ready.tolist() == [0, 1, 0, 1, 0] and not inverse.any()
-    ready, inverse = reduction_labels(kinds("1-2-3+4")).T  # 1 - (2 + 3) and 1 - 2 - (3 - 4): after a minus, inverted
-    assert ready.tolist() == [0, 1, 0, 1, 0, 1, 0] and inverse.tolist() == [0, 0, 0, 1, 0, 1, 0]
+    ready, inverse = reduction_labels(kinds("1-2-3+4")).T  # 1 - (2 + 3): after a minus, inverted
+    assert ready.tolist() == [0, 1, 0, 1, 0, 0, 0] and inverse.tolist() == [0, 0, 0, 1, 0, 1, 0]
+    # a non-inverting operator after an inverting one of its level waits, at both levels alike
+    assert reduction_labels(kinds("1-2+3"))[:, 0].tolist() == [0, 1, 0, 0, 0]
+    assert reduction_labels(kinds("1+2-3"))[:, 0].tolist() == [0, 1, 0, 1, 0]
     assert reduction_labels(kinds("1+2*3"))[:, 0].tolist() == [0, 0, 0, 1, 0]  # * binds tighter
     assert reduction_labels(kinds("1*2-3"))[:, 0].tolist() == [0, 1, 0, 0, 0]
     ready, inverse = reduction_labels(kinds("8/2/3")).T  # 8 / (2 * 3)

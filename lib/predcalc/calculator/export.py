@@ -30,7 +30,7 @@ def export_litert(networks: dict, path, info: dict | None = None) -> Path:
     signatures = {}
     for name, model in networks.items():
         weights = [np.asarray(w) for w in model.get_weights()]
-        if model.name == "control_rule":  # factored pair scores, exported as their tables
+        if model.name == "control_rule":  # pair scores over relations, exported as their tables
             function = _signature(tf, name, control_tables(weights))
         elif model.name.endswith("_rule"):
             function = rule_signature(tf, name, weights)

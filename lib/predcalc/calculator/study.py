@@ -246,11 +246,26 @@ def step_record(records: list[dict]) -> dict:
 
 
 def adversarial_scores(paths: dict, n: int = 200) -> dict:
-    """Exact accuracy of each exported calculator (label -> .tflite) on :func:`adversarial`, forward passes."""
+    """Exact accuracy on :func:`adversarial` of each rung's exported calculators (label -> a .tflite, or
+    one per seed), forward passes: per label ``n``, ``exact`` and ``lowest_terms`` (means over seeds,
+    like every other family), ``min`` (the worst seed), ``seeds`` and ``per_seed``."""
     from predcalc.calculator.runtime import Calculator
 
     pairs = {"adversarial": adversarial(n)}
-    return {label: score_families(Calculator(path).answers, pairs)["adversarial"] for label, path in paths.items()}
+    out = {}
+    for label, files in paths.items():
+        files = [files] if isinstance(files, (str, Path)) else list(files)
+        scores = [score_families(Calculator(path).answers, pairs)["adversarial"] for path in files]
+        exact = [s["exact"] for s in scores]
+        out[label] = {
+            "n": scores[0]["n"],
+            "exact": float(np.mean(exact)),
+            "lowest_terms": float(np.mean([s["lowest_terms"] for s in scores])),
+            "min": float(min(exact)),
+            "seeds": len(scores),
+            "per_seed": exact,
+        }
+    return out
 
 
 def ladder_fields(rules_records: list[dict], bench_record: dict | None, adversarial: dict | None = None) -> dict:
@@ -297,7 +312,9 @@ def ladder_facts(record: dict) -> list[str]:
         lines.append(
             "- Adversarial digits: "
             + ", ".join(
-                f"{label} {100 * v['exact']:.1f} % of {v['n']}" for label, v in record["ladder"]["adversarial"].items()
+                f"{label} {100 * v['exact']:.1f} % of {v['n']}"
+                + (f" (mean of {v['seeds']} seeds, worst {100 * v['min']:.1f} %)" if v.get("seeds", 1) > 1 else "")
+                for label, v in record["ladder"]["adversarial"].items()
             )
             + "."
         )

@@ -288,9 +288,7 @@ def results_blocks(record: dict) -> list:
         facts.append(
             "Adversarial digits (`000...002 * 000...002`, `10^n - 1` chains, alternating 9/0 runs, quotients "
             "with many zero digits; "
-            f"{adversarial['rules']['n']} expressions): rule calculator seed 0 "
-            f"{_pct(adversarial['rules']['exact'])}, memorised {_pct(adversarial['memorised']['exact'])} "
-            "(the other seeds were not run)."
+            f"{adversarial['rules']['n']} expressions): " + _adversarial_seeds(adversarial)
         )
     if "forward" in speed:
         facts.append(
@@ -304,3 +302,19 @@ def results_blocks(record: dict) -> list:
     if facts:
         blocks.append(Bullets(facts))
     return blocks
+
+
+def _adversarial_seeds(adversarial: dict) -> str:
+    """The rule and memorised rungs' adversarial scores: the mean and worst of their seeds, or seed 0's
+    alone in a record that scored only it."""
+    seeds = adversarial["rules"].get("seeds", 1)
+    if seeds == 1:
+        return (
+            f"rule calculator seed 0 {_pct(adversarial['rules']['exact'])}, memorised "
+            f"{_pct(adversarial['memorised']['exact'])} (the other seeds were not run)."
+        )
+    return (
+        f"rule calculator {_pct(adversarial['rules']['exact'])}, memorised {_pct(adversarial['memorised']['exact'])} "
+        f"(mean of {seeds} seeds; worst seed {_pct(adversarial['rules']['min'])} and "
+        f"{_pct(adversarial['memorised']['min'])})."
+    )
