@@ -241,3 +241,18 @@ def test_the_final_stage_is_judged_by_its_seeds_not_its_mean(tmp_path, maes, ver
 
 def test_no_final_stage_no_comparison(tmp_path):
     assert tune.final_comparison(tmp_path, 0.03) is None
+
+
+def test_near_repeats_are_found_by_choices_and_a_relative_rate(tmp_path):
+    config = tune.load_config(_config(tmp_path))  # units: choices, learning_rate: a log range
+    (tmp_path / "trials.csv").write_text(
+        "trial,status,units,learning_rate,val_mae\n"
+        "0,COMPLETED,16,0.0010,2.0\n"
+        "1,COMPLETED,16,0.00105,5.0\n"  # 5 % apart: a near repeat of 0
+        "2,COMPLETED,16,0.0020,1.0\n"  # the same units, twice the rate: not
+        "3,COMPLETED,32,0.0010,3.0\n"  # another width: not
+        "4,FAILED,16,0.0010,\n"  # not finished: not
+    )
+    assert tune.repeated_trials(tmp_path, config) == [(["0", "1"], [2.0, 5.0])]
+    assert tune.repeated_trials(tmp_path, config, tolerance=0.01) == []
+

@@ -472,6 +472,31 @@ def final_comparison(folder, published: float) -> dict | None:
     }
 
 
+def repeated_trials(folder, config: dict, tolerance: float = 0.1) -> list[tuple[list[str], list[float]]]:
+    """Pairs of finished trials (``trials.csv``) that the tuner drew almost alike: every choice and
+    integer the same, every continuous value within ``tolerance`` of each other (relative). Their
+    objectives, side by side, show how noisy one trial's objective is. (ids, objectives) per pair."""
+    import pandas as pd  # tables only when a search is summarised
+
+    path = Path(folder) / "trials.csv"
+    if not path.is_file():
+        return []
+    table = pd.read_csv(path, dtype={"trial": str})
+    table = table[table["status"] == "COMPLETED"].reset_index(drop=True)
+    space = config["space"]
+    continuous = [n for n, d in space.items() if "choices" not in d and not all(map(is_int, (d["min"], d["max"])))]
+    discrete = [n for n in space if n not in continuous]
+    pairs = []
+    for i in range(len(table)):
+        for j in range(i + 1, len(table)):
+            a, b = table.iloc[i], table.iloc[j]
+            if all(a[n] == b[n] for n in discrete) and all(
+                abs(a[n] - b[n]) <= tolerance * max(abs(a[n]), abs(b[n])) for n in continuous
+            ):
+                pairs.append(([a["trial"], b["trial"]], [float(a[config["objective"]]), float(b[config["objective"]])]))
+    return pairs
+
+
 def search_facts(folder, published: float | None = None, published_label: str = "published") -> list[str]:
     """A search's results as sentences (from its ``tune.json``, and ``probe_metrics.json`` or
     ``metrics.json`` where written), for a report: trials, time, the best trial, the
@@ -499,6 +524,16 @@ def search_facts(folder, published: float | None = None, published_label: str = 
         facts.append(
             f"rank correlation with {objective} (Spearman, {summary['trials_finished']} trials): "
             + ", ".join(f"{k} {v:+.2f}" for k, v in ranked)
+        )
+    repeats = repeated_trials(folder, config)
+    if repeats:
+        facts.append(
+            "trials the tuner drew almost alike (the same choices, rates within 10 %) scored "
+            + "; ".join(
+                f"{' and '.join(trials)}: {' vs '.join(f'{v:.3g}' for v in values)}" for trials, values in repeats
+            )
+            + f" ({objective}): one trial's objective moves that much between near-identical settings (noise or a "
+            "sharp optimum; one run each cannot tell), so the ranking of close trials is weak evidence"
         )
     final = final_comparison(folder, published) if published is not None else None
     if final is not None:
