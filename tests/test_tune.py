@@ -255,4 +255,3 @@ def test_near_repeats_are_found_by_choices_and_a_relative_rate(tmp_path):
     )
     assert tune.repeated_trials(tmp_path, config) == [(["0", "1"], [2.0, 5.0])]
     assert tune.repeated_trials(tmp_path, config, tolerance=0.01) == []
-

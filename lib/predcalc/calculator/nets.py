@@ -162,7 +162,7 @@ class DenseStep:
 
 def numpy_step(model):
     """A trained step network (a table MLP, the control's pair scores, or a rule step) as a NumPy function."""
-    from predcalc.calculator.rules import RuleStep
+    from predcalc.calculator.rules import RuleStep  # rules imports nets: at call time, no import cycle
 
     return RuleStep.from_model(model) if model.name.endswith("_rule") else DenseStep.from_model(model)
 

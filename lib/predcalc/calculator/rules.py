@@ -252,7 +252,7 @@ def build_control_rule(seed: int, l2: float = 0.0) -> keras.Model:
     learned thresholds shared by every offset and output (hard forward, the logistic's gradient
     backward). Every operator pair of one relation shares its weights, so a pair never trained on
     (``/ N /``) is scored by what the pairs of its relation (``- N -``) taught."""
-    from predcalc.calculator.nets import PairwiseWindowScore
+    from predcalc.calculator.nets import PairwiseWindowScore  # nets imports rules: at call time, no import cycle
 
     step = STEPS["control"]
     keras.utils.set_random_seed(seed)
@@ -419,7 +419,7 @@ class RuleStep:
     def from_model(cls, model):
         name = model.name.removesuffix("_rule")
         if name == "control":  # relational pair scores: the same computation as the plain tables
-            from predcalc.calculator.nets import DenseStep
+            from predcalc.calculator.nets import DenseStep  # nets imports rules: at call time, no import cycle
 
             return DenseStep("control", control_tables(model.get_weights()))
         return cls(name, model.get_weights())

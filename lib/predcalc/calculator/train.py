@@ -17,6 +17,7 @@ import numpy as np
 
 from predcalc.calculator.engine import Engine
 from predcalc.calculator.nets import check_step, numpy_step, train_step
+from predcalc.calculator.rules import RULES, train_control, train_rule
 from predcalc.calculator.steps import STEPS, TableStep
 from predcalc.data.calculator_families import TRAINING_WORLD, World, draw
 
@@ -164,7 +165,6 @@ def train_rules(seed: int, expressions: int = 200, world: World = TRAINING_WORLD
     Returns networks, the rows each was trained on, per-step records (reachable, trained_on,
     held_out_wrong, wrong, memorised; the control also its training margin and level thresholds) and
     timings."""
-    from predcalc.calculator.rules import RULES, train_control, train_rule
 
     start = time.perf_counter()
     data = trace(world, expressions, seed)

@@ -21,7 +21,7 @@ from predcalc.deploy.bench import deployment_markdown
 from predcalc.paths import relative, save_figure
 from predcalc.report import findings as F
 from predcalc.report.anchors import PRIOR_REPORT, SEED_ROWS
-from predcalc.report.calculator import headline, mechanism, results_blocks, section
+from predcalc.report.calculator import calculator_lesson, headline, mechanism, results_blocks, section
 from predcalc.report.document import Bullets, Document, Figure, Section, Table, Text
 from predcalc.report.edges import edges_lines, load_suites, seed_facts, suite_blocks
 from predcalc.report.recipe_ablation import peak_probe_lines, recipe_ablation_lines
@@ -522,12 +522,7 @@ class Findings:
                 f"{_pct(worst4)} on sums of 4-digit numbers; at 40-80 terms the seeds spread widely ({spans})."
             )
         if self.study("calculator"):
-            items.append(
-                "In the calculator, small step units with designed features (digit values as numbers, a given "
-                "intermediate target and threshold period) fitted a third of their inputs and were exact on the "
-                "rest; the control, with hand-factored features, was not (worst seed in the Results' step "
-                "table)."
-            )
+            items.append(calculator_lesson(self.study("calculator")[0]))
         return Section("learned", "What we learned", [Bullets(items)])
 
     def limitations(self) -> Section:
