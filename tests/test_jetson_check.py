@@ -149,6 +149,8 @@ def test_the_summary_and_the_result_lines_come_from_the_records():
         "`fnn2/model_int8.tflite` printed `3 - -2 + 4 = 4.7`, unlike x86-64" in " ".join(jc.result_lines(record))
     )
     assert "Pins without an aarch64 wheel: numpy==2.2.6 (Python 3.10): no aarch64 wheel for Python 3.10" in text
+    record["aarch64_jetpack6_versions"] = None  # a run without them says so
+    assert "did not install the versions JetPack 6's Python 3.10 pins give" in " ".join(jc.result_lines(record))
     record["pins"].pop()
     record["aarch64_jetpack6_versions"] = {"runtime_packages": {"numpy": "2.2.6"}}
     record["artifacts"] = [{**checked[0], "jetpack6_versions": jc.jetpack6_comparison(checked[0])}]

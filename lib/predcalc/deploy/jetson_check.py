@@ -493,6 +493,11 @@ def result_lines(record: dict) -> list[str]:
         )
     elif jetpack6 and jetpack6.get("skipped"):
         lines.append(f"JetPack 6's versions were not run: {jetpack6['skipped']}.")
+    elif "aarch64_jetpack6_versions" in record and jetpack6 is None:
+        lines.append(
+            f"This run did not install the versions JetPack 6's Python {JETPACK6['python']} pins give "
+            "(`make jetson-check` installs and compares them too)."
+        )
     bare = record.get("emulation", {}).get("without_it")
     if bare:
         outcome = f"died with {bare['signal']}" if bare["signal"] else f"exited with {bare['rc']}"
