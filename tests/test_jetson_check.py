@@ -104,9 +104,22 @@ def test_the_summary_and_the_result_lines_come_from_the_records():
         "failed": [],
         "answers_identical": 3,
         "answers": 4,
-        "disagree": [{"name": "b", "answers_differ": 1, "n": 2, "exact_aarch64": 1.0, "exact_x86_64": 1.0}],
+        "disagree": [
+            {
+                "name": "b",
+                "answers_differ": 1,
+                "n": 2,
+                "exact_aarch64": 1.0,
+                "exact_x86_64": 1.0,
+                "values_differ": 0,
+                "max_abs_diff": 0.0,
+                "tolerance": pytest.approx(9e-3),
+                "value_diff_where_answers_differ": [0.0, 0.0],
+            }
+        ],
         "max_abs_diff_agreeing": 0.0,
         "skipped": ["t/model_float32.tflite"],
+        "not_recommended": [],
     }
     record = {
         "aarch64": {
@@ -123,7 +136,7 @@ def test_the_summary_and_the_result_lines_come_from_the_records():
         ],
     }
     text = " ".join(jc.result_lines(record))
-    assert "`aarch64`" in text and "1 of 2 artifacts" in text and "3 of 4 answers" in text
+    assert "`aarch64`" in text and "1 of 2 recommended artifacts" in text and "3 of 4 answers" in text
     assert "`b` differs: 1 of 2 answers, exact accuracy 100.0 % on aarch64 against 100.0 %" in text
     assert "Skipped (no file): t/model_float32.tflite" in text and "`max` CPU" not in text
     record["emulation"] = {
@@ -136,18 +149,20 @@ def test_the_summary_and_the_result_lines_come_from_the_records():
         "`fnn2/model_int8.tflite` printed `3 - -2 + 4 = 4.7`, unlike x86-64" in " ".join(jc.result_lines(record))
     )
     assert "Pins without an aarch64 wheel: numpy==2.2.6 (Python 3.10): no aarch64 wheel for Python 3.10" in text
+    record["aarch64_jetpack6_versions"] = None  # a run without them says so
+    assert "did not install the versions JetPack 6's Python 3.10 pins give" in " ".join(jc.result_lines(record))
     record["pins"].pop()
     record["aarch64_jetpack6_versions"] = {"runtime_packages": {"numpy": "2.2.6"}}
     record["artifacts"] = [{**checked[0], "jetpack6_versions": jc.jetpack6_comparison(checked[0])}]
     text = " ".join(jc.result_lines(record))
     assert "Every pin has its aarch64 wheel" in text and "no Python 3.10 ran them" in text
-    assert "(numpy 2.2.6), on the root's Python 3.11.2: 1 of 1 artifacts give the same answers" in text
+    assert "(numpy 2.2.6), on the root's Python 3.11.2: 1 of 1 recommended artifacts give the same answers" in text
 
 
 def test_recommended_artifacts_skip_an_absent_file_with_the_reason(tmp_path):
     present = tmp_path / "01_fnn" / "export" / "fnn2"
     present.mkdir(parents=True)
-    for name in ("model_float32.tflite", "model_float16.tflite", "model.onnx"):
+    for name in ("model_float32.tflite", "model_float16.tflite", "model_int8_dynamic.tflite", "model.onnx"):
         (present / name).write_bytes(b"x")
     exports = {"01_fnn/export/fnn2": "default", "06_transformer/export/t4": "transformer"}
     found = jc.recommended_artifacts(
@@ -157,14 +172,50 @@ def test_recommended_artifacts_skip_an_absent_file_with_the_reason(tmp_path):
         "calculator/model.tflite",
         "fnn2/model_float32.tflite",
         "fnn2/model_float16.tflite",
+        "fnn2/model_int8_dynamic.tflite",
         "fnn2/model.onnx",
         "t4/model_float32.tflite",
         "t4/model.onnx",
     ]
-    assert [a.runtime for a in found[1:4]] == ["LiteRT", "LiteRT", "ONNX Runtime"]
+    assert [a.runtime for a in found[1:5]] == ["LiteRT", "LiteRT", "LiteRT", "ONNX Runtime"]
+    assert [a.name for a in found if a.not_recommended] == ["fnn2/model_int8_dynamic.tflite"]
+    assert "dynamic-range int8" in found[3].not_recommended
     skipped = {a.name: a.skipped for a in found if a.skipped}
     assert set(skipped) == {"calculator/model.tflite", "t4/model_float32.tflite", "t4/model.onnx"}
     assert "no file" in skipped["t4/model.onnx"] and "predcalc export" in skipped["t4/model.onnx"]
+
+
+def test_an_artifact_not_recommended_is_recorded_apart_with_what_differs():
+    dynamic = jc.Artifact("fnn2/model_int8_dynamic.tflite", Path("d.tflite"), "LiteRT", "default", None, "why")
+    arm = {**side(answers=("9", "5"), values=(9.1, 4.6)), "expressions": ["4 + 5", "2 + 2"]}
+    host = {**side(answers=("9", "4"), values=(9.0, 4.4)), "expressions": ["4 + 5", "2 + 2"]}
+    arm["values_builtin"], host["values_builtin"] = [9.05, 4.5], [9.05, 4.5]
+    record = jc.artifact_record(dynamic, arm, host)
+    assert record["recommended"] is False and record["not_recommended"] == "why" and not record["agree"]
+    assert record["answers"]["differ"] == [
+        {
+            "expression": "2 + 2",
+            "answer_aarch64": "5",
+            "answer_x86_64": "4",
+            "value_aarch64": 4.6,
+            "value_x86_64": 4.4,
+            "value_diff": pytest.approx(0.2),
+        }
+    ]
+    assert record["builtin_kernels"]["x86_64_vs_aarch64"] == {"n": 2, "identical": 2, "max_abs_diff": 0.0}
+    assert record["builtin_kernels"]["xnnpack_vs_builtin_max_abs_diff"] == {
+        "aarch64": pytest.approx(0.1),
+        "x86_64": pytest.approx(0.1),
+    }
+    total = jc.summary([jc.artifact_record(ARTIFACT, side(), side()), record], [])
+    assert total["checked"] == 1 and total["agree"] == 1 and total["disagree"] == [] and total["answers"] == 2
+    (other,) = total["not_recommended"]
+    assert other["name"] == dynamic.name and other["answers_differ"] == 1 and other["values_differ"] == 2
+    assert other["value_diff_where_answers_differ"] == [pytest.approx(0.2)] * 2
+    assert other["builtin_kernels"]["values_differ"] == 0
+    line = jc._not_recommended_line(other)
+    assert line.startswith("Checked, not recommended for the Jetson: `fnn2/model_int8_dynamic.tflite` (why): ")
+    assert "1 of 2 answers differ" in line and "not a rounding tie" in line and "XNNPACK off" in line
 
 
 def test_the_runtime_pins_are_chosen_by_python_version(tmp_path):

@@ -12,6 +12,11 @@ records the architecture seen inside, the versions, each artifact's agreement an
 (emulated: not a latency on a Jetson). The pins for Python 3.10 (JetPack 6) are only downloaded
 for aarch64, not run: the Debian root's Python is 3.11.
 
+A format in :data:`NOT_RECOMMENDED_FORMATS` (dynamic-range int8) is run and recorded like the rest,
+with the differing answers and a second run on LiteRT's builtin kernels, but it is not a
+recommended Jetson artifact: it does not decide the check's outcome, and the record and the README
+list it apart, with its numbers.
+
 Runs as ``python -m predcalc.deploy.jetson_check`` on the host; inside the root the same module
 (``... values``) prints each artifact's raw answers. Stdlib only at import time: the root has
 NumPy and the runtimes, nothing else.
@@ -85,6 +90,23 @@ EMULATION_NOTE = (
 )
 
 
+# Checked on aarch64 but not recommended for the Jetson: LiteRT formats whose answers depend on the
+# CPU that runs the file. A dynamic-range int8 file holds int8 weights and float activations, and
+# the runtime quantises the activations while it runs; LiteRT's default delegate, XNNPACK, does so in
+# kernels of its own for each architecture. Measured by this check on fnn2's file (the record's
+# "builtin_kernels"): with the builtin kernels (XNNPACK off) x86-64 and aarch64 give the same raw
+# predictions to float32 noise; with XNNPACK most raw predictions differ, by far more than a
+# rounding tie, and so do a few answers. The export's parity against Keras (export.json: "use") was
+# measured on x86-64 only and says nothing about the Jetson's cores, so the Jetson guide recommends
+# the float32, float16 and full-integer int8 files (fixed arithmetic, the same answers here) and ONNX.
+NOT_RECOMMENDED_FORMATS = {
+    "int8_dynamic": "dynamic-range int8: the runtime quantises activations in the CPU's own kernels "
+    "(XNNPACK's differ between x86-64 and aarch64), so the export's parity against Keras, measured "
+    "on x86-64, does not carry over to the Jetson",
+}
+DIFFERING_SHOWN = 20  # differing answers listed per artifact (the count is always complete)
+
+
 class CheckError(RuntimeError):
     """A step of the check failed; the message is one line, the log holds the detail."""
 
@@ -94,13 +116,15 @@ class CheckError(RuntimeError):
 
 @dataclass(frozen=True)
 class Artifact:
-    """One file to run: ``skipped`` holds the reason where it cannot be."""
+    """One file to run: ``skipped`` holds the reason where it cannot be, ``not_recommended`` why it is
+    run and recorded but not recommended for the Jetson (:data:`NOT_RECOMMENDED_FORMATS`)."""
 
     name: str  # e.g. "fnn2/model_float32.tflite"
     path: Path
     runtime: str  # "LiteRT" or "ONNX Runtime"
     note: str
     skipped: str | None = None
+    not_recommended: str | None = None
 
     @property
     def calculator(self) -> bool:
@@ -115,7 +139,8 @@ def recommended_artifacts(
     runs: Path | None = None, calculator: Path | None = None, exports: dict | None = None
 ) -> list[Artifact]:
     """The calculator, then each recommended export's float32 LiteRT and ONNX files (skipped, with
-    the reason, where absent) and the quantised LiteRT files its export kept (marked ``use``)."""
+    the reason, where absent) and the quantised LiteRT files its export kept (marked ``use``); those
+    of :data:`NOT_RECOMMENDED_FORMATS` carry the reason they are not recommended for the Jetson."""
     from predcalc.deploy.export import (  # lazy: this module also runs inside the arm64 root, stdlib only
         LITERT_FORMATS,
         ONNX_FILE,
@@ -128,9 +153,9 @@ def recommended_artifacts(
     calculator = CALCULATOR_MODEL if calculator is None else Path(calculator)
     exports = RECOMMENDED_EXPORTS if exports is None else exports
 
-    def one(name, path, note, hint):
+    def one(name, path, note, hint, fmt=None):
         absent = None if path.is_file() else f"no file {relative(path)} ({hint})"
-        return Artifact(name, path, runtime_of(path), note, absent)
+        return Artifact(name, path, runtime_of(path), note, absent, NOT_RECOMMENDED_FORMATS.get(fmt))
 
     found = [
         one(f"calculator/{calculator.name}", calculator, "the learned calculator", "the calculator notebook exports it")
@@ -141,7 +166,7 @@ def recommended_artifacts(
         hint = f"`predcalc export {relative(directory / 'model.keras')}` writes it"
         found.append(one(f"{model}/model_float32.tflite", artifact_path(directory, "float32"), note, hint))
         found += [
-            one(f"{model}/{artifact_path(directory, fmt).name}", artifact_path(directory, fmt), note, hint)
+            one(f"{model}/{artifact_path(directory, fmt).name}", artifact_path(directory, fmt), note, hint, fmt)
             for fmt in LITERT_FORMATS[1:]
             if artifact_path(directory, fmt).is_file()
         ]
@@ -283,15 +308,22 @@ def artifact_record(artifact: Artifact, arm: dict, host: dict) -> dict:
     """One artifact's entry: what each install printed and computed, and whether they agree.
 
     ``arm`` and ``host`` hold ``predict`` (stdout), ``evaluate`` (its JSON metrics), ``answers``
-    (the texts of ``--output``), ``values`` (raw predictions, value models only), ``stderr`` (what
-    the commands wrote there) and ``wall_s`` (per command), or ``error`` where a command failed.
+    (the texts of ``--output``) with ``expressions`` (its first column), ``values`` (raw
+    predictions, value models only), ``values_builtin`` (the same on LiteRT's builtin kernels, for
+    a LiteRT file not recommended), ``stderr`` (what the commands wrote there) and ``wall_s`` (per
+    command), or ``error`` where a command failed.
     """
+    head = {
+        "name": artifact.name,
+        "file": _relative(artifact.path),
+        "runtime": artifact.runtime,
+        "note": artifact.note,
+        "recommended": artifact.not_recommended is None,
+        **({"not_recommended": artifact.not_recommended} if artifact.not_recommended else {}),
+    }
     if "error" in arm or "error" in host:
         return {
-            "name": artifact.name,
-            "file": _relative(artifact.path),
-            "runtime": artifact.runtime,
-            "note": artifact.note,
+            **head,
             "agree": False,
             "error": {side: run["error"] for side, run in (("aarch64", arm), ("x86_64", host)) if "error" in run},
         }
@@ -299,14 +331,7 @@ def artifact_record(artifact: Artifact, arm: dict, host: dict) -> dict:
         side: {k: run["evaluate"][k] for k in METRIC_KEYS if k in run["evaluate"]}
         for side, run in (("aarch64", arm), ("x86_64", host))
     }
-    record = {
-        "name": artifact.name,
-        "file": _relative(artifact.path),
-        "runtime": artifact.runtime,
-        "note": artifact.note,
-        "evaluate": metrics,
-        "answers": compare_answers(arm["answers"], host["answers"]),
-    }
+    record = {**head, "evaluate": metrics, "answers": compare_answers(arm["answers"], host["answers"])}
     if arm.get("values") is not None:
         from predcalc.deploy.export import PARITY_RELATIVE_DIFF
 
@@ -314,6 +339,19 @@ def artifact_record(artifact: Artifact, arm: dict, host: dict) -> dict:
         finite = [abs(v) for v in host["values"] if math.isfinite(v)]
         tolerance = PARITY_RELATIVE_DIFF * max([1.0, *finite])  # export's float32 parity: last bits differ
         record["values"].update(tolerance=tolerance, within=record["values"]["max_abs_diff"] <= tolerance)
+    differ = differing_answers(arm, host)
+    if differ:
+        record["answers"]["differ"] = differ[:DIFFERING_SHOWN]
+    if arm.get("values_builtin") is not None and host.get("values_builtin") is not None:
+        record["builtin_kernels"] = {
+            "what": "raw predictions on LiteRT's builtin kernels (its default XNNPACK delegate off), "
+            "on both sides, and how far XNNPACK moves each side's",
+            "x86_64_vs_aarch64": compare_values(arm["values_builtin"], host["values_builtin"]),
+            "xnnpack_vs_builtin_max_abs_diff": {
+                side: compare_values(run["values"], run["values_builtin"])["max_abs_diff"]
+                for side, run in (("aarch64", arm), ("x86_64", host))
+            },
+        }
     record["predict"] = compare_predict(arm["predict"], host["predict"], record.get("values", {}).get("tolerance"))
     record["evaluate"]["same"] = all(metrics["aarch64"].get(k) == metrics["x86_64"].get(k) for k in EXACT_KEYS)
     record["evaluate"]["exact_change"] = metrics["aarch64"]["exact"] - metrics["x86_64"]["exact"]
@@ -328,30 +366,74 @@ def artifact_record(artifact: Artifact, arm: dict, host: dict) -> dict:
     return record
 
 
+def differing_answers(arm: dict, host: dict) -> list[dict]:
+    """Each answer the two sides wrote differently: the expression, both answers and, for a value
+    model, both raw predictions and how far apart they are (a rounding tie would be ~1e-6 apart)."""
+    expressions = arm.get("expressions") or [None] * len(arm["answers"])
+    found = []
+    for i, (expression, a, h) in enumerate(zip(expressions, arm["answers"], host["answers"], strict=True)):
+        if a == h:
+            continue
+        entry = {"expression": expression, "answer_aarch64": a, "answer_x86_64": h}
+        if arm.get("values") is not None and host.get("values") is not None:
+            entry.update(value_aarch64=arm["values"][i], value_x86_64=host["values"][i])
+            entry["value_diff"] = abs(arm["values"][i] - host["values"][i])
+        found.append(entry)
+    return found
+
+
 def summary(artifacts: list[dict], skipped: list[dict]) -> dict:
-    """How many artifacts were run and agree, the largest raw difference among those that agree, how
-    the others differ, which were skipped."""
-    diffs = [a["values"]["max_abs_diff"] for a in artifacts if "values" in a and a["agree"]]
+    """The recommended artifacts (they decide the outcome): how many were run and agree, the largest
+    raw difference among those that agree, how the others differ, which were skipped; then those
+    run but not recommended (``not_recommended``), with how they differ."""
+    recommended = [a for a in artifacts if a.get("recommended", True)]
+    diffs = [a["values"]["max_abs_diff"] for a in recommended if "values" in a and a["agree"]]
     return {
-        "checked": len(artifacts),
-        "agree": sum(a["agree"] for a in artifacts),
-        "disagree": [
-            {
-                "name": a["name"],
-                "answers_differ": a["answers"]["n"] - a["answers"]["identical"],
-                "n": a["answers"]["n"],
-                "exact_aarch64": a["evaluate"]["aarch64"]["exact"],
-                "exact_x86_64": a["evaluate"]["x86_64"]["exact"],
-            }
-            for a in artifacts
-            if not a["agree"] and "error" not in a
-        ],
-        "failed": [a["name"] for a in artifacts if "error" in a],
-        "answers_identical": sum(a["answers"]["identical"] for a in artifacts if "answers" in a),
-        "answers": sum(a["answers"]["n"] for a in artifacts if "answers" in a),
+        "checked": len(recommended),
+        "agree": sum(a["agree"] for a in recommended),
+        "disagree": [_difference(a) for a in recommended if not a["agree"] and "error" not in a],
+        "failed": [a["name"] for a in recommended if "error" in a],
+        "answers_identical": sum(a["answers"]["identical"] for a in recommended if "answers" in a),
+        "answers": sum(a["answers"]["n"] for a in recommended if "answers" in a),
         "max_abs_diff_agreeing": max(diffs) if diffs else None,
         "skipped": [s["name"] for s in skipped],
+        "not_recommended": [
+            {**_difference(a), "reason": a["not_recommended"], "agree": a["agree"]}
+            for a in artifacts
+            if not a.get("recommended", True)
+        ],
     }
+
+
+def _difference(artifact: dict) -> dict:
+    """How one artifact's two sides differ, in numbers (its name only where a command failed)."""
+    if "error" in artifact:
+        return {"name": artifact["name"], "error": artifact["error"]}
+    found = {
+        "name": artifact["name"],
+        "answers_differ": artifact["answers"]["n"] - artifact["answers"]["identical"],
+        "n": artifact["answers"]["n"],
+        "exact_aarch64": artifact["evaluate"]["aarch64"]["exact"],
+        "exact_x86_64": artifact["evaluate"]["x86_64"]["exact"],
+    }
+    if "values" in artifact:
+        values = artifact["values"]
+        found.update(
+            values_differ=values["n"] - values["identical"],
+            max_abs_diff=values["max_abs_diff"],
+            tolerance=values["tolerance"],
+        )
+        gaps = [d["value_diff"] for d in artifact["answers"].get("differ", []) if "value_diff" in d]
+        if gaps:
+            found["value_diff_where_answers_differ"] = [min(gaps), max(gaps)]
+    if "builtin_kernels" in artifact:
+        kernels = artifact["builtin_kernels"]
+        found["builtin_kernels"] = {
+            "values_differ": kernels["x86_64_vs_aarch64"]["n"] - kernels["x86_64_vs_aarch64"]["identical"],
+            "max_abs_diff": kernels["x86_64_vs_aarch64"]["max_abs_diff"],
+            "xnnpack_vs_builtin_max_abs_diff": kernels["xnnpack_vs_builtin_max_abs_diff"],
+        }
+    return found
 
 
 def result_lines(record: dict) -> list[str]:
@@ -364,8 +446,8 @@ def result_lines(record: dict) -> list[str]:
         + "."
     ]
     lines.append(
-        f"{total['agree']} of {total['checked']} artifacts give the same answers as the x86-64 full "
-        f"install ({total['answers_identical']:,} of {total['answers']:,} answers identical in all"
+        f"{total['agree']} of {total['checked']} recommended artifacts give the same answers as the x86-64 "
+        f"full install ({total['answers_identical']:,} of {total['answers']:,} answers identical in all"
         + (
             f"; among those that agree, raw predictions differ by at most {total['max_abs_diff_agreeing']:.2g}"
             if total["max_abs_diff_agreeing"] is not None
@@ -383,6 +465,8 @@ def result_lines(record: dict) -> list[str]:
         lines.append("Failed to run: " + ", ".join(total["failed"]) + ".")
     if total["skipped"]:
         lines.append("Skipped (no file): " + ", ".join(total["skipped"]) + ".")
+    for other in total.get("not_recommended", []):
+        lines.append(_not_recommended_line(other))
     times = [a["wall_s"]["aarch64_emulated"]["predict"] for a in record.get("artifacts", []) if "wall_s" in a]
     if times:
         lines.append(
@@ -390,19 +474,30 @@ def result_lines(record: dict) -> list[str]:
             "emulation (qemu-user on the shared x86-64 machine: not a latency on a Jetson)."
         )
     jetpack6 = record.get("aarch64_jetpack6_versions")
-    compared = [a["jetpack6_versions"] for a in record.get("artifacts", []) if "jetpack6_versions" in a]
+    compared = [a for a in record.get("artifacts", []) if "jetpack6_versions" in a and a.get("recommended", True)]
     if jetpack6 and compared:
         versions = ", ".join(f"{n} {v}" for n, v in jetpack6["runtime_packages"].items())
-        differ = [a["name"] for a in record["artifacts"] if not a.get("jetpack6_versions", {}).get("agree", True)]
+        differ = [a["name"] for a in compared if not a["jetpack6_versions"].get("agree", True)]
+        others = [a for a in record.get("artifacts", []) if "jetpack6_versions" in a and not a.get("recommended", True)]
         lines.append(
             f"With the versions JetPack 6's Python {JETPACK6['python']} pins install ({versions}), on the "
-            f"root's Python {arm['python']}: {sum(c['agree'] for c in compared)} of {len(compared)} "
-            "artifacts give the same answers as x86-64"
+            f"root's Python {arm['python']}: {sum(a['jetpack6_versions']['agree'] for a in compared)} of "
+            f"{len(compared)} recommended artifacts give the same answers as x86-64"
             + (f" (not: {', '.join(f'`{name}`' for name in differ)})" if differ else "")
+            + "".join(
+                f"; `{a['name']}` (not recommended) "
+                + ("also agrees" if a["jetpack6_versions"].get("agree") else _answers_differ(a["jetpack6_versions"]))
+                for a in others
+            )
             + "."
         )
     elif jetpack6 and jetpack6.get("skipped"):
         lines.append(f"JetPack 6's versions were not run: {jetpack6['skipped']}.")
+    elif "aarch64_jetpack6_versions" in record and jetpack6 is None:
+        lines.append(
+            f"This run did not install the versions JetPack 6's Python {JETPACK6['python']} pins give "
+            "(`make jetson-check` installs and compares them too)."
+        )
     bare = record.get("emulation", {}).get("without_it")
     if bare:
         outcome = f"died with {bare['signal']}" if bare["signal"] else f"exited with {bare['rc']}"
@@ -435,6 +530,45 @@ def result_lines(record: dict) -> list[str]:
             f"{JETPACK6['python']} ran them here."
         )
     return lines
+
+
+def _answers_differ(comparison: dict) -> str:
+    answers = comparison.get("answers")
+    if not answers:
+        return "failed to run"
+    return f"differs on {answers['n'] - answers['identical']} of {answers['n']} answers"
+
+
+def _not_recommended_line(other: dict) -> str:
+    """One sentence on an artifact run but not recommended: the reason and how its sides differ."""
+    line = f"Checked, not recommended for the Jetson: `{other['name']}` ({other['reason']})"
+    if "error" in other:
+        return line + ": it failed to run."
+    if other["agree"]:
+        return line + f": the same answers on both ({other['n'] - other['answers_differ']} of {other['n']})."
+    line += (
+        f": {other['answers_differ']} of {other['n']} answers differ (exact accuracy "
+        f"{100 * other['exact_aarch64']:.1f} % on aarch64 against {100 * other['exact_x86_64']:.1f} % on x86-64)"
+    )
+    if "values_differ" in other:
+        line += f"; its raw predictions differ on {other['values_differ']} of {other['n']} by up to {other['max_abs_diff']:.2g}"
+        if "value_diff_where_answers_differ" in other:
+            low, high = other["value_diff_where_answers_differ"]
+            tie = high <= other["tolerance"]  # float32 noise across an answer's rounding boundary
+            line += f", by {low:.2g} to {high:.2g} where the answers differ (" + (
+                "float32 noise at a rounding boundary)"
+                if tie
+                else f"more than the float32 parity tolerance {other['tolerance']:.2g}: not a rounding tie)"
+            )
+    kernels = other.get("builtin_kernels")
+    if kernels:
+        moved = kernels["xnnpack_vs_builtin_max_abs_diff"]
+        line += (
+            f"; on LiteRT's builtin kernels (XNNPACK off) x86-64 and aarch64 differ by at most "
+            f"{kernels['max_abs_diff']:.2g}, and XNNPACK moves the raw predictions by up to "
+            f"{moved['x86_64']:.2g} on x86-64 and {moved['aarch64']:.2g} on aarch64"
+        )
+    return line + "."
 
 
 def update_readme(record: dict, readme: Path | None = None) -> bool:
@@ -538,6 +672,20 @@ class Root:
         )
         (partial / ROOT_MARKER).write_text(json.dumps({"suite": SUITE, "packages": ROOT_PACKAGES}) + "\n")
         partial.rename(self.path)
+
+    @contextlib.contextmanager
+    def locked(self):
+        """The root to this check alone (an exclusive lock on a file beside it; waits for another)."""
+        import fcntl  # lazy: this module also runs inside the arm64 root, stdlib only
+
+        lock = self.path.with_name(self.path.name + ".lock")
+        lock.parent.mkdir(parents=True, exist_ok=True)
+        with open(lock, "w") as handle:
+            fcntl.flock(handle, fcntl.LOCK_EX)
+            try:
+                yield self
+            finally:
+                fcntl.flock(handle, fcntl.LOCK_UN)
 
     @contextlib.contextmanager
     def mounted(self, arm_cpuinfo: bool = True):
@@ -644,9 +792,10 @@ def _timed(function):
     return result, round(time.perf_counter() - start, 3)
 
 
-def _read_answers(path: Path) -> list[str]:
-    lines = path.read_text().splitlines()[1:]  # expression, answer, truth, right
-    return [line.split("\t")[1] for line in lines]
+def _read_answers(path: Path) -> tuple[list[str], list[str]]:
+    """The expressions and the answers ``predcalc evaluate --output`` wrote."""
+    rows = [line.split("\t") for line in path.read_text().splitlines()[1:]]  # expression, answer, truth, right
+    return [row[0] for row in rows], [row[1] for row in rows]
 
 
 def run_side(artifact: Artifact, tsv: Path, answers_file: Path, command) -> dict:
@@ -660,10 +809,12 @@ def run_side(artifact: Artifact, tsv: Path, answers_file: Path, command) -> dict
         if result.returncode != 0:
             killed = _signal_name(result.returncode)
             return {"error": f"predcalc {what} exited with {killed or result.returncode}: {_last_line(result.stderr)}"}
+    expressions, answers = _read_answers(answers_file)
     return {
         "predict": predicted.stdout,
         "evaluate": json.loads(evaluated.stdout),
-        "answers": _read_answers(answers_file),
+        "answers": answers,
+        "expressions": expressions,
         "stderr": (predicted.stderr + evaluated.stderr).strip(),
         "wall_s": {"predict": predict_s, "evaluate": evaluate_s},
     }
@@ -788,6 +939,16 @@ def _run_artifacts(root: Root, runnable: list[Artifact], work: Path, step, venvs
         found = json.loads(_must(result, f"raw values ({label})", root.log_path).stdout)
         for artifact in values:
             sides[artifact.name][label]["values"] = found[str(artifact.path)]
+        probed = [a for a in values if a.not_recommended and a.runtime == "LiteRT"]  # why they differ
+        if probed:
+            result = command(
+                ["-m", "predcalc.deploy.jetson_check", "values", "--builtin-kernels", "--file", files["seed"]]
+                + [a.path for a in probed],
+                program="python",
+            )
+            found = json.loads(_must(result, f"raw values on the builtin kernels ({label})", root.log_path).stdout)
+            for artifact in probed:
+                sides[artifact.name][label]["values_builtin"] = found[str(artifact.path)]
     return sides
 
 
@@ -827,9 +988,13 @@ def check(
         raise CheckError("no artifact to run: " + "; ".join(a.skipped for a in artifacts))
     log_path = Path(log_path or SCRATCH / "jetson_check" / "log.txt")
     log_path.parent.mkdir(parents=True, exist_ok=True)
-    # host, root, wheels, install (twice), each artifact, raw values, without the cpuinfo
-    steps = 6 + jetpack6_versions + len(runnable)
-    with open(log_path, "w") as log, tqdm(total=steps, desc="jetson-check", disable=not progress) as bar:
+    # the lock, host, root, wheels, install (twice), each artifact, raw values, without the cpuinfo
+    steps = 7 + jetpack6_versions + len(runnable)
+    with (
+        contextlib.ExitStack() as stack,
+        open(log_path, "w") as log,
+        tqdm(total=steps, desc="jetson-check", disable=not progress) as bar,
+    ):
         started = []
 
         def step(name):  # the bar counts the steps done; its postfix names the one under way
@@ -839,6 +1004,8 @@ def check(
             bar.set_postfix_str(name)
 
         root = Root(root_path, ROOT, log, log_path)
+        step("waiting for another check on the same root")
+        stack.enter_context(root.locked())  # two checks on one root would replace each other's venvs
         step("host tools")
         root.prepare_host()
         step("arm64 root (debootstrap, once: a few minutes)" if not root.ready else "arm64 root")
@@ -959,13 +1126,24 @@ def check(
     return record
 
 
-def _values(file: str, artifacts: list[str]) -> dict:
-    """Each value model's raw predictions on the file's expressions (run inside the root and on the host)."""
+def _values(file: str, artifacts: list[str], builtin_kernels: bool = False) -> dict:
+    """Each value model's raw predictions on the file's expressions (run inside the root and on the
+    host); with ``builtin_kernels``, LiteRT files on LiteRT's builtin kernels, without the XNNPACK
+    delegate it applies by default (one file at its trained length: a value model's first output)."""
     from predcalc.data.files import load_exact_pairs  # lazy: this module also runs inside the arm64 root, stdlib only
+    from predcalc.deploy.formats.litert import LiteRTModel
     from predcalc.deploy.predictor import Predictor
 
     expressions = [e for e, _ in load_exact_pairs(file)]
-    return {artifact: [float(v) for v in Predictor(artifact).predict(expressions)] for artifact in artifacts}
+    found = {}
+    for artifact in artifacts:
+        predictor = Predictor(artifact)
+        if builtin_kernels:
+            outputs = LiteRTModel(artifact, default_delegates=False)(predictor.encode(expressions))
+            found[artifact] = [float(v) for v in outputs.reshape(len(expressions), -1)[:, 0]]
+        else:
+            found[artifact] = [float(v) for v in predictor.predict(expressions)]
+    return found
 
 
 def _rewrite(output: Path) -> int:
@@ -1003,11 +1181,12 @@ def main(argv=None) -> int:
     readme.add_argument("--output", type=Path, default=REPORTS / OUTPUT)
     values = commands.add_parser("values", help="raw predictions as JSON (what the check runs on each side)")
     values.add_argument("--file", required=True)
+    values.add_argument("--builtin-kernels", action="store_true", help="LiteRT without its default XNNPACK delegate")
     values.add_argument("artifacts", nargs="+")
     argv = list(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv if argv and argv[0] in commands.choices else ["check", *argv])
     if args.command == "values":
-        print(json.dumps(_values(args.file, args.artifacts)))
+        print(json.dumps(_values(args.file, args.artifacts, args.builtin_kernels)))
         return 0
     if args.command == "readme":
         return _rewrite(args.output)
@@ -1022,7 +1201,7 @@ def main(argv=None) -> int:
     print("\n".join(record["result"]))
     readme = " and the README's Jetson section" if update_readme(record) else ""
     print(f"wrote {_relative(args.output)}{readme}")
-    return 0 if not record["summary"]["disagree"] else 1
+    return 0 if not (record["summary"]["disagree"] or record["summary"]["failed"]) else 1
 
 
 if __name__ == "__main__":

@@ -143,19 +143,26 @@ class LiteRTModel:
     has wheels for older Python versions, e.g. JetPack 5's Python 3.8).
     """
 
-    def __init__(self, path, num_threads: int = 1):
+    def __init__(self, path, num_threads: int = 1, default_delegates: bool = True):
+        """``default_delegates=False``: LiteRT's builtin kernels only, without the XNNPACK delegate it
+        applies by default (``make jetson-check`` compares the two on quantised files)."""
         try:  # the runtime, imported here: a machine with ONNX Runtime only never needs it
-            from ai_edge_litert.interpreter import Interpreter
+            from ai_edge_litert.interpreter import Interpreter, OpResolverType
         except ImportError as error:
             try:
-                from tflite_runtime.interpreter import Interpreter
+                from tflite_runtime.interpreter import Interpreter, OpResolverType
             except ImportError:
                 raise ImportError("no LiteRT interpreter: pip install ai-edge-litert (or tflite-runtime)") from error
 
         self.path = Path(path)
         if not self.path.is_file():
             raise FileNotFoundError(f"no such model file: {self.path}")
-        self.interpreter = Interpreter(model_path=str(self.path), num_threads=num_threads)
+        resolver = (
+            {}
+            if default_delegates
+            else {"experimental_op_resolver_type": OpResolverType.BUILTIN_WITHOUT_DEFAULT_DELEGATES}
+        )
+        self.interpreter = Interpreter(model_path=str(self.path), num_threads=num_threads, **resolver)
         self.interpreter.allocate_tensors()
         self.input = self.interpreter.get_input_details()[0]
         self.output = self.interpreter.get_output_details()[0]
