@@ -96,10 +96,7 @@ def test_seed_recipe_models_and_schedule():
     assert optimizer.weight_decay == 4e-3 and optimizer.beta_1 == 0.85 and optimizer.clipnorm == 1.0
 
 
-def test_seed_schedule_peak_is_a_training_option():
-    from predcalc.data import seed_protocol
-
-    protocol = seed_protocol(0)
+def test_seed_schedule_peak_is_an_optimizer_option():
     spec = get_spec("transformer4_seed")
     optimizer = fit.make_optimizer(spec, 1e-3, 2000, epochs=200, peak_learning_rate=5e-4)
     np.testing.assert_allclose(float(optimizer.learning_rate), 0.0)  # warm-up starts at zero
@@ -110,6 +107,13 @@ def test_seed_schedule_peak_is_a_training_option():
         fit.make_optimizer(get_spec("fnn2"), 1e-3, 2000, epochs=200, peak_learning_rate=5e-4)
     with pytest.raises(ValueError, match="positive"):
         fit.make_optimizer(spec, 1e-3, 2000, epochs=200, peak_learning_rate=0.0)
+
+
+@pytest.mark.slow  # trains a transformer for one epoch (15 s on an idle 2-core machine)
+def test_train_takes_the_seed_schedule_peak_from_model_kwargs():
+    from predcalc.data import seed_protocol
+
+    protocol = seed_protocol(0)
     # train() takes the peak from model_kwargs and passes the rest to the builder
     trained = fit.train(
         "transformer4_seed", protocol, epochs=1, model_kwargs={"peak_learning_rate": 5e-4, "cls": False}
