@@ -176,7 +176,8 @@ def test_effects_rank_each_hyperparameter_against_the_objective(tmp_path):
     assert tune.hyperparameter_effects(table.head(3), config) == {"units": None, "learning_rate": None}
 
 
-def test_search_facts_name_the_trials_the_time_the_best_and_a_probe(tmp_path):
+def _searched(tmp_path):
+    """A finished search's tune.json and a probe's record, as `predcalc tune` writes them."""
     config = tune.load_config(_config(tmp_path))
     summary = {
         "config": config,
@@ -188,16 +189,69 @@ def test_search_facts_name_the_trials_the_time_the_best_and_a_probe(tmp_path):
         "best": {"trial": "2", "val_mae": 0.5, "hyperparameters": {"units": 16, "learning_rate": 0.004}},
     }
     (tmp_path / "tune.json").write_text(json.dumps(summary))
-    runs = [{"seed": 0, "metrics": {"in": {"mae": 0.25}}}]
+    runs = [{"seed": 0, "epochs": 2, "metrics": {"in": {"mae": 0.25}}}]
     (tmp_path / "probe_metrics.json").write_text(
         json.dumps({"parameters": {"epochs": 2}, "models": {"fnn2": {"runs": runs}}})
     )
+
+
+def test_search_facts_name_the_trials_the_time_the_best_and_a_probe(tmp_path):
+    _searched(tmp_path)
     facts = tune.search_facts(tmp_path, published=0.0269, published_label="the seed's FNN2")
     assert facts[0].startswith("bayesian search of fnn2: 3 of 3 trials finished (1 failed), 2 epochs each")
     assert "12 min of wall time in 2 call(s) (10 min of trial training)" in facts[0]
     assert facts[1] == "best trial 2: val_mae 0.5 with units 16, learning_rate 0.004"
     assert facts[2].endswith("learning_rate -0.90, units +0.20")
     assert facts[3] == (
-        "probe: best trial trained on 1 seed(s), 2 epochs: in-range MAE 0.25 against the seed's "
-        "FNN2 0.0269 (a probe, not like for like)"
+        "probe: best trial trained on 1 seed(s), 2 epochs: in-range MAE 0.25 (a probe at trial length, "
+        "not like for like with the seed's FNN2)"
     )
+
+
+def _final(folder, maes):
+    runs = [
+        {"seed": seed, "epochs": 100 + seed, "train_seconds": 60.0, "metrics": {"in": {"mae": mae}}}
+        for seed, mae in enumerate(maes)
+    ]
+    (folder / "metrics.json").write_text(json.dumps({"models": {"fnn2": {"runs": runs}}}))
+
+
+@pytest.mark.parametrize(
+    "maes, verdict, words",
+    [
+        ([0.01, 0.02, 0.015, 0.012, 0.018], "better", "below it on every seed"),
+        ([0.05, 0.06, 0.04, 0.07, 0.05], "worse", "above it on every seed"),
+        ([0.01, 0.06, 0.04, 0.02, 0.05], "not resolved", "not resolved (2 of 5 seeds below it)"),
+    ],
+)
+def test_the_final_stage_is_judged_by_its_seeds_not_its_mean(tmp_path, maes, verdict, words):
+    """ "Better" than a published mean only when every seed is (the exact sign test); the facts
+    give the per-seed min-max and replace the probe's line."""
+    _searched(tmp_path)
+    _final(tmp_path, maes)
+    final = tune.final_comparison(tmp_path, 0.03)
+    assert final["test"]["verdict"] == verdict
+    assert final["spread"] == (pytest.approx(sum(maes) / 5), min(maes), max(maes))
+    assert final["train_minutes"] == 5.0
+    facts = tune.search_facts(tmp_path, published=0.03, published_label="the published FNN2")
+    assert not any(f.startswith("probe") for f in facts)
+    assert facts[-1].startswith("final: the best trial trained on 5 seeds (100-104 epochs, 5 min): in-range MAE")
+    assert facts[-1].endswith(f"against the published FNN2 0.03: {words}")
+
+
+def test_no_final_stage_no_comparison(tmp_path):
+    assert tune.final_comparison(tmp_path, 0.03) is None
+
+
+def test_near_repeats_are_found_by_choices_and_a_relative_rate(tmp_path):
+    config = tune.load_config(_config(tmp_path))  # units: choices, learning_rate: a log range
+    (tmp_path / "trials.csv").write_text(
+        "trial,status,units,learning_rate,val_mae\n"
+        "0,COMPLETED,16,0.0010,2.0\n"
+        "1,COMPLETED,16,0.00105,5.0\n"  # 5 % apart: a near repeat of 0
+        "2,COMPLETED,16,0.0020,1.0\n"  # the same units, twice the rate: not
+        "3,COMPLETED,32,0.0010,3.0\n"  # another width: not
+        "4,FAILED,16,0.0010,\n"  # not finished: not
+    )
+    assert tune.repeated_trials(tmp_path, config) == [(["0", "1"], [2.0, 5.0])]
+    assert tune.repeated_trials(tmp_path, config, tolerance=0.01) == []

@@ -7,7 +7,7 @@ from fractions import Fraction
 import numpy as np
 import pytest
 
-from predcalc.calculator.engine import Engine, answer_text
+from predcalc.calculator.engine import Engine, _pad, answer_text
 from predcalc.calculator.reference import (
     complete_window,
     reachable_windows,
@@ -93,8 +93,11 @@ def test_readiness_depends_only_on_the_window():
 def test_reduction_labels_regroup_runs_of_one_level():
     ready, inverse = reduction_labels(kinds("1+2+3")).T
     assert ready.tolist() == [0, 1, 0, 1, 0] and not inverse.any()
-    ready, inverse = reduction_labels(kinds("1-2-3+4")).T  # 1 - (2 + 3) and 1 - 2 - (3 - 4): after a minus, inverted
-    assert ready.tolist() == [0, 1, 0, 1, 0, 1, 0] and inverse.tolist() == [0, 0, 0, 1, 0, 1, 0]
+    ready, inverse = reduction_labels(kinds("1-2-3+4")).T  # 1 - (2 + 3): after a minus, inverted
+    assert ready.tolist() == [0, 1, 0, 1, 0, 0, 0] and inverse.tolist() == [0, 0, 0, 1, 0, 1, 0]
+    # a non-inverting operator after an inverting one of its level waits, at both levels alike
+    assert reduction_labels(kinds("1-2+3"))[:, 0].tolist() == [0, 1, 0, 0, 0]
+    assert reduction_labels(kinds("1+2-3"))[:, 0].tolist() == [0, 1, 0, 1, 0]
     assert reduction_labels(kinds("1+2*3"))[:, 0].tolist() == [0, 0, 0, 1, 0]  # * binds tighter
     assert reduction_labels(kinds("1*2-3"))[:, 0].tolist() == [0, 1, 0, 0, 0]
     ready, inverse = reduction_labels(kinds("8/2/3")).T  # 8 / (2 * 3)
@@ -144,7 +147,7 @@ def test_long_inputs_take_linear_time_and_bounded_memory(tmp_path):
 import resource, sys, time
 sys.set_int_max_str_digits(0)
 import numpy as np
-from predcalc.calculator.engine import Engine, answer_text
+from predcalc.calculator.engine import Engine, _pad, answer_text
 from predcalc.calculator.steps import STEPS, TableStep
 from predcalc.calculator.tokens import lex
 engine = Engine({name: TableStep(name, step.reference) for name, step in STEPS.items()})
@@ -198,6 +201,8 @@ def test_tabulated_chain_loop_equals_the_parallel_scan(reference_engine):
         ("addsub", [rng.integers(0, 2, (40, 1)), a, b], 2, False),
         ("compare", [a, b], 3, True),
         ("muldigit", [a, d], 10, False),
+        ("lead", [a * (a > 6)], 2, True),
+        ("qdigit", [np.tile(np.arange(1, 10), (40, 1)), np.where(a < 4, 2 * (a == 0), 1)], 10, False),
     ]:
         scanned = reference_engine.chain(name, columns, states, 0, reverse=reverse)
         looped = tabulated.chain(name, columns, states, 0, reverse=reverse)
@@ -297,3 +302,78 @@ def test_a_broken_adder_cannot_make_euclid_loop_for_ever():
     assert time.perf_counter() - started < 30
     assert isinstance(results[0], CalculatorError) and "Lamé" in str(results[0])
     assert not isinstance(results[1], CalculatorError)  # wrong (2), but no fraction: nothing to give up on
+
+
+def _digits(value: int, pad: int = 0) -> np.ndarray:
+    """Digits of ``value``, least significant first, with ``pad`` leading zero digits written out."""
+    return np.array([int(c) for c in str(value)[::-1]] + [0] * pad, np.int64)
+
+
+def _value(digits) -> int:
+    return int("".join(map(str, np.asarray(digits)[::-1])))
+
+
+def test_lead_and_qdigit_references_agree_with_brute_force():
+    lead, qdigit = STEPS["lead"], STEPS["qdigit"]
+    for number in range(1000):  # the flags mark the positions up to the most significant non-zero digit
+        digits, seen, flags = _digits(number, 3 - len(str(number))), 0, []
+        for digit in digits[::-1]:
+            (seen,) = lead.reference(np.array([[seen, digit]]))[0]
+            flags.append(seen)
+        assert flags[::-1] == [int(i < len(str(number)) and number > 0) for i in range(3)]
+        assert seen == (number != 0)
+    seen_inputs = set()
+    for y in range(1, 40):  # every remainder long division can hold: below 10 y
+        for remainder in range(10 * y):
+            q = 0
+            for k in range(1, 10):
+                state = 0 if remainder == y * k else 1 if remainder < y * k else 2
+                seen_inputs.add((q, k, state))
+                (q,) = qdigit.reference(np.array([[q, k, state]]))[0]
+            assert q == remainder // y
+    assert seen_inputs == set(map(tuple, qdigit.reachable().tolist()))  # reachable: exactly what occurs
+    assert len(qdigit.reachable()) == 63 and len(lead.reachable()) == 20
+
+
+def test_long_division_is_exact_on_adversarial_operands(reference_engine):
+    """10^n - 1 by 7, 10^n + 1 by 10^n, quotients with many zero digits, x by itself and by 1, zero,
+    each operand also with leading zero digits written out (the learned lengths cut them)."""
+    pairs = []
+    for n in (1, 2, 5, 13, 30):
+        pairs += [(10**n - 1, 7), (10**n + 1, 10**n), (10**n, 10**n + 1), (37 * (10**n + 3), 37)]
+        pairs += [(10**n, 1), (10**n - 1, 10**n - 1), (0, 10**n), (10 ** (2 * n) + 1, 10**n + 1)]
+    rng = np.random.default_rng(4)
+    pairs += [(int(rng.integers(0, 10**15)), int(rng.integers(1, 10 ** int(rng.integers(1, 12))))) for _ in range(60)]
+    for pad in (0, 3):
+        x = _pad([_digits(a, pad) for a, _ in pairs])
+        y = _pad([_digits(b, 2 * pad) for _, b in pairs])
+        quotient, remainder = reference_engine.divmod(x, y)
+        assert [(_value(q), _value(r)) for q, r in zip(quotient, remainder)] == [divmod(a, b) for a, b in pairs]
+    texts = [f"{'9' * 40} / 7", f"1{'0' * 25}1 / 1{'0' * 25}", f"{37 * (10**30 + 3)} / 37", f"{'0' * 20}2 * {'0' * 9}2"]
+    assert [answer_text(r) for r in reference_engine.evaluate(texts)] == [str(evaluate(t)) for t in texts]
+
+
+def test_lengths_and_zeros_are_the_lead_steps_decisions(reference_engine):
+    numbers = _pad([_digits(2, 9), _digits(0, 4), _digits(10**7, 0), _digits(305, 1)])
+    assert reference_engine.lengths(numbers).tolist() == [1, 0, 8, 3]
+    assert reference_engine.is_zero(numbers).tolist() == [False, True, False, False]
+    assert reference_engine.trim(numbers).shape[1] == 8  # the widest row's significant length
+    assert reference_engine.trim(np.zeros((3, 6), np.int64)).shape == (3, 1)  # zero keeps one digit
+    twos = _pad([_digits(2, 30)] * 2)
+    assert reference_engine.multiply(twos[:1], twos[1:]).tolist() == [[4]]
+    total = reference_engine.addsub(_pad([_digits(999)]), _pad([_digits(1)]), np.array([0]))
+    assert total.tolist() == [[0, 0, 0, 1]]  # the last carry written as a digit, over one column more
+
+
+def test_the_division_schedule_follows_the_learned_steps():
+    """The quotient digit and the zero test are the steps' outputs: a ``qdigit`` that never takes k
+    leaves every quotient digit 0; a ``lead`` that calls every digit
+    significant cuts no column and finds nothing zero, so Euclid runs to Lamé's bound."""
+    steps = reference_steps()
+    stuck = Engine({**steps, "qdigit": lambda inputs: np.asarray(inputs)[:, :1]})
+    quotient, _ = stuck.divmod(_pad([_digits(1234)]), _pad([_digits(5)]))
+    assert _value(quotient[0]) == 0
+    always = Engine({**steps, "lead": lambda inputs: np.ones((len(inputs), 1), np.int64)})
+    assert always.trim(_pad([_digits(7, 5)])).shape[1] == 6
+    results = always.evaluate(["1/3 + 1/6"])
+    assert isinstance(results[0], CalculatorError) and "Lamé" in str(results[0])

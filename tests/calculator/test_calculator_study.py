@@ -116,3 +116,30 @@ def test_the_step_record_keeps_the_worst_seed_and_the_facts_read_it():
     facts = "\n".join(study.ladder_facts(fields))
     assert "`addsub` 133 of 400 (33 %), 2 wrong on the rest" in facts and "`xor` (4 rows)" in facts
     assert "exact on 95.00 % or more of every family" in facts and "forward passes 8.0x on integers" in facts
+
+
+def test_the_adversarial_family_is_scored_on_every_seed_of_a_rung(monkeypatch):
+    from fractions import Fraction
+
+    from predcalc.calculator import runtime
+    from predcalc.data.calculator_families import answer
+    from predcalc.data.expressions import evaluate
+
+    class Exact:  # a stand-in for a seed's exported calculator: the "bad" file misses every other answer
+        def __init__(self, path):
+            self.bad = str(path) == "bad.tflite"
+
+        def answers(self, expressions):
+            return [
+                "0" if self.bad and i % 2 else answer(Fraction(evaluate(text))) for i, text in enumerate(expressions)
+            ]
+
+    monkeypatch.setattr(runtime, "Calculator", Exact)
+    scores = study.adversarial_scores({"rules": ["a.tflite", "bad.tflite"], "memorised": "a.tflite"}, n=8)
+    assert scores["rules"]["seeds"] == 2 and scores["rules"]["per_seed"] == [1.0, 0.5]
+    assert scores["rules"]["exact"] == 0.75 and scores["rules"]["min"] == 0.5 and scores["rules"]["n"] == 8
+    assert scores["memorised"]["seeds"] == 1 and scores["memorised"]["exact"] == 1.0
+    steps = {"addsub": {"trained_on": 133, "reachable": 400, "held_out_wrong": 0, "memorised": False, "seeds": 2}}
+    ladder = {"rules": {"iid": {"mean": 1.0, "min": 1.0}}, "adversarial": scores}
+    facts = "\n".join(study.ladder_facts({"steps": steps, "ladder": ladder}))
+    assert "rules 75.0 % of 8 (mean of 2 seeds, worst 50.0 %)" in facts and "memorised 100.0 % of 8." in facts

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from predcalc.calculator.nets import PairwiseWindowScore
 from predcalc.calculator.reference import ready_labels
 from predcalc.calculator.steps import STEPS
 from predcalc.calculator.tokens import N_KINDS, NUM, windows
@@ -50,7 +51,6 @@ def pick_sequences(sequences) -> tuple[list[np.ndarray], list[int]]:
 
 def train_pick(sequences, seed: int, epochs: int = 300) -> keras.Model:
     """The pairwise window scorer trained with a softmax over each sequence's tokens on the reference pick."""
-    from predcalc.calculator.nets import PairwiseWindowScore
 
     states, picks = pick_sequences(sequences)
     length = max(len(s) for s in states)

@@ -29,7 +29,7 @@ def bench(
     once at load). A ratio is the path's time over Python's, each the best of ``repeats``. Also the
     latency of one expression through each path.
     """
-    import dataclasses
+    import dataclasses  # the LiteRT runtime and the families only when a bench runs
 
     from predcalc.calculator.runtime import Calculator
     from predcalc.data.calculator_families import TRAINING_WORLD

@@ -1,11 +1,24 @@
 """The calculator's generic loop: learned steps, driven over digit arrays, batched over expressions.
 
 Code here only moves things: it lexes, builds each token's window of kinds, aligns digits by
-significance (pads, shifts, trims), loops, selects between operands on a learned flag, and splices
-results into the token list. Every decision about values (which token is ready, each digit, carry,
-borrow, comparison, sign, quotient digit, and when a remainder is zero) is the output of a
-learned step (see :mod:`predcalc.calculator.steps`). Numbers are rationals: ``a / b`` is kept
-as a numerator and a denominator, reduced by Euclid's algorithm run on learned steps.
+significance (pads, shifts, cuts columns), loops, selects between operands on a learned flag, and
+splices results into the token list. Every decision about values is the output of a learned step
+(see :mod:`predcalc.calculator.steps`): which token is ready (``control``); each digit, carry and
+borrow (``addsub``, ``muldigit``); comparisons (``compare``); signs (``sign``, ``xor``); each
+quotient digit (``qdigit``, over the nine comparisons of long division); and whether a digit is
+significant, so a number's length and whether it is zero (``lead``). A carry chain runs over one
+column more than its operands and writes its last carry as a digit; where the result ends is
+``lead``'s flags. Long division brings down one digit of the dividend at a time; how many quotient
+digits there are follows from the two operands' lengths, counted from ``lead``'s flags. Euclid's
+loop stops where ``lead`` finds the remainder zero. Numbers are rationals: ``a / b`` is kept as a
+numerator and a denominator, reduced by Euclid's algorithm run on learned steps.
+
+What code still computes from numbers, none of it a value: array widths (the columns a sum or a
+product can need, and the refusal of operations too large, :func:`_cost`), per-row offsets from the
+learned lengths (long division's first remainder), and indices chosen by learned outputs (the
+multiple ``y x q`` for the learned digit ``q``). The lexer drops a literal's leading zeros and the
+printer (:meth:`~predcalc.calculator.tokens.Number.text`) writes digits without leading zeros, and zero
+without a sign.
 
 ``steps`` maps a step name to a function ``int array [n, inputs] -> int array [n, outputs]``.
 """
@@ -43,18 +56,6 @@ def _pad(arrays, width=None) -> np.ndarray:
         rows = np.repeat(np.arange(len(arrays)), lengths)
         out[rows, np.arange(len(rows)) - np.repeat(starts, lengths)] = np.concatenate(arrays)
     return out
-
-
-def _trim(digits: np.ndarray) -> np.ndarray:
-    """Drop all-zero top columns (alignment, no arithmetic), keeping at least one digit."""
-    used = np.flatnonzero(digits.any(axis=0))
-    return digits[:, : (used[-1] + 1 if used.size else 1)]
-
-
-def _lengths(digits: np.ndarray) -> np.ndarray:
-    """Significant length of each row: the position of its most significant non-zero digit, plus one."""
-    nonzero = digits != 0
-    return np.where(nonzero.any(axis=1), digits.shape[1] - np.argmax(nonzero[:, ::-1], axis=1), 0)
 
 
 def _shift(digits: np.ndarray, places: int, width: int) -> np.ndarray:
@@ -166,15 +167,40 @@ class Engine:
         _, state = self.chain("compare", [_shift(a, 0, width), _shift(b, 0, width)], 3, EQUAL, reverse=True, keep=False)
         return state
 
+    def significant(self, a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """The learned ``lead`` step run from the most significant digit down: per position whether it
+        or a digit above it is non-zero (``[n, L]``, the digit is significant), and per row whether
+        any digit is (the final state: the number is not zero)."""
+        return self.chain("lead", [a], 2, 0, reverse=True, keep=0)
+
+    def cut(self, digits: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Digits cut above the highest column the learned ``lead`` flags mark in any row (keeping one
+        column), and each row's significant length (how many positions the flags mark): moving along
+        the array as the step's output directs, the only length decisions."""
+        flags, _ = self.significant(digits)
+        marked = flags.any(axis=0)  # over the rows: the columns some row needs (alignment of the batch)
+        width = len(marked) - int(np.argmax(marked[::-1])) if marked.any() else 1
+        return digits[:, :width], flags.sum(axis=1)
+
+    def trim(self, digits: np.ndarray) -> np.ndarray:
+        """Digits cut where the learned ``lead`` flags say (:meth:`cut`)."""
+        return self.cut(digits)[0]
+
+    def lengths(self, digits: np.ndarray) -> np.ndarray:
+        """Each row's significant length, from the learned ``lead`` flags (:meth:`cut`)."""
+        return self.cut(digits)[1]
+
     def addsub(self, a: np.ndarray, b: np.ndarray, mode: np.ndarray) -> np.ndarray:
-        """|a| + |b| (mode ADD) or |a| - |b| (mode SUB, with |a| >= |b|), least significant digit first."""
+        """|a| + |b| (mode ADD) or |a| - |b| (mode SUB, with |a| >= |b|), least significant digit first,
+        over one column more than the wider operand: the last carry is written as a digit, and the
+        result's length is left to the learned ``lead`` step (:meth:`trim`)."""
         width = max(a.shape[1], b.shape[1]) + 1
         a, b = _shift(a, 0, width), _shift(b, 0, width)
         if "addsub_sequence" in self.steps:  # ablation: a sequence model instead of the chained step
-            return _trim(np.asarray(self.steps["addsub_sequence"](a, b, np.asarray(mode, np.int64)), np.int64))
+            return np.asarray(self.steps["addsub_sequence"](a, b, np.asarray(mode, np.int64)), np.int64)
         mode = np.broadcast_to(np.asarray(mode, np.int64)[:, None], (len(a), width))
         digits, _ = self.chain("addsub", [mode, a, b], 2, 0, keep=0)
-        return _trim(digits)
+        return digits
 
     def times_digit(self, a: np.ndarray, digit: np.ndarray) -> np.ndarray:
         """|a| x d for one digit d per row: the learned digit-product step with its carry fed back."""
@@ -195,8 +221,9 @@ class Engine:
         for first in range(0, lb, block):
             part = self._partial_sum(a, b[:, first : first + block])
             part = _shift(part, first, width)
+            # a product fits in la + lb digits: the sum's extra column is cut by width (alignment)
             total = part if total is None else _shift(self.addsub(total, part, np.full(n, ADD)), 0, width)
-        return _trim(total)
+        return self.trim(total)
 
     def _partial_sum(self, a: np.ndarray, b: np.ndarray) -> np.ndarray:
         n, la, lb = len(a), a.shape[1], b.shape[1]
@@ -217,38 +244,49 @@ class Engine:
         return rows[:, 0]
 
     def is_zero(self, a: np.ndarray) -> np.ndarray:
-        return self.compare(a, np.zeros((len(a), 1), np.int64)) == EQUAL
+        """The learned zero test: the ``lead`` chain's final state (no non-zero digit seen)."""
+        _, seen = self.chain("lead", [a], 2, 0, reverse=True, keep=False)
+        return seen == 0
 
     def is_one(self, a: np.ndarray) -> np.ndarray:
         return self.compare(a, np.ones((len(a), 1), np.int64)) == EQUAL
 
     def divmod(self, x: np.ndarray, y: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Long division of magnitudes (y > 0). The multiples y x k (k = 1..9) are aligned under the
-        remainder's top digits; a learned counter counts those the learned comparison finds not
-        above the remainder (the quotient digit), and that multiple is subtracted."""
-        n = len(x)
-        width = max(x.shape[1], y.shape[1]) + 2
-        remainder = _shift(x, 0, width)
-        multiples = np.zeros((10, n, width), np.int64)
+        """Schoolbook long division of magnitudes (y > 0), bringing down one digit of x at a time.
+
+        The remainder starts as the top ``len(y) - 1`` significant digits of x (below y), the lengths
+        counted from the learned ``lead`` flags. Then, from the most significant remaining digit of x
+        down: the remainder moves up one place and takes the next digit (alignment); the learned
+        comparison sets it against y x k for k = 1..9 (the multiples from the learned ``muldigit``
+        chain); the learned ``qdigit`` chain over k turns those nine comparisons into the quotient
+        digit q; the learned subtraction takes y x q off the remainder. The quotient's length is
+        then the learned ``lead`` step's: both come back with the columns alignment gives them (the
+        quotient x's, the remainder y's and one more), for the caller to cut (:meth:`trim`)."""
+        x, x_length = self.cut(x)  # the operands' columns and lengths, as the learned flags say
+        y, y_length = self.cut(y)
+        n, wx, wy = len(x), x.shape[1], y.shape[1]
+        width = wy + 1  # the remainder stays below 10 y: y's columns and one more
         product = self.times_digit(np.tile(y, (9, 1)), np.repeat(np.arange(1, 10), n))
+        multiples = np.zeros((10, n, width), np.int64)  # y x k for k = 0..9
         multiples[1:] = _shift(product, 0, width).reshape(9, n, width)
-        shifts = _lengths(x) - _lengths(y)  # alignment by significance
-        quotient = np.zeros((n, width), np.int64)
-        # the learned counter on every digit it can be asked about; with the comparisons' flags fed
-        # in order this is q <- count(q) for each multiple not above the remainder
-        (counted,) = self.call("count", np.arange(9))
-        for j in range(int(shifts.max(initial=-1)), -1, -1):
-            active = np.flatnonzero(shifts >= j)
-            aligned = np.zeros((9, len(active), width), np.int64)  # the multiples j places up
-            aligned[:, :, j:] = multiples[1:, active, : width - j]
-            state = self.compare(np.tile(remainder[active], (9, 1)), aligned.reshape(-1, width)).reshape(9, -1)
-            digit = np.zeros(len(active), np.int64)
-            for k in range(9):
-                digit = np.where(state[k] != LESS, counted[k], digit)
-            chosen = _shift(multiples[digit, active], j, width)
-            remainder[active] = _shift(self.addsub(remainder[active], chosen, np.full(len(active), SUB)), 0, width)
-            quotient[active, j] = digit
-        return _trim(quotient), _trim(remainder)
+        # the first quotient position per row, from the learned lengths (negative: x < y, no digit)
+        top = x_length - y_length
+        start = np.maximum(top + 1, 0)  # the digits of x above it start the remainder (alignment)
+        columns = start[:, None] + np.arange(width)[None, :]
+        remainder = np.where(columns < wx, np.take_along_axis(x, np.minimum(columns, wx - 1), axis=1), 0)
+        quotient = np.zeros((n, wx), np.int64)
+        ks = np.broadcast_to(np.arange(1, 10)[None, :], (n, 9))
+        for position in range(int(top.max(initial=-1)), -1, -1):
+            active = np.flatnonzero(top >= position)  # rows whose quotient reaches this position
+            rows = len(active)
+            brought = np.concatenate([x[active, position, None], remainder[active, : width - 1]], axis=1)
+            state = self.compare(np.tile(brought, (9, 1)), multiples[1:, active].reshape(-1, width))
+            _, digit = self.chain("qdigit", [ks[:rows], state.reshape(9, rows).T], 10, 0, keep=False)
+            # y x q is at most the remainder: the difference fits the remainder's columns (alignment)
+            difference = self.addsub(brought, multiples[digit, active], np.full(rows, SUB))
+            remainder[active] = difference[:, :width]
+            quotient[active, position] = digit
+        return quotient, remainder
 
     def gcd(self, a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Euclid's algorithm: (a, b) <- (b, a mod b) until the learned test says b is zero.
@@ -263,12 +301,12 @@ class Engine:
         for _ in range(5 * width + 1):
             if not active.size:
                 break
-            _, remainder = self.divmod(_trim(a[active]), _trim(b[active]))  # the rows left are narrower
+            _, remainder = self.divmod(a[active], b[active])  # cut to the rows left: narrower
             a[active], b[active] = b[active], _shift(remainder, 0, width)
             active = active[~self.is_zero(b[active])]
         stuck = np.zeros(len(a), bool)
         stuck[active] = True
-        return _trim(a), stuck
+        return self.trim(a), stuck
 
     def signed_add(self, sign_a, a, sign_b, b, op) -> tuple[np.ndarray, np.ndarray]:
         """(-1)^sa |a| (+ or -) (-1)^sb |b|: the learned sign step picks add or subtract and the order."""
@@ -277,7 +315,7 @@ class Engine:
         width = max(a.shape[1], b.shape[1])
         a, b = _shift(a, 0, width), _shift(b, 0, width)
         swap = swap.astype(bool)[:, None]
-        return sign, self.addsub(np.where(swap, b, a), np.where(swap, a, b), mode)
+        return sign, self.trim(self.addsub(np.where(swap, b, a), np.where(swap, a, b), mode))
 
     # ------------------------------------------------------------------ rationals
     # Operands are in lowest terms, so results are kept there the way Knuth (TAOCP 4.5.1) and
@@ -304,7 +342,7 @@ class Engine:
         quotient, _ = self.divmod(x[rows], g[rows])
         out = x.copy()
         out[rows] = _shift(quotient, 0, x.shape[1])
-        return _trim(out)
+        return self.trim(out)
 
     def apply(self, op: str, lefts: list[Number], rights: list[Number]) -> list:
         """``left op right`` for a batch of rational pairs: Numbers, or CalculatorError where it fails."""
@@ -432,8 +470,9 @@ INVERSE = {"+": "-", "-": "+", "*": "/", "/": "*"}
 
 
 def _cost(op: str, x: Number, y: Number) -> int:
-    """Digit products the schoolbook algorithms need for ``x op y`` (0 for a sum of integers: linear)."""
-    if op in "+-" and len(x.denominator) == len(y.denominator) == 1 and x.denominator[0] == y.denominator[0] == 1:
+    """Digit products the schoolbook algorithms need for ``x op y``, read from array lengths (a resource
+    bound, no value looked at): 0 for a sum of one-digit denominators (integers among them), linear."""
+    if op in "+-" and len(x.denominator) == len(y.denominator) == 1:
         return 0
     return (len(x.numerator) + len(x.denominator) - 1) * (len(y.numerator) + len(y.denominator) - 1)
 

@@ -22,7 +22,7 @@ SIDECAR = "predcalc.json"
 
 def export_litert(networks: dict, path, info: dict | None = None) -> Path:
     """Write ``networks`` (step name -> trained Keras model) to ``path`` (a .tflite) and its sidecar."""
-    import tensorflow as tf
+    import tensorflow as tf  # TensorFlow only to write the file (the runtime install has none)
 
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -30,7 +30,7 @@ def export_litert(networks: dict, path, info: dict | None = None) -> Path:
     signatures = {}
     for name, model in networks.items():
         weights = [np.asarray(w) for w in model.get_weights()]
-        if model.name == "control_rule":  # factored pair scores, exported as their tables
+        if model.name == "control_rule":  # pair scores over relations, exported as their tables
             function = _signature(tf, name, control_tables(weights))
         elif model.name.endswith("_rule"):
             function = rule_signature(tf, name, weights)
@@ -88,7 +88,7 @@ def _signature(tf, name: str, weights: list):
 def parity(networks: dict, path) -> dict:
     """How many inputs of each step's whole domain the LiteRT signature decides differently from the
     network's NumPy forward pass (itself checked against Keras by the tests)."""
-    from predcalc.calculator.nets import numpy_step
+    from predcalc.calculator.nets import numpy_step  # Keras and LiteRT only when parity is checked
     from predcalc.calculator.runtime import LiteRTSteps
 
     runners = LiteRTSteps(path)

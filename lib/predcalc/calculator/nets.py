@@ -23,7 +23,7 @@ try:  # training needs Keras; the runtime-only install does not have it
 except ImportError:  # pragma: no cover - exercised in the runtime-only install
     keras = None
 
-HIDDEN = {"compare": 32, "addsub": 64, "sign": 32, "muldigit": 128, "xor": 8, "count": 32}
+HIDDEN = {"compare": 32, "addsub": 64, "sign": 32, "muldigit": 128, "xor": 8, "lead": 8, "qdigit": 64}
 
 
 if keras is not None:
@@ -162,7 +162,7 @@ class DenseStep:
 
 def numpy_step(model):
     """A trained step network (a table MLP, the control's pair scores, or a rule step) as a NumPy function."""
-    from predcalc.calculator.rules import RuleStep
+    from predcalc.calculator.rules import RuleStep  # rules imports nets: at call time, no import cycle
 
     return RuleStep.from_model(model) if model.name.endswith("_rule") else DenseStep.from_model(model)
 

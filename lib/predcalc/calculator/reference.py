@@ -75,9 +75,12 @@ def reduction_labels(kinds) -> np.ndarray:
     parse tree's ready nodes may be reduced at once. An operator between two numbers is ready when
     the operator after its right operand does not bind tighter and the token before its left operand
     is the start, ``(``, an operator that binds less tightly, or one of the same level: after ``+`` or
-    ``*`` as written (``x + y - z = x + (y - z)``), after ``-`` or ``/`` inverted
-    (``x - y - z = x - (y + z)``, ``x / y / z = x / (y * z)``), except a ``*`` after ``/``
-    (``x / y * 0`` is 0, ``x / (y / 0)`` an error). A ``(`` is ready when it encloses a single
+    ``*`` as written (``x + y - z = x + (y - z)``), after ``-`` or ``/`` only an inverting one, applied
+    inverted (``x - y - z = x - (y + z)``, ``x / y / z = x / (y * z)``). A non-inverting operator
+    after an inverting one of its level waits, at both levels: ``x / y * z = x / (y / z)`` fails for
+    ``z = 0``, and ``+`` after ``-`` follows the same rule (``x - y + z`` is regrouped as ``(x - y) + z``
+    instead of ``x - (y - z)``), so the rule reads the same at every precedence level and the learned
+    control can learn it from either level's windows. A ``(`` is ready when it encloses a single
     number. In a chain ``1 + 1 + ... + 1`` every operator is ready, so a round halves the chain.
     """
     kinds = np.asarray(kinds, np.int64)
@@ -91,7 +94,7 @@ def reduction_labels(kinds) -> np.ndarray:
         & (after == NUM)
         & (level_left <= level_centre)
         & (level_right <= level_centre)
-        & ~((kinds == KINDS["*"]) & (left == KINDS["/"]))
+        & ~((level_left == level_centre) & np.isin(left, _INVERTS) & ~np.isin(kinds, _INVERTS))
     )
     opening = (kinds == KINDS["("]) & (after == NUM) & (right == KINDS[")"])
     inverse = (level_centre > 0) & (level_left == level_centre) & np.isin(left, _INVERTS)

@@ -27,7 +27,7 @@ class LiteRTSteps:
     """The step signatures of a calculator LiteRT file, each a function ``int [n, k] -> int [n, m]``."""
 
     def __init__(self, path):
-        from ai_edge_litert.interpreter import Interpreter
+        from ai_edge_litert.interpreter import Interpreter  # LiteRT only when a file is opened
 
         self.path = Path(path)
         self.interpreter = Interpreter(model_path=str(self.path))

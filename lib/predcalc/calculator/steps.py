@@ -69,8 +69,17 @@ def _xor(x):
     return (x[:, 0] ^ x[:, 1])[:, None]
 
 
-def _count(x):
-    return np.minimum(x[:, 0] + 1, 9)[:, None]
+def _lead(x):
+    """A non-zero digit seen yet, from the most significant digit down (the flag of each position:
+    this digit is significant; the final state: the number is not zero)."""
+    seen, digit = x.T
+    return (seen | (digit > 0)).astype(np.int64)[:, None]
+
+
+def _qdigit(x):
+    """The quotient digit so far: it becomes k where the multiple y x k is not above the remainder."""
+    q, k, compare = x.T
+    return np.where(compare != 1, k, q)[:, None]
 
 
 _CONTROL_TABLE = {}
@@ -99,7 +108,11 @@ TARGETS = {
     "sign": ("op (+/-), sign a, sign b, comparison", "magnitude mode, swap, result sign (the sign rules)"),
     "muldigit": ("carry (0-9), digit a, digit d", "digit and carry of a x d + carry"),
     "xor": ("sign a, sign b", "sign of a product or quotient"),
-    "count": ("quotient digit q", "q + 1 (the long-division counter)"),
+    "lead": ("non-zero digit seen (0/1), digit", "seen after this digit: it is significant (most significant first)"),
+    "qdigit": (
+        "quotient digit so far q, k (1-9), comparison of the remainder with y x k",
+        "k where y x k is not above the remainder, else q (run over k = 1..9: the quotient digit)",
+    ),
 }
 
 
@@ -125,6 +138,15 @@ def _addsub_reachable():
     return _all((2, 2, 10, 10))()
 
 
+def _qdigit_reachable():
+    # over k = 1..9 the remainder (below 10 y) is at least y x k' up to the true digit and below it after:
+    # q enters k as k - 1 while no multiple was above the remainder (then any comparison), else the
+    # digit already found (and the remainder is below y x k)
+    rows = [(k - 1, k, c) for k in range(1, 10) for c in range(3)]
+    rows += [(q, k, 1) for k in range(2, 10) for q in range(k - 1)]
+    return np.array(sorted(rows), np.int64)
+
+
 STEPS = {
     "control": Step("control", (N_KINDS,) * 5, (2, 2), _control, reachable_windows),
     "compare": Step("compare", (3, 10, 10), (3,), _compare, _all((3, 10, 10))),
@@ -132,7 +154,8 @@ STEPS = {
     "sign": Step("sign", (2, 2, 2, 3), (2, 2, 2), _sign, _all((2, 2, 2, 3))),
     "muldigit": Step("muldigit", (10, 10, 10), (10, 10), _muldigit, _muldigit_reachable),
     "xor": Step("xor", (2, 2), (2,), _xor, _all((2, 2))),
-    "count": Step("count", (10,), (10,), _count, lambda: np.arange(9)[:, None]),
+    "lead": Step("lead", (2, 10), (2,), _lead, _all((2, 10))),
+    "qdigit": Step("qdigit", (10, 10, 3), (10,), _qdigit, _qdigit_reachable),
 }
 
 

@@ -16,13 +16,14 @@ from pathlib import Path
 import numpy as np
 
 from predcalc.calculator import ablations
-from predcalc.calculator.bench import bench  # noqa: F401  (the notebook calls study.bench)
+from predcalc.calculator.bench import bench, speed_record  # noqa: F401  (the notebook calls study.bench)
 from predcalc.calculator.engine import Engine, answer_text
+from predcalc.calculator.nets import DenseStep, build_step, check_step
 from predcalc.calculator.steps import STEPS
 from predcalc.calculator.train import Recipe, engine_from, train_calculator, train_rules
 from predcalc.data.calculator_families import FAMILIES, INTEGER_WORLD, axes, draw, families
 from predcalc.data.exact_answers import score_answers
-from predcalc.paths import relative
+from predcalc.paths import relative, save_figure
 
 AXIS_FAMILIES = {
     "digits": ("iid", "digits_6_10", "digits_11_20", "digits_21_50"),
@@ -91,7 +92,7 @@ def adversarial(n: int = 200, seed: int = 2000, digits: tuple[int, int] = (10, 6
     by ``seed`` (lengths in ``digits``): ``000...002 x 000...002`` (leading zeros written out),
     ``10^n - 1`` chains (``999...9 + 1``, ``10^n - 999...9``, carries and borrows through every digit),
     alternating ``9`` / ``0`` runs, and quotients with many zero digits (``a (10^m + b) / a``)."""
-    from fractions import Fraction
+    from fractions import Fraction  # exact values only when the adversarial family is drawn
 
     from predcalc.data.calculator_families import answer
     from predcalc.data.expressions import evaluate
@@ -154,7 +155,7 @@ def trained(seed: int, expressions: int) -> dict:
 
 def train_seed(seed: int, expressions: int, test_families: dict, export_dir: Path, direct_sample: int = 20) -> dict:
     """Train every step for one seed, export it to LiteRT, score the exported file on every family."""
-    from predcalc.calculator.export import export_litert, parity
+    from predcalc.calculator.export import export_litert, parity  # TensorFlow and LiteRT only when a seed is exported
     from predcalc.calculator.runtime import Calculator
 
     result = trained(seed, expressions)
@@ -196,7 +197,7 @@ def train_seed(seed: int, expressions: int, test_families: dict, export_dir: Pat
 def rule_seed(seed: int, expressions: int, test_families: dict, export_dir: Path) -> dict:
     """Ladder rung 2 for one seed: rule steps on a third of their inputs (:func:`train_rules`),
     exported to LiteRT and scored through the file with forward passes (no cache)."""
-    from predcalc.calculator.export import export_litert, parity
+    from predcalc.calculator.export import export_litert, parity  # TensorFlow and LiteRT only when a seed is exported
     from predcalc.calculator.runtime import Calculator
 
     result = train_rules(seed, expressions)
@@ -246,18 +247,32 @@ def step_record(records: list[dict]) -> dict:
 
 
 def adversarial_scores(paths: dict, n: int = 200) -> dict:
-    """Exact accuracy of each exported calculator (label -> .tflite) on :func:`adversarial`, forward passes."""
-    from predcalc.calculator.runtime import Calculator
+    """Exact accuracy on :func:`adversarial` of each rung's exported calculators (label -> a .tflite, or
+    one per seed), forward passes: per label ``n``, ``exact`` and ``lowest_terms`` (means over seeds,
+    like every other family), ``min`` (the worst seed), ``seeds`` and ``per_seed``."""
+    from predcalc.calculator.runtime import Calculator  # LiteRT only when exported files are scored
 
     pairs = {"adversarial": adversarial(n)}
-    return {label: score_families(Calculator(path).answers, pairs)["adversarial"] for label, path in paths.items()}
+    out = {}
+    for label, files in paths.items():
+        files = [files] if isinstance(files, (str, Path)) else list(files)
+        scores = [score_families(Calculator(path).answers, pairs)["adversarial"] for path in files]
+        exact = [s["exact"] for s in scores]
+        out[label] = {
+            "n": scores[0]["n"],
+            "exact": float(np.mean(exact)),
+            "lowest_terms": float(np.mean([s["lowest_terms"] for s in scores])),
+            "min": float(min(exact)),
+            "seeds": len(scores),
+            "per_seed": exact,
+        }
+    return out
 
 
 def ladder_fields(rules_records: list[dict], bench_record: dict | None, adversarial: dict | None = None) -> dict:
     """The record's top-level ``"steps"`` (per step: reachable, trained_on, held_out_wrong, worst seed)
     and ``"speed"`` (each path's time over Python's), the rule rung's family summary and each rung's
     adversarial score (:func:`adversarial_scores`)."""
-    from predcalc.calculator.bench import speed_record
 
     out = {"steps": step_record(rules_records), "ladder": {"rules": summary(rules_records)}}
     if adversarial is not None:
@@ -297,7 +312,9 @@ def ladder_facts(record: dict) -> list[str]:
         lines.append(
             "- Adversarial digits: "
             + ", ".join(
-                f"{label} {100 * v['exact']:.1f} % of {v['n']}" for label, v in record["ladder"]["adversarial"].items()
+                f"{label} {100 * v['exact']:.1f} % of {v['n']}"
+                + (f" (mean of {v['seeds']} seeds, worst {100 * v['min']:.1f} %)" if v.get("seeds", 1) > 1 else "")
+                for label, v in record["ladder"]["adversarial"].items()
             )
             + "."
         )
@@ -321,7 +338,6 @@ def update_metrics(path: Path, fields: dict) -> dict:
 
 def untrained_control(seed: int, test_families: dict) -> dict:
     """The same networks at their random initialisation, no training: what the structure alone does."""
-    from predcalc.calculator.nets import DenseStep, build_step, check_step
 
     networks = {name: build_step(name, seed) for name in STEPS}
     checks = {name: check_step(name, DenseStep.from_model(model)) for name, model in networks.items()}
@@ -375,7 +391,7 @@ def ablation(kind: str, seed: int, expressions: int, test_families: dict, adder_
 def end_to_end(seed: int, test_families: dict, train_size: int, epochs: int, batch_size: int = 128) -> dict:
     """The baseline: one character-level model (``char_lstm_tokens``, sign and 8 digits) trained on
     expressions of the integer training world whose answers fit its 8 digits."""
-    from predcalc.data import make_split
+    from predcalc.data import make_split  # the training stack only for the end-to-end baseline
     from predcalc.data.exact_answers import value_answer
     from predcalc.data.protocol import Protocol
     from predcalc.training import fit
@@ -448,10 +464,10 @@ def family_boxes(test_families: dict) -> dict:
 
 def plot_axes(results: dict, boxes: dict, path=None):
     """Exact accuracy against digits, operators and depth (one panel each), the training box shaded."""
-    import matplotlib
+    import matplotlib  # plotting only when a figure is drawn
 
     matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    import matplotlib.pyplot as plt  # after the backend is chosen
 
     figure, panels = plt.subplots(1, 3, figsize=(10, 3.8), sharey=True)
     for panel, (axis, names) in zip(panels, AXIS_FAMILIES.items()):
@@ -491,15 +507,13 @@ def plot_axes(results: dict, boxes: dict, path=None):
     figure.suptitle("Exact accuracy beyond the training box (shaded)", fontsize=10)
     figure.tight_layout(rect=(0, 0.2, 1, 1))
     if path is not None:
-        from predcalc.paths import save_figure
-
         save_figure(figure, path)
     return figure
 
 
 def family_frame(summary_of: dict):
     """Mean and worst-seed exact accuracy (%) per family, and the share in lowest terms."""
-    import pandas as pd
+    import pandas as pd  # tables only when the notebook shows them
 
     return pd.DataFrame(
         {
@@ -517,7 +531,7 @@ def family_frame(summary_of: dict):
 
 def check_frame(records: list[dict]):
     """Per step: reachable inputs, wrong decisions (worst seed), inputs missing from training, parameters."""
-    import pandas as pd
+    import pandas as pd  # tables only when the notebook shows them
 
     rows = {}
     for name in records[0]["checks"]:
@@ -534,7 +548,7 @@ def check_frame(records: list[dict]):
 
 def comparison_frame(comparison: dict):
     """Mean exact accuracy (%) of the calculator, each ablation and the control, family by family."""
-    import pandas as pd
+    import pandas as pd  # tables only when the notebook shows them
 
     return pd.DataFrame(
         {label: {name: 100 * v["mean"] for name, v in summary_of.items()} for label, summary_of in comparison.items()}

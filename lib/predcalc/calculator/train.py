@@ -17,6 +17,7 @@ import numpy as np
 
 from predcalc.calculator.engine import Engine
 from predcalc.calculator.nets import check_step, numpy_step, train_step
+from predcalc.calculator.rules import RULES, train_control, train_rule
 from predcalc.calculator.steps import STEPS, TableStep
 from predcalc.data.calculator_families import TRAINING_WORLD, World, draw
 
@@ -156,14 +157,14 @@ def rule_training_rows(data: dict, seed: int) -> dict[str, np.ndarray]:
 
 
 def train_rules(seed: int, expressions: int = 200, world: World = TRAINING_WORLD, progress=None) -> dict:
-    """Rung 2 of the ladder: the digit steps as rule networks and the control as pair scores factored
-    over kind features (:mod:`predcalc.calculator.rules`), each on at most a third of its reachable
+    """Rung 2 of the ladder: the digit steps as rule networks and the control as pair scores over
+    relations of kind features (:mod:`predcalc.calculator.rules`), each on at most a third of its reachable
     inputs taken from traces of ``expressions`` short expressions (no coverage top-ups); the tiny
-    tables (sign, xor, count) on all their rows, memorised.
+    tables (sign, xor, lead) on all their rows, memorised.
 
     Returns networks, the rows each was trained on, per-step records (reachable, trained_on,
-    held_out_wrong, wrong, memorised) and timings."""
-    from predcalc.calculator.rules import RULES, build_control_rule, train_rule
+    held_out_wrong, wrong, memorised; the control also its training margin and level thresholds) and
+    timings."""
 
     start = time.perf_counter()
     data = trace(world, expressions, seed)
@@ -174,7 +175,7 @@ def train_rules(seed: int, expressions: int = 200, world: World = TRAINING_WORLD
         if name in RULES:
             model, info = train_rule(name, rows[name], seed=seed)
         elif name == "control":
-            model, info = train_step(name, rows[name], seed=seed, build=build_control_rule, minimum=400)
+            model, info = train_control(rows[name], seed=seed)
         else:
             model, info = train_step(name, rows[name], seed=seed)
         networks[name] = model
@@ -193,6 +194,8 @@ def train_rules(seed: int, expressions: int = 200, world: World = TRAINING_WORLD
             "train_exact": info["train_exact"],
             "seconds": round(time.perf_counter() - began, 1),
         }
+        if name == "control":  # the smallest training margin and the two learned level thresholds
+            steps[name].update(margin=round(info["margin"], 3), thresholds=[round(t, 3) for t in info["thresholds"]])
         if progress:
             progress(name, steps[name])
     return {"networks": networks, "steps": steps, "rows": rows, "seconds": time.perf_counter() - start}

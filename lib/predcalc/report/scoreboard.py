@@ -38,6 +38,12 @@ REPLICAS = {
 }
 
 
+def published_row(model: str) -> tuple[str, dict] | None:
+    """The published row a model replicates and its numbers (:data:`REPLICAS`), or None."""
+    row = next((name for name, replica in REPLICAS.items() if replica == model), None)
+    return None if row is None else (row, SEED_ROWS[row])
+
+
 def candidates(models, base_runs: list[dict] | None) -> list[dict]:
     """The seed-way values of every model in ``models`` (``(name, model)`` pairs from the stored
     records) that was trained here (at least one epoch a seed) and stored the prior report's

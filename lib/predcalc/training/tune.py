@@ -50,6 +50,7 @@ from pathlib import Path
 
 from predcalc import paths
 from predcalc.paths import relative, write_if_changed
+from predcalc.training.metrics import sign_test, spread
 from predcalc.training.sweep import SweepConfigError, check_keys, is_int, read_config_file
 
 TUNE_BUILD = paths.SCRATCH / "tune"
@@ -450,10 +451,57 @@ def hyperparameter_effects(table, config: dict) -> dict:
     return effects
 
 
+def final_comparison(folder, published: float) -> dict | None:
+    """The final stage's in-range MAE per seed (``metrics.json``) against a published mean: the
+    seeds' MAEs, (mean, min, max), the exact sign test over seeds (:func:`metrics.sign_test`: "better"
+    only when every seed beats it) and the final stage's training minutes. None before it ran."""
+    path = Path(folder) / "metrics.json"
+    if not path.is_file():
+        return None
+    record = json.loads(path.read_text())
+    runs = next(iter(record["models"].values()))["runs"]
+    maes = [r["metrics"]["in"]["mae"] for r in runs]
+    return {
+        "seeds": [r["seed"] for r in runs],
+        "mae": maes,
+        "spread": spread(maes),
+        "test": sign_test(maes, published),
+        "epochs": [r["epochs"] for r in runs],
+        "train_minutes": sum(r.get("train_seconds", 0.0) for r in runs) / 60,
+        "published": published,
+    }
+
+
+def repeated_trials(folder, config: dict, tolerance: float = 0.1) -> list[tuple[list[str], list[float]]]:
+    """Pairs of finished trials (``trials.csv``) that the tuner drew almost alike: every choice and
+    integer the same, every continuous value within ``tolerance`` of each other (relative). Their
+    objectives, side by side, show how noisy one trial's objective is. (ids, objectives) per pair."""
+    import pandas as pd  # tables only when a search is summarised
+
+    path = Path(folder) / "trials.csv"
+    if not path.is_file():
+        return []
+    table = pd.read_csv(path, dtype={"trial": str})
+    table = table[table["status"] == "COMPLETED"].reset_index(drop=True)
+    space = config["space"]
+    continuous = [n for n, d in space.items() if "choices" not in d and not all(map(is_int, (d["min"], d["max"])))]
+    discrete = [n for n in space if n not in continuous]
+    pairs = []
+    for i in range(len(table)):
+        for j in range(i + 1, len(table)):
+            a, b = table.iloc[i], table.iloc[j]
+            if all(a[n] == b[n] for n in discrete) and all(
+                abs(a[n] - b[n]) <= tolerance * max(abs(a[n]), abs(b[n])) for n in continuous
+            ):
+                pairs.append(([a["trial"], b["trial"]], [float(a[config["objective"]]), float(b[config["objective"]])]))
+    return pairs
+
+
 def search_facts(folder, published: float | None = None, published_label: str = "published") -> list[str]:
     """A search's results as sentences (from its ``tune.json``, and ``probe_metrics.json`` or
     ``metrics.json`` where written), for a report: trials, time, the best trial, the
-    hyperparameters' rank correlations, the in-range MAE against ``published`` where given."""
+    hyperparameters' rank correlations, the final stage's in-range MAE over seeds against
+    ``published`` where given (its verdict by :func:`final_comparison`)."""
     folder = Path(folder)
     summary = json.loads((folder / "tune.json").read_text())
     config, best = summary["config"], summary["best"]
@@ -477,19 +525,35 @@ def search_facts(folder, published: float | None = None, published_label: str = 
             f"rank correlation with {objective} (Spearman, {summary['trials_finished']} trials): "
             + ", ".join(f"{k} {v:+.2f}" for k, v in ranked)
         )
-    for name, kind in (("metrics.json", "final"), ("probe_metrics.json", "probe")):
-        if (folder / name).is_file():
-            record = json.loads((folder / name).read_text())
-            runs = record["models"][config["model"]]["runs"]
-            maes = [r["metrics"]["in"]["mae"] for r in runs]
-            mean = sum(maes) / len(maes)
-            spread = f" (seeds {min(maes):.4g} to {max(maes):.4g})" if len(maes) > 1 else ""
-            versus = f" against {published_label} {published}" if published is not None else ""
-            facts.append(
-                f"{kind}: best trial trained on {len(runs)} seed(s), {record['parameters']['epochs']} "
-                f"epochs: in-range MAE {mean:.4g}{spread}{versus}"
-                + (" (a probe, not like for like)" if kind == "probe" else "")
+    repeats = repeated_trials(folder, config)
+    if repeats:
+        facts.append(
+            "trials the tuner drew almost alike (the same choices, rates within 10 %) scored "
+            + "; ".join(
+                f"{' and '.join(trials)}: {' vs '.join(f'{v:.3g}' for v in values)}" for trials, values in repeats
             )
+            + f" ({objective}): one trial's objective moves that much between near-identical settings (noise or a "
+            "sharp optimum; one run each cannot tell), so the ranking of close trials is weak evidence"
+        )
+    final = final_comparison(folder, published) if published is not None else None
+    if final is not None:
+        mean, low, high = final["spread"]
+        test = final["test"]
+        words = {"better": "below it on every seed", "worse": "above it on every seed"}
+        facts.append(
+            f"final: the best trial trained on {len(final['mae'])} seeds ({min(final['epochs'])}-"
+            f"{max(final['epochs'])} epochs, {final['train_minutes']:.0f} min): in-range MAE {mean:.4g} "
+            f"[{low:.4g}-{high:.4g}] against {published_label} {published}: "
+            + words.get(test["verdict"], f"not resolved ({test['better']} of {len(final['mae'])} seeds below it)")
+        )
+    probe = folder / "probe_metrics.json"
+    if final is None and probe.is_file():
+        runs = json.loads(probe.read_text())["models"][config["model"]]["runs"]
+        maes = [r["metrics"]["in"]["mae"] for r in runs]
+        facts.append(
+            f"probe: best trial trained on {len(runs)} seed(s), {runs[0]['epochs']} epochs: in-range MAE "
+            f"{sum(maes) / len(maes):.4g} (a probe at trial length, not like for like with {published_label})"
+        )
     return facts
 
 
