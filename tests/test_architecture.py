@@ -1,8 +1,8 @@
 """The import contract of ARCHITECTURE.md, read from the source (every import, also those inside functions).
 
 data -> layers -> models -> training -> deploy -> report, with studies beside deploy; calculator
-beside models (its study, which trains an end-to-end baseline, at the studies' level); paths.py
-and record.py (the metrics.json record) under everything, cli.py over it. No private name crosses a module; repository paths come from
+beside models (its study, which trains an end-to-end baseline, at the studies' level); paths.py,
+registry.py and record.py (the metrics.json record) under everything, cli.py over it. No private name crosses a module; repository paths come from
 paths.py only; an import inside a function keeps a heavy dependency lazy and says why.
 """
 
@@ -27,6 +27,7 @@ BELOW = {  # what each package may import, besides itself (record: the metrics.j
     "cli": {"paths", "record", "data", "layers", "models", "calculator", "training", "studies", "deploy", "report"},
 }
 PLACED = {
+    "registry": "paths",  # the table of things by unique name: standard library only, under everything
     "calculator.study": "studies",  # a module that sits at another package's level
     "studies.edge_seeds": "report",
 }  # it scores the studies' edge suites through deploy's exported files

@@ -6,18 +6,20 @@ import pytest
 from predcalc import cli
 from predcalc.training import sweep
 
+TINY = (
+    "import json, pathlib\n"
+    "if a == 3:\n    raise ValueError('a three')\n"
+    "pathlib.Path(output_dir).mkdir(parents=True, exist_ok=True)\n"
+    "pathlib.Path(output_dir, 'metrics.json').write_text(json.dumps({'models': {}, 'value': a * 10 + seeds[0]}))"
+)
 
-def _notebook(path):
+
+def _notebook(path, body=TINY, parameters='a = 1\nseeds = [0]\noutput_dir = "out"'):
+    """A notebook of a parameters cell and one ``body`` cell, written to ``path``."""
     nb = nbformat.v4.new_notebook()
-    params = nbformat.v4.new_code_cell('a = 1\nseeds = [0]\noutput_dir = "out"')
+    params = nbformat.v4.new_code_cell(parameters)
     params.metadata["tags"] = ["parameters"]
-    body = nbformat.v4.new_code_cell(
-        "import json, pathlib\n"
-        "if a == 3:\n    raise ValueError('a three')\n"
-        "pathlib.Path(output_dir).mkdir(parents=True, exist_ok=True)\n"
-        "pathlib.Path(output_dir, 'metrics.json').write_text(json.dumps({'models': {}, 'value': a * 10 + seeds[0]}))"
-    )
-    nb.cells = [params, body]
+    nb.cells = [params, nbformat.v4.new_code_cell(body)]
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
     nbformat.write(nb, path)
     return path
@@ -134,18 +136,11 @@ def test_a_killed_sweep_ends_its_workers_and_their_kernels(tmp_path):
 
     import psutil
 
-    nb = nbformat.v4.new_notebook()
-    params = nbformat.v4.new_code_cell('a = 1\noutput_dir = "out"')
-    params.metadata["tags"] = ["parameters"]
-    nb.cells = [
-        params,
-        nbformat.v4.new_code_cell(
-            "import pathlib, time\npathlib.Path(output_dir).mkdir(parents=True, exist_ok=True)\n"
-            "pathlib.Path(output_dir, 'started').write_text('')\ntime.sleep(600)"
-        ),
-    ]
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, tmp_path / "91_sleep.ipynb")
+    sleep = (
+        "import pathlib, time\npathlib.Path(output_dir).mkdir(parents=True, exist_ok=True)\n"
+        "pathlib.Path(output_dir, 'started').write_text('')\ntime.sleep(600)"
+    )
+    _notebook(tmp_path / "91_sleep.ipynb", sleep, parameters='a = 1\noutput_dir = "out"')
     (tmp_path / "s.json").write_text(
         json.dumps({"name": "s", "notebooks": [str(tmp_path / "91_sleep.ipynb")], "grid": {"a": [1, 2]}})
     )
@@ -216,19 +211,12 @@ def test_the_kernels_stderr_goes_to_a_log_not_the_terminal(setup, monkeypatch, c
 def test_the_dask_engine_runs_jobs_on_a_real_local_cluster(tmp_path, capsys):
     import os
 
-    nb = nbformat.v4.new_notebook()
-    params = nbformat.v4.new_code_cell('a = 1\noutput_dir = "out"')
-    params.metadata["tags"] = ["parameters"]
-    nb.cells = [
-        params,
-        nbformat.v4.new_code_cell(
-            "import json, os, pathlib\npathlib.Path(output_dir).mkdir(parents=True, exist_ok=True)\n"
-            "pathlib.Path(output_dir, 'metrics.json').write_text(json.dumps({'models': {}, 'value': a,\n"
-            "    'worker_pid': os.getppid()}))"
-        ),
-    ]  # the kernel's parent: the Dask worker that ran the job
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3", "language": "python"}
-    nbformat.write(nb, tmp_path / "92_pid.ipynb")
+    pid = (  # the kernel's parent: the Dask worker that ran the job
+        "import json, os, pathlib\npathlib.Path(output_dir).mkdir(parents=True, exist_ok=True)\n"
+        "pathlib.Path(output_dir, 'metrics.json').write_text(json.dumps({'models': {}, 'value': a,\n"
+        "    'worker_pid': os.getppid()}))"
+    )
+    _notebook(tmp_path / "92_pid.ipynb", pid, parameters='a = 1\noutput_dir = "out"')
     (tmp_path / "d.yaml").write_text(f"name: d\nnotebooks: ['{tmp_path / '92_pid.ipynb'}']\ngrid:\n  a: [1, 2]\n")
     root = tmp_path / "sweeps"
     assert (

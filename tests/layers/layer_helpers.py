@@ -37,6 +37,12 @@ def ramp(shape, divisor=15.0):
     return (np.arange(int(np.prod(shape)), dtype="float32").reshape(shape) / divisor - 1.0).astype("float32")
 
 
+def sequence_inputs(time=6, batch=BATCH, seed=0, features=3):
+    """N(0, 1) inputs of shape ``(batch, time, features)``, float32: the recurrent layers' tests."""
+    rng = np.random.default_rng(seed)
+    return rng.normal(size=(batch, time, features)).astype("float32")
+
+
 def built_with_random_weights(layer, input_shape, seed=1, scale=0.7):
     """``layer`` built for ``input_shape`` with every weight drawn from N(0, scale^2), float32."""
     layer.build(input_shape)

@@ -19,6 +19,7 @@ LAYER_MODULES = sorted(f"predcalc.layers.{info.name}" for info in pkgutil.iter_m
 OTHER_MODULES = [
     "predcalc.data.expressions",
     "predcalc.data.tokenizers",
+    "predcalc.registry",
     "predcalc.studies.edges",
     "predcalc.training.experiment",
 ]

@@ -4,7 +4,7 @@ import keras
 import numpy as np
 import pytest
 from keras import ops
-from layer_helpers import assert_carried_states_continue, built_with_random_weights, sigmoid, to_numpy
+from layer_helpers import assert_carried_states_continue, built_with_random_weights, sequence_inputs, sigmoid, to_numpy
 
 from predcalc.layers.mamba import Mamba
 
@@ -48,20 +48,9 @@ def numpy_mamba(x, w, conv_kernel_size):
     return y @ w["out_kernel"]
 
 
-def inputs(time=TIME, batch=BATCH, seed=0):
-    rng = np.random.default_rng(seed)
-    return rng.normal(size=(batch, time, FEATURES)).astype("float32")
-
-
 def deterministic_layer(parallel=True, conv_kernel_size=3, seed=1, **kwargs):
     kwargs.setdefault("return_sequences", True)
-    layer = Mamba(
-        UNITS,
-        state_size=STATE,
-        conv_kernel_size=conv_kernel_size,
-        parallel=parallel,
-        **kwargs,
-    )
+    layer = Mamba(UNITS, state_size=STATE, conv_kernel_size=conv_kernel_size, parallel=parallel, **kwargs)
     return built_with_random_weights(layer, (None, TIME, FEATURES), seed, scale=0.5)
 
 
@@ -73,7 +62,7 @@ def numpy_weights(layer):
 @pytest.mark.parametrize("conv_kernel_size", [0, 1, 3])
 def test_matches_numpy_reference(parallel, conv_kernel_size):
     layer = deterministic_layer(parallel, conv_kernel_size)
-    x = inputs()
+    x = sequence_inputs()
     expected = numpy_mamba(x, numpy_weights(layer), conv_kernel_size)
     np.testing.assert_allclose(to_numpy(layer(x)), expected, atol=1e-5)
 
@@ -95,7 +84,7 @@ def test_initialisation_follows_the_paper():
 
 
 def test_scan_path_equals_step_path_on_a_longer_sequence():
-    x = inputs(time=32, seed=2)
+    x = sequence_inputs(time=32, seed=2)
     scan_outputs = deterministic_layer(True, return_state=True)(x)
     step_outputs = deterministic_layer(False, return_state=True)(x)
     for name, scanned, stepped in zip(
@@ -115,7 +104,7 @@ def test_scan_path_equals_step_path_on_a_longer_sequence():
 def test_continuing_from_carried_states_equals_whole_sequence(first_parallel, second_parallel, split):
     # conv_kernel_size 4 keeps 3 past inputs: a first chunk of length 1 is
     # shorter than that window, so its carried state still holds padding.
-    x = inputs()
+    x = sequence_inputs()
     whole = to_numpy(deterministic_layer(True, conv_kernel_size=4)(x))
     states, _ = assert_carried_states_continue(
         deterministic_layer(first_parallel, conv_kernel_size=4, return_state=True),
@@ -128,7 +117,7 @@ def test_continuing_from_carried_states_equals_whole_sequence(first_parallel, se
 
 
 def test_last_output_and_state_shapes():
-    x = inputs()
+    x = sequence_inputs()
     sequence = to_numpy(deterministic_layer()(x))
     layer = deterministic_layer(return_sequences=False, return_state=True)
     output, ssm_state, conv_state = (to_numpy(t) for t in layer(x))
@@ -145,7 +134,7 @@ def test_wrong_number_of_initial_states():
     layer = Mamba(UNITS, state_size=STATE)
     with pytest.raises(ValueError, match="expects 2 initial state tensor"):
         layer(
-            inputs(),
+            sequence_inputs(),
             initial_state=[np.zeros((BATCH, 2 * UNITS, STATE), "float32")],
         )
 
@@ -180,7 +169,7 @@ def test_bounded_state_stays_bounded_far_outside_the_training_range(parallel):
 
 
 def test_bounded_state_scan_equals_steps():
-    x = inputs(time=16, seed=5)
+    x = sequence_inputs(time=16, seed=5)
     layers = [
         Mamba(4, state_size=8, conv_kernel_size=4, return_sequences=True, parallel=p, bounded_state=True)
         for p in (True, False)

@@ -4,7 +4,7 @@ carried state, saving, training. MinLSTM's normalised gates have a test of their
 import keras
 import numpy as np
 import pytest
-from layer_helpers import assert_carried_states_continue, built_with_random_weights, sigmoid, to_numpy
+from layer_helpers import assert_carried_states_continue, built_with_random_weights, sequence_inputs, sigmoid, to_numpy
 
 from predcalc.layers.min_gru import MinGRU
 from predcalc.layers.min_lstm import MinLSTM
@@ -71,11 +71,6 @@ def Layer(name):
     return CASES[name][0]
 
 
-def inputs(time=TIME, batch=BATCH, seed=0):
-    rng = np.random.default_rng(seed)
-    return rng.normal(size=(batch, time, FEATURES)).astype("float32")
-
-
 def deterministic_layer(Layer, parallel=True, seed=1, **kwargs):
     kwargs.setdefault("return_sequences", True)
     layer = Layer(UNITS, parallel=parallel, **kwargs)
@@ -124,7 +119,7 @@ def test_min_lstm_gates_are_normalised():
 @pytest.mark.parametrize("with_initial_state", [False, True])
 def test_matches_numpy_reference(name, Layer, parallel, with_initial_state):
     layer = deterministic_layer(Layer, parallel)
-    x = inputs()
+    x = sequence_inputs()
     # A negative initial state is allowed on the log-space path too.
     h0 = np.linspace(-1.0, 1.0, BATCH * UNITS).reshape(BATCH, UNITS)
     h0 = h0.astype("float32") if with_initial_state else None
@@ -133,7 +128,7 @@ def test_matches_numpy_reference(name, Layer, parallel, with_initial_state):
 
 
 def test_parallel_path_equals_step_path_on_a_longer_sequence(Layer):
-    x = inputs(time=64, seed=2)
+    x = sequence_inputs(time=64, seed=2)
     parallel = to_numpy(deterministic_layer(Layer, True)(x))
     step = to_numpy(deterministic_layer(Layer, False)(x))
     np.testing.assert_allclose(parallel, step, atol=1e-5)
@@ -144,7 +139,7 @@ def test_parallel_path_equals_step_path_on_a_longer_sequence(Layer):
     [(True, True), (False, False), (True, False)],
 )
 def test_continuing_from_carried_state_equals_whole_sequence(Layer, first_parallel, second_parallel):
-    x = inputs()
+    x = sequence_inputs()
     whole = to_numpy(deterministic_layer(Layer, True)(x))
     _, (last_state,) = assert_carried_states_continue(
         deterministic_layer(Layer, first_parallel, return_state=True),
@@ -158,7 +153,7 @@ def test_continuing_from_carried_state_equals_whole_sequence(Layer, first_parall
 
 @pytest.mark.parametrize("parallel", [True, False])
 def test_last_output_and_state(Layer, parallel):
-    x = inputs()
+    x = sequence_inputs()
     sequence = to_numpy(deterministic_layer(Layer, parallel)(x))
     layer = deterministic_layer(Layer, parallel, return_sequences=False, return_state=True)
     output, state = layer(x)
@@ -169,7 +164,7 @@ def test_last_output_and_state(Layer, parallel):
 def test_last_state_path_with_an_initial_state_equals_the_numpy_reference(name, Layer):
     # return_sequences=False: the parallel path reduces to h_T without a scan
     layer = deterministic_layer(Layer, True, return_sequences=False)
-    x = inputs()
+    x = sequence_inputs()
     h0 = np.linspace(-1.0, 1.0, BATCH * UNITS).reshape(BATCH, UNITS).astype("float32")
     expected = CASES[name][1](x, *numpy_weights(layer), h0)[:, -1]
     np.testing.assert_allclose(to_numpy(layer(x, initial_state=h0)), expected, atol=1e-5)

@@ -3,7 +3,7 @@
 import keras
 import numpy as np
 import pytest
-from layer_helpers import assert_carried_states_continue, built_with_random_weights, sigmoid, to_numpy
+from layer_helpers import assert_carried_states_continue, built_with_random_weights, sequence_inputs, sigmoid, to_numpy
 
 from predcalc.layers.mlstm import MLSTM
 
@@ -47,20 +47,9 @@ def numpy_mlstm(x, kernel, bias, heads, forget_gate):
     return np.stack(outputs, axis=1)
 
 
-def inputs(time=TIME, batch=BATCH, seed=0):
-    rng = np.random.default_rng(seed)
-    return rng.normal(size=(batch, time, FEATURES)).astype("float32")
-
-
 def deterministic_layer(parallel=True, seed=1, forget_gate="sigmoid", **kwargs):
     kwargs.setdefault("return_sequences", True)
-    layer = MLSTM(
-        UNITS,
-        num_heads=HEADS,
-        forget_gate=forget_gate,
-        parallel=parallel,
-        **kwargs,
-    )
+    layer = MLSTM(UNITS, num_heads=HEADS, forget_gate=forget_gate, parallel=parallel, **kwargs)
     return built_with_random_weights(layer, (None, TIME, FEATURES), seed, scale=0.7)
 
 
@@ -86,14 +75,14 @@ def test_pinned_numbers():
 @pytest.mark.parametrize("forget_gate", ["sigmoid", "exp"])
 def test_matches_numpy_reference(parallel, forget_gate):
     layer = deterministic_layer(parallel, forget_gate=forget_gate)
-    x = inputs()
+    x = sequence_inputs()
     kernel, bias = (w.astype("float64") for w in layer.get_weights())
     expected = numpy_mlstm(x, kernel, bias, HEADS, forget_gate)
     np.testing.assert_allclose(to_numpy(layer(x)), expected, atol=1e-5)
 
 
 def test_parallel_form_equals_recurrent_form_outputs_and_states():
-    x = inputs(time=32, seed=2)
+    x = sequence_inputs(time=32, seed=2)
     parallel_outputs = deterministic_layer(True, return_state=True)(x)
     step_outputs = deterministic_layer(False, return_state=True)(x)
     for name, parallel, step in zip(
@@ -113,7 +102,7 @@ def test_stabiliser_keeps_huge_gates_finite_and_exact(parallel):
     kernel, bias = layer.get_weights()
     bias[4 * UNITS : 4 * UNITS + HEADS] += 100.0
     layer.set_weights([kernel, bias])
-    x = inputs()
+    x = sequence_inputs()
     outputs = to_numpy(layer(x))
     assert np.all(np.isfinite(outputs))
     expected = numpy_mlstm(x, kernel.astype("float64"), bias.astype("float64"), HEADS, "exp")
@@ -128,7 +117,7 @@ def test_stabiliser_keeps_huge_gates_finite_and_exact(parallel):
     [(True, True), (False, False), (True, False), (False, True)],
 )
 def test_continuing_from_carried_states_equals_whole_sequence(first_parallel, second_parallel):
-    x = inputs()
+    x = sequence_inputs()
     whole = to_numpy(deterministic_layer(True)(x))
     assert_carried_states_continue(
         deterministic_layer(first_parallel, return_state=True),
@@ -140,7 +129,7 @@ def test_continuing_from_carried_states_equals_whole_sequence(first_parallel, se
 
 
 def test_last_output_and_state_shapes():
-    x = inputs()
+    x = sequence_inputs()
     sequence = to_numpy(deterministic_layer()(x))
     layer = deterministic_layer(return_sequences=False, return_state=True)
     output, c, n, m = (to_numpy(t) for t in layer(x))
@@ -153,7 +142,7 @@ def test_last_output_and_state_shapes():
 
 def test_wrong_number_of_initial_states():
     with pytest.raises(ValueError, match=r"initial_state=\[C, n, m\]"):
-        MLSTM(UNITS)(inputs(), initial_state=[np.zeros((BATCH, 1, 4, 4), "float32")])
+        MLSTM(UNITS)(sequence_inputs(), initial_state=[np.zeros((BATCH, 1, 4, 4), "float32")])
 
 
 def test_stabilized_gate_biases_and_head_norm():
@@ -164,7 +153,7 @@ def test_stabilized_gate_biases_and_head_norm():
     assert np.all(np.abs(bias[4 * UNITS : 4 * UNITS + HEADS]) < 1.0)  # input: N(0, 0.1)
     assert np.all(bias[: 4 * UNITS] == 0)
     # inputs 1e4 times the usual scale: the per-head norm keeps the output bounded by the gate
-    out = to_numpy(layer(1e4 * inputs()))
+    out = to_numpy(layer(1e4 * sequence_inputs()))
     assert np.all(np.isfinite(out))
     assert np.abs(out).max() <= np.sqrt(UNITS // HEADS) + 1e-3
     clone = MLSTM.from_config(layer.get_config())
@@ -173,7 +162,7 @@ def test_stabilized_gate_biases_and_head_norm():
 
 @pytest.mark.parametrize("parallel", [True, False])
 def test_stabilized_parallel_equals_recurrent(parallel):
-    x = inputs(seed=3)
+    x = sequence_inputs(seed=3)
     layers = [MLSTM(UNITS, num_heads=HEADS, stabilized=True, return_sequences=True, parallel=p) for p in (True, False)]
     for layer in layers:
         built_with_random_weights(layer, x.shape, seed=2)

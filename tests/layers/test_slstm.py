@@ -2,7 +2,7 @@
 
 import numpy as np
 import pytest
-from layer_helpers import assert_carried_states_continue, built_with_random_weights, sigmoid, to_numpy
+from layer_helpers import assert_carried_states_continue, built_with_random_weights, sequence_inputs, sigmoid, to_numpy
 
 from predcalc.layers.slstm import SLSTM
 
@@ -40,11 +40,6 @@ def numpy_slstm(x, kernel, recurrent_kernel, bias, forget_gate):
     return np.stack(outputs, axis=1)
 
 
-def inputs(time=TIME, batch=BATCH, seed=0):
-    rng = np.random.default_rng(seed)
-    return rng.normal(size=(batch, time, FEATURES)).astype("float32")
-
-
 def deterministic_layer(seed=1, forget_gate="sigmoid", **kwargs):
     kwargs.setdefault("return_sequences", True)
     layer = SLSTM(UNITS, num_heads=HEADS, forget_gate=forget_gate, **kwargs)
@@ -67,7 +62,7 @@ def test_pinned_numbers():
 @pytest.mark.parametrize("forget_gate", ["sigmoid", "exp"])
 def test_matches_numpy_reference(forget_gate):
     layer = deterministic_layer(forget_gate=forget_gate)
-    x = inputs()
+    x = sequence_inputs()
     kernel, recurrent_kernel, bias = (w.astype("float64") for w in layer.get_weights())
     expected = numpy_slstm(x, kernel, recurrent_kernel, bias, forget_gate)
     np.testing.assert_allclose(to_numpy(layer(x)), expected, atol=1e-5)
@@ -82,7 +77,7 @@ def test_stabiliser_keeps_huge_gates_finite_and_exact():
     bias[UNITS : 2 * UNITS] += 100.0  # input gate
     bias[2 * UNITS : 3 * UNITS] += 3.0  # forget gate
     layer.set_weights([kernel, recurrent_kernel, bias])
-    x = inputs()
+    x = sequence_inputs()
     outputs = to_numpy(layer(x))
     assert np.all(np.isfinite(outputs))
     expected = numpy_slstm(
@@ -94,7 +89,7 @@ def test_stabiliser_keeps_huge_gates_finite_and_exact():
 
 
 def test_continuing_from_carried_states_equals_whole_sequence():
-    x = inputs()
+    x = sequence_inputs()
     whole = to_numpy(deterministic_layer()(x))
     layer = deterministic_layer(return_state=True)
     states, last_states = assert_carried_states_continue(layer, layer, x, 2, whole)
@@ -103,7 +98,7 @@ def test_continuing_from_carried_states_equals_whole_sequence():
 
 
 def test_last_output_and_states():
-    x = inputs()
+    x = sequence_inputs()
     sequence = to_numpy(deterministic_layer()(x))
     layer = deterministic_layer(return_sequences=False, return_state=True)
     output, h, c, n, m = (to_numpy(t) for t in layer(x))
@@ -115,6 +110,6 @@ def test_last_output_and_states():
 
 def test_wrong_number_of_initial_states():
     layer = SLSTM(UNITS)
-    x = inputs()
+    x = sequence_inputs()
     with pytest.raises(ValueError, match=r"initial_state=\[h, c, n, m\]"):
         layer(x, initial_state=[np.zeros((BATCH, UNITS), "float32")])

@@ -99,6 +99,27 @@ def sequence_input_dim(layer, input_shape):
     return input_shape[-1]
 
 
+class SequenceLayer(keras.layers.Layer):
+    """What the sequence layers (minGRU/minLSTM, mLSTM, sLSTM, Mamba) share: the output shape from
+    `units`, `return_sequences`, `return_state` and the subclass's `state_shapes(batch_size)`, and a
+    `get_config` of its `config_names` (plain arguments) and `config_initializers`."""
+
+    config_names = ()
+    config_initializers = ()
+
+    def state_shapes(self, batch_size):
+        """The shapes of the states `return_state=True` returns after the output."""
+        raise NotImplementedError
+
+    def compute_output_shape(self, input_shape):
+        return sequence_output_shape(self, input_shape, self.state_shapes(input_shape[0]))
+
+    def get_config(self):
+        config = super().get_config()
+        config.update(config_entries(self, self.config_names, self.config_initializers))
+        return config
+
+
 def set_initializers(layer, **initializers):
     """`layer.name = keras.initializers.get(value)` for each initializer argument."""
     for name, value in initializers.items():

@@ -31,26 +31,17 @@ class DigitReadout(AttentionBlock):
         slots: int. Number of answer slots.
         num_heads: int. Number of attention heads.
         ffn_units: int. Hidden width of the point-wise FFN.
-        key_dim: int or `None`. Size of each head; `None` (default) uses
-            `d_model / num_heads`, which must divide evenly.
-        dropout: float in [0, 1). Dropout rate. Defaults to `0.0`.
-        activation: activation of the FFN's hidden layer. Defaults to
-            `"relu"`.
-        layer_norm_epsilon: float. Defaults to `1e-5`.
+        key_dim, dropout, activation, layer_norm_epsilon, kernel_initializer,
+            bias_initializer: as in `TransformerEncoderBlock` (the same
+            attention and FFN sub-block).
         query_initializer: initializer of the slot queries. Defaults to
             `"glorot_uniform"`.
-        kernel_initializer: initializer of every kernel. Defaults to
-            `"glorot_uniform"`.
-        bias_initializer: initializer of every bias. Defaults to `"zeros"`.
         **kwargs: other keyword arguments passed to `keras.layers.Layer`.
 
     Call arguments:
-        inputs: float tensor of shape `(batch, time, d_model)`.
-        mask: optional boolean tensor of shape `(batch, time)`, `True` for
-            real steps. Passed automatically after a masking layer.
-        training: bool, whether dropout is active.
-        return_attention_scores: bool. If `True`, return
-            `(outputs, attention_scores)`.
+        As `TransformerEncoderBlock`'s: `inputs` of shape `(batch, time,
+        d_model)`, an optional `mask` (`True` for real steps), `training`
+        and `return_attention_scores`.
 
     Returns:
         `outputs` of shape `(batch, slots, d_model)`, and with
@@ -64,32 +55,9 @@ class DigitReadout(AttentionBlock):
         (2, 5, 32)
     """
 
-    def __init__(
-        self,
-        slots,
-        num_heads,
-        ffn_units,
-        key_dim=None,
-        dropout=0.0,
-        activation="relu",
-        layer_norm_epsilon=1e-5,
-        query_initializer="glorot_uniform",
-        kernel_initializer="glorot_uniform",
-        bias_initializer="zeros",
-        **kwargs,
-    ):
+    def __init__(self, slots, num_heads, ffn_units, *, query_initializer="glorot_uniform", **kwargs):
         slots = positive_int("slots", slots)
-        super().__init__(
-            num_heads,
-            ffn_units,
-            key_dim=key_dim,
-            dropout=dropout,
-            activation=activation,
-            layer_norm_epsilon=layer_norm_epsilon,
-            kernel_initializer=kernel_initializer,
-            bias_initializer=bias_initializer,
-            **kwargs,
-        )
+        super().__init__(num_heads, ffn_units, **kwargs)
         self.slots = slots
         self.query_initializer = keras.initializers.get(query_initializer)
 

@@ -13,25 +13,25 @@ The base class is private (its name starts with an underscore), so the layer
 package exports only the two public layers.
 """
 
-import keras
 from keras import ops
 
 from predcalc.layers._common import (
+    SequenceLayer,
     check_bools,
-    config_entries,
     no_xla_on_tensorflow,
     positive_int,
     sequence_input_dim,
-    sequence_output_shape,
     set_initializers,
 )
 from predcalc.layers.scan_kernels import log_space_last_state, log_space_scan, run_steps
 
 
-class InputGatedScan(keras.layers.Layer):
+class InputGatedScan(SequenceLayer):
     """Base of the minimal RNNs; see `MinGRU` and `MinLSTM` for the arguments."""
 
     gate_count = None  # blocks of `units` logits per step, the candidate included
+    config_names = ("units", "return_sequences", "return_state", "parallel", "use_bias")
+    config_initializers = ("kernel_initializer", "bias_initializer")
 
     def __init__(
         self,
@@ -117,16 +117,5 @@ class InputGatedScan(keras.layers.Layer):
         last_state, sequence = run_steps(step, initial_state, step_inputs)  # (batch, units), (time, batch, units)
         return ops.moveaxis(sequence, 0, 1), last_state
 
-    def compute_output_shape(self, input_shape):
-        return sequence_output_shape(self, input_shape, [(input_shape[0], self.units)])
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            config_entries(
-                self,
-                ("units", "return_sequences", "return_state", "parallel", "use_bias"),
-                ("kernel_initializer", "bias_initializer"),
-            )
-        )
-        return config
+    def state_shapes(self, batch_size):
+        return [(batch_size, self.units)]

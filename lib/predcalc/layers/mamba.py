@@ -7,12 +7,11 @@ import keras
 from keras import ops
 
 from predcalc.layers._common import (
+    SequenceLayer,
     check_bools,
-    config_entries,
     no_xla_on_tensorflow,
     positive_ints,
     sequence_input_dim,
-    sequence_output_shape,
 )
 from predcalc.layers.scan_kernels import linear_scan, run_steps
 
@@ -138,7 +137,7 @@ def mamba_step(
 
 
 @keras.saving.register_keras_serializable(package="predcalc")
-class Mamba(keras.layers.Layer):
+class Mamba(SequenceLayer):
     """Mamba block: a selective state-space model (S6) with gating.
 
     A minimal single Mamba block (Gu & Dao 2023, arXiv 2312.00752, Section 3:
@@ -226,6 +225,19 @@ class Mamba(keras.layers.Layer):
         - [Gu & Dao, 2023. Mamba: Linear-Time Sequence Modeling with
           Selective State Spaces](https://arxiv.org/abs/2312.00752)
     """
+
+    config_names = (
+        "units",
+        "state_size",
+        "expand",
+        "conv_kernel_size",
+        "dt_rank",
+        "return_sequences",
+        "return_state",
+        "parallel",
+        "bounded_state",
+    )
+    config_initializers = ("kernel_initializer",)
 
     def __init__(
         self,
@@ -411,33 +423,11 @@ class Mamba(keras.layers.Layer):
         (ssm_state, conv_state), y = run_steps(step, (ssm_state, conv_state), ops.moveaxis(x, 1, 0))  # (time, batch, d)
         return ops.moveaxis(y, 0, 1), ssm_state, conv_state
 
-    def compute_output_shape(self, input_shape):
-        batch_size = input_shape[0]
+    def state_shapes(self, batch_size):
         states = [(batch_size, self.inner_dim, self.state_size)]
         if self._has_conv_state:
             states.append((batch_size, self.conv_kernel_size - 1, self.inner_dim))
-        return sequence_output_shape(self, input_shape, states)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            config_entries(
-                self,
-                (
-                    "units",
-                    "state_size",
-                    "expand",
-                    "conv_kernel_size",
-                    "dt_rank",
-                    "return_sequences",
-                    "return_state",
-                    "parallel",
-                    "bounded_state",
-                ),
-                ("kernel_initializer",),
-            )
-        )
-        return config
+        return states
 
 
 def _dt_bias_initializer(shape, dtype=None):

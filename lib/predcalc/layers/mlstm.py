@@ -6,12 +6,11 @@ import keras
 from keras import ops
 
 from predcalc.layers._common import (
+    SequenceLayer,
     check_bools,
     checked_heads,
-    config_entries,
     no_xla_on_tensorflow,
     sequence_input_dim,
-    sequence_output_shape,
     set_initializers,
 )
 from predcalc.layers.scan_kernels import log_forget_gate, run_steps
@@ -113,7 +112,7 @@ def mlstm_parallel(query, key, value, log_i, log_f, initial_state):
 
 
 @keras.saving.register_keras_serializable(package="predcalc")
-class MLSTM(keras.layers.Layer):
+class MLSTM(SequenceLayer):
     """Matrix LSTM (mLSTM) of xLSTM, parallel or recurrent.
 
     Implements the mLSTM cell of seed 003 (eqs. 19-27; Beck et al. 2024,
@@ -212,6 +211,18 @@ class MLSTM(keras.layers.Layer):
         - [Beck et al., 2024. xLSTM: Extended Long Short-Term Memory](
           https://arxiv.org/abs/2405.04517)
     """
+
+    config_names = (
+        "units",
+        "num_heads",
+        "forget_gate",
+        "return_sequences",
+        "return_state",
+        "parallel",
+        "stabilized",
+        "use_bias",
+    )
+    config_initializers = ("kernel_initializer", "bias_initializer")
 
     def __init__(
         self,
@@ -347,27 +358,6 @@ class MLSTM(keras.layers.Layer):
         last_states, h_tilde = run_steps(step, initial_state, step_inputs)  # (time, batch, heads, hd)
         return ops.moveaxis(h_tilde, 0, 2), last_states
 
-    def compute_output_shape(self, input_shape):
-        batch_size, heads, head_dim = input_shape[0], self.num_heads, self.head_dim
-        states = [(batch_size, heads, head_dim, head_dim), (batch_size, heads, head_dim), (batch_size, heads)]
-        return sequence_output_shape(self, input_shape, states)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            config_entries(
-                self,
-                (
-                    "units",
-                    "num_heads",
-                    "forget_gate",
-                    "return_sequences",
-                    "return_state",
-                    "parallel",
-                    "stabilized",
-                    "use_bias",
-                ),
-                ("kernel_initializer", "bias_initializer"),
-            )
-        )
-        return config
+    def state_shapes(self, batch_size):
+        heads, head_dim = self.num_heads, self.head_dim
+        return [(batch_size, heads, head_dim, head_dim), (batch_size, heads, head_dim), (batch_size, heads)]

@@ -4,12 +4,11 @@ import keras
 from keras import ops
 
 from predcalc.layers._common import (
+    SequenceLayer,
     check_bools,
     checked_heads,
-    config_entries,
     no_xla_on_tensorflow,
     sequence_input_dim,
-    sequence_output_shape,
     set_initializers,
 )
 from predcalc.layers.scan_kernels import log_forget_gate, run_steps
@@ -60,7 +59,7 @@ def slstm_step(states, preactivations, forget_gate="sigmoid"):
 
 
 @keras.saving.register_keras_serializable(package="predcalc")
-class SLSTM(keras.layers.Layer):
+class SLSTM(SequenceLayer):
     """Scalar LSTM (sLSTM) of xLSTM, with exponential gating.
 
     Implements the sLSTM cell of seed 003 (eqs. 8-14; Beck et al. 2024,
@@ -134,6 +133,9 @@ class SLSTM(keras.layers.Layer):
     Reference: Beck et al., 2024, "xLSTM: Extended Long Short-Term Memory"
     (https://arxiv.org/abs/2405.04517).
     """
+
+    config_names = ("units", "num_heads", "forget_gate", "return_sequences", "return_state", "use_bias")
+    config_initializers = ("kernel_initializer", "recurrent_initializer", "bias_initializer")
 
     def __init__(
         self,
@@ -222,16 +224,5 @@ class SLSTM(keras.layers.Layer):
             return [output, *last_states]
         return output
 
-    def compute_output_shape(self, input_shape):
-        return sequence_output_shape(self, input_shape, [(input_shape[0], self.units)] * 4)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            config_entries(
-                self,
-                ("units", "num_heads", "forget_gate", "return_sequences", "return_state", "use_bias"),
-                ("kernel_initializer", "recurrent_initializer", "bias_initializer"),
-            )
-        )
-        return config
+    def state_shapes(self, batch_size):
+        return [(batch_size, self.units)] * 4

@@ -25,17 +25,21 @@ from predcalc.models.transformer import transformer_encoder
 
 REVERSED8 = AnswerFormat(digits=8, reversed=True)
 CHARACTERS = {"length": 64}
+# What both models state: characters in, sign and reversed digits out, the transformer schedule.
+CHAR_TOKENS = {
+    "tokenizer": "char",
+    "tokenizer_config": CHARACTERS,
+    "answer_format": REVERSED8,
+    "loss": token_loss(),
+    "optimizer": "adamw_cosine",
+}
 
 
 @register_model(
     "char_transformer_tokens",
     label="char transformer 2 x d64 + digit readout (reversed, 8 digits)",
     family="transformer",
-    tokenizer="char",
-    tokenizer_config=CHARACTERS,
-    answer_format=REVERSED8,
-    loss=token_loss(),
-    optimizer="adamw_cosine",
+    **CHAR_TOKENS,
 )
 def char_transformer_tokens(
     tokenizer,
@@ -59,11 +63,7 @@ def char_transformer_tokens(
     label="char LSTM 80 + digit readout (reversed, 8 digits)",
     family="RNN",
     variable_length=True,
-    tokenizer="char",
-    tokenizer_config=CHARACTERS,
-    answer_format=REVERSED8,
-    loss=token_loss(),
-    optimizer="adamw_cosine",
+    **CHAR_TOKENS,
 )
 def char_lstm_tokens(
     tokenizer, embedding: int = 32, units: int = 80, readout_heads: int = 4, readout_ffn_units: int = 64

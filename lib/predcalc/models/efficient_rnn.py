@@ -46,20 +46,17 @@ def sequence_model(tokenizer, make_layers, embedding: int, name: str) -> keras.M
     return keras.Model(inputs, outputs, name=name)
 
 
-def _check_layers(layers: int) -> None:
+def stacked_model(
+    tokenizer, layer_class, prefix: str, units: int, layers: int, embedding: int, name: str, **layer_arguments
+) -> keras.Model:
+    """:func:`sequence_model` over ``layers`` stacked ``layer_class(units, **layer_arguments)`` layers
+    named ``PREFIX_1``, ``PREFIX_2``, ...: only the last returns one state."""
     if layers < 1:
         raise ValueError(f"layers must be at least 1. Received: layers={layers}")
-
-
-def _stacked_min(
-    tokenizer, layer_class, name: str, units: int, layers: int, embedding: int, parallel: bool
-) -> keras.Model:
-    """``layers`` stacked minGRU or minLSTM layers named ``NAME_1``, ``NAME_2``, ...: only the last returns one state."""
-    _check_layers(layers)
     return sequence_model(
         tokenizer,
         lambda: [
-            layer_class(units, return_sequences=index < layers - 1, parallel=parallel, name=f"{name}_{index + 1}")
+            layer_class(units, return_sequences=index < layers - 1, name=f"{prefix}_{index + 1}", **layer_arguments)
             for index in range(layers)
         ],
         embedding,
@@ -70,13 +67,13 @@ def _stacked_min(
 @register_model("min_gru", label="MinGRU (2 x 64)", family=FAMILY, variable_length=True, tokenizer="numeric")
 def min_gru(tokenizer, units: int = 64, layers: int = 2, embedding: int = 64, parallel: bool = True) -> keras.Model:
     """Stacked minGRU layers (16,833 parameters with the defaults)."""
-    return _stacked_min(tokenizer, MinGRU, "min_gru", units, layers, embedding, parallel)
+    return stacked_model(tokenizer, MinGRU, "min_gru", units, layers, embedding, "min_gru", parallel=parallel)
 
 
 @register_model("min_lstm", label="MinLSTM (2 x 64)", family=FAMILY, variable_length=True, tokenizer="numeric")
 def min_lstm(tokenizer, units: int = 64, layers: int = 2, embedding: int = 64, parallel: bool = True) -> keras.Model:
     """Stacked minLSTM layers (25,153 parameters with the defaults)."""
-    return _stacked_min(tokenizer, MinLSTM, "min_lstm", units, layers, embedding, parallel)
+    return stacked_model(tokenizer, MinLSTM, "min_lstm", units, layers, embedding, "min_lstm", parallel=parallel)
 
 
 @register_model("slstm", label="sLSTM (64, 4 heads)", family=FAMILY, variable_length=True, tokenizer="numeric")
@@ -84,21 +81,8 @@ def slstm(
     tokenizer, units: int = 64, num_heads: int = 4, forget_gate: str = "sigmoid", layers: int = 1, embedding: int = 64
 ) -> keras.Model:
     """sLSTM with exponential input gate and a block-diagonal recurrence (20,929 parameters)."""
-    _check_layers(layers)
-    return sequence_model(
-        tokenizer,
-        lambda: [
-            SLSTM(
-                units,
-                num_heads=num_heads,
-                forget_gate=forget_gate,
-                return_sequences=index < layers - 1,
-                name=f"slstm_{index + 1}",
-            )
-            for index in range(layers)
-        ],
-        embedding,
-        name="slstm",
+    return stacked_model(
+        tokenizer, SLSTM, "slstm", units, layers, embedding, "slstm", num_heads=num_heads, forget_gate=forget_gate
     )
 
 
@@ -115,24 +99,8 @@ def mlstm(
     name: str = "mlstm",
 ) -> keras.Model:
     """Stacked mLSTM layers, parallel quadratic form (34,513 parameters with the defaults)."""
-    _check_layers(layers)
-    return sequence_model(
-        tokenizer,
-        lambda: [
-            MLSTM(
-                units,
-                num_heads=num_heads,
-                forget_gate=forget_gate,
-                return_sequences=index < layers - 1,
-                parallel=parallel,
-                stabilized=stabilized,
-                name=f"mlstm_{index + 1}",
-            )
-            for index in range(layers)
-        ],
-        embedding,
-        name=name,
-    )
+    heads = {"num_heads": num_heads, "forget_gate": forget_gate, "stabilized": stabilized}
+    return stacked_model(tokenizer, MLSTM, "mlstm", units, layers, embedding, name, parallel=parallel, **heads)
 
 
 # ``mlstm`` with ``stabilized=True``: xLSTM gate-bias init and per-head norm (same parameters).
@@ -155,24 +123,9 @@ def mamba(
     name: str = "mamba",
 ) -> keras.Model:
     """Stacked Mamba blocks: selective SSM, causal convolution, gate (19,937 parameters with the defaults)."""
-    _check_layers(layers)
-    return sequence_model(
-        tokenizer,
-        lambda: [
-            Mamba(
-                units,
-                state_size=state_size,
-                expand=expand,
-                conv_kernel_size=conv_kernel_size,
-                return_sequences=index < layers - 1,
-                parallel=parallel,
-                bounded_state=bounded_state,
-                name=f"mamba_{index + 1}",
-            )
-            for index in range(layers)
-        ],
-        embedding,
-        name=name,
+    ssm = {"state_size": state_size, "expand": expand, "conv_kernel_size": conv_kernel_size}
+    return stacked_model(
+        tokenizer, Mamba, "mamba", units, layers, embedding, name, parallel=parallel, bounded_state=bounded_state, **ssm
     )
 
 

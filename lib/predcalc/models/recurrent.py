@@ -31,14 +31,13 @@ tokens of ``bilstm_attention``.
 
 from __future__ import annotations
 
-import inspect
-
 import keras
 import numpy as np
 
 from predcalc.data.tokenizers import signed_terms
 from predcalc.layers.bilstm_attention import BidirectionalLSTMAttention
 from predcalc.layers.prelu_rnn_cell import PReLURNNCell
+from predcalc.models.attention import attention_scores
 from predcalc.models.registry import register_model
 from predcalc.models.token_heads import numeric_sequence
 
@@ -121,24 +120,11 @@ def bilstm_attention(tokenizer, units: int = 19, attention_units: int = 82, mask
 
 
 def attention_weights(model: keras.Model, inputs) -> np.ndarray:
-    """The attention weights ``alpha_t`` of a model's ``BidirectionalLSTMAttention``, (batch, time).
-
-    Runs the model's layers in order up to the attention layer (inference mode, padding mask
-    passed along) and asks it for its scores, as :func:`predcalc.models.transformer.attention_maps`
-    does for the transformers.
+    """The attention weights ``alpha_t`` of a model's ``BidirectionalLSTMAttention``, (batch, time),
+    read as :func:`predcalc.models.attention.attention_scores` reads them (the layers after it are not run).
     """
-    x = keras.ops.convert_to_tensor(np.asarray(inputs), dtype=model.inputs[0].dtype)
-    mask = None
-    for layer in model.layers:
-        if isinstance(layer, keras.layers.InputLayer):
-            continue
-        kwargs = {"mask": mask} if mask is not None and "mask" in inspect.signature(layer.call).parameters else {}
-        if isinstance(layer, BidirectionalLSTMAttention):
-            _, scores = layer(x, return_attention_scores=True, training=False, **kwargs)
-            return keras.ops.convert_to_numpy(scores)
-        outputs = layer(x, **kwargs)
-        mask = layer.compute_mask(x, mask)
-        x = outputs
+    for _, scores in attention_scores(model, inputs, (BidirectionalLSTMAttention,)):
+        return scores
     raise ValueError(f"model {model.name!r} has no BidirectionalLSTMAttention layer")
 
 

@@ -14,6 +14,7 @@ from collections.abc import Callable
 import numpy as np
 
 from predcalc.data.answers import AnswerFormat
+from predcalc.registry import Registry
 
 
 def regression_values(model, inputs, batch_size: int = 256) -> np.ndarray:
@@ -86,57 +87,34 @@ def display_label(label: str, partly_built: bool = False) -> str:
     return f"{label} (partly built)" if partly_built else label
 
 
-MODELS: dict[str, ModelSpec] = {}
+MODELS = Registry("model", sort_names=True)
 
 
-def _add(spec: ModelSpec) -> ModelSpec:
-    if spec.name in MODELS:
-        raise ValueError(f"model {spec.name!r} is registered twice")
-    MODELS[spec.name] = spec
-    return spec
+def _spec_fields(fields: dict) -> dict:
+    """:class:`ModelSpec` fields as registration names them: an optimizer by its recipe's name, and
+    an answer format, which supplies ``predict_values`` and ``encode_targets``."""
+    fields = dict(fields)
+    if isinstance(fields.get("optimizer"), str):
+        fields["optimizer"] = Optimizer(fields["optimizer"])
+    if "tokenizer_config" in fields:
+        fields["tokenizer_config"] = dict(fields["tokenizer_config"] or {})
+    if fields.get("answer_format") is not None:
+        answers = fields["answer_format"]
+        fields.update(predict_values=answers.predict_values, encode_targets=answers.encode_targets)
+    return fields
 
 
-def register_model(
-    name: str,
-    *,
-    label: str,
-    family: str,
-    tokenizer: str,
-    seed_row: str | None = None,
-    tokenizer_config: dict | None = None,
-    answer_format: AnswerFormat | None = None,
-    loss="mse",
-    optimizer: str | Optimizer = "adam",
-    finish: Callable | None = None,
-    variable_length: bool = False,
-):
+def register_model(name: str, *, label: str, family: str, tokenizer: str, **fields):
     """Decorator: register ``build(tokenizer, **kwargs) -> keras.Model`` under ``name``.
 
-    ``answer_format``: a token-output model's answer slots (its targets and decoding); ``optimizer``:
-    a recipe name or an :class:`Optimizer` with its peak rate.
+    ``fields``: any other of :class:`ModelSpec`'s, e.g. ``answer_format`` (a token-output model's
+    answer slots: its targets and decoding) or ``optimizer`` (a recipe name or an
+    :class:`Optimizer` with its peak rate).
     """
 
     def decorate(build):
-        fields = {}
-        if answer_format is not None:
-            fields = {"predict_values": answer_format.predict_values, "encode_targets": answer_format.encode_targets}
-        _add(
-            ModelSpec(
-                name=name,
-                label=label,
-                family=family,
-                tokenizer=tokenizer,
-                build=build,
-                seed_row=seed_row,
-                tokenizer_config=dict(tokenizer_config or {}),
-                loss=loss,
-                optimizer=optimizer if isinstance(optimizer, Optimizer) else Optimizer(optimizer),
-                finish=finish,
-                answer_format=answer_format,
-                variable_length=variable_length,
-                **fields,
-            )
-        )
+        spec = ModelSpec(name, label, family, tokenizer, build, **_spec_fields(fields))
+        MODELS.add(name, spec)
         return build
 
     return decorate
@@ -147,18 +125,9 @@ def register_preset(name: str, base: str, *, label: str, arguments: dict, **fiel
     (a caller's own keyword arguments still win), its spec with ``fields`` changed (``label`` and
     any of :class:`ModelSpec`'s, e.g. ``optimizer``)."""
     spec = get_spec(base)
-    if isinstance(fields.get("optimizer"), str):
-        fields["optimizer"] = Optimizer(fields["optimizer"])
-    if fields.get("answer_format") is not None:
-        fields.update(
-            predict_values=fields["answer_format"].predict_values, encode_targets=fields["answer_format"].encode_targets
-        )
-    return _add(
-        dataclasses.replace(spec, name=name, label=label, build=functools.partial(spec.build, **arguments), **fields)
-    )
+    build = functools.partial(spec.build, **arguments)
+    return MODELS.add(name, dataclasses.replace(spec, name=name, label=label, build=build, **_spec_fields(fields)))
 
 
 def get_spec(name: str) -> ModelSpec:
-    if name not in MODELS:
-        raise ValueError(f"unknown model {name!r}; registered models: {', '.join(sorted(MODELS))}")
-    return MODELS[name]
+    return MODELS.named(name)

@@ -116,41 +116,21 @@ def overwrite_and_solve(model: keras.Model, x_train, y_train) -> keras.Model:
     return solve_readout(overwrite_operator_gates(model), x_train, y_train)
 
 
+def _scan_typed_variant(name: str, label: str, arguments: dict | None = None, **fields) -> None:
+    register_preset(name, "scan_typed", label=label, arguments={**(arguments or {}), "name": name}, **fields)
+
+
 # The scan of scan_typed, finished after fitting by overwrite_and_solve (or only its readout solved).
-register_preset(
-    "scan_typed_solved",
-    "scan_typed",
-    label="Syntax-gated scan, operators overwrite + solved readout",
-    finish=overwrite_and_solve,
-    arguments={"name": "scan_typed_solved"},
+_scan_typed_variant(
+    "scan_typed_solved", "Syntax-gated scan, operators overwrite + solved readout", finish=overwrite_and_solve
 )
-register_preset(
-    "scan_typed_readout_solved",
-    "scan_typed",
-    label="Ablation: solved readout, operator gates as fitted",
-    finish=solve_readout,
-    arguments={"name": "scan_typed_readout_solved"},
+_scan_typed_variant(
+    "scan_typed_readout_solved", "Ablation: solved readout, operator gates as fitted", finish=solve_readout
 )
 # Ablations: the gates also read the value; the seed's numeric tokens; no multiplicative path.
-register_preset(
-    "scan_typed_value_gates",
-    "scan_typed",
-    label="Ablation: gates also read the value",
-    arguments={"gates": "all", "name": "scan_typed_value_gates"},
-)
-register_preset(
-    "scan_numeric",
-    "scan_typed",
-    label="Ablation: the seed's numeric tokens",
-    tokenizer="numeric",
-    arguments={"gates": "numeric", "name": "scan_numeric"},
-)
-register_preset(
-    "scan_typed_additive",
-    "scan_typed",
-    label="Ablation: no multiplicative path",
-    arguments={"multiplicative": False, "name": "scan_typed_additive"},
-)
+_scan_typed_variant("scan_typed_value_gates", "Ablation: gates also read the value", {"gates": "all"})
+_scan_typed_variant("scan_numeric", "Ablation: the seed's numeric tokens", {"gates": "numeric"}, tokenizer="numeric")
+_scan_typed_variant("scan_typed_additive", "Ablation: no multiplicative path", {"multiplicative": False})
 
 
 def readout_for_length(model: keras.Model, trained_length: int) -> keras.Model:

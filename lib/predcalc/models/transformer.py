@@ -21,8 +21,6 @@ All train with AdamW, linear warm-up and cosine decay (``optimizer="adamw_cosine
 
 from __future__ import annotations
 
-import inspect
-
 import keras
 import numpy as np
 
@@ -32,6 +30,7 @@ from predcalc.layers.gated_value_sum import GatedValueSum
 from predcalc.layers.local_token_features import LocalTokenFeatures
 from predcalc.layers.sinusoidal_positional_encoding import SinusoidalPositionalEncoding
 from predcalc.layers.transformer_encoder_block import TransformerEncoderBlock
+from predcalc.models.attention import attention_scores
 from predcalc.models.registry import Optimizer, register_model, register_preset
 from predcalc.models.token_heads import PLAIN, REVERSED, AnswerFormat, numeric_sequence, token_head, token_loss
 
@@ -74,13 +73,6 @@ def transformer_encoder(
     return inputs, x
 
 
-def regression_transformer(tokenizer, name: str, **encoder) -> keras.Model:
-    inputs, x = transformer_encoder(tokenizer, **encoder)
-    x = keras.layers.GlobalAveragePooling1D(name="pooling")(x)
-    outputs = keras.layers.Dense(1, name="value")(x)
-    return keras.Model(inputs, outputs, name=name)
-
-
 def seed_recipe_encoder(
     tokenizer,
     d_model: int,
@@ -107,39 +99,6 @@ def seed_recipe_encoder(
     return inputs, values, x
 
 
-def seed_recipe_transformer(
-    tokenizer,
-    name: str,
-    d_model: int,
-    num_heads: int,
-    num_layers: int,
-    ffn_units: int,
-    cls: bool = True,
-    scale_embedding: bool = True,
-    dropout: float = 0.0,
-) -> keras.Model:
-    """The seed's transformer recipe (``transformer_transformer4.py``): :func:`seed_recipe_encoder`
-    with the prediction read from the CLS position. ``cls=False`` pools by the mean instead,
-    ``scale_embedding=False`` drops the scaling (the ablations). A ``dropout`` above 0 drops the
-    encoder's input, each sub-layer's output and attention weights, and the pooled vector (the
-    seed's tuner searched 0 and 0.05). Trained with ``optimizer="adamw_seed"`` (see
-    ``fit.make_optimizer``).
-    """
-    inputs, _, x = seed_recipe_encoder(
-        tokenizer, d_model, num_heads, num_layers, ffn_units, cls=cls, scale_embedding=scale_embedding, dropout=dropout
-    )
-    if cls:
-        steps = x.shape[1]
-        x = keras.layers.Cropping1D((0, steps - 1), name="cls_pooling")(x)
-        x = keras.layers.Flatten(name="cls_vector")(x)
-    else:
-        x = keras.layers.GlobalAveragePooling1D(name="pooling")(x)
-    if dropout:
-        x = keras.layers.Dropout(dropout, name="pooled_dropout")(x)
-    outputs = keras.layers.Dense(1, name="value")(x)
-    return keras.Model(inputs, outputs, name=name)
-
-
 @register_model(
     "transformer4_seed",
     label="transformer4, the seed's recipe (CLS, 8 heads, AdamW seed schedule)",
@@ -159,18 +118,26 @@ def transformer4_seed(
     dropout: float = 0.0,
     name: str = "transformer4_seed",
 ) -> keras.Model:
-    """transformer4's size (38,209 parameters + none for the CLS token) with the seed's recipe."""
-    return seed_recipe_transformer(
-        tokenizer,
-        name,
-        d_model=d_model,
-        num_heads=num_heads,
-        num_layers=num_layers,
-        ffn_units=ffn_units,
-        cls=cls,
-        scale_embedding=scale_embedding,
-        dropout=dropout,
+    """transformer4's size (38,209 parameters + none for the CLS token) with the seed's recipe
+    (``transformer_transformer4.py``): :func:`seed_recipe_encoder` with the prediction read from
+    the CLS position. ``cls=False`` pools by the mean instead, ``scale_embedding=False`` drops the
+    scaling (the ablations). A ``dropout`` above 0 drops the encoder's input, each sub-layer's
+    output and attention weights, and the pooled vector (the seed's tuner searched 0 and 0.05).
+    Trained with ``optimizer="adamw_seed"`` (see ``fit.make_optimizer``).
+    """
+    inputs, _, x = seed_recipe_encoder(
+        tokenizer, d_model, num_heads, num_layers, ffn_units, cls=cls, scale_embedding=scale_embedding, dropout=dropout
     )
+    if cls:
+        steps = x.shape[1]
+        x = keras.layers.Cropping1D((0, steps - 1), name="cls_pooling")(x)
+        x = keras.layers.Flatten(name="cls_vector")(x)
+    else:
+        x = keras.layers.GlobalAveragePooling1D(name="pooling")(x)
+    if dropout:
+        x = keras.layers.Dropout(dropout, name="pooled_dropout")(x)
+    outputs = keras.layers.Dense(1, name="value")(x)
+    return keras.Model(inputs, outputs, name=name)
 
 
 # transformer5's size (498,241 parameters) with the seed's recipe, peaking at 2e-4: the best of
@@ -273,18 +240,21 @@ def transformer4(
     dropout: float = 0.0,
     mask_padding: bool = False,
     name: str = "transformer4",
+    answer_format: AnswerFormat | None = None,
+    readout_heads: int = 4,
+    readout_ffn_units: int = 128,
 ) -> keras.Model:
-    """The seed's transformer4 size: 38,209 parameters."""
-    return regression_transformer(
-        tokenizer,
-        name,
-        d_model=d_model,
-        num_heads=num_heads,
-        num_layers=num_layers,
-        ffn_units=ffn_units,
-        dropout=dropout,
-        mask_padding=mask_padding,
-    )
+    """The seed's transformer4 size: 38,209 parameters. The encoder is averaged over the
+    sequence and read by one linear neuron; with an ``answer_format`` a
+    :func:`predcalc.models.token_heads.token_head` (``readout_heads``, ``readout_ffn_units``)
+    writes the answer as sign and digit slots instead (``transformer_tokens``)."""
+    inputs, x = transformer_encoder(tokenizer, d_model, num_heads, num_layers, ffn_units, dropout, mask_padding)
+    if answer_format is not None:
+        logits = token_head(x, answer_format, num_heads=readout_heads, ffn_units=readout_ffn_units, dropout=dropout)
+        return keras.Model(inputs, logits, name=name)
+    x = keras.layers.GlobalAveragePooling1D(name="pooling")(x)
+    outputs = keras.layers.Dense(1, name="value")(x)
+    return keras.Model(inputs, outputs, name=name)
 
 
 # The seed's transformer5 size: 498,241 parameters.
@@ -295,92 +265,32 @@ register_preset(
     seed_row="transformer5",
     arguments={"d_model": 64, "num_heads": 8, "num_layers": 6, "ffn_units": 512, "name": "transformer5"},
 )
-
-
-def token_transformer(
-    tokenizer, answer_format, name: str, readout_heads: int, readout_ffn_units: int, **encoder
-) -> keras.Model:
-    inputs, x = transformer_encoder(tokenizer, **encoder)
-    logits = token_head(
-        x, answer_format, num_heads=readout_heads, ffn_units=readout_ffn_units, dropout=encoder.get("dropout", 0.0)
+# The transformer4 encoder writing the answer as sign and digits (most significant first), and
+# least significant digit first.
+for _name, _format, _label in (
+    ("transformer_tokens", PLAIN, "transformer4 encoder + digit readout"),
+    ("transformer_tokens_reversed", REVERSED, "transformer4 encoder + digit readout (reversed digits)"),
+):
+    register_preset(
+        _name,
+        "transformer4",
+        label=_label,
+        seed_row=None,
+        answer_format=_format,
+        loss=token_loss(),
+        arguments={"answer_format": _format, "name": _name},
     )
-    return keras.Model(inputs, logits, name=name)
-
-
-@register_model(
-    "transformer_tokens",
-    label="transformer4 encoder + digit readout",
-    family="transformer",
-    tokenizer="numeric",
-    answer_format=PLAIN,
-    loss=token_loss(),
-    optimizer="adamw_cosine",
-)
-def transformer_tokens(
-    tokenizer,
-    d_model: int = 32,
-    num_heads: int = 4,
-    num_layers: int = 3,
-    ffn_units: int = 128,
-    dropout: float = 0.0,
-    mask_padding: bool = False,
-    readout_heads: int = 4,
-    readout_ffn_units: int = 128,
-    answer_format: AnswerFormat = PLAIN,
-    name: str = "transformer_tokens",
-) -> keras.Model:
-    """The transformer4 encoder writing the answer as sign and digits (most significant first)."""
-    return token_transformer(
-        tokenizer,
-        answer_format,
-        name,
-        readout_heads,
-        readout_ffn_units,
-        d_model=d_model,
-        num_heads=num_heads,
-        num_layers=num_layers,
-        ffn_units=ffn_units,
-        dropout=dropout,
-        mask_padding=mask_padding,
-    )
-
-
-# The same, least significant digit first.
-register_preset(
-    "transformer_tokens_reversed",
-    "transformer_tokens",
-    label="transformer4 encoder + digit readout (reversed digits)",
-    answer_format=REVERSED,
-    arguments={"answer_format": REVERSED, "name": "transformer_tokens_reversed"},
-)
 
 
 ATTENTION_LAYERS = (TransformerEncoderBlock, DigitReadout)
 
 
 def attention_maps(model: keras.Model, inputs) -> dict[str, np.ndarray]:
-    """Every attention layer's weights for encoded ``inputs`` (inference mode), as NumPy arrays.
-
-    Runs ``model``'s layers one after another (every model of this module is a chain of
-    layers), passing the padding mask along, and asks each encoder layer and digit readout for
-    its attention weights: ``{layer name: (batch, heads, time, time)}`` for an encoder layer,
-    ``(batch, heads, slots, time)`` for a readout. (A functional model re-using the layers with
-    ``return_attention_scores=True`` is refused by Keras 3.15: a re-used layer's extra output
-    is reported as not connected, so the chain is run eagerly instead.)
+    """Every attention layer's weights for encoded ``inputs`` (inference mode), as NumPy arrays
+    (:func:`predcalc.models.attention.attention_scores`): ``{layer name: (batch, heads, time, time)}``
+    for an encoder layer, ``(batch, heads, slots, time)`` for a readout.
     """
-    x = keras.ops.convert_to_tensor(np.asarray(inputs), dtype=model.inputs[0].dtype)
-    mask, maps = None, {}
-    for layer in model.layers:
-        if isinstance(layer, keras.layers.InputLayer):
-            continue
-        kwargs = {"mask": mask} if mask is not None and "mask" in inspect.signature(layer.call).parameters else {}
-        if isinstance(layer, ATTENTION_LAYERS):
-            outputs, scores = layer(x, return_attention_scores=True, training=False, **kwargs)
-            maps[layer.name] = keras.ops.convert_to_numpy(scores)
-        else:
-            outputs = layer(x, **kwargs)
-        mask = layer.compute_mask(x, mask)
-        x = outputs
+    maps = dict(attention_scores(model, inputs, ATTENTION_LAYERS))
     if not maps:
         raise ValueError(f"model {model.name!r} has no attention layer")
     return maps

@@ -223,16 +223,9 @@ def run_seeds(
     if clash:
         raise ValueError(f"extra_test_sets must not reuse the protocol's names. Received: {sorted(clash)}")
     test_sets = {**protocol.test_sets(), **(extra_test_sets or {})}
+    settings = {"epochs": epochs, "patience": patience, "batch_size": batch_size, "learning_rate": learning_rate}
     jobs = [
-        dict(
-            name=name,
-            seed=seed,
-            epochs=epochs,
-            patience=patience,
-            batch_size=batch_size,
-            learning_rate=learning_rate,
-            model_kwargs=(model_kwargs or {}).get(name),
-        )
+        {"name": name, "seed": seed, **settings, "model_kwargs": (model_kwargs or {}).get(name)}
         for name in model_names
         for seed in seeds
     ]

@@ -15,6 +15,7 @@ import numpy as np
 
 from predcalc.data import Protocol, Split, get_tokenizer
 from predcalc.models import ModelSpec, get_spec
+from predcalc.registry import Registry
 from predcalc.training.metrics import regression_metrics
 
 
@@ -85,7 +86,7 @@ class Recipe:
     default_peak: float | None = None
 
 
-OPTIMIZERS: dict[str, Recipe] = {}
+OPTIMIZERS = Registry("optimizer")
 
 
 def optimizer_recipe(name: str, default_peak: float | None = None):
@@ -93,9 +94,7 @@ def optimizer_recipe(name: str, default_peak: float | None = None):
     (what a :class:`predcalc.models.Optimizer` names)."""
 
     def decorate(make):
-        if name in OPTIMIZERS:
-            raise ValueError(f"optimizer {name!r} is registered twice")
-        OPTIMIZERS[name] = Recipe(make, default_peak)
+        OPTIMIZERS.add(name, Recipe(make, default_peak))
         return make
 
     return decorate

@@ -31,6 +31,7 @@ from pathlib import Path
 import numpy as np
 
 from predcalc.paths import ROOT
+from predcalc.registry import Registry
 from predcalc.training.metrics import exact_accuracy
 
 EXACT = "exact"
@@ -93,21 +94,16 @@ class ExportFormat:
         return job.judge(self.parity, record, path)
 
 
-FORMATS: dict[str, ExportFormat] = {}
+FORMATS = Registry("export format")
 
 
 def register(fmt: ExportFormat) -> ExportFormat:
     """Add a format to the registry (its name must be new); returns it."""
-    if fmt.name in FORMATS:
-        raise ValueError(f"export format {fmt.name!r} is registered twice")
-    FORMATS[fmt.name] = fmt
-    return fmt
+    return FORMATS.add(fmt.name, fmt)
 
 
 def get_format(name: str) -> ExportFormat:
-    if name not in FORMATS:
-        raise ValueError(f"unknown export format {name!r}; registered formats: {', '.join(FORMATS)}")
-    return FORMATS[name]
+    return FORMATS.named(name)
 
 
 def default_formats() -> tuple[str, ...]:
