@@ -652,9 +652,11 @@ class Findings:
                 else []
             )
             verdict = {
-                "better": "it closes the gap: every seed is below the published MAE",
-                "worse": "it does not close the gap: every seed is above the published MAE",
+                "better": "it closes the gap (every seed is below the published MAE)",
+                "worse": "it does not close the gap (every seed is above the published MAE)",
             }.get(final["test"]["verdict"], "whether it closes the gap is not resolved by the seeds")
+            if replica and (min(final["mae"]) <= max(replica) and min(replica) <= max(final["mae"])):
+                verdict += "; against `transformer5_seed` the seeds' ranges overlap: not resolved"
             lead += (
                 f" The best trial, trained like `transformer5_seed` on {len(final['mae'])} seeds, reaches an in-range "
                 f"MAE of {mean:.4g} [{low:.4g}-{high:.4g}] against the published {published}"
