@@ -186,10 +186,6 @@ class Engine:
         """Digits cut where the learned ``lead`` flags say (:meth:`cut`)."""
         return self.cut(digits)[0]
 
-    def lengths(self, digits: np.ndarray) -> np.ndarray:
-        """Each row's significant length, from the learned ``lead`` flags (:meth:`cut`)."""
-        return self.cut(digits)[1]
-
     def addsub(self, a: np.ndarray, b: np.ndarray, mode: np.ndarray) -> np.ndarray:
         """|a| + |b| (mode ADD) or |a| - |b| (mode SUB, with |a| >= |b|), least significant digit first,
         over one column more than the wider operand: the last carry is written as a digit, and the
