@@ -379,3 +379,23 @@ def test_the_division_schedule_follows_the_learned_steps():
     assert always.trim(_pad([_digits(7, 5)])).shape[1] == 6
     results = always.evaluate(["1/3 + 1/6"])
     assert isinstance(results[0], CalculatorError) and "Lamé" in str(results[0])
+
+
+@pytest.mark.parametrize("text", ["-0", "-0 * 5", "0 * -3", "-3 + 3", "-1/2 + 1/2", "-5 * (3 - 3)", "-0/7"])
+def test_zero_has_no_sign(reference_engine, text):
+    (result,) = reference_engine.evaluate([text])
+    assert (answer_text(result), result.sign) == ("0", 0)
+
+
+def test_answers_are_cut_and_zero_unsigned_by_the_lead_step():
+    """Each answer is cut to its own significant digits in a batch of mixed lengths, by ``lead``'s
+    flags: a ``lead`` that flags every digit keeps the batch's padding, and one that never finds a
+    non-zero digit leaves the sign of a non-zero answer off (the printer itself decides nothing)."""
+    texts = ["1 + 1", "99999 + 1", "-3 * 4"]
+    assert [answer_text(r) for r in Engine(reference_steps()).evaluate(texts)] == ["2", "100000", "-12"]
+    steps = reference_steps()
+    always = Engine({**steps, "lead": lambda inputs: np.ones((len(inputs), 1), np.int64)})
+    assert [len(r.numerator) for r in always.normalise([Number(0, _pad([_digits(2, 3)])[0], np.array([1]))])] == [4]
+    never = Engine({**steps, "lead": lambda inputs: np.zeros((len(inputs), 1), np.int64)})
+    (result,) = never.normalise([Number(1, np.array([2]), np.array([1]))])
+    assert result.sign == 0

@@ -16,9 +16,9 @@ numerator and a denominator, reduced by Euclid's algorithm run on learned steps.
 What code still computes from numbers, none of it a value: array widths (the columns a sum or a
 product can need, and the refusal of operations too large, :func:`_cost`), per-row offsets from the
 learned lengths (long division's first remainder), and indices chosen by learned outputs (the
-multiple ``y x q`` for the learned digit ``q``). The lexer drops a literal's leading zeros and the
-printer (:meth:`~predcalc.calculator.tokens.Number.text`) writes digits without leading zeros, and zero
-without a sign.
+multiple ``y x q`` for the learned digit ``q``). The lexer drops a literal's leading zeros; each
+answer is cut to its significant digits and zero loses its sign by ``lead``'s outputs
+(:meth:`Engine.normalise`), so the printer only writes the digits out.
 
 ``steps`` maps a step name to a function ``int array [n, inputs] -> int array [n, outputs]``.
 """
@@ -459,7 +459,26 @@ class Engine:
                     kinds.pop(i, None)
                     continue
                 states[i], kinds[i] = _splice(states[i], kinds[i], spliced)
-        return [s if isinstance(s, CalculatorError) else s[0] for s in states]
+        return self.normalise([s if isinstance(s, CalculatorError) else s[0] for s in states])
+
+    def normalise(self, results: list) -> list:
+        """Each Number cut to its own significant digits, and the sign of zero dropped, both by the
+        learned ``lead`` step (its flags give each row's length, its final state the zero test), so
+        the printer only writes digits out. Errors pass through."""
+        rows = [k for k, r in enumerate(results) if isinstance(r, Number)]
+        if not rows:
+            return results
+        numerators = _pad([results[k].numerator for k in rows])
+        denominators = _pad([results[k].denominator for k in rows])
+        top_flags, nonzero = self.significant(numerators)
+        bottom_flags, _ = self.significant(denominators)
+        top_lengths = np.maximum(top_flags.sum(axis=1), 1)  # zero keeps one digit
+        bottom_lengths = np.maximum(bottom_flags.sum(axis=1), 1)
+        out = list(results)
+        for j, k in enumerate(rows):
+            sign = results[k].sign if nonzero[j] else 0  # selected on the learned zero test
+            out[k] = Number(sign, numerators[j, : top_lengths[j]], denominators[j, : bottom_lengths[j]])
+        return out
 
 
 INVERSE = {"+": "-", "-": "+", "*": "/", "/": "*"}

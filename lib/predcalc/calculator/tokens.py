@@ -40,7 +40,7 @@ class Number:
     def text(self) -> str:
         numerator = text_from_digits(self.numerator)
         denominator = text_from_digits(self.denominator)
-        sign = "-" if self.sign and numerator != "0" else ""  # the sign of zero is normalised
+        sign = "-" if self.sign else ""  # zero comes without a sign (Engine.normalise)
         return f"{sign}{numerator}" if denominator == "1" else f"{sign}{numerator}/{denominator}"
 
 
@@ -68,10 +68,9 @@ _ONE.setflags(write=False)  # shared by every integer's denominator
 
 
 def text_from_digits(digits: np.ndarray) -> str:
-    significant = np.flatnonzero(digits)
-    if significant.size == 0:
-        return "0"
-    return (np.asarray(digits[: significant[-1] + 1][::-1], dtype=np.uint8) + ord("0")).tobytes().decode()
+    """``[0, 2, 1]`` -> ``"120"``: every digit written, most significant first (no digit looked at;
+    the lexer and :meth:`Engine.normalise` leave no leading zeros)."""
+    return (np.asarray(digits[::-1], dtype=np.uint8) + ord("0")).tobytes().decode()
 
 
 _TOKENS = re.compile(r"([0-9]+)|([-+*/()])|(\s+)|(.)", re.DOTALL)
