@@ -143,3 +143,37 @@ def test_the_adversarial_family_is_scored_on_every_seed_of_a_rung(monkeypatch):
     ladder = {"rules": {"iid": {"mean": 1.0, "min": 1.0}}, "adversarial": scores}
     facts = "\n".join(study.ladder_facts({"steps": steps, "ladder": ladder}))
     assert "rules 75.0 % of 8 (mean of 2 seeds, worst 50.0 %)" in facts and "memorised 100.0 % of 8." in facts
+
+
+def test_the_held_out_draw_is_fresh_and_scored_on_every_seed(monkeypatch):
+    """A second draw of the families (the protocol's fixed sets left out) and of the adversarial
+    family, scored through every seed's file; its overlap with the development draw is counted."""
+    from fractions import Fraction
+
+    from predcalc.calculator import runtime
+    from predcalc.data.calculator_families import answer
+    from predcalc.data.expressions import evaluate
+
+    class Exact:  # a seed's exported calculator, stood in: the "bad" file misses every answer
+        def __init__(self, path):
+            self.bad = str(path) == "bad.tflite"
+
+        def answers(self, expressions):
+            return ["x" if self.bad else answer(Fraction(evaluate(text))) for text in expressions]
+
+    monkeypatch.setattr(runtime, "Calculator", Exact)
+    development = study.families(n=4, seed=1000, names=["iid", "digits_6_10"])
+    held_out = study.held_out_scores(["a.tflite", "bad.tflite"], n=4, seed=7777, development=development)
+    scores = held_out["families"]
+    assert {"seed_in", "seed_out", "seed_long"}.isdisjoint(scores) and "adversarial" in scores
+    assert "seed_long_2_14" in scores and all(v["seeds"] == 2 for v in scores.values())
+    assert all(v["mean"] == 0.5 and v["min"] == 0.0 for v in scores.values())
+    assert held_out["expressions"] == 4 * len(scores) and held_out["family_seed"] == 7777
+    again = study.held_out_scores(["a.tflite"], n=4, seed=1000, development=development)
+    assert again["shared_with_development"] == 8  # the same seed draws the same iid and digits_6_10
+    assert held_out["shared_with_development"] < 8
+    sentence = study.held_out_sentence(held_out)
+    assert "family seed 7777" in sentence and "worst seed on any family 0.00 % (iid)" in sentence
+    steps = {"addsub": {"trained_on": 133, "reachable": 400, "held_out_wrong": 0, "memorised": False, "seeds": 2}}
+    facts = study.ladder_facts({"steps": steps, "ladder": {"rules": {"iid": {"mean": 1.0}}}, "held_out": held_out})
+    assert sentence in "\n".join(facts)

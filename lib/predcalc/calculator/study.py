@@ -269,22 +269,51 @@ def adversarial_scores(paths: dict, n: int = 200) -> dict:
     return out
 
 
-def ladder_fields(rules_records: list[dict], bench_record: dict | None, adversarial: dict | None = None) -> dict:
+def held_out_scores(files: list, n: int, seed: int, development: dict | None = None) -> dict:
+    """The rule calculator on a second draw that no choice touched: every family drawn afresh with
+    ``seed`` (the seed protocol's fixed sets left out: they do not change with the seed) and an
+    adversarial draw of the same seed, scored through each seed's exported file with forward passes.
+
+    Returns ``{"family_seed", "n", "expressions", "shared_with_development", "families": summary}``:
+    per family the mean and worst seed (:func:`summary`); ``shared_with_development`` counts the
+    expressions that also occur in ``development`` (the draw the study was checked on)."""
+    from predcalc.calculator.runtime import Calculator  # LiteRT only when exported files are scored
+
+    fixed = {"seed_in", "seed_out", "seed_long"}  # the seed protocol's own test sets, alike for every seed
+    drawn = families(n=n, seed=seed, names=[name for name in FAMILIES if name not in fixed])
+    drawn["adversarial"] = adversarial(n, seed=seed)
+    seen = {e for pairs in (development or {}).values() for e, _ in pairs}
+    records = [{"families": score_families(Calculator(path).answers, drawn)} for path in files]
+    return {
+        "family_seed": seed,
+        "n": n,
+        "expressions": sum(len(pairs) for pairs in drawn.values()),
+        "shared_with_development": sum(e in seen for pairs in drawn.values() for e, _ in pairs),
+        "families": summary(records),
+    }
+
+
+def ladder_fields(
+    rules_records: list[dict], bench_record: dict | None, adversarial: dict | None = None, held_out: dict | None = None
+) -> dict:
     """The record's top-level ``"steps"`` (per step: reachable, trained_on, held_out_wrong, worst seed)
-    and ``"speed"`` (each path's time over Python's), the rule rung's family summary and each rung's
-    adversarial score (:func:`adversarial_scores`)."""
+    and ``"speed"`` (each path's time over Python's), the rule rung's family summary, each rung's
+    adversarial score (:func:`adversarial_scores`) and the rule rung on the untouched draw
+    (:func:`held_out_scores`)."""
 
     out = {"steps": step_record(rules_records), "ladder": {"rules": summary(rules_records)}}
     if adversarial is not None:
         out["ladder"]["adversarial"] = adversarial
+    if held_out is not None:
+        out["held_out"] = held_out
     if bench_record is not None:
         out["speed"] = speed_record(bench_record)
     return out
 
 
-def ladder_facts(record: dict) -> list[str]:
-    """Sentences for the findings from a metrics.json's ``steps``, ``speed`` and ``ladder`` (numbers
-    read, not typed)."""
+def ladder_facts(record: dict, speed: bool = True) -> list[str]:
+    """Sentences for the findings from a metrics.json's ``steps``, ``ladder``, ``held_out`` and (with
+    ``speed``) ``speed`` (numbers read, not typed)."""
     steps, lines = record["steps"], []
     learned = [
         f"`{name}` {v['trained_on']} of {v['reachable']} ({100 * v['trained_on'] / v['reachable']:.0f} %), "
@@ -318,14 +347,31 @@ def ladder_facts(record: dict) -> list[str]:
             )
             + "."
         )
-    if "speed" in record:
-        speed = record["speed"]
+    if "held_out" in record:
+        lines.append(f"- {held_out_sentence(record['held_out'])}")
+    if speed and "speed" in record:
+        ratios = record["speed"]
         lines.append(
             f"- Speed against Python's `fractions` (one run): forward passes "
-            f"{speed['forward']['integers']:.1f}x on integers, {speed['forward']['division']:.1f}x with division; "
-            f"the look-up cache {speed['cache']['integers']:.1f}x and {speed['cache']['division']:.1f}x."
+            f"{ratios['forward']['integers']:.1f}x on integers, {ratios['forward']['division']:.1f}x with division; "
+            f"the look-up cache {ratios['cache']['integers']:.1f}x and {ratios['cache']['division']:.1f}x."
         )
     return lines
+
+
+def held_out_sentence(held_out: dict) -> str:
+    """One sentence on the rule calculator's score on the draw no choice touched."""
+    scores = held_out["families"]
+    worst = min(scores, key=lambda name: (scores[name]["min"], scores[name]["mean"]))
+    seeds = next(iter(scores.values()))["seeds"]
+    return (
+        f"On a draw no choice touched (family seed {held_out['family_seed']}: {len(scores)} families with "
+        f"the adversarial one, {held_out['expressions']:,} expressions, {held_out['shared_with_development']} of "
+        f"them also in the development draw), through each of {seeds} seed(s)' exported file with forward "
+        f"passes: exact on {100 * min(v['mean'] for v in scores.values()):.2f} % or more of every family "
+        f"(mean of seeds); worst seed on any family {100 * scores[worst]['min']:.2f} %"
+        + (f" ({worst})." if scores[worst]["min"] < 1 else ".")
+    )
 
 
 def update_metrics(path: Path, fields: dict) -> dict:
@@ -676,13 +722,14 @@ def carriers(record: dict) -> str:
 
 
 def conclusion(record: dict) -> str:
-    """A few sentences of what the study measured, from its numbers."""
-    record = record["calculator"]
+    """A few sentences of what the study measured, from its numbers: the memorised rung and the
+    ablations, then the rule rung (:func:`ladder_facts`) where the record has it."""
+    full, record = record, record["calculator"]
     main = record["summary"]["calculator"]
     worst = min(main, key=lambda name: main[name]["mean"])
     seeds = record["seeds"]
     lines = [
-        f"- The learned calculator ({seeds[0]['parameters']['total']:,} parameters, at most "
+        f"- Rung 1, every step memorised ({seeds[0]['parameters']['total']:,} parameters, at most "
         f"{max(r['train_seconds'] for r in seeds):.0f} s of training per seed, {len(seeds)} seed(s)) is exact "
         f"on {100 * min(v['mean'] for v in main.values()):.2f} % or more of every family (worst: {worst}); "
         f"mean over families {100 * np.mean([v['mean'] for v in main.values()]):.2f} %.",
@@ -704,6 +751,8 @@ def conclusion(record: dict) -> str:
     if carried:
         lines.append(f"- {carried}")
     lines.append(f"- {speed_summary(record['speed'])}")
+    if "steps" in full:
+        lines += ladder_facts(full, speed=False)  # the speed line above has both paths' ratios
     return "\n".join(lines)
 
 
