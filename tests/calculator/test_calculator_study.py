@@ -177,3 +177,22 @@ def test_the_held_out_draw_is_fresh_and_scored_on_every_seed(monkeypatch):
     steps = {"addsub": {"trained_on": 133, "reachable": 400, "held_out_wrong": 0, "memorised": False, "seeds": 2}}
     facts = study.ladder_facts({"steps": steps, "ladder": {"rules": {"iid": {"mean": 1.0}}}, "held_out": held_out})
     assert sentence in "\n".join(facts)
+
+
+def test_the_findings_headline_states_the_untouched_draw():
+    """The Answer's calculator bullet names the fresh draw's verdict next to the development draw's."""
+    from predcalc.report.calculator import headline
+
+    steps = {"addsub": {"trained_on": 133, "reachable": 400, "held_out_wrong": 0}}
+    box = {"digits": [1, 50], "operators": [1, 40], "depth": [0, 10]}
+    fresh = {"iid": {"mean": 1.0, "min": 1.0, "seeds": 5}, "adversarial": {"mean": 0.99, "min": 0.98, "seeds": 5}}
+    record = {
+        "calculator": {"boxes": {"iid": box}},
+        "steps": steps,
+        "ladder": {"rules": {"iid": {"mean": 1.0, "min": 1.0, "seeds": 5}}},
+        "held_out": {"family_seed": 7777, "families": fresh},
+    }
+    text = headline(record)
+    assert "exact on every family of the development draw" in text
+    assert "at worst 98.0 % on every family of a fresh draw no choice touched (family seed 7777)" in text
+    assert "up to 50 digits, 40 operators, 10 depth" in text

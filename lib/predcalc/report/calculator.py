@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from predcalc.calculator.steps import TARGETS
-from predcalc.calculator.study import ablation_rows, carriers, order
+from predcalc.calculator.study import ablation_rows, carriers, held_out_sentence, order
 from predcalc.report.document import Bullets, Table, Text
 from predcalc.report.tables import markdown_table, plain_cell
 
@@ -199,6 +199,13 @@ def headline(record: dict) -> str:
         seeds = next(iter(rules.values()))["seeds"]
         boxes = [b for f, b in record["calculator"]["boxes"].items() if f in rules]
         reach = ", ".join(f"{max(b[key][1] for b in boxes)} {key}" for key in ("digits", "operators", "depth"))
+        held_out = (record.get("held_out") or {}).get("families")
+        if held_out:
+            fresh = min(v["min"] for v in held_out.values())
+            verdict += (
+                f" of the development draw, and {'exact' if fresh == 1 else f'at worst {_pct(fresh)}'} on every "
+                f"family of a fresh draw no choice touched (family seed {record['held_out']['family_seed']})"
+            )
         return (
             f"Calculator (40): {steps}; quotient digits, chain ends and zero tests are learned; {verdict} "
             f"({seeds} seeds; up to {reach})."
@@ -325,6 +332,8 @@ def results_blocks(record: dict) -> list:
             "with many zero digits; "
             f"{adversarial['rules']['n']} expressions): " + _adversarial_seeds(adversarial)
         )
+    if record.get("held_out"):
+        facts.append(held_out_sentence(record["held_out"]))
     if "forward" in speed:
         facts.append(
             f"Speed on 10,000 expressions of 10 operators against Python's `fractions` (ratios in one run, "
