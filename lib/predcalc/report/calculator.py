@@ -198,17 +198,19 @@ def headline(record: dict) -> str:
         )
         seeds = next(iter(rules.values()))["seeds"]
         boxes = [b for f, b in record["calculator"]["boxes"].items() if f in rules]
-        reach = ", ".join(f"{max(b[key][1] for b in boxes)} {key}" for key in ("digits", "operators", "depth"))
+        most = {key: max(b[key][1] for b in boxes) for key in ("digits", "operators", "depth")}
+        reach = f"up to {most['digits']} digits, {most['operators']} operators, depth {most['depth']}"
         held_out = (record.get("held_out") or {}).get("families")
         if held_out:
             fresh = min(v["min"] for v in held_out.values())
             verdict += (
-                f" of the development draw, and {'exact' if fresh == 1 else f'at worst {_pct(fresh)}'} on every "
-                f"family of a fresh draw no choice touched (family seed {record['held_out']['family_seed']})"
+                " of the development draw and of a fresh draw no choice touched"
+                if fresh == 1 and verdict == "exact on every family"
+                else f" of the development draw; on a fresh draw no choice touched, worst seed {_pct(fresh)}"
             )
         return (
             f"Calculator (40): {steps}; quotient digits, chain ends and zero tests are learned; {verdict} "
-            f"({seeds} seeds; up to {reach})."
+            f"({seeds} seeds; {reach})."
         )
     main = record["calculator"]["summary"]["calculator"]
     return (
