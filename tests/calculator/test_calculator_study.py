@@ -194,6 +194,6 @@ def test_the_findings_headline_states_the_untouched_draw():
     }
     text = headline(record)
     assert "exact on every family of the development draw; on a fresh draw no choice touched, worst seed 98.0 %" in text
-    assert "(5 seeds; up to 50 digits, 40 operators, depth 10)" in text
+    assert "(5 seeds; to 50 digits, 40 operators, depth 10)" in text
     record["held_out"]["families"]["adversarial"] = {"mean": 1.0, "min": 1.0, "seeds": 5}
-    assert "exact on every family of the development draw and of a fresh draw no choice touched" in headline(record)
+    assert "exact on every family of the development draw and of a fresh one no choice touched" in headline(record)

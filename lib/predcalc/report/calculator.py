@@ -185,7 +185,7 @@ def headline(record: dict) -> str:
         worst = min(rules, key=lambda f: rules[f]["mean"])
         inexact = [r["step"] for r in rows if r["share"] != "100 %" and r["wrong on held-out (worst seed)"]]
         steps = (
-            f"all {len(exact_learned)} steps with over 50 inputs fitted a third of them and are exact on the rest"
+            f"{len(exact_learned)} steps learned from a third of their inputs, exact on the rest"
             if not inexact
             else f"{', '.join(exact_learned)} are exact on the inputs they never saw, {', '.join(inexact)} not"
         )
@@ -199,19 +199,16 @@ def headline(record: dict) -> str:
         seeds = next(iter(rules.values()))["seeds"]
         boxes = [b for f, b in record["calculator"]["boxes"].items() if f in rules]
         most = {key: max(b[key][1] for b in boxes) for key in ("digits", "operators", "depth")}
-        reach = f"up to {most['digits']} digits, {most['operators']} operators, depth {most['depth']}"
+        reach = f"to {most['digits']} digits, {most['operators']} operators, depth {most['depth']}"
         held_out = (record.get("held_out") or {}).get("families")
         if held_out:
             fresh = min(v["min"] for v in held_out.values())
             verdict += (
-                " of the development draw and of a fresh draw no choice touched"
+                " of the development draw and of a fresh one no choice touched"
                 if fresh == 1 and verdict == "exact on every family"
                 else f" of the development draw; on a fresh draw no choice touched, worst seed {_pct(fresh)}"
             )
-        return (
-            f"Calculator (40): {steps}; quotient digits, chain ends and zero tests are learned; {verdict} "
-            f"({seeds} seeds; {reach})."
-        )
+        return f"Calculator (40): {steps}, and a learned schedule; {verdict} ({seeds} seeds; {reach})."
     main = record["calculator"]["summary"]["calculator"]
     return (
         f"The calculator (40) is exact on all {sum(v['n'] for v in main.values()):,} expressions of its "
