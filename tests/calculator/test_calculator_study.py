@@ -66,7 +66,8 @@ def test_cached_parts_are_keyed_by_every_parameter_they_read(tmp_path):
 
     size = 10
     first = study.cached(tmp_path, "seed_0", lambda: part(size))
-    assert study.cached(tmp_path, "seed_0", lambda: part(size)) == first == {"size": 10, "epochs": 2}
+    assert study.cached(tmp_path, "seed_0", lambda: part(size)) == first
+    assert first == {"size": 10, "epochs": 2, "code": study.code_fingerprint()}
     assert calls == [(10, 2)]
     size = 20  # the closure reads the new value: another digest, computed again
     assert study.cached(tmp_path, "seed_0", lambda: part(size))["size"] == 20
@@ -76,6 +77,36 @@ def test_cached_parts_are_keyed_by_every_parameter_they_read(tmp_path):
     assert [p.name.split("-")[0] for p in sorted(tmp_path.glob("*.json"))] == ["seed_0", "seed_1.json"]
     explicit = study.cached(tmp_path, "bench", lambda: {"n": 5}, parameters={"n": 5})
     assert study.cached(tmp_path, "bench", lambda: {"n": 6}, parameters={"n": 5}) == explicit
+
+
+def test_cached_parts_are_recomputed_after_the_calculators_code_changes(tmp_path, monkeypatch):
+    """The code fingerprint is part of the key: changed code computes the part again; a docstring,
+    a comment or formatting does not change the fingerprint."""
+    import importlib
+    import sys
+
+    from predcalc.calculator import study
+
+    assert study.cached(tmp_path, "seed_0", lambda: {"n": 1})["n"] == 1
+    monkeypatch.setattr(study, "code_fingerprint", lambda: "000000000000")
+    assert study.cached(tmp_path, "seed_0", lambda: {"n": 2}) == {"n": 2, "code": "000000000000"}
+    assert len(list(tmp_path.glob("seed_0*.json"))) == 1  # the older code's part is replaced
+
+    monkeypatch.undo()
+    monkeypatch.syspath_prepend(str(tmp_path))
+    module = tmp_path / "fingerprinted_example.py"
+
+    def fingerprint(text):
+        module.write_text(text)
+        importlib.invalidate_caches()
+        sys.modules.pop("fingerprinted_example", None)
+        return study.code_fingerprint(("fingerprinted_example",))
+
+    plain = fingerprint("def f(x):\n    return x + 1\n")
+    assert (
+        fingerprint('"""A module."""\n\n\ndef f(x):  # a comment\n    """Adds one."""\n    return (x + 1)\n') == plain
+    )
+    assert fingerprint("def f(x):\n    return x + 2\n") != plain
 
 
 def test_the_step_record_keeps_the_worst_seed_and_the_facts_read_it():

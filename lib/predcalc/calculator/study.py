@@ -38,17 +38,22 @@ def cached(folder: Path | None, key: str, compute, parameters: dict | None = Non
     while every parameter it depends on is the same.
 
     ``parameters`` (default: what ``compute`` reads: its default arguments, closure cells and the
-    global names it uses, modules and functions left out) are hashed into ``DIGEST``, so a run with
-    other sizes, epochs or seeds computes its own part; an older part of the same key is replaced.
-    A changed function body is not detected (delete the folder after changing one).
+    global names it uses, modules and functions left out) and :func:`code_fingerprint` (the code that
+    trains, exports and runs the calculator) are hashed into ``DIGEST``, so a run with other sizes,
+    epochs or seeds, or after a change to that code, computes its own part; an older part of the same
+    key is replaced. The record keeps the fingerprint under ``"code"``. Not covered: this module's own
+    functions and the end-to-end baseline's model code (delete the folder after changing those).
     """
     if folder is None:
         return compute()
-    digest = hashlib.sha256(_canonical(_read_by(compute) if parameters is None else parameters).encode())
+    code = code_fingerprint()
+    digest = hashlib.sha256((_canonical(_read_by(compute) if parameters is None else parameters) + code).encode())
     path = Path(folder) / f"{key}-{digest.hexdigest()[:12]}.json"
     if path.is_file():
         return json.loads(path.read_text())
     record = compute()
+    if isinstance(record, dict):
+        record = {**record, "code": code}
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_suffix(".tmp")
     temporary.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
@@ -57,6 +62,49 @@ def cached(folder: Path | None, key: str, compute, parameters: dict | None = Non
         if stale != path and re.fullmatch(rf"{re.escape(key)}(-[0-9a-f]{{12}})?", stale.stem):
             stale.unlink()
     return record
+
+
+#: The modules whose code decides a part's numbers: the calculator's steps, training, export and
+#: runtime, and the test families (the study's own tables and sentences are not among them).
+FINGERPRINTED = (
+    "predcalc.calculator.ablations",
+    "predcalc.calculator.bench",
+    "predcalc.calculator.engine",
+    "predcalc.calculator.export",
+    "predcalc.calculator.nets",
+    "predcalc.calculator.reference",
+    "predcalc.calculator.rules",
+    "predcalc.calculator.runtime",
+    "predcalc.calculator.steps",
+    "predcalc.calculator.tokens",
+    "predcalc.calculator.train",
+    "predcalc.data.calculator_families",
+    "predcalc.data.exact_answers",
+    "predcalc.data.expressions",
+)
+
+
+def code_fingerprint(modules=FINGERPRINTED) -> str:
+    """12 hex digits of the syntax trees of ``modules`` without their docstrings: a change to what the
+    code does changes it; comments, docstrings and formatting do not."""
+    import ast
+    import importlib.util
+
+    digest = hashlib.sha256()
+    for name in modules:
+        tree = ast.parse(Path(importlib.util.find_spec(name).origin).read_text())
+        for node in ast.walk(tree):
+            body = getattr(node, "body", None)
+            if (
+                isinstance(body, list)
+                and body
+                and isinstance(body[0], ast.Expr)
+                and isinstance(body[0].value, ast.Constant)
+                and isinstance(body[0].value.value, str)
+            ):
+                node.body = body[1:] or [ast.Pass()]
+        digest.update(name.encode() + ast.dump(tree).encode())
+    return digest.hexdigest()[:12]
 
 
 def _read_by(compute) -> dict:
@@ -269,13 +317,40 @@ def adversarial_scores(paths: dict, n: int = 200) -> dict:
     return out
 
 
+def control_on_seeds(seeds, expressions: int) -> dict:
+    """The rule rung's control trained alone, as :func:`train_rules` trains it (a third of its windows,
+    from traces of ``expressions`` short expressions of each seed), and checked on every reachable
+    window: meant for seeds its training method was never tuned on. Per seed: trained_on, wrong on
+    the held-out windows, and the training margin."""
+    from predcalc.calculator.nets import numpy_step
+    from predcalc.calculator.rules import train_control
+    from predcalc.calculator.train import rule_training_rows, trace
+    from predcalc.data.calculator_families import TRAINING_WORLD
+
+    step, out = STEPS["control"], {}
+    reachable = step.reachable()
+    for seed in seeds:
+        rows = rule_training_rows(trace(TRAINING_WORLD, expressions, seed), seed)["control"]
+        model, info = train_control(rows, seed=seed)
+        wrong = ~np.all(np.asarray(numpy_step(model)(reachable)) == step.reference(reachable), axis=1)
+        held_out = ~np.isin(step.index(reachable), step.index(rows))
+        out[str(seed)] = {
+            "reachable": int(len(reachable)),
+            "trained_on": int(len(np.unique(rows, axis=0))),
+            "held_out_wrong": int((wrong & held_out).sum()),
+            "margin": round(float(info["margin"]), 3),
+        }
+    return out
+
+
 def held_out_scores(files: list, n: int, seed: int, development: dict | None = None) -> dict:
     """The rule calculator on a second draw that no choice touched: every family drawn afresh with
     ``seed`` (the seed protocol's fixed sets left out: they do not change with the seed) and an
     adversarial draw of the same seed, scored through each seed's exported file with forward passes.
 
-    Returns ``{"family_seed", "n", "expressions", "shared_with_development", "families": summary}``:
-    per family the mean and worst seed (:func:`summary`); ``shared_with_development`` counts the
+    Returns ``{"family_seed", "n", "expressions", "shared_with_development", "families", "boxes"}``:
+    per family the mean and worst seed (:func:`summary`) and its box (:func:`family_boxes`);
+    ``shared_with_development`` counts the
     expressions that also occur in ``development`` (the draw the study was checked on)."""
     from predcalc.calculator.runtime import Calculator  # LiteRT only when exported files are scored
 
@@ -290,6 +365,7 @@ def held_out_scores(files: list, n: int, seed: int, development: dict | None = N
         "expressions": sum(len(pairs) for pairs in drawn.values()),
         "shared_with_development": sum(e in seen for pairs in drawn.values() for e, _ in pairs),
         "families": summary(records),
+        "boxes": family_boxes(drawn),
     }
 
 
