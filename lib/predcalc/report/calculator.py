@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from predcalc.calculator.steps import TARGETS
-from predcalc.calculator.study import ablation_rows, carriers, held_out_sentence, order
+from predcalc.calculator.study import ablation_rows, carriers, held_out_sentence, order, speed_summary
 from predcalc.report.document import Bullets, Table, Text
 from predcalc.report.tables import markdown_table, plain_cell
 
@@ -76,10 +76,13 @@ def section(record: dict, folder: str) -> list[str]:
     lines = [
         "### A learned calculator: + - * / with parentheses (40_calculator)",
         "",
-        "Trained on integers of at most 5 digits, 1-4 operators of `+ - * /`, parenthesis depth at most 2; "
-        "scored exactly (integers and fractions, no float) through the exported LiteRT file "
-        "`reports/calculator/model.tflite` (seed 0; the other seeds beside it). Boxes are the smallest and "
-        "largest digits per number, operators and depth found in each family.",
+        "This section is rung 1 of the ladder, the memorised build (every arithmetic step trained on every "
+        "input it can meet, the control on the windows of its traces and top-ups), and its ablations; the "
+        "shipped rule build (rungs 2-3) is in the Results. Trained on integers of at most 5 digits, 1-4 "
+        "operators of `+ - * /`, parenthesis depth at most 2; scored exactly (integers and fractions, no "
+        "float) through its exported LiteRT files (`reports/calculator/memorised/model.tflite` for seed 0; "
+        "seeds 1-4 are not committed, their scores are in `reports/calculator/parts/`) with the look-up cache. "
+        "Boxes are the smallest and largest digits per number, operators and depth found in each family.",
         "",
         markdown_table(pd.DataFrame(rows)),
         "",
@@ -103,12 +106,7 @@ def section(record: dict, folder: str) -> list[str]:
         "",
         f"![accuracy by axis]({folder}/accuracy_by_axis.png)",
         "",
-        f"Speed ({speed['n']:,} expressions of {speed['operators']} operators, best of three, this 2-core CPU): "
-        f"the LiteRT calculator takes {speed['integers']['calculator_seconds']:.2f} s against Python's exact "
-        f"evaluator's {speed['integers']['python_seconds']:.2f} s on integers "
-        f"({speed['integers']['ratio']:.1f}x), {speed['with_division']['ratio']:.1f}x on "
-        f"{speed['with_division']['n']:,} expressions with division; one "
-        f"expression takes {speed['latency_ms']['median']:.1f} ms.",
+        speed_summary(speed),
         "",
     ]
     return lines
@@ -141,7 +139,7 @@ def step_rows(record: dict) -> list[dict]:
         kind = (
             "memorised table (saw every input)"
             if share >= 1
-            else "rule learned from a third of its inputs"
+            else "rule unit (partly built) learned from a third of its inputs"
             if not wrong
             else "not exact on the inputs it never saw"
         )
@@ -185,7 +183,7 @@ def headline(record: dict) -> str:
         worst = min(rules, key=lambda f: rules[f]["mean"])
         inexact = [r["step"] for r in rows if r["share"] != "100 %" and r["wrong on held-out (worst seed)"]]
         steps = (
-            f"{len(exact_learned)} steps learned from a third of their inputs, exact on the rest"
+            f"{len(exact_learned)} partly built steps fit a third of their inputs, exact on the rest"
             if not inexact
             else f"{', '.join(exact_learned)} are exact on the inputs they never saw, {', '.join(inexact)} not"
         )
@@ -204,11 +202,14 @@ def headline(record: dict) -> str:
         if held_out:
             fresh = min(v["min"] for v in held_out.values())
             verdict += (
-                " of the development draw and of a fresh one no choice touched"
+                " of two draws, one untouched"
                 if fresh == 1 and verdict == "exact on every family"
-                else f" of the development draw; on a fresh draw no choice touched, worst seed {_pct(fresh)}"
+                else f" of the development draw; on an untouched draw, worst seed {_pct(fresh)}"
             )
-        return f"Calculator (40): {steps}, and a learned schedule; {verdict} ({seeds} seeds; {reach})."
+        return (
+            f"Calculator (40): {steps}; quotient digits and zero tests are step outputs; {verdict} "
+            f"({seeds} seeds; {reach})."
+        )
     main = record["calculator"]["summary"]["calculator"]
     return (
         f"The calculator (40) is exact on all {sum(v['n'] for v in main.values()):,} expressions of its "
@@ -237,6 +238,20 @@ def calculator_lesson(record: dict) -> str:
     return lesson + "; the control was not (worst seed in the Results' step table)."
 
 
+#: What the calculator's code decides (engine.py, tokens.py), stated wherever the report says what is learned.
+CODE_DECISIONS = (
+    "Code decides: the lexing (a literal's leading zeros dropped); which of the ready reductions run in a "
+    "round (every other one in a run of adjacent ready operators, so none overlap); that the loop ends at one "
+    "token; how many quotient positions long division visits (the difference of the operands' lengths, each "
+    "counted from `lead`'s flags); a cap on Euclid's rounds (Lamé's bound; reaching it is reported as an "
+    "error); and the refusal of operands whose digit counts multiply to more than 10^8. Learned step outputs "
+    "decide every digit, carry, comparison, sign, quotient digit, where a number ends and whether it is zero. "
+    "The rule steps are partly built: their input encodings (digit values as numbers, the product a x d given "
+    "as a feature), an intermediate value target and a threshold period initialised at 10 are design; `lead`, "
+    "`sign` and `xor` are tiny tables trained on every row (memorised)."
+)
+
+
 def mechanism(record: dict) -> str:
     """How the calculator works, for the Method: code, networks, and what runs at inference."""
     rows = step_rows(record)
@@ -247,8 +262,9 @@ def mechanism(record: dict) -> str:
         f"({', '.join(r['step'] for r in rows)}) map small discrete inputs (digits as numbers, carries, signs) to "
         "outputs, and code runs schoolbook addition, multiplication, long division and Euclid's algorithm over "
         "digit arrays with them (each quotient digit, where a number ends and whether it is zero are the `qdigit` and `lead` steps' outputs), and splices each result into the token list. The rule steps are a rounded "
-        "linear unit over digit values followed by a staircase of thresholds that share one learned period, so "
-        f"every row shares a dozen parameters. At inference: {inference_path(record)}."
+        "linear unit over digit values followed by a staircase of thresholds that share one period "
+        f"(initialised at 10, then trained), so every row shares a dozen parameters. {CODE_DECISIONS} At "
+        f"inference: {inference_path(record)}."
     )
 
 
@@ -263,10 +279,8 @@ def results_blocks(record: dict) -> list:
             f"Training world: integers of at most {study['training_box']['digits']} digits, 1-"
             f"{study['training_box']['operators']} operators of `+ - * /`, depth at most "
             f"{study['training_box']['depth']}. Test families reach {most['digits']} digits, {most['operators']} "
-            f"operators and depth {most['depth']}, scored exactly (fractions, no float) through the exported LiteRT "
-            "file. What is code: the lexer, the loop, digit alignment as the steps' outputs direct, and splicing; "
-            "which quotient digit, how many, where a chain ends and whether a number is zero are learned steps "
-            "(`qdigit`, `lead`)."
+            f"operators and depth {most['depth']} (each axis's largest, not reached together), scored exactly "
+            "(fractions, no float) through the exported LiteRT files with forward passes. " + CODE_DECISIONS
         ),
         Text(
             "What each step network saw in training, of the inputs it can meet (worst of 5 seeds; a step that saw "
@@ -275,9 +289,15 @@ def results_blocks(record: dict) -> list:
         Table(pd.DataFrame(step_rows(record)), cell=plain_cell),
     ]
     rows = []
+    seen = [r["checks"]["control"]["inputs"] - r["coverage"]["control"]["missing"] for r in study["seeds"]]
+    windows = study["seeds"][0]["checks"]["control"]["inputs"]
     for rung, label in (
-        ("memorised", "1. memorised steps (each trained on all its inputs)"),
-        ("rules", "2-3. rule steps on a third of their inputs, learned schedule"),
+        (
+            "memorised",
+            f"1. memorised steps (arithmetic steps on every input; control on {min(seen)}-{max(seen)} of "
+            f"{windows} windows)",
+        ),
+        ("rules", "2-3. partly built rule steps on a third of their inputs"),
     ):
         summary = _rung(record, rung) if rung == "rules" else study["summary"].get("calculator")
         if summary:
@@ -299,10 +319,7 @@ def results_blocks(record: dict) -> list:
             worst = min(families, key=lambda f: families[f]["mean"])
             rows.append(
                 {
-                    "rung": {
-                        "answers_only": "4. answers-only adder (no digit targets)",
-                        "end_to_end": "5. one end-to-end model",
-                    }[kind],
+                    "rung": f"{4 if kind == 'answers_only' else 5}. {study['labels'][kind]}",
                     "families": len(families),
                     "mean over families": _pct(np.mean([v["mean"] for v in families.values()])),
                     "worst family (mean)": f"{worst} {_pct(families[worst]['mean'])}",
@@ -313,12 +330,14 @@ def results_blocks(record: dict) -> list:
     if rows:
         blocks += [
             Text(
-                "The ladder of structure: exact answers (mean of seeds over each family). Rungs 1 to 3 run one "
-                "engine: the learned schedule (`lead`, `qdigit`) replaced the coded one rather than being kept "
-                "as a switch, so rung 1 is every step memorised on that schedule, and rungs 2 and 3 are one "
-                "build (rule steps on a third of their inputs). Rungs 4 and 5 swap the adder for a GRU trained on "
-                "answers only, or the whole calculator for one character model; they score smaller draws "
-                "(100 expressions a family)."
+                "The ladder of structure: exact answers, mean of seeds over the 15 families every rung scored "
+                "(the seed protocol's fixed sets left out). Rungs 1 to 3 run one engine"
+                + _code_versions(record)
+                + ": the learned `lead` and `qdigit` steps replaced "
+                "the coded schedule rather than being kept as a switch, so rung 1 is every step memorised on that "
+                "schedule, and rungs 2 and 3 are one build. Rungs 4 and 5 swap the adder for a GRU trained on "
+                "the answers' digits only, or the whole calculator for one character model; they score smaller "
+                f"draws ({study['parameters'].get('ablation_size', 100)} expressions a family)."
             ),
             Table(pd.DataFrame(rows), cell=plain_cell),
         ]
@@ -334,30 +353,20 @@ def results_blocks(record: dict) -> list:
     if record.get("held_out"):
         facts.append(held_out_sentence(record["held_out"]))
     if "forward" in speed:
-        facts.append(
-            f"Speed on 10,000 expressions of 10 operators against Python's `fractions` (ratios in one run, "
-            f"this 2-core CPU): forward passes {speed['forward']['integers']:.1f}x on integers and "
-            f"{speed['forward']['division']:.1f}x with division; the look-up cache {speed['cache']['integers']:.1f}x "
-            f"and {speed['cache']['division']:.1f}x. " + _speed_goal(speed)
-        )
+        facts.append(speed_summary(study["speed"]))
     if facts:
         blocks.append(Bullets(facts))
     return blocks
 
 
-def _speed_goal(speed: dict, goal: float = 10.0) -> str:
-    """Which path and set meet the goal of at most ``goal`` times Python's time, as one run can say."""
-    met = [
-        f"{path} on {kind}"
-        for path in ("forward", "cache")
-        for kind in ("integers", "division")
-        if speed[path][kind] <= goal
-    ]
-    where = f"only {', '.join(met)} meets" if met else "no path meets"
-    return (
-        f"One run on a shared machine: {where} the goal of {goal:.0f}x; a ratio within about 20 % of it is not "
-        "resolved by one run."
-    )
+def _code_versions(record: dict) -> str:
+    """Whether every stored part of the study was computed by the same code (its fingerprint), or by several."""
+    versions = record.get("code_versions")
+    if not versions:
+        return ""
+    if len(versions) == 1 and versions[0] != "unknown":
+        return f" (every part of the study computed by the same code, fingerprint `{versions[0]}`)"
+    return f" (but the study's parts were computed by {len(versions)} versions of the code: {', '.join(versions)})"
 
 
 def _adversarial_seeds(adversarial: dict) -> str:
