@@ -79,6 +79,13 @@ SELECTION = [
         "seeds that failed in the first full runs (in and out of range)",
         "their in and out-of-range accuracy",
     ),
+    (
+        "the calculator's rule units, learned schedule and the control's relations and maximum-margin training",
+        "each step's check on every reachable input and the calculator families of family seed 1000 with the "
+        "adversarial draw of seed 2000, on training seeds 0-14",
+        "the development draw's family scores and the control's held-out windows on seeds 0-14 (the claims use "
+        "family seed 7777 and control seeds 15-24)",
+    ),
 ]
 
 # One line per family of the main tables: the registry names shown, faithful replicas first.
@@ -330,7 +337,7 @@ class Findings:
                     "Every set that chose a variant, a bound or a hyperparameter is a development set, and the numbers "
                     "it produced are development numbers. Claims about reach come only from the held-out edge suite, "
                     "drawn once from its own seed after these choices and scored on all 5 seeds through the exported "
-                    "file."
+                    "file, and for the calculator from its untouched family draw, scored the same way."
                 ),
                 Table(frame, cell=plain_cell),
             ],
@@ -810,6 +817,7 @@ class Findings:
             if overrides:
                 command += " --set " + " ".join(f"'{k}={json.dumps(v)}'" for k, v in overrides.items())
             items.append(f"[{record['notebook']}]({self.relative(record)}/{record['notebook']}.ipynb): `{command}`")
+        items += self._runs_without_metrics()
         return Section(
             "appendix.runs",
             "Runs",
@@ -822,6 +830,26 @@ class Findings:
             ],
             part="appendix",
         )
+
+    def _runs_without_metrics(self) -> list[str]:
+        """Notebooks run beside the records (a ``run.json``) that store no metrics.json: a walk-through
+        or a study whose record lives elsewhere, listed so that every executed notebook is reachable."""
+        listed = {record["notebook"] for record in self.notebooks}
+        items = []
+        for root in sorted({Path(record["_dir"]).parent for record in self.notebooks}):
+            for run in sorted(root.glob("*/run.json")):
+                name = run.parent.name
+                if name in listed or not (run.parent / f"{name}.ipynb").is_file():
+                    continue
+                profile = json.loads(run.read_text()).get("profile")
+                folder = Path(os.path.relpath(run.parent, self.reports)).as_posix()
+                command = (
+                    f"predcalc run --profile {profile} --only {name}"
+                    if profile in PROFILES
+                    else f"predcalc run --only {name}"
+                )
+                items.append(f"[{name}]({folder}/{name}.ipynb): `{command}` (no metrics.json)")
+        return items
 
     def document(self) -> Document:
         main = [self.question(), self.answer(), self.method(), self.results(), self.learned(), self.limitations()]
