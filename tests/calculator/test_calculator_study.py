@@ -273,3 +273,23 @@ def test_zero_wrong_answers_bound_the_error_rate():
     held_out = {"family_seed": 7, "expressions": 500, "shared_with_development": 0, "families": exact}
     assert "every answer exact on every seed" in study.held_out_sentence(held_out)
     assert "below 0.597 % per seed" in study.held_out_sentence(held_out)
+
+
+def test_the_axis_figure_draws_every_model_with_its_worst_seed(tmp_path, monkeypatch):
+    boxes = {name: {"digits": [1, d], "operators": [1, 4], "depth": [0, 2]} for name, d in (("a", 5), ("b", 20))}
+    axes_of = {"digits": ["a", "b"], "operators": ["a"], "depth": ["a"]}
+    results = {
+        "rules": {n: {"mean": 1.0, "min": 1.0} for n in boxes},
+        "calculator": {n: {"mean": 0.8, "min": 0.5} for n in boxes},
+    }
+    monkeypatch.setattr(study, "AXIS_FAMILIES", axes_of)
+    figure = study.plot_axes(results, boxes, path=tmp_path / "axes.png", labels={"rules": "shipped"})
+    first = figure.axes[0]
+    assert [text.get_text() for text in figure.legends[0].get_texts()] == [
+        "shipped",
+        study.ABLATION_LABELS["calculator"],
+    ]
+    bars = first.containers[1]  # the second model's error bars reach down to its worst seed
+    segment = bars.lines[2][0].get_segments()[0]
+    assert sorted(y for _, y in segment) == [50.0, 80.0]
+    assert (tmp_path / "axes.png").is_file()

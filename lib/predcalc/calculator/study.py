@@ -599,50 +599,62 @@ def family_boxes(test_families: dict) -> dict:
     return out
 
 
-def plot_axes(results: dict, boxes: dict, path=None):
-    """Exact accuracy against digits, operators and depth (one panel each), the training box shaded."""
+def plot_axes(results: dict, boxes: dict, path=None, labels: dict | None = None):
+    """Exact accuracy against digits, operators and depth (one panel each), the training box shaded.
+
+    ``results`` maps a model to its per-family summary (mean and worst seed). Each line has its own
+    marker and a sideways offset, so lines at the same height (many sit at 100 % or at 0 %) stay
+    visible side by side; a bar below each point reaches the worst seed. ``labels`` name the lines
+    (default :data:`ABLATION_LABELS`)."""
     import matplotlib  # plotting only when a figure is drawn
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt  # after the backend is chosen
 
-    figure, panels = plt.subplots(1, 3, figsize=(10, 3.8), sharey=True)
+    labels = {**ABLATION_LABELS, **(labels or {})}
+    figure, panels = plt.subplots(1, 3, figsize=(10.5, 4.2), sharey=True)
+    middle = (len(results) - 1) / 2
     for panel, (axis, names) in zip(panels, AXIS_FAMILIES.items()):
+        found = [boxes[n][axis][1] for n in names]
+        span = max(found) - min(found)
         for index, (label, summary_of) in enumerate(results.items()):
-            xs = [boxes[n][axis][1] for n in names]
-            ys = [100 * summary_of[n]["mean"] for n in names]
-            main = label == "calculator"
-            # each line its own marker and a small sideways offset, so lines at the same height stay visible
-            shift = 1 + 0.03 * (index - (len(results) - 1) / 2) if axis == "digits" else 0.0
-            xs = (
-                [x * shift for x in xs]
-                if axis == "digits"
-                else [x + 0.08 * (index - (len(results) - 1) / 2) for x in xs]
-            )
-            panel.plot(
+            ys = np.array([100 * summary_of[n]["mean"] for n in names])
+            worst = np.array([100 * summary_of[n]["min"] for n in names])
+            if axis == "digits":
+                xs = [x * (1 + 0.045 * (index - middle)) for x in found]
+            else:
+                xs = [x + 0.018 * span * (index - middle) for x in found]
+            main = index == 0
+            panel.errorbar(
                 xs,
                 ys,
-                marker="osD^vP*X"[index % 8],
+                yerr=[ys - worst, np.zeros_like(ys)],
+                marker="osD^vP*Xh"[index % 9],
                 color=f"C{index}",
-                label=ABLATION_LABELS.get(label, label),
-                linewidth=3 if main else 1.3,
+                label=labels.get(label, label),
+                linewidth=2.5 if main else 1.2,
                 markersize=6 if main else 5,
+                elinewidth=1,
+                capsize=2,
                 zorder=3 if main else 2,
                 linestyle="-" if main else "--",
             )
         panel.axvspan(0, TRAINING_BOX[axis] + 0.5, color="grey", alpha=0.15, lw=0)
         if axis == "digits":
             panel.set_xscale("log")
-            panel.set_xticks([boxes[n][axis][1] for n in names], [str(boxes[n][axis][1]) for n in names])
+            panel.set_xticks(found, [str(x) for x in found])
             panel.minorticks_off()
         panel.set_xlabel(f"largest {axis} in the family" + (" (log scale)" if axis == "digits" else ""))
         panel.grid(alpha=0.3)
-    panels[0].set_ylabel("exact answers (%, mean of seeds)")
-    panels[0].set_ylim(-3, 103)
-    handles, labels = panels[0].get_legend_handles_labels()
-    figure.legend(handles, labels, loc="lower center", ncol=2, fontsize=7.5, frameon=False)
-    figure.suptitle("Exact accuracy beyond the training box (shaded)", fontsize=10)
-    figure.tight_layout(rect=(0, 0.2, 1, 1))
+    panels[0].set_ylabel("exact answers (%): mean of seeds,\nbar down to the worst seed")
+    panels[0].set_ylim(-4, 104)
+    handles, names = panels[0].get_legend_handles_labels()
+    figure.legend(handles, names, loc="lower center", ncol=2, fontsize=7.5, frameon=False)
+    figure.suptitle(
+        "Exact accuracy beyond the training box (shaded); markers side by side at one height are separate lines",
+        fontsize=9.5,
+    )
+    figure.tight_layout(rect=(0, 0.22, 1, 1))
     if path is not None:
         save_figure(figure, path)
     return figure
@@ -693,7 +705,7 @@ def comparison_frame(comparison: dict):
 
 
 ABLATION_LABELS = {
-    "calculator": "learned calculator (readiness control, discrete states, coverage-checked steps)",
+    "calculator": "rung 1, memorised steps (readiness control, discrete states, coverage-checked steps)",
     "pick": "control trained on the reference's single pick",
     "continuous_state": "adder with a continuous GRU state (digit and carry targets)",
     "answers_only": "adder GRU trained on result digits only (no carry targets)",
