@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import hashlib
 import json
 import math
 import os
@@ -316,6 +317,7 @@ def artifact_record(artifact: Artifact, arm: dict, host: dict) -> dict:
     head = {
         "name": artifact.name,
         "file": _relative(artifact.path),
+        "sha256": file_digest(artifact.path),
         "runtime": artifact.runtime,
         "note": artifact.note,
         "recommended": artifact.not_recommended is None,
@@ -580,6 +582,11 @@ def update_readme(record: dict, readme: Path | None = None) -> bool:
 
 
 # -- running ---------------------------------------------------------------------------------------
+
+
+def file_digest(path: Path) -> str:
+    """The SHA-256 of a file, so a record says which bytes were checked (the artifacts are re-exported)."""
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
 
 
 def _relative(path) -> str:

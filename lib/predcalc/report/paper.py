@@ -344,6 +344,16 @@ class Findings:
         )
 
     def _statistics(self) -> Section:
+        counts = verdict_counts(self.pool)
+        chance = []
+        if counts:
+            replica = counts["replica"]
+            chance.append(
+                f"Many sign tests are run: across the {replica['total']} replica columns about "
+                f"{replica['total'] / 16:.1f} verdicts would arise by chance if no replica differed from its "
+                f"published number (p = 1/32 on each side); the {replica['better'] + replica['worse']} verdicts found "
+                "are read as a count, not one by one."
+            )
         return Section(
             "method.statistics",
             "Statistics",
@@ -358,6 +368,9 @@ class Findings:
                         "The prior report's benchmark score and its t-test of log(score) appear only in the Appendix's "
                         "seed-way table, as that report's definitions: a t-test on a score that reaches 1e14 is not a "
                         "statistic this report relies on.",
+                        *chance,
+                        "Where every answer is exact, zero wrong answers still allow some error rate: the calculator's "
+                        "untouched draw gives the exact binomial upper bound (95 % confidence).",
                     ]
                 )
             ],
