@@ -1,9 +1,11 @@
 """Accuracy by difficulty (predcalc.studies.difficulty), the suite as a training protocol, the character models."""
 
 import json
+import types
 
 import keras
 import numpy as np
+import pandas as pd
 import pytest
 
 from predcalc.data.extended import extended_suite, suite_protocol
@@ -35,6 +37,51 @@ def test_suite_protocol_trains_on_the_pool_and_tests_on_every_family(suite):
     assert "depth_3" in protocol.test_sets() and protocol.counts()["train"] == 120
     with pytest.raises(ValueError, match="no \\['train'\\] split"):
         suite_protocol({k: v for k, v in suite.items() if k != "train"}, seed=0)
+
+
+def test_the_figure_redrawn_from_a_stored_record_names_models_and_ticks_every_level(tmp_path):
+    families = ["iid", "digits_1", "digits_2", "depth_0", "depth_1", "depth_2"]
+
+    def runs(accuracy):
+        return [
+            {"seed": s, "metrics": {f: {"accuracy": accuracy + s / 10, "mae": 1.0, "mre": 0.1} for f in families}}
+            for s in (0, 1)
+        ]
+
+    record = {
+        "extended": {
+            "families": families,
+            "models": {
+                "char_lstm_tokens": {"label": "char LSTM 80", "runs": runs(0.5)},
+                "scan_typed_solved": {"label": "scan, solved readout", "runs": runs(0.2)},
+            },
+        }
+    }
+    table = difficulty.record_table(record)
+    shown = {"char_lstm_tokens": "char LSTM 80", "scan_typed_solved": "scan, solved readout (partly built)"}
+    trained = types.SimpleNamespace(  # the same table from training results, as the notebooks make it
+        models={
+            name: types.SimpleNamespace(spec=types.SimpleNamespace(shown_label=shown[name]), runs=model["runs"])
+            for name, model in record["extended"]["models"].items()
+        }
+    )
+    pd.testing.assert_frame_equal(difficulty.family_table(trained, families), table)
+    assert list(dict.fromkeys(table.name)) == ["char_lstm_tokens", "scan_typed_solved"]
+    assert set(table.model) == {"char LSTM 80", "scan, solved readout (partly built)"}  # a finish is marked
+    row = table[(table.name == "char_lstm_tokens") & (table.family == "depth_1")].iloc[0]
+    assert (row.accuracy, row["min"], row["max"]) == pytest.approx((0.55, 0.5, 0.6))
+    axes = [difficulty.Axis("digits_", "digits", (0.5, 1.5)), difficulty.Axis("depth_", "depth", (-0.5, 1.5))]
+    figure = difficulty.plot_by_difficulty(table, axes, seeds=2, path=tmp_path / "plot.png", relative_error=True)
+    assert (tmp_path / "plot.png").stat().st_size > 0
+    for axis in figure.axes:  # the levels are counts: a tick at each, none between
+        assert all(float(t).is_integer() for t in axis.get_xticks())
+    assert list(figure.axes[1].get_xticks()) == [0, 1, 2]
+    labels = [text.get_text() for text in figure.legends[0].get_texts()]
+    assert labels == [
+        "char_lstm_tokens: char LSTM 80",
+        "scan_typed_solved: scan, solved readout (partly built)",
+        difficulty.TRAINED,
+    ]
 
 
 @pytest.mark.parametrize("name", ["char_transformer_tokens", "char_lstm_tokens"])

@@ -90,3 +90,24 @@ def test_build_layer_and_tiny_profile():
         (3, "min_gru_scan"),
     ]
     assert all(len(r["train_step_times"]) == 2 and r["train_step"] > 0 and r["inference"] > 0 for r in records)
+
+
+def test_speed_figure_keeps_every_legend_off_the_panels(tmp_path):
+    import matplotlib
+
+    matplotlib.use("Agg")
+    records = [
+        {"length": length, "kind": kind, "train_step": 1e-3 * length / (1 + i), "inference": 5e-4 * length / (1 + i)}
+        for length in (64, 512, 4096)
+        for i, kind in enumerate(speed.KINDS)
+    ]
+    figure = speed.plot_speed(records, batch=8, units=32, path=tmp_path / "speed.png")
+    assert (tmp_path / "speed.png").stat().st_size > 0
+    figure.canvas.draw()
+    axes = figure.get_axes()
+    assert len(axes) == 3 and all(axis.get_legend() is None for axis in axes)
+    legends = [legend for sub in figure.subfigs for legend in sub.legends]
+    assert [len(legend.get_texts()) for legend in legends] == [len(speed.KINDS), 6]
+    assert any("paper, T4 GPU (175x @ 512" in text.get_text() for text in legends[1].get_texts())
+    for legend, axis in zip(legends, (axes[0], axes[2])):  # each legend under its panels
+        assert legend.get_window_extent().y1 <= axis.get_window_extent().y0

@@ -23,6 +23,41 @@ def test_gate_statistics_and_retention():
     assert "GRU's update gate" in explain_text.gate_summary(stats, retention, {"gru": 0.0})
 
 
+def test_figures_of_23_keep_legends_off_the_data_and_drop_an_always_zero_share():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import pandas as pd
+
+    labels = ["LSTM", "GRU", "BiLSTM + attention", "minGRU"]
+    shares = pd.DataFrame(
+        {"share_numbers": [0.8, 0.8, 0.8, 0.85], "share_operators": [0.2, 0.2, 0.2, 0.15], "share_padding": 0.0},
+        index=labels,
+    )
+    example = np.linspace(-1, 1, 4 * 7).reshape(4, 7)
+    figure = explain_text.plot_integrated_gradients(example, labels, "3 - -2 + 4", shares, 200)
+    figure.canvas.draw()
+    bars = figure.axes[1]
+    assert [t.get_text() for t in bars.get_legend().get_texts()] == ["numbers", "operators"]
+    assert "padding: 0 for every model" in bars.get_xlabel()
+    below = bars.get_legend().get_window_extent().y1 <= bars.get_window_extent().y0
+    assert below, "the legend sits under the bars, not on them"
+
+    gates = {
+        "LSTM": {"forget f": np.full((2, 15, 3), 0.7), "input i": np.full((2, 15, 3), 0.5)},
+        "GRU": {"update z": np.full((2, 15, 3), 0.5)},
+        "minGRU": {"update z": np.full((2, 15, 3), 0.2)},
+    }
+    figure = explain_text.plot_gates(gates, np.full((15, 3), 0.5), "3 - -2 + 4")
+    figure.canvas.draw()
+    width, height = figure.get_size_inches()
+    assert width / height < 2  # two panels a row: legible at page width (was 4 in a row, 5.6 : 1)
+    panels = [axis for axis in figure.axes if axis.get_title()]
+    assert len(panels) == 4 and panels[-1].get_title().startswith("LSTM forget gate")
+    for axis in panels[:3]:
+        assert axis.get_legend().get_window_extent().y1 <= axis.get_window_extent().y0
+
+
 def test_attention_statistics():
     alpha = np.full((4, 15), 1 / 15)
     alpha[:, 2] += 0.1

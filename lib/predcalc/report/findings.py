@@ -231,7 +231,9 @@ def seed_way_table(records: list[dict]) -> pd.DataFrame:
 SEED_WAY_TEXT = (
     "The table above uses this project's definitions (MAE long an absolute error, MRE divided by "
     "max(|y|, 1), out-of-range score terms on out22). The prior report's notebooks compute its published "
-    "columns differently, so the table below recomputes them the prior report's way from the same runs: MAE "
+    "columns differently, so the table below recomputes them the prior report's way from the same runs (the "
+    "file names in this paragraph are the prior report's published code, its notebooks exported as Python "
+    "scripts, which this project was given as its seed; they are not files of this repository): MAE "
     "and MRE out over all 2,048 out-of-range expressions, MRE divided by |y| (0 by 1), and **MAE long "
     "over the 700 long expressions as the code behind each published row defines it** (column "
     '"long"): *signed*, mean(|y| - prediction), in the prior report\'s `FNN_FNN2.py` (not an error: it can be '
@@ -239,7 +241,8 @@ SEED_WAY_TEXT = (
     "per-run cell of its transformer notebooks (`transformer_transformer4.py`, the cell that also gives "
     "the p-value). The prior report's score (its long4 term defined the same way, its relative term the seed MRE over "
     "all out) is taken against the baseline FNN's runs the "
-    "way `FNN1_1.py` takes them, and p the t-test of log(score) against 0 (`get_p-value.py`). Only "
+    "way the prior report's `FNN1_1.py` takes them, and p the t-test of log(score) against 0 (the prior "
+    "report's `get_p-value.py`). Only "
     'these columns compare like for like with a "published" row; runs stored before the '
     "seed's columns were recorded are not listed. The score's baseline here is this project's baseline FNN runs; "
     "the prior report's baseline came from its own `FNN1_1.py` runs, so scores compare only within a table."
@@ -258,7 +261,8 @@ def seed_weights_lines(records: list[dict]) -> list[str]:
                 f"in-range MAE {ours:.4f} on this project's in-range test set, of which "
                 f"{check['project_in_test_in_seed_draw']:,} of {check['project_in_test']:,} expressions were in "
                 f"the prior report's own training draw, and {check['seed_in_test']['mae']:.4f} on the prior report's own in-range "
-                f"test set ({check['seed_in_test']['n']:,} expressions, replayed from `GetXY.py`); the published "
+                f"test set ({check['seed_in_test']['n']:,} expressions, replayed from the prior report's `GetXY.py`, "
+                "its published data split, not a file of this repository); the published "
                 "0.0269 is a mean over 5 runs that its shipped weights do not reach on its own test set.",
                 "",
             ]

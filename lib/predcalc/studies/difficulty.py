@@ -15,6 +15,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from predcalc.models import get_spec  # importing the package registers every model
+from predcalc.models.registry import display_label
 from predcalc.paths import save_figure
 from predcalc.training import metrics as M
 
@@ -29,28 +31,45 @@ class Axis:
 
 
 def family_table(results, families) -> pd.DataFrame:
-    """One row per (model, family): mean exact accuracy over seeds, worst and best seed, the
-    95 % confidence interval (text), mean MAE and mean relative error. A model finished in closed
-    form is labelled partly built."""
+    """One row per (model, family): the model's registry name and label, mean exact accuracy over
+    seeds, worst and best seed, the 95 % confidence interval (text), mean MAE and mean relative
+    error. A model finished in closed form is labelled partly built."""
     rows = []
-    for result in results.models.values():
-        label = result.spec.shown_label
-        for family in families:
-            values = [run["metrics"][family]["accuracy"] for run in result.runs]
-            low, high = M.confidence_interval(values)
-            rows.append(
-                {
-                    "model": label,
-                    "family": family,
-                    "accuracy": float(np.mean(values)),
-                    "min": float(np.min(values)),
-                    "max": float(np.max(values)),
-                    "95 % CI": "" if np.isnan(low) else f"{100 * max(low, 0):.1f} to {100 * min(high, 1):.1f} %",
-                    "MAE": float(np.mean([run["metrics"][family]["mae"] for run in result.runs])),
-                    "MRE": float(np.mean([run["metrics"][family]["mre"] for run in result.runs])),
-                }
-            )
+    for name, result in results.models.items():
+        rows += _family_rows(name, result.spec.shown_label, result.runs, families)
     return pd.DataFrame(rows)
+
+
+def record_table(record: dict) -> pd.DataFrame:
+    """:func:`family_table` from a stored study record (the ``metrics.json`` :func:`study_record`
+    wrote), so that its figure can be drawn again without training."""
+    entry = record["extended"]
+    rows = []
+    for name, model in entry["models"].items():
+        label = display_label(model["label"], partly_built=get_spec(name).finish is not None)
+        rows += _family_rows(name, label, model["runs"], entry["families"])
+    return pd.DataFrame(rows)
+
+
+def _family_rows(name: str, label: str, runs: list[dict], families) -> list[dict]:
+    rows = []
+    for family in families:
+        values = [run["metrics"][family]["accuracy"] for run in runs]
+        low, high = M.confidence_interval(values)
+        rows.append(
+            {
+                "name": name,
+                "model": label,
+                "family": family,
+                "accuracy": float(np.mean(values)),
+                "min": float(np.min(values)),
+                "max": float(np.max(values)),
+                "95 % CI": "" if np.isnan(low) else f"{100 * max(low, 0):.1f} to {100 * min(high, 1):.1f} %",
+                "MAE": float(np.mean([run["metrics"][family]["mae"] for run in runs])),
+                "MRE": float(np.mean([run["metrics"][family]["mre"] for run in runs])),
+            }
+        )
+    return rows
 
 
 def accuracy_grid(table: pd.DataFrame, families) -> pd.DataFrame:
@@ -59,9 +78,20 @@ def accuracy_grid(table: pd.DataFrame, families) -> pd.DataFrame:
     return grid[list(dict.fromkeys(table.model))].map(lambda v: f"{100 * v:.1f} %")
 
 
+TRAINED = "levels seen in training"  # the shading's legend entry
+
+
+def legend_label(rows: pd.DataFrame) -> str:
+    """A model's legend entry: its registry name (as the text names it) and its label."""
+    label = rows["model"].iloc[0]
+    return f"{rows['name'].iloc[0]}: {label}" if "name" in rows else label
+
+
 def plot_by_difficulty(table: pd.DataFrame, axes_spec, seeds: int, path=None, relative_error: bool = True):
     """Exact accuracy (top; bars from the worst to the best seed) and, with ``relative_error``, the
-    mean relative error (bottom, log scale) against each axis's level; the training levels shaded."""
+    mean relative error (bottom, log scale) against each axis's level; the training levels shaded.
+    A tick at every level (the levels are counts); each model in the legend below the panels by its
+    registry name and label."""
 
     rows = 2 if relative_error else 1
     models = list(dict.fromkeys(table.model))
@@ -76,17 +106,20 @@ def plot_by_difficulty(table: pd.DataFrame, axes_spec, seeds: int, path=None, re
     )
     for column, axis_spec in enumerate(axes_spec):
         chosen = table[table.family.str.startswith(axis_spec.prefix)]
+        levels = sorted({int(f.removeprefix(axis_spec.prefix)) for f in chosen.family})
         for index, (model_label, rows_of) in enumerate(chosen.groupby("model", sort=False)):
             x = np.array([int(f.removeprefix(axis_spec.prefix)) for f in rows_of.family]) + offsets[model_label]
             mean = 100 * rows_of.accuracy.to_numpy()
             error = [mean - 100 * rows_of["min"].to_numpy(), 100 * rows_of["max"].to_numpy() - mean]
             marker = "osD^vPX*<>"[index % 10]
-            axes[0, column].errorbar(x, mean, yerr=error, marker=marker, markersize=5, capsize=3, label=model_label)
+            label = legend_label(rows_of)
+            axes[0, column].errorbar(x, mean, yerr=error, marker=marker, markersize=5, capsize=3, label=label)
             if relative_error:
-                axes[1, column].plot(x, rows_of.MRE, marker=marker, markersize=5, label=model_label)
+                axes[1, column].plot(x, rows_of.MRE, marker=marker, markersize=5, label=label)
         for row in range(rows):
-            axes[row, column].axvspan(*axis_spec.trained, color="grey", alpha=0.15, label="training")
+            axes[row, column].axvspan(*axis_spec.trained, color="grey", alpha=0.15, label=TRAINED)
             axes[row, column].grid(alpha=0.3)
+            axes[row, column].set_xticks(levels)
         axes[0, column].set(title=f"exact accuracy by {axis_spec.prefix.rstrip('_')}", ylim=(-3, 103))
         axes[rows - 1, column].set_xlabel(axis_spec.label + " (models offset sideways)")
         if relative_error:
@@ -95,7 +128,15 @@ def plot_by_difficulty(table: pd.DataFrame, axes_spec, seeds: int, path=None, re
     if relative_error:
         axes[1, 0].set_ylabel("MRE")
     handles, labels = axes[0, 0].get_legend_handles_labels()
-    figure.legend(handles, labels, loc="outside lower center", ncol=2, fontsize=8, frameon=False)
+    order = sorted(range(len(labels)), key=lambda i: labels[i] == TRAINED)  # the models first, the shading last
+    figure.legend(
+        [handles[i] for i in order],
+        [labels[i] for i in order],
+        loc="outside lower center",
+        ncol=2,
+        fontsize=8,
+        frameon=False,
+    )
     if path is not None:
         save_figure(figure, path)
     return figure

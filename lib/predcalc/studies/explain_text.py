@@ -11,11 +11,18 @@ MIN_GRU_KEEPS = 0.5  # a best unit that keeps at least half of the state carries
 
 
 def plot_integrated_gradients(example_ig, labels, expression: str, shares, n_expressions: int):
-    """Heat map of one expression's attributions beside the class shares per model."""
+    """Heat map of one expression's attributions beside the class shares per model.
+
+    ``shares`` has a row per model and ``share_<class>`` columns; a class whose share is 0 for every
+    model (the padding: its tokens equal the all-padding baseline, so integrated gradients give it 0
+    by construction) gets no bar and is named under the panel instead. The legend sits below the bars.
+    """
 
     shown = example_ig.shape[1]
     tokens = (expression.split() + ["pad"] * shown)[:shown]
-    fig, axes = plt.subplots(1, 2, figsize=(14, 3.8), gridspec_kw={"width_ratios": [1.3, 1]})
+    fig, axes = plt.subplots(
+        1, 2, figsize=(14, 4.2), gridspec_kw={"width_ratios": [1.3, 1]}, layout="constrained", squeeze=True
+    )
     limit = np.abs(example_ig).max()
     image = axes[0].imshow(example_ig, cmap="RdBu_r", vmin=-limit, vmax=limit, aspect="auto")
     axes[0].set(
@@ -28,8 +35,19 @@ def plot_integrated_gradients(example_ig, labels, expression: str, shares, n_exp
     for (row, col), value in np.ndenumerate(example_ig):
         axes[0].text(col, row, f"{value:+.2f}", ha="center", va="center", fontsize=8)
     fig.colorbar(image, ax=axes[0])
-    shares.plot.bar(ax=axes[1], rot=0, title=f"share of |attribution| ({n_expressions} expressions)")
-    fig.tight_layout()
+    shares = shares.rename(columns=lambda c: c.removeprefix("share_"))
+    zero = [c for c in shares.columns if np.allclose(shares[c].to_numpy(dtype=float), 0.0)]
+    shares.drop(columns=zero).plot.bar(ax=axes[1], rot=0, legend=False)
+    axes[1].set(
+        title=f"share of |attribution| ({n_expressions} expressions)",
+        ylabel="share of |attribution|",
+        ylim=(0, 1),
+        xlabel=f"{' and '.join(zero)}: 0 for every model (the baseline is all padding)" if zero else "",
+    )
+    axes[1].grid(axis="y", alpha=0.3)
+    axes[1].legend(
+        loc="upper center", bbox_to_anchor=(0.5, -0.18), ncol=max(len(shares.columns) - len(zero), 1), frameon=False
+    )
     return fig
 
 
@@ -91,22 +109,34 @@ def attention_summary(s: dict) -> str:
     )
 
 
-def plot_gates(gates: dict, forget_example=None, expression: str = ""):
-    """Mean gate per position for each model; beside them the LSTM forget gate of one expression."""
+def plot_gates(gates: dict, forget_example=None, expression: str = "", columns: int = 2):
+    """Mean gate per position for each model; after them the LSTM forget gate of one expression.
+    Panels in rows of ``columns`` (two: the figure stays about as tall as wide, legible at page width),
+    each legend below its panel."""
 
-    fig, axes = plt.subplots(1, len(gates) + 1, figsize=(5 * (len(gates) + 1), 3.6))
+    panels = len(gates) + (forget_example is not None)
+    rows = -(-panels // columns)
+    fig, axes = plt.subplots(rows, columns, figsize=(5.5 * columns, 3.6 * rows), squeeze=False, layout="constrained")
+    axes = axes.ravel()
     for ax, (model_name, named) in zip(axes, gates.items()):
         for gate_name, values in named.items():
             length = values.shape[1]
             ax.plot(range(length), values.mean(axis=(0, 2)), "o-", ms=3, label=gate_name)
         ax.axvspan(4.5, length - 0.5, color="grey", alpha=0.15)
-        ax.set(title=f"{model_name}: mean gate per position", xlabel="position (grey: padding)", ylim=(0, 1))
-        ax.legend(fontsize=8)
+        ax.set(
+            title=f"{model_name}: mean gate per position",
+            xlabel="position (grey: padding)",
+            ylabel="mean gate value",
+            ylim=(0, 1),
+        )
+        ax.legend(fontsize=9, loc="upper center", bbox_to_anchor=(0.5, -0.2), ncol=len(named), frameon=False)
     if forget_example is not None:
-        image = axes[-1].imshow(forget_example.T, aspect="auto", cmap="viridis", vmin=0, vmax=1)
-        axes[-1].set(title=f"LSTM forget gate, {expression!r}", xlabel="position", ylabel="unit")
-        fig.colorbar(image, ax=axes[-1])
-    fig.tight_layout()
+        ax = axes[len(gates)]
+        image = ax.imshow(forget_example.T, aspect="auto", cmap="viridis", vmin=0, vmax=1)
+        ax.set(title=f"LSTM forget gate, {expression!r}", xlabel="position", ylabel="unit")
+        fig.colorbar(image, ax=ax)
+    for ax in axes[panels:]:
+        ax.remove()
     return fig
 
 

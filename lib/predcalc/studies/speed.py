@@ -31,6 +31,7 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from predcalc.layers import MinGRU, MinLSTM
+from predcalc.paths import save_figure
 from predcalc.training import fit
 
 # min*_parallel: the layer as the model uses it (returning its last state, the parallel path reduces
@@ -235,3 +236,89 @@ def parallel_vs_loop_step(model_name: str, x, y, repeats: int = 15) -> dict[bool
             model.train_on_batch(x, y)
             step_seconds.setdefault(parallel, []).append(time.perf_counter() - start)
     return {parallel: float(np.median(s)) for parallel, s in step_seconds.items()}
+
+
+# How the figure and the notebook's tables name each kind, and the line style of each path.
+LABELS = {
+    "keras_gru": "Keras GRU",
+    "keras_lstm": "Keras LSTM",
+    "min_gru_parallel": "minGRU (parallel, last state)",
+    "min_gru_scan": "minGRU (scan of the sequence)",
+    "min_gru_step": "minGRU (step loop)",
+    "min_lstm_parallel": "minLSTM (parallel, last state)",
+    "min_lstm_scan": "minLSTM (scan of the sequence)",
+    "min_lstm_step": "minLSTM (step loop)",
+}
+STYLES = {"keras": "o-", "parallel": "s--", "scan": "d-.", "step": "^:"}
+FAMILY_COLOURS = {"min_gru": "tab:blue", "min_lstm": "tab:red"}
+
+
+def plot_speed(records: list[dict], batch: int, units: int, path=None):
+    """Training-step and inference time against sequence length (left, one line per kind, their
+    legend below both panels) and the training-step speed-up over Keras beside the paper's GPU
+    numbers (right, its legend below it, so that no legend covers a point). ``records`` as
+    :func:`profile` returns them (and ``metrics.json`` stores them)."""
+    import matplotlib.pyplot as plt  # plotting only when a figure is drawn
+
+    figure = plt.figure(figsize=(15, 6), layout="constrained")
+    left, right = figure.subfigures(1, 2, width_ratios=[2, 1])
+    for axis, phase in zip(left.subplots(1, 2), PHASES):
+        for kind in KINDS:
+            rows = [r for r in records if r["kind"] == kind]
+            style = STYLES["keras" if kind.startswith("keras") else kind.rsplit("_", 1)[1]]
+            axis.plot([r["length"] for r in rows], [r[phase] for r in rows], style, label=LABELS[kind])
+        axis.set(
+            xscale="log",
+            yscale="log",
+            xlabel="sequence length",
+            ylabel="median seconds",
+            title=f"{phase.replace('_', ' ')} (batch {batch}, {units} units, CPU)",
+        )
+        axis.grid(True, which="both", alpha=0.3)
+    handles, labels = axis.get_legend_handles_labels()
+    left.legend(handles, labels, loc="outside lower center", ncol=4, fontsize=8, frameon=False)
+
+    axis = right.subplots()
+    for family, marker in (("min_gru", "o"), ("min_lstm", "s")):
+        colour, name = FAMILY_COLOURS[family], LABELS[f"{family}_step"].split()[0]
+        rows = [r for r in speedups(records, "train_step") if r["family"] == family]
+        lengths = [r["length"] for r in rows]
+        axis.plot(
+            lengths,
+            [r["parallel_vs_keras"] for r in rows],
+            marker + "-",
+            color=colour,
+            label=f"{name}: parallel (last state), this CPU",
+        )
+        axis.plot(
+            lengths,
+            [r["scan_vs_keras"] for r in rows],
+            marker + "-.",
+            mfc="none",
+            color=colour,
+            label=f"{name}: scan of the sequence, this CPU",
+        )
+        paper = PAPER_SPEEDUP[family]
+        axis.plot(
+            list(paper),
+            list(paper.values()),
+            marker,
+            mfc="none",
+            ms=11,
+            mew=1.8,
+            color=colour,
+            label=f"{name}: paper, T4 GPU ({', '.join(f'{v}x @ {k}' for k, v in paper.items())})",
+        )
+    axis.axhline(1, color="grey", lw=0.8)
+    axis.set(
+        xscale="log",
+        yscale="log",
+        xlabel="sequence length",
+        ylabel="training-step speed-up over Keras",
+        title="speed-up: this CPU vs the paper's GPU",
+    )
+    axis.grid(True, which="both", alpha=0.3)
+    right.legend(*axis.get_legend_handles_labels(), loc="outside lower center", ncol=1, fontsize=8, frameon=False)
+    if path is not None:
+        save_figure(figure, path, dpi=120)
+    return figure

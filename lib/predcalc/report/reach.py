@@ -1,0 +1,136 @@
+"""The findings' summary figure: exact accuracy against distance from the training box.
+
+Two panels (more digits, more terms), one line per model. The frame is
+:func:`predcalc.report.paper.reach_frame`'s: rows of model, axis (``digits`` or ``terms``), distance,
+label, source (``protocol``: the seed protocol's test sets, which the models were chosen on;
+``heldout``: the held-out edge suite), mean, min and max over seeds.
+
+What keeps it honest at a glance:
+
+- the training box is labelled as the box it is (3 integers from -5..4, ``+``/``-``), not by a
+  bound it does not have;
+- the protocol's test sets (development: the models were chosen on them) are filled markers, the
+  held-out suite's sets open markers, with a dashed line between the two;
+- models that score the same (two exact models at 100 %) stay apart: each model has its own
+  sideways offset, marker and line style.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from predcalc.paths import save_figure
+
+# (axis, distance) -> tick label, where the frame's own label is not the box's name: the training
+# box of the seed protocol is 3 integers from -5..4; its out-of-range set draws from -8..-5 and 5..8.
+TICKS = {
+    ("digits", 1): "-5..4\n(training box)",
+    ("digits", 1.5): "-8..-5, 5..8",
+    ("terms", 3): "3\n(training box)",
+}
+PANELS = (
+    ("digits", "more digits (3 numbers)", "size of the 3 numbers"),
+    ("terms", "more terms (numbers from -5..5)", "numbers per expression"),
+)
+SOURCES = {  # source -> (marker fill, what the legend says of it)
+    "protocol": ("full", "filled markers: the protocol's test sets (development: the models were chosen on them)"),
+    "heldout": ("none", "open: the held-out edge suite (never used to choose)"),
+}
+MARKERS = "osD^vP*X"
+LINESTYLES = ("-", "--", "-.", ":")
+OFFSET = 0.07  # sideways step between models, in tick spacings
+# line width of the first model, and the step down to each next: a line drawn over an earlier one at the
+# same value (two models at 100 %) is thinner, so the earlier one stays visible on both sides of it
+WIDEST, WIDTH_STEP = 2.8, 0.25
+
+
+def tick_label(axis: str, distance: float, label: str) -> str:
+    """The tick of one test set: the box's own name where :data:`TICKS` has one, else the frame's."""
+    return TICKS.get((axis, distance), label)
+
+
+def plot_reach(frame: pd.DataFrame, path: Path) -> Path:
+    """Draw the summary figure of ``frame`` (rows as :func:`predcalc.report.paper.reach_frame`
+    makes them) into ``path`` (a palette PNG, rewritten only if it changed); returns ``path``."""
+    # plotting only when a figure is drawn; the backend is set before pyplot loads
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt  # after the backend is chosen
+
+    figure = draw_reach(frame)
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    save_figure(figure, path, dpi=110)
+    plt.close(figure)
+    return path
+
+
+def draw_reach(frame: pd.DataFrame):
+    """The summary figure of ``frame``, not saved (:func:`plot_reach` saves it)."""
+    import matplotlib.pyplot as plt  # plotting only when a figure is drawn
+
+    models = list(dict.fromkeys(frame["model"]))
+    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    figure, axes = plt.subplots(1, 2, figsize=(11, 5.2), sharey=True, layout="constrained")
+    for axis, (name, title, xlabel) in zip(axes, PANELS):
+        part = frame[frame["axis"] == name]
+        ticks = part.drop_duplicates("distance").sort_values("distance")
+        positions = {d: i for i, d in enumerate(ticks["distance"])}
+        for k, model in enumerate(models):
+            rows = part[part["model"] == model].sort_values("distance")
+            if rows.empty:
+                continue
+            colour, marker = colours[k % len(colours)], MARKERS[k % len(MARKERS)]
+            x = np.array([positions[d] for d in rows["distance"]]) + (k - (len(models) - 1) / 2) * OFFSET
+            y = 100 * rows["mean"].to_numpy()
+            err = 100 * np.vstack([rows["mean"] - rows["min"], rows["max"] - rows["mean"]])
+            axis.errorbar(x, y, yerr=err, fmt="none", ecolor=colour, elinewidth=1, capsize=2, alpha=0.8)
+            axis.plot(
+                x,
+                y,
+                color=colour,
+                linestyle=LINESTYLES[k % len(LINESTYLES)],
+                linewidth=max(WIDEST - WIDTH_STEP * k, 0.8),
+                label=model,
+                marker=marker,
+                markersize=6,
+                markevery=[],  # the markers come next, filled by source; the legend shows this one
+            )
+            for source, (fill, _) in SOURCES.items():
+                chosen = (rows["source"] == source).to_numpy()
+                axis.plot(
+                    x[chosen],
+                    y[chosen],
+                    linestyle="none",
+                    marker=marker,
+                    markersize=6,
+                    color=colour,
+                    markerfacecolor=colour if fill == "full" else "white",
+                    markeredgewidth=1.3,
+                    gid=source,
+                )
+        held = ticks["source"].to_numpy() == "heldout"
+        if held.any() and not held.all():  # the boundary between development and held-out sets
+            boundary = np.argmax(held) - 0.5
+            axis.axvline(boundary, color="grey", linestyle="--", linewidth=0.9, gid="boundary")
+            axis.text(boundary - 0.08, 104, "development", ha="right", va="bottom", fontsize=8, color="dimgrey")
+            axis.text(boundary + 0.08, 104, "held-out", ha="left", va="bottom", fontsize=8, color="dimgrey")
+        labels = [tick_label(name, d, label) for d, label in zip(ticks["distance"], ticks["label"])]
+        axis.set_xticks(range(len(ticks)), labels, fontsize=8)
+        axis.set_xlim(-0.5, len(ticks) - 0.5)
+        axis.set_title(title, fontsize=10, pad=16)
+        axis.set_xlabel(xlabel)
+        axis.set_ylim(-3, 110)
+        axis.set_yticks(range(0, 101, 20))
+        axis.grid(alpha=0.3)
+    axes[0].set_ylabel("exact accuracy (%)")
+    handles, labels = axes[0].get_legend_handles_labels()
+    key = "; ".join(text for _, text in SOURCES.values()) + "; bars from the worst to the best seed"
+    figure.legend(
+        handles, labels, loc="outside lower center", ncol=4, fontsize=8, frameon=False, title=key, title_fontsize=8
+    )
+    return figure
