@@ -6,7 +6,9 @@ Every function returns plain JSON-able records; :func:`cached` stores each one u
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import importlib.util
 import json
 import re
 import time
@@ -18,10 +20,11 @@ import numpy as np
 from predcalc.calculator import ablations
 from predcalc.calculator.bench import bench, speed_record  # noqa: F401  (the notebook calls study.bench)
 from predcalc.calculator.engine import Engine, answer_text
-from predcalc.calculator.nets import DenseStep, build_step, check_step
+from predcalc.calculator.nets import DenseStep, build_step, check_step, numpy_step
+from predcalc.calculator.rules import train_control
 from predcalc.calculator.steps import STEPS
-from predcalc.calculator.train import Recipe, engine_from, train_calculator, train_rules
-from predcalc.data.calculator_families import FAMILIES, INTEGER_WORLD, axes, draw, families
+from predcalc.calculator.train import Recipe, engine_from, rule_training_rows, trace, train_calculator, train_rules
+from predcalc.data.calculator_families import FAMILIES, INTEGER_WORLD, TRAINING_WORLD, axes, draw, families
 from predcalc.data.exact_answers import score_answers
 from predcalc.paths import relative, save_figure
 
@@ -87,9 +90,6 @@ FINGERPRINTED = (
 def code_fingerprint(modules=FINGERPRINTED) -> str:
     """12 hex digits of the syntax trees of ``modules`` without their docstrings: a change to what the
     code does changes it; comments, docstrings and formatting do not."""
-    import ast
-    import importlib.util
-
     digest = hashlib.sha256()
     for name in modules:
         tree = ast.parse(Path(importlib.util.find_spec(name).origin).read_text())
@@ -322,11 +322,6 @@ def control_on_seeds(seeds, expressions: int) -> dict:
     from traces of ``expressions`` short expressions of each seed), and checked on every reachable
     window: meant for seeds its training method was never tuned on. Per seed: trained_on, wrong on
     the held-out windows, and the training margin."""
-    from predcalc.calculator.nets import numpy_step
-    from predcalc.calculator.rules import train_control
-    from predcalc.calculator.train import rule_training_rows, trace
-    from predcalc.data.calculator_families import TRAINING_WORLD
-
     step, out = STEPS["control"], {}
     reachable = step.reachable()
     for seed in seeds:
@@ -435,7 +430,7 @@ def _worst(scores: dict, worst: str) -> str:
 
 def error_bound(wrong: int, n: int, confidence: float = 0.95) -> float:
     """One-sided exact (Clopper-Pearson) upper bound on the error rate after ``wrong`` of ``n``."""
-    from statsmodels.stats.proportion import proportion_confint
+    from statsmodels.stats.proportion import proportion_confint  # statsmodels only when a bound is computed
 
     return float(proportion_confint(wrong, n, alpha=2 * (1 - confidence), method="beta")[1])
 

@@ -18,12 +18,13 @@ import pandas as pd
 
 from predcalc.data.protocol import seed_protocol
 from predcalc.deploy.bench import deployment_markdown
-from predcalc.paths import relative, save_figure
+from predcalc.paths import relative
 from predcalc.report import findings as F
 from predcalc.report.anchors import PRIOR_REPORT, SEED_ROWS
 from predcalc.report.calculator import calculator_lesson, headline, mechanism, results_blocks, section
 from predcalc.report.document import Bullets, Document, Figure, Section, Table, Text
 from predcalc.report.edges import edges_lines, load_suites, seed_facts, suite_blocks
+from predcalc.report.reach import plot_reach
 from predcalc.report.recipe_ablation import peak_probe_lines, recipe_ablation_lines
 from predcalc.report.scoreboard import TEXT as SCOREBOARD_TEXT
 from predcalc.report.scoreboard import (
@@ -251,7 +252,9 @@ class Findings:
     def _protocol(self) -> Section:
         counts = next((r["data"] for r in self.notebooks if "data" in r and not is_study(r)), None)
         text = (
-            f"The protocol of {PRIOR_REPORT} (its code: `GetXY.py`): expressions `a op b op c`, integers "
+            f"The protocol of {PRIOR_REPORT} (its data split: the prior report's `GetXY.py`, part of that report's "
+            "published code given to this project as its seed, not a file of this repository): expressions "
+            "`a op b op c`, integers "
             "-5..4, `+`/`-`, written with spaces; 4,000 draws de-duplicated and split 75/25 into training and "
             "validation. Test sets: *in range* (every unseen expression of that form), *out of range* "
             "(integers from {-8..-5, 5..8}, all 2,048) and *long* (2 to 8 integers of -5..5, 100 per length). "
@@ -407,9 +410,10 @@ class Findings:
                 Figure(
                     path,
                     "Exact accuracy against distance from the training box (3 integers of -5..4, `+`/`-`): left, "
-                    "larger numbers (3 of them); right, more terms (|n| <= 5). The best model of each family by "
-                    "out-of-range accuracy; dots are means over seeds, bars the per-seed range. The first points "
-                    f"are the protocol's test sets (in range, |n| 5..8, 2-8 terms); further points come from {held}.",
+                    "larger numbers (3 of them); right, more terms (numbers from -5..5). The best model of each "
+                    "family by out-of-range accuracy; markers are means over seeds, bars the per-seed range. Filled "
+                    "markers are the protocol's test sets (in range -5..4, out of range -8..-5 and 5..8, 2-8 terms), "
+                    f"on which the models were chosen; open markers, right of the dashed line, come from {held}.",
                 )
             ],
         )
@@ -931,7 +935,7 @@ def reach_frame(findings: Findings) -> pd.DataFrame:
             continue
         best = max(present, key=lambda n: (np.mean(findings.accuracy(n, "out")), np.mean(findings.accuracy(n, "long"))))
         for axis, distance, label, test_set in (
-            ("digits", 1, "|n| <= 5", "in"),
+            ("digits", 1, "-5..4", "in"),
             ("digits", 1.5, "|n| 5..8", "out"),
             ("terms", 3, "3", "in"),
             ("terms", 5, "2-8", "long"),
@@ -976,48 +980,6 @@ REACH_SETS = {
     "terms_40": ("terms", 40, "40"),
     "terms_80": ("terms", 80, "80"),
 }
-
-
-def plot_reach(frame: pd.DataFrame, path: Path) -> Path:
-    """Two panels (digits, terms) of exact accuracy against distance from the training box, one line
-    per model with its own marker and a small horizontal offset so equal values stay visible."""
-    # plotting only when a figure is drawn; the backend is set before pyplot loads
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt  # after the backend is chosen
-
-    models = list(dict.fromkeys(frame["model"]))
-    markers = "osD^vP*X"
-    figure, axes = plt.subplots(1, 2, figsize=(10, 4.2), sharey=True)
-    for axis, (name, title) in zip(axes, (("digits", "more digits (3 numbers)"), ("terms", "more terms (|n| <= 5)"))):
-        part = frame[frame["axis"] == name]
-        ticks = part.drop_duplicates("distance").sort_values("distance")
-        positions = {d: i for i, d in enumerate(ticks["distance"])}
-        for k, model in enumerate(models):
-            rows = part[part["model"] == model].sort_values("distance")
-            if rows.empty:
-                continue
-            x = np.array([positions[d] for d in rows["distance"]]) + (k - (len(models) - 1) / 2) * 0.04
-            y = 100 * rows["mean"].to_numpy()
-            err = 100 * np.vstack([rows["mean"] - rows["min"], rows["max"] - rows["mean"]])
-            axis.errorbar(
-                x, y, yerr=err, marker=markers[k % len(markers)], markersize=6, capsize=2, linewidth=1.2, label=model
-            )
-        axis.set_xticks(range(len(ticks)), ticks["label"], fontsize=8, rotation=30)
-        axis.set_title(title, fontsize=10)
-        axis.set_ylim(-3, 103)
-        axis.grid(alpha=0.3)
-    axes[0].set_ylabel("exact accuracy (%)")
-    axes[0].set_xlabel("size of the 3 numbers")
-    axes[1].set_xlabel("terms per expression")
-    handles, labels = axes[0].get_legend_handles_labels()
-    figure.legend(handles, labels, loc="lower center", ncol=min(4, len(labels)), fontsize=8, frameon=False)
-    figure.tight_layout(rect=(0, 0.12, 1, 1))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    save_figure(figure, path, dpi=110)
-    plt.close(figure)
-    return path
 
 
 def load_edges(reports: Path) -> dict:
