@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from predcalc.deploy import jetson_check as jc
+from predcalc.paths import ROOT
 
 
 def side(predict="3 - -2 + 4 = 9", exact=1.0, answers=("9", "4"), values=(9.0, 4.0)):
@@ -294,3 +295,12 @@ def test_paths_under_the_root_are_given_as_the_root_sees_them(tmp_path):
     assert root.translate(tmp_path / "arm64-root" / "tmp" / "x.tsv") == "/tmp/x.tsv"
     assert root.translate(tmp_path / "repo" / "a.onnx") == tmp_path / "repo" / "a.onnx"
     assert root.translate("predict") == "predict"
+
+
+def test_the_stored_record_checked_the_committed_files():
+    """The README quotes ``reports/jetson_check.json``: every recommended artifact in it was checked
+    with the bytes the repository holds now (rerun ``make jetson-check`` after re-exporting one)."""
+    record = json.loads((ROOT / "reports" / "jetson_check.json").read_text())
+    present = [a for a in record["artifacts"] if a.get("recommended") and (ROOT / a["file"]).is_file()]
+    stale = [a["name"] for a in present if a.get("sha256") != jc.file_digest(ROOT / a["file"])]
+    assert present and not stale, f"checked with other bytes than the repository's: {stale}"
