@@ -1,5 +1,7 @@
 """The study's summary of the ablations: inside vs beyond the training world, and what carries it."""
 
+import json
+
 from predcalc.calculator import study
 
 
@@ -77,7 +79,8 @@ def test_cached_parts_are_keyed_by_every_parameter_they_read(tmp_path):
     size = 10
     first = study.cached(tmp_path, "seed_0", lambda: part(size))
     assert study.cached(tmp_path, "seed_0", lambda: part(size)) == first
-    assert first == {"size": 10, "epochs": 2, "code": study.code_fingerprint()}
+    assert first == {"size": 10, "epochs": 2}
+    assert study.code_versions(tmp_path) == [study.code_fingerprint()]  # the file keeps the fingerprint
     assert calls == [(10, 2)]
     size = 20  # the closure reads the new value: another digest, computed again
     assert study.cached(tmp_path, "seed_0", lambda: part(size))["size"] == 20
@@ -99,7 +102,8 @@ def test_cached_parts_are_recomputed_after_the_calculators_code_changes(tmp_path
 
     assert study.cached(tmp_path, "seed_0", lambda: {"n": 1})["n"] == 1
     monkeypatch.setattr(study, "code_fingerprint", lambda: "000000000000")
-    assert study.cached(tmp_path, "seed_0", lambda: {"n": 2}) == {"n": 2, "code": "000000000000"}
+    assert study.cached(tmp_path, "seed_0", lambda: {"n": 2}) == {"n": 2}
+    assert study.code_versions(tmp_path) == ["000000000000"]
     assert len(list(tmp_path.glob("seed_0*.json"))) == 1  # the older code's part is replaced
 
     monkeypatch.undo()
@@ -216,7 +220,9 @@ def test_the_held_out_draw_is_fresh_and_scored_on_every_seed(monkeypatch):
     sentence = study.held_out_sentence(held_out)
     assert "family seed 7777" in sentence and "worst seed on any family 0.00 % (iid)" in sentence
     steps = {"addsub": {"trained_on": 133, "reachable": 400, "held_out_wrong": 0, "memorised": False, "seeds": 2}}
-    facts = study.ladder_facts({"steps": steps, "ladder": {"rules": {"iid": {"mean": 1.0}}}, "held_out": held_out})
+    facts = study.ladder_facts(
+        {"steps": steps, "ladder": {"rules": {"iid": {"mean": 1.0, "min": 1.0}}}, "held_out": held_out}
+    )
     assert sentence in "\n".join(facts)
 
 
@@ -240,10 +246,10 @@ def test_the_findings_headline_states_the_untouched_draw():
     assert "exact on every family of two draws, one untouched" in headline(record)
 
 
-def test_code_versions_lists_each_fingerprint_of_the_parts_once():
-    same = {"code": "a"}
-    assert study.code_versions([same, same], {"pick": [same], "uniform": [same]}, same) == ["a"]
-    assert study.code_versions([same], {"pick": [{"code": "b"}]}, {"n": 1}) == ["a", "b", "unknown"]
+def test_code_versions_lists_each_fingerprint_of_the_parts_once(tmp_path):
+    for name, code in (("a", "1"), ("b", "1"), ("c", "2")):
+        (tmp_path / f"{name}.json").write_text(json.dumps({"code": code, "result": {}}))
+    assert study.code_versions(tmp_path) == ["1", "2"]
 
 
 def test_speed_verdicts_need_every_round_on_one_side_of_the_goal():

@@ -44,8 +44,9 @@ def cached(folder: Path | None, key: str, compute, parameters: dict | None = Non
     global names it uses, modules and functions left out) and :func:`code_fingerprint` (the code that
     trains, exports and runs the calculator) are hashed into ``DIGEST``, so a run with other sizes,
     epochs or seeds, or after a change to that code, computes its own part; an older part of the same
-    key is replaced. The record keeps the fingerprint under ``"code"``. Not covered: this module's own
-    functions and the end-to-end baseline's model code (delete the folder after changing those).
+    key is replaced. The file holds ``{"code": fingerprint, "result": record}``. Not covered: this
+    module's own functions and the end-to-end baseline's model code (delete the folder after changing
+    those).
     """
     if folder is None:
         return compute()
@@ -53,13 +54,11 @@ def cached(folder: Path | None, key: str, compute, parameters: dict | None = Non
     digest = hashlib.sha256((_canonical(_read_by(compute) if parameters is None else parameters) + code).encode())
     path = Path(folder) / f"{key}-{digest.hexdigest()[:12]}.json"
     if path.is_file():
-        return json.loads(path.read_text())
+        return json.loads(path.read_text())["result"]
     record = compute()
-    if isinstance(record, dict):
-        record = {**record, "code": code}
     path.parent.mkdir(parents=True, exist_ok=True)
     temporary = path.with_suffix(".tmp")
-    temporary.write_text(json.dumps(record, indent=1, sort_keys=True) + "\n")
+    temporary.write_text(json.dumps({"code": code, "result": record}, indent=1, sort_keys=True) + "\n")
     temporary.replace(path)
     for stale in Path(folder).glob(f"{key}*.json"):  # the same part computed with other parameters
         if stale != path and re.fullmatch(rf"{re.escape(key)}(-[0-9a-f]{{12}})?", stale.stem):
@@ -405,8 +404,13 @@ def ladder_facts(record: dict) -> list[str]:
     rules = record["ladder"]["rules"]
     worst = min(rules, key=lambda name: rules[name]["mean"])
     lines.append(
-        f"- Through the LiteRT file with forward passes, the rule calculator is exact on "
-        f"{100 * rules[worst]['mean']:.2f} % or more of every family{_worst(rules, worst)}, mean of {seeds} seed(s)."
+        "- Through the LiteRT file with forward passes, the rule calculator is "
+        + (
+            "exact on every answer of every family"
+            if min(v["min"] for v in rules.values()) == 1
+            else f"exact on {100 * rules[worst]['mean']:.2f} % or more of every family{_worst(rules, worst)}"
+        )
+        + f", {seeds} seed(s)."
     )
     if "adversarial" in record["ladder"]:
         lines.append(
@@ -738,25 +742,10 @@ def study_record(records, comparison, ablation_records, control, speed, boxes, p
     }
 
 
-def code_versions(*parts) -> list[str]:
-    """The code fingerprints (:func:`code_fingerprint`) stored in the study's parts, each once: one entry
-    when every part was computed by the same code. ``parts`` are records, lists of them, or dicts of
-    lists (the ablations); records without a fingerprint count as ``"unknown"``."""
-    found = set()
-
-    def visit(part):
-        if isinstance(part, list):
-            for item in part:
-                visit(item)
-        elif isinstance(part, dict) and "code" not in part and all(isinstance(v, list) for v in part.values()):
-            for item in part.values():
-                visit(item)
-        elif isinstance(part, dict):
-            found.add(part.get("code", "unknown"))
-
-    for part in parts:
-        visit(part)
-    return sorted(found)
+def code_versions(folder: Path) -> list[str]:
+    """The code fingerprints (:func:`code_fingerprint`) of the parts stored in ``folder``, each once:
+    one entry when every part there was computed by the same code."""
+    return sorted({json.loads(path.read_text())["code"] for path in Path(folder).glob("*.json")})
 
 
 def per_seed(records: list[dict], boxes: dict) -> list[dict]:
@@ -864,10 +853,14 @@ def carriers(record: dict) -> str:
         f"draws of {rows[swapped[0]]['n']}). One choice swapped at a time: " + "; ".join(parts) + "."
     )
     if inside:
+        one = len(inside) == 1
         text += (
             f" Losing {100 * LOST_INSIDE:.0f} points or more inside the training world as well, "
             + " and ".join(inside)
-            + " fail to learn the step itself: their loss beyond it is not specific to extrapolation."
+            + (" fails" if one else " fail")
+            + " to learn the step itself: "
+            + ("its" if one else "their")
+            + " loss beyond it is not specific to extrapolation."
         )
     if unresolved:
         text += " Not resolved by the seeds' min-max ranges: " + "; ".join(unresolved) + "."
@@ -900,9 +893,13 @@ def conclusion(record: dict) -> str:
     seeds = record["seeds"]
     lines = [
         f"- Rung 1, every step memorised ({seeds[0]['parameters']['total']:,} parameters, at most "
-        f"{max(r['train_seconds'] for r in seeds):.0f} s of training per seed, {len(seeds)} seed(s)) is exact "
-        f"on {100 * min(v['mean'] for v in main.values()):.2f} % or more of every family{_worst(main, worst)}; "
-        f"mean over families {100 * np.mean([v['mean'] for v in main.values()]):.2f} %.",
+        f"{max(r['train_seconds'] for r in seeds):.0f} s of training per seed, {len(seeds)} seed(s)) is "
+        + (
+            "exact on every answer of every family."
+            if min(v["min"] for v in main.values()) == 1
+            else f"exact on {100 * min(v['mean'] for v in main.values()):.2f} % or more of every family"
+            f"{_worst(main, worst)}; mean over families {100 * np.mean([v['mean'] for v in main.values()]):.2f} %."
+        ),
         f"- Every learned step was checked on every input that can occur: "
         f"{sum(max(r['checks'][s]['wrong'] for r in seeds) for s in seeds[0]['checks'])} wrong decisions in the "
         f"worst seed.",

@@ -584,9 +584,11 @@ def update_readme(record: dict, readme: Path | None = None) -> bool:
 # -- running ---------------------------------------------------------------------------------------
 
 
-def file_digest(path: Path) -> str:
-    """The SHA-256 of a file, so a record says which bytes were checked (the artifacts are re-exported)."""
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+def file_digest(path: Path) -> str | None:
+    """The SHA-256 of a file, so a record says which bytes were checked (the artifacts are re-exported);
+    None where there is no file."""
+    path = Path(path)
+    return hashlib.sha256(path.read_bytes()).hexdigest() if path.is_file() else None
 
 
 def _relative(path) -> str:
