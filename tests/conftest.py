@@ -1,3 +1,4 @@
+import json
 import os
 import sys
 from collections import Counter
@@ -40,17 +41,42 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(scope="session")
 def exported_fnn2(tmp_path_factory):
-    """An FNN2 trained for 3 epochs and exported in every format (with model.keras)."""
+    """An FNN2 trained for 3 epochs and exported in every format (with model.keras).
+
+    Built once per test session: under pytest-xdist the first worker that asks builds it (about
+    half a minute) in the folder all workers share, under a file lock; the others wait for it and
+    load it, the model from its model.keras and the report from its export.json."""
+    import fcntl
+
     from predcalc.data import seed_protocol
     from predcalc.deploy.export import export_trained, write_export_record
     from predcalc.training import fit
 
+    shared = tmp_path_factory.getbasetemp()
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        shared = shared.parent  # each worker's own base folder is below the session's
+    directory = shared / "exported_fnn2" / "fnn2"
     protocol = seed_protocol(0)
-    trained = fit.train("fnn2", protocol, seed=0, epochs=3)
-    directory = tmp_path_factory.mktemp("export") / "fnn2"
-    report = export_trained(
-        trained, directory, {"in": protocol.test_in, "out": protocol.test_out}, protocol.train.expressions[:100]
+    with open(shared / "exported_fnn2.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
+        if not (directory / "export.json").is_file():  # written last: a finished export
+            trained = fit.train("fnn2", protocol, seed=0, epochs=3)
+            report = export_trained(
+                trained, directory, {"in": protocol.test_in, "out": protocol.test_out}, protocol.train.expressions[:100]
+            )
+            trained.model.save(directory / "model.keras")
+            write_export_record(directory, trained.spec, report, {"data_seed": 0})
+            return protocol, trained, directory, report
+    import keras
+
+    spec = fit.get_spec("fnn2")
+    trained = fit.TrainedModel(
+        spec=spec,
+        model=keras.saving.load_model(directory / "model.keras"),
+        tokenizer=fit.make_tokenizer(spec),
+        seed=0,
+        history={},
+        epochs=3,
+        seconds=0.0,
     )
-    trained.model.save(directory / "model.keras")
-    write_export_record(directory, trained.spec, report, {"data_seed": 0})
-    return protocol, trained, directory, report
+    return protocol, trained, directory, json.loads((directory / "export.json").read_text())["formats"]

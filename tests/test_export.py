@@ -44,13 +44,20 @@ def test_float16_is_smaller_than_float32(exported_fnn2):
     assert report["float16"]["bytes"] < report["float32"]["bytes"]
 
 
-def test_keras_save_load_round_trip_and_predictor(exported_fnn2):
+def test_keras_save_load_round_trip_and_predictor(exported_fnn2, tmp_path):
+    import keras
+
     protocol, trained, directory, _ = exported_fnn2
     expressions = list(protocol.test_out.expressions[:20])
     from_keras = Predictor(directory / "model.keras").predict(expressions)
     from_litert = Predictor(directory / "model_float32.tflite").predict(expressions)
     np.testing.assert_allclose(from_keras, trained.predict(expressions), atol=1e-6)
     np.testing.assert_allclose(from_litert, from_keras, atol=1e-4)
+    # the model in memory round-trips too (another xdist worker's fixture may have loaded it from model.keras)
+    trained.model.save(tmp_path / "again.keras")
+    x = trained.tokenizer.encode_batch(expressions)
+    again = keras.saving.load_model(tmp_path / "again.keras").predict(x, verbose=0)
+    np.testing.assert_array_equal(again, trained.model.predict(x, verbose=0))
 
 
 def test_predictor_errors(exported_fnn2, tmp_path):

@@ -34,6 +34,8 @@ import shutil
 import types
 from pathlib import Path
 
+import numpy as np
+
 from predcalc.data import get_tokenizer, seed_protocol
 from predcalc.data.extended import ALL_OPERATORS, extended_suite, suite_protocol
 from predcalc.deploy.formats import (  # noqa: F401  (the public names callers import from here)
@@ -158,22 +160,32 @@ def export_trained(
 
 
 def export_results(
-    results, directory, models=None, progress: bool = True, data_label: dict | None = None, formats=None
+    results,
+    directory,
+    models=None,
+    progress: bool = True,
+    data_label: dict | None = None,
+    formats=None,
+    check: int = 0,
 ) -> dict:
     """Export the first seed of each of ``models`` (default: every model) of a
     :class:`predcalc.training.experiment.Results` into ``directory/NAME/`` (``model.keras``, the
-    SavedModel and ``formats``, default :data:`FORMATS`), check them, and write each folder's
-    ``export.json``, which names the data they were checked on with ``data_label`` (default: the
-    seed protocol's seed; an extended-suite study passes its ``suite_seed``). The records also go
-    into ``results.exports``; returns them."""
+    SavedModel and ``formats``, default :data:`FORMATS`), check them on the first ``check``
+    expressions of each test set (0: every expression; nbval's smoke profile checks 10), and write
+    each folder's ``export.json``, which names the data they were checked on with ``data_label``
+    (default: the seed protocol's seed; an extended-suite study passes its ``suite_seed``). The
+    records also go into ``results.exports``; returns them."""
     from tqdm.auto import tqdm  # not in the runtime-only install
 
     names = list(results.models) if models is None else [n for n in models if n in results.models]
+    test_sets = results.protocol.test_sets()
+    if check:
+        test_sets = {name: split.subset(np.arange(len(split)) < check, split.name) for name, split in test_sets.items()}
     exports = {}
     for name in tqdm(names, desc="export", disable=not progress):
         result, target = results.models[name], Path(directory) / name
         exports[name] = export_trained(
-            result.first, target, results.protocol.test_sets(), results.protocol.train.expressions, formats=formats
+            result.first, target, test_sets, results.protocol.train.expressions, formats=formats
         )
         save_keras_if_changed(result.first.model, target / "model.keras")
         write_export_record(target, result.spec, exports[name], data_label or {"data_seed": results.protocol.seed})

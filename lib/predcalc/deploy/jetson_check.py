@@ -87,7 +87,7 @@ CPUINFO = "etc/predcalc-aarch64-cpuinfo"  # inside the root, mounted over /proc/
 EMULATION_NOTE = (
     "aarch64 wall times are qemu-user emulation on an x86-64 host (whole commands: Python "
     "start-up, imports, loading, every expression): not a latency on a Jetson. x86-64 times are "
-    "the full install's on the same shared machine (its evaluate loads TensorFlow first)"
+    "the full install's on the same shared machine"
 )
 
 
@@ -888,6 +888,9 @@ def _install(root: Root, work: Path, venv: str = VENV, requirements: list[str] |
                 "install",
                 "--quiet",
                 "--disable-pip-version-check",
+                # byte-compiling every installed module was half of this emulated install (32 s,
+                # 17 s without, 2026-11-26); Python compiles the modules that run when first imported
+                "--no-compile",
                 "--no-index",
                 "--find-links",
                 f"/{WHEELS}",

@@ -54,12 +54,12 @@ def show_comparison(results, notebook: str, parameters: dict):
     return table
 
 
-def show_export(results, output, notebook: str, parameters: dict, models=None, formats=None):
+def show_export(results, output, notebook: str, parameters: dict, models=None, formats=None, check: int = 0):
     """Exports the first seed of ``models`` (default: every model) under ``output/export`` in
-    ``formats`` (default: all), checks every file against Keras, and displays and returns the
-    export table."""
+    ``formats`` (default: all), checks every file against Keras (on the first ``check`` expressions
+    of each test set; 0: all), and displays and returns the export table."""
 
-    export_results(results, Path(output) / "export", models=models, formats=formats)
+    export_results(results, Path(output) / "export", models=models, formats=formats, check=check)
     table = export_table([results.to_json(notebook, parameters)])
     _display_markdown(markdown_table(table))
     if "TF Select" in table and (table["TF Select"] == True).any():  # noqa: E712 (a column of True/False/None)
