@@ -78,7 +78,7 @@ exports: venv
 # and evaluate on the calculator and every recommended LiteRT and ONNX file, on both architectures.
 JETSON_ROOT ?=
 jetson-check: venv
-	PYTHONPATH=$(abspath lib) $(BIN)/python -m predcalc.deploy.jetson_check $(if $(JETSON_ROOT),--root $(JETSON_ROOT))
+	PYTHONPATH=$(abspath lib) $(BIN)/python -m predcalc.jetson $(if $(JETSON_ROOT),--root $(JETSON_ROOT))
 
 book: venv
 	PYTHONPATH=$(abspath lib) $(BIN)/python -m predcalc.report.book

@@ -16,7 +16,7 @@ import pytest
 # long file at the end while the other core idles; the rest follow in xdist's own default order
 # (most tests first). Tests inside a file keep their order.
 LONGEST_FIRST = [
-    "tests/test_jetson_check.py",
+    "tests/test_jetson.py",
     "tests/test_deploy.py",
     "tests/test_token_head.py",
     "tests/test_tune.py",

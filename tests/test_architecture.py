@@ -23,6 +23,7 @@ BELOW = {  # what each package may import, besides itself (record: the metrics.j
     "training": {"paths", "record", "data", "layers", "models"},
     "studies": {"paths", "record", "data", "layers", "models", "training"},
     "deploy": {"paths", "record", "data", "layers", "models", "training"},
+    "jetson": {"paths", "record", "data", "layers", "models", "training", "deploy"},  # the emulated Jetson check
     "report": {"paths", "record", "data", "layers", "models", "calculator", "training", "studies", "deploy"},
     "cli": {"paths", "record", "data", "layers", "models", "calculator", "training", "studies", "deploy", "report"},
 }

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from predcalc.deploy import jetson_check as jc
+from predcalc.jetson import artifacts, check, command, compare, result, root, settings, wheels
 from predcalc.paths import ROOT
 
 
@@ -25,30 +25,30 @@ def side(predict="3 - -2 + 4 = 9", exact=1.0, answers=("9", "4"), values=(9.0, 4
     }
 
 
-ARTIFACT = jc.Artifact("fnn2/model_float32.tflite", Path("reports/x/model_float32.tflite"), "LiteRT", "default")
+ARTIFACT = artifacts.Artifact("fnn2/model_float32.tflite", Path("reports/x/model_float32.tflite"), "LiteRT", "default")
 
 
 def test_compare_values_counts_identical_values_and_the_largest_difference():
-    assert jc.compare_values([1.0, 2.0, math.nan], [1.0, 2.5, math.nan]) == {
+    assert compare.compare_values([1.0, 2.0, math.nan], [1.0, 2.5, math.nan]) == {
         "n": 3,
         "identical": 2,
         "max_abs_diff": 0.5,
     }
-    assert jc.compare_values([math.nan], [1.0])["max_abs_diff"] == math.inf
+    assert compare.compare_values([math.nan], [1.0])["max_abs_diff"] == math.inf
     with pytest.raises(ValueError, match="2 aarch64 values against 1"):
-        jc.compare_values([1.0, 2.0], [1.0])
+        compare.compare_values([1.0, 2.0], [1.0])
 
 
 def test_predict_lines_agree_when_only_the_value_moves_within_the_tolerance():
     line = "3 - -2 + 4 = {}  (predicted by m (model_float32.tflite); rounded 9; exact 9)"
-    close = jc.compare_predict(line.format("8.9720"), line.format("8.9717"), tolerance=0.01)
+    close = compare.compare_predict(line.format("8.9720"), line.format("8.9717"), tolerance=0.01)
     assert close["agree"] and not close["same"]
-    assert not jc.compare_predict(line.format("8.9720"), line.format("8.9717"), tolerance=1e-4)["agree"]
-    assert not jc.compare_predict(line.format("8.9720"), line.format("8.9717"), tolerance=None)["agree"]
+    assert not compare.compare_predict(line.format("8.9720"), line.format("8.9717"), tolerance=1e-4)["agree"]
+    assert not compare.compare_predict(line.format("8.9720"), line.format("8.9717"), tolerance=None)["agree"]
     other = "3 - -2 + 4 = 8.9720  (predicted by m (model_float32.tflite); rounded 9; exact 8)"
-    assert not jc.compare_predict(other, line.format("8.9717"), tolerance=0.01)["agree"]
+    assert not compare.compare_predict(other, line.format("8.9717"), tolerance=0.01)["agree"]
     calculator = "3 - -2 + 4 = 9  (calculated by calculator (model.tflite))"
-    assert jc.compare_predict(calculator, calculator + "\n", tolerance=None) == {
+    assert compare.compare_predict(calculator, calculator + "\n", tolerance=None) == {
         "aarch64": calculator,
         "x86_64": calculator,
         "same": True,
@@ -57,13 +57,13 @@ def test_predict_lines_agree_when_only_the_value_moves_within_the_tolerance():
 
 
 def test_compare_answers_counts_the_same_texts():
-    assert jc.compare_answers(["9", "7/3", ""], ["9", "7/3", "1"]) == {"n": 3, "identical": 2}
+    assert compare.compare_answers(["9", "7/3", ""], ["9", "7/3", "1"]) == {"n": 3, "identical": 2}
     with pytest.raises(ValueError):
-        jc.compare_answers(["9"], [])
+        compare.compare_answers(["9"], [])
 
 
 def test_an_artifact_agrees_only_when_predict_metrics_and_every_answer_match():
-    record = jc.artifact_record(ARTIFACT, side(), side(values=(9.0, 4.000001)))
+    record = compare.artifact_record(ARTIFACT, side(), side(values=(9.0, 4.000001)))
     assert record["agree"] and record["predict"]["same"] and record["evaluate"]["same"]
     assert record["values"] == {
         "n": 2,
@@ -72,33 +72,33 @@ def test_an_artifact_agrees_only_when_predict_metrics_and_every_answer_match():
         "tolerance": pytest.approx(9e-3),
         "within": True,
     }  # export's parity: 1e-3 of max |value|
-    noisy = jc.artifact_record(ARTIFACT, side(), side(values=(9.0, 4.1)))  # the same answers, values too far apart
+    noisy = compare.artifact_record(ARTIFACT, side(), side(values=(9.0, 4.1)))  # the same answers, values too far apart
     assert not noisy["agree"] and noisy["values"]["within"] is False
     assert "file" not in record["evaluate"]["aarch64"]  # the TSV's path differs between the two sides
-    assert not jc.artifact_record(ARTIFACT, side(answers=("9", "5")), side())["agree"]
-    assert not jc.artifact_record(ARTIFACT, side(predict="3 - -2 + 4 = 8"), side())["agree"]
-    lower = jc.artifact_record(ARTIFACT, side(exact=0.5), side())
+    assert not compare.artifact_record(ARTIFACT, side(answers=("9", "5")), side())["agree"]
+    assert not compare.artifact_record(ARTIFACT, side(predict="3 - -2 + 4 = 8"), side())["agree"]
+    lower = compare.artifact_record(ARTIFACT, side(exact=0.5), side())
     assert not lower["agree"] and lower["evaluate"]["exact_change"] == -0.5
-    calculator = jc.Artifact("calculator/model.tflite", Path("c.tflite"), "LiteRT", "calculator")
+    calculator = artifacts.Artifact("calculator/model.tflite", Path("c.tflite"), "LiteRT", "calculator")
     arm, host = side(), side()
     arm["values"] = host["values"] = None
-    assert "values" not in jc.artifact_record(calculator, arm, host)
+    assert "values" not in compare.artifact_record(calculator, arm, host)
 
 
 def test_a_command_that_fails_on_one_side_is_recorded_not_compared():
-    failed = jc.artifact_record(ARTIFACT, {"error": "predcalc predict exited with SIGSEGV: "}, side())
+    failed = compare.artifact_record(ARTIFACT, {"error": "predcalc predict exited with SIGSEGV: "}, side())
     assert failed["agree"] is False and failed["error"] == {"aarch64": "predcalc predict exited with SIGSEGV: "}
-    total = jc.summary([failed, jc.artifact_record(ARTIFACT, side(), side())], [])
+    total = compare.summary([failed, compare.artifact_record(ARTIFACT, side(), side())], [])
     assert total["failed"] == [ARTIFACT.name] and total["answers"] == 2 and total["agree"] == 1
 
 
 def test_the_summary_and_the_result_lines_come_from_the_records():
     checked = [
-        jc.artifact_record(ARTIFACT, side(), side(values=(9.0, 4.0))),
-        jc.artifact_record(dataclasses.replace(ARTIFACT, name="b"), side(answers=("9", "5")), side()),
+        compare.artifact_record(ARTIFACT, side(), side(values=(9.0, 4.0))),
+        compare.artifact_record(dataclasses.replace(ARTIFACT, name="b"), side(answers=("9", "5")), side()),
     ]
     skipped = [{"name": "t/model_float32.tflite", "file": "f", "reason": "no file f"}]
-    total = jc.summary(checked, skipped)
+    total = compare.summary(checked, skipped)
     assert total == {
         "checked": 2,
         "agree": 1,
@@ -136,7 +136,7 @@ def test_the_summary_and_the_result_lines_come_from_the_records():
             {"requirement": "numpy==2.2.6", "python": "3.10", "error": "no aarch64 wheel for Python 3.10"},
         ],
     }
-    text = " ".join(jc.result_lines(record))
+    text = " ".join(result.result_lines(record))
     assert "`aarch64`" in text and "1 of 2 recommended artifacts" in text and "3 of 4 answers" in text
     assert "`b` differs: 1 of 2 answers, exact accuracy 100.0 % on aarch64 against 100.0 %" in text
     assert "Skipped (no file): t/model_float32.tflite" in text and "`max` CPU" not in text
@@ -147,15 +147,15 @@ def test_the_summary_and_the_result_lines_come_from_the_records():
     }
     assert (
         "On qemu's `max` (qemu's default: SVE and int8 matrix multiply, which the Orin's cores lack) "
-        "`fnn2/model_int8.tflite` printed `3 - -2 + 4 = 4.7`, unlike x86-64" in " ".join(jc.result_lines(record))
+        "`fnn2/model_int8.tflite` printed `3 - -2 + 4 = 4.7`, unlike x86-64" in " ".join(result.result_lines(record))
     )
     assert "Pins without an aarch64 wheel: numpy==2.2.6 (Python 3.10): no aarch64 wheel for Python 3.10" in text
     record["aarch64_jetpack6_versions"] = None  # a run without them says so
-    assert "did not install the versions JetPack 6's Python 3.10 pins give" in " ".join(jc.result_lines(record))
+    assert "did not install the versions JetPack 6's Python 3.10 pins give" in " ".join(result.result_lines(record))
     record["pins"].pop()
     record["aarch64_jetpack6_versions"] = {"runtime_packages": {"numpy": "2.2.6"}}
-    record["artifacts"] = [{**checked[0], "jetpack6_versions": jc.jetpack6_comparison(checked[0])}]
-    text = " ".join(jc.result_lines(record))
+    record["artifacts"] = [{**checked[0], "jetpack6_versions": check.jetpack6_comparison(checked[0])}]
+    text = " ".join(result.result_lines(record))
     assert "Every pin has its aarch64 wheel" in text and "no Python 3.10 ran them" in text
     assert "(numpy 2.2.6), on the root's Python 3.11.2: 1 of 1 recommended artifacts give the same answers" in text
 
@@ -166,7 +166,7 @@ def test_recommended_artifacts_skip_an_absent_file_with_the_reason(tmp_path):
     for name in ("model_float32.tflite", "model_float16.tflite", "model_int8_dynamic.tflite", "model.onnx"):
         (present / name).write_bytes(b"x")
     exports = {"01_fnn/export/fnn2": "default", "06_transformer/export/t4": "transformer"}
-    found = jc.recommended_artifacts(
+    found = artifacts.recommended_artifacts(
         runs=tmp_path, calculator=tmp_path / "calculator" / "model.tflite", exports=exports
     )
     assert [a.name for a in found] == [
@@ -187,11 +187,11 @@ def test_recommended_artifacts_skip_an_absent_file_with_the_reason(tmp_path):
 
 
 def test_an_artifact_not_recommended_is_recorded_apart_with_what_differs():
-    dynamic = jc.Artifact("fnn2/model_int8_dynamic.tflite", Path("d.tflite"), "LiteRT", "default", None, "why")
+    dynamic = artifacts.Artifact("fnn2/model_int8_dynamic.tflite", Path("d.tflite"), "LiteRT", "default", None, "why")
     arm = {**side(answers=("9", "5"), values=(9.1, 4.6)), "expressions": ["4 + 5", "2 + 2"]}
     host = {**side(answers=("9", "4"), values=(9.0, 4.4)), "expressions": ["4 + 5", "2 + 2"]}
     arm["values_builtin"], host["values_builtin"] = [9.05, 4.5], [9.05, 4.5]
-    record = jc.artifact_record(dynamic, arm, host)
+    record = compare.artifact_record(dynamic, arm, host)
     assert record["recommended"] is False and record["not_recommended"] == "why" and not record["agree"]
     assert record["answers"]["differ"] == [
         {
@@ -208,13 +208,13 @@ def test_an_artifact_not_recommended_is_recorded_apart_with_what_differs():
         "aarch64": pytest.approx(0.1),
         "x86_64": pytest.approx(0.1),
     }
-    total = jc.summary([jc.artifact_record(ARTIFACT, side(), side()), record], [])
+    total = compare.summary([compare.artifact_record(ARTIFACT, side(), side()), record], [])
     assert total["checked"] == 1 and total["agree"] == 1 and total["disagree"] == [] and total["answers"] == 2
     (other,) = total["not_recommended"]
     assert other["name"] == dynamic.name and other["answers_differ"] == 1 and other["values_differ"] == 2
     assert other["value_diff_where_answers_differ"] == [pytest.approx(0.2)] * 2
     assert other["builtin_kernels"]["values_differ"] == 0
-    line = jc._not_recommended_line(other)
+    line = result.not_recommended_line(other)
     assert line.startswith("Checked, not recommended for the Jetson: `fnn2/model_int8_dynamic.tflite` (why): ")
     assert "1 of 2 answers differ" in line and "not a rounding tie" in line and "XNNPACK off" in line
 
@@ -225,15 +225,15 @@ def test_the_runtime_pins_are_chosen_by_python_version(tmp_path):
         "[project.optional-dependencies]\nruntime = [\"numpy==2.4.6; python_version >= '3.11'\","
         '"numpy==2.2.6; python_version < \'3.11\'", "onnxruntime==1.23.2"]\n'
     )
-    assert jc.runtime_requirements("3.11", pyproject) == ["numpy==2.4.6", "onnxruntime==1.23.2"]
-    assert jc.runtime_requirements("3.10", pyproject) == ["numpy==2.2.6", "onnxruntime==1.23.2"]
+    assert wheels.runtime_requirements("3.11", pyproject) == ["numpy==2.4.6", "onnxruntime==1.23.2"]
+    assert wheels.runtime_requirements("3.10", pyproject) == ["numpy==2.2.6", "onnxruntime==1.23.2"]
     for version in ("3.10", "3.11"):  # the project's own extra: one pin of each runtime package per Python
-        names = sorted(r.split("==")[0] for r in jc.runtime_requirements(version))
-        assert names == sorted(jc.RUNTIME_PACKAGES), (version, names)
+        names = sorted(r.split("==")[0] for r in wheels.runtime_requirements(version))
+        assert names == sorted(settings.RUNTIME_PACKAGES), (version, names)
 
 
 def test_manylinux_platforms_stop_at_the_glibc_version():
-    platforms = jc.manylinux_platforms((2, 35))
+    platforms = wheels.manylinux_platforms((2, 35))
     assert platforms[0] == "manylinux_2_35_aarch64" and "manylinux_2_17_aarch64" in platforms
     assert "manylinux_2_36_aarch64" not in platforms and platforms[-1] == "manylinux2014_aarch64"
 
@@ -245,8 +245,8 @@ def _why_not_aarch64() -> str | None:
     binfmt = Path("/proc/sys/fs/binfmt_misc/qemu-aarch64")
     if platform.machine() != "aarch64" and not (binfmt.is_file() and binfmt.read_text().startswith("enabled")):
         return "qemu-user for aarch64 is not registered with binfmt_misc (apt-get install qemu-user-static)"
-    if not (jc.default_root() / jc.ROOT_MARKER).is_file():
-        return f"no cached arm64 root at {jc.default_root()} (make jetson-check builds it)"
+    if not (command.default_root() / settings.ROOT_MARKER).is_file():
+        return f"no cached arm64 root at {command.default_root()} (make jetson-check builds it)"
     return None
 
 
@@ -254,13 +254,13 @@ def _why_not_aarch64() -> str | None:
 @pytest.mark.skipif(_why_not_aarch64() is not None, reason=str(_why_not_aarch64()))
 def test_the_calculator_and_one_litert_file_answer_the_same_on_aarch64(tmp_path):
     wanted = ("calculator/model.tflite", "fnn2/model_float32.tflite")
-    artifacts = [a for a in jc.recommended_artifacts() if a.name in wanted and not a.skipped]
-    if len(artifacts) < 2:
+    found = [a for a in artifacts.recommended_artifacts() if a.name in wanted and not a.skipped]
+    if len(found) < 2:
         pytest.skip("the calculator or fnn2's LiteRT file is not in reports/")
-    record = jc.check(
-        jc.default_root(),
+    record = check.check(
+        command.default_root(),
         tmp_path / "jetson_check.json",
-        artifacts=artifacts,
+        artifacts=found,
         progress=False,
         log_path=tmp_path / "log.txt",
         build=False,
@@ -274,33 +274,36 @@ def test_the_calculator_and_one_litert_file_answer_the_same_on_aarch64(tmp_path)
     assert json.loads((tmp_path / "jetson_check.json").read_text())["summary"]["agree"] == 2
 
 
-def test_the_readme_quotes_the_result_between_its_markers(tmp_path):
-    readme = tmp_path / "README.md"
-    readme.write_text(f"# x\n\n{jc.README_START}\nold\n{jc.README_END}\n\nafter\n")
+def test_the_deploy_guide_quotes_the_result_between_its_markers(tmp_path):
+    readme = tmp_path / "deploy.md"
+    readme.write_text(f"# x\n\n{settings.GUIDE_START}\nold\n{settings.GUIDE_END}\n\nafter\n")
     record = {"result": ["line one.", "line two."]}
-    assert jc.update_readme(record, readme)
-    assert readme.read_text() == f"# x\n\n{jc.README_START}\n- line one.\n- line two.\n{jc.README_END}\n\nafter\n"
+    assert result.update_guide(record, readme)
+    assert (
+        readme.read_text()
+        == f"# x\n\n{settings.GUIDE_START}\n- line one.\n- line two.\n{settings.GUIDE_END}\n\nafter\n"
+    )
     (tmp_path / "other.md").write_text("no markers\n")
-    assert not jc.update_readme(record, tmp_path / "other.md")
+    assert not result.update_guide(record, tmp_path / "other.md")
 
 
 def test_the_aarch64_cpuinfo_names_an_arm_core_per_processor():
-    text = jc.arm_cpuinfo_text(3)
+    text = root.arm_cpuinfo_text(3)
     assert text.count("processor\t: ") == 3 and "processor\t: 2\n" in text
     assert text.count("CPU implementer\t: 0x41\n") == 3 and "GenuineIntel" not in text
 
 
 def test_paths_under_the_root_are_given_as_the_root_sees_them(tmp_path):
-    root = jc.Root(tmp_path / "arm64-root", tmp_path / "repo", log=None, log_path=tmp_path / "log")
-    assert root.translate(tmp_path / "arm64-root" / "tmp" / "x.tsv") == "/tmp/x.tsv"
-    assert root.translate(tmp_path / "repo" / "a.onnx") == tmp_path / "repo" / "a.onnx"
-    assert root.translate("predict") == "predict"
+    arm64 = root.Root(tmp_path / "arm64-root", tmp_path / "repo", log=None, log_path=tmp_path / "log")
+    assert arm64.translate(tmp_path / "arm64-root" / "tmp" / "x.tsv") == "/tmp/x.tsv"
+    assert arm64.translate(tmp_path / "repo" / "a.onnx") == tmp_path / "repo" / "a.onnx"
+    assert arm64.translate("predict") == "predict"
 
 
 def test_the_stored_record_checked_the_committed_files():
-    """The README quotes ``reports/jetson_check.json``: every recommended artifact in it was checked
+    """The deploy guide quotes ``reports/jetson_check.json``: every recommended artifact in it was checked
     with the bytes the repository holds now (rerun ``make jetson-check`` after re-exporting one)."""
     record = json.loads((ROOT / "reports" / "jetson_check.json").read_text())
     present = [a for a in record["artifacts"] if a.get("recommended") and (ROOT / a["file"]).is_file()]
-    stale = [a["name"] for a in present if a.get("sha256") != jc.file_digest(ROOT / a["file"])]
+    stale = [a["name"] for a in present if a.get("sha256") != artifacts.file_digest(ROOT / a["file"])]
     assert present and not stale, f"checked with other bytes than the repository's: {stale}"
