@@ -25,6 +25,19 @@ BELOW = {  # what each package may import, besides itself (record: the metrics.j
     "deploy": {"paths", "record", "data", "layers", "models", "training"},
     "jetson": {"paths", "record", "data", "layers", "models", "training", "deploy"},  # the emulated Jetson check
     "report": {"paths", "record", "data", "layers", "models", "calculator", "training", "studies", "deploy"},
+    # the notebooks' steps: over the report, which names no notebook
+    "notebooks": {
+        "paths",
+        "record",
+        "data",
+        "layers",
+        "models",
+        "calculator",
+        "training",
+        "studies",
+        "deploy",
+        "report",
+    },
     "cli": {"paths", "record", "data", "layers", "models", "calculator", "training", "studies", "deploy", "report"},
 }
 PLACED = {

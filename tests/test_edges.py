@@ -50,7 +50,7 @@ def test_the_edge_table_has_a_row_per_model_and_writes_every_score(tmp_path):
     import json
 
     from predcalc.data import seed_protocol
-    from predcalc.report.notebook import edge_table
+    from predcalc.notebooks.steps import edge_table
     from predcalc.training.experiment import ModelResults, Results
 
     results = Results(

@@ -11,8 +11,8 @@ import pytest
 
 from predcalc.data import seed_protocol
 from predcalc.models import get_spec
-from predcalc.report import bilstm_notebook as attention
-from predcalc.report import notebook as steps
+from predcalc.notebooks import bilstm_steps as attention
+from predcalc.notebooks import steps
 from predcalc.studies import timeseries as ts
 from predcalc.training.experiment import ModelResults, Results
 

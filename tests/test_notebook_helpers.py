@@ -7,7 +7,7 @@ import numpy as np
 
 from predcalc.data import NumericTokenizer, seed_protocol
 from predcalc.models.token_heads import PLAIN, REVERSED
-from predcalc.report import transformer_notebook as notes
+from predcalc.notebooks import transformer_steps as notes
 from predcalc.studies import llm_steps
 
 matplotlib.use("Agg")
@@ -66,7 +66,7 @@ def test_llm_steps_markdown():
 def test_shared_model_notebook_steps(tmp_path, capsys):
     import pandas as pd
 
-    from predcalc.report import notebook as steps
+    from predcalc.notebooks import steps
 
     assert steps.output_folder(tmp_path / "a" / "b").is_dir()
     protocol = seed_protocol(0)
@@ -137,7 +137,7 @@ def test_term_weights_speed_and_summary(capsys, tmp_path):
 
     import pandas as pd
 
-    from predcalc.report import notebook as steps
+    from predcalc.notebooks import steps
 
     protocol = seed_protocol(0)
     results = _fake_results(protocol)
@@ -265,8 +265,8 @@ def test_the_conclusion_reports_each_model_beside_the_prior_reports_row_and_name
 
 
 def test_prior_long_compares_only_an_absolute_error():
+    from predcalc.notebooks.steps import prior_long
     from predcalc.report.anchors import SEED_ROWS
-    from predcalc.report.notebook import prior_long
 
     assert prior_long(SEED_ROWS["transformer5"]) == "3.802"
     assert prior_long(SEED_ROWS["FNN2 (1 x 345 PReLU)"]).startswith(

@@ -12,7 +12,7 @@ from predcalc.models.registry import display_label
 from predcalc.models.token_heads import PLAIN, REVERSED
 from predcalc.models.transformer import attention_maps
 from predcalc.report.anchors import SEED_ROWS
-from predcalc.report.notebook import ours, prior_long
+from predcalc.notebooks.steps import ours, prior_long
 from predcalc.report.studies import shown_label
 from predcalc.training import fit
 from predcalc.training import metrics as M
