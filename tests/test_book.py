@@ -19,9 +19,10 @@ from urllib.parse import unquote, urlsplit
 import pandas as pd
 import pytest
 
-from predcalc.report import book
+from predcalc import readable
+from predcalc.report import book, book_cells
 from predcalc.report.document import Bullets, Document, Figure, Section, Table, Text
-from predcalc.training.runner import discover
+from predcalc.training.runner import discover, notebook_groups
 
 ROOT = Path(__file__).resolve().parents[1]
 NBSP = "\u00a0"
@@ -116,14 +117,15 @@ def contract_document(root: Path, figure: Path, big_figure: Path) -> Document:
         return Section(key, key.split(".")[-1].replace("_", " ").capitalize(), blocks, part, subsections=subs)
 
     sections = [section(k, subs) for k, subs in MAIN_KEYS.items()]
-    studies = [n for n in names if not n.startswith(book.ARCHITECTURE_PREFIXES)]
+    groups = notebook_groups(root / "notebooks")
+    studies = [n for n in names if n in groups["studies"]]
     for key in APPENDIX_KEYS:
         sections.append(section(key, [], "appendix"))
         if key == "appendix.studies":
             sections[-1].subsections = [
                 Section(f"{key}.{n}", f"Study {n}", [text(n)], "appendix", [n]) for n in studies
             ]
-    rows = {n: frame.assign(model=[f"{n}_a", f"{n}_b"]) for n in names if n.startswith(book.ARCHITECTURE_PREFIXES)}
+    rows = {n: frame.assign(model=[f"{n}_a", f"{n}_b"]) for n in names if n in groups["architectures"]}
     return Document(
         "Findings",
         sections,
@@ -140,43 +142,43 @@ def _keys(doc: Document) -> set[str]:
 
 
 def test_numbers_are_formatted_for_people():
-    assert book.percent(0.9997) == f"99.97{NBSP}%"  # short of 1: never written 100.0 %
-    assert book.percent(0.99999) == f"99.999{NBSP}%"
-    assert book.percent(1.0) == f"100.0{NBSP}%"
-    assert book.percent(0.0001) == f"0.01{NBSP}%" and book.percent(0.0) == f"0.0{NBSP}%"
-    assert book.percent(0.4591) == f"45.9{NBSP}%"
-    assert book.number(0.06512) == "0.0651"
-    assert book.number(2.474) == "2.47"
-    assert book.number(409.8) == "410"
-    assert book.number(3.447e6) == "3,450,000"
-    assert book.number(4.179e-07) == f"4.2{NBSP}×{NBSP}10⁻⁷"
-    assert book.number(1e-05) == f"1.0{NBSP}×{NBSP}10⁻⁵"
-    assert book.number(float("inf")) == "∞"
-    assert book.score(1.36e14) == "unbounded"
-    assert book.score(7.03e5) == "703,000"
-    assert book.score(1.084) == "1.08"
-    assert book.p_value(6.9e-07) == "< 0.001"
-    assert book.p_value(0.39) == "0.39"
-    assert book.points(-0.0012) == f"-0.1{NBSP}pt" and book.points(-0.0001) == f"0.0{NBSP}pt"
+    assert readable.percent(0.9997) == f"99.97{NBSP}%"  # short of 1: never written 100.0 %
+    assert readable.percent(0.99999) == f"99.999{NBSP}%"
+    assert readable.percent(1.0) == f"100.0{NBSP}%"
+    assert readable.percent(0.0001) == f"0.01{NBSP}%" and readable.percent(0.0) == f"0.0{NBSP}%"
+    assert readable.percent(0.4591) == f"45.9{NBSP}%"
+    assert readable.number(0.06512) == "0.0651"
+    assert readable.number(2.474) == "2.47"
+    assert readable.number(409.8) == "410"
+    assert readable.number(3.447e6) == "3,450,000"
+    assert readable.number(4.179e-07) == f"4.2{NBSP}×{NBSP}10⁻⁷"
+    assert readable.number(1e-05) == f"1.0{NBSP}×{NBSP}10⁻⁵"
+    assert readable.number(float("inf")) == "∞"
+    assert readable.score(1.36e14) == "unbounded"
+    assert readable.score(7.03e5) == "703,000"
+    assert readable.score(1.084) == "1.08"
+    assert readable.p_value(6.9e-07) == "< 0.001"
+    assert readable.p_value(0.39) == "0.39"
+    assert readable.points(-0.0012) == f"-0.1{NBSP}pt" and readable.points(-0.0001) == f"0.0{NBSP}pt"
 
 
 def test_cells_follow_their_column():
-    assert book.cell(0.5, "acc out") == f"50.0{NBSP}%"
-    assert book.cell(0.002, "acc change in") == f"+0.2{NBSP}pt"
-    assert book.cell(81921, "params") == "81,921"
-    assert book.cell(1.36e14, "score") == "unbounded"
-    assert book.cell(4.179e-07, "MAE out") == f"4.2{NBSP}×{NBSP}10⁻⁷"
-    assert book.cell("0.0 to 75.5 %", "interval") == "0.0 to 75.5 %"
-    assert book.cell(None, "acc in") == "" and book.cell(float("nan"), "MAE in") == ""
-    assert book.cell(True, "exported") == "yes"
+    assert book_cells.cell(0.5, "acc out") == f"50.0{NBSP}%"
+    assert book_cells.cell(0.002, "acc change in") == f"+0.2{NBSP}pt"
+    assert book_cells.cell(81921, "params") == "81,921"
+    assert book_cells.cell(1.36e14, "score") == "unbounded"
+    assert book_cells.cell(4.179e-07, "MAE out") == f"4.2{NBSP}×{NBSP}10⁻⁷"
+    assert book_cells.cell("0.0 to 75.5 %", "interval") == "0.0 to 75.5 %"
+    assert book_cells.cell(None, "acc in") == "" and book_cells.cell(float("nan"), "MAE in") == ""
+    assert book_cells.cell(True, "exported") == "yes"
     custom = Table(pd.DataFrame({"acc in": [0.5]}), cell=lambda value, column: "kept")
-    assert "kept" in book.table_markdown(custom)  # a table's own format is its author's choice
+    assert "kept" in book_cells.table_markdown(custom)  # a table's own format is its author's choice
 
 
 def test_figures_are_scaled_to_the_largest_side_shown():
     small, big = _png(800, 300), _png(1320, 2772)
-    assert book.fit(small) is small
-    assert book.png_size(book.fit(big)) == (1143, 2400)
+    assert book_cells.fit(small) is small
+    assert book_cells.png_size(book_cells.fit(big)) == (1143, 2400)
 
 
 # --------------------------------------------------------------------------- pages
@@ -207,6 +209,9 @@ def small_root(tmp_path_factory):
         ]
         (root / "notebooks").mkdir(exist_ok=True)
         nbformat.write(notebook, root / "notebooks" / f"{name}.ipynb")
+    groups = {"architectures": ["01_fnn"], "studies": ["20_vanishing_gradients"]}
+    (root / "notebooks" / "index.json").write_text(json.dumps({"groups": groups}))
+    shutil.copytree(ROOT / "docs", root / "docs")
     run = root / "reports" / "runs" / "01_fnn"
     run.mkdir(parents=True)
     shutil.copy(root / "notebooks" / "01_fnn.ipynb", run / "01_fnn.ipynb")
@@ -305,8 +310,8 @@ def test_notebook_pages_open_with_their_rows_and_fit_their_figures(small_book):
     assert "profile `full`, 416 s, finished 2026-11-25" in summary
     assert "{ref}`list of runs <appendix.runs>`" in summary  # its own parameters: the exact command is there
     (png,) = [o["data"]["image/png"] for c in page["cells"] for o in c.get("outputs", [])]
-    assert book.png_size(base64.b64decode(png)) == (1143, 2400)
-    assert book.png_size((source / "runs/01_fnn/tall.png").read_bytes()) == (1143, 2400)
+    assert book_cells.png_size(base64.b64decode(png)) == (1143, 2400)
+    assert book_cells.png_size((source / "runs/01_fnn/tall.png").read_bytes()) == (1143, 2400)
     fallback = "".join(
         json.loads((source / "runs/20_vanishing_gradients/20_vanishing_gradients.ipynb").read_text())["cells"][1][
             "source"
@@ -329,7 +334,44 @@ def test_every_notebook_has_a_page(tmp_path):
             for output in cell.get("outputs", []):
                 assert "application/vnd.jupyter.widget-view+json" not in output.get("data", {})
                 if "image/png" in output.get("data", {}):
-                    assert max(book.png_size(base64.b64decode(output["data"]["image/png"]))) <= book.MAX_SIDE
+                    assert (
+                        max(book_cells.png_size(base64.b64decode(output["data"]["image/png"]))) <= book_cells.MAX_SIDE
+                    )
+
+
+def test_a_reader_sees_no_runtime_noise_reprs_or_nbval_markers(tmp_path):
+    nbformat = pytest.importorskip("nbformat")
+    from predcalc.report.book_notebooks import reader_copy
+
+    retracing = (
+        "WARNING:tensorflow:5 out of the last 7 calls to <function f at 0x7f> triggered tf.function retracing.\n"
+    )
+    notebook = nbformat.v4.new_notebook()
+    notebook.cells = [
+        nbformat.v4.new_code_cell(
+            "# NBVAL_CHECK_OUTPUT\nsteps.write_metrics(output)",
+            outputs=[
+                nbformat.v4.new_output("stream", name="stdout", text=f"kept line\n{retracing}"),
+                nbformat.v4.new_output("stream", name="stdout", text="INFO:tensorflow:Assets written to: x/assets\n"),
+                nbformat.v4.new_output("stream", name="stderr", text="W0000 00:00:1.5  12 cuda stub\n"),
+                nbformat.v4.new_output("execute_result", data={"text/plain": "PosixPath('reports/x.json')"}),
+                nbformat.v4.new_output("execute_result", data={"text/plain": "42"}),
+            ],
+        )
+    ]
+    nbformat.write(notebook, tmp_path / "n.ipynb")
+    cell = reader_copy(tmp_path / "n.ipynb").cells[0]
+    assert cell.source == "steps.write_metrics(output)"
+    assert [o.get("text") or o["data"]["text/plain"] for o in cell.outputs] == ["kept line\n", "42"]
+
+
+def test_the_docs_pages_are_in_the_book_with_links_that_resolve_there(small_book):
+    doc, source, written = small_book
+    pages = sorted(p.stem for p in (ROOT / "docs").glob("*.md"))
+    assert pages and all(f"docs/{name}" in written for name in pages)
+    assert all((source / "docs" / f"{name}.md").is_file() for name in pages)
+    assert "](../" not in "".join((source / "docs" / f"{name}.md").read_text() for name in pages)
+    assert "Using the code" in (source / "index.md").read_text()
 
 
 # --------------------------------------------------------------------------- the site in a browser
@@ -474,7 +516,7 @@ def test_every_page_loads_with_title_figures_and_working_links(site, browser, do
         for src, complete, natural, height, shown in images:
             if not complete or natural == 0:
                 problems.append(f"{page}: figure {src} did not load")
-            elif max(natural, height) > book.MAX_SIDE:
+            elif max(natural, height) > book_cells.MAX_SIDE:
                 problems.append(f"{page}: figure {src} is {natural} x {height} px")
             elif shown == 0 or natural / shown > 3:  # the old 4004 px MAE strip was drawn at 1/4.4
                 problems.append(f"{page}: figure {src} drawn at 1/{natural / max(shown, 1):.1f} of its size")

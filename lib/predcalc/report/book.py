@@ -21,12 +21,8 @@ shown at most :data:`MAX_SIDE` pixels on its longer side.
 from __future__ import annotations
 
 import argparse
-import base64
 import dataclasses
 import importlib.util
-import io
-import json
-import math
 import os
 import re
 import shutil
@@ -37,216 +33,23 @@ from pathlib import Path
 
 import jinja2
 import nbformat
-import pandas as pd
-from PIL import Image
 
 from predcalc.paths import ROOT
-from predcalc.report.document import Bullets, Document, Figure, Section, Table, Text
+from predcalc.report.book_cells import (
+    WIDE_FIGURE,
+    book_view,
+    fit,
+    png_size,
+    rebased,
+    table_markdown,
+)
+from predcalc.report.book_notebooks import Notebook, notebooks, question, reader_copy, short_title
+from predcalc.report.document import Document, Figure, Section, Table
 from predcalc.report.render import TEMPLATES, tidy
-from predcalc.report.tables import markdown_table, metric_cell, plain_cell
-from predcalc.training.runner import discover, source_of
 
 CONFIG = ROOT / "book"
 SOURCE = ROOT / "build" / "book_src"
 OUT = ROOT / "build" / "book"
-
-WIDE_FIGURE = 900  # pixels: a figure wider than the text column spans the margin too
-MAX_SIDE = 2400  # pixels: a larger figure is shown scaled down to this on its longer side
-UNBOUNDED = 1e6  # a benchmark score past this divides by an error at float32 precision
-
-# Notebooks 01-19 and 30 train architectures on the seed's protocol; the rest are studies.
-ARCHITECTURE_PREFIXES = tuple(f"{i:02d}_" for i in range(1, 20)) + ("30_",)
-
-
-# --------------------------------------------------------------------------- numbers
-
-
-_SUPERSCRIPT = str.maketrans("-0123456789", "⁻⁰¹²³⁴⁵⁶⁷⁸⁹")
-
-
-def scientific(value: float, digits: int = 2) -> str:
-    """``4.2 × 10⁻⁷``: scientific notation as a person writes it."""
-    exponent = math.floor(math.log10(abs(value)))
-    mantissa = value / 10**exponent
-    if round(mantissa, digits - 1) >= 10:
-        mantissa, exponent = mantissa / 10, exponent + 1
-    return f"{mantissa:.{digits - 1}f}\u00a0×\u00a010{str(exponent).translate(_SUPERSCRIPT)}"
-
-
-def number(value: float, digits: int = 3) -> str:
-    """An error or a ratio in plain notation with ``digits`` significant digits.
-
-    ``0.0651``, ``2.47``, ``410``, ``3,447,000``; below 0.0001 ``4.2 × 10⁻⁷``."""
-    value = float(value)
-    if not math.isfinite(value):
-        return "∞" if value > 0 else ("−∞" if value < 0 else "n/a")
-    if value == 0:
-        return "0"
-    if abs(value) < 1e-4:
-        return scientific(value)
-    if abs(value) >= 10**digits:
-        return f"{round(value, digits - 1 - math.floor(math.log10(abs(value)))):,.0f}"
-    decimals = max(0, digits - 1 - math.floor(math.log10(abs(value))))
-    return f"{value:.{decimals}f}"
-
-
-def percent(fraction: float, decimals: int = 1) -> str:
-    """A share as a percentage: ``0.9951`` -> ``99.5 %``. A share short of 1 is never written
-    ``100.0 %`` and one above 0 never ``0.0 %``: it gets the decimals that tell them apart."""
-    value = 100 * float(fraction)
-    text = f"{value:.{decimals}f}"
-    while decimals < 4 and 0 < value < 100 and float(text) in (0.0, 100.0):
-        decimals += 1
-        text = f"{value:.{decimals}f}"
-    return f"{text}\u00a0%"
-
-
-def points(change: float) -> str:
-    """A change of a share in percentage points: ``-0.0012`` -> ``-0.1 pt``; ``0.0 pt`` when it
-    rounds to nothing."""
-    text = f"{100 * float(change):+.1f}"
-    return f"{'0.0' if float(text) == 0 else text}\u00a0pt"
-
-
-def score(value: float) -> str:
-    """The prior report's benchmark score: plain up to a million, past it ``unbounded``."""
-    return "unbounded" if float(value) >= UNBOUNDED else number(value)
-
-
-def p_value(value: float) -> str:
-    return "< 0.001" if float(value) < 0.001 else number(value, 2)
-
-
-def cell(value, column: str) -> str:
-    """One table cell for a reader, by what its column holds: shares in %, counts with separators,
-    errors in plain notation. Text stays as it is."""
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, bool) or type(value).__name__ == "bool_":
-        return "yes" if value else "no"
-    name = column.strip().lower()
-    if name.startswith("acc change"):
-        return points(value)
-    if name.startswith("acc"):
-        return percent(value)
-    if name == "score":
-        return score(value)
-    if name == "p":
-        return p_value(value)
-    if isinstance(value, int) or type(value).__name__.startswith("int") or name in ("params", "trainable params"):
-        return f"{int(value):,}"
-    return number(value)
-
-
-def table_markdown(table: Table) -> str:
-    """A Document table in the book: the book's :func:`cell` where the table uses the default
-    metric format, the table's own ``cell`` where its author chose another."""
-    return markdown_table(table.frame, cell if table.cell is metric_cell else table.cell)
-
-
-# --------------------------------------------------------------------------- figures
-
-
-def png_size(data: bytes) -> tuple[int, int]:
-    """(width, height) of a PNG, from its header; (0, 0) for anything else."""
-    if data[:8] != b"\x89PNG\r\n\x1a\n":
-        return 0, 0
-    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
-
-
-def fit(data: bytes, side: int = MAX_SIDE) -> bytes:
-    """The PNG as it is when its longer side is at most ``side`` pixels, else scaled down to it."""
-    width, height = png_size(data)
-    if max(width, height) <= side:
-        return data
-
-    image = Image.open(io.BytesIO(data))
-    scale = side / max(width, height)
-    image = image.resize((max(1, round(width * scale)), max(1, round(height * scale))), Image.LANCZOS)
-    out = io.BytesIO()
-    image.save(out, format="PNG", optimize=True)
-    return out.getvalue()
-
-
-# --------------------------------------------------------------------------- notebooks
-
-
-@dataclasses.dataclass
-class Notebook:
-    name: str
-    path: Path
-    executed: bool
-    title: str
-    run: dict
-
-    @property
-    def doc(self) -> str:
-        """The page's name in the book: where the notebook sits under ``reports/``."""
-        return f"runs/{self.name}/{self.name}"
-
-    @property
-    def profile(self) -> str:
-        """The profile it ran at (``full``), without the parameters a run overrode."""
-        return str(self.run.get("profile") or "").split(" with ")[0]
-
-    @property
-    def architecture(self) -> bool:
-        return self.name.startswith(ARCHITECTURE_PREFIXES)
-
-
-def _cells(path: Path) -> list[dict]:
-    return json.loads(path.read_text())["cells"]
-
-
-def _title(path: Path) -> str:
-    """The notebook's ``# `` heading (its first markdown cell names it)."""
-    for c in _cells(path):
-        if c["cell_type"] == "markdown":
-            for line in "".join(c["source"]).splitlines():
-                if line.startswith("# "):
-                    return line[2:].strip()
-    return path.stem
-
-
-def _question(path: Path) -> str:
-    """The notebook's ``**Question.**`` paragraph, without the label and display formulas."""
-    for c in _cells(path):
-        if c["cell_type"] != "markdown":
-            continue
-        paragraphs = "".join(c["source"]).split("\n\n")
-        start = next((i for i, p in enumerate(paragraphs) if p.startswith("**Question.**")), None)
-        if start is None:
-            continue
-        kept = []
-        for paragraph in paragraphs[start : start + 4]:
-            if not paragraph.lstrip().startswith("$$"):
-                kept.append(" ".join(paragraph.split()))
-            if paragraph.rstrip().endswith("?"):
-                break
-        return " ".join(kept).removeprefix("**Question.**").strip()
-    return ""
-
-
-def notebooks(root: Path = ROOT) -> list[Notebook]:
-    """Every notebook in ``notebooks/``, paired with its executed copy when there is one."""
-
-    found = []
-    for listed in discover(directory=root / "notebooks"):
-        name = listed.stem  # an alias (03_lstm) runs its template (03_gated_rnn) under its own name
-        executed = root / "reports" / "runs" / name / f"{name}.ipynb"
-        path = executed if executed.exists() else source_of(listed)[0]
-        run_json = executed.parent / "run.json"
-        run = json.loads(run_json.read_text()) if run_json.exists() else {}
-        found.append(Notebook(name, path, executed.exists(), _title(path), run))
-    return found
-
-
-def _short_title(notebook: Notebook) -> str:
-    """``03 · LSTM: ...`` -> ``LSTM: ...`` (the number is in the contents already)."""
-    head, dot, rest = notebook.title.partition("·")
-    return rest.strip() if dot and head.strip().isdigit() else notebook.title
 
 
 # --------------------------------------------------------------------------- pages
@@ -327,84 +130,6 @@ def _environment(base: str, figures: dict[Path, tuple[str, bool]]) -> jinja2.Env
     ).as_posix()
     environment.tests["wide"] = lambda path: figures[Path(path)][1]
     return environment
-
-
-_LINK = re.compile(r"(?<=\]\()(?![a-z][a-z0-9+.-]*:|#|/)([^)\s]+)(?=\))")
-
-
-def rebase(text: str, base: str) -> str:
-    """Inline links written relative to ``reports/`` (as the Document writes them), made relative
-    to the folder ``base`` of the book's source that a page sits in."""
-    if not base:
-        return text
-    return _LINK.sub(lambda m: Path(os.path.relpath(m.group(1), base)).as_posix(), text)
-
-
-EXPORT_COLUMNS = {"model", "format", "KB", "acc change in", "acc change out", "acc change long", "verdict"}
-
-
-def export_grid(frame: pd.DataFrame) -> tuple[pd.DataFrame, list[str]]:
-    """The export table as a model x format grid, each cell the file's size and its largest loss
-    of exact accuracy against Keras (worst test set), and why each unsuitable kind of file is."""
-    cells, why = {}, {}
-    for row in frame.to_dict("records"):
-        changes = [row[f"acc change {t}"] for t in ("in", "out", "long")]
-        changes = [c for c in changes if c is not None and math.isfinite(c)]
-        parts = ([f"{number(row['KB'])}\u00a0KB"] if row["KB"] is not None and math.isfinite(row["KB"]) else []) + (
-            [points(min(changes))] if changes else []
-        )
-        text = ", ".join(parts) or "no file"
-        if row["verdict"] != "use":
-            text += f" ({row['verdict']})"
-            why.setdefault(row.get("why") or row["verdict"], []).append(f"{row['model']} {row['format']}")
-        cells.setdefault(row["model"], {})[row["format"]] = text
-    formats = list(dict.fromkeys(frame["format"]))
-    grid = pd.DataFrame([{"model": model, **{f: by.get(f, "") for f in formats}} for model, by in cells.items()])
-    notes = [f"{reason} ({len(files)} {'file' if len(files) == 1 else 'files'})" for reason, files in why.items()]
-    return grid, notes
-
-
-def book_view(section: Section) -> Section:
-    """A section as the book shows it: the export table (one row per file) as a model x format
-    grid; everything else as it is."""
-    if section.key != "appendix.export":
-        return section
-    blocks = []
-    for block in section.blocks:
-        if isinstance(block, Table) and EXPORT_COLUMNS <= set(block.frame.columns) and not block.frame.empty:
-            grid, notes = export_grid(block.frame)
-            blocks += [
-                Text(
-                    "Each cell: the file's size and its largest loss of exact accuracy against Keras "
-                    "(percentage points, worst of the in-range, out-of-range and long test sets). The "
-                    "file-by-file table, with each file's largest difference from Keras, is in "
-                    "`reports/findings.md`."
-                ),
-                Table(grid, cell=plain_cell),
-            ]
-            if notes:
-                blocks += [Text("Why a file is not to be used:"), Bullets(notes)]
-        else:
-            blocks.append(block)
-    return dataclasses.replace(section, blocks=blocks)
-
-
-def rebased(section: Section, base: str) -> Section:
-    """A copy of ``section`` whose text, bullets and table cells link from ``base``."""
-
-    def block(b):
-        if isinstance(b, Text):
-            return Text(rebase(b.text, base))
-        if isinstance(b, Bullets):
-            return Bullets([rebase(item, base) for item in b.items])
-        if isinstance(b, Table):
-            frame = b.frame.map(lambda v: rebase(v, base) if isinstance(v, str) else v)
-            return dataclasses.replace(b, frame=frame, caption=rebase(b.caption, base))
-        return b
-
-    return dataclasses.replace(
-        section, blocks=[block(b) for b in section.blocks], subsections=[rebased(s, base) for s in section.subsections]
-    )
 
 
 class Book:
@@ -521,9 +246,9 @@ class Book:
         entries = [
             {
                 "doc": n.doc,
-                "title": _short_title(n),
+                "title": short_title(n),
                 "rows": len(self.rows.get(n.name, [])),
-                "question": "" if architecture else _question(n.path),
+                "question": "" if architecture else question(n.path),
             }
             for n in chosen
         ]
@@ -571,38 +296,7 @@ class Book:
         )
 
     def write_notebook(self, nb: Notebook, target: Path) -> None:
-
-        notebook = nbformat.read(nb.path, as_version=4)
-        notebook.metadata.pop("widgets", None)
-        for c in notebook.cells:
-            if c.cell_type != "code":
-                continue
-            outputs = []
-            for output in c.get("outputs", []):
-                data = output.get("data", {})
-                if "application/vnd.jupyter.widget-view+json" in data:
-                    continue  # progress bars: their state is not saved, a browser shows nothing
-                if output.get("output_type") == "stream" and output.get("name") == "stderr":
-                    continue
-                if "image/png" in data:
-                    png = fit(base64.b64decode("".join(data["image/png"])))
-                    data["image/png"] = base64.b64encode(png).decode()
-                    output.get("metadata", {}).pop("image/png", None)  # a stored size no longer fits
-                outputs.append(output)
-            c.outputs = outputs
-            tags = set(c.metadata.get("tags", []))
-            source = c.source.strip()
-            if (
-                tags & {"parameters", "injected-parameters"}
-                or source.startswith(("import ", "from "))
-                or source.count("\n") >= 15
-            ):
-                tags.add("hide-input")  # setup: *Show code* opens it
-            if any(
-                png_size(base64.b64decode(o.get("data", {}).get("image/png", "")))[0] > WIDE_FIGURE for o in outputs
-            ):
-                tags.add("full-width")  # over the margin: a wide figure keeps its labels readable
-            c.metadata["tags"] = sorted(tags)
+        notebook = reader_copy(nb.path)
         summary = nbformat.v4.new_markdown_cell(self.notebook_summary(nb))
         first = next((i for i, c in enumerate(notebook.cells) if c.cell_type == "markdown"), -1)
         notebook.cells.insert(first + 1, summary)
@@ -633,6 +327,11 @@ class Book:
             written["studies"] += [s.key for s in studies.subsections if not self._study_notebook(s)]
         (source / "reproduce.md").write_text(self.reproduce())
         written["reproduce"] = [RUNS_KEY] if self.doc.get(RUNS_KEY) else []
+        guides = write_docs(self.root / "docs", source / "docs")
+        written.update({f"docs/{name}": [] for name in guides})
+        if guides:
+            with (source / "index.md").open("a") as index:
+                index.write(DOCS_TOCTREE.format("\n".join(f"docs/{name}" for name in guides)))
         for nb in self.notebooks:
             self.write_notebook(nb, source / f"{nb.doc}.ipynb")
             written[nb.doc] = [s.key for s in self.notebook_studies(nb.name)]
@@ -643,6 +342,33 @@ class Book:
             shutil.copy2(mathjax / "tex-svg.js", target)
             shutil.copytree(mathjax / "input" / "tex", target / "input" / "tex")
         return written
+
+
+DOCS_TOCTREE = """
+```{{toctree}}
+:hidden:
+:caption: Using the code
+
+{}
+```
+"""
+_OUTSIDE_LINK = re.compile(r"(?<!!)\[([^\]]+)\]\((\.\./[^)\s]+)\)")
+
+
+def write_docs(docs: Path, target: Path) -> list[str]:
+    """The repository's ``docs/*.md`` pages into the book's source (``target``), in name order;
+    returns their names. A link out of ``docs/`` (to ``../reports/...``) becomes the path as code:
+    the book holds the docs and the reports, not the repository."""
+    pages = sorted(docs.glob("*.md")) if docs.is_dir() else []
+    target.mkdir(parents=True, exist_ok=True)
+
+    def plain(match: re.Match) -> str:
+        text, path = match.group(1), match.group(2).removeprefix("../")
+        return f"`{path}`" if text.strip("`") == path else f"{text} (`{path}`)"
+
+    for page in pages:
+        (target / page.name).write_text(_OUTSIDE_LINK.sub(plain, page.read_text()))
+    return [page.stem for page in pages]
 
 
 def _mathjax() -> Path | None:

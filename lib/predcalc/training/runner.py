@@ -123,6 +123,24 @@ def discover(only=None, directory: Path = NOTEBOOKS) -> list[Path]:
     return notebooks
 
 
+INDEX = "index.json"  # beside the notebooks: their groups and order in the book
+
+
+def notebook_groups(directory: Path = NOTEBOOKS) -> dict[str, list[str]]:
+    """The notebooks' groups, in order, from ``index.json`` beside them (``{"architectures": [...],
+    "studies": [...]}``); a notebook :func:`discover` finds that the index lacks is an error."""
+    index = directory / INDEX
+    if not index.is_file():
+        raise FileNotFoundError(f"no {INDEX} in {directory}: it lists each notebook's group")
+    groups = {group: list(names) for group, names in json.loads(index.read_text())["groups"].items()}
+    listed = [name for names in groups.values() for name in names]
+    found = [p.stem for p in discover(directory=directory)]
+    missing = [name for name in found if name not in listed]
+    if missing:
+        raise ValueError(f"{index.name} lists no group for {', '.join(missing)}")
+    return {group: [name for name in names if name in found] for group, names in groups.items()}
+
+
 def source_of(notebook: Path) -> tuple[Path, dict]:
     """The file a discovered notebook runs and the parameters its alias adds (none for a plain one)."""
     if notebook.stem in ALIASES and not notebook.is_file():
