@@ -42,7 +42,10 @@ BELOW = {  # what each package may import, besides itself (record: the metrics.j
 }
 PLACED = {
     "registry": "paths",  # the table of things by unique name: standard library only, under everything
-    "readable": "paths",  # numbers for people (the book's rule for shares): standard library only, under everything
+    "readable": "paths",
+    "errors": "paths",  # one line of an error: standard library only, under everything
+    "quiet": "paths",  # silencing TensorFlow's and absl's lines: standard library only, under everything
+    "cli_commands": "cli",  # what each command does; cli.py parses the command line  # numbers for people (the book's rule for shares): standard library only, under everything
     "recommended": "record",  # reports/recommended.json, the one list of recommended models: beside the record
     "calculator.study": "studies",  # a module that sits at another package's level
     "studies.edge_seeds": "report",

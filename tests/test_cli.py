@@ -158,26 +158,26 @@ def test_predict_with_the_committed_token_model_refuses_600_plus_500(capsys):
 
 
 def test_a_stopped_run_says_which_notebooks_it_can_resume(tmp_path, capsys):
-    from predcalc import cli
+    from predcalc import cli_commands
 
-    cli._resume_hint(tmp_path)
+    cli_commands.resume_hint(tmp_path)
     assert capsys.readouterr().err == ""  # nothing checkpointed: nothing said
     (tmp_path / ".checkpoints" / "06_transformer").mkdir(parents=True)
     (tmp_path / ".checkpoints" / "06_transformer" / "transformer5_seed-seed0-abc.json").write_text("{}")
     (tmp_path / ".checkpoints" / "10_mamba").mkdir()  # started, nothing finished
-    cli._resume_hint(tmp_path)
+    cli_commands.resume_hint(tmp_path)
     err = capsys.readouterr().err
     assert "finished seeds of 06_transformer are checkpointed" in err and "10_mamba" not in err
 
 
 def test_a_bug_is_one_short_line_and_exit_1(exported_fnn2, monkeypatch, capsys):
     """Exit 2 is for bad input only: an error in the code itself ends in exit 1, one line, no traceback."""
-    import predcalc.cli as cli
+    import predcalc.cli_commands as cli_commands
 
     def broken(path):
         raise KeyError("a slot the code forgot")
 
-    monkeypatch.setattr(cli, "Predictor", broken)
+    monkeypatch.setattr(cli_commands, "Predictor", broken)
     assert main(["predict", "1 + 2", "--model", str(exported_fnn2[2] / "model_float32.tflite")]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err
@@ -188,12 +188,12 @@ def test_a_bug_is_one_short_line_and_exit_1(exported_fnn2, monkeypatch, capsys):
 
 
 def test_a_missing_optional_package_exits_1_with_its_reason(monkeypatch, capsys):
-    import predcalc.cli as cli
+    import predcalc.cli_commands as cli_commands
 
     def missing(path):
         raise ImportError("no LiteRT interpreter: pip install ai-edge-litert (or tflite-runtime)")
 
-    monkeypatch.setattr(cli, "Predictor", missing)
+    monkeypatch.setattr(cli_commands, "Predictor", missing)
     assert main(["predict", "1 + 2", "--model", "model.tflite"]) == 1
     assert capsys.readouterr().err == (
         "predcalc predict: error: no LiteRT interpreter: pip install ai-edge-litert (or tflite-runtime)\n"

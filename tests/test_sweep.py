@@ -3,7 +3,7 @@ import json
 import nbformat
 import pytest
 
-from predcalc import cli
+from predcalc import cli, cli_commands
 from predcalc.training import sweep
 
 TINY = (
@@ -72,7 +72,12 @@ def test_sweep_runs_resumes_and_reports_failures(setup, capsys):
 
 def test_cli_parses_sweep_and_dask_missing_is_clear(monkeypatch):
     args = cli.parser().parse_args(["sweep", "grid.yaml", "--workers", "3", "--engine", "dask"])
-    assert (args.config, args.workers, args.engine, args.handler) == ("grid.yaml", 3, "dask", cli._sweep)
+    assert (args.config, args.workers, args.engine, args.handler) == (
+        "grid.yaml",
+        3,
+        "dask",
+        cli_commands.sweep_command,
+    )
     import builtins
 
     real_import = builtins.__import__

@@ -31,6 +31,7 @@ import numpy as np
 from predcalc.data import canonical, evaluate, get_tokenizer, seed_protocol
 from predcalc.deploy.export import find_keras_models
 from predcalc.deploy.formats import FORMATS, SIDECAR, ArtifactAsModel, artifact_values
+from predcalc.errors import one_line
 from predcalc.paths import BENCH_FILE, RUNS, relative, write_if_changed
 
 DEFAULT_EXPRESSION = "3 - -2 + 4"
@@ -165,7 +166,7 @@ def bench_model(
                 row["max_abs_diff"] = float(np.max(np.abs(outputs - reference))) if reference is not None else None
             rows.append(row)
         except Exception as error:  # noqa: BLE001  a runtime's own error classes (ONNX Runtime's are bare); the others go on
-            errors[name] = f"{type(error).__name__}: {str(error).strip()[:300]}"
+            errors[name] = one_line(error)
         if progress is not None:
             progress(name)
     keras_row = next((r for r in rows if r["runtime"] == REFERENCE), None)
@@ -216,7 +217,7 @@ def bench(
                     )
                 )
             except Exception as error:  # noqa: BLE001  a model Keras cannot load raises its own classes; the batch goes on
-                results.append({"path": relative(path), "error": f"{type(error).__name__}: {str(error).strip()[:300]}"})
+                results.append({"path": relative(path), "error": one_line(error)})
             bar.update()
     record = {
         "created": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),

@@ -31,6 +31,7 @@ import numpy as np
 from predcalc.data import get_tokenizer, seed_protocol
 from predcalc.deploy.formats import SIDECAR
 from predcalc.deploy.formats.saved_model import SavedModelRunner
+from predcalc.errors import one_line
 from predcalc.paths import write_if_changed
 
 PRECISIONS = ("FP32", "FP16", "INT8")
@@ -247,7 +248,7 @@ def convert_export(export_dir, precisions=("FP16",), calibration_expressions=Non
         except TensorRTUnavailableError:
             raise
         except Exception as error:  # noqa: BLE001  TF-TRT raises TensorFlow's own classes; the other precisions go on
-            result = {"error": f"{type(error).__name__}: {str(error).strip()[:300]}"}
+            result = {"error": one_line(error)}
         results[precision] = result
     write_if_changed(export_dir / "tensorrt.json", json.dumps(results, indent=1))
     return results

@@ -10,6 +10,7 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from predcalc.errors import one_line
 from predcalc.jetson.settings import (
     ARM_CPU,
     ARM_FEATURES,
@@ -41,8 +42,8 @@ def signal_name(returncode: int) -> str | None:
 
 
 def last_line(text: str) -> str:
-    lines = [line for line in (text or "").strip().splitlines() if line.strip()]
-    return lines[-1][:300] if lines else ""
+    """The verdict of a command's output: its last non-empty line."""
+    return one_line(text or "", last=True)
 
 
 def run_logged(command, log, **kwargs) -> subprocess.CompletedProcess:

@@ -36,7 +36,8 @@ import papermill
 import psutil
 from tqdm import tqdm
 
-from predcalc import paths
+from predcalc import paths, quiet
+from predcalc.errors import one_line
 from predcalc.paths import (
     CHECKPOINTS_VARIABLE,
     FAILED,
@@ -75,7 +76,7 @@ PROFILES = {
 RUN_INFO = "run.json"
 CHECKPOINTS = ".checkpoints"  # runs/.checkpoints/<notebook>/: finished seeds of an unfinished run  # written beside each executed notebook: profile, time, error
 
-KERNEL_ENV = {"TF_CPP_MIN_LOG_LEVEL": "3", "TF_ENABLE_ONEDNN_OPTS": "0", "PYTHONWARNINGS": "ignore"}
+KERNEL_ENV = {**quiet.ENVIRONMENT, "PYTHONWARNINGS": "ignore"}
 
 # Arguments of every kernel papermill starts: output written by C code (absl's "All log messages
 # before absl::InitializeLog()", CUDA stub lines, the TFLite delegate banner) goes to the kernel's
@@ -182,12 +183,6 @@ class Interrupted(Exception):
         self.outcomes = outcomes
 
 
-def _one_line(error: BaseException) -> str:
-    lines = [line for line in str(error).strip().splitlines() if line.strip()]
-    reason = lines[-1] if lines else ""
-    return f"{type(error).__name__}: {reason[:500]}"
-
-
 def _execute_here(source: str, output_notebook: str, parameters: dict, cwd: str) -> str | None:
     """Run one notebook with papermill in this process; the error in one line, or None."""
 
@@ -203,7 +198,7 @@ def _execute_here(source: str, output_notebook: str, parameters: dict, cwd: str)
             extra_arguments=KERNEL_ARGUMENTS,
         )
     except Exception as error:  # noqa: BLE001  papermill and nbclient raise their own classes; the batch goes on
-        return _one_line(error)
+        return one_line(error, 500, last=True)
     return None
 
 

@@ -31,7 +31,6 @@ import datetime
 import hashlib
 import itertools
 import json
-import os
 import signal
 import time
 from pathlib import Path
@@ -41,7 +40,9 @@ import yaml
 from tqdm.auto import tqdm
 
 from predcalc import paths
+from predcalc.errors import one_line
 from predcalc.paths import NOTEBOOKS, ROOT, relative, write_if_changed, write_json_if_changed
+from predcalc.quiet import silenced_stderr
 from predcalc.training.runner import (
     RUN_INFO,
     Interrupted,
@@ -259,9 +260,8 @@ def run_job(job: Job) -> Outcome:
     # (build/logs/sweeps/<sweep>/<run>.log), not to the terminal.
     log = paths.LOGS / "sweeps" / folder.parent.name / f"{folder.name}.log"
     log.parent.mkdir(parents=True, exist_ok=True)
-    with open(log, "w") as handle:
-        saved = os.dup(2)
-        os.dup2(handle.fileno(), 2)
+    log.write_text("")
+    with silenced_stderr(to=log):
         try:
             papermill.execute_notebook(
                 str(notebook),
@@ -275,11 +275,7 @@ def run_job(job: Job) -> Outcome:
             if not (folder / "metrics.json").is_file():
                 error = "the notebook ran but wrote no metrics.json into its output_dir"
         except Exception as exc:  # noqa: BLE001  papermill and nbclient raise their own classes; the sweep goes on
-            lines = [line for line in str(exc).strip().splitlines() if line.strip()]
-            error = f"{type(exc).__name__}: {(lines[-1] if lines else '')[:500]}"
-        finally:
-            os.dup2(saved, 2)
-            os.close(saved)
+            error = one_line(exc, 500, last=True)
     seconds = time.perf_counter() - start
     # The kernel ran in notebooks/, so it was given the absolute folder; what is kept names it
     # relative to the repository (no machine path in a committed file) when it lies inside it.

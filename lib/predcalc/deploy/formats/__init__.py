@@ -30,7 +30,9 @@ from pathlib import Path
 
 import numpy as np
 
+from predcalc.errors import one_line
 from predcalc.paths import ROOT
+from predcalc.quiet import quiet_tensorflow
 from predcalc.registry import Registry
 from predcalc.training.metrics import exact_accuracy
 
@@ -147,11 +149,9 @@ def tensorflow(purpose: str = "LiteRT export"):
             f"{purpose} needs the TensorFlow backend (KERAS_BACKEND=tensorflow); "
             f"this process runs {keras.backend.backend()!r}"
         )
-    import absl.logging  # the TensorFlow backend's converters only; reading an artifact needs neither
-    import tensorflow as tf
+    import tensorflow as tf  # the TensorFlow backend's converters only; reading an artifact needs neither
 
-    tf.get_logger().setLevel("ERROR")  # "Assets written to ..." on every export
-    absl.logging.set_verbosity(absl.logging.ERROR)
+    quiet_tensorflow()  # "Assets written to ..." on every export
     return tf
 
 
@@ -204,8 +204,7 @@ def artifact_values(spec, run, inputs) -> np.ndarray:
 
 def error_reason(error: BaseException) -> str:
     """The error's first line, with paths inside the repository written relative to it."""
-    lines = [line for line in str(error).replace(f"{ROOT}/", "").strip().splitlines() if line.strip()]
-    return f"{type(error).__name__}: {(lines[0] if lines else '')[:300]}"
+    return f"{type(error).__name__}: {one_line(str(error).replace(f'{ROOT}/', ''))}"
 
 
 def input_limits(spec, tokenizer, length: int | None = None) -> dict:

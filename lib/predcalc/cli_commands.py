@@ -1,0 +1,325 @@
+"""What each ``predcalc`` command does (:mod:`predcalc.cli` parses the command line and calls one of
+these with its arguments). Each returns the exit status; bad input raises ``ValueError`` or
+``OSError``, which :func:`predcalc.cli.main` prints as one line."""
+
+from __future__ import annotations
+
+import json
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+
+from predcalc.calculator import bench as calculator_bench
+from predcalc.calculator.runtime import Calculator, is_calculator
+from predcalc.data import canonical, evaluate
+from predcalc.data.exact_answers import score_answers, value_answer
+from predcalc.data.files import load_exact_pairs
+from predcalc.deploy.bench import bench, bench_table
+from predcalc.deploy.export import FORMATS, export_directory, find_keras_models
+from predcalc.deploy.predictor import CALCULATOR_MODEL, DEFAULT_MODEL, Predictor
+from predcalc.errors import one_line
+from predcalc.paths import BENCH_FILE, ROOT, relative, reports_for, runs_for
+
+EXIT_FAILURE = 1  # a bug, or something this machine lacks
+EXIT_USAGE = 2  # bad input only
+EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
+
+
+def run_command(args) -> int:
+    from predcalc.training import runner  # papermill and Keras: not in the runtime-only install
+
+    runs = Path(args.output) if args.output else runs_for(args.profile)
+    overrides = {}
+    for item in args.set or []:
+        key, _, value = item.partition("=")
+        try:
+            overrides[key] = json.loads(value)
+        except ValueError:
+            overrides[key] = value
+    widths = []
+
+    def status(outcome, done, total):
+        width = max(widths or [len(outcome.notebook)])
+        state = "ok" if outcome.error is None else f"FAILED: {outcome.error} (outputs in {relative(outcome.output)})"
+        print(
+            f"[{done:>{len(str(total))}}/{total}] {outcome.notebook:<{width}}  {outcome.seconds:7.1f} s  {state}",
+            flush=True,
+        )
+
+    notebooks = Path(args.notebooks) if args.notebooks else runner.NOTEBOOKS
+    widths.extend(len(nb.stem) for nb in runner.discover(args.only, notebooks))
+    start = time.perf_counter()
+    try:
+        outcomes = runner.run(
+            only=args.only,
+            profile=args.profile,
+            workers=args.workers,
+            runs=runs,
+            notebooks_dir=notebooks,
+            report=status,
+            overrides=overrides or None,
+        )
+    except runner.Interrupted as stop:
+        print(
+            f"predcalc run: interrupted; kernels stopped; {len(stop.outcomes)} finished notebook"
+            f"{'s' * (len(stop.outcomes) != 1)} kept in {relative(runs)}",
+            file=sys.stderr,
+            flush=True,
+        )
+        resume_hint(runs)
+        return EXIT_INTERRUPTED
+    failed = [o.notebook for o in outcomes if o.error is not None]
+    print(
+        f"{len(outcomes) - len(failed)} of {len(outcomes)} notebooks ran in {time.perf_counter() - start:.0f} s; "
+        f"outputs in {relative(runs)}/, kernel logs in {relative(runner.LOGS)}/"
+    )
+    if failed:
+        print(f"failed: {', '.join(failed)}", file=sys.stderr)
+        resume_hint(runs)
+        return 1
+    return 0
+
+
+def resume_hint(runs: Path) -> None:
+    """Name the notebooks whose finished (model, seed) runs wait in checkpoints, if any."""
+    from predcalc.training import runner  # papermill and Keras: not in the runtime-only install
+
+    folder = runs / runner.CHECKPOINTS
+    waiting = sorted(p.name for p in folder.glob("*") if p.is_dir() and any(p.glob("*.json")))
+    if waiting:
+        print(
+            f"predcalc run: the finished seeds of {', '.join(waiting)} are checkpointed in {relative(folder)}/; "
+            "the same command resumes after them",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
+def report_command(args) -> int:
+    from predcalc.report import findings  # pandas: not in the runtime-only install
+
+    runs = Path(args.runs) if args.runs else runs_for(args.profile)
+    if not runs.is_dir():
+        raise FileNotFoundError(
+            f"no run folder {relative(runs)}/ (run `predcalc run"
+            f"{' --profile full' if args.profile == 'full' else ''}` first)"
+        )
+    if not any(runs.glob("*/metrics.json")):
+        print(f"no metrics.json in {relative(runs)}/: the notebooks run there tabulate nothing; no page written")
+        return 0
+    full = args.profile == "full" and not args.runs
+    written = findings.build(
+        runs=runs, reports=reports_for("full" if full else "quick"), readme=ROOT / "README.md" if full else None
+    )
+    print(
+        f"wrote {relative(written['findings'])} and {relative(written['html'])} ({written['models']} table rows)"
+        + ("; README table updated" if written["readme"] else "" if not full else "; README has no findings markers")
+    )
+    return 0
+
+
+CACHE_HELP = (
+    "the learned calculator: look its networks' decisions up in tables filled once at load "
+    "(default: a LiteRT forward pass for every step call)"
+)
+
+
+def check_model_argument(model) -> None:
+    if model is not None and not model.strip():
+        raise ValueError("--model is empty: name a model file or directory")
+
+
+def default_model():
+    """The model the findings recommend: the learned calculator where it is exported, else FNN2."""
+
+    return CALCULATOR_MODEL if CALCULATOR_MODEL.is_file() else DEFAULT_MODEL
+
+
+def model_for(args):
+    """A calculator (exact answers as text) or a Predictor (values), for ``args.model``."""
+
+    check_model_argument(args.model)
+    path = args.model if args.model is not None else default_model()
+    return Calculator(path, cache=args.cache) if is_calculator(path) else Predictor(path)
+
+
+def predict_command(args) -> int:
+    model = model_for(args)
+    if isinstance(model, Calculator):
+        (result,) = model.evaluate([args.expression])
+        if isinstance(result, ValueError):
+            raise result
+        print(f"{args.expression.strip()} = {result.text()}  (calculated by {model.name})")
+        return 0
+    expression = canonical(args.expression)
+    exact = evaluate(expression)
+    model.check_answer(exact)  # a token-output model refuses an answer longer than its digits
+    value = float(model.predict([expression])[0])
+    exact_text = str(exact) if exact.denominator == 1 else f"{exact} = {float(exact):.6g}"
+    if value != value:  # NaN: a token-output model wrote no parseable answer
+        print(f"{expression} = (no parseable answer from {model.name}; exact {exact_text})")
+        return 0
+    print(f"{expression} = {value:.4f}  (predicted by {model.name}; rounded {round(value)}; exact {exact_text})")
+    return 0
+
+
+def evaluate_command(args) -> int:
+    model = model_for(args)
+    pairs = load_exact_pairs(args.file)
+    expressions = [e for e, _ in pairs]
+    truths = [str(v) for _, v in pairs]
+    result = {"model": str(args.model), "file": str(args.file)}
+    if isinstance(model, Calculator):
+        answers = model.answers(expressions)
+        result["path"] = "cache" if model.cache else "forward"
+    else:
+        predictions = np.asarray(model.predict(expressions), dtype=np.float64)
+        answers = [value_answer(p) or "" for p in predictions]
+        errors = np.abs(predictions - np.array([float(v) for _, v in pairs]))
+        result["mae"] = float(np.mean(errors))
+    scored = score_answers(truths, answers)
+    result.update(n=scored["n"], exact=scored["exact"], lowest_terms=scored["lowest_terms"])
+    if args.output:
+        lines = ["expression\tanswer\ttruth\tright"]
+        lines += [f"{e}\t{a}\t{t}\t{int(r)}" for e, a, t, r in zip(expressions, answers, truths, scored["right"])]
+        Path(args.output).write_text("\n".join(lines) + "\n")
+    if args.json:
+        print(json.dumps(result, indent=1))
+    else:
+        mae = f", MAE {result['mae']:.4g}" if "mae" in result else ""
+        print(
+            f"{model.name} on {args.file}: n {result['n']}, exact {100 * result['exact']:.2f} % "
+            f"(lowest terms {100 * result['lowest_terms']:.2f} %){mae}"
+        )
+    return 0
+
+
+def export_command(args) -> int:
+    from tqdm.auto import tqdm  # tqdm, Keras and pandas: not in the runtime-only install
+
+    from predcalc.report.findings import export_table, markdown_table
+
+    models = [path for target in args.target for path in find_keras_models(target)]
+    formats = tuple(args.formats or FORMATS)
+    records, failed = [], []
+    with tqdm(total=len(models) * len(formats), desc="export") as bar:
+        for index, path in enumerate(models):
+            name = path.parent.name
+            bar.set_postfix_str(f"{name} saved_model")
+            try:
+                result = export_directory(
+                    path,
+                    formats=formats,
+                    data_seed=args.data_seed,
+                    progress=lambda fmt, name=name: (bar.update(), bar.set_postfix_str(f"{name} {fmt}")),
+                )
+                records.append({"models": {name: {"label": result["label"], "export": result["formats"]}}})
+            except Exception as error:  # noqa: BLE001  Keras' loader and the converters raise their own classes; the batch goes on
+                failed.append(f"{path}: {one_line(error)}")
+            bar.update((index + 1) * len(formats) - bar.n)
+    if records:
+        print(markdown_table(export_table(records)))
+        print(f"wrote the artifacts and export.json beside {len(records)} model{'s' * (len(records) != 1)}")
+    for line in failed:
+        print(f"FAILED: {line}", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def bench_command(args) -> int:
+    if args.calculator is not None:
+        return bench_calculator_command(args)
+
+    record = bench(
+        args.model, runs=args.runs, expression=args.expression, batch_size=args.batch, output=args.output or BENCH_FILE
+    )
+    print(bench_table(record))
+    print(f"wrote {args.output or BENCH_FILE}")
+    # a runtime that fails is a row of the table; a model that cannot load or run Keras fails the command
+    return 1 if any("error" in m or "keras_predict" in m["errors"] for m in record["models"]) else 0
+
+
+def bench_calculator_command(args) -> int:
+    path = Path(args.calculator) if args.calculator else CALCULATOR_MODEL
+    record = calculator_bench.bench(path, n=args.expressions)
+    for label in ("integers", "with_division"):
+        row = record[label]
+        paths = ", ".join(
+            f"{name} {row[name]['seconds']:.2f} s = {row[name]['ratio']:.1f}x (exact {100 * row[name]['exact']:.2f} %)"
+            for name in ("forward", "cache")
+        )
+        print(f"{label:>13}: Python (fractions) {row['python_seconds']:.3f} s; calculator {paths}")
+    print(
+        f"{record['n']:,} expressions of {record['operators']} operators; one expression: "
+        f"{record['latency_ms']['forward']:.1f} ms with forward passes, "
+        f"{record['latency_ms']['cache']:.1f} ms with the cache (median)"
+    )
+    if args.output:
+        Path(args.output).write_text(json.dumps(record, indent=1) + "\n")
+    return 0
+
+
+def sweep_command(args) -> int:
+    from predcalc.training import sweep  # papermill: not in the runtime-only install
+    from predcalc.training.runner import Interrupted
+
+    config = sweep.load_config(args.config)
+    if args.workers is not None and args.workers < 1:
+        raise ValueError(f"--workers must be at least 1. Received: {args.workers}")
+    try:
+        outcomes = sweep.run(
+            config,
+            workers=args.workers,
+            engine=args.engine,
+            scheduler=args.scheduler,
+            root=Path(args.output).resolve() if args.output else sweep.SWEEPS,
+        )
+    except Interrupted as stop:
+        print(
+            f"predcalc sweep: interrupted; workers stopped; {len(stop.outcomes)} finished run"
+            f"{'s' * (len(stop.outcomes) != 1)} kept (run it again to resume)",
+            file=sys.stderr,
+            flush=True,
+        )
+        return EXIT_INTERRUPTED
+    for outcome in outcomes:
+        status = (
+            "skipped (finished)" if outcome.skipped else "ok" if outcome.error is None else f"FAILED: {outcome.error}"
+        )
+        print(f"{outcome.name}  {outcome.seconds:7.1f} s  {status}")
+    failed = [o for o in outcomes if o.error is not None]
+    root = Path(args.output) if args.output else sweep.SWEEPS
+    print(f"{len(outcomes) - len(failed)} of {len(outcomes)} runs finished; outputs in {root / config['name']}")
+    return 1 if failed else 0
+
+
+def tune_command(args) -> int:
+    from predcalc.paths import relative
+    from predcalc.training import tune  # keras-tuner and Keras: not in the runtime-only install
+
+    summary = tune.run(
+        args.config,
+        root=Path(args.output) if args.output else tune.TUNE_BUILD,
+        workers=args.workers,
+        search_only=args.search_only,
+        probe=args.probe,
+        final_only=args.final_only,
+    )
+    if summary is None:
+        print("predcalc tune: this worker's trials are done (the chief keeps the results)")
+        return 0
+    folder = (Path(args.output) if args.output else tune.TUNE_BUILD) / summary["name"]
+    best = summary["best"]
+    objective = summary["config"]["objective"]
+    print(
+        f"{summary['trials_finished']} trials finished ({summary['trials_failed']} failed); best: trial "
+        f"{best['trial']}, {objective} {best[objective]:.4g}, {json.dumps(best['hyperparameters'])}"
+        if best
+        else f"{summary['trials_finished']} trials finished; none succeeded"
+    )
+    print(
+        f"outputs in {relative(folder)}/"
+        + (f" (scored on the test sets: {summary['metrics']})" if "metrics" in summary else "")
+    )
+    return 0 if best else 1
