@@ -6,7 +6,7 @@ import pandas as pd
 import pytest
 
 from predcalc import cli
-from predcalc.training import tune
+from predcalc.training import tune, tune_config, tune_results
 
 SMOKE = (
     "model: fnn2\nobjective: val_mae\ntrials: 3\nepochs: 2\nseeds: [0]\n"
@@ -43,7 +43,7 @@ def _config(tmp_path, text=SMOKE, name="smoke"):
 )
 def test_bad_configs_are_one_line_errors_with_exit_2(tmp_path, capsys, text, message):
     path = _config(tmp_path, text, "bad")
-    with pytest.raises(tune.TuneConfigError, match=message):
+    with pytest.raises(tune_config.TuneConfigError, match=message):
         tune.load_config(path)
     assert cli.main(["tune", str(path), "--output", str(tmp_path / "out")]) == 2
     err = capsys.readouterr().err
@@ -253,5 +253,5 @@ def test_near_repeats_are_found_by_choices_and_a_relative_rate(tmp_path):
         "3,COMPLETED,32,0.0010,3.0\n"  # another width: not
         "4,FAILED,16,0.0010,\n"  # not finished: not
     )
-    assert tune.repeated_trials(tmp_path, config) == [(["0", "1"], [2.0, 5.0])]
-    assert tune.repeated_trials(tmp_path, config, tolerance=0.01) == []
+    assert tune_results.repeated_trials(tmp_path, config) == [(["0", "1"], [2.0, 5.0])]
+    assert tune_results.repeated_trials(tmp_path, config, tolerance=0.01) == []

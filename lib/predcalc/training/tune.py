@@ -29,14 +29,13 @@ Distributed: keras-tuner's own chief/worker mode. The chief holds the oracle and
 over gRPC; each worker asks for a trial, trains it and reports the score. ``run(...,
 workers=N)`` starts a chief and N workers on this machine; on several machines, start the same
 command with the environment variables ``KERASTUNER_TUNER_ID`` (``chief``, or a worker's
-name), ``KERASTUNER_ORACLE_IP`` and ``KERASTUNER_ORACLE_PORT`` (see the README's "Tuning").
+name), ``KERASTUNER_ORACLE_IP`` and ``KERASTUNER_ORACLE_PORT`` (see docs/sweeps-and-tuning.md).
 """
 
 from __future__ import annotations
 
 import contextlib
 import datetime
-import inspect
 import io
 import json
 import math
@@ -50,211 +49,26 @@ from pathlib import Path
 
 from predcalc import paths
 from predcalc.paths import relative, write_if_changed
-from predcalc.training.metrics import sign_test, spread
-from predcalc.training.sweep import SweepConfigError, check_keys, is_int, read_config_file
-
-TUNE_BUILD = paths.SCRATCH / "tune"
-TUNE_REPORTS = paths.REPORTS / "tune"
-TUNERS = ("bayesian", "random", "hyperband")
-OBJECTIVES = {"val_loss": "min", "val_mae": "min", "val_mre": "min", "val_accuracy": "max"}
-TRAINING_HYPERPARAMETERS = ("learning_rate", "batch_size", "peak_learning_rate")
-CONFIG_KEYS = (
-    "name",
-    "model",
-    "tuner",
-    "objective",
-    "trials",
-    "epochs",
-    "seeds",
-    "space",
-    "final",
-    "data_seed",
-    "search_seed",
-    "batch_size",
-    "patience",
-    "learning_rate",
-    "factor",
-    "initial_points",
+from predcalc.quiet import quiet_tensorflow
+from predcalc.training.tune_config import (
+    OBJECTIVES,
+    PROJECT,
+    RUNNER,
+    TUNE_BUILD,
+    hyperparameters,
+    load_config,
+    split_hyperparameters,
 )
-FINAL_KEYS = ("seeds", "epochs", "patience")
-PROJECT = "search"
-RUNNER = "runner.json"  # in each trial's folder: the tuner (process) that ran it
-ROLE_VARIABLES = ("KERASTUNER_TUNER_ID", "KERASTUNER_ORACLE_IP", "KERASTUNER_ORACLE_PORT")
-
-
-class TuneConfigError(SweepConfigError):
-    """A tune config that cannot be read or does not follow the schema (one line, naming the file)."""
-
-
-def _is_number(value) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-def _seeds(value, fail, key: str) -> list[int]:
-    if not isinstance(value, list) or not value or not all(is_int(x) for x in value):
-        fail(
-            f"'{key}' is a non-empty list of integers. Received: {value!r}"
-            + (f" (write {key.split('.')[-1]}: [{value}])" if is_int(value) else "")
-        )
-    return list(value)
-
-
-def _check_dimension(name: str, spec, fail) -> dict:
-    """One search dimension as ``{"choices": [...]}`` or ``{"min", "max", "log", "step"}``."""
-    if isinstance(spec, list):
-        spec = {"choices": spec}
-    if not isinstance(spec, dict):
-        fail(f"space.{name} is {{choices: [...]}} or {{min: .., max: .., log: true|false}}. Received: {spec!r}")
-    if "choices" in spec:
-        choices = spec["choices"]
-        if set(spec) - {"choices"}:
-            fail(f"space.{name}: 'choices' stands alone. Received keys: {sorted(spec)}")
-        if not isinstance(choices, list) or not choices:
-            fail(f"space.{name}.choices is a non-empty list. Received: {choices!r}")
-        kinds = {type(c) for c in choices}
-        if len(kinds) > 1 and not kinds <= {int, float}:
-            fail(f"space.{name}.choices mixes types: {choices!r}")
-        if len(set(choices)) != len(choices):
-            fail(f"space.{name}.choices repeats a value: {choices!r}")
-        return {"choices": [float(c) for c in choices] if kinds == {int, float} else list(choices)}
-    unknown = set(spec) - {"min", "max", "log", "step"}
-    if unknown or "min" not in spec or "max" not in spec:
-        fail(
-            f"space.{name} is {{choices: [...]}} or {{min: .., max: .., log: true|false, step: ..}}. "
-            f"Received keys: {sorted(spec)}"
-        )
-    low, high, log = spec["min"], spec["max"], spec.get("log", False)
-    if not (_is_number(low) and _is_number(high)) or not low < high:
-        fail(f"space.{name}: min and max are numbers with min < max. Received: min={low!r}, max={high!r}")
-    if not isinstance(log, bool):
-        fail(f"space.{name}.log is true or false. Received: {log!r}")
-    if log and low <= 0:
-        fail(f"space.{name}: a log-scale range needs min > 0. Received: min={low!r}")
-    step = spec.get("step")
-    if step is not None and not (_is_number(step) and step > 0):
-        fail(f"space.{name}.step is a positive number. Received: {step!r}")
-    return {"min": low, "max": high, "log": log, "step": step}
-
-
-def check_config(config, where: str = "the tune config") -> dict:
-    """The schema of a tune config, checked (see the module's docstring); returns it with its defaults."""
-    from predcalc.models import get_spec  # the registry loads the model builders (Keras) only when a config is checked
-
-    def fail(message):
-        raise TuneConfigError(f"{where}: {message}")
-
-    check_keys(config, CONFIG_KEYS, "tune", fail)
-    config = {
-        "tuner": "bayesian",
-        "objective": "val_loss",
-        "seeds": [0],
-        "data_seed": 0,
-        "search_seed": 0,
-        "batch_size": 32,
-        "patience": 20,
-        "learning_rate": 1e-3,
-        **config,
-    }
-    name = config.get("name")
-    if name is not None and (not isinstance(name, str) or not name.strip() or "/" in name or name.startswith(".")):
-        fail(f"'name' is a folder name (text without '/', not starting with '.'). Received: {name!r}")
-    if not isinstance(config.get("model"), str):
-        fail(f"'model' names a registered model (e.g. model: fnn2). Received: {config.get('model')!r}")
-    try:
-        spec = get_spec(config["model"])
-    except ValueError as error:
-        fail(str(error))
-    if config["tuner"] not in TUNERS:
-        fail(f"'tuner' is one of {', '.join(TUNERS)}. Received: {config['tuner']!r}")
-    if config["objective"] not in OBJECTIVES:
-        fail(f"unknown objective {config['objective']!r}; known: {', '.join(OBJECTIVES)} (validation metrics)")
-    hyperband = config["tuner"] == "hyperband"
-    if hyperband and "trials" in config:
-        fail("'trials' is not used by hyperband (its brackets set the trials: use 'epochs' and 'factor')")
-    if not hyperband and not (is_int(config.get("trials")) and config["trials"] >= 1):
-        fail(f"'trials' is a positive integer. Received: {config.get('trials')!r}")
-    for key in ("epochs", "batch_size", "patience"):
-        if not (is_int(config.get(key)) and config[key] >= 1):
-            fail(f"'{key}' is a positive integer. Received: {config.get(key)!r}")
-    for key, minimum in (("factor", 2), ("initial_points", 1)):
-        if key in config and not (is_int(config[key]) and config[key] >= minimum):
-            fail(f"'{key}' is an integer of at least {minimum}. Received: {config[key]!r}")
-    if "factor" in config and not hyperband:
-        fail("'factor' is a hyperband setting")
-    if "initial_points" in config and config["tuner"] != "bayesian":
-        fail("'initial_points' is a bayesian setting")
-    if not (_is_number(config["learning_rate"]) and config["learning_rate"] > 0):
-        fail(f"'learning_rate' is a positive number. Received: {config['learning_rate']!r}")
-    for key in ("data_seed", "search_seed"):
-        if not is_int(config[key]):
-            fail(f"'{key}' is an integer. Received: {config[key]!r}")
-    config["seeds"] = _seeds(config["seeds"], fail, "seeds")
-    space = config.get("space")
-    if not space:
-        fail("'space' is empty: name at least one hyperparameter (e.g. space: {units: {choices: [64, 128]}})")
-    if not isinstance(space, dict):
-        fail(f"'space' maps hyperparameter names to ranges or choices. Received: {type(space).__name__}")
-    builder = inspect.signature(spec.build).parameters
-    open_builder = any(p.kind is inspect.Parameter.VAR_KEYWORD for p in builder.values())
-    arguments = [n for n in builder if n != "tokenizer" and builder[n].kind is not inspect.Parameter.VAR_KEYWORD]
-    for key in space:
-        if key in TRAINING_HYPERPARAMETERS:
-            if key == "peak_learning_rate" and spec.optimizer.name != "adamw_seed":
-                fail(
-                    f"space.peak_learning_rate sets the seed schedule of adamw_seed models; {spec.name} trains "
-                    f"with {spec.optimizer.name!r} (tune learning_rate instead)"
-                )
-        elif not (key in arguments or (open_builder and isinstance(key, str) and key.isidentifier())):
-            fail(
-                f"space.{key} is neither an argument of {spec.name}'s builder ({', '.join(arguments) or 'none'}) "
-                f"nor one of {', '.join(TRAINING_HYPERPARAMETERS)}"
-            )
-    config["space"] = {key: _check_dimension(key, value, fail) for key, value in space.items()}
-    final = config.get("final")
-    if final is not None:
-        if not isinstance(final, dict) or set(final) - set(FINAL_KEYS):
-            fail(f"'final' is a mapping of {', '.join(FINAL_KEYS)}. Received: {final!r}")
-        final = {"seeds": config["seeds"], "epochs": config["epochs"], "patience": config["patience"], **final}
-        final["seeds"] = _seeds(final["seeds"], fail, "final.seeds")
-        for key in ("epochs", "patience"):
-            if not (is_int(final[key]) and final[key] >= 1):
-                fail(f"'final.{key}' is a positive integer. Received: {final[key]!r}")
-        config["final"] = final
-    return config
-
-
-def load_config(path) -> dict:
-    """Reads and checks a tune config (``.yaml``/``.yml`` or ``.json``); errors are one line."""
-    path = Path(path)
-    config = check_config(read_config_file(path, "tune", TuneConfigError), str(path))
-    config["name"] = config.get("name") or path.stem
-    return config
-
-
-def hyperparameters(space: dict):
-    """The checked ``space`` as keras-tuner ``HyperParameters`` (Choice, Int or Float)."""
-    import keras_tuner  # only when a search runs: checking a config needs no tuner
-
-    hp = keras_tuner.HyperParameters()
-    for name, dimension in space.items():
-        if "choices" in dimension:
-            hp.Choice(name, dimension["choices"])
-            continue
-        low, high, step = dimension["min"], dimension["max"], dimension["step"]
-        sampling = "log" if dimension["log"] else "linear"
-        if is_int(low) and is_int(high) and (step is None or is_int(step)):
-            hp.Int(name, low, high, step=None if dimension["log"] else (step or 1), sampling=sampling)
-        else:
-            hp.Float(name, float(low), float(high), step=step, sampling=sampling)
-    return hp
-
-
-def split_hyperparameters(values: dict) -> tuple[dict, dict]:
-    """A trial's values as (the training arguments, the builder's ``model_kwargs``); keras-tuner's
-    own ``tuner/...`` entries are dropped, and ``peak_learning_rate`` rides on ``model_kwargs``."""
-    training = {k: v for k, v in values.items() if k in ("learning_rate", "batch_size")}
-    model_kwargs = {k: v for k, v in values.items() if not k.startswith("tuner/") and k not in training}
-    return training, model_kwargs
+from predcalc.training.tune_results import (  # final_comparison, search_facts: read here by the report
+    best_trial,
+    final_comparison,  # noqa: F401
+    finished_trials,
+    hyperparameter_effects,
+    plot_trials,
+    search_facts,  # noqa: F401
+    short_value,
+    trial_table,
+)
 
 
 class Search:
@@ -402,223 +216,6 @@ def role() -> str | None:
     return os.environ.get("KERASTUNER_TUNER_ID") if os.environ.get("KERASTUNER_ORACLE_IP") else None
 
 
-def finished_trials(oracle) -> list:
-    return [t for t in oracle.trials.values() if t.status == "COMPLETED"]
-
-
-def trial_table(oracle, config: dict):
-    """Every trial as a row (pandas): its id, status, the tuner that ran it (where known),
-    hyperparameters, metrics, epochs trained, seconds and parameter count."""
-    import pandas as pd  # tables only when the trials are written
-
-    rows = []
-    metric_names = (*OBJECTIVES, "epochs", "seconds", "params")
-    for trial_id, trial in sorted(oracle.trials.items()):
-        values = trial.hyperparameters.values
-        runner = Path(oracle._get_trial_dir(trial_id)) / RUNNER
-        row = {
-            "trial": trial_id,
-            "status": trial.status,
-            "tuner": json.loads(runner.read_text())["tuner"] if runner.is_file() else None,
-        }
-        row.update({name: values.get(name) for name in config["space"]})
-        if "tuner/epochs" in values:
-            row["budget_epochs"] = values["tuner/epochs"]
-        for name in metric_names:
-            row[name] = trial.metrics.get_last_value(name) if trial.metrics.exists(name) else None
-        rows.append(row)
-    return pd.DataFrame(rows)
-
-
-def hyperparameter_effects(table, config: dict) -> dict:
-    """Spearman's rank correlation of each hyperparameter with the objective over the finished
-    trials (choices ranked in the config's order; None where a column is constant or fewer than
-    4 trials finished): a first look at which ones mattered, not a test."""
-    from scipy.stats import spearmanr  # statistics only when the trials are summarised
-
-    finished = table[table["status"] == "COMPLETED"] if len(table) else table
-    effects = {}
-    for name, dimension in config["space"].items():
-        if len(finished) < 4:
-            effects[name] = None
-            continue
-        values = finished[name].tolist()
-        ranks = (
-            [[str(c) for c in dimension["choices"]].index(str(v)) for v in values] if "choices" in dimension else values
-        )
-        rho = spearmanr(ranks, finished[config["objective"]].astype(float)).statistic
-        effects[name] = None if not math.isfinite(rho) else round(float(rho), 3)
-    return effects
-
-
-def final_comparison(folder, published: float) -> dict | None:
-    """The final stage's in-range MAE per seed (``metrics.json``) against a published mean: the
-    seeds' MAEs, (mean, min, max), the exact sign test over seeds (:func:`metrics.sign_test`: "better"
-    only when every seed beats it) and the final stage's training minutes. None before it ran."""
-    path = Path(folder) / "metrics.json"
-    if not path.is_file():
-        return None
-    record = json.loads(path.read_text())
-    runs = next(iter(record["models"].values()))["runs"]
-    maes = [r["metrics"]["in"]["mae"] for r in runs]
-    return {
-        "seeds": [r["seed"] for r in runs],
-        "mae": maes,
-        "spread": spread(maes),
-        "test": sign_test(maes, published),
-        "epochs": [r["epochs"] for r in runs],
-        "train_minutes": sum(r.get("train_seconds", 0.0) for r in runs) / 60,
-        "published": published,
-    }
-
-
-def repeated_trials(folder, config: dict, tolerance: float = 0.1) -> list[tuple[list[str], list[float]]]:
-    """Pairs of finished trials (``trials.csv``) that the tuner drew almost alike: every choice and
-    integer the same, every continuous value within ``tolerance`` of each other (relative). Their
-    objectives, side by side, show how noisy one trial's objective is. (ids, objectives) per pair."""
-    import pandas as pd  # tables only when a search is summarised
-
-    path = Path(folder) / "trials.csv"
-    if not path.is_file():
-        return []
-    table = pd.read_csv(path, dtype={"trial": str})
-    table = table[table["status"] == "COMPLETED"].reset_index(drop=True)
-    space = config["space"]
-    continuous = [n for n, d in space.items() if "choices" not in d and not all(map(is_int, (d["min"], d["max"])))]
-    discrete = [n for n in space if n not in continuous]
-    pairs = []
-    for i in range(len(table)):
-        for j in range(i + 1, len(table)):
-            a, b = table.iloc[i], table.iloc[j]
-            if all(a[n] == b[n] for n in discrete) and all(
-                abs(a[n] - b[n]) <= tolerance * max(abs(a[n]), abs(b[n])) for n in continuous
-            ):
-                pairs.append(([a["trial"], b["trial"]], [float(a[config["objective"]]), float(b[config["objective"]])]))
-    return pairs
-
-
-def search_facts(folder, published: float | None = None, published_label: str = "published") -> list[str]:
-    """A search's results as sentences (from its ``tune.json``, and ``probe_metrics.json`` or
-    ``metrics.json`` where written), for a report: trials, time, the best trial, the
-    hyperparameters' rank correlations, the final stage's in-range MAE over seeds against
-    ``published`` where given (its verdict by :func:`final_comparison`)."""
-    folder = Path(folder)
-    summary = json.loads((folder / "tune.json").read_text())
-    config, best = summary["config"], summary["best"]
-    objective = config["objective"]
-    wall = sum(s["seconds"] for s in summary["sessions"])
-    facts = [
-        f"{config['tuner']} search of {config['model']}: {summary['trials_finished']} of "
-        f"{config.get('trials', 'hyperband')} trials finished ({summary['trials_failed']} failed), "
-        f"{config['epochs']} epochs each on seed(s) {config['seeds']}, {wall / 60:.0f} min of wall time "
-        f"in {len(summary['sessions'])} call(s) ({summary['trial_seconds'] / 60:.0f} min of trial training)"
-    ]
-    if best is not None:
-        facts.append(
-            f"best trial {best['trial']}: {objective} {best[objective]:.4g} with "
-            + ", ".join(f"{k} {_short_value(v)}" for k, v in best["hyperparameters"].items())
-        )
-    effects = {k: v for k, v in (summary.get("effects") or {}).items() if v is not None}
-    if effects:
-        ranked = sorted(effects.items(), key=lambda item: -abs(item[1]))
-        facts.append(
-            f"rank correlation with {objective} (Spearman, {summary['trials_finished']} trials): "
-            + ", ".join(f"{k} {v:+.2f}" for k, v in ranked)
-        )
-    repeats = repeated_trials(folder, config)
-    if repeats:
-        facts.append(
-            "trials the tuner drew almost alike (the same choices, rates within 10 %) scored "
-            + "; ".join(
-                f"{' and '.join(trials)}: {' vs '.join(f'{v:.3g}' for v in values)}" for trials, values in repeats
-            )
-            + f" ({objective}): one trial's objective moves that much between near-identical settings (noise or a "
-            "sharp optimum; one run each cannot tell), so the ranking of close trials is weak evidence"
-        )
-    final = final_comparison(folder, published) if published is not None else None
-    if final is not None:
-        mean, low, high = final["spread"]
-        test = final["test"]
-        words = {"better": "below it on every seed", "worse": "above it on every seed"}
-        facts.append(
-            f"final: the best trial trained on {len(final['mae'])} seeds ({min(final['epochs'])}-"
-            f"{max(final['epochs'])} epochs, {final['train_minutes']:.0f} min): in-range MAE {mean:.4g} "
-            f"[{low:.4g}-{high:.4g}] against {published_label} {published}: "
-            + words.get(test["verdict"], f"not resolved ({test['better']} of {len(final['mae'])} seeds below it)")
-        )
-    probe = folder / "probe_metrics.json"
-    if final is None and probe.is_file():
-        runs = json.loads(probe.read_text())["models"][config["model"]]["runs"]
-        maes = [r["metrics"]["in"]["mae"] for r in runs]
-        facts.append(
-            f"probe: best trial trained on {len(runs)} seed(s), {runs[0]['epochs']} epochs: in-range MAE "
-            f"{sum(maes) / len(maes):.4g} (a probe at trial length, not like for like with {published_label})"
-        )
-    return facts
-
-
-def best_trial(oracle):
-    trials = oracle.get_best_trials(1)
-    return trials[0] if trials else None
-
-
-def plot_trials(table, config: dict, path=None):
-    """The objective of every finished trial against each hyperparameter (one panel each; log
-    axes where the range is on a log scale; the best trial in red)."""
-    import matplotlib.pyplot as plt  # plotting only when the figure is drawn
-    import numpy as np
-    from matplotlib import ticker
-
-    finished = table[table["status"] == "COMPLETED"]
-    objective = config["objective"]
-    names = list(config["space"])
-    columns = min(3, len(names))
-    rows = math.ceil(len(names) / columns)
-    figure, axes = plt.subplots(rows, columns, figsize=(4.2 * columns, 3.2 * rows), squeeze=False)
-    values = finished[objective].astype(float).to_numpy()
-    best = (np.argmin(values) if OBJECTIVES[objective] == "min" else np.argmax(values)) if len(values) else None
-    for index, name in enumerate(names):
-        axis = axes[index // columns][index % columns]
-        dimension = config["space"][name]
-        column = finished[name].tolist()
-        if "choices" in dimension:
-            labels = [str(c) for c in dimension["choices"]]
-            x = np.array([labels.index(str(v)) for v in column], dtype=float)
-            rng = np.random.default_rng(0)
-            x = x + rng.uniform(-0.12, 0.12, len(x))  # spread equal choices so every trial shows
-            axis.set_xticks(range(len(labels)), labels)
-            axis.set_xlim(-0.5, len(labels) - 0.5)  # every choice shown, tried or not
-        else:
-            x = np.array(column, dtype=float)
-            low, high = dimension["min"], dimension["max"]
-            if dimension["log"]:
-                axis.set_xscale("log")
-                axis.set_xlim(low / 1.5, high * 1.5)  # the whole range searched
-            else:
-                axis.set_xlim(low - 0.05 * (high - low), high + 0.05 * (high - low))
-        axis.scatter(x, values, s=22, alpha=0.7, color="#4477aa")
-        if best is not None:
-            axis.scatter([x[best]], [values[best]], s=60, color="#cc3311", label="best")
-        if objective != "val_accuracy" and len(values) and np.all(values > 0):
-            axis.set_yscale("log")
-            plain = ticker.FuncFormatter(lambda value, _: f"{value:.3g}")
-            axis.yaxis.set_major_formatter(plain)
-            axis.yaxis.set_minor_formatter(plain)
-        axis.set_xlabel(name)
-        axis.set_ylabel(objective)
-    for index in range(len(names), rows * columns):
-        axes[index // columns][index % columns].axis("off")
-    figure.suptitle(
-        f"{config['model']}: {len(finished)} trials ({config['tuner']}), {objective} against each hyperparameter",
-        fontsize=10,
-    )
-    figure.tight_layout()
-    if path is not None:
-        paths.save_figure(figure, path)
-    plt.close(figure)
-    return figure
-
-
 def summarise(search: Search, oracle=None, record_session: bool = True) -> dict:
     """Write ``trials.csv``, ``trials.png``, ``best_hyperparameters.json`` and ``tune.json`` from the
     oracle (default: the tuner's project, reloaded); returns the summary (``tune.json``'s content).
@@ -730,7 +327,7 @@ def write_metrics(folder, results, config: dict, summary: dict, final: dict, bes
         },
     )
     model = record["models"][config["model"]]
-    model["label"] = f"{model['label']}, tuned ({', '.join(f'{k} {_short_value(v)}' for k, v in best.items())})"
+    model["label"] = f"{model['label']}, tuned ({', '.join(f'{k} {short_value(v)}' for k, v in best.items())})"
     record["tune"] = {
         "tuner": config["tuner"],
         "objective": config["objective"],
@@ -751,17 +348,6 @@ def write_metrics(folder, results, config: dict, summary: dict, final: dict, bes
     path = Path(folder) / "probe_metrics.json"
     write_if_changed(path, json.dumps(checked.to_json(), indent=1) + "\n")
     return path
-
-
-def _short_value(value) -> str:
-    return f"{value:.3g}" if isinstance(value, float) else str(value)
-
-
-def quiet_tensorflow() -> None:
-    """TensorFlow's Python warnings (retracing notices) off the terminal."""
-    import logging  # only when the terminal is quietened for a run
-
-    logging.getLogger("tensorflow").setLevel(logging.ERROR)
 
 
 def _free_port(host: str) -> int:
