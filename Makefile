@@ -20,7 +20,8 @@
 PYTHON ?= python3
 VENV ?= .venv
 PROFILE ?= quick
-WORKERS ?= 1
+# notebooks executed at a time by `make report`: one per core (WORKERS=1 for one at a time)
+WORKERS ?= $(shell nproc 2>/dev/null || echo 1)
 ONLY ?=
 BIN := $(VENV)/bin
 

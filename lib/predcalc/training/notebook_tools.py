@@ -1,6 +1,7 @@
 """Keep notebooks diff-friendly: execute them with their defaults and keep only checked outputs.
 
     python -m predcalc.training.notebook_tools refresh notebooks/01_fnn.ipynb [...]
+    python -m predcalc.training.notebook_tools annotate notebooks/*.ipynb   # full-profile comments
 
 A cell tagged ``nbval-check-output`` (nbval's tag; the ``# NBVAL_CHECK_OUTPUT`` comment also
 works) keeps its (deterministic) output, which ``pytest --nbval-lax`` compares on every CI run;
@@ -15,6 +16,7 @@ from pathlib import Path
 import nbformat
 from nbclient import NotebookClient
 
+from predcalc.training.profile_comments import annotate
 from predcalc.training.runner import kernel_environment
 
 CHECK_MARK = "# NBVAL_CHECK_OUTPUT"
@@ -53,9 +55,13 @@ def refresh(path: Path, timeout: int = 1200) -> None:
 
 def main(argv=None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if len(argv) < 2 or argv[0] not in ("refresh", "strip"):
-        print("usage: python -m predcalc.training.notebook_tools refresh|strip NOTEBOOK...", file=sys.stderr)
+    if len(argv) < 2 or argv[0] not in ("refresh", "strip", "annotate"):
+        print("usage: python -m predcalc.training.notebook_tools refresh|strip|annotate NOTEBOOK...", file=sys.stderr)
         return 2
+    if argv[0] == "annotate":  # the full profile's values as comments in each parameters cell
+        for name in argv[1:]:
+            print(f"{'annotated' if annotate(Path(name)) else 'unchanged'} {name}")
+        return 0
 
     for name in argv[1:]:
         path = Path(name)
