@@ -549,3 +549,43 @@ def test_every_page_loads_with_title_figures_and_working_links(site, browser, do
         elif parts.fragment and target.suffix == ".html" and unquote(parts.fragment) not in _ids(target):
             problems.append(f"{page}: link {href} names no anchor on its page")
     assert not problems, "\n".join(problems)
+
+
+LAYOUT = Path(__file__).parent / "browser" / "layout.js"  # what a reader would see clipped or covered
+NOISE = ("WARNING:tensorflow", "INFO:tensorflow", "PosixPath(", "NBVAL_CHECK_OUTPUT", "absl::InitializeLog")
+
+
+@pytest.mark.slow  # drives Chromium through every page at two window widths
+@pytest.mark.parametrize("width", [1400, 1920])
+def test_nothing_runs_under_the_contents_panel_and_no_table_is_clipped(site, browser, width):
+    """At 1,400 and 1,920 px: no figure, table, cell or paragraph under the right-hand Contents panel
+    or past the window, every table inside its column (scrolling where wider), and the panel's icon
+    font loaded from the book itself."""
+    (_, written), (driver, base) = site, browser
+    driver.set_window_size(width, 1000)
+    script = LAYOUT.read_text()
+    problems = []
+    try:
+        for page in written:
+            _visit(driver, base + f"{page}.html")
+            problems += [f"{page} at {width} px: {line}" for line in driver.execute_script(script)]
+        font = driver.execute_async_script(
+            "const done = arguments[0]; document.fonts.load('900 16px \"Font Awesome 6 Free\"')"
+            ".then(faces => done(faces.length), () => done(-1));"
+        )
+        assert font > 0, "the Contents panel's icon font (Font Awesome 6 Free) did not load"
+    finally:
+        driver.set_window_size(1280, 1000)
+    assert not problems, "\n".join(problems)
+
+
+@pytest.mark.slow  # reads the built book
+def test_the_executed_cells_show_no_runtime_noise(site):
+    out, written = site
+    noisy = [
+        f"{page}: {word}"
+        for page in written
+        for word in NOISE
+        if word in (out / f"{page}.html").read_text(errors="replace")
+    ]
+    assert not noisy, noisy

@@ -7,14 +7,18 @@ from __future__ import annotations
 
 import base64
 import dataclasses
+import functools
 import json
 import re
 from pathlib import Path
 
 import nbformat
+import pandas as pd
 
+from predcalc.models.registry import display_label
 from predcalc.paths import ROOT
-from predcalc.report.book_cells import WIDE_FIGURE, fit, png_size
+from predcalc.report.book_cells import EXPORT_COLUMNS, WIDE_FIGURE, export_grid, fit, png_size
+from predcalc.report.tables import markdown_table, plain_cell
 from predcalc.training.runner import discover, notebook_groups, source_of
 
 
@@ -107,6 +111,62 @@ NBVAL_MARKER = re.compile(r"^\s*# NBVAL_\w+\s*$")  # nbval's cell markers: for t
 PATH_REPR = re.compile(r"^(Posix|Windows)?Path\(.*\)$")  # the return value of a cell that wrote a file
 
 
+EXPORT_HEADER = "| model | format | KB |"  # the start of an export table (one row per file)
+
+
+def _number(text: str) -> float | None:
+    """``191.7`` -> 191.7, ``-0.10 pt`` -> -0.001 (points as a share), blank -> None."""
+    text = text.strip()
+    if not text:
+        return None
+    if text.endswith("pt"):
+        return float(text.removesuffix("pt")) / 100
+    try:
+        return float(text.replace(",", ""))
+    except ValueError:
+        return None
+
+
+@functools.cache
+def _short_names() -> dict[str, str]:
+    """A model's label (as tables show it) -> its registered name, the short name a grid shows."""
+    from predcalc.models import MODELS  # the registry's labels: Keras, only when a page has an export table
+
+    names = {}
+    for name in MODELS:
+        spec = MODELS[name]
+        for label in {spec.label, display_label(spec.label), getattr(spec, "shown_label", spec.label)}:
+            names[str(label)] = name
+    return names
+
+
+def compact_export_table(markdown: str) -> str:
+    """An export table (one row per file, long model labels) as the book's model x format grid with
+    each model's registered name: one short row per model instead of one tall row per file. Other
+    markdown comes back unchanged."""
+    lines = markdown.strip().splitlines()
+    if len(lines) < 3 or not lines[0].startswith(EXPORT_HEADER):
+        return markdown
+    columns = [c.strip() for c in lines[0].strip("|").split("|")]
+    rows = []
+    for line in lines[2:]:
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) != len(columns):
+            return markdown  # not a plain pipe table: leave it as it is
+        rows.append(dict(zip(columns, cells, strict=True)))
+    frame = pd.DataFrame(rows)
+    frame["model"] = [_short_names().get(label, label) for label in frame["model"]]
+    for column in ["KB"] + [c for c in frame.columns if c.startswith("acc change")]:
+        frame[column] = [_number(v) for v in frame[column]]
+    if not EXPORT_COLUMNS <= set(frame.columns):
+        return markdown
+    grid, notes = export_grid(frame.astype(object).where(frame.notna(), None))
+    text = markdown_table(grid, plain_cell)
+    if notes:
+        text += "\n\nWhy a file is not to be used: " + "; ".join(notes) + "."
+    return text
+
+
 def _shown(output: dict) -> dict | None:
     """An output as the book shows it, or None to leave it out."""
     data = output.get("data", {})
@@ -128,6 +188,8 @@ def _shown(output: dict) -> dict | None:
     if output.get("output_type") == "execute_result" and set(data) == {"text/plain"}:
         if PATH_REPR.match("".join(data["text/plain"]).strip()):
             return None
+    if "text/markdown" in data:
+        data["text/markdown"] = compact_export_table("".join(data["text/markdown"]))
     if "image/png" in data:
         png = fit(base64.b64decode("".join(data["image/png"])))
         data["image/png"] = base64.b64encode(png).decode()
