@@ -138,7 +138,7 @@ def test_the_summary_and_the_result_lines_come_from_the_records():
     }
     text = " ".join(result.result_lines(record))
     assert "`aarch64`" in text and "1 of 2 recommended artifacts" in text and "3 of 4 answers" in text
-    assert "`b` differs: 1 of 2 answers, exact accuracy 100.0 % on aarch64 against 100.0 %" in text
+    assert "`b` differs: 1 of 2 answers, exact accuracy 100.0\u00a0% on aarch64 against 100.0\u00a0%" in text
     assert "Skipped (no file): t/model_float32.tflite" in text and "`max` CPU" not in text
     record["emulation"] = {
         "other_cpus": [

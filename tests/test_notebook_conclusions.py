@@ -77,7 +77,7 @@ def test_beyond_summary_heads_with_a_trained_model_and_compares_like_for_like():
         in first
     )
     assert "6.156" not in text
-    assert rest[0] == f"- {solved}: 100.0 / 100.0 / 27.3 % (in / out / long)" and solved.endswith("(partly built)")
+    assert rest[0] == f"- {solved}: 100.0\u00a0% / 100.0\u00a0% / 27.3\u00a0% (in / out / long)" and solved.endswith("(partly built)")
 
 
 def _extended_record():
@@ -112,7 +112,7 @@ def test_extended_summary_tags_the_partly_built_scan_wherever_it_names_it():
     assert "Mean over 2 seed(s), at most 300 epochs." in text
     assert (
         "The trained model with the highest mean accuracy over the 13 families is **Syntax-gated scan (typed tokens)** "
-        "(53.8 %). Partly built, **Solved (partly built)** reaches 100.0 %." in text
+        "(53.8\u00a0%). Partly built, **Solved (partly built)** reaches 100.0\u00a0%." in text
     )
 
 
@@ -211,8 +211,8 @@ def test_bilstm_attention_helpers():
         ]
     )
     assert attention.attention_sentence(shares).startswith(
-        " In range the attention puts 20 % of its weight on numbers, "
-        "30 % on operators and 50 % on padding (padding is 60 %"
+        " In range the attention puts 20\u00a0% of its weight on numbers, "
+        "30\u00a0% on operators and 50\u00a0% on padding (padding is 60\u00a0%"
     )
     assert (
         attention.int8_sentence({"int8": {"error": "E"}})

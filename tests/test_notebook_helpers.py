@@ -27,7 +27,7 @@ def test_token_labels_and_unparseable_markdown():
     labels = notes.token_labels(tokenizer.encode("3 - -2 + 4"), tokenizer)
     assert labels[:6] == ["3", "-", "-2", "+", "4", "pad"] and len(labels) == tokenizer.length
     text = notes.unparseable_markdown({"T": {"in": 0.0, "out": 0.125, "long": 0.5}})
-    assert "- T: in 0.0 %, out 12.5 %, long 50.0 %" in text
+    assert "- T: in 0.0\u00a0%, out 12.5\u00a0%, long 50.0\u00a0%" in text
 
 
 def test_llm_steps_markdown():
@@ -112,7 +112,7 @@ def test_shared_model_notebook_steps(tmp_path, capsys):
     assert len(rows) == 1
     assert steps.model_summary(results, rows, "m", {"m": 2.5}) == (
         "**M** (1,200 parameters, 2.50 s per epoch): MAE 0.100 in range, 2.00 out of range, 3.00 long; "
-        "exact 50.0 % / 25.0 % / 0.0 %"
+        "exact 50.0\u00a0% / 25.0\u00a0% / 0.0\u00a0%"
     )
     assert steps.export_summary(results, "m") == " Export of m: float32 (max diff 1e-07); failed: int8."
     assert steps.export_summary(results, "other") == ""
@@ -260,7 +260,7 @@ def test_the_conclusion_reports_each_model_beside_the_prior_reports_row_and_name
     assert "MAE in range **0.0389** (prior report 0.0393)" in text and "long **3.915** (3.886)" in text
     assert "nan" not in text
     assert "- **transformer_tokens** (2 seed(s), 200 epochs at most, this run): exact answers" in text
-    assert "unparseable 25.0 % out of range" in text
+    assert "unparseable 25.0\u00a0% out of range" in text
     assert "writing digits gives more exact answers out of range" in text and "span -14 to 13" in text
 
 

@@ -21,6 +21,7 @@ from predcalc.deploy.export import FORMATS, export_directory, find_keras_models
 from predcalc.deploy.predictor import CALCULATOR_MODEL, DEFAULT_MODEL, Predictor
 from predcalc.errors import one_line
 from predcalc.paths import BENCH_FILE, ROOT, relative, reports_for, runs_for
+from predcalc.readable import percent
 
 EXIT_FAILURE = 1  # a bug, or something this machine lacks
 EXIT_USAGE = 2  # bad input only
@@ -190,8 +191,8 @@ def evaluate_command(args) -> int:
     else:
         mae = f", MAE {result['mae']:.4g}" if "mae" in result else ""
         print(
-            f"{model.name} on {args.file}: n {result['n']}, exact {100 * result['exact']:.2f} % "
-            f"(lowest terms {100 * result['lowest_terms']:.2f} %){mae}"
+            f"{model.name} on {args.file}: n {result['n']}, exact {percent(result['exact'], 2)} "
+            f"(lowest terms {percent(result['lowest_terms'], 2)}){mae}"
         )
     return 0
 
@@ -246,7 +247,7 @@ def bench_calculator_command(args) -> int:
     for label in ("integers", "with_division"):
         row = record[label]
         paths = ", ".join(
-            f"{name} {row[name]['seconds']:.2f} s = {row[name]['ratio']:.1f}x (exact {100 * row[name]['exact']:.2f} %)"
+            f"{name} {row[name]['seconds']:.2f} s = {row[name]['ratio']:.1f}x (exact {percent(row[name]['exact'], 2)})"
             for name in ("forward", "cache")
         )
         print(f"{label:>13}: Python (fractions) {row['python_seconds']:.3f} s; calculator {paths}")

@@ -6,6 +6,7 @@ from pathlib import Path
 
 from predcalc.jetson.compare import PROBE_CPUS
 from predcalc.jetson.settings import GUIDE_END, GUIDE_START, JETPACK6
+from predcalc.readable import percent
 
 
 def result_lines(record: dict) -> list[str]:
@@ -30,8 +31,8 @@ def result_lines(record: dict) -> list[str]:
     for other in total["disagree"]:
         lines.append(
             f"`{other['name']}` differs: {other['answers_differ']} of {other['n']} answers, exact "
-            f"accuracy {100 * other['exact_aarch64']:.1f} % on aarch64 against "
-            f"{100 * other['exact_x86_64']:.1f} % on x86-64."
+            f"accuracy {percent(other['exact_aarch64'])} on aarch64 against "
+            f"{percent(other['exact_x86_64'])} on x86-64."
         )
     if total["failed"]:
         lines.append("Failed to run: " + ", ".join(total["failed"]) + ".")
@@ -120,7 +121,7 @@ def not_recommended_line(other: dict) -> str:
         return line + f": the same answers on both ({other['n'] - other['answers_differ']} of {other['n']})."
     line += (
         f": {other['answers_differ']} of {other['n']} answers differ (exact accuracy "
-        f"{100 * other['exact_aarch64']:.1f} % on aarch64 against {100 * other['exact_x86_64']:.1f} % on x86-64)"
+        f"{percent(other['exact_aarch64'])} on aarch64 against {percent(other['exact_x86_64'])} on x86-64)"
     )
     if "values_differ" in other:
         line += f"; its raw predictions differ on {other['values_differ']} of {other['n']} by up to {other['max_abs_diff']:.2g}"

@@ -7,6 +7,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from predcalc.readable import percent
 from predcalc.data import evaluate
 from predcalc.data.tokenizers import signed_terms
 from predcalc.models.recurrent import attention_weights
@@ -83,11 +84,11 @@ def attention_sentence(attention_table) -> str:
     in_range = attention_table[attention_table["test set"] == "in"].iloc[0]
     long_set = attention_table[attention_table["test set"] == "long"].iloc[0]
     return (
-        f" In range the attention puts {100 * in_range['on numbers']:.0f} % of its weight on numbers, "
-        f"{100 * in_range['on operators']:.0f} % on operators and {100 * in_range['on pads']:.0f} % on padding "
-        f"(padding is {100 * in_range['share of tokens that are pad']:.0f} % of the tokens); on long expressions "
-        f"{100 * long_set['on numbers']:.0f} %, {100 * long_set['on operators']:.0f} % and "
-        f"{100 * long_set['on pads']:.0f} %."
+        f" In range the attention puts {percent(in_range['on numbers'], 0)} of its weight on numbers, "
+        f"{percent(in_range['on operators'], 0)} on operators and {percent(in_range['on pads'], 0)} on padding "
+        f"(padding is {percent(in_range['share of tokens that are pad'], 0)} of the tokens); on long expressions "
+        f"{percent(long_set['on numbers'], 0)}, {percent(long_set['on operators'], 0)} and "
+        f"{percent(long_set['on pads'], 0)}."
     )
 
 

@@ -12,6 +12,7 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
+from predcalc.readable import percent
 from predcalc.data import NumericTokenizer, TypedTokenizer
 from predcalc.deploy.export import export_results
 from predcalc.models import MODELS
@@ -97,7 +98,7 @@ def model_summary(results, rows, name: str, seconds: dict) -> str:
     return (
         f"**{spec.shown_label}** ({row['params']:,} parameters, {seconds[name]:.2f} s per epoch): MAE "
         f"{row['MAE in']:.3f} in range, {row['MAE out']:.2f} out of range, {row['MAE long']:.2f} long; exact "
-        f"{100 * row['acc in']:.1f} % / {100 * row['acc out']:.1f} % / {100 * row['acc long']:.1f} %"
+        f"{percent(row['acc in'])} / {percent(row['acc out'])} / {percent(row['acc long'])}"
     )
 
 
@@ -170,8 +171,8 @@ def recurrent_summary(results, table, weights_table, name: str, seeds) -> str:
     text = (
         f"{result.spec.shown_label} ({result.first.params:,} parameters) over {len(seeds)} seed(s): in-range MAE "
         f"**{ours_row['MAE in']:.4f}**, out-of-range MAE **{ours_row['MAE out']:.3f}**, long MAE "
-        f"**{ours_row['MAE long']:.3f}**; exact accuracy {100 * ours_row['acc in']:.1f} % in range, "
-        f"{100 * ours_row['acc out']:.1f} % out of range, {100 * ours_row['acc long']:.1f} % on long expressions. "
+        f"**{ours_row['MAE long']:.3f}**; exact accuracy {percent(ours_row['acc in'])} in range, "
+        f"{percent(ours_row['acc out'])} out of range, {percent(ours_row['acc long'])} on long expressions. "
     )
     if published:
         text += (
@@ -198,8 +199,8 @@ def fnn_summary(table, seeds) -> str:
         f"out-of-range MAE **{row['MAE out']:.3f}** (prior report {published['mae_out']}), long MAE "
         f"**{row['MAE long']:.3f}** ({prior_long(published)}; the findings' table in the prior report's own "
         "definitions compares it like for like); "
-        f"exact accuracy {100 * row['acc in']:.1f} % in range, {100 * row['acc out']:.1f} % out of range, "
-        f"{100 * row['acc long']:.1f} % on long expressions. Out of range its error is "
+        f"exact accuracy {percent(row['acc in'])} in range, {percent(row['acc out'])} out of range, "
+        f"{percent(row['acc long'])} on long expressions. Out of range its error is "
         f"{row['MAE out'] / row['MAE in']:.0f} times the in-range error: the network interpolates between the "
         "numbers it was trained on and does not extrapolate the rule."
     )
@@ -225,13 +226,13 @@ def beyond_summary(table, seeds) -> str:
     published = SEED_ROWS["FNN2 (1 x 345 PReLU)"]
     lines = [
         f"Best trained model here: **{best.name}** ({int(best['params'])} parameters, {len(seeds)} seed(s)): exact accuracy "
-        f"{100 * best['acc in']:.2f} % in range, {100 * best['acc out']:.2f} % out of range, "
-        f"{100 * best['acc long']:.2f} % on long expressions; MAE out {best['MAE out']:.3f} against "
+        f"{percent(best['acc in'], 2)} in range, {percent(best['acc out'], 2)} out of range, "
+        f"{percent(best['acc long'], 2)} on long expressions; MAE out {best['MAE out']:.3f} against "
         f"{published['mae_out']} for the prior report's best regression model (FNN2), long {best['MAE long']:.3f} "
         f"({prior_long(published)})."
     ]
     lines += [
-        f"- {label}: {100 * row['acc in']:.1f} / {100 * row['acc out']:.1f} / {100 * row['acc long']:.1f} % "
+        f"- {label}: {percent(row['acc in'])} / {percent(row['acc out'])} / {percent(row['acc long'])} "
         "(in / out / long)"
         for label, row in rows.iterrows()
         if label != best.name
@@ -256,7 +257,7 @@ def extended_summary(record: dict) -> str:
         lines.append(
             f"- **{shown_label(name, model['label'])}**: {digits}; {terms} terms "
             f"{100 * by[f'terms_{terms}']:.1f} %; at least 99 % on {sum(a >= 0.99 for a in by.values())} of "
-            f"{len(by)} families (worst: {worst} {100 * by[worst]:.1f} %); relative error "
+            f"{len(by)} families (worst: {worst} {percent(by[worst])}); relative error "
             f"{mre['digits_1']:.2g} with 1-digit and {mre['digits_6']:.2g} with 6-digit numbers."
         )
     trained, built = extended_best(record), extended_best(record, built=True)
@@ -265,10 +266,10 @@ def extended_summary(record: dict) -> str:
     if trained:
         text += (
             f" The trained model with the highest mean accuracy over the {len(families)} families is "
-            f"**{trained['label']}** ({100 * trained['mean']:.1f} %)."
+            f"**{trained['label']}** ({percent(trained['mean'])})."
         )
     if built:
-        text += f" Partly built, **{built['label']}** reaches {100 * built['mean']:.1f} %."
+        text += f" Partly built, **{built['label']}** reaches {percent(built['mean'])}."
     return (
         "\n".join(lines)
         + text

@@ -6,6 +6,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
+from predcalc.readable import percent
 from predcalc.data import NumericTokenizer
 from predcalc.models import get_spec, regression_values
 from predcalc.models.registry import display_label
@@ -98,7 +99,7 @@ def token_models(names) -> list[str]:
 
 def unparseable_markdown(unparseable: dict) -> str:
     return "Unparseable answers of the token heads (share of each test set, all seeds):\n\n" + "\n".join(
-        f"- {label}: " + ", ".join(f"{k} {100 * v:.1f} %" for k, v in shares.items())
+        f"- {label}: " + ", ".join(f"{k} {percent(v)}" for k, v in shares.items())
         for label, shares in unparseable.items()
     )
 
@@ -246,16 +247,16 @@ def conclusion(table, record: dict, unseen: dict, train_values) -> str:
             f"- **{name}** ({row['params']:,} parameters, prior report {published['params']:,}; {source(model)}): "
             f"MAE in range **{row['MAE in']:.4f}** (prior report {published['mae_in']}), out of range "
             f"**{row['MAE out']:.3f}** ({published['mae_out']}), long **{row['MAE long']:.3f}** "
-            f"({prior_long(published)}); exact {100 * row['acc in']:.1f} % / {100 * row['acc out']:.1f} % / "
-            f"{100 * row['acc long']:.1f} % (in / out / long)."
+            f"({prior_long(published)}); exact {percent(row['acc in'])} / {percent(row['acc out'])} / "
+            f"{percent(row['acc long'])} (in / out / long)."
         )
     for name in tokens:
         model = models[name]
         row = rows.loc[labels[name]]
         lines.append(
-            f"- **{name}** ({source(model)}): exact answers {100 * row['acc in']:.1f} % in range, "
-            f"{100 * row['acc out']:.1f} % out of range, {100 * row['acc long']:.1f} % long; unparseable "
-            f"{100 * unparseable[labels[name]]['out']:.1f} % out of range; "
+            f"- **{name}** ({source(model)}): exact answers {percent(row['acc in'])} in range, "
+            f"{percent(row['acc out'])} out of range, {percent(row['acc long'])} long; unparseable "
+            f"{percent(unparseable[labels[name]]['out'])} out of range; "
             f"MAE {row['MAE in']:.3f} / {row['MAE out']:.3f} / {row['MAE long']:.3f}."
         )
     if "transformer4" in models and tokens:
@@ -264,11 +265,11 @@ def conclusion(table, record: dict, unseen: dict, train_values) -> str:
         best_row = rows.loc[labels[best]]
         verdict = "more" if best_row["acc out"] > regression["acc out"] else "no more"
         lines.append(
-            f"\nOut of range the best token head ({best}) answers {100 * best_row['acc out']:.1f} % exactly against "
-            f"{100 * regression['acc out']:.1f} % for transformer4's rounded value: writing digits gives {verdict} exact "
+            f"\nOut of range the best token head ({best}) answers {percent(best_row['acc out'])} exactly against "
+            f"{percent(regression['acc out'])} for transformer4's rounded value: writing digits gives {verdict} exact "
             f"answers out of range. The training answers span {np.min(train_values):g} to "
-            f"{np.max(train_values):g}: {100 * unseen['plain']['out']:.1f} % of the out-of-range answers need a "
-            f"token in a slot that never held it in training when written plainly, {100 * unseen['reversed']['out']:.1f} % "
+            f"{np.max(train_values):g}: {percent(unseen['plain']['out'])} of the out-of-range answers need a "
+            f"token in a slot that never held it in training when written plainly, {percent(unseen['reversed']['out'])} "
             "reversed, which bounds what a slot-wise head can "
             "write without generalising across slots."
         )
