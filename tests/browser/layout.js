@@ -25,7 +25,7 @@ for (const el of article.querySelectorAll('img, figure, table, .full-width, .cel
 for (const t of article.querySelectorAll('table')) {
   let box = null;
   for (let e = t.parentElement; e && e !== article; e = e.parentElement) { const o = getComputedStyle(e).overflowX; if (o === 'auto' || o === 'scroll') { box = e; break; } if (o === 'hidden' || o === 'clip') { if (t.scrollWidth > e.clientWidth + 1) out.push('table clipped by ' + e.className); break; } }
-  const column = t.closest('.full-width') || article;
+  const column = t.closest('.full-width, .tag_full-width') || article;
   const c = column.getBoundingClientRect(); const r = (box || t).getBoundingClientRect();
   if (r.width > 0 && r.right > c.right + 1) out.push('table wider than its column: ' + Math.round(r.width) + ' px in ' + Math.round(c.width));
 }
