@@ -77,7 +77,9 @@ def test_beyond_summary_heads_with_a_trained_model_and_compares_like_for_like():
         in first
     )
     assert "6.156" not in text
-    assert rest[0] == f"- {solved}: 100.0\u00a0% / 100.0\u00a0% / 27.3\u00a0% (in / out / long)" and solved.endswith("(partly built)")
+    assert rest[0] == f"- {solved}: 100.0\u00a0% / 100.0\u00a0% / 27.3\u00a0% (in / out / long)" and solved.endswith(
+        "(partly built)"
+    )
 
 
 def _extended_record():
