@@ -22,6 +22,7 @@ from predcalc.deploy.bench import deployment_markdown
 from predcalc.paths import relative
 from predcalc.report import findings as F
 from predcalc.report.anchors import PRIOR_REPORT, SEED_ROWS
+from predcalc.report.answer import answer_section
 from predcalc.report.calculator import calculator_lesson, headline, mechanism, results_blocks, section
 from predcalc.report.document import Bullets, Document, Figure, Section, Table, Text
 from predcalc.report.edges import edges_lines, load_suites, seed_facts, suite_blocks
@@ -168,83 +169,7 @@ class Findings:
         )
 
     def answer(self) -> Section:
-        items = []
-        exact = self.exact_everywhere()
-        if exact:
-            items.append(
-                "On the protocol's test sets (development numbers: they chose both designs), "
-                + " and ".join(f"`{n}` ({self.models[n][1]['params']:,} params)" for n in exact)
-                + " are exact on all 5 seeds in range, at |n| 5..8 and on 2-8 terms of -5..5."
-            )
-        items += self._edge_answer()
-        replicas = [
-            n
-            for n in ("fnn2", "rnn2", "bilstm_attention", "transformer4_seed", "transformer5_seed")
-            if n in self.models
-        ]
-        if replicas:
-            best_out = max(replicas, key=lambda n: np.mean(self.accuracy(n, "out")))
-            best_seed = max(replicas, key=lambda n: max(self.accuracy(n, "out")))
-            items.append(
-                f"The prior report's architectures, rebuilt faithfully ({len(replicas)} models), are at most "
-                f"{_pct(np.mean(self.accuracy(best_out, 'out')))} exact out of range (`{best_out}`, mean of 5 seeds; best "
-                f"single seed {_pct(max(self.accuracy(best_seed, 'out')))}, `{best_seed}`): "
-                "they interpolate, not extrapolate, as that report found."
-            )
-        counts = verdict_counts(self.pool)
-        if counts:
-            replica, variant = counts["replica"], counts["variant"]
-            items.append(
-                f"Published columns (sign test, 5 seeds): replicas better on {replica['better']}, worse on "
-                f"{replica['worse']}, not resolved on "
-                f"{replica['not resolved']} of {replica['total']}; `{variant['name']}` better on {variant['better']} of "
-                f"{variant['total']} (its out-of-range columns are development numbers)."
-            )
-        items += self._extended_answer()
-        items += self._calculator_answer()
-        items.append("Every claim holds inside the box it names; the Limitations list what was not measured.")
-        return Section("answer", "Answer", [Bullets(items[:8])])
-
-    def _edge_answer(self) -> list[str]:
-        held = self.edges.get("heldout")
-        shown = [name for name in RECOMMENDED if name in (held or {})]
-        if not shown:
-            return []
-
-        def cell(name, set_name):
-            score = held[name].get(set_name)
-            return "-" if score is None else f"{100 * score['mean']:.0f}"
-
-        parts = "; ".join(
-            f"`{n}` {cell(n, 'terms_9_14')} / {cell(n, 'digits_exactly_3')} / {cell(n, 'digits_exactly_4')} %"
-            for n in shown
-        )
-        built = [n for n in BUILT_SHOWN if n in held and all(v["min"] == 1.0 for v in held[n].values())]
-        also = f" Partly built `{built[0]}`: 100 % on every set and seed." if built else ""
-        return [f"Held-out edges (5 seeds, exported files), 9-14 terms / 3 / 4 digits: {parts}.{also}"]
-
-    def _extended_answer(self) -> list[str]:
-        items = []
-        for record in self.study("extended"):
-            top = extended_best(record)
-            if top:
-                iid = top["by_family"].get("iid")
-                fit = (
-                    f", but {_pct(iid)} on draws from its own training world: no evidence on extrapolation"
-                    if iid is not None and iid < 0.9
-                    else ""
-                )
-                worst = "" if fit else f" (worst {top['worst'][0]} {_pct(top['worst'][1])})"
-                items.append(
-                    f"Extended suite ({record['notebook']}, {_scope_words(record)}): best trained "
-                    f"`{top['name']}` averages {_pct(top['mean'])} exact over {len(top['by_family'])} families"
-                    f"{worst}{fit}."
-                )
-        return items
-
-    def _calculator_answer(self) -> list[str]:
-
-        return [headline(r) for r in self.study("calculator")]
+        return answer_section(self)
 
     def method(self) -> Section:
         subsections = [self._protocol(), self._models(), self._mechanisms(), self._selection(), self._statistics()]
