@@ -22,7 +22,9 @@ from predcalc.deploy.bench import deployment_markdown
 from predcalc.paths import relative
 from predcalc.report import findings as F
 from predcalc.report.anchors import PRIOR_REPORT, SEED_ROWS
-from predcalc.report.answer import answer_section
+from predcalc.report import prose
+from predcalc.report.answer import answer_section, short_name
+from predcalc.report.related import related_section
 from predcalc.report.calculator import calculator_lesson, headline, mechanism, results_blocks, section
 from predcalc.report.document import Bullets, Document, Figure, Section, Table, Text
 from predcalc.report.edges import edges_lines, load_suites, seed_facts, suite_blocks
@@ -57,9 +59,16 @@ GOAL = F.GOAL
 # something is a development set: the claims about reach come from the held-out edge suite.
 SELECTION = [
     (
-        "`transformer4_local` -> `transformer4_gated` -> `transformer4_local_bounded` (readout and token features)",
-        "the protocol's out-of-range test set (-8..8)",
-        "out-of-range accuracy of these three",
+        "the families table's model of each family (Answer)",
+        "mean validation loss on the protocol's validation split (trained); mean MAE on the out-of-range test set "
+        "(partly built)",
+        "none of the held-out numbers",
+    ),
+    (
+        "`transformer4_seed` -> `transformer4_gated` -> `transformer4_local` -> `transformer4_local_bounded` "
+        "(readout, then token features, then their bound), in that order",
+        "the protocol's out-of-range (-8..8) and long (2-8 terms) test sets",
+        "out-of-range and long accuracy of these four",
     ),
     (
         "the tanh bound of `transformer4_local_bounded`",
@@ -74,8 +83,14 @@ SELECTION = [
     ),
     (
         "the syntax-gated scan's design (typed tokens, multiplicative value path)",
-        "the protocol's test sets, through the ablations of 30_beyond_seed",
-        "its out-of-range and long accuracy",
+        "the protocol's test sets (in, out of range, long), through the ablations of 30_beyond_seed",
+        "its in-range, out-of-range and long accuracy",
+    ),
+    (
+        "the scan's closed-form finishes (operators overwrite, readout solved by least squares), the partly built "
+        "`scan_typed_solved`",
+        "the protocol's test sets and the extended suite of 31_extended_suite (`+ -`, up to 6 digits, more terms)",
+        "the finishes' scores on those sets",
     ),
     (
         "`mlstm_stable`, `mamba_bounded` (stabilisers)",
@@ -274,36 +289,13 @@ class Findings:
 
     def _statistics(self) -> Section:
         counts = verdict_counts(self.pool)
-        chance = []
+        chance = None
         if counts:
             replica = counts["replica"]
-            chance.append(
-                f"Many sign tests are run: across the {replica['total']} replica columns about "
-                f"{replica['total'] / 16:.1f} verdicts would arise by chance if no replica differed from its "
-                f"published number (p = 1/32 on each side); the {replica['better'] + replica['worse']} verdicts found "
-                "are read as a count, not one by one."
-            )
-        return Section(
-            "method.statistics",
-            "Statistics",
-            [
-                Bullets(
-                    [
-                        "5 training seeds per model (initialisation and shuffling); one data seed. Every mean is shown with "
-                        'its per-seed minimum and maximum; "all 5" means every seed has the same value.',
-                        "*Better* or *worse* than a published number only when all 5 seeds lie on the same side of it "
-                        "(exact one-sided sign test, p = 1/32); otherwise *not resolved*. Published rows give means only, so "
-                        "their own spread cannot enter the test.",
-                        "The prior report's benchmark score and its t-test of log(score) appear only in the Appendix's "
-                        "seed-way table, as that report's definitions: a t-test on a score that reaches 1e14 is not a "
-                        "statistic this report relies on.",
-                        *chance,
-                        "Where every answer is exact, zero wrong answers still allow some error rate: the calculator's "
-                        "untouched draw gives the exact binomial upper bound (95 % confidence).",
-                    ]
-                )
-            ],
-        )
+            chance = {"total": replica["total"], "found": replica["better"] + replica["worse"]}
+        seeds = max((len(model["runs"]) for _, model in self.models.values()), default=1)
+        items = prose.bullets("statistics.md.j2", seeds=seeds, chance=chance, retrained=retraining_shift(self.edges))
+        return Section("method.statistics", "Statistics", [Bullets(items)])
 
     def results(self) -> Section:
         subsections = [
@@ -795,7 +787,7 @@ class Findings:
         return items
 
     def document(self) -> Document:
-        main = [self.question(), self.answer(), self.method(), self.results(), self.learned(), self.limitations()]
+        main = [self.question(), self.answer(), related_section(self), self.method(), self.results(), self.learned(), self.limitations()]
         sources = self.table.get("source", pd.Series(dtype=str)).astype(str)
         rows = {
             record["notebook"]: self.table[sources.str.startswith(record["notebook"] + " ")]
@@ -844,6 +836,21 @@ def verdict_counts(pool: list[dict]) -> dict:
     if not by_variant:
         return {}
     return {"replica": replica, "variant": max(by_variant.values(), key=lambda t: t["better"])}
+
+
+def retraining_shift(edges: dict) -> dict | None:
+    """The largest change of one seed's exact accuracy on a held-out set between the stored model and its
+    retrained copy (the suite's ``stored_first_seed`` against seed 0), or None."""
+    record = edges.get("heldout_record") or {}
+    worst = None
+    for name, sets in (record.get("stored_first_seed") or {}).items():
+        first = (record.get("models") or {}).get(name, {}).get("0", {})
+        for set_name, score in sets.items():
+            if "accuracy" in score and "accuracy" in first.get(set_name, {}):
+                points = abs(score["accuracy"] - first[set_name]["accuracy"])
+                if worst is None or points > worst["points"]:
+                    worst = {"name": short_name(name), "set": set_name, "points": points}
+    return worst
 
 
 def _demote(lines: list[str]) -> list[str]:
