@@ -28,7 +28,13 @@ FAMILIES = (
     ("BiLSTM with attention", ("bilstm_attention",), ()),
     (
         "transformer encoder",
-        ("transformer4_seed", "transformer5_seed", "transformer4_gated", "transformer4_local", "transformer4_local_bounded"),
+        (
+            "transformer4_seed",
+            "transformer5_seed",
+            "transformer4_gated",
+            "transformer4_local",
+            "transformer4_local_bounded",
+        ),
         (),
     ),
     ("minGRU / minLSTM", ("min_gru", "min_lstm"), ()),
@@ -106,7 +112,7 @@ class Cell:
         return self.n if self.worst is not None and self.worst >= 1.0 else None
 
     def text(self) -> str:
-        """"mean, k/n exact, min-max" (per-seed range in %)."""
+        """ "mean, k/n exact, min-max" (per-seed range in %)."""
         exact = f"{self.exact}/{self.n} exact" if self.exact is not None else f"n = {self.n}"
         if self.values is not None:
             spread = prose.spread(self.values)
@@ -144,7 +150,8 @@ def heldout_seeds(findings, name: str) -> dict[str, dict[str, float]] | None:
     if not by_seed:
         return None
     return {
-        seed: {s: score["accuracy"] for s, score in sets.items() if "accuracy" in score} for seed, sets in by_seed.items()
+        seed: {s: score["accuracy"] for s, score in sets.items() if "accuracy" in score}
+        for seed, sets in by_seed.items()
     }
 
 
@@ -228,7 +235,10 @@ def facts(findings) -> dict:
     others = [n for n in names if n in findings.models and n not in exact and not _is_built(n)]
     best_other = max(others, key=lambda n: np.mean(findings.accuracy(n, "out"))) if others else None
     out = {
-        "exact": [{"name": short_name(n), "params": findings.models[n][1]["params"], "seeds": len(findings.accuracy(n, "in"))} for n in exact],
+        "exact": [
+            {"name": short_name(n), "params": findings.models[n][1]["params"], "seeds": len(findings.accuracy(n, "in"))}
+            for n in exact
+        ],
         "families": len({r["family"] for r in rows if r["family"] != "learned calculator"}),
         "best_other": None,
         "held": [],
@@ -268,7 +278,12 @@ def facts(findings) -> dict:
         seeds = heldout_seeds(findings, n)
         if seeds:
             everything = all(v >= 1.0 for sets in seeds.values() for v in sets.values())
-            out["built"] = {"name": short_name(n), "seeds": len(seeds), "all_exact": everything, "sets": len(next(iter(seeds.values())))}
+            out["built"] = {
+                "name": short_name(n),
+                "seeds": len(seeds),
+                "all_exact": everything,
+                "sets": len(next(iter(seeds.values()))),
+            }
             break
     records = findings.study("calculator")
     if records:

@@ -21,15 +21,15 @@ from predcalc.data.protocol import seed_protocol
 from predcalc.deploy.bench import deployment_markdown
 from predcalc.paths import relative
 from predcalc.report import findings as F
-from predcalc.report.anchors import PRIOR_REPORT, SEED_ROWS
 from predcalc.report import prose
+from predcalc.report.anchors import PRIOR_REPORT, SEED_ROWS
 from predcalc.report.answer import answer_section, short_name
-from predcalc.report.related import related_section
-from predcalc.report.calculator import calculator_lesson, headline, mechanism, results_blocks, section
+from predcalc.report.calculator import calculator_lesson, mechanism, results_blocks, section
 from predcalc.report.document import Bullets, Document, Figure, Section, Table, Text
 from predcalc.report.edges import edges_lines, load_suites, seed_facts, suite_blocks
 from predcalc.report.reach import plot_reach
 from predcalc.report.recipe_ablation import peak_probe_lines, recipe_ablation_lines
+from predcalc.report.related import related_section
 from predcalc.report.scoreboard import TEXT as SCOREBOARD_TEXT
 from predcalc.report.scoreboard import (
     candidates,
@@ -787,7 +787,15 @@ class Findings:
         return items
 
     def document(self) -> Document:
-        main = [self.question(), self.answer(), related_section(self), self.method(), self.results(), self.learned(), self.limitations()]
+        main = [
+            self.question(),
+            self.answer(),
+            related_section(self),
+            self.method(),
+            self.results(),
+            self.learned(),
+            self.limitations(),
+        ]
         sources = self.table.get("source", pd.Series(dtype=str)).astype(str)
         rows = {
             record["notebook"]: self.table[sources.str.startswith(record["notebook"] + " ")]

@@ -28,7 +28,11 @@ def _set_spread(findings, name: str, set_name: str) -> str | None:
 def related_facts(findings) -> dict:
     """The project's numbers the Related work quotes; a missing study leaves its entry None."""
     out: dict = {"prior": PRIOR_CITATION, "replicas": None, "scan": None, "built": None, "calculator": None}
-    replicas = [n for n in ("fnn2", "rnn2", "bilstm_attention", "transformer4_seed", "transformer5_seed") if n in findings.models]
+    replicas = [
+        n
+        for n in ("fnn2", "rnn2", "bilstm_attention", "transformer4_seed", "transformer5_seed")
+        if n in findings.models
+    ]
     if replicas:
         best = max(replicas, key=lambda n: np.mean(findings.accuracy(n, "out")))
         out["replicas"] = {
@@ -50,7 +54,10 @@ def related_facts(findings) -> dict:
     tokens = [n for n in ("transformer_tokens_reversed", "lstm_tokens_reversed") if n in findings.models]
     if tokens:
         best = max(tokens, key=lambda n: np.mean(findings.accuracy(n, "out")))
-        out["reversed"] = {"mean": float(np.mean(findings.accuracy(best, "out"))), "spread": prose.spread(findings.accuracy(best, "out"))}
+        out["reversed"] = {
+            "mean": float(np.mean(findings.accuracy(best, "out"))),
+            "spread": prose.spread(findings.accuracy(best, "out")),
+        }
     else:
         out["reversed"] = None
     efficient = [n for n in ("min_gru", "min_lstm", "slstm", "mlstm_stable", "mamba_bounded") if n in findings.models]
@@ -69,4 +76,6 @@ def related_section(findings) -> Section:
     """Related work: one bullet per line of work, this project's result beside it."""
     facts = related_facts(findings)
     lead = prose.say("related_lead.md.j2", **facts)
-    return Section("related", "Related work", [*[Text(p) for p in lead], Bullets(prose.bullets("related_work.md.j2", **facts))])
+    return Section(
+        "related", "Related work", [*[Text(p) for p in lead], Bullets(prose.bullets("related_work.md.j2", **facts))]
+    )
