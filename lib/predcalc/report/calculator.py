@@ -217,23 +217,26 @@ def headline(record: dict) -> str:
 
 def calculator_lesson(record: dict) -> str:
     """What the calculator taught, for "What we learned": which steps learned a rule from a third of
-    their inputs, and what made the control one of them (or that it is not)."""
+    their inputs, on which seeds, and what made the control one of them (or that it is not)."""
     rows = {r["step"]: r for r in step_rows(record)}
     control = rows.get("control")
-    lesson = (
-        "In the calculator, small step units with designed features (digit values as numbers, a given "
-        "intermediate target and threshold period) fitted a third of their inputs and were exact on the rest"
-    )
-    if control is None or control["share"] == "100 %":
-        return lesson + "."
-    if not control["wrong on held-out (worst seed)"]:
-        return (
-            lesson + "; so was the control once it scored relations of tokens (a neighbour's kind, learned "
-            "thresholds comparing two precedence levels, which of two operators invert) rather than pairs of "
-            "kinds, and was trained to a maximum margin: pairs of operators a seed never saw share a relation "
-            "with pairs it did."
+    seeds = [int(s) for s in record["calculator"]["parameters"].get("seeds", [])]
+    fresh = sorted(int(s) for s in (record.get("control_fresh_seeds") or {}))
+    fresh_exact = all(v.get("held_out_wrong", 1) == 0 for v in (record.get("control_fresh_seeds") or {}).values())
+    return " ".join(
+        prose.say(
+            "calculator_lesson.md.j2",
+            seeds=prose.seeds_list(seeds) if seeds else None,
+            fresh=prose.seeds_list(fresh) if fresh else None,
+            fresh_exact=fresh_exact,
+            control=None
+            if control is None
+            else {
+                "memorised": control["share"] == "100 %",
+                "exact": not control["wrong on held-out (worst seed)"],
+            },
         )
-    return lesson + "; the control was not (worst seed in the Results' step table)."
+    )
 
 
 #: What the calculator's code decides (engine.py, tokens.py), stated wherever the report says what is learned.

@@ -27,6 +27,7 @@ from predcalc.report.answer import answer_section, short_name
 from predcalc.report.calculator import calculator_lesson, mechanism, results_blocks, section
 from predcalc.report.document import Bullets, Document, Figure, Section, Table, Text
 from predcalc.report.edges import edges_lines, load_suites, seed_facts, suite_blocks
+from predcalc.report.lessons import learned_section
 from predcalc.report.reach import plot_reach
 from predcalc.report.recipe_ablation import peak_probe_lines, recipe_ablation_lines
 from predcalc.report.related import related_section
@@ -430,42 +431,7 @@ class Findings:
         return Section("results.calculator", "The learned calculator", results_blocks(records[0]) if records else [])
 
     def learned(self) -> Section:
-        others = [
-            n
-            for family, names in FAMILIES.items()
-            if family not in ("syntax-gated scan",)
-            for n in names
-            if n in self.models and n not in RECOMMENDED
-        ]
-        best_other = max(others, key=lambda n: np.mean(self.accuracy(n, "out"))) if others else None
-        held = self.edges.get("heldout") or {}
-        items = [
-            "Structure that reads token types, not values, carried exactness one step out of the training box "
-            "(|n| <= 8, 2-8 terms) and, on the held-out suite, nearly so to 9-14 terms; not to larger numbers. Each "
-            "ablation that removed a design element of the scan (value-dependent gates, numeric tokens, additive "
-            "value path, an LSTM on typed tokens; 30_beyond_seed) lost out-of-range accuracy.",
-        ]
-        if best_other:
-            items.append(
-                f"None of the {len(others)} other models in the main table exceeds "
-                f"{_pct(np.mean(self.accuracy(best_other, 'out')))} mean exactness out of range (`{best_other}`; best "
-                f"seed {_pct(max(max(self.accuracy(n, 'out')) for n in others))})."
-            )
-        if held:
-            worst4 = max(held[n]["digits_exactly_4"]["mean"] for n in RECOMMENDED if n in held)
-            spans = "; ".join(
-                f"`{n}` {100 * min(held[n][t]['min'] for t in ('terms_40', 'terms_80')):.0f}-"
-                f"{100 * max(held[n][t]['max'] for t in ('terms_40', 'terms_80')):.0f} %"
-                for n in RECOMMENDED
-                if n in held and "terms_40" in held[n]
-            )
-            items.append(
-                "By the held-out suite, neither model exact on the protocol learned the rule of addition: at most "
-                f"{_pct(worst4)} on sums of 4-digit numbers; at 40-80 terms the seeds spread widely ({spans})."
-            )
-        if self.study("calculator"):
-            items.append(calculator_lesson(self.study("calculator")[0]))
-        return Section("learned", "What we learned", [Bullets(items)])
+        return learned_section(self, calculator_lesson)
 
     def limitations(self) -> Section:
         items = [
