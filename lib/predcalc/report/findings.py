@@ -363,8 +363,14 @@ ABLATIONS = {
 
 
 def _exact_in_out_long(model: dict) -> str:
-    """'in / out / long' mean exact accuracy over the model's seeds, in percent to one decimal."""
-    return " / ".join(f"{100 * _mean(model['runs'], t, 'accuracy'):.1f}" for t in ("in", "out", "long"))
+    """'in / out / long' mean exact accuracy over the model's seeds, in percent to one decimal, each with
+    its per-seed [min-max] where the seeds differ."""
+    parts = []
+    for test_set in ("in", "out", "long"):
+        values = [100 * r["metrics"][test_set]["accuracy"] for r in model["runs"]]
+        spread = f" [{min(values):.1f}-{max(values):.1f}]" if len(values) > 1 and min(values) != max(values) else ""
+        parts.append(f"{np.mean(values):.1f}{spread}")
+    return " / ".join(parts)
 
 
 def ablation_lines(records: list[dict], reference: str = "scan_typed") -> list[str]:

@@ -23,7 +23,8 @@ from predcalc.paths import relative
 from predcalc.report import findings as F
 from predcalc.report import prose
 from predcalc.report.anchors import PRIOR_REPORT, SEED_ROWS
-from predcalc.report.answer import answer_section, short_name
+from predcalc.report.answer import FAMILIES as ANSWER_FAMILIES
+from predcalc.report.answer import answer_section, best_trained, short_name
 from predcalc.report.calculator import calculator_lesson, mechanism, results_blocks, section
 from predcalc.report.document import Bullets, Document, Figure, Section, Table, Text
 from predcalc.report.edges import edges_lines, load_suites, seed_facts, suite_blocks
@@ -329,8 +330,9 @@ class Findings:
                 Figure(
                     path,
                     "Exact accuracy against distance from the training box (3 integers of -5..4, `+`/`-`): left, "
-                    "larger numbers (3 of them); right, more terms (numbers from -5..5). The best model of each "
-                    "family by out-of-range accuracy; markers are means over seeds, bars the per-seed range. Filled "
+                    "larger numbers (3 of them); right, more terms (numbers from -5..5). One model per family, the "
+                    "one with the lowest validation loss (as in the Answer), so no set shown here chose it; markers "
+                    "are means over seeds, bars the per-seed range. Filled "
                     "markers are the protocol's test sets (in range -5..4, out of range -8..-5 and 5..8, 2-8 terms), "
                     f"on which the models were chosen; open markers, right of the dashed line, come from {held}.",
                 )
@@ -406,8 +408,9 @@ class Findings:
                             "model": f"`{top['name']}`",
                             "kind": "partly built" if built else "trained",
                             "families": len(top["by_family"]),
-                            "mean exact": _pct(top["mean"]),
-                            "worst family": f"{top['worst'][0]} {_pct(top['worst'][1])}",
+                            "mean exact over families": f"{_pct(top['mean'])} (seeds {prose.spread(top['per_seed'])})",
+                            "worst family": f"{top['worst'][0]} {_pct(top['worst'][1])} "
+                            f"(seeds {prose.spread(top['worst_seeds'])})",
                         }
                     )
         if not rows:
@@ -419,7 +422,10 @@ class Findings:
                 Text(
                     "Beyond the protocol: families that vary digits (up to 6), terms, parentheses and, in 32, all four "
                     "operators. 31's models were trained on the protocol (3 numbers of -5..4); 32's on the suite's own "
-                    "training world, for the epochs its notebook ran (Appendix: every family)."
+                    "training world, for the epochs its notebook ran (Appendix: every family). The model shown is the "
+                    "one with the highest mean over these families, chosen on the suite it is shown on, and 31's "
+                    "suite also chose the scan's finish (Method): these are development numbers, not held-out ones. "
+                    "Mean over seeds with the per-seed range (%)."
                 ),
                 Table(pd.DataFrame(rows), cell=plain_cell),
             ],
@@ -836,11 +842,11 @@ def reach_frame(findings: Findings) -> pd.DataFrame:
     """Tidy rows (model, axis, distance, label, mean, min, max) for the summary figure: the
     protocol's in-range and out-of-range sets and long set, then the held-out edge suite's sets."""
     rows = []
-    for names in FAMILIES.values():
-        present = [n for n in names if n in findings.models]
-        if not present:
+    for _, names, _ in ANSWER_FAMILIES:
+        # the family's model as the Answer chose it: on validation loss, never on the sets drawn here
+        best = best_trained(findings, names)
+        if best is None:
             continue
-        best = max(present, key=lambda n: (np.mean(findings.accuracy(n, "out")), np.mean(findings.accuracy(n, "long"))))
         for axis, distance, label, test_set in (
             ("digits", 1, "-5..4", "in"),
             ("digits", 1.5, "|n| 5..8", "out"),
