@@ -184,7 +184,7 @@ def seed_way_table(records: list[dict]) -> pd.DataFrame:
     """The prior report's published columns computed the prior report's way (``metrics.seed_way``), one row per
     model whose runs stored the prior report's signed error and MRE, its published row beside it.
 
-    Like for like with ANCHORS.md: MAE out and MRE out over all 2,048 out-of-range expressions,
+    Like for like with the prior report's published rows: MAE out and MRE out over all 2,048 out-of-range expressions,
     the prior report's MRE (divide by |truth|), the signed "MAE long" mean(|y| - prediction) over all 700
     long expressions, the prior report's score (signed long4 term) and its log t-test p-value.
     """
