@@ -9,43 +9,33 @@ operators) and its kind (trained, partly built, memorised table, code).
 
 from __future__ import annotations
 
-import json
 import os
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from predcalc import recommended
-from predcalc.data.protocol import seed_protocol
-from predcalc.deploy.bench import deployment_markdown
 from predcalc.paths import relative
 from predcalc.report import findings as F
 from predcalc.report import prose
-from predcalc.report.anchors import PRIOR_REPORT, SEED_ROWS
-from predcalc.report.answer import FAMILIES as ANSWER_FAMILIES
-from predcalc.report.answer import answer_section, best_trained, short_name
-from predcalc.report.calculator import calculator_lesson, mechanism, results_blocks, section
+from predcalc.report.anchors import PRIOR_REPORT
+from predcalc.report.answer import answer_section, short_name
+from predcalc.report.appendix import appendix_sections
+from predcalc.report.calculator import calculator_lesson, mechanism, results_blocks
 from predcalc.report.document import Bullets, Document, Figure, Section, Table, Text
-from predcalc.report.edges import edges_lines, load_suites, seed_facts, suite_blocks
+from predcalc.report.edges import load_suites, suite_blocks
 from predcalc.report.lessons import learned_section
-from predcalc.report.reach import plot_reach
-from predcalc.report.recipe_ablation import peak_probe_lines, recipe_ablation_lines
+from predcalc.report.reach import plot_reach, reach_frame
 from predcalc.report.related import related_section
-from predcalc.report.scoreboard import TEXT as SCOREBOARD_TEXT
 from predcalc.report.scoreboard import (
     candidates,
     comparison,
-    exact_signed_long,
     matches,
-    scoreboard_table,
     summary_table,
 )
-from predcalc.report.seed_split import not_superseded, seed_split_lines, seed_split_records
-from predcalc.report.studies import FINISHES, extended_best, extended_title, is_study, studies_markdown
+from predcalc.report.seed_split import not_superseded, seed_split_records
+from predcalc.report.studies import FINISHES, extended_best, extended_title, is_study
 from predcalc.report.tables import plain_cell
-from predcalc.training.runner import PROFILES
-from predcalc.training.tune import final_comparison, search_facts
 
 # The trained models the findings recommend: exact on the protocol's three test sets on every seed,
 # under the goal's size and training time. Their held-out edges are scored on all seeds.
@@ -465,298 +455,8 @@ class Findings:
         ]
         return Section("limitations", "Limitations", [Bullets(items)])
 
-    # ---- appendix
-
     def appendix(self) -> list[Section]:
-        sections = [
-            self._all_models(),
-            self._seed_way(),
-            self._recipe(),
-            self._search(),
-            self._stability(),
-            self._development_edges(),
-            self._export(),
-            self._llm(),
-            self._bench(),
-            self._studies(),
-            self._calculator_detail(),
-            self._runs(),
-        ]
-        return [s for s in sections if not s.empty]
-
-    def _all_models(self) -> Section:
-        if self.general.empty:
-            return Section(
-                "appendix.all_models",
-                "Every trained model",
-                [Text("_no runs yet: `predcalc run` first._")],
-                part="appendix",
-            )
-        general = self.general.drop(columns=["name"])
-        return Section(
-            "appendix.all_models",
-            "Every trained model",
-            [
-                Text(
-                    "Means over seeds on the protocol's test sets, this project's definitions (MAE long an absolute "
-                    "error; MRE divided by max(|y|, 1)); *published* rows show only the columns the prior report "
-                    "defines the same way."
-                ),
-                Table(self.table),
-                Text("Exact accuracy with the per-seed range, ordered by out-of-range then long accuracy:"),
-                Table(general),
-                *[Text(line) for line in F.ablation_lines(self.records) if line.strip()],
-                *[Text(line) for line in seed_split_lines(self.records) if line.strip() and not line.startswith("#")],
-            ],
-            part="appendix",
-        )
-
-    def _seed_way(self) -> Section:
-        seed_way = F.seed_way_table(self.records)
-        if seed_way.empty:
-            return Section("appendix.seed_way", "The prior report's columns, computed its way", part="appendix")
-        data_seed = next(r["data"]["seed"] for r in self.notebooks if "data" in r and not is_study(r))
-        perfect = exact_signed_long(seed_protocol(data_seed).test_long.values)
-        blocks = [Text(F.SEED_WAY_TEXT), Table(seed_way)]
-        blocks += [Text(line) for line in F.seed_weights_lines(self.records) if line.strip()]
-        blocks += [Text(SCOREBOARD_TEXT.format(perfect=perfect)), Table(scoreboard_table(self.pool), cell=plain_cell)]
-        return Section("appendix.seed_way", "The prior report's columns, computed its way", blocks, part="appendix")
-
-    def _recipe(self) -> Section:
-        lines = recipe_ablation_lines(self.records, self.reports / "sweeps") + peak_probe_lines(
-            self.reports / "sweeps", self.records
-        )
-        return Section(
-            "appendix.recipe",
-            "The prior report's transformer recipe",
-            [Text(line) for line in _demote(lines)],
-            part="appendix",
-        )
-
-    def _search(self) -> Section:
-        """The prior report's transformer5 search space, searched again (``predcalc tune``), and its
-        best trial on 5 seeds against the published in-range MAE and the replica's."""
-        folder = self.reports / "tune" / "transformer5_seed_space"
-        if not (folder / "tune.json").is_file():
-            return Section("appendix.search", "The transformer5 search", part="appendix")
-        summary = json.loads((folder / "tune.json").read_text())
-        config = summary["config"]
-        published = SEED_ROWS["transformer5"]["mae_in"]
-        lead = (
-            f"The prior report chose transformer5's size and rate by a {config['trials']}-trial keras-tuner "
-            "Bayesian search (25-epoch trials, validation loss). `predcalc tune tuning/transformer5_seed_space.yaml` "
-            f"runs the same space and trial count on this protocol, resumable, with {config['epochs']}-epoch trials "
-            "so that a trial fits this 2-core machine; trials choose on the validation split only."
-        )
-        if summary["trials_finished"] < config["trials"]:
-            later = summary["trials_finished"] - int(summary["best"]["trial"]) - 1
-            lead += (
-                f" It stopped at {summary['trials_finished']} of {config['trials']} trials for time: the best so far "
-                f"is trial {summary['best']['trial']}, and the {later} trials after it did not improve on it (the "
-                "same command runs the rest)."
-            )
-        final = final_comparison(folder, published)
-        if final is None:
-            lead += " The 5-seed training of the best trial, which the comparison with the published MAE needs, has not run."
-        else:
-            mean, low, high = final["spread"]
-            replica = (
-                [r["metrics"]["in"]["mae"] for r in self.models["transformer5_seed"][1]["runs"]]
-                if self.has("transformer5_seed")
-                else []
-            )
-            verdict = {
-                "better": "it closes the gap (every seed is below the published MAE)",
-                "worse": "it does not close the gap (every seed is above the published MAE)",
-            }.get(final["test"]["verdict"], "whether it closes the gap is not resolved by the seeds")
-            if replica and (min(final["mae"]) <= max(replica) and min(replica) <= max(final["mae"])):
-                verdict += "; against `transformer5_seed` the seeds' ranges overlap: not resolved"
-            lead += (
-                f" The best trial, trained like `transformer5_seed` on {len(final['mae'])} seeds, reaches an in-range "
-                f"MAE of {mean:.4g} [{low:.4g}-{high:.4g}] against the published {published}"
-                + (
-                    f" and `transformer5_seed`'s {np.mean(replica):.4g} [{min(replica):.4g}-{max(replica):.4g}]"
-                    if replica
-                    else ""
-                )
-                + f": {verdict}."
-            )
-        blocks = [Text(lead), Bullets(search_facts(folder, published, "the published transformer5"))]
-        if (folder / "trials.png").is_file():
-            blocks.append(
-                Figure(
-                    folder / "trials.png",
-                    "Each trial's validation loss against each searched hyperparameter (log scale where the space is).",
-                )
-            )
-        return Section("appendix.search", "The transformer5 search, repeated", blocks, part="appendix")
-
-    def _stability(self) -> Section:
-        stability = F.stability_table(self.records)
-        if stability.empty:
-            return Section("appendix.stability", "Stabilised mLSTM and bounded Mamba", part="appendix")
-        return Section(
-            "appendix.stability",
-            "Stabilised mLSTM and bounded Mamba, every seed",
-            [Text(F.STABILITY_TEXT), Table(stability)],
-            part="appendix",
-        )
-
-    def _development_edges(self) -> Section:
-        blocks = suite_blocks(self.edges, "development", RECOMMENDED)
-        record = self.edges.get("heldout_record")
-        facts = seed_facts(record) if record else []
-        return Section(
-            "appendix.development_edges",
-            "The edge suites in detail",
-            [
-                Text(
-                    "The development probe chose the tanh bound (Method); its sets are development numbers, shown for "
-                    "completeness, scored like the held-out suite:"
-                ),
-                *blocks,
-                *([Text("The held-out suite, model by model:"), Bullets(facts)] if facts else []),
-                Text("The first edge probe, as the 06 notebook scored it (first seed, Keras):"),
-                *[Text(line) for line in _demote(edges_lines(self.records))],
-            ],
-            part="appendix",
-        )
-
-    def _export(self) -> Section:
-        exports = F.export_table(self.records)
-        if exports.empty:
-            return Section("appendix.export", "Export", part="appendix")
-        return Section(
-            "appendix.export",
-            "Export: LiteRT and ONNX against Keras",
-            [
-                Text(
-                    "First seed of each model, every test set; a verdict of *use* means the file gives the same exact "
-                    "answers as Keras (within 2 points). The recommended models' other seeds are checked in the "
-                    "held-out edge suite."
-                ),
-                Table(exports),
-            ],
-            part="appendix",
-        )
-
-    def _llm(self) -> Section:
-        if not any(record.get("llm") for record in self.records):
-            return Section("appendix.llm", "Fine-tuned language models", part="appendix")
-        return Section(
-            "appendix.llm",
-            "Fine-tuned language models",
-            [
-                Table(F.llm_table(self.records)),
-                Text(
-                    "Rows that are not pre-trained are tiny models trained from random weights here: they check the "
-                    "fine-tuning pipeline and are not results of Gemma itself. The published rows are single runs "
-                    "of the prior report, scored on its own sets."
-                ),
-            ],
-            part="appendix",
-        )
-
-    def _bench(self) -> Section:
-        bench = self.reports / "bench.json"
-        if not bench.is_file():
-            return Section("appendix.bench", "Deployment speed", part="appendix")
-
-        return Section(
-            "appendix.bench",
-            "Deployment speed (`predcalc bench`)",
-            [Text(line) for line in _demote(deployment_markdown(json.loads(bench.read_text())))],
-            part="appendix",
-        )
-
-    def _studies(self) -> Section:
-        subsections = []
-        for record in self.notebooks:
-            if not is_study(record) or "calculator" in record:
-                continue
-            lines = studies_markdown([record], {record["notebook"]: self.relative(record)})
-            lines = [line for line in lines if line.strip() != "## Studies"]
-            title = next((line.lstrip("# ").strip() for line in lines if line.startswith("### ")), record["notebook"])
-            body = [line for line in lines if not line.startswith("### ")]
-            subsections.append(
-                Section(
-                    f"appendix.studies.{record['notebook']}",
-                    title,
-                    [Text(line) for line in body if line.strip()],
-                    part="appendix",
-                    notebooks=[record["notebook"]],
-                )
-            )
-        return Section("appendix.studies", "Side studies", [], part="appendix", subsections=subsections)
-
-    def _calculator_detail(self) -> Section:
-
-        records = self.study("calculator")
-        if not records:
-            return Section("appendix.calculator", "The learned calculator in detail", part="appendix")
-        lines = section(records[0], self.relative(records[0]))
-        return Section(
-            "appendix.calculator",
-            "The learned calculator in detail",
-            [Text(line) for line in _demote(lines) if line.strip()],
-            part="appendix",
-            notebooks=[records[0]["notebook"]],
-        )
-
-    def _runs(self) -> Section:
-        items = []
-        for record in self.records:
-            if record.get("_sweep"):
-                name, parameters = record["_sweep"], record["parameters"]
-                items.append(
-                    f"sweep `{name}` in `reports/{self.relative(record)}/` (`predcalc sweep "
-                    f"sweeps/{name}.yaml`): {record['notebook']}, seeds {parameters['seeds']}"
-                )
-                continue
-            profile = record.get("_profile")
-            base = profile.split(" with ")[0] if isinstance(profile, str) else profile
-            command = (
-                f"predcalc run --profile {base} --only {record['notebook']}"
-                if base in PROFILES
-                else f"predcalc run --only {record['notebook']}"
-            )
-            overrides = record.get("_overrides") or {}
-            if overrides:
-                command += " --set " + " ".join(f"'{k}={json.dumps(v)}'" for k, v in overrides.items())
-            items.append(f"[{record['notebook']}]({self.relative(record)}/{record['notebook']}.ipynb): `{command}`")
-        items += self._runs_without_metrics()
-        return Section(
-            "appendix.runs",
-            "Runs",
-            [
-                Text(
-                    "Each run's notebook and the command that reproduces it (`predcalc run` executes the notebook into "
-                    "`reports/runs/`, then `predcalc report` rebuilds this page; `make report PROFILE=full` does all)."
-                ),
-                Bullets(items),
-            ],
-            part="appendix",
-        )
-
-    def _runs_without_metrics(self) -> list[str]:
-        """Notebooks run beside the records (a ``run.json``) that store no metrics.json: a walk-through
-        or a study whose record lives elsewhere, listed so that every executed notebook is reachable."""
-        listed = {record["notebook"] for record in self.notebooks}
-        items = []
-        for root in sorted({Path(record["_dir"]).parent for record in self.notebooks}):
-            for run in sorted(root.glob("*/run.json")):
-                name = run.parent.name
-                if name in listed or not (run.parent / f"{name}.ipynb").is_file():
-                    continue
-                profile = json.loads(run.read_text()).get("profile")
-                folder = Path(os.path.relpath(run.parent, self.reports)).as_posix()
-                command = (
-                    f"predcalc run --profile {profile} --only {name}"
-                    if profile in PROFILES
-                    else f"predcalc run --only {name}"
-                )
-                items.append(f"[{name}]({folder}/{name}.ipynb): `{command}` (no metrics.json)")
-        return items
+        return appendix_sections(self)
 
     def document(self) -> Document:
         main = [
@@ -831,68 +531,6 @@ def retraining_shift(edges: dict) -> dict | None:
                 if worst is None or points > worst["points"]:
                     worst = {"name": short_name(name), "set": set_name, "points": points}
     return worst
-
-
-def _demote(lines: list[str]) -> list[str]:
-    """Lines of an older markdown section without its own headings (the Section carries the title)."""
-    return [line for line in lines if not line.startswith("#")]
-
-
-def reach_frame(findings: Findings) -> pd.DataFrame:
-    """Tidy rows (model, axis, distance, label, mean, min, max) for the summary figure: the
-    protocol's in-range and out-of-range sets and long set, then the held-out edge suite's sets."""
-    rows = []
-    for _, names, _ in ANSWER_FAMILIES:
-        # the family's model as the Answer chose it: on validation loss, never on the sets drawn here
-        best = best_trained(findings, names)
-        if best is None:
-            continue
-        for axis, distance, label, test_set in (
-            ("digits", 1, "-5..4", "in"),
-            ("digits", 1.5, "|n| 5..8", "out"),
-            ("terms", 3, "3", "in"),
-            ("terms", 5, "2-8", "long"),
-        ):
-            values = findings.accuracy(best, test_set)
-            rows.append(
-                {
-                    "model": best,
-                    "axis": axis,
-                    "distance": distance,
-                    "label": label,
-                    "source": "protocol",
-                    "mean": float(np.mean(values)),
-                    "min": min(values),
-                    "max": max(values),
-                }
-            )
-        for name, score in ((findings.edges.get("heldout") or {}).get(best) or {}).items():
-            if name in REACH_SETS:
-                axis, distance, label = REACH_SETS[name]
-                rows.append(
-                    {
-                        "model": best,
-                        "axis": axis,
-                        "distance": distance,
-                        "label": label,
-                        "source": "heldout",
-                        "mean": score["mean"],
-                        "min": score["min"],
-                        "max": score["max"],
-                    }
-                )
-    return pd.DataFrame(rows)
-
-
-# The held-out edge suite's sets on the summary figure: (axis, distance from the box, tick label).
-REACH_SETS = {
-    "digits_exactly_2": ("digits", 2, "2 digits"),
-    "digits_exactly_3": ("digits", 3, "3 digits"),
-    "digits_exactly_4": ("digits", 4, "4 digits"),
-    "terms_9_14": ("terms", 11, "9-14"),
-    "terms_40": ("terms", 40, "40"),
-    "terms_80": ("terms", 80, "80"),
-}
 
 
 def load_edges(reports: Path) -> dict:

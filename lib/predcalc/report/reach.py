@@ -23,6 +23,8 @@ import numpy as np
 import pandas as pd
 
 from predcalc.paths import save_figure
+from predcalc.report.answer import FAMILIES as ANSWER_FAMILIES
+from predcalc.report.answer import best_trained
 
 # (axis, distance) -> tick label, where the frame's own label is not the box's name: the training
 # box of the seed protocol is 3 integers from -5..4; its out-of-range set draws from -8..-5 and 5..8.
@@ -134,3 +136,60 @@ def draw_reach(frame: pd.DataFrame):
         handles, labels, loc="outside lower center", ncol=4, fontsize=8, frameon=False, title=key, title_fontsize=8
     )
     return figure
+
+
+def reach_frame(findings) -> pd.DataFrame:
+    """Tidy rows (model, axis, distance, label, mean, min, max) for the summary figure: the
+    protocol's in-range and out-of-range sets and long set, then the held-out edge suite's sets."""
+    rows = []
+    for _, names, _ in ANSWER_FAMILIES:
+        # the family's model as the Answer chose it: on validation loss, never on the sets drawn here
+        best = best_trained(findings, names)
+        if best is None:
+            continue
+        for axis, distance, label, test_set in (
+            ("digits", 1, "-5..4", "in"),
+            ("digits", 1.5, "|n| 5..8", "out"),
+            ("terms", 3, "3", "in"),
+            ("terms", 5, "2-8", "long"),
+        ):
+            values = findings.accuracy(best, test_set)
+            rows.append(
+                {
+                    "model": best,
+                    "axis": axis,
+                    "distance": distance,
+                    "label": label,
+                    "source": "protocol",
+                    "mean": float(np.mean(values)),
+                    "min": min(values),
+                    "max": max(values),
+                }
+            )
+        for name, score in ((findings.edges.get("heldout") or {}).get(best) or {}).items():
+            if name in REACH_SETS:
+                axis, distance, label = REACH_SETS[name]
+                rows.append(
+                    {
+                        "model": best,
+                        "axis": axis,
+                        "distance": distance,
+                        "label": label,
+                        "source": "heldout",
+                        "mean": score["mean"],
+                        "min": score["min"],
+                        "max": score["max"],
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+# The held-out edge suite's sets on the summary figure: (axis, distance from the box, tick label).
+REACH_SETS = {
+    "digits_exactly_2": ("digits", 2, "2 digits"),
+    "digits_exactly_3": ("digits", 3, "3 digits"),
+    "digits_exactly_4": ("digits", 4, "4 digits"),
+    "terms_9_14": ("terms", 11, "9-14"),
+    "terms_40": ("terms", 40, "40"),
+    "terms_80": ("terms", 80, "80"),
+}
