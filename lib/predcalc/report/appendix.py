@@ -66,11 +66,11 @@ def all_models(findings) -> Section:
         "Every trained model",
         [
             Text(
-                "Means over seeds on the protocol's test sets, this project's definitions (MAE long an absolute "
-                "error; MRE divided by max(|y|, 1)); *published* rows show only the columns the prior report "
-                "defines the same way."
+                "Mean over seeds [lowest-highest seed] on the protocol's test sets, this project's definitions "
+                "(MAE long an absolute error; MRE divided by max(|y|, 1)); *published* rows show only the "
+                "columns the prior report defines the same way, means of its 5 runs as it published them."
             ),
-            Table(findings.table),
+            Table(F.model_table(findings.records, ranges=True)),
             Text("Exact accuracy with the per-seed range, ordered by out-of-range then long accuracy:"),
             Table(general),
             *[Text(line) for line in F.ablation_lines(findings.records) if line.strip()],
@@ -257,6 +257,8 @@ def studies(findings) -> Section:
         lines = [line for line in lines if line.strip() != "## Studies"]
         title = next((line.lstrip("# ").strip() for line in lines if line.startswith("### ")), record["notebook"])
         body = [line for line in lines if not line.startswith("### ")]
+        if not any(line.strip() for line in body):
+            continue  # a study this page has no section for: the Runs list links its notebook
         subsections.append(
             Section(
                 f"appendix.studies.{record['notebook']}",

@@ -114,9 +114,23 @@ def _mean(runs, test_set, metric):
     return float(np.mean([r["metrics"][test_set][metric] for r in runs]))
 
 
-def model_table(records: list[dict], reference_runs: list[dict] | None = None, score: bool = False) -> pd.DataFrame:
+def _mean_and_range(runs, test_set, metric, percent: bool = False) -> str:
+    """ "mean [min-max]" over seeds (accuracies in %), one value alone for one seed or equal seeds."""
+    values = [r["metrics"][test_set][metric] for r in runs]
+    scale, unit = (100, " %") if percent else (1, "")
+    text = f"{scale * np.mean(values):.2f}{unit}" if percent else f"{np.mean(values):.4g}"
+    if len(values) < 2 or min(values) == max(values):
+        return text
+    low, high = scale * min(values), scale * max(values)
+    return f"{text} [{low:.2f}-{high:.2f}]" if percent else f"{text} [{low:.3g}-{high:.3g}]"
+
+
+def model_table(
+    records: list[dict], reference_runs: list[dict] | None = None, score: bool = False, ranges: bool = False
+) -> pd.DataFrame:
     """One row per trained model (means over seeds), with its published row beside it.
 
+    With ``ranges``, each metric is written "mean [min-max]" over seeds (text, for the findings).
     With ``score``, the prior report's benchmark score and its p-value are added (a notebook's
     own comparison shows them; the findings keep them to the seed-way table, as the prior
     report's definitions). The score needs the baseline FNN's runs: taken from ``records`` when
@@ -134,11 +148,17 @@ def model_table(records: list[dict], reference_runs: list[dict] | None = None, s
             "source": _source(record, repeats, f"{_profile_of(record, model)}, {seeds}"),
         }
         for test_set in ("in", "out", "long"):
-            row[f"MAE {test_set}"] = _mean(runs, test_set, "mae")
+            row[f"MAE {test_set}"] = _mean_and_range(runs, test_set, "mae") if ranges else _mean(runs, test_set, "mae")
             if test_set != "long":
-                row[f"MRE {test_set}"] = _mean(runs, test_set, "mre")
+                row[f"MRE {test_set}"] = (
+                    _mean_and_range(runs, test_set, "mre") if ranges else _mean(runs, test_set, "mre")
+                )
         for test_set in ("in", "out", "long"):
-            row[f"acc {test_set}"] = _mean(runs, test_set, "accuracy")
+            row[f"acc {test_set}"] = (
+                _mean_and_range(runs, test_set, "accuracy", percent=True)
+                if ranges
+                else _mean(runs, test_set, "accuracy")
+            )
         if reference is not None:
             scores = [M.benchmark_score(r["metrics"], reference) for r in runs]
             row["score"] = float(np.mean(scores))
