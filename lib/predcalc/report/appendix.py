@@ -88,7 +88,10 @@ def seed_way(findings) -> Section:
     perfect = exact_signed_long(seed_protocol(data_seed).test_long.values)
     blocks = [Text(F.SEED_WAY_TEXT), Table(seed_way)]
     blocks += [Text(line) for line in F.seed_weights_lines(findings.records) if line.strip()]
-    blocks += [Text(SCOREBOARD_TEXT.format(perfect=perfect)), Table(scoreboard_table(findings.pool), cell=plain_cell)]
+    blocks += [
+        Text(SCOREBOARD_TEXT.format(perfect=perfect, seeds=findings.seeds, p=2**findings.seeds)),
+        Table(scoreboard_table(findings.pool), cell=plain_cell),
+    ]
     return Section("appendix.seed_way", "The prior report's columns, computed its way", blocks, part="appendix")
 
 

@@ -19,12 +19,13 @@ from predcalc.paths import relative
 from predcalc.report import findings as F
 from predcalc.report import prose
 from predcalc.report.anchors import PRIOR_REPORT
-from predcalc.report.answer import PROTOCOL_SETS, Cell, answer_section, short_name
+from predcalc.report.answer import PROTOCOL_SETS, Cell, answer_section, calculator_facts, short_name
 from predcalc.report.appendix import appendix_sections
 from predcalc.report.calculator import calculator_lesson, mechanism, results_blocks
 from predcalc.report.document import Bullets, Document, Figure, Section, Table, Text
 from predcalc.report.edges import load_suites, suite_blocks
 from predcalc.report.lessons import learned_section
+from predcalc.report.prose import count
 from predcalc.report.reach import plot_reach, reach_frame
 from predcalc.report.related import related_section
 from predcalc.report.scoreboard import (
@@ -133,6 +134,10 @@ class Findings:
         self.edges = edges or {}
         pool = [(name, model) for name, (_, model) in self.models.items() if name not in FINISHES]
         self.pool = candidates(pool, F.baseline_runs(records))
+        # counts the sentences quote, from the data: training seeds per model, seeds of the held-out suite
+        self.seeds = max((len(model["runs"]) for _, model in self.models.values()), default=0)
+        held = (self.edges.get("heldout_record") or {}).get("models") or {}
+        self.heldout_seeds = max((len(by_seed) for by_seed in held.values()), default=0)
 
     # ---- helpers
 
@@ -275,7 +280,8 @@ class Findings:
                 Text(
                     "Every set that chose a variant, a bound or a hyperparameter is a development set, and the numbers "
                     "it produced are development numbers. Claims about reach come only from the held-out edge suite, "
-                    "drawn once from its own seed after these choices and scored on all 5 seeds through the exported "
+                    f"drawn once from its own seed after these choices and scored on all {count(self.heldout_seeds, 'seed')} "
+                    "through the exported "
                     "file, and for the calculator from its untouched family draw, scored the same way."
                 ),
                 Table(frame, cell=plain_cell),
@@ -312,7 +318,7 @@ class Findings:
             plot_reach(frame, path)
         scored = sorted(set(frame.loc[frame["source"] == "heldout", "model"]))
         held = (
-            f"the held-out edge suite (5 seeds, exported files) for {', '.join(f'`{m}`' for m in scored)}"
+            f"the held-out edge suite ({count(self.heldout_seeds, 'seed')}, exported files) for {', '.join(f'`{m}`' for m in scored)}"
             if scored
             else "no held-out edge suite scored yet"
         )
@@ -369,7 +375,7 @@ class Findings:
                 Text(
                     "Exact accuracy (%) on the held-out edge suite, drawn after every choice in Method and never used "
                     "to choose, through each seed's exported ONNX file at 159 tokens (LiteRT agrees); mean [min-max] "
-                    "over 5 seeds and the seeds exact on every expression; the partly built scan (operator gates set by hand, readout solved by "
+                    f"over {count(self.heldout_seeds, 'seed')} and the seeds exact on every expression; the partly built scan (operator gates set by hand, readout solved by "
                     "least squares after the same training). Unspaced forms are not a set: the tokenisers lex spacing "
                     "away before the network "
                     f"({about[RECOMMENDED[0]]['unspaced_forms']['checked']:,} expressions checked)."
@@ -389,7 +395,7 @@ class Findings:
                     f"Each of the {len(board)} regression rows of {PRIOR_REPORT}, computed its way on the same test "
                     "sets (Appendix: the seed-way table and every column). The faithful replica comes first; the best "
                     "variant is another model trained here. Counts are of ranked columns, each decided by the sign "
-                    "test over 5 seeds."
+                    f"test over {count(self.seeds, 'seed')}."
                 ),
                 Table(board, cell=plain_cell),
             ],
@@ -439,29 +445,19 @@ class Findings:
         return learned_section(self, calculator_lesson)
 
     def limitations(self) -> Section:
-        items = [
-            "One data seed: every model sees the same training draw and test sets. Seeds vary initialisation and "
-            "shuffling only; 5 seeds resolve only large differences.",
-            "The prior report's numbers come from its own code, draw and hardware; its in-range and long sets are "
-            "redrawn here its way from this project's data seed. Only out of range is the same set.",
-            "Typed tokens tell a model what a lexer knows (number or operator); the prior report's numeric tokens "
-            "do not. The scan's ablations separate the two effects.",
-            "Exact accuracy rounds a regression output: a model is exact with an error under 0.5, so exactness "
-            "on large answers needs relative precision a float32 readout may not have.",
-            "The held-out edge suite covers `+`/`-` with more digits, more terms and adversarial digit patterns; "
-            "the regression models cannot read parentheses or `*` `/`, so depth and operators are measured only on "
-            "the extended suites and the calculator.",
-            "Timings come from a shared 2-core CPU; speed claims are ratios measured within one run.",
-            "Reruns are not bit-for-bit: retraining the recommended models' 5 seeds for the edge suites reproduced "
-            "every exact accuracy on the protocol's sets, but validation losses differed, and one retrained seed "
-            "moved by 20 points on a held-out set; the held-out numbers are those of the retrained seeds.",
-            "Only the two recommended models were scored on the held-out suite; the other families appear in the "
-            "summary figure on the protocol's sets only. Two held-out sets (2-digit numbers, 40-80 terms) lie near "
-            "the development probe's box (-99..99, 20-60 terms) that chose the transformer's bound.",
-            "The calculator's rule steps and control are partly built: their input features, intermediate targets "
-            "and threshold period are given by design; the shipped file is seed 0 (per-seed records in "
-            "`reports/calculator/parts/rules_*.json`).",
-        ]
+        from predcalc.calculator.engine import MAX_DIGIT_PRODUCT
+        from predcalc.calculator.tokens import MAX_CHARACTERS
+
+        records = self.study("calculator")
+        items = prose.bullets(
+            "limitations.md.j2",
+            seeds=self.seeds,
+            retrained=retraining_shift(self.edges),
+            scored=[short_name(n) for n in RECOMMENDED + BUILT_SHOWN if n in (self.edges.get("heldout") or {})],
+            calculator=calculator_facts(records[0]) if records else None,
+            max_product=MAX_DIGIT_PRODUCT,
+            max_characters=MAX_CHARACTERS,
+        )
         return Section("limitations", "Limitations", [Bullets(items)])
 
     def appendix(self) -> list[Section]:
