@@ -158,7 +158,7 @@ def heldout_seeds(findings, name: str) -> dict[str, dict[str, float]] | None:
 def _heldout_text(findings, name: str) -> str:
     seeds = heldout_seeds(findings, name)
     if not seeds:
-        return "not scored"
+        return "not measured"
     per_seed = [float(np.mean(list(sets.values()))) for sets in seeds.values()]
     exact = sum(all(v >= 1.0 for v in sets.values()) for sets in seeds.values())
     sets = len(next(iter(seeds.values())))
@@ -211,7 +211,7 @@ def calculator_rows(findings) -> list[dict]:
         exact = f"{seeds}/{seeds} exact on all" if worst >= 1.0 else f"worst seed on a family {100 * worst:.1f}"
         row[HELD_OUT] = f"{prose.share(mean, 1)} over {len(families)} families (its own draw), {exact}"
     else:
-        row[HELD_OUT] = "not scored"
+        row[HELD_OUT] = "not measured"
     return [{**row, "_name": "calculator"}]
 
 

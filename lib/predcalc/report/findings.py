@@ -22,6 +22,7 @@ from predcalc.paths import REPORTS, ROOT, RUNS, write_if_changed
 from predcalc.record import RunRecord
 from predcalc.report import render
 from predcalc.report.anchors import SEED_LLM_ROWS, SEED_ROWS
+from predcalc.report.prose import count
 from predcalc.report.studies import FINISHES, shown_label
 from predcalc.report.tables import markdown_table  # noqa: F401 (notebooks import it from here)
 from predcalc.training import metrics as M
@@ -401,7 +402,7 @@ def ablation_lines(records: list[dict], reference: str = "scan_typed") -> list[s
             continue
         full = models[reference]
         lines = [
-            f"Why: the ablations of **{full['label']}** ({record['notebook']}, {len(full['runs'])} seeds; exact "
+            f"Why: the ablations of **{full['label']}** ({record['notebook']}, {count(len(full['runs']), 'seed')}; exact "
             f"accuracy in / out / long, the full model {_exact_in_out_long(full)} %) each remove one design "
             "choice:",
             "",
