@@ -10,6 +10,7 @@ operators) and its kind (trained, partly built, memorised table, code).
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -19,7 +20,7 @@ from predcalc.paths import relative
 from predcalc.report import findings as F
 from predcalc.report import prose
 from predcalc.report.anchors import PRIOR_REPORT
-from predcalc.report.answer import PROTOCOL_SETS, Cell, answer_section, calculator_facts, short_name
+from predcalc.report.answer import PROTOCOL_SETS, SHORT_NAMES, Cell, answer_section, calculator_facts, short_name
 from predcalc.report.appendix import appendix_sections
 from predcalc.report.calculator import calculator_lesson, mechanism, results_blocks
 from predcalc.report.document import Bullets, Document, Figure, Section, Table, Text
@@ -241,17 +242,26 @@ class Findings:
                         "notebook": record["notebook"],
                     }
                 )
-        blocks = [
-            Text(
-                "The models the main text discusses (the Appendix lists every run). *Trained*: every weight "
-                "by gradient descent; *partly built*: trained, then finished in closed form (a gate set by "
-                "hand, a readout solved by least squares). The prior report's rows are rebuilt as faithful "
-                "replicas: `fnn2`, `rnn2`, `bilstm_attention`, `transformer4_seed`, `transformer5_seed`."
+        intro = Text(
+            "The models the main text discusses, by the names it uses (the Appendix's table gives each one's "
+            "registry name, size and notebook, and lists every run). *Trained*: every weight by gradient "
+            "descent; *partly built*: trained, then finished in closed form (a gate set by hand, a readout "
+            "solved by least squares). The prior report's rows are rebuilt as faithful replicas: "
+            + ", ".join(
+                short_name(n) for n in ("fnn2", "rnn2", "bilstm_attention", "transformer4_seed", "transformer5_seed")
             )
-        ]
-        if rows:
-            blocks.append(Table(pd.DataFrame(rows), cell=plain_cell))
-        return Section("method.models", "Models", blocks)
+            + "."
+        )
+        self.models_table = Table(pd.DataFrame(rows), cell=plain_cell) if rows else None
+        return Section("method.models", "Models", [intro])
+
+    def _models_appendix(self) -> Section:
+        """The main text's names beside the registry names (the table :meth:`_models` builds)."""
+        if getattr(self, "models_table", None) is None:
+            self._models()
+        if self.models_table is None:
+            return Section("appendix.models", "The models by name", part="appendix")
+        return Section("appendix.models", "The models by name", [self.models_table], part="appendix")
 
     def _mechanisms(self) -> Section:
         items = [
@@ -271,7 +281,10 @@ class Findings:
 
     def _selection(self) -> Section:
         frame = pd.DataFrame(
-            [{"choice": c, "chosen on": on, "numbers it touches": touched} for c, on, touched in SELECTION]
+            [
+                {"choice": with_short_names(c), "chosen on": on, "numbers it touches": touched}
+                for c, on, touched in SELECTION
+            ]
         )
         return Section(
             "method.selection",
@@ -461,7 +474,7 @@ class Findings:
         return Section("limitations", "Limitations", [Bullets(items)])
 
     def appendix(self) -> list[Section]:
-        return appendix_sections(self)
+        return [self._models_appendix(), *appendix_sections(self)]
 
     def document(self) -> Document:
         main = [
@@ -529,6 +542,11 @@ def verdict_counts(pool: list[dict]) -> dict:
     if not by_variant:
         return {}
     return {"replica": replica, "variant": max(by_variant.values(), key=lambda t: t["better"])}
+
+
+def with_short_names(text: str) -> str:
+    """Registry names in backticks replaced by the main text's names (others kept as they are)."""
+    return re.sub(r"`(\w+)`", lambda m: short_name(m.group(1)) if m.group(1) in SHORT_NAMES else m.group(0), text)
 
 
 def retraining_shift(edges: dict) -> dict | None:

@@ -1,7 +1,7 @@
 """The findings' summary figure: exact accuracy against distance from the training box.
 
 Two panels (more digits, more terms), one line per model. The frame is
-:func:`predcalc.report.paper.reach_frame`'s: rows of model, axis (``digits`` or ``terms``), distance,
+:func:`reach_frame`'s: rows of model, axis (``digits`` or ``terms``), distance,
 label, source (``protocol``: the seed protocol's test sets, which the models were chosen on;
 ``heldout``: the held-out edge suite), mean, min and max over seeds.
 
@@ -24,7 +24,7 @@ import pandas as pd
 
 from predcalc.paths import save_figure
 from predcalc.report.answer import FAMILIES as ANSWER_FAMILIES
-from predcalc.report.answer import best_trained
+from predcalc.report.answer import best_trained, short_name
 
 # (axis, distance) -> tick label, where the frame's own label is not the box's name: the training
 # box of the seed protocol is 3 integers from -5..4; its out-of-range set draws from -8..-5 and 5..8.
@@ -38,7 +38,7 @@ PANELS = (
     ("terms", "more terms (numbers from -5..5)", "numbers per expression"),
 )
 SOURCES = {  # source -> (marker fill, what the legend says of it)
-    "protocol": ("full", "filled markers: the protocol's test sets (development: the models were chosen on them)"),
+    "protocol": ("full", "filled markers: the protocol's test sets (development: they chose designs)"),
     "heldout": ("none", "open: the held-out edge suite (never used to choose)"),
 }
 MARKERS = "osD^vP*X"
@@ -97,7 +97,7 @@ def draw_reach(frame: pd.DataFrame):
                 color=colour,
                 linestyle=LINESTYLES[k % len(LINESTYLES)],
                 linewidth=max(WIDEST - WIDTH_STEP * k, 0.8),
-                label=model,
+                label=short_name(model),
                 marker=marker,
                 markersize=6,
                 markevery=[],  # the markers come next, filled by source; the legend shows this one
@@ -131,7 +131,11 @@ def draw_reach(frame: pd.DataFrame):
         axis.grid(alpha=0.3)
     axes[0].set_ylabel("exact accuracy (%)")
     handles, labels = axes[0].get_legend_handles_labels()
-    key = "; ".join(text for _, text in SOURCES.values()) + "; bars from the worst to the best seed"
+    key = (
+        "one model per family, the one with the lowest validation loss\n"
+        + "; ".join(text for _, text in SOURCES.values())
+        + "; bars from the worst to the best seed"
+    )
     figure.legend(
         handles, labels, loc="outside lower center", ncol=4, fontsize=8, frameon=False, title=key, title_fontsize=8
     )
