@@ -18,6 +18,7 @@ import pandas as pd
 
 from predcalc.report import prose
 from predcalc.report.document import Bullets, Section, Table, Text
+from predcalc.report.studies import FINISHES
 from predcalc.report.tables import plain_cell
 
 # Families of the main text: (family, trained candidates, partly built candidates), registry names.
@@ -40,7 +41,7 @@ FAMILIES = (
     ("minGRU / minLSTM", ("min_gru", "min_lstm"), ()),
     ("xLSTM (sLSTM, mLSTM)", ("slstm", "mlstm_stable"), ()),
     ("Mamba", ("mamba_bounded",), ()),
-    ("syntax-gated scan", ("scan_typed",), ("scan_typed_solved", "scan_typed_readout_solved")),
+    ("syntax-gated scan", ("scan_typed",), tuple(FINISHES)),  # the partly built: the scan's closed-form finishes
 )
 
 # Names the main text uses: short, and saying what the model is (registry names: the Appendix).
@@ -56,7 +57,7 @@ SHORT_NAMES = {
     "transformer5_seed": "large transformer, prior report's recipe",
     "transformer4_gated": "transformer, gated-sum readout only",
     "transformer4_local": "gated-sum transformer",
-    "transformer4_local_bounded": "gated-sum transformer, bounded",
+    "transformer4_local_bounded": "bounded gated-sum transformer",
     "min_gru": "minGRU",
     "min_lstm": "minLSTM",
     "slstm": "sLSTM",
@@ -232,7 +233,11 @@ def facts(findings) -> dict:
         and all(min(findings.accuracy(n, t)) >= 1.0 for t, _ in PROTOCOL_SETS)
         and n not in dict.fromkeys(b for _, _, built in FAMILIES for b in built)
     ]
-    others = [n for n in names if n in findings.models and n not in exact and not _is_built(n)]
+    # every trained candidate of the families without an exact model (not only each family's chosen one)
+    exact_families = {family for family, trained, _ in FAMILIES if set(trained) & set(exact)}
+    others = [
+        n for family, trained, _ in FAMILIES if family not in exact_families for n in trained if n in findings.models
+    ]
     best_other = max(others, key=lambda n: np.mean(findings.accuracy(n, "out"))) if others else None
     out = {
         "exact": [
@@ -240,6 +245,10 @@ def facts(findings) -> dict:
             for n in exact
         ],
         "families": len({r["family"] for r in rows if r["family"] != "learned calculator"}),
+        "other_families": len(
+            {r["family"] for r in rows if r["family"] != "learned calculator"}
+            - {r["family"] for r in rows if r["_name"] in exact}
+        ),
         "best_other": None,
         "held": [],
         "built": None,

@@ -230,7 +230,7 @@ def llm(findings) -> Section:
             Table(F.llm_table(findings.records)),
             Text(
                 "Rows that are not pre-trained are tiny models trained from random weights here: they check the "
-                "fine-tuning pipeline and are not results of Gemma itfindings. The published rows are single runs "
+                "fine-tuning pipeline and are not results of Gemma itself. The published rows are single runs "
                 "of the prior report, scored on its own sets."
             ),
         ],

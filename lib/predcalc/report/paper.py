@@ -16,6 +16,8 @@ from pathlib import Path
 import pandas as pd
 
 from predcalc import recommended
+from predcalc.calculator.engine import MAX_DIGIT_PRODUCT
+from predcalc.calculator.tokens import MAX_CHARACTERS
 from predcalc.paths import relative
 from predcalc.report import findings as F
 from predcalc.report import prose
@@ -458,9 +460,6 @@ class Findings:
         return learned_section(self, calculator_lesson)
 
     def limitations(self) -> Section:
-        from predcalc.calculator.engine import MAX_DIGIT_PRODUCT
-        from predcalc.calculator.tokens import MAX_CHARACTERS
-
         records = self.study("calculator")
         items = prose.bullets(
             "limitations.md.j2",
