@@ -67,6 +67,7 @@ SHORT_NAMES = {
     "scan_typed_solved": "typed scan, gates set by hand, readout solved",
     "scan_typed_readout_solved": "typed scan, readout solved",
     "calculator": "step networks in a coded loop",
+    "char_lstm_tokens": "character LSTM",
 }
 
 # Which data chose each row's model (stated under the table).

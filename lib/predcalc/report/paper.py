@@ -400,6 +400,7 @@ class Findings:
 
     def _published(self) -> Section:
         board = summary_table(self.pool)
+        board = board.map(lambda v: with_short_names(v) if isinstance(v, str) else v)  # main text: short names
         if board.empty:
             return Section("results.published", "The published rows, like for like", [])
         return Section(
@@ -425,7 +426,7 @@ class Findings:
                     rows.append(
                         {
                             "suite": f"{extended_title(record)} ({record['notebook']})",
-                            "model": f"`{top['name']}`",
+                            "model": short_name(top["name"]),
                             "kind": "partly built" if built else "trained",
                             "families": len(top["by_family"]),
                             "mean exact over families": f"{_pct(top['mean'])} (seeds {prose.spread(top['per_seed'])})",
