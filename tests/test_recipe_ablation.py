@@ -71,14 +71,14 @@ def test_one_row_per_undone_choice_beside_the_stored_runs(tmp_path):
         "mean pooling instead of the CLS token",
         "no sqrt(d_model) scale on the embedding",
     ]
-    assert table.loc["every choice of the prior report's recipe", "MAE in"] == "0.04 ± 0.014"
+    assert table.loc["every choice of the prior report's recipe", "MAE in"] == "0.04 [0.03-0.05]"
     assert table.loc["every choice of the prior report's recipe", "trained"] == "200 epochs, no early stopping"
-    assert table.loc["gated value readout instead of the CLS token", "MAE out"] == "0.02 ± 0"
-    assert table.loc["gated readout, local token features, padding masked", "MAE long"] == "0.004 ± 0.0014"
+    assert table.loc["gated value readout instead of the CLS token", "MAE out"] == "0.02 [0.02-0.02]"
+    assert table.loc["gated readout, local token features, padding masked", "MAE long"] == "0.004 [0.003-0.005]"
     assert table.loc["as transformer4_local, the features of tanh(x_t)", "seeds"] == 3
     assert table.loc["this project's transformer4 recipe", "trained"] == "200 epochs, early stopping (patience 20)"
-    assert table.loc["this project's transformer4 recipe", "exact in"] == "99.00 %"
-    assert table.loc["mean pooling instead of the CLS token", "MAE out"] == "0.07 ± 0.014"
+    assert table.loc["this project's transformer4 recipe", "exact in"] == "99.00 % (0/2 exact, 99.00-99.00)"
+    assert table.loc["mean pooling instead of the CLS token", "MAE out"] == "0.07 [0.06-0.08]"
     assert table.loc["no sqrt(d_model) scale on the embedding", "seeds"] == 1  # the failed run is left out
     assert (
         recipe_ablation_lines(records, tmp_path)[0] == "## The prior report's transformer recipe: which choice matters"
@@ -112,8 +112,8 @@ def test_peak_probe_one_row_per_rate_and_names_the_best(tmp_path):
     _peak_run(tmp_path, "e", 5e-5, 0, 9.0, 1.0, error="KeyboardInterrupt: stopped")  # not finished
     table = peak_probe_table(tmp_path)
     assert list(table["peak learning rate"]) == ["0.00142", "0.0002"]
-    assert list(table["best val MSE"]) == ["21 ± 1.4", "0.2 ± 0.14"]
-    assert table.loc[1, "trained"] == "25 epochs, no early stopping" and table.loc[1, "MAE in"] == "0.3 ± 0.071"
+    assert list(table["best val MSE"]) == ["21 [20-22]", "0.2 [0.1-0.3]"]
+    assert table.loc[1, "trained"] == "25 epochs, no early stopping" and table.loc[1, "MAE in"] == "0.3 [0.25-0.35]"
     lines = peak_probe_lines(tmp_path)
     assert lines[0] == "### transformer5_seed: the peak learning rate"
     assert "the lowest mean validation MSE is at a peak of 0.0002;" in lines[2]

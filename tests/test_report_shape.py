@@ -23,14 +23,19 @@ def test_findings_have_a_papers_sections_a_short_main_body_and_answer():
     text = FINDINGS.read_text()
     headings = re.findall(r"^(#{1,2}) (.+)$", text, flags=re.M)
     top = [title for level, title in headings if level == "##"]
-    for title in ("Question", "Answer", "Method", "Results", "What we learned", "Limitations"):
+    for title in ("Question", "Answer", "Related work", "Method", "Results", "What we learned", "Limitations"):
         assert title in top, title
     assert "# Appendix" in text
     main = text.split("\n# Appendix", 1)[0]
     assert len(main.splitlines()) < 300
     answer = main.split("## Answer", 1)[1].split("\n## ", 1)[0]
+    assert answer.strip().startswith("| family | model | kind |")  # the Answer opens with the families table
     bullets = [line for line in answer.splitlines() if line.startswith("- ")]
-    assert 1 <= len(bullets) <= 8 and all(len(b) <= 2 * 120 for b in bullets)
+    assert 1 <= len(bullets) <= 5 and all(len(b) <= 800 for b in bullets)
+    related = main.split("## Related work", 1)[1].split("\n## ", 1)[0]
+    assert 'Anton Mukin, "Neural Predictive Calculator: Findings"' in related and "AntonStantan/matura" in related
+    for anchor in ("NALU", "NAU", "Neural GPU", "NPI", "scratchpads", "Abacus", "position coupling"):
+        assert anchor in related, anchor
     assert "ANCHORS.md" not in text  # the published numbers are cited from the repository
 
 

@@ -255,36 +255,72 @@ def test_ablation_lines_set_each_ablation_beside_the_full_model():
     )
 
 
-def test_answer_names_the_exact_models_with_their_box_and_stays_short(tmp_path):
-    from predcalc.report.paper import Findings
+def _seeded(label, accuracy, params=100, seeds=5, val_loss=0.1):
+    built = _model(label, 0.1)
+    built["runs"] = [dict(built["runs"][0], seed=s, best_val_loss=val_loss) for s in range(seeds)]
+    for run in built["runs"]:
+        run["metrics"] = {k: dict(v) for k, v in run["metrics"].items()}
+        for test_set, value in accuracy.items():
+            run["metrics"][test_set]["accuracy"] = value
+    return {**built, "params": params}
 
-    def model(label, accuracy, params=100, seeds=5):
-        built = _model(label, 0.1)
-        built["runs"] = [dict(built["runs"][0], seed=s) for s in range(seeds)]
-        for run in built["runs"]:
-            run["metrics"] = {k: dict(v) for k, v in run["metrics"].items()}
-            for test_set, value in accuracy.items():
-                run["metrics"][test_set]["accuracy"] = value
-        return {**built, "params": params}
+
+def test_answer_opens_with_the_families_table_and_at_most_five_sentences(tmp_path):
+    from predcalc.report.document import Bullets, Table
+    from predcalc.report.paper import Findings
 
     exact = {"in": 1.0, "out": 1.0, "long": 1.0}
     records = [
         _record(
             "30_beyond_seed",
             {
-                "scan_typed": model("Scan", exact),
-                "few": model("Few seeds", exact, seeds=2),
-                "lstm": model("LSTM", {"in": 0.99, "out": 0.2, "long": 0.3}),
-                "scan_typed_solved": model("Solved", exact, params=10),
+                "scan_typed": _seeded("Scan", exact),
+                "lstm": _seeded("LSTM", {"in": 0.99, "out": 0.2, "long": 0.3}),
+                "scan_typed_solved": _seeded("Solved", exact, params=10),
             },
         )
     ]
-    answer = Findings(records, tmp_path).answer().blocks[0].items
-    assert len(answer) <= 8
-    assert answer[0].startswith(
-        "On the protocol's test sets (development numbers: they chose both designs), `scan_typed` (100 params) are exact"
+    blocks = Findings(records, tmp_path).answer().blocks
+    assert isinstance(blocks[0], Table) and isinstance(blocks[-1], Bullets)
+    table = blocks[0].frame.set_index(["family", "kind"])
+    assert table.loc[("syntax-gated scan", "trained"), "model"] == "typed scan"
+    assert table.loc[("syntax-gated scan", "trained"), "in range"] == "100.0 %, 5/5 exact, 100.0-100.0"
+    assert table.loc[("syntax-gated scan", "partly built"), "model"].startswith("typed scan, gates set by hand")
+    assert table.loc[("LSTM / GRU", "trained"), "out of range"] == "20.0 %, 0/5 exact, 20.0-20.0"
+    assert table.loc[("LSTM / GRU", "trained"), "held-out edges"] == "not measured"
+    items = blocks[-1].items
+    assert 1 <= len(items) <= 5
+    assert "the typed scan (100 weights)" in items[0] and "5 seeds" in items[0]
+    assert "scan_typed" not in " ".join(items)  # registry names stay in the appendix
+
+
+def test_each_family_is_represented_by_its_lowest_validation_loss_not_its_test_accuracy(tmp_path):
+    from predcalc.report.answer import best_trained
+    from predcalc.report.paper import Findings
+
+    records = [
+        _record(
+            "04_gru",
+            {
+                "gru": _seeded("GRU", {"in": 0.9, "out": 0.1, "long": 0.2}, val_loss=0.01),
+                "lstm": _seeded("LSTM", {"in": 0.9, "out": 0.3, "long": 0.4}, val_loss=0.05),
+            },
+        )
+    ]
+    assert best_trained(Findings(records, tmp_path), ("lstm", "gru")) == "gru"
+
+
+def test_the_quick_page_says_it_is_a_smoke_result_with_its_own_seed_count(tmp_path):
+    from predcalc.report.paper import Findings
+
+    record = _record("30_beyond_seed", {"scan_typed": _seeded("Scan", {"in": 1.0, "out": 1.0, "long": 1.0}, seeds=1)})
+    record["_profile"], record["_dir"] = "quick", tmp_path / "30_beyond_seed"
+    doc = Findings([record], tmp_path).document()
+    assert "Smoke result" in doc.source_note and "1 seed per model" in doc.source_note
+    text = " ".join(
+        item for section in doc.sections for s in section.walk() for b in s.blocks for item in getattr(b, "items", [])
     )
-    assert "few" not in answer[0] and "scan_typed_solved" not in answer[0]  # 2 seeds; partly built
+    assert "5 seeds" not in text and "seed(s)" not in text and "1 seeds" not in text
 
 
 def test_one_template_runs_as_03_lstm_and_04_gru():

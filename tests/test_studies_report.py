@@ -131,7 +131,7 @@ def test_extended_section_gives_accuracy_per_family_and_model(tmp_path):
     (tmp_path / "runs" / "31_extended_suite" / "metrics.json").write_text(json.dumps(record))
     findings.build(runs=tmp_path / "runs", reports=tmp_path / "reports", readme=tmp_path / "README.md")
     text = (tmp_path / "reports" / "findings.md").read_text()
-    assert "| family | Scan (2 seeds) |" in text and "| digits_6 | 75.0 % |" in text
+    assert "| family | Scan (2 seeds) |" in text and "| digits_6 | 75.0 % [50.0-100.0] |" in text
     assert "- Scan (46 parameters): mean relative error 0.015 with 1-digit numbers, 0.015 with 6-digit numbers." in text
     assert "### The extended suite, additive part (31_extended_suite" in text
     assert (

@@ -1,4 +1,4 @@
-"""The seed's data protocol (ANCHORS.md section 1), deterministic for a seed.
+"""The seed's data protocol (the prior report's protocol, Mukin 2025), deterministic for a seed.
 
 - training draw: 4,000 draws of ``a op b op c`` with integers from ``range(-5, 5)`` and
   operators ``+``/``-``, de-duplicated, split 75 % train / 25 % validation;

@@ -2,7 +2,7 @@
 
 :func:`with_input_length` (a recurrent or scan model at a longer input, for longer expressions)
 and :func:`unrolled` (every Keras recurrent layer unrolled, which kept an LSTM's full-integer
-int8 export, FACTS.md).
+int8 export, measured on this machine).
 """
 
 from __future__ import annotations

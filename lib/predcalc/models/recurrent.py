@@ -23,8 +23,8 @@ context). Like the seed, padding is read as input by default (``mask_padding=Fal
 The LSTM and GRU are the Keras layers (the same equations; ``SeedLSTMCell``/``SeedGRUCell``
 exist to read, test and explain them). The recurrences of ``rnn2``, ``lstm`` and ``gru`` are
 unrolled (``unroll=True``; 15 steps, the same computation): full-integer int8 LiteRT calibration
-at batch 1 crashed the converter (SIGSEGV) on the rolled loop of each of them (FACTS.md reports
-it for the LSTM). The LSTMs inside ``BidirectionalLSTMAttention`` are rolled, so that model has
+at batch 1 crashed the converter (SIGSEGV) on the rolled loop of each of them (first seen on this machine
+for the LSTM). The LSTMs inside ``BidirectionalLSTMAttention`` are rolled, so that model has
 no full-integer int8 export. :func:`attention_weights` returns the attention weights over the
 tokens of ``bilstm_attention``.
 """

@@ -1,7 +1,7 @@
 """Token-output heads: the answer written as a fixed number of character slots.
 
 A regression head emits one number; a token head emits the answer's characters, one slot
-each, the way a language model writes it (ANCHORS.md section 3: output format matters, and
+each, the way a language model writes it (published work on learning arithmetic: output format matters, and
 reversed digits help small transformers).
 
 Answer format (:class:`AnswerFormat`)

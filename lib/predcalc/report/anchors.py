@@ -9,12 +9,12 @@ The numbers below are copied from its results tables (means of 5 runs; the LLM r
 they are published reference numbers, not measurements of this project.
 """
 
-PRIOR_REPORT = "the prior report (Neural Predictive Calculator: Findings)"
+PRIOR_REPORT = 'the prior report (Anton Mukin, "Neural Predictive Calculator: Findings", 2025)'
 
 # "long": how the prior report's code behind a row computes its "MAE long" (and the long4 term of its score):
 # "signed", mean(|y| - prediction), in FNN_FNN2.py (the FNN rows); "absolute", the per-run mean of
 # |y - prediction|, in the transformer notebooks' per-run cell (transformer_transformer4.py, the cell
-# that also gives the score's p-value). The code behind RNN2 and BiLSTM + attention is not in matura/.
+# that also gives the score's p-value). The code behind RNN2 and BiLSTM + attention is not in its public repository.
 SEED_ROWS = {
     "FNN2 (1 x 345 PReLU)": {
         "params": 6211,

@@ -7,7 +7,8 @@ import numpy as np
 import pandas as pd
 
 from predcalc.calculator.steps import TARGETS
-from predcalc.calculator.study import ablation_rows, carriers, held_out_sentence, order, speed_summary
+from predcalc.calculator.study import ablation_rows, carriers, error_bound, inside_world, order, speed_summary
+from predcalc.report import prose
 from predcalc.report.document import Bullets, Table, Text
 from predcalc.report.tables import markdown_table, plain_cell
 
@@ -55,7 +56,7 @@ def section(record: dict, folder: str) -> list[str]:
         )
     comparison = pd.DataFrame(
         {
-            study["labels"].get(k, k): {n: f"{100 * v['mean']:.1f}" for n, v in s.items()}
+            study["labels"].get(k, k): {n: f"{100 * v['mean']:.1f} ({100 * v['min']:.1f})" for n, v in s.items()}
             for k, s in sorted(study["summary"].items(), key=lambda item: order(item[0]))
         }
     )
@@ -72,13 +73,12 @@ def section(record: dict, folder: str) -> list[str]:
         }
         for row in ablation_rows(record)
     ]
-    speed = study["speed"]
     lines = [
         "### A learned calculator: + - * / with parentheses (40_calculator)",
         "",
         "This section is rung 1 of the ladder, the memorised build (every arithmetic step trained on every "
         "input it can meet, the control on the windows of its traces and top-ups), and its ablations; the "
-        "shipped rule build (rungs 2-3) is in the Results. Trained on integers of at most 5 digits, 1-4 "
+        "shipped rule build (rungs 2 and 3 of the ladder, defined in the Results) is in the Results. Trained on integers of at most 5 digits, 1-4 "
         "operators of `+ - * /`, parenthesis depth at most 2; scored exactly (integers and fractions, no "
         "float) through its exported LiteRT files (`reports/calculator/memorised/model.tflite` for seed 0; "
         "seeds 1-4 are not committed, their scores are in `reports/calculator/parts/`) with the look-up cache. "
@@ -99,14 +99,12 @@ def section(record: dict, folder: str) -> list[str]:
         "",
         carriers(record),
         "",
-        "The same, family by family (%, mean of seeds; the ablations and the control score smaller draws "
-        "of the same families):",
+        "The same, family by family (%, mean of seeds, the worst seed in brackets; the ablations and the "
+        "control score smaller draws of the same families):",
         "",
         markdown_table(comparison),
         "",
         f"![accuracy by axis]({folder}/accuracy_by_axis.png)",
-        "",
-        speed_summary(speed),
         "",
     ]
     return lines
@@ -219,23 +217,26 @@ def headline(record: dict) -> str:
 
 def calculator_lesson(record: dict) -> str:
     """What the calculator taught, for "What we learned": which steps learned a rule from a third of
-    their inputs, and what made the control one of them (or that it is not)."""
+    their inputs, on which seeds, and what made the control one of them (or that it is not)."""
     rows = {r["step"]: r for r in step_rows(record)}
     control = rows.get("control")
-    lesson = (
-        "In the calculator, small step units with designed features (digit values as numbers, a given "
-        "intermediate target and threshold period) fitted a third of their inputs and were exact on the rest"
-    )
-    if control is None or control["share"] == "100 %":
-        return lesson + "."
-    if not control["wrong on held-out (worst seed)"]:
-        return (
-            lesson + "; so was the control once it scored relations of tokens (a neighbour's kind, learned "
-            "thresholds comparing two precedence levels, which of two operators invert) rather than pairs of "
-            "kinds, and was trained to a maximum margin: pairs of operators a seed never saw share a relation "
-            "with pairs it did."
+    seeds = [int(s) for s in record["calculator"]["parameters"].get("seeds", [])]
+    fresh = sorted(int(s) for s in (record.get("control_fresh_seeds") or {}))
+    fresh_exact = all(v.get("held_out_wrong", 1) == 0 for v in (record.get("control_fresh_seeds") or {}).values())
+    return " ".join(
+        prose.say(
+            "calculator_lesson.md.j2",
+            seeds=prose.seeds_list(seeds) if seeds else None,
+            fresh=prose.seeds_list(fresh) if fresh else None,
+            fresh_exact=fresh_exact,
+            control=None
+            if control is None
+            else {
+                "memorised": control["share"] == "100 %",
+                "exact": not control["wrong on held-out (worst seed)"],
+            },
         )
-    return lesson + "; the control was not (worst seed in the Results' step table)."
+    )
 
 
 #: What the calculator's code decides (engine.py, tokens.py), stated wherever the report says what is learned.
@@ -288,59 +289,7 @@ def results_blocks(record: dict) -> list:
         ),
         Table(pd.DataFrame(step_rows(record)), cell=plain_cell),
     ]
-    rows = []
-    seen = [r["checks"]["control"]["inputs"] - r["coverage"]["control"]["missing"] for r in study["seeds"]]
-    windows = study["seeds"][0]["checks"]["control"]["inputs"]
-    for rung, label in (
-        (
-            "memorised",
-            f"1. memorised steps (arithmetic steps on every input; control on {min(seen)}-{max(seen)} of "
-            f"{windows} windows)",
-        ),
-        ("rules", "2-3. partly built rule steps on a third of their inputs"),
-    ):
-        summary = _rung(record, rung) if rung == "rules" else study["summary"].get("calculator")
-        if summary:
-            families = {f: v for f, v in summary.items() if not f.startswith("seed_")}
-            worst = min(families, key=lambda f: families[f]["mean"])
-            rows.append(
-                {
-                    "rung": label,
-                    "families": len(families),
-                    "mean over families": _pct(np.mean([v["mean"] for v in families.values()])),
-                    "worst family (mean)": f"{worst} {_pct(families[worst]['mean'])}",
-                    "worst seed on a family": _pct(min(v["min"] for v in families.values())),
-                    "seeds": next(iter(families.values()))["seeds"],
-                }
-            )
-    for kind in ("answers_only", "end_to_end"):
-        if kind in study["summary"]:
-            families = {f: v for f, v in study["summary"][kind].items() if not f.startswith("seed_")}
-            worst = min(families, key=lambda f: families[f]["mean"])
-            rows.append(
-                {
-                    "rung": f"{4 if kind == 'answers_only' else 5}. {study['labels'][kind]}",
-                    "families": len(families),
-                    "mean over families": _pct(np.mean([v["mean"] for v in families.values()])),
-                    "worst family (mean)": f"{worst} {_pct(families[worst]['mean'])}",
-                    "worst seed on a family": _pct(min(v["min"] for v in families.values())),
-                    "seeds": next(iter(families.values()))["seeds"],
-                }
-            )
-    if rows:
-        blocks += [
-            Text(
-                "The ladder of structure: exact answers, mean of seeds over the 15 families every rung scored "
-                "(the seed protocol's fixed sets left out). Rungs 1 to 3 run one engine"
-                + _code_versions(record)
-                + ": the learned `lead` and `qdigit` steps replaced "
-                "the coded schedule rather than being kept as a switch, so rung 1 is every step memorised on that "
-                "schedule, and rungs 2 and 3 are one build. Rungs 4 and 5 swap the adder for a GRU trained on "
-                "the answers' digits only, or the whole calculator for one character model; they score smaller "
-                f"draws ({study['parameters'].get('ablation_size', 100)} expressions a family)."
-            ),
-            Table(pd.DataFrame(rows), cell=plain_cell),
-        ]
+    blocks += ladder_blocks(record)
     adversarial = (record.get("ladder") or {}).get("adversarial")
     speed = record.get("speed") or {}
     facts = []
@@ -382,4 +331,117 @@ def _adversarial_seeds(adversarial: dict) -> str:
         f"rule calculator {_pct(adversarial['rules']['exact'])}, memorised {_pct(adversarial['memorised']['exact'])} "
         f"(mean of {seeds} seeds; worst seed {_pct(adversarial['rules']['min'])} and "
         f"{_pct(adversarial['memorised']['min'])})."
+    )
+
+
+# The ladder's rungs: (key in the record, where its per-family summary is, the per-seed key), in order.
+RUNGS = (
+    ("memorised", "summary:calculator", "calculator"),
+    ("rules", "ladder:rules", None),
+    ("answers_only", "summary:answers_only", "answers_only"),
+    ("end_to_end", "summary:end_to_end", "end_to_end"),
+)
+
+
+def _rung_summary(record: dict, where: str) -> dict | None:
+    part, key = where.split(":")
+    source = record["calculator"]["summary"] if part == "summary" else (record.get("ladder") or {})
+    found = source.get(key)
+    return dict(found) if found else None  # every family, the protocol's fixed sets too (as the per-seed means)
+
+
+def ladder_rows(record: dict) -> list[dict]:
+    """One row per rung: exact accuracy inside and beyond the training world (mean over families,
+    with the per-seed range where each seed's mean is stored), the worst family and the worst seed."""
+    study = record["calculator"]
+    inside = inside_world(study["boxes"], study.get("training_box") or {"digits": 5, "operators": 4, "depth": 2})
+    per_seed = study.get("per_seed") or {}
+    rows = []
+    for rung, where, seed_key in RUNGS:
+        families = _rung_summary(record, where)
+        if not families:
+            continue
+        within = [v["mean"] for f, v in families.items() if f in inside]
+        beyond = [v["mean"] for f, v in families.items() if f not in inside]
+        seeds = next(iter(families.values()))["seeds"]
+        everywhere = min(v["min"] for v in families.values())
+        row = {"rung": rung, "families": len(families), "seeds": seeds, "n": next(iter(families.values()))["n"]}
+        for column, values, key in (("inside", within, "inside"), ("beyond", beyond, "beyond")):
+            spread = (
+                prose.spread([s[key] for s in per_seed[seed_key]])
+                if seed_key in per_seed
+                else ("every seed 100.0" if everywhere >= 1.0 else f"worst seed on a family {100 * everywhere:.1f}")
+            )
+            row[column] = float(np.mean(values)) if values else None
+            row[f"{column} seeds"] = spread
+        worst = min(families, key=lambda f: families[f]["mean"])
+        row["worst family"] = (worst, families[worst]["mean"])
+        row["worst seed"] = everywhere
+        rows.append(row)
+    return rows
+
+
+def ladder_blocks(record: dict) -> list:
+    """The ladder of structure, its definition from a template and one table."""
+    study = record["calculator"]
+    rows = ladder_rows(record)
+    if not rows:
+        return []
+    labels = {
+        "memorised": "1. memorised steps",
+        "rules": "2 and 3. rule steps on a third of their inputs, learned schedule",
+        "answers_only": "4. " + study["labels"].get("answers_only", "answers only"),
+        "end_to_end": "5. " + study["labels"].get("end_to_end", "end to end"),
+    }
+    table = pd.DataFrame(
+        [
+            {
+                "rung": labels[r["rung"]],
+                "families": r["families"],
+                "expressions a family": f"{r['n']:,}",
+                "inside the training world": ""
+                if r["inside"] is None
+                else f"{prose.share(r['inside'], 1)} ({r['inside seeds']})",
+                "beyond it": "" if r["beyond"] is None else f"{prose.share(r['beyond'], 1)} ({r['beyond seeds']})",
+                "worst family (mean)": f"{r['worst family'][0]} {prose.share(r['worst family'][1], 1)}",
+                "worst seed on a family": prose.share(r["worst seed"], 1),
+                "seeds": r["seeds"],
+            }
+            for r in rows
+        ]
+    )
+    weak = [
+        {"rung": labels[r["rung"]], "inside": r["inside"]}
+        for r in rows
+        if r["rung"] in ("answers_only", "end_to_end") and r["inside"] is not None and r["inside"] < 0.9
+    ]
+    text = prose.say(
+        "calculator_ladder.md.j2",
+        code=_code_versions(record),
+        size=study["parameters"].get("ablation_size", 100),
+        weak=weak,
+        epochs=study["parameters"].get("baseline_epochs"),
+    )
+    return [*[Text(t) for t in text], Table(table, cell=plain_cell)]
+
+
+def held_out_sentence(held_out: dict) -> str:
+    """The rule calculator on the draw no choice touched, with the one-sided bound zero wrong answers allow."""
+    scores = held_out["families"]
+    worst = min(scores, key=lambda name: (scores[name]["min"], scores[name]["mean"]))
+    exact = scores[worst]["min"] >= 1.0
+    family = min(v["n"] for v in scores.values())
+    return " ".join(
+        prose.say(
+            "calculator_held_out.md.j2",
+            held=held_out,
+            families=len(scores),
+            seeds=next(iter(scores.values()))["seeds"],
+            exact=exact,
+            bound_all=error_bound(0, held_out["expressions"]) if exact else None,
+            bound_family=error_bound(0, family) if exact else None,
+            lowest=min(v["mean"] for v in scores.values()),
+            worst=worst,
+            worst_seed=scores[worst]["min"],
+        )
     )

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from predcalc.report.answer import short_name
 from predcalc.report.document import Table
 from predcalc.report.studies import shown_label
 from predcalc.report.tables import markdown_table, plain_cell
@@ -113,7 +114,8 @@ def load_suites(folder) -> dict:
 
 def suite_blocks(edges: dict, suite: str, models) -> list:
     """A suite's blocks for the findings: one row per set (its box), one column per model
-    ("mean [min-max] %" of exact accuracy over seeds, or why the model cannot read the set)."""
+    ("mean [min-max] %" of exact accuracy over seeds and the seeds exact on every expression, or why
+    the model cannot read the set)."""
 
     record = edges.get(f"{suite}_record")
     if not record:
@@ -128,11 +130,13 @@ def suite_blocks(edges: dict, suite: str, models) -> list:
             if found.empty:
                 continue
             cell = found.iloc[0]
-            row[f"`{model}`"] = (
-                "not in its input language"
-                if cell.note
-                else f"{100 * cell.accuracy:.1f} [{100 * cell['min']:.1f}-{100 * cell['max']:.1f}]"
-            )
+            if cell.note:
+                row[short_name(model)] = "not in its input language"
+            else:
+                row[short_name(model)] = (
+                    f"{100 * cell.accuracy:.1f} [{100 * cell['min']:.1f}-{100 * cell['max']:.1f}], "
+                    f"{int(cell.exact_seeds)}/{int(cell.seeds)} exact"
+                )
         rows.append(row)
     return [Table(pd.DataFrame(rows), cell=plain_cell)]
 
@@ -172,6 +176,7 @@ def seed_table(record: dict) -> pd.DataFrame:
                     "boot_high": high,
                     "mae": float(np.mean([s["mae"] for s in per_seed.values()])),
                     "per_seed": " / ".join(f"{100 * a:.1f}" for a in accuracy),
+                    "exact_seeds": int((accuracy >= 1.0).sum()),
                     "note": "",
                 }
             )

@@ -22,6 +22,7 @@ from predcalc.paths import REPORTS, ROOT, RUNS, write_if_changed
 from predcalc.record import RunRecord
 from predcalc.report import render
 from predcalc.report.anchors import SEED_LLM_ROWS, SEED_ROWS
+from predcalc.report.prose import count
 from predcalc.report.studies import FINISHES, shown_label
 from predcalc.report.tables import markdown_table  # noqa: F401 (notebooks import it from here)
 from predcalc.training import metrics as M
@@ -114,9 +115,23 @@ def _mean(runs, test_set, metric):
     return float(np.mean([r["metrics"][test_set][metric] for r in runs]))
 
 
-def model_table(records: list[dict], reference_runs: list[dict] | None = None, score: bool = False) -> pd.DataFrame:
+def _mean_and_range(runs, test_set, metric, percent: bool = False) -> str:
+    """ "mean [min-max]" over seeds (accuracies in %), one value alone for one seed or equal seeds."""
+    values = [r["metrics"][test_set][metric] for r in runs]
+    scale, unit = (100, " %") if percent else (1, "")
+    text = f"{scale * np.mean(values):.2f}{unit}" if percent else f"{np.mean(values):.4g}"
+    if len(values) < 2 or min(values) == max(values):
+        return text
+    low, high = scale * min(values), scale * max(values)
+    return f"{text} [{low:.2f}-{high:.2f}]" if percent else f"{text} [{low:.3g}-{high:.3g}]"
+
+
+def model_table(
+    records: list[dict], reference_runs: list[dict] | None = None, score: bool = False, ranges: bool = False
+) -> pd.DataFrame:
     """One row per trained model (means over seeds), with its published row beside it.
 
+    With ``ranges``, each metric is written "mean [min-max]" over seeds (text, for the findings).
     With ``score``, the prior report's benchmark score and its p-value are added (a notebook's
     own comparison shows them; the findings keep them to the seed-way table, as the prior
     report's definitions). The score needs the baseline FNN's runs: taken from ``records`` when
@@ -134,11 +149,17 @@ def model_table(records: list[dict], reference_runs: list[dict] | None = None, s
             "source": _source(record, repeats, f"{_profile_of(record, model)}, {seeds}"),
         }
         for test_set in ("in", "out", "long"):
-            row[f"MAE {test_set}"] = _mean(runs, test_set, "mae")
+            row[f"MAE {test_set}"] = _mean_and_range(runs, test_set, "mae") if ranges else _mean(runs, test_set, "mae")
             if test_set != "long":
-                row[f"MRE {test_set}"] = _mean(runs, test_set, "mre")
+                row[f"MRE {test_set}"] = (
+                    _mean_and_range(runs, test_set, "mre") if ranges else _mean(runs, test_set, "mre")
+                )
         for test_set in ("in", "out", "long"):
-            row[f"acc {test_set}"] = _mean(runs, test_set, "accuracy")
+            row[f"acc {test_set}"] = (
+                _mean_and_range(runs, test_set, "accuracy", percent=True)
+                if ranges
+                else _mean(runs, test_set, "accuracy")
+            )
         if reference is not None:
             scores = [M.benchmark_score(r["metrics"], reference) for r in runs]
             row["score"] = float(np.mean(scores))
@@ -184,7 +205,7 @@ def seed_way_table(records: list[dict]) -> pd.DataFrame:
     """The prior report's published columns computed the prior report's way (``metrics.seed_way``), one row per
     model whose runs stored the prior report's signed error and MRE, its published row beside it.
 
-    Like for like with ANCHORS.md: MAE out and MRE out over all 2,048 out-of-range expressions,
+    Like for like with the prior report's published rows: MAE out and MRE out over all 2,048 out-of-range expressions,
     the prior report's MRE (divide by |truth|), the signed "MAE long" mean(|y| - prediction) over all 700
     long expressions, the prior report's score (signed long4 term) and its log t-test p-value.
     """
@@ -363,8 +384,14 @@ ABLATIONS = {
 
 
 def _exact_in_out_long(model: dict) -> str:
-    """'in / out / long' mean exact accuracy over the model's seeds, in percent to one decimal."""
-    return " / ".join(f"{100 * _mean(model['runs'], t, 'accuracy'):.1f}" for t in ("in", "out", "long"))
+    """'in / out / long' mean exact accuracy over the model's seeds, in percent to one decimal, each with
+    its per-seed [min-max] where the seeds differ."""
+    parts = []
+    for test_set in ("in", "out", "long"):
+        values = [100 * r["metrics"][test_set]["accuracy"] for r in model["runs"]]
+        spread = f" [{min(values):.1f}-{max(values):.1f}]" if len(values) > 1 and min(values) != max(values) else ""
+        parts.append(f"{np.mean(values):.1f}{spread}")
+    return " / ".join(parts)
 
 
 def ablation_lines(records: list[dict], reference: str = "scan_typed") -> list[str]:
@@ -375,7 +402,7 @@ def ablation_lines(records: list[dict], reference: str = "scan_typed") -> list[s
             continue
         full = models[reference]
         lines = [
-            f"Why: the ablations of **{full['label']}** ({record['notebook']}, {len(full['runs'])} seeds; exact "
+            f"Why: the ablations of **{full['label']}** ({record['notebook']}, {count(len(full['runs']), 'seed')}; exact "
             f"accuracy in / out / long, the full model {_exact_in_out_long(full)} %) each remove one design "
             "choice:",
             "",

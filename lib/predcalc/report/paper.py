@@ -9,38 +9,37 @@ operators) and its kind (trained, partly built, memorised table, code).
 
 from __future__ import annotations
 
-import json
 import os
+import re
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 
 from predcalc import recommended
-from predcalc.data.protocol import seed_protocol
-from predcalc.deploy.bench import deployment_markdown
+from predcalc.calculator.engine import MAX_DIGIT_PRODUCT
+from predcalc.calculator.tokens import MAX_CHARACTERS
 from predcalc.paths import relative
 from predcalc.report import findings as F
-from predcalc.report.anchors import PRIOR_REPORT, SEED_ROWS
-from predcalc.report.calculator import calculator_lesson, headline, mechanism, results_blocks, section
+from predcalc.report import prose
+from predcalc.report.anchors import PRIOR_REPORT
+from predcalc.report.answer import PROTOCOL_SETS, SHORT_NAMES, Cell, answer_section, calculator_facts, short_name
+from predcalc.report.appendix import appendix_sections
+from predcalc.report.calculator import calculator_lesson, mechanism, results_blocks
 from predcalc.report.document import Bullets, Document, Figure, Section, Table, Text
-from predcalc.report.edges import edges_lines, load_suites, seed_facts, suite_blocks
-from predcalc.report.reach import plot_reach
-from predcalc.report.recipe_ablation import peak_probe_lines, recipe_ablation_lines
-from predcalc.report.scoreboard import TEXT as SCOREBOARD_TEXT
+from predcalc.report.edges import load_suites, suite_blocks
+from predcalc.report.lessons import learned_section
+from predcalc.report.prose import count
+from predcalc.report.reach import plot_reach, reach_frame
+from predcalc.report.related import related_section
 from predcalc.report.scoreboard import (
     candidates,
     comparison,
-    exact_signed_long,
     matches,
-    scoreboard_table,
     summary_table,
 )
-from predcalc.report.seed_split import not_superseded, seed_split_lines, seed_split_records
-from predcalc.report.studies import FINISHES, extended_best, extended_title, is_study, studies_markdown
+from predcalc.report.seed_split import not_superseded, seed_split_records
+from predcalc.report.studies import FINISHES, extended_best, extended_title, is_study
 from predcalc.report.tables import plain_cell
-from predcalc.training.runner import PROFILES
-from predcalc.training.tune import final_comparison, search_facts
 
 # The trained models the findings recommend: exact on the protocol's three test sets on every seed,
 # under the goal's size and training time. Their held-out edges are scored on all seeds.
@@ -56,9 +55,16 @@ GOAL = F.GOAL
 # something is a development set: the claims about reach come from the held-out edge suite.
 SELECTION = [
     (
-        "`transformer4_local` -> `transformer4_gated` -> `transformer4_local_bounded` (readout and token features)",
-        "the protocol's out-of-range test set (-8..8)",
-        "out-of-range accuracy of these three",
+        "the families table's model of each family (Answer)",
+        "mean validation loss on the protocol's validation split (trained); mean MAE on the out-of-range test set "
+        "(partly built)",
+        "none of the held-out numbers",
+    ),
+    (
+        "`transformer4_seed` -> `transformer4_gated` -> `transformer4_local` -> `transformer4_local_bounded` "
+        "(readout, then token features, then their bound), in that order",
+        "the protocol's out-of-range (-8..8) and long (2-8 terms) test sets",
+        "out-of-range and long accuracy of these four",
     ),
     (
         "the tanh bound of `transformer4_local_bounded`",
@@ -73,8 +79,14 @@ SELECTION = [
     ),
     (
         "the syntax-gated scan's design (typed tokens, multiplicative value path)",
-        "the protocol's test sets, through the ablations of 30_beyond_seed",
-        "its out-of-range and long accuracy",
+        "the protocol's test sets (in, out of range, long), through the ablations of 30_beyond_seed",
+        "its in-range, out-of-range and long accuracy",
+    ),
+    (
+        "the scan's closed-form finishes (operators overwrite, readout solved by least squares), the partly built "
+        "`scan_typed_solved`",
+        "the protocol's test sets and the extended suite of 31_extended_suite (`+ -`, up to 6 digits, more terms)",
+        "the finishes' scores on those sets",
     ),
     (
         "`mlstm_stable`, `mamba_bounded` (stabilisers)",
@@ -125,6 +137,10 @@ class Findings:
         self.edges = edges or {}
         pool = [(name, model) for name, (_, model) in self.models.items() if name not in FINISHES]
         self.pool = candidates(pool, F.baseline_runs(records))
+        # counts the sentences quote, from the data: training seeds per model, seeds of the held-out suite
+        self.seeds = max((len(model["runs"]) for _, model in self.models.values()), default=0)
+        held = (self.edges.get("heldout_record") or {}).get("models") or {}
+        self.heldout_seeds = max((len(by_seed) for by_seed in held.values()), default=0)
 
     # ---- helpers
 
@@ -168,83 +184,7 @@ class Findings:
         )
 
     def answer(self) -> Section:
-        items = []
-        exact = self.exact_everywhere()
-        if exact:
-            items.append(
-                "On the protocol's test sets (development numbers: they chose both designs), "
-                + " and ".join(f"`{n}` ({self.models[n][1]['params']:,} params)" for n in exact)
-                + " are exact on all 5 seeds in range, at |n| 5..8 and on 2-8 terms of -5..5."
-            )
-        items += self._edge_answer()
-        replicas = [
-            n
-            for n in ("fnn2", "rnn2", "bilstm_attention", "transformer4_seed", "transformer5_seed")
-            if n in self.models
-        ]
-        if replicas:
-            best_out = max(replicas, key=lambda n: np.mean(self.accuracy(n, "out")))
-            best_seed = max(replicas, key=lambda n: max(self.accuracy(n, "out")))
-            items.append(
-                f"The prior report's architectures, rebuilt faithfully ({len(replicas)} models), are at most "
-                f"{_pct(np.mean(self.accuracy(best_out, 'out')))} exact out of range (`{best_out}`, mean of 5 seeds; best "
-                f"single seed {_pct(max(self.accuracy(best_seed, 'out')))}, `{best_seed}`): "
-                "they interpolate, not extrapolate, as that report found."
-            )
-        counts = verdict_counts(self.pool)
-        if counts:
-            replica, variant = counts["replica"], counts["variant"]
-            items.append(
-                f"Published columns (sign test, 5 seeds): replicas better on {replica['better']}, worse on "
-                f"{replica['worse']}, not resolved on "
-                f"{replica['not resolved']} of {replica['total']}; `{variant['name']}` better on {variant['better']} of "
-                f"{variant['total']} (its out-of-range columns are development numbers)."
-            )
-        items += self._extended_answer()
-        items += self._calculator_answer()
-        items.append("Every claim holds inside the box it names; the Limitations list what was not measured.")
-        return Section("answer", "Answer", [Bullets(items[:8])])
-
-    def _edge_answer(self) -> list[str]:
-        held = self.edges.get("heldout")
-        shown = [name for name in RECOMMENDED if name in (held or {})]
-        if not shown:
-            return []
-
-        def cell(name, set_name):
-            score = held[name].get(set_name)
-            return "-" if score is None else f"{100 * score['mean']:.0f}"
-
-        parts = "; ".join(
-            f"`{n}` {cell(n, 'terms_9_14')} / {cell(n, 'digits_exactly_3')} / {cell(n, 'digits_exactly_4')} %"
-            for n in shown
-        )
-        built = [n for n in BUILT_SHOWN if n in held and all(v["min"] == 1.0 for v in held[n].values())]
-        also = f" Partly built `{built[0]}`: 100 % on every set and seed." if built else ""
-        return [f"Held-out edges (5 seeds, exported files), 9-14 terms / 3 / 4 digits: {parts}.{also}"]
-
-    def _extended_answer(self) -> list[str]:
-        items = []
-        for record in self.study("extended"):
-            top = extended_best(record)
-            if top:
-                iid = top["by_family"].get("iid")
-                fit = (
-                    f", but {_pct(iid)} on draws from its own training world: no evidence on extrapolation"
-                    if iid is not None and iid < 0.9
-                    else ""
-                )
-                worst = "" if fit else f" (worst {top['worst'][0]} {_pct(top['worst'][1])})"
-                items.append(
-                    f"Extended suite ({record['notebook']}, {_scope_words(record)}): best trained "
-                    f"`{top['name']}` averages {_pct(top['mean'])} exact over {len(top['by_family'])} families"
-                    f"{worst}{fit}."
-                )
-        return items
-
-    def _calculator_answer(self) -> list[str]:
-
-        return [headline(r) for r in self.study("calculator")]
+        return answer_section(self)
 
     def method(self) -> Section:
         subsections = [self._protocol(), self._models(), self._mechanisms(), self._selection(), self._statistics()]
@@ -281,7 +221,8 @@ class Findings:
                 record, model = self.models[name]
                 rows.append(
                     {
-                        "model": f"`{name}`",
+                        "name in the text": short_name(name),
+                        "registry name": f"`{name}`",
                         "family": family,
                         "what it is": model["label"],
                         "params": model["params"],
@@ -294,7 +235,8 @@ class Findings:
                 record, model = self.models[name]
                 rows.append(
                     {
-                        "model": f"`{name}`",
+                        "name in the text": short_name(name),
+                        "registry name": f"`{name}`",
                         "family": "syntax-gated scan",
                         "what it is": model["label"],
                         "params": model["params"],
@@ -302,25 +244,35 @@ class Findings:
                         "notebook": record["notebook"],
                     }
                 )
-        blocks = [
-            Text(
-                "The models the main text discusses (the Appendix lists every run). *Trained*: every weight "
-                "by gradient descent; *partly built*: trained, then finished in closed form (a gate set by "
-                "hand, a readout solved by least squares). The prior report's rows are rebuilt as faithful "
-                "replicas: `fnn2`, `rnn2`, `bilstm_attention`, `transformer4_seed`, `transformer5_seed`."
+        intro = Text(
+            "The models the main text discusses, by the names it uses (the Appendix's table gives each one's "
+            "registry name, size and notebook, and lists every run). *Trained*: every weight by gradient "
+            "descent; *partly built*: trained, then finished in closed form (a gate set by hand, a readout "
+            "solved by least squares). The prior report's rows are rebuilt as faithful replicas: "
+            + ", ".join(
+                short_name(n) for n in ("fnn2", "rnn2", "bilstm_attention", "transformer4_seed", "transformer5_seed")
             )
-        ]
-        if rows:
-            blocks.append(Table(pd.DataFrame(rows), cell=plain_cell))
-        return Section("method.models", "Models", blocks)
+            + "."
+        )
+        self.models_table = Table(pd.DataFrame(rows), cell=plain_cell) if rows else None
+        return Section("method.models", "Models", [intro])
+
+    def _models_appendix(self) -> Section:
+        """The main text's names beside the registry names (the table :meth:`_models` builds)."""
+        if getattr(self, "models_table", None) is None:
+            self._models()
+        if self.models_table is None:
+            return Section("appendix.models", "The models by name", part="appendix")
+        return Section("appendix.models", "The models by name", [self.models_table], part="appendix")
 
     def _mechanisms(self) -> Section:
         items = [
-            "**Syntax-gated scan** (`scan_typed`, 30_beyond_seed): tokens arrive typed (number or operator, what a "
+            "**Syntax-gated scan**, the *typed scan* (`scan_typed`, 30_beyond_seed): tokens arrive typed (number or operator, what a "
             "lexer knows). A linear recurrence whose gates read only the token type carries the sign of the next "
             "number; the value enters once, multiplied by that sign state, and a linear readout sums. Nothing in "
             "the recurrence depends on the magnitude of the numbers or on the length.",
-            "**Gated readout with local token features** (`transformer4_local_bounded`, 06_transformer): a "
+            "**Gated readout with local token features**, the *gated-sum transformer, bounded* "
+            "(`transformer4_local_bounded`, 06_transformer): a "
             "transformer encoder whose attention sees each token's neighbours (local features, padding masked); "
             "the readout is a sum of per-token values, each scaled by a learned gate, instead of one CLS vector. "
             "*Bounded*: the features see tanh(x) so that large numbers do not saturate the gates.",
@@ -331,7 +283,10 @@ class Findings:
 
     def _selection(self) -> Section:
         frame = pd.DataFrame(
-            [{"choice": c, "chosen on": on, "numbers it touches": touched} for c, on, touched in SELECTION]
+            [
+                {"choice": with_short_names(c), "chosen on": on, "numbers it touches": touched}
+                for c, on, touched in SELECTION
+            ]
         )
         return Section(
             "method.selection",
@@ -340,7 +295,8 @@ class Findings:
                 Text(
                     "Every set that chose a variant, a bound or a hyperparameter is a development set, and the numbers "
                     "it produced are development numbers. Claims about reach come only from the held-out edge suite, "
-                    "drawn once from its own seed after these choices and scored on all 5 seeds through the exported "
+                    f"drawn once from its own seed after these choices and scored on all {count(self.heldout_seeds, 'seed')} "
+                    "through the exported "
                     "file, and for the calculator from its untouched family draw, scored the same way."
                 ),
                 Table(frame, cell=plain_cell),
@@ -349,36 +305,13 @@ class Findings:
 
     def _statistics(self) -> Section:
         counts = verdict_counts(self.pool)
-        chance = []
+        chance = None
         if counts:
             replica = counts["replica"]
-            chance.append(
-                f"Many sign tests are run: across the {replica['total']} replica columns about "
-                f"{replica['total'] / 16:.1f} verdicts would arise by chance if no replica differed from its "
-                f"published number (p = 1/32 on each side); the {replica['better'] + replica['worse']} verdicts found "
-                "are read as a count, not one by one."
-            )
-        return Section(
-            "method.statistics",
-            "Statistics",
-            [
-                Bullets(
-                    [
-                        "5 training seeds per model (initialisation and shuffling); one data seed. Every mean is shown with "
-                        'its per-seed minimum and maximum; "all 5" means every seed has the same value.',
-                        "*Better* or *worse* than a published number only when all 5 seeds lie on the same side of it "
-                        "(exact one-sided sign test, p = 1/32); otherwise *not resolved*. Published rows give means only, so "
-                        "their own spread cannot enter the test.",
-                        "The prior report's benchmark score and its t-test of log(score) appear only in the Appendix's "
-                        "seed-way table, as that report's definitions: a t-test on a score that reaches 1e14 is not a "
-                        "statistic this report relies on.",
-                        *chance,
-                        "Where every answer is exact, zero wrong answers still allow some error rate: the calculator's "
-                        "untouched draw gives the exact binomial upper bound (95 % confidence).",
-                    ]
-                )
-            ],
-        )
+            chance = {"total": replica["total"], "found": replica["better"] + replica["worse"]}
+        seeds = max((len(model["runs"]) for _, model in self.models.values()), default=1)
+        items = prose.bullets("statistics.md.j2", seeds=seeds, chance=chance, retrained=retraining_shift(self.edges))
+        return Section("method.statistics", "Statistics", [Bullets(items)])
 
     def results(self) -> Section:
         subsections = [
@@ -400,7 +333,7 @@ class Findings:
             plot_reach(frame, path)
         scored = sorted(set(frame.loc[frame["source"] == "heldout", "model"]))
         held = (
-            f"the held-out edge suite (5 seeds, exported files) for {', '.join(f'`{m}`' for m in scored)}"
+            f"the held-out edge suite ({count(self.heldout_seeds, 'seed')}, exported files) for {', '.join(f'`{m}`' for m in scored)}"
             if scored
             else "no held-out edge suite scored yet"
         )
@@ -411,8 +344,9 @@ class Findings:
                 Figure(
                     path,
                     "Exact accuracy against distance from the training box (3 integers of -5..4, `+`/`-`): left, "
-                    "larger numbers (3 of them); right, more terms (numbers from -5..5). The best model of each "
-                    "family by out-of-range accuracy; markers are means over seeds, bars the per-seed range. Filled "
+                    "larger numbers (3 of them); right, more terms (numbers from -5..5). One model per family, the "
+                    "one with the lowest validation loss (as in the Answer), so no set shown here chose it; markers "
+                    "are means over seeds, bars the per-seed range. Filled "
                     "markers are the protocol's test sets (in range -5..4, out of range -8..-5 and 5..8, 2-8 terms), "
                     f"on which the models were chosen; open markers, right of the dashed line, come from {held}.",
                 )
@@ -423,20 +357,26 @@ class Findings:
         keep = [n for names in FAMILIES.values() for n in names if n in self.models]
         if not keep:
             return Section("results.seed_protocol", "The protocol's test sets", [])
-        frame = self.general[self.general["name"].isin(keep)].copy()
-        frame["model"] = "`" + frame["name"] + "`"
-        frame = frame[["model", "params", "acc in", "seeds in", "acc out", "seeds out", "acc long", "seeds long"]]
+        order = [n for n in self.general["name"] if n in keep]  # by out-of-range, then long accuracy
+        rows = [
+            {
+                "model": short_name(name),
+                "params": f"{self.models[name][1]['params']:,}",
+                **{column: Cell(values=self.accuracy(name, test_set)).text() for test_set, column in PROTOCOL_SETS},
+            }
+            for name in order
+        ]
         return Section(
             "results.seed_protocol",
             "The protocol's test sets",
             [
                 Text(
-                    "Exact accuracy on the protocol's three test sets (mean of 5 seeds, per-seed range beside it; "
-                    "ordered by out-of-range accuracy). In range is interpolation; out of range (|n| 5..8) and long "
-                    "(2-8 terms) leave the training box by one step. For the models chosen on the out-of-range set "
-                    "(Method) those columns are development numbers."
+                    "Exact accuracy on the protocol's three test sets: mean over seeds, the seeds exact on every "
+                    "expression, and the lowest-highest seed (%); ordered by out-of-range, then long accuracy. In range "
+                    "is interpolation; out of range (|n| 5..8) and long (2-8 terms) leave the training box by one "
+                    "step. These sets chose designs (Method): they are development numbers."
                 ),
-                Table(frame.reset_index(drop=True)),
+                Table(pd.DataFrame(rows), cell=plain_cell),
             ],
         )
 
@@ -450,7 +390,7 @@ class Findings:
                 Text(
                     "Exact accuracy (%) on the held-out edge suite, drawn after every choice in Method and never used "
                     "to choose, through each seed's exported ONNX file at 159 tokens (LiteRT agrees); mean [min-max] "
-                    "over 5 seeds; `scan_typed_solved` is partly built (operator gates set by hand, readout solved by "
+                    f"over {count(self.heldout_seeds, 'seed')} and the seeds exact on every expression; the partly built scan (operator gates set by hand, readout solved by "
                     "least squares after the same training). Unspaced forms are not a set: the tokenisers lex spacing "
                     "away before the network "
                     f"({about[RECOMMENDED[0]]['unspaced_forms']['checked']:,} expressions checked)."
@@ -460,6 +400,7 @@ class Findings:
 
     def _published(self) -> Section:
         board = summary_table(self.pool)
+        board = board.map(lambda v: with_short_names(v) if isinstance(v, str) else v)  # main text: short names
         if board.empty:
             return Section("results.published", "The published rows, like for like", [])
         return Section(
@@ -470,7 +411,7 @@ class Findings:
                     f"Each of the {len(board)} regression rows of {PRIOR_REPORT}, computed its way on the same test "
                     "sets (Appendix: the seed-way table and every column). The faithful replica comes first; the best "
                     "variant is another model trained here. Counts are of ranked columns, each decided by the sign "
-                    "test over 5 seeds."
+                    f"test over {count(self.seeds, 'seed')}."
                 ),
                 Table(board, cell=plain_cell),
             ],
@@ -485,11 +426,12 @@ class Findings:
                     rows.append(
                         {
                             "suite": f"{extended_title(record)} ({record['notebook']})",
-                            "model": f"`{top['name']}`",
+                            "model": short_name(top["name"]),
                             "kind": "partly built" if built else "trained",
                             "families": len(top["by_family"]),
-                            "mean exact": _pct(top["mean"]),
-                            "worst family": f"{top['worst'][0]} {_pct(top['worst'][1])}",
+                            "mean exact over families": f"{_pct(top['mean'])} (seeds {prose.spread(top['per_seed'])})",
+                            "worst family": f"{top['worst'][0]} {_pct(top['worst'][1])} "
+                            f"(seeds {prose.spread(top['worst_seeds'])})",
                         }
                     )
         if not rows:
@@ -501,7 +443,10 @@ class Findings:
                 Text(
                     "Beyond the protocol: families that vary digits (up to 6), terms, parentheses and, in 32, all four "
                     "operators. 31's models were trained on the protocol (3 numbers of -5..4); 32's on the suite's own "
-                    "training world, for the epochs its notebook ran (Appendix: every family)."
+                    "training world, for the epochs its notebook ran (Appendix: every family). The model shown is the "
+                    "one with the highest mean over these families, chosen on the suite it is shown on, and 31's "
+                    "suite also chose the scan's finish (Method): these are development numbers, not held-out ones. "
+                    "Mean over seeds with the per-seed range (%)."
                 ),
                 Table(pd.DataFrame(rows), cell=plain_cell),
             ],
@@ -513,364 +458,34 @@ class Findings:
         return Section("results.calculator", "The learned calculator", results_blocks(records[0]) if records else [])
 
     def learned(self) -> Section:
-        others = [
-            n
-            for family, names in FAMILIES.items()
-            if family not in ("syntax-gated scan",)
-            for n in names
-            if n in self.models and n not in RECOMMENDED
-        ]
-        best_other = max(others, key=lambda n: np.mean(self.accuracy(n, "out"))) if others else None
-        held = self.edges.get("heldout") or {}
-        items = [
-            "Structure that reads token types, not values, carried exactness one step out of the training box "
-            "(|n| <= 8, 2-8 terms) and, on the held-out suite, nearly so to 9-14 terms; not to larger numbers. Each "
-            "ablation that removed a design element of the scan (value-dependent gates, numeric tokens, additive "
-            "value path, an LSTM on typed tokens; 30_beyond_seed) lost out-of-range accuracy.",
-        ]
-        if best_other:
-            items.append(
-                f"None of the {len(others)} other models in the main table exceeds "
-                f"{_pct(np.mean(self.accuracy(best_other, 'out')))} mean exactness out of range (`{best_other}`; best "
-                f"seed {_pct(max(max(self.accuracy(n, 'out')) for n in others))})."
-            )
-        if held:
-            worst4 = max(held[n]["digits_exactly_4"]["mean"] for n in RECOMMENDED if n in held)
-            spans = "; ".join(
-                f"`{n}` {100 * min(held[n][t]['min'] for t in ('terms_40', 'terms_80')):.0f}-"
-                f"{100 * max(held[n][t]['max'] for t in ('terms_40', 'terms_80')):.0f} %"
-                for n in RECOMMENDED
-                if n in held and "terms_40" in held[n]
-            )
-            items.append(
-                "By the held-out suite, neither model exact on the protocol learned the rule of addition: at most "
-                f"{_pct(worst4)} on sums of 4-digit numbers; at 40-80 terms the seeds spread widely ({spans})."
-            )
-        if self.study("calculator"):
-            items.append(calculator_lesson(self.study("calculator")[0]))
-        return Section("learned", "What we learned", [Bullets(items)])
+        return learned_section(self, calculator_lesson)
 
     def limitations(self) -> Section:
-        items = [
-            "One data seed: every model sees the same training draw and test sets. Seeds vary initialisation and "
-            "shuffling only; 5 seeds resolve only large differences.",
-            "The prior report's numbers come from its own code, draw and hardware; its in-range and long sets are "
-            "redrawn here its way from this project's data seed. Only out of range is the same set.",
-            "Typed tokens tell a model what a lexer knows (number or operator); the prior report's numeric tokens "
-            "do not. The scan's ablations separate the two effects.",
-            "Exact accuracy rounds a regression output: a model is exact with an error under 0.5, so exactness "
-            "on large answers needs relative precision a float32 readout may not have.",
-            "The held-out edge suite covers `+`/`-` with more digits, more terms and adversarial digit patterns; "
-            "the regression models cannot read parentheses or `*` `/`, so depth and operators are measured only on "
-            "the extended suites and the calculator.",
-            "Timings come from a shared 2-core CPU; speed claims are ratios measured within one run.",
-            "Reruns are not bit-for-bit: retraining the recommended models' 5 seeds for the edge suites reproduced "
-            "every exact accuracy on the protocol's sets, but validation losses differed, and one retrained seed "
-            "moved by 20 points on a held-out set; the held-out numbers are those of the retrained seeds.",
-            "Only the two recommended models were scored on the held-out suite; the other families appear in the "
-            "summary figure on the protocol's sets only. Two held-out sets (2-digit numbers, 40-80 terms) lie near "
-            "the development probe's box (-99..99, 20-60 terms) that chose the transformer's bound.",
-            "The calculator's rule steps and control are partly built: their input features, intermediate targets "
-            "and threshold period are given by design; the shipped file is seed 0 (per-seed records in "
-            "`reports/calculator/parts/rules_*.json`).",
-        ]
+        records = self.study("calculator")
+        items = prose.bullets(
+            "limitations.md.j2",
+            seeds=self.seeds,
+            retrained=retraining_shift(self.edges),
+            scored=[short_name(n) for n in RECOMMENDED + BUILT_SHOWN if n in (self.edges.get("heldout") or {})],
+            calculator=calculator_facts(records[0]) if records else None,
+            max_product=MAX_DIGIT_PRODUCT,
+            max_characters=MAX_CHARACTERS,
+        )
         return Section("limitations", "Limitations", [Bullets(items)])
 
-    # ---- appendix
-
     def appendix(self) -> list[Section]:
-        sections = [
-            self._all_models(),
-            self._seed_way(),
-            self._recipe(),
-            self._search(),
-            self._stability(),
-            self._development_edges(),
-            self._export(),
-            self._llm(),
-            self._bench(),
-            self._studies(),
-            self._calculator_detail(),
-            self._runs(),
-        ]
-        return [s for s in sections if not s.empty]
-
-    def _all_models(self) -> Section:
-        if self.general.empty:
-            return Section(
-                "appendix.all_models",
-                "Every trained model",
-                [Text("_no runs yet: `predcalc run` first._")],
-                part="appendix",
-            )
-        general = self.general.drop(columns=["name"])
-        return Section(
-            "appendix.all_models",
-            "Every trained model",
-            [
-                Text(
-                    "Means over seeds on the protocol's test sets, this project's definitions (MAE long an absolute "
-                    "error; MRE divided by max(|y|, 1)); *published* rows show only the columns the prior report "
-                    "defines the same way."
-                ),
-                Table(self.table),
-                Text("Exact accuracy with the per-seed range, ordered by out-of-range then long accuracy:"),
-                Table(general),
-                *[Text(line) for line in F.ablation_lines(self.records) if line.strip()],
-                *[Text(line) for line in seed_split_lines(self.records) if line.strip() and not line.startswith("#")],
-            ],
-            part="appendix",
-        )
-
-    def _seed_way(self) -> Section:
-        seed_way = F.seed_way_table(self.records)
-        if seed_way.empty:
-            return Section("appendix.seed_way", "The prior report's columns, computed its way", part="appendix")
-        data_seed = next(r["data"]["seed"] for r in self.notebooks if "data" in r and not is_study(r))
-        perfect = exact_signed_long(seed_protocol(data_seed).test_long.values)
-        blocks = [Text(F.SEED_WAY_TEXT), Table(seed_way)]
-        blocks += [Text(line) for line in F.seed_weights_lines(self.records) if line.strip()]
-        blocks += [Text(SCOREBOARD_TEXT.format(perfect=perfect)), Table(scoreboard_table(self.pool), cell=plain_cell)]
-        return Section("appendix.seed_way", "The prior report's columns, computed its way", blocks, part="appendix")
-
-    def _recipe(self) -> Section:
-        lines = recipe_ablation_lines(self.records, self.reports / "sweeps") + peak_probe_lines(
-            self.reports / "sweeps", self.records
-        )
-        return Section(
-            "appendix.recipe",
-            "The prior report's transformer recipe",
-            [Text(line) for line in _demote(lines)],
-            part="appendix",
-        )
-
-    def _search(self) -> Section:
-        """The prior report's transformer5 search space, searched again (``predcalc tune``), and its
-        best trial on 5 seeds against the published in-range MAE and the replica's."""
-        folder = self.reports / "tune" / "transformer5_seed_space"
-        if not (folder / "tune.json").is_file():
-            return Section("appendix.search", "The transformer5 search", part="appendix")
-        summary = json.loads((folder / "tune.json").read_text())
-        config = summary["config"]
-        published = SEED_ROWS["transformer5"]["mae_in"]
-        lead = (
-            f"The prior report chose transformer5's size and rate by a {config['trials']}-trial keras-tuner "
-            "Bayesian search (25-epoch trials, validation loss). `predcalc tune tuning/transformer5_seed_space.yaml` "
-            f"runs the same space and trial count on this protocol, resumable, with {config['epochs']}-epoch trials "
-            "so that a trial fits this 2-core machine; trials choose on the validation split only."
-        )
-        if summary["trials_finished"] < config["trials"]:
-            later = summary["trials_finished"] - int(summary["best"]["trial"]) - 1
-            lead += (
-                f" It stopped at {summary['trials_finished']} of {config['trials']} trials for time: the best so far "
-                f"is trial {summary['best']['trial']}, and the {later} trials after it did not improve on it (the "
-                "same command runs the rest)."
-            )
-        final = final_comparison(folder, published)
-        if final is None:
-            lead += " The 5-seed training of the best trial, which the comparison with the published MAE needs, has not run."
-        else:
-            mean, low, high = final["spread"]
-            replica = (
-                [r["metrics"]["in"]["mae"] for r in self.models["transformer5_seed"][1]["runs"]]
-                if self.has("transformer5_seed")
-                else []
-            )
-            verdict = {
-                "better": "it closes the gap (every seed is below the published MAE)",
-                "worse": "it does not close the gap (every seed is above the published MAE)",
-            }.get(final["test"]["verdict"], "whether it closes the gap is not resolved by the seeds")
-            if replica and (min(final["mae"]) <= max(replica) and min(replica) <= max(final["mae"])):
-                verdict += "; against `transformer5_seed` the seeds' ranges overlap: not resolved"
-            lead += (
-                f" The best trial, trained like `transformer5_seed` on {len(final['mae'])} seeds, reaches an in-range "
-                f"MAE of {mean:.4g} [{low:.4g}-{high:.4g}] against the published {published}"
-                + (
-                    f" and `transformer5_seed`'s {np.mean(replica):.4g} [{min(replica):.4g}-{max(replica):.4g}]"
-                    if replica
-                    else ""
-                )
-                + f": {verdict}."
-            )
-        blocks = [Text(lead), Bullets(search_facts(folder, published, "the published transformer5"))]
-        if (folder / "trials.png").is_file():
-            blocks.append(
-                Figure(
-                    folder / "trials.png",
-                    "Each trial's validation loss against each searched hyperparameter (log scale where the space is).",
-                )
-            )
-        return Section("appendix.search", "The transformer5 search, repeated", blocks, part="appendix")
-
-    def _stability(self) -> Section:
-        stability = F.stability_table(self.records)
-        if stability.empty:
-            return Section("appendix.stability", "Stabilised mLSTM and bounded Mamba", part="appendix")
-        return Section(
-            "appendix.stability",
-            "Stabilised mLSTM and bounded Mamba, every seed",
-            [Text(F.STABILITY_TEXT), Table(stability)],
-            part="appendix",
-        )
-
-    def _development_edges(self) -> Section:
-        blocks = suite_blocks(self.edges, "development", RECOMMENDED)
-        record = self.edges.get("heldout_record")
-        facts = seed_facts(record) if record else []
-        return Section(
-            "appendix.development_edges",
-            "The edge suites in detail",
-            [
-                Text(
-                    "The development probe chose the tanh bound (Method); its sets are development numbers, shown for "
-                    "completeness, scored like the held-out suite:"
-                ),
-                *blocks,
-                *([Text("The held-out suite, model by model:"), Bullets(facts)] if facts else []),
-                Text("The first edge probe, as the 06 notebook scored it (first seed, Keras):"),
-                *[Text(line) for line in _demote(edges_lines(self.records))],
-            ],
-            part="appendix",
-        )
-
-    def _export(self) -> Section:
-        exports = F.export_table(self.records)
-        if exports.empty:
-            return Section("appendix.export", "Export", part="appendix")
-        return Section(
-            "appendix.export",
-            "Export: LiteRT and ONNX against Keras",
-            [
-                Text(
-                    "First seed of each model, every test set; a verdict of *use* means the file gives the same exact "
-                    "answers as Keras (within 2 points). The recommended models' other seeds are checked in the "
-                    "held-out edge suite."
-                ),
-                Table(exports),
-            ],
-            part="appendix",
-        )
-
-    def _llm(self) -> Section:
-        if not any(record.get("llm") for record in self.records):
-            return Section("appendix.llm", "Fine-tuned language models", part="appendix")
-        return Section(
-            "appendix.llm",
-            "Fine-tuned language models",
-            [
-                Table(F.llm_table(self.records)),
-                Text(
-                    "Rows that are not pre-trained are tiny models trained from random weights here: they check the "
-                    "fine-tuning pipeline and are not results of Gemma itself. The published rows are single runs "
-                    "of the prior report, scored on its own sets."
-                ),
-            ],
-            part="appendix",
-        )
-
-    def _bench(self) -> Section:
-        bench = self.reports / "bench.json"
-        if not bench.is_file():
-            return Section("appendix.bench", "Deployment speed", part="appendix")
-
-        return Section(
-            "appendix.bench",
-            "Deployment speed (`predcalc bench`)",
-            [Text(line) for line in _demote(deployment_markdown(json.loads(bench.read_text())))],
-            part="appendix",
-        )
-
-    def _studies(self) -> Section:
-        subsections = []
-        for record in self.notebooks:
-            if not is_study(record) or "calculator" in record:
-                continue
-            lines = studies_markdown([record], {record["notebook"]: self.relative(record)})
-            lines = [line for line in lines if line.strip() != "## Studies"]
-            title = next((line.lstrip("# ").strip() for line in lines if line.startswith("### ")), record["notebook"])
-            body = [line for line in lines if not line.startswith("### ")]
-            subsections.append(
-                Section(
-                    f"appendix.studies.{record['notebook']}",
-                    title,
-                    [Text(line) for line in body if line.strip()],
-                    part="appendix",
-                    notebooks=[record["notebook"]],
-                )
-            )
-        return Section("appendix.studies", "Side studies", [], part="appendix", subsections=subsections)
-
-    def _calculator_detail(self) -> Section:
-
-        records = self.study("calculator")
-        if not records:
-            return Section("appendix.calculator", "The learned calculator in detail", part="appendix")
-        lines = section(records[0], self.relative(records[0]))
-        return Section(
-            "appendix.calculator",
-            "The learned calculator in detail",
-            [Text(line) for line in _demote(lines) if line.strip()],
-            part="appendix",
-            notebooks=[records[0]["notebook"]],
-        )
-
-    def _runs(self) -> Section:
-        items = []
-        for record in self.records:
-            if record.get("_sweep"):
-                name, parameters = record["_sweep"], record["parameters"]
-                items.append(
-                    f"sweep `{name}` in `reports/{self.relative(record)}/` (`predcalc sweep "
-                    f"sweeps/{name}.yaml`): {record['notebook']}, seeds {parameters['seeds']}"
-                )
-                continue
-            profile = record.get("_profile")
-            base = profile.split(" with ")[0] if isinstance(profile, str) else profile
-            command = (
-                f"predcalc run --profile {base} --only {record['notebook']}"
-                if base in PROFILES
-                else f"predcalc run --only {record['notebook']}"
-            )
-            overrides = record.get("_overrides") or {}
-            if overrides:
-                command += " --set " + " ".join(f"'{k}={json.dumps(v)}'" for k, v in overrides.items())
-            items.append(f"[{record['notebook']}]({self.relative(record)}/{record['notebook']}.ipynb): `{command}`")
-        items += self._runs_without_metrics()
-        return Section(
-            "appendix.runs",
-            "Runs",
-            [
-                Text(
-                    "Each run's notebook and the command that reproduces it (`predcalc run` executes the notebook into "
-                    "`reports/runs/`, then `predcalc report` rebuilds this page; `make report PROFILE=full` does all)."
-                ),
-                Bullets(items),
-            ],
-            part="appendix",
-        )
-
-    def _runs_without_metrics(self) -> list[str]:
-        """Notebooks run beside the records (a ``run.json``) that store no metrics.json: a walk-through
-        or a study whose record lives elsewhere, listed so that every executed notebook is reachable."""
-        listed = {record["notebook"] for record in self.notebooks}
-        items = []
-        for root in sorted({Path(record["_dir"]).parent for record in self.notebooks}):
-            for run in sorted(root.glob("*/run.json")):
-                name = run.parent.name
-                if name in listed or not (run.parent / f"{name}.ipynb").is_file():
-                    continue
-                profile = json.loads(run.read_text()).get("profile")
-                folder = Path(os.path.relpath(run.parent, self.reports)).as_posix()
-                command = (
-                    f"predcalc run --profile {profile} --only {name}"
-                    if profile in PROFILES
-                    else f"predcalc run --only {name}"
-                )
-                items.append(f"[{name}]({folder}/{name}.ipynb): `{command}` (no metrics.json)")
-        return items
+        return [self._models_appendix(), *appendix_sections(self)]
 
     def document(self) -> Document:
-        main = [self.question(), self.answer(), self.method(), self.results(), self.learned(), self.limitations()]
+        main = [
+            self.question(),
+            self.answer(),
+            related_section(self),
+            self.method(),
+            self.results(),
+            self.learned(),
+            self.limitations(),
+        ]
         sources = self.table.get("source", pd.Series(dtype=str)).astype(str)
         rows = {
             record["notebook"]: self.table[sources.str.startswith(record["notebook"] + " ")]
@@ -881,11 +496,19 @@ class Findings:
             "table_rows": len(self.table),
             "notebooks": {r["notebook"]: self.relative(r) for r in self.notebooks},
         }
+        note = (
+            f"Generated by `predcalc report` from `{self.runs_label}/*/metrics.json`, the sweeps and the "
+            "edge suites; do not edit by hand."
+        )
+        profiles = sorted({str(r.get("_profile", "")).split(" with ")[0] for r in self.notebooks} - {""})
+        if profiles and profiles != ["full"]:
+            note += " " + " ".join(
+                prose.say("smoke_note.md.j2", profiles=profiles, seeds=self.seeds, notebooks=len(self.notebooks))
+            )
         return Document(
             "Findings",
             [s for s in main if not s.empty] + self.appendix(),
-            f"Generated by `predcalc report` from `{self.runs_label}/*/metrics.json`, the sweeps and the "
-            "edge suites; do not edit by hand.",
+            note,
             facts,
         )
 
@@ -921,66 +544,24 @@ def verdict_counts(pool: list[dict]) -> dict:
     return {"replica": replica, "variant": max(by_variant.values(), key=lambda t: t["better"])}
 
 
-def _demote(lines: list[str]) -> list[str]:
-    """Lines of an older markdown section without its own headings (the Section carries the title)."""
-    return [line for line in lines if not line.startswith("#")]
+def with_short_names(text: str) -> str:
+    """Registry names in backticks replaced by the main text's names (others kept as they are)."""
+    return re.sub(r"`(\w+)`", lambda m: short_name(m.group(1)) if m.group(1) in SHORT_NAMES else m.group(0), text)
 
 
-def reach_frame(findings: Findings) -> pd.DataFrame:
-    """Tidy rows (model, axis, distance, label, mean, min, max) for the summary figure: the
-    protocol's in-range and out-of-range sets and long set, then the held-out edge suite's sets."""
-    rows = []
-    for names in FAMILIES.values():
-        present = [n for n in names if n in findings.models]
-        if not present:
-            continue
-        best = max(present, key=lambda n: (np.mean(findings.accuracy(n, "out")), np.mean(findings.accuracy(n, "long"))))
-        for axis, distance, label, test_set in (
-            ("digits", 1, "-5..4", "in"),
-            ("digits", 1.5, "|n| 5..8", "out"),
-            ("terms", 3, "3", "in"),
-            ("terms", 5, "2-8", "long"),
-        ):
-            values = findings.accuracy(best, test_set)
-            rows.append(
-                {
-                    "model": best,
-                    "axis": axis,
-                    "distance": distance,
-                    "label": label,
-                    "source": "protocol",
-                    "mean": float(np.mean(values)),
-                    "min": min(values),
-                    "max": max(values),
-                }
-            )
-        for name, score in ((findings.edges.get("heldout") or {}).get(best) or {}).items():
-            if name in REACH_SETS:
-                axis, distance, label = REACH_SETS[name]
-                rows.append(
-                    {
-                        "model": best,
-                        "axis": axis,
-                        "distance": distance,
-                        "label": label,
-                        "source": "heldout",
-                        "mean": score["mean"],
-                        "min": score["min"],
-                        "max": score["max"],
-                    }
-                )
-    return pd.DataFrame(rows)
-
-
-# The held-out edge suite's sets on the summary figure: (axis, distance from the box, tick label).
-REACH_SETS = {
-    "digits_exactly_2": ("digits", 2, "2 digits"),
-    "digits_exactly_3": ("digits", 3, "3 digits"),
-    "digits_exactly_4": ("digits", 4, "4 digits"),
-    "terms_9_14": ("terms", 11, "9-14"),
-    "terms_40": ("terms", 40, "40"),
-    "terms_80": ("terms", 80, "80"),
-}
+def retraining_shift(edges: dict) -> dict | None:
+    """The largest change of one seed's exact accuracy on a held-out set between the stored model and its
+    retrained copy (the suite's ``stored_first_seed`` against seed 0), or None."""
+    record = edges.get("heldout_record") or {}
+    worst = None
+    for name, sets in (record.get("stored_first_seed") or {}).items():
+        first = (record.get("models") or {}).get(name, {}).get("0", {})
+        for set_name, score in sets.items():
+            if "accuracy" in score and "accuracy" in first.get(set_name, {}):
+                points = abs(score["accuracy"] - first[set_name]["accuracy"])
+                if worst is None or points > worst["points"]:
+                    worst = {"name": short_name(name), "set": set_name, "points": points}
+    return worst
 
 
 def load_edges(reports: Path) -> dict:

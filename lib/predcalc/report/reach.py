@@ -1,7 +1,7 @@
 """The findings' summary figure: exact accuracy against distance from the training box.
 
 Two panels (more digits, more terms), one line per model. The frame is
-:func:`predcalc.report.paper.reach_frame`'s: rows of model, axis (``digits`` or ``terms``), distance,
+:func:`reach_frame`'s: rows of model, axis (``digits`` or ``terms``), distance,
 label, source (``protocol``: the seed protocol's test sets, which the models were chosen on;
 ``heldout``: the held-out edge suite), mean, min and max over seeds.
 
@@ -23,6 +23,8 @@ import numpy as np
 import pandas as pd
 
 from predcalc.paths import save_figure
+from predcalc.report.answer import FAMILIES as ANSWER_FAMILIES
+from predcalc.report.answer import best_trained, short_name
 
 # (axis, distance) -> tick label, where the frame's own label is not the box's name: the training
 # box of the seed protocol is 3 integers from -5..4; its out-of-range set draws from -8..-5 and 5..8.
@@ -36,7 +38,7 @@ PANELS = (
     ("terms", "more terms (numbers from -5..5)", "numbers per expression"),
 )
 SOURCES = {  # source -> (marker fill, what the legend says of it)
-    "protocol": ("full", "filled markers: the protocol's test sets (development: the models were chosen on them)"),
+    "protocol": ("full", "filled markers: the protocol's test sets (development: they chose designs)"),
     "heldout": ("none", "open: the held-out edge suite (never used to choose)"),
 }
 MARKERS = "osD^vP*X"
@@ -95,7 +97,7 @@ def draw_reach(frame: pd.DataFrame):
                 color=colour,
                 linestyle=LINESTYLES[k % len(LINESTYLES)],
                 linewidth=max(WIDEST - WIDTH_STEP * k, 0.8),
-                label=model,
+                label=short_name(model),
                 marker=marker,
                 markersize=6,
                 markevery=[],  # the markers come next, filled by source; the legend shows this one
@@ -129,8 +131,69 @@ def draw_reach(frame: pd.DataFrame):
         axis.grid(alpha=0.3)
     axes[0].set_ylabel("exact accuracy (%)")
     handles, labels = axes[0].get_legend_handles_labels()
-    key = "; ".join(text for _, text in SOURCES.values()) + "; bars from the worst to the best seed"
+    key = (
+        "one model per family, the one with the lowest validation loss\n"
+        + "; ".join(text for _, text in SOURCES.values())
+        + "; bars from the worst to the best seed"
+    )
     figure.legend(
         handles, labels, loc="outside lower center", ncol=4, fontsize=8, frameon=False, title=key, title_fontsize=8
     )
     return figure
+
+
+def reach_frame(findings) -> pd.DataFrame:
+    """Tidy rows (model, axis, distance, label, mean, min, max) for the summary figure: the
+    protocol's in-range and out-of-range sets and long set, then the held-out edge suite's sets."""
+    rows = []
+    for _, names, _ in ANSWER_FAMILIES:
+        # the family's model as the Answer chose it: on validation loss, never on the sets drawn here
+        best = best_trained(findings, names)
+        if best is None:
+            continue
+        for axis, distance, label, test_set in (
+            ("digits", 1, "-5..4", "in"),
+            ("digits", 1.5, "|n| 5..8", "out"),
+            ("terms", 3, "3", "in"),
+            ("terms", 5, "2-8", "long"),
+        ):
+            values = findings.accuracy(best, test_set)
+            rows.append(
+                {
+                    "model": best,
+                    "axis": axis,
+                    "distance": distance,
+                    "label": label,
+                    "source": "protocol",
+                    "mean": float(np.mean(values)),
+                    "min": min(values),
+                    "max": max(values),
+                }
+            )
+        for name, score in ((findings.edges.get("heldout") or {}).get(best) or {}).items():
+            if name in REACH_SETS:
+                axis, distance, label = REACH_SETS[name]
+                rows.append(
+                    {
+                        "model": best,
+                        "axis": axis,
+                        "distance": distance,
+                        "label": label,
+                        "source": "heldout",
+                        "mean": score["mean"],
+                        "min": score["min"],
+                        "max": score["max"],
+                    }
+                )
+    return pd.DataFrame(rows)
+
+
+# The held-out edge suite's sets on the summary figure: (axis, distance from the box, tick label).
+REACH_SETS = {
+    "digits_exactly_2": ("digits", 2, "2 digits"),
+    "digits_exactly_3": ("digits", 3, "3 digits"),
+    "digits_exactly_4": ("digits", 4, "4 digits"),
+    "terms_9_14": ("terms", 11, "9-14"),
+    "terms_40": ("terms", 40, "40"),
+    "terms_80": ("terms", 80, "80"),
+}

@@ -26,7 +26,17 @@ UNDONE = {"cls": "mean pooling instead of the CLS token", "scale_embedding": "no
 
 def _cell(values) -> str:
     values = np.asarray(values, dtype=float)
-    return f"{values.mean():.4g} ± {values.std(ddof=1):.2g}" if len(values) > 1 else f"{values.mean():.4g}"
+    if len(values) < 2:
+        return f"{values.mean():.4g}"
+    return f"{values.mean():.4g} [{values.min():.3g}-{values.max():.3g}]"
+
+
+def _exact(runs: list[dict]) -> str:
+    """Mean exact accuracy in range, the seeds exact on every expression, and the per-seed range."""
+    values = [r["metrics"]["in"]["accuracy"] for r in runs]
+    exact = sum(v >= 1.0 for v in values)
+    spread = f", {100 * min(values):.2f}-{100 * max(values):.2f}" if len(values) > 1 else ""
+    return f"{100 * np.mean(values):.2f} % ({exact}/{len(values)} exact{spread})"
 
 
 def _row(variant: str, how: str, runs: list[dict]) -> dict:
@@ -35,7 +45,7 @@ def _row(variant: str, how: str, runs: list[dict]) -> dict:
         "trained": how,
         "seeds": len(runs),
         **{f"MAE {name}": _cell([r["metrics"][name]["mae"] for r in runs]) for name in ("in", "out", "long")},
-        "exact in": f"{100 * np.mean([r['metrics']['in']['accuracy'] for r in runs]):.2f} %",
+        "exact in": _exact(runs),
     }
 
 
@@ -57,7 +67,7 @@ def trained_parameters(record: dict, model: dict) -> dict:
 
 
 def recipe_ablation_table(records: list[dict], sweeps: Path) -> pd.DataFrame:
-    """One row per variant, mean ± standard deviation over seeds (absolute MAE on every test set);
+    """One row per variant, mean [min-max] over seeds (absolute MAE on every test set);
     empty without the sweep's finished runs."""
 
     variants: dict[tuple, list] = {}
@@ -90,7 +100,7 @@ TEXT = (
     f"`{MODEL}` (38,209 parameters, the prior report's recipe: CLS token, sqrt(d_model) embedding scale, 8 heads, "
     "AdamW with the prior report's warm-up and cosine decay) with one choice undone at a time, trained by "
     f"`predcalc sweep sweeps/{SWEEP}.yaml` into `reports/sweeps/{SWEEP}/`, beside the stored "
-    "06_transformer runs. Mean ± standard deviation over seeds of the absolute MAE (the prior report's "
+    "06_transformer runs. Mean [min-max] over seeds of the absolute MAE (the prior report's "
     "transformer notebooks define MAE long this way too). The gated readout (`transformer4_gated`, one "
     "parameter more) keeps the encoder and changes only the head: the answer is "
     "sum_t (w^T h_t + c) v_t + b over the raw numbers v_t, linear in them where the gates do not change "
@@ -144,7 +154,7 @@ def _peak_trials(sweeps: Path, records: list[dict] = ()) -> tuple[dict[tuple, li
 
 def peak_probe_table(sweeps: Path, records: list[dict] = ()) -> pd.DataFrame:
     """One row per peak learning rate and training length, the 25-epoch probe first, highest peak
-    first: best validation MSE and absolute MAE, mean ± standard deviation over seeds; empty
+    first: best validation MSE and absolute MAE, mean [min-max] over seeds; empty
     without the probe sweep's finished runs."""
     probe, full = _peak_trials(sweeps, records)
     return _peak_table({**probe, **full}) if probe else pd.DataFrame()

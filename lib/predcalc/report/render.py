@@ -16,7 +16,7 @@ from pathlib import Path
 import jinja2
 import markdown as markdown_lib
 
-from predcalc.report.document import Document, Section
+from predcalc.report.document import Bullets, Document, Section, Table
 from predcalc.report.tables import markdown_table
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -64,8 +64,12 @@ def section_markdown(section: Section, base: Path, level: int = 1) -> str:
 
 
 def readme_block(doc: Document) -> str:
-    """The README's findings block: the answer's bullets and a pointer to the full page."""
-    return tidy(_environment(Path(".")).get_template("readme.md.j2").render(answer=doc.section("answer").blocks[0]))
+    """The README's findings block: the Answer's families table and its sentences, and a pointer to
+    the full page (the table's explanation stays there)."""
+    blocks = doc.section("answer").blocks
+    table = next((b for b in blocks if isinstance(b, Table)), None)
+    bullets = next((b for b in blocks if isinstance(b, Bullets)), None)
+    return tidy(_environment(Path(".")).get_template("readme.md.j2").render(table=table, bullets=bullets))
 
 
 def html(text: str) -> str:

@@ -192,8 +192,8 @@ TEXT = (
     "prediction), which is not an error (the exact answers themselves get {perfect:.3g} on this long "
     "set), and the score and its p-value, whose baseline FNN runs differ. The faithful replica is the "
     "rebuild of the row's own model and recipe; the best variant is any other model trained here, "
-    "labelled as such. Verdict per column: the exact one-sided sign test of the 5 seeds against the "
-    'published mean ("better" or "worse" when all 5 seeds lie on one side, p = 1/32); otherwise '
+    "labelled as such. Verdict per column: the exact one-sided sign test of the {seeds} seeds against the "
+    'published mean ("better" or "worse" when all {seeds} seeds lie on one side, p = 1/{p}); otherwise '
     '"not resolved": the gap does not exceed the seed-to-seed noise. Models set partly by hand or in '
     "closed form, and weights not trained here, are left out."
 )

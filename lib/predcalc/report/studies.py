@@ -15,6 +15,7 @@ import pandas as pd
 from predcalc.models.registry import display_label
 from predcalc.models.syntax_gated_scan import coefficient_summary
 from predcalc.report.calculator import section
+from predcalc.report.prose import count
 from predcalc.report.tables import markdown_table, plain_cell
 
 
@@ -41,17 +42,39 @@ def speed_table(entry: dict) -> pd.DataFrame:
     return pd.DataFrame([rows[length] for length in sorted(rows)])
 
 
+def seed_values(entry: dict) -> dict[tuple[str, str], dict[str, list[float]]]:
+    """``{(series, model label): {"mae": [...], "rmse": [...]}}`` per seed, from the stored runs."""
+    from predcalc.studies.timeseries import MODELS  # the display names the summary uses
+
+    out: dict = {}
+    for run in entry.get("runs") or []:
+        key = (run["series"], MODELS.get(run["model"], run["model"]))
+        found = out.setdefault(key, {"mae": [], "rmse": []})
+        found["mae"].append(run["mae"])
+        found["rmse"].append(run["rmse"])
+    return out
+
+
+def _with_range(mean: float, values: list[float] | None) -> str:
+    if not values or len(values) < 2:
+        return f"{mean:.3f}"
+    return f"{mean:.3f} [{min(values):.3f}-{max(values):.3f}]"
+
+
 def timeseries_table(entry: dict) -> pd.DataFrame:
+    """Networks and baselines per series: test MAE and RMSE, mean over seeds [lowest-highest seed]."""
     rows = []
     naive = entry["naive"]
+    per_seed = seed_values(entry)
     for r in entry["summary"]:
+        seeds = per_seed.get((r["series"], r["model"]), {})
         rows.append(
             {
                 "series": r["series"],
                 "model": r["model"],
                 "params": r.get("params"),
-                "MAE": f"{r['MAE']:.3f} ± {r.get('MAE_std', 0):.3f}",
-                "RMSE": f"{r['RMSE']:.3f} ± {r.get('RMSE_std', 0):.3f}",
+                "MAE": _with_range(r["MAE"], seeds.get("mae")),
+                "RMSE": _with_range(r["RMSE"], seeds.get("rmse")),
                 "MAE / naive": f"{r['MAE'] / naive[r['series']]['mae']:.2f}",
                 "epochs": f"{r.get('epochs', math.nan):.0f}",
                 "_mae": r["MAE"],
@@ -137,9 +160,10 @@ def _timeseries_section(record: dict, folder: str) -> list[str]:
         "One-step-ahead forecasting of real series",
         record,
         f"Sunspots (yearly) and Mauna Loa CO2 (monthly) from statsmodels, chronological 70/15/15 split, the "
-        f"past {parameters.get('k')} values in, {len(parameters.get('seeds', []))} seed(s) each, at most "
+        f"past {parameters.get('k')} values in, {count(len(parameters.get('seeds', [])), 'seed')} each, at most "
         f"{parameters.get('epochs')} epochs with early stopping (patience {parameters.get('patience')}). "
-        "Mean ± standard deviation over seeds, test segment, in the series' units.",
+        "Mean over seeds [lowest-highest seed], test segment, in the series' units. A network beats a baseline "
+        "only where every seed's MAE is below the baseline's; otherwise the difference is not resolved.",
         timeseries_table(entry),
     )
     if parameters.get("target"):
@@ -158,14 +182,19 @@ def _timeseries_section(record: dict, folder: str) -> list[str]:
         rows = [r for r in entry["summary"] if r["series"] == series]
         named = (entry.get("baselines") or {}).get(series, {"naive (last value)": metrics})
         strongest = min(named.items(), key=lambda item: item[1]["mae"])
-        beat = [r["model"] for r in rows if r["MAE"] < strongest[1]["mae"]]
+        per_seed = seed_values(entry)
+        beat = [
+            r["model"]
+            for r in rows
+            if max(per_seed.get((series, r["model"]), {}).get("mae") or [r["MAE"]]) < strongest[1]["mae"]
+        ]
         best = min(rows, key=lambda r: r["MAE"]) if rows else None
         if best:
             lines.append(
                 f"- {series}: best network {best['model']} (MAE {best['MAE']:.3f}, "
                 f"{best['MAE'] / metrics['mae']:.2f}x the naive forecast); the strongest baseline is "
                 f"{strongest[0]} (MAE {strongest[1]['mae']:.3f}); {len(beat)} of {len(rows)} networks beat "
-                "every baseline"
+                "every baseline on every seed"
                 + (
                     f" ({', '.join(beat)})."
                     if beat
@@ -221,13 +250,20 @@ def _explain_section(record: dict, folder: str, figures) -> list[str]:
     return lines
 
 
+def _mean_range(values: list[float]) -> str:
+    """ "mean % [min-max]" of shares over seeds (the range left out for one seed or equal seeds)."""
+    mean = 100 * sum(values) / len(values)
+    low, high = 100 * min(values), 100 * max(values)
+    return f"{mean:.1f} %" if low == high else f"{mean:.1f} % [{low:.1f}-{high:.1f}]"
+
+
 def extended_table(entry: dict) -> pd.DataFrame:
-    """Exact accuracy per family (rows) and model (columns), mean over seeds."""
+    """Exact accuracy per family (rows) and model (columns), mean over seeds [per-seed min-max]."""
     frame = {}
     for model in entry["models"].values():
         runs = model["runs"]
-        frame[f"{model['label']} ({len(runs)} seeds)"] = [
-            f"{100 * sum(r['metrics'][f]['accuracy'] for r in runs) / len(runs):.1f} %" for f in entry["families"]
+        frame[f"{model['label']} ({len(runs)} seed{'s' * (len(runs) != 1)})"] = [
+            _mean_range([r["metrics"][f]["accuracy"] for r in runs]) for f in entry["families"]
         ]
     return pd.DataFrame({"family": entry["families"], **frame})
 
@@ -271,6 +307,10 @@ def extended_best(record: dict, built: bool = False) -> dict | None:
                 "by_family": by_family,
                 "exact": [f for f, a in by_family.items() if a >= 0.99],
                 "worst": (worst, by_family[worst]),
+                "per_seed": [
+                    sum(r["metrics"][f]["accuracy"] for f in entry["families"]) / len(by_family) for r in runs
+                ],
+                "worst_seeds": [r["metrics"][worst]["accuracy"] for r in runs],
             }
     return best
 

@@ -13,7 +13,7 @@ import pandas as pd
 import tensorflow as tf
 from keras import ops
 
-# Transcribed from seed 004 (shared/seeds/004_97b05ffc21f7eeb3.txt), two decimals as printed.
+# Transcribed from the prior report's backpropagation article (its document 004), two decimals as printed.
 ARTICLE = {
     "forward": {
         "s_1^in": [0.75, 0.60],

@@ -41,7 +41,7 @@ PATHS = ("parallel", "scan", "step")
 KINDS = ("keras_gru", "keras_lstm", *(f"{family}_{path}" for family in ("min_gru", "min_lstm") for path in PATHS))
 PHASES = ("train_step", "inference")
 
-# arXiv 2410.01201 (ANCHORS.md section 2): speed-up of minGRU / minLSTM training steps over
+# arXiv 2410.01201 (Feng et al. 2024, minGRU / minLSTM): speed-up of minGRU / minLSTM training steps over
 # GRU / LSTM on a T4 GPU.
 PAPER_SPEEDUP = {"min_gru": {512: 175, 4096: 1324}, "min_lstm": {512: 235, 4096: 1361}}
 

@@ -1,4 +1,4 @@
-"""Metrics of the seed (ANCHORS.md section 1), defined exactly.
+"""Metrics of the seed (the prior report's, Mukin 2025), defined exactly.
 
 - MAE: mean |prediction - truth|.
 - MRE: mean |prediction - truth| / max(|truth|, 1). The seed does not say how it treats a

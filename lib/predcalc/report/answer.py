@@ -1,0 +1,364 @@
+"""The Answer: one table of architecture families, then a few sentences.
+
+Each family's row shows its best trained model, and its best partly built model where there is
+one, on the protocol's three test sets and the held-out edge suite. The best model of a family
+is chosen on development data only (:data:`CHOSEN_ON`), never on the held-out suite the table then
+shows. Each cell gives the mean exact accuracy over seeds, the number of seeds exact on every
+expression of the set out of all seeds, and the per-seed minimum and maximum.
+
+The sentences live in ``templates/answer.md.j2``; this module computes their numbers.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from predcalc.report import prose
+from predcalc.report.document import Bullets, Section, Table, Text
+from predcalc.report.studies import FINISHES
+from predcalc.report.tables import plain_cell
+
+# Families of the main text: (family, trained candidates, partly built candidates), registry names.
+FAMILIES = (
+    ("feed-forward network", ("fnn2", "fnn2_cosine", "fnn_baseline"), ()),
+    ("simple recurrent network", ("rnn2",), ()),
+    ("LSTM / GRU", ("lstm", "gru"), ()),
+    ("BiLSTM with attention", ("bilstm_attention",), ()),
+    (
+        "transformer encoder",
+        (
+            "transformer4_seed",
+            "transformer5_seed",
+            "transformer4_gated",
+            "transformer4_local",
+            "transformer4_local_bounded",
+        ),
+        (),
+    ),
+    ("minGRU / minLSTM", ("min_gru", "min_lstm"), ()),
+    ("xLSTM (sLSTM, mLSTM)", ("slstm", "mlstm_stable"), ()),
+    ("Mamba", ("mamba_bounded",), ()),
+    ("syntax-gated scan", ("scan_typed",), tuple(FINISHES)),  # the partly built: the scan's closed-form finishes
+)
+
+# Names the main text uses: short, and saying what the model is (registry names: the Appendix).
+SHORT_NAMES = {
+    "fnn2": "FNN 1 x 345 (prior report's FNN2)",
+    "fnn2_cosine": "FNN 1 x 345, cosine schedule",
+    "fnn_baseline": "FNN 2 x 30 (baseline)",
+    "rnn2": "RNN 470 units (prior report's RNN2)",
+    "lstm": "LSTM 64",
+    "gru": "GRU 64",
+    "bilstm_attention": "BiLSTM + attention (prior report's)",
+    "transformer4_seed": "transformer, prior report's recipe",
+    "transformer5_seed": "large transformer, prior report's recipe",
+    "transformer4_gated": "transformer, gated-sum readout only",
+    "transformer4_local": "gated-sum transformer",
+    "transformer4_local_bounded": "bounded gated-sum transformer",
+    "min_gru": "minGRU",
+    "min_lstm": "minLSTM",
+    "slstm": "sLSTM",
+    "mlstm_stable": "mLSTM, stabilised",
+    "mamba_bounded": "Mamba, bounded state",
+    "scan_typed": "typed scan",
+    "scan_typed_solved": "typed scan, gates set by hand, readout solved",
+    "scan_typed_readout_solved": "typed scan, readout solved",
+    "calculator": "step networks in a coded loop",
+    "char_lstm_tokens": "character LSTM",
+}
+
+# Which data chose each row's model (stated under the table).
+CHOSEN_ON = {
+    "trained": "the lowest mean validation loss (the protocol's validation split) among the family's trained models",
+    "partly built": (
+        "the lowest mean absolute error on the protocol's out-of-range test set, a development set (it also chose "
+        "the scan's design), among the family's partly built models"
+    ),
+}
+
+PROTOCOL_SETS = (("in", "in range"), ("out", "out of range"), ("long", "long"))
+HELD_OUT = "held-out edges"
+
+
+def short_name(name: str) -> str:
+    """The main text's name of a registry model (the registry name where none is set)."""
+    return SHORT_NAMES.get(name, name)
+
+
+@dataclass
+class Cell:
+    """Exact accuracy of one model on one set: per-seed values (or, where only a summary is
+    stored, mean and worst seed with the count of seeds)."""
+
+    values: list[float] | None = None
+    mean: float | None = None
+    worst: float | None = None
+    seeds: int | None = None
+
+    @property
+    def n(self) -> int:
+        return len(self.values) if self.values is not None else int(self.seeds or 0)
+
+    @property
+    def average(self) -> float:
+        return float(np.mean(self.values)) if self.values is not None else float(self.mean)
+
+    @property
+    def exact(self) -> int | None:
+        """Seeds exact on every expression of the set (None where it cannot be told)."""
+        if self.values is not None:
+            return sum(v >= 1.0 for v in self.values)
+        return self.n if self.worst is not None and self.worst >= 1.0 else None
+
+    def text(self) -> str:
+        """ "mean, k/n exact, min-max" (per-seed range in %)."""
+        exact = f"{self.exact}/{self.n} exact" if self.exact is not None else f"n = {self.n}"
+        if self.values is not None:
+            spread = prose.spread(self.values)
+        else:
+            spread = f"worst seed {100 * self.worst:.1f}"
+        return f"{prose.share(self.average, 1)}, {exact}, {spread}"
+
+
+def _mean_val_loss(findings, name: str) -> float:
+    losses = [r.get("best_val_loss") for r in findings.models[name][1]["runs"]]
+    losses = [x for x in losses if x is not None and np.isfinite(x)]
+    return float(np.mean(losses)) if losses else float("inf")
+
+
+def _mean_mae_out(findings, name: str) -> float:
+    return float(np.mean([r["metrics"]["out"]["mae"] for r in findings.models[name][1]["runs"]]))
+
+
+def best_trained(findings, names) -> str | None:
+    """The family's trained model with the lowest mean validation loss (development data)."""
+    present = [n for n in names if n in findings.models]
+    return min(present, key=lambda n: _mean_val_loss(findings, n)) if present else None
+
+
+def best_built(findings, names) -> str | None:
+    """The family's partly built model with the lowest mean MAE out of range (development data)."""
+    present = [n for n in names if n in findings.models]
+    return min(present, key=lambda n: _mean_mae_out(findings, n)) if present else None
+
+
+def heldout_seeds(findings, name: str) -> dict[str, dict[str, float]] | None:
+    """``{seed: {set: exact accuracy}}`` on the held-out edge suite (sets the model can read), or None."""
+    record = findings.edges.get("heldout_record") or {}
+    by_seed = (record.get("models") or {}).get(name)
+    if not by_seed:
+        return None
+    return {
+        seed: {s: score["accuracy"] for s, score in sets.items() if "accuracy" in score}
+        for seed, sets in by_seed.items()
+    }
+
+
+def _heldout_text(findings, name: str) -> str:
+    seeds = heldout_seeds(findings, name)
+    if not seeds:
+        return "not measured"
+    per_seed = [float(np.mean(list(sets.values()))) for sets in seeds.values()]
+    exact = sum(all(v >= 1.0 for v in sets.values()) for sets in seeds.values())
+    sets = len(next(iter(seeds.values())))
+    return (
+        f"{prose.share(float(np.mean(per_seed)), 1)} over {sets} sets, {exact}/{len(seeds)} exact on all, "
+        f"{prose.spread(per_seed)}"
+    )
+
+
+def _protocol_cell(findings, name: str, test_set: str) -> str:
+    return Cell(values=findings.accuracy(name, test_set)).text()
+
+
+def family_rows(findings) -> list[dict]:
+    """One row per (family, kind) with a model, then the calculator's row where it was run."""
+    rows = []
+    for family, trained, built in FAMILIES:
+        for kind, name in (("trained", best_trained(findings, trained)), ("partly built", best_built(findings, built))):
+            if name is None:
+                continue
+            model = findings.models[name][1]
+            row = {"family": family, "model": short_name(name), "kind": kind, "params": f"{model['params']:,}"}
+            for test_set, column in PROTOCOL_SETS:
+                row[column] = _protocol_cell(findings, name, test_set)
+            row[HELD_OUT] = _heldout_text(findings, name)
+            rows.append({**row, "_name": name})
+    rows += calculator_rows(findings)
+    return rows
+
+
+def calculator_rows(findings) -> list[dict]:
+    """The learned calculator's row: its rule rung on the protocol's sets (inside its own training
+    world) and on its untouched family draw."""
+    records = findings.study("calculator")
+    if not records:
+        return []
+    record = records[0]
+    rules = (record.get("ladder") or {}).get("rules") or {}
+    if not all(f"seed_{s}" in rules for s, _ in PROTOCOL_SETS):
+        return []
+    row = {"family": "learned calculator", "model": short_name("calculator"), "kind": "partly built", "params": ""}
+    for test_set, column in PROTOCOL_SETS:
+        summary = rules[f"seed_{test_set}"]
+        row[column] = Cell(mean=summary["mean"], worst=summary["min"], seeds=summary["seeds"]).text()
+    families = (record.get("held_out") or {}).get("families") or {}
+    if families:
+        mean = float(np.mean([f["mean"] for f in families.values()]))
+        worst = min(f["min"] for f in families.values())
+        seeds = next(iter(families.values()))["seeds"]
+        exact = f"{seeds}/{seeds} exact on all" if worst >= 1.0 else f"worst seed on a family {100 * worst:.1f}"
+        row[HELD_OUT] = f"{prose.share(mean, 1)} over {len(families)} families (its own draw), {exact}"
+    else:
+        row[HELD_OUT] = "not measured"
+    return [{**row, "_name": "calculator"}]
+
+
+def families_table(findings) -> pd.DataFrame:
+    rows = family_rows(findings)
+    return pd.DataFrame(rows).drop(columns=["_name"]) if rows else pd.DataFrame()
+
+
+def facts(findings) -> dict:
+    """The numbers the Answer's sentences quote, computed from the stored runs and suites."""
+    rows = family_rows(findings)
+    names = [r["_name"] for r in rows]
+    exact = [
+        n
+        for n in names
+        if n in findings.models
+        and len(findings.accuracy(n, "in")) >= 2
+        and all(min(findings.accuracy(n, t)) >= 1.0 for t, _ in PROTOCOL_SETS)
+        and n not in dict.fromkeys(b for _, _, built in FAMILIES for b in built)
+    ]
+    # every trained candidate of the families without an exact model (not only each family's chosen one)
+    exact_families = {family for family, trained, _ in FAMILIES if set(trained) & set(exact)}
+    others = [
+        n for family, trained, _ in FAMILIES if family not in exact_families for n in trained if n in findings.models
+    ]
+    best_other = max(others, key=lambda n: np.mean(findings.accuracy(n, "out"))) if others else None
+    out = {
+        "exact": [
+            {"name": short_name(n), "params": findings.models[n][1]["params"], "seeds": len(findings.accuracy(n, "in"))}
+            for n in exact
+        ],
+        "families": len({r["family"] for r in rows if r["family"] != "learned calculator"}),
+        "other_families": len(
+            {r["family"] for r in rows if r["family"] != "learned calculator"}
+            - {r["family"] for r in rows if r["_name"] in exact}
+        ),
+        "best_other": None,
+        "held": [],
+        "built": None,
+        "calculator": None,
+    }
+    if best_other:
+        values = findings.accuracy(best_other, "out")
+        out["best_other"] = {
+            "name": short_name(best_other),
+            "mean": float(np.mean(values)),
+            "spread": prose.spread(values),
+            "count": len(others),
+            "highest_seed": max(max(findings.accuracy(n, "out")) for n in others),
+        }
+    for n in exact:
+        seeds = heldout_seeds(findings, n)
+        if not seeds:
+            continue
+        sets = {}
+        for sets_of_seed in seeds.values():
+            for s, v in sets_of_seed.items():
+                sets.setdefault(s, []).append(v)
+        out["held"].append(
+            {
+                "name": short_name(n),
+                "sets": len(sets),
+                "all_exact": sorted(s for s, v in sets.items() if min(v) >= 1.0),
+                "digits_3": prose.spread(sets["digits_exactly_3"]) if "digits_exactly_3" in sets else None,
+                "digits_4_max": max(sets["digits_exactly_4"]) if "digits_exactly_4" in sets else None,
+                "terms_80": prose.spread(sets["terms_80"]) if "terms_80" in sets else None,
+            }
+        )
+    out["compared"] = compare_heldout(findings, exact)
+    built = [r["_name"] for r in rows if r["kind"] == "partly built" and r["_name"] in findings.models]
+    for n in built:
+        seeds = heldout_seeds(findings, n)
+        if seeds:
+            everything = all(v >= 1.0 for sets in seeds.values() for v in sets.values())
+            out["built"] = {
+                "name": short_name(n),
+                "seeds": len(seeds),
+                "all_exact": everything,
+                "sets": len(next(iter(seeds.values()))),
+            }
+            break
+    records = findings.study("calculator")
+    if records:
+        out["calculator"] = calculator_facts(records[0])
+    return out
+
+
+def _is_built(name: str) -> bool:
+    return any(name in built for _, _, built in FAMILIES)
+
+
+def compare_heldout(findings, names: list[str]) -> dict | None:
+    """Two exact models on the held-out sets, set by set: "better" only where every seed of one lies above
+    every seed of the other; otherwise not resolved."""
+    if len(names) != 2:
+        return None
+    a, b = (heldout_seeds(findings, n) for n in names)
+    if not a or not b:
+        return None
+    sets = sorted(set.intersection(*(set(s) for s in a.values()), *(set(s) for s in b.values())))
+    verdicts = {"first_sets": [], "second_sets": [], "unresolved": []}
+    for s in sets:
+        va, vb = [x[s] for x in a.values()], [x[s] for x in b.values()]
+        if min(va) > max(vb):
+            verdicts["first_sets"].append(s)
+        elif min(vb) > max(va):
+            verdicts["second_sets"].append(s)
+        else:
+            verdicts["unresolved"].append(s)
+    return {"first": short_name(names[0]), "second": short_name(names[1]), "sets": len(sets), **verdicts}
+
+
+def calculator_facts(record: dict) -> dict | None:
+    """The calculator's reach on its untouched draw and its training world, from its record."""
+    study = record.get("calculator") or {}
+    families = (record.get("held_out") or {}).get("families") or {}
+    boxes = (record.get("held_out") or {}).get("boxes") or study.get("boxes") or {}
+    if not families or not boxes:
+        return None
+    # the adversarial family's digit counts include leading zeros (000...002): the reach is read without it
+    boxes = {f: b for f, b in boxes.items() if f != "adversarial"} or boxes
+    most = {key: max(int(np.max(b[key])) for b in boxes.values()) for key in ("digits", "operators", "depth")}
+    return {
+        "exact": min(f["min"] for f in families.values()) >= 1.0,
+        "families": len(families),
+        "seeds": next(iter(families.values()))["seeds"],
+        "expressions": (record.get("held_out") or {}).get("expressions"),
+        "most": most,
+        "world": study.get("training_box") or {},
+    }
+
+
+def answer_section(findings) -> Section:
+    """The Answer: the families table, what chose each row, and at most five sentences."""
+    table = families_table(findings)
+    if table.empty:
+        return Section("answer", "Answer", [Text("_no runs yet: `predcalc run` first._")])
+    values = facts(findings)
+    heldout = findings.edges.get("heldout_record") or {}
+    suite = heldout.get("suite") or {}
+    lead = prose.say(
+        "answer_table.md.j2",
+        chosen=CHOSEN_ON,
+        suite=suite,
+        calculator=values["calculator"],
+    )
+    items = prose.bullets("answer.md.j2", **values)[:5]
+    return Section("answer", "Answer", [Table(table, cell=plain_cell), *[Text(p) for p in lead], Bullets(items)])

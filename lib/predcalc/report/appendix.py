@@ -1,0 +1,346 @@
+"""The findings' Appendix: every model, the prior report's columns computed its way, the recipe and
+search studies, stabilised layers, the edge suites in detail, export, language models, speed, the
+side studies, the calculator in detail and the runs (one function per section, each taking the
+:class:`~predcalc.report.paper.Findings` of the stored runs)."""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import numpy as np
+
+from predcalc import recommended
+from predcalc.data.protocol import seed_protocol
+from predcalc.deploy.bench import deployment_markdown
+from predcalc.report import findings as F
+from predcalc.report.anchors import SEED_ROWS
+from predcalc.report.calculator import section
+from predcalc.report.document import Bullets, Figure, Section, Table, Text
+from predcalc.report.edges import edges_lines, seed_facts, suite_blocks
+from predcalc.report.recipe_ablation import peak_probe_lines, recipe_ablation_lines
+from predcalc.report.scoreboard import TEXT as SCOREBOARD_TEXT
+from predcalc.report.scoreboard import exact_signed_long, scoreboard_table
+from predcalc.report.seed_split import seed_split_lines
+from predcalc.report.studies import is_study, studies_markdown
+from predcalc.report.tables import plain_cell
+from predcalc.training.runner import PROFILES
+from predcalc.training.tune import final_comparison, search_facts
+
+
+def _demote(lines: list[str]) -> list[str]:
+    """Lines of an older markdown section without its own headings (the Section carries the title)."""
+    return [line for line in lines if not line.startswith("#")]
+
+
+def appendix_sections(findings) -> list[Section]:
+    sections = [
+        all_models(findings),
+        seed_way(findings),
+        recipe(findings),
+        search(findings),
+        stability(findings),
+        development_edges(findings),
+        export(findings),
+        llm(findings),
+        bench(findings),
+        studies(findings),
+        calculator_detail(findings),
+        runs(findings),
+    ]
+    return [s for s in sections if not s.empty]
+
+
+def all_models(findings) -> Section:
+    if findings.general.empty:
+        return Section(
+            "appendix.all_models",
+            "Every trained model",
+            [Text("_no runs yet: `predcalc run` first._")],
+            part="appendix",
+        )
+    general = findings.general.drop(columns=["name"])
+    return Section(
+        "appendix.all_models",
+        "Every trained model",
+        [
+            Text(
+                "Mean over seeds [lowest-highest seed] on the protocol's test sets, this project's definitions "
+                "(MAE long an absolute error; MRE divided by max(|y|, 1)); *published* rows show only the "
+                "columns the prior report defines the same way, means of its 5 runs as it published them."
+            ),
+            Table(F.model_table(findings.records, ranges=True)),
+            Text("Exact accuracy with the per-seed range, ordered by out-of-range then long accuracy:"),
+            Table(general),
+            *[Text(line) for line in F.ablation_lines(findings.records) if line.strip()],
+            *[Text(line) for line in seed_split_lines(findings.records) if line.strip() and not line.startswith("#")],
+        ],
+        part="appendix",
+    )
+
+
+def seed_way(findings) -> Section:
+    seed_way = F.seed_way_table(findings.records)
+    if seed_way.empty:
+        return Section("appendix.seed_way", "The prior report's columns, computed its way", part="appendix")
+    data_seed = next(r["data"]["seed"] for r in findings.notebooks if "data" in r and not is_study(r))
+    perfect = exact_signed_long(seed_protocol(data_seed).test_long.values)
+    blocks = [Text(F.SEED_WAY_TEXT), Table(seed_way)]
+    blocks += [Text(line) for line in F.seed_weights_lines(findings.records) if line.strip()]
+    blocks += [
+        Text(SCOREBOARD_TEXT.format(perfect=perfect, seeds=findings.seeds, p=2**findings.seeds)),
+        Table(scoreboard_table(findings.pool), cell=plain_cell),
+    ]
+    return Section("appendix.seed_way", "The prior report's columns, computed its way", blocks, part="appendix")
+
+
+def recipe(findings) -> Section:
+    lines = recipe_ablation_lines(findings.records, findings.reports / "sweeps") + peak_probe_lines(
+        findings.reports / "sweeps", findings.records
+    )
+    return Section(
+        "appendix.recipe",
+        "The prior report's transformer recipe",
+        [Text(line) for line in _demote(lines)],
+        part="appendix",
+    )
+
+
+def search(findings) -> Section:
+    """The prior report's transformer5 search space, searched again (``predcalc tune``), and its
+    best trial on 5 seeds against the published in-range MAE and the replica's."""
+    folder = findings.reports / "tune" / "transformer5_seed_space"
+    if not (folder / "tune.json").is_file():
+        return Section("appendix.search", "The transformer5 search", part="appendix")
+    summary = json.loads((folder / "tune.json").read_text())
+    config = summary["config"]
+    published = SEED_ROWS["transformer5"]["mae_in"]
+    lead = (
+        f"The prior report chose transformer5's size and rate by a {config['trials']}-trial keras-tuner "
+        "Bayesian search (25-epoch trials, validation loss). `predcalc tune tuning/transformer5_seed_space.yaml` "
+        f"runs the same space and trial count on this protocol, resumable, with {config['epochs']}-epoch trials "
+        "so that a trial fits this 2-core machine; trials choose on the validation split only."
+    )
+    if summary["trials_finished"] < config["trials"]:
+        later = summary["trials_finished"] - int(summary["best"]["trial"]) - 1
+        lead += (
+            f" It stopped at {summary['trials_finished']} of {config['trials']} trials for time: the best so far "
+            f"is trial {summary['best']['trial']}, and the {later} trials after it did not improve on it (the "
+            "same command runs the rest)."
+        )
+    final = final_comparison(folder, published)
+    if final is None:
+        lead += (
+            " The 5-seed training of the best trial, which the comparison with the published MAE needs, has not run."
+        )
+    else:
+        mean, low, high = final["spread"]
+        replica = (
+            [r["metrics"]["in"]["mae"] for r in findings.models["transformer5_seed"][1]["runs"]]
+            if findings.has("transformer5_seed")
+            else []
+        )
+        verdict = {
+            "better": "it closes the gap (every seed is below the published MAE)",
+            "worse": "it does not close the gap (every seed is above the published MAE)",
+        }.get(final["test"]["verdict"], "whether it closes the gap is not resolved by the seeds")
+        if replica and (min(final["mae"]) <= max(replica) and min(replica) <= max(final["mae"])):
+            verdict += "; against `transformer5_seed` the seeds' ranges overlap: not resolved"
+        lead += (
+            f" The best trial, trained like `transformer5_seed` on {len(final['mae'])} seeds, reaches an in-range "
+            f"MAE of {mean:.4g} [{low:.4g}-{high:.4g}] against the published {published}"
+            + (
+                f" and `transformer5_seed`'s {np.mean(replica):.4g} [{min(replica):.4g}-{max(replica):.4g}]"
+                if replica
+                else ""
+            )
+            + f": {verdict}."
+        )
+    blocks = [Text(lead), Bullets(search_facts(folder, published, "the published transformer5"))]
+    if (folder / "trials.png").is_file():
+        blocks.append(
+            Figure(
+                folder / "trials.png",
+                "Each trial's validation loss against each searched hyperparameter (log scale where the space is).",
+            )
+        )
+    return Section("appendix.search", "The transformer5 search, repeated", blocks, part="appendix")
+
+
+def stability(findings) -> Section:
+    stability = F.stability_table(findings.records)
+    if stability.empty:
+        return Section("appendix.stability", "Stabilised mLSTM and bounded Mamba", part="appendix")
+    return Section(
+        "appendix.stability",
+        "Stabilised mLSTM and bounded Mamba, every seed",
+        [Text(F.STABILITY_TEXT), Table(stability)],
+        part="appendix",
+    )
+
+
+def development_edges(findings) -> Section:
+    blocks = suite_blocks(findings.edges, "development", recommended.headline())
+    record = findings.edges.get("heldout_record")
+    facts = seed_facts(record) if record else []
+    return Section(
+        "appendix.development_edges",
+        "The edge suites in detail",
+        [
+            Text(
+                "The development probe chose the tanh bound (Method); its sets are development numbers, shown for "
+                "completeness, scored like the held-out suite:"
+            ),
+            *blocks,
+            *([Text("The held-out suite, model by model:"), Bullets(facts)] if facts else []),
+            Text("The first edge probe, as the 06 notebook scored it (first seed, Keras):"),
+            *[Text(line) for line in _demote(edges_lines(findings.records))],
+        ],
+        part="appendix",
+    )
+
+
+def export(findings) -> Section:
+    exports = F.export_table(findings.records)
+    if exports.empty:
+        return Section("appendix.export", "Export", part="appendix")
+    return Section(
+        "appendix.export",
+        "Export: LiteRT and ONNX against Keras",
+        [
+            Text(
+                "First seed of each model, every test set; a verdict of *use* means the file gives the same exact "
+                "answers as Keras (within 2 points). The recommended models' other seeds are checked in the "
+                "held-out edge suite."
+            ),
+            Table(exports),
+        ],
+        part="appendix",
+    )
+
+
+def llm(findings) -> Section:
+    if not any(record.get("llm") for record in findings.records):
+        return Section("appendix.llm", "Fine-tuned language models", part="appendix")
+    return Section(
+        "appendix.llm",
+        "Fine-tuned language models",
+        [
+            Table(F.llm_table(findings.records)),
+            Text(
+                "Rows that are not pre-trained are tiny models trained from random weights here: they check the "
+                "fine-tuning pipeline and are not results of Gemma itself. The published rows are single runs "
+                "of the prior report, scored on its own sets."
+            ),
+        ],
+        part="appendix",
+    )
+
+
+def bench(findings) -> Section:
+    bench = findings.reports / "bench.json"
+    if not bench.is_file():
+        return Section("appendix.bench", "Deployment speed", part="appendix")
+
+    return Section(
+        "appendix.bench",
+        "Deployment speed (`predcalc bench`)",
+        [Text(line) for line in _demote(deployment_markdown(json.loads(bench.read_text())))],
+        part="appendix",
+    )
+
+
+def studies(findings) -> Section:
+    subsections = []
+    for record in findings.notebooks:
+        if not is_study(record) or "calculator" in record:
+            continue
+        lines = studies_markdown([record], {record["notebook"]: findings.relative(record)})
+        lines = [line for line in lines if line.strip() != "## Studies"]
+        title = next((line.lstrip("# ").strip() for line in lines if line.startswith("### ")), record["notebook"])
+        body = [line for line in lines if not line.startswith("### ")]
+        if not any(line.strip() for line in body):
+            continue  # a study this page has no section for: the Runs list links its notebook
+        subsections.append(
+            Section(
+                f"appendix.studies.{record['notebook']}",
+                title,
+                [Text(line) for line in body if line.strip()],
+                part="appendix",
+                notebooks=[record["notebook"]],
+            )
+        )
+    return Section("appendix.studies", "Side studies", [], part="appendix", subsections=subsections)
+
+
+def calculator_detail(findings) -> Section:
+
+    records = findings.study("calculator")
+    if not records:
+        return Section("appendix.calculator", "The learned calculator in detail", part="appendix")
+    lines = section(records[0], findings.relative(records[0]))
+    return Section(
+        "appendix.calculator",
+        "The learned calculator in detail",
+        [Text(line) for line in _demote(lines) if line.strip()],
+        part="appendix",
+        notebooks=[records[0]["notebook"]],
+    )
+
+
+def runs(findings) -> Section:
+    items = []
+    for record in findings.records:
+        if record.get("_sweep"):
+            name, parameters = record["_sweep"], record["parameters"]
+            items.append(
+                f"sweep `{name}` in `reports/{findings.relative(record)}/` (`predcalc sweep "
+                f"sweeps/{name}.yaml`): {record['notebook']}, seeds {parameters['seeds']}"
+            )
+            continue
+        profile = record.get("_profile")
+        base = profile.split(" with ")[0] if isinstance(profile, str) else profile
+        command = (
+            f"predcalc run --profile {base} --only {record['notebook']}"
+            if base in PROFILES
+            else f"predcalc run --only {record['notebook']}"
+        )
+        overrides = record.get("_overrides") or {}
+        if overrides:
+            command += " --set " + " ".join(f"'{k}={json.dumps(v)}'" for k, v in overrides.items())
+        items.append(f"[{record['notebook']}]({findings.relative(record)}/{record['notebook']}.ipynb): `{command}`")
+    items += runs_without_metrics(findings)
+    return Section(
+        "appendix.runs",
+        "Runs",
+        [
+            Text(
+                "Each run's notebook and the command that reproduces it (`predcalc run` executes the notebook into "
+                "`reports/runs/`, then `predcalc report` rebuilds this page; `make report PROFILE=full` does all)."
+            ),
+            Bullets(items),
+        ],
+        part="appendix",
+    )
+
+
+def runs_without_metrics(findings) -> list[str]:
+    """Notebooks run beside the records (a ``run.json``) that store no metrics.json: a walk-through
+    or a study whose record lives elsewhere, listed so that every executed notebook is reachable."""
+    listed = {record["notebook"] for record in findings.notebooks}
+    items = []
+    for root in sorted({Path(record["_dir"]).parent for record in findings.notebooks}):
+        for run in sorted(root.glob("*/run.json")):
+            name = run.parent.name
+            if name in listed or not (run.parent / f"{name}.ipynb").is_file():
+                continue
+            profile = json.loads(run.read_text()).get("profile")
+            folder = Path(os.path.relpath(run.parent, findings.reports)).as_posix()
+            command = (
+                f"predcalc run --profile {profile} --only {name}"
+                if profile in PROFILES
+                else f"predcalc run --only {name}"
+            )
+            items.append(f"[{name}]({folder}/{name}.ipynb): `{command}` (no metrics.json)")
+    return items

@@ -1,0 +1,81 @@
+"""The Related work section: the prior report and the published anchors, each result of this
+project placed beside them. The sentences live in ``templates/related_work.md.j2``; this module
+gathers the project's numbers they quote (from the stored runs, the edge suites and the
+calculator's record)."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from predcalc.report import prose
+from predcalc.report.answer import calculator_facts, heldout_seeds, short_name
+from predcalc.report.document import Bullets, Section, Text
+
+PRIOR_CITATION = (
+    'Anton Mukin, "Neural Predictive Calculator: Findings" (October 2025), code in the public repository '
+    "[AntonStantan/matura](https://github.com/AntonStantan/matura)"
+)
+
+
+def _set_spread(findings, name: str, set_name: str) -> str | None:
+    seeds = heldout_seeds(findings, name)
+    if not seeds:
+        return None
+    values = [sets[set_name] for sets in seeds.values() if set_name in sets]
+    return prose.spread(values) if values else None
+
+
+def related_facts(findings) -> dict:
+    """The project's numbers the Related work quotes; a missing study leaves its entry None."""
+    out: dict = {"prior": PRIOR_CITATION, "replicas": None, "scan": None, "built": None, "calculator": None}
+    replicas = [
+        n
+        for n in ("fnn2", "rnn2", "bilstm_attention", "transformer4_seed", "transformer5_seed")
+        if n in findings.models
+    ]
+    if replicas:
+        best = max(replicas, key=lambda n: np.mean(findings.accuracy(n, "out")))
+        out["replicas"] = {
+            "count": len(replicas),
+            "best": short_name(best),
+            "mean": float(np.mean(findings.accuracy(best, "out"))),
+            "spread": prose.spread(findings.accuracy(best, "out")),
+        }
+    if "scan_typed" in findings.models:
+        out["scan"] = {
+            "digits_3": _set_spread(findings, "scan_typed", "digits_exactly_3"),
+            "digits_4": _set_spread(findings, "scan_typed", "digits_exactly_4"),
+            "terms_80": _set_spread(findings, "scan_typed", "terms_80"),
+            "seeds": len(findings.accuracy("scan_typed", "in")),
+        }
+    seeds = heldout_seeds(findings, "scan_typed_solved")
+    if seeds:
+        out["built"] = {"exact": all(v >= 1.0 for s in seeds.values() for v in s.values()), "seeds": len(seeds)}
+    tokens = [n for n in ("transformer_tokens_reversed", "lstm_tokens_reversed") if n in findings.models]
+    if tokens:
+        best = max(tokens, key=lambda n: np.mean(findings.accuracy(n, "out")))
+        out["reversed"] = {
+            "mean": float(np.mean(findings.accuracy(best, "out"))),
+            "spread": prose.spread(findings.accuracy(best, "out")),
+        }
+    else:
+        out["reversed"] = None
+    efficient = [n for n in ("min_gru", "min_lstm", "slstm", "mlstm_stable", "mamba_bounded") if n in findings.models]
+    out["efficient"] = (
+        {"highest_out": max(max(findings.accuracy(n, "out")) for n in efficient), "count": len(efficient)}
+        if efficient
+        else None
+    )
+    records = findings.study("calculator")
+    if records:
+        out["calculator"] = calculator_facts(records[0])
+    return out
+
+
+def related_section(findings) -> Section:
+    """Related work: one bullet per line of work, this project's result beside it."""
+    facts = related_facts(findings)
+    lead = prose.say("related_lead.md.j2", **facts)
+    return Section(
+        "related", "Related work", [*[Text(p) for p in lead], Bullets(prose.bullets("related_work.md.j2", **facts))]
+    )
