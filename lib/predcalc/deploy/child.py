@@ -1,7 +1,7 @@
 """Conversions that run in a child process, so a converter that crashes cannot take the caller with it.
 
 ``python -m predcalc.deploy.child litert MODEL.keras OUT.tflite SETTING REPRESENTATIVE.npy`` (a
-full-integer calibration segfaulted on a non-unrolled LSTM at batch 1, FACTS.md) and
+full-integer calibration segfaulted on a non-unrolled LSTM at batch 1, measured on this project's machine) and
 ``python -m predcalc.deploy.child onnx-torch MODEL.keras OUT.onnx`` under ``KERAS_BACKEND=torch``
 (the PyTorch backend's ONNX exporter). The caller reads the last line of stdout (JSON) or stderr.
 """

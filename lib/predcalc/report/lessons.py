@@ -13,7 +13,7 @@ from predcalc.report import prose
 from predcalc.report.answer import FAMILIES, heldout_seeds, short_name
 from predcalc.report.document import Bullets, Section
 
-# The scan's ablations (30_beyond_seed): what each removes.
+# The scan's ablations (the beyond-the-protocol study): what each removes.
 ABLATIONS = {
     "scan_typed_value_gates": "gates that also read the number's value",
     "scan_numeric": "the prior report's numeric tokens instead of typed ones",

@@ -28,7 +28,7 @@ from predcalc.deploy.formats import (
 )
 
 # Converter settings that can crash the process (full-integer calibration segfaulted on a
-# non-unrolled LSTM at batch 1, FACTS.md): they convert in a child process, so a crash becomes
+# non-unrolled LSTM at batch 1, measured here): they convert in a child process, so a crash becomes
 # an error in the export report instead of a dead notebook kernel.
 ISOLATED_FORMATS = ("int8", "int8_16x8")
 # Recurrent and scan models: extra LiteRT float32 files at longer input lengths (multiples of the
@@ -38,7 +38,7 @@ LENGTH_FACTORS = (2, 4)
 # Full-integer int8 that loses too much is retried down this table, the first that passes kept
 # (else the best): (converter setting, calibration inputs, unrolled RNN layers, the variant's name).
 # "wide": the training and every test set's inputs; "unrolled": Keras RNN layers with unroll=True
-# (what kept an LSTM's int8, FACTS.md), tried only for models that have them.
+# (what kept an LSTM's int8, measured here), tried only for models that have them.
 INT8_LADDER = (
     ("int8", "training", False, "int8, calibration: training inputs"),
     ("int8_16x8", "training", False, "16x8, calibration: training inputs"),

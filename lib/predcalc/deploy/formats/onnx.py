@@ -84,7 +84,7 @@ def export_onnx_torch(model, path) -> dict:
     The route that converts what tf2onnx cannot (``Log1p`` of the log-space scans, the TensorArray
     and ``If`` nodes of sLSTM and Mamba): the model is reloaded with ``KERAS_BACKEND=torch`` and
     exported with a fixed input signature of batch 1 (a flexible one silently falls back to an
-    exporter that gives wrong numbers, FACTS.md). The caller checks the file against Keras.
+    exporter that gives wrong numbers, measured here). The caller checks the file against Keras.
     """
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
