@@ -160,3 +160,14 @@ def test_training_finds_the_exact_solution(protocol):
     )
     assert scores == {"digits_6": 1.0, "terms_300": 1.0, "nines": 1.0}
     assert exact_accuracy(protocol.test_in.values, trained.predict(protocol.test_in.expressions)) == 1.0
+
+
+def test_the_stored_full_run_renders_a_row_per_heldout_set():
+    record = study.RUNS / study.NOTEBOOK / "metrics.json"
+    if not record.is_file():
+        pytest.skip("no stored full run of 33_trained_exact_scan")
+    stored = json.loads(record.read_text())
+    text = study.stored_section()
+    assert len(stored["heldout"]["onnx"]) == 10  # the full profile's ten seeds
+    for name in stored["data"]["heldout"]["sets"]:
+        assert f"| {name} |" in text

@@ -23,6 +23,11 @@ ablation can switch it off:
   clamped weights, which pulls each to -1, 0 or 1; ``ramp`` rises linearly from 0 at training
   step ``ramp_start`` to 1 at ``ramp_end`` (the layer counts its training calls).
 - ``candidate_bias``: a bias on ``h_t`` (redundant for one-hot types).
+- ``soft_write_gradient``: with straight-through gates, the write ``z_t h_t`` passes the
+  candidate the soft gate's gradient (the forward stays hard), so a candidate learns while its gate
+  is closed.
+- ``learn_offset``: the gate's offset ``c_z`` is learned (False: it stays at ``gate_offset``, a
+  constant of the architecture, and the gates move only through ``W_z``).
 
 The layer reads any number of steps: with a known time axis it unrolls, with an unknown one
 (an export with a dynamic length) it loops. Padding (all features 0) adds nothing while the gate
@@ -78,6 +83,8 @@ class SignedSumScan(keras.layers.Layer):
         ramp_start=2000,
         ramp_end=5000,
         candidate_bias=False,
+        learn_offset=True,
+        soft_write_gradient=False,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -87,6 +94,8 @@ class SignedSumScan(keras.layers.Layer):
         )
         self.straight_through, self.closed_init, self.clamp = straight_through, closed_init, clamp
         self.candidate_bias = candidate_bias
+        check_bools(learn_offset=learn_offset, soft_write_gradient=soft_write_gradient)
+        self.learn_offset, self.soft_write_gradient = learn_offset, soft_write_gradient
         self.gate_offset = finite_number("gate_offset", gate_offset)
         self.gate_init_scale = finite_number("gate_init_scale", gate_init_scale)
         self.regularization = finite_number("regularization", regularization)
@@ -109,7 +118,9 @@ class SignedSumScan(keras.layers.Layer):
         else:
             gate_init, offset_init = "glorot_uniform", "zeros"
         self.gate_kernel = self.add_weight(name="gate_kernel", shape=(types, self.units), initializer=gate_init)
-        self.gate_bias = self.add_weight(name="gate_bias", shape=(self.units,), initializer=offset_init)
+        self.gate_bias = self.add_weight(
+            name="gate_bias", shape=(self.units,), initializer=offset_init, trainable=self.learn_offset
+        )
         uniform = keras.initializers.RandomUniform(-1.0, 1.0)
         self.candidate_kernel = self.add_weight(
             name="candidate_kernel", shape=(types, self.units), initializer=uniform, constraint=constraint
@@ -170,6 +181,11 @@ class SignedSumScan(keras.layers.Layer):
     def call(self, inputs, training=False):
         values, gates, candidates = self._parts(inputs)
         keep, write = 1.0 - gates, gates * candidates
+        if self.soft_write_gradient and self.straight_through:  # the candidate learns while its gate is closed
+            soft = ops.sigmoid(
+                ops.matmul(ops.cast(inputs, self.compute_dtype)[..., 1:], self.gate_kernel) + self.gate_bias
+            )
+            write = soft * candidates + ops.stop_gradient(write - soft * candidates)
         state = ops.zeros_like(keep[:, 0]) + self.initial_state  # (batch, units)
         steps = inputs.shape[1]
         if steps is not None:  # a known length: unrolled
@@ -212,5 +228,7 @@ class SignedSumScan(keras.layers.Layer):
             ramp_start=self.ramp_start,
             ramp_end=self.ramp_end,
             candidate_bias=self.candidate_bias,
+            learn_offset=self.learn_offset,
+            soft_write_gradient=self.soft_write_gradient,
         )
         return config

@@ -32,7 +32,7 @@ from predcalc.data.expressions import format_expression
 from predcalc.deploy.export import export_trained, write_export_record
 from predcalc.deploy.formats import get_format
 from predcalc.deploy.predictor import Predictor
-from predcalc.paths import save_keras_if_changed
+from predcalc.paths import RUNS, save_keras_if_changed
 from predcalc.studies.edges import edge_scores, heldout_suite, suite_record
 from predcalc.training.exact import ABLATIONS, ELEMENTS, MODEL, ExactRecipe, ablated, signed_sum_weights, train_exact
 from predcalc.training.fit import build, train
@@ -269,3 +269,13 @@ def section_markdown(record: dict) -> str:
         initial_exact=initial_exact,
         elements=ELEMENTS,
     )
+
+
+NOTEBOOK = "33_trained_exact_scan"
+
+
+def stored_section(runs=None) -> str | None:
+    """The section rendered from the stored full run (``reports/runs/33_trained_exact_scan/metrics.json``),
+    or None where there is none: what the findings include."""
+    path = Path(runs or RUNS) / NOTEBOOK / "metrics.json"
+    return section_markdown(json.loads(path.read_text())) if path.is_file() else None
