@@ -28,6 +28,7 @@ BELOW = {  # what each package may import, besides itself (record: the metrics.j
 }
 PLACED = {
     "registry": "paths",  # the table of things by unique name: standard library only, under everything
+    "recommended": "record",  # reports/recommended.json, the one list of recommended models: beside the record
     "calculator.study": "studies",  # a module that sits at another package's level
     "studies.edge_seeds": "report",
     "studies.exact_scan": "report",

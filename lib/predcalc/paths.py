@@ -21,6 +21,7 @@ ROOT = Path(__file__).resolve().parents[2]  # lib/predcalc/paths.py -> the repos
 NOTEBOOKS = ROOT / "notebooks"
 REPORTS = ROOT / "reports"
 BENCH_FILE = REPORTS / "bench.json"  # predcalc bench
+RECOMMENDED_FILE = REPORTS / "recommended.json"  # the one list of the models the findings recommend
 RUNS = REPORTS / "runs"  # the committed results: only a full run (``--profile full``) writes here
 SCRATCH = ROOT / "build"  # git-ignored
 SCRATCH_RUNS = SCRATCH / "runs"  # where a quick run writes its notebooks, and its findings page beside

@@ -6,7 +6,7 @@ aarch64 wheels of the ``runtime`` extra downloaded on the host (pip inside the r
 the index's certificate) and installed offline into a fresh virtual environment there with this
 working tree's ``.[runtime]``, as the README's Jetson guide does. Then ``predcalc predict`` and
 ``predcalc evaluate`` on the learned calculator and on every LiteRT and ONNX file of the
-recommended exports (:data:`predcalc.deploy.predictor.RECOMMENDED_EXPORTS`), inside the root and
+recommended exports (``reports/recommended.json``, :func:`predcalc.recommended.exports`), inside the root and
 with this machine's full install, on the same files and inputs; ``reports/jetson_check.json``
 records the architecture seen inside, the versions, each artifact's agreement and the wall times
 (emulated: not a latency on a Jetson). The pins for Python 3.10 (JetPack 6) are only downloaded
@@ -147,12 +147,13 @@ def recommended_artifacts(
         ONNX_FILE,
         artifact_path,
     )
-    from predcalc.deploy.predictor import CALCULATOR_MODEL, RECOMMENDED_EXPORTS
+    from predcalc.deploy.predictor import CALCULATOR_MODEL
     from predcalc.paths import RUNS, relative
+    from predcalc.recommended import exports as recommended_exports
 
     runs = RUNS if runs is None else Path(runs)
     calculator = CALCULATOR_MODEL if calculator is None else Path(calculator)
-    exports = RECOMMENDED_EXPORTS if exports is None else exports
+    exports = recommended_exports() if exports is None else exports
 
     def one(name, path, note, hint, fmt=None):
         absent = None if path.is_file() else f"no file {relative(path)} ({hint})"

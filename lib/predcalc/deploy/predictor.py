@@ -26,16 +26,6 @@ from predcalc.paths import REPORTS, RUNS
 
 DEFAULT_MODEL = RUNS / "01_fnn" / "export" / "fnn2" / "model_float32.tflite"
 CALCULATOR_MODEL = REPORTS / "calculator" / "model.tflite"  # the learned calculator (one file, a signature per step)
-# The export folders the findings recommend, with why: git keeps their float32 LiteRT and ONNX files, and
-# `make jetson-check` runs each of their LiteRT and ONNX files on aarch64 (a dynamic-range int8 file is run
-# but not recommended for the Jetson: jetson_check.NOT_RECOMMENDED_FORMATS). Update it with the findings.
-RECOMMENDED_EXPORTS = {
-    "01_fnn/export/fnn2": "the command line's default value model (FNN2)",
-    "30_beyond_seed/export/scan_typed": "the exact typed scan, trained",
-    "30_beyond_seed/export/scan_typed_solved": "the typed scan, partly built (operators overwrite, readout solved)",
-    "30_beyond_seed/export/scan_typed_readout_solved": "the typed scan, partly built (readout solved)",
-    "06_transformer/export/transformer4_local_bounded": "the best transformer (local tanh-bounded features)",
-}
 
 
 class Predictor:

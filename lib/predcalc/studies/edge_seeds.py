@@ -27,6 +27,7 @@ from predcalc.deploy.export import SIDECAR, export_directory, write_sidecar
 from predcalc.deploy.predictor import Predictor
 from predcalc.models import get_spec
 from predcalc.paths import RUNS, relative, write_if_changed
+from predcalc.recommended import on_edges
 from predcalc.studies.edges import (
     at_input_length,
     development_suite,
@@ -39,13 +40,8 @@ from predcalc.studies.edges import (
 from predcalc.training.fit import evaluate, run_record, train
 from predcalc.training.metrics import exact_accuracy, regression_metrics
 
-# the recommended models, and the notebook whose stored parameters train them
-RECOMMENDED = {
-    "transformer4_local_bounded": "06_transformer",
-    "scan_typed": "30_beyond_seed",
-    "scan_typed_solved": "30_beyond_seed",
-    "scan_typed_readout_solved": "30_beyond_seed",
-}
+# the recommended models the edge study scores, and the notebook whose stored parameters train them
+RECOMMENDED = on_edges()
 # a partly built model -> the trained model whose fit it finishes (same builder, seed and parameters)
 FINISHED_FROM = {"scan_typed_solved": "scan_typed", "scan_typed_readout_solved": "scan_typed"}
 

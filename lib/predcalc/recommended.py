@@ -1,0 +1,70 @@
+"""The models the findings recommend, read from ``reports/recommended.json``: the one list in the code.
+
+The report, the deploy check (``make jetson-check``) and the edge study all read it; nothing else
+keeps its own copy. Standard library only, so a Jetson's runtime install can read it.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from predcalc.paths import RECOMMENDED_FILE
+
+KINDS = ("trained", "partly built", "memorised")
+
+
+@dataclass(frozen=True)
+class Recommended:
+    """One recommended model: its registry ``name``, its ``kind`` (:data:`KINDS`), the ``notebook``
+    that trains it, its ``export`` folder (relative to ``reports/runs/``), whether the held-out edge
+    study scores it (``edges``), whether the findings lead with it (``headline``), and ``why``."""
+
+    name: str
+    kind: str
+    notebook: str
+    export: str
+    edges: bool = False
+    headline: bool = False
+    why: str = ""
+
+
+def read(path: Path | str = RECOMMENDED_FILE) -> tuple[Recommended, ...]:
+    """Every entry of the file, in its order; a bad entry raises one line naming it."""
+    data = json.loads(Path(path).read_text())
+    entries = []
+    for number, entry in enumerate(data["models"], 1):
+        try:
+            model = Recommended(**entry)
+        except TypeError as error:
+            raise ValueError(f"{path}: entry {number} is malformed ({error})") from None
+        if model.kind not in KINDS:
+            raise ValueError(f"{path}: {model.name} has kind {model.kind!r}; expected one of {', '.join(KINDS)}")
+        entries.append(model)
+    names = [model.name for model in entries]
+    if len(set(names)) != len(names):
+        raise ValueError(f"{path}: a model is listed twice")
+    return tuple(entries)
+
+
+@cache
+def recommended() -> tuple[Recommended, ...]:
+    """The recommended models of ``reports/recommended.json`` (read once)."""
+    return read()
+
+
+def headline() -> tuple[str, ...]:
+    """Names of the trained models the findings lead with."""
+    return tuple(model.name for model in recommended() if model.headline)
+
+
+def on_edges() -> dict[str, str]:
+    """``{name: notebook}`` of the models the held-out edge study scores on every seed."""
+    return {model.name: model.notebook for model in recommended() if model.edges}
+
+
+def exports() -> dict[str, str]:
+    """``{export folder: why}`` of every recommended model (relative to ``reports/runs/``)."""
+    return {model.export: model.why for model in recommended()}

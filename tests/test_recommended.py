@@ -1,0 +1,71 @@
+"""reports/recommended.json: the one list of recommended models, read by the report, deploy and the edge study."""
+
+import ast
+import json
+from pathlib import Path
+
+import pytest
+
+from predcalc import recommended
+from predcalc.paths import RUNS
+
+LIB = Path(__file__).resolve().parents[1] / "lib" / "predcalc"
+
+
+def test_every_entry_names_an_existing_notebook_run_and_export_folder():
+    entries = recommended.read()
+    assert entries, "reports/recommended.json lists no model"
+    for model in entries:
+        assert model.kind in recommended.KINDS
+        assert (RUNS / model.notebook).is_dir(), model.notebook
+        assert (RUNS / model.export).is_dir(), model.export
+        assert model.export.startswith(f"{model.notebook}/export/"), model.export
+
+
+def test_readers_agree_with_the_file():
+    data = json.loads(recommended.RECOMMENDED_FILE.read_text())["models"]
+    assert set(recommended.exports()) == {entry["export"] for entry in data}
+    assert set(recommended.headline()) == {entry["name"] for entry in data if entry["headline"]}
+    assert recommended.on_edges() == {entry["name"]: entry["notebook"] for entry in data if entry["edges"]}
+
+
+@pytest.mark.parametrize(
+    ("entry", "message"),
+    [
+        ({"name": "m", "kind": "magic", "notebook": "n", "export": "n/export/m"}, "has kind 'magic'"),
+        ({"name": "m", "kind": "trained"}, "entry 1 is malformed"),
+    ],
+)
+def test_a_bad_entry_is_refused_in_one_line(tmp_path, entry, message):
+    path = tmp_path / "recommended.json"
+    path.write_text(json.dumps({"models": [entry]}))
+    with pytest.raises(ValueError, match=message) as error:
+        recommended.read(path)
+    assert "\n" not in str(error.value)
+
+
+def test_no_module_keeps_its_own_list_of_recommended_models():
+    """A sequence naming two or more recommended models, or a dict mapping them to their notebooks or
+    export folders, is a second copy of the list (facts about one model each, keyed by name, are not)."""
+    entries = recommended.read()
+    names = {model.name for model in entries}
+    places = {model.notebook for model in entries} | {model.export for model in entries}
+
+    def constants(items):
+        return [item.value for item in items if isinstance(item, ast.Constant) and isinstance(item.value, str)]
+
+    copies = []
+    for path in sorted(LIB.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, (ast.Tuple, ast.List, ast.Set)):
+                listed = names.intersection(constants(node.elts))
+            elif isinstance(node, ast.Dict):
+                keys, values = constants(node.keys), constants(node.values)
+                listed = set()
+                if values and set(values) <= places:
+                    listed = (names | places).intersection(keys) or set(values)
+            else:
+                continue
+            if len(listed) >= 2:
+                copies.append(f"{path.relative_to(LIB)}:{node.lineno} {sorted(listed)}")
+    assert not copies, "lists of recommended models outside reports/recommended.json: " + "; ".join(copies)
