@@ -126,7 +126,10 @@ def _record():
     return {
         "choices": {"claim": "the second held-out suite"},
         "data": {"training": 1892, "heldout": {"seed": 4040, "count": 300, "sets": sets}},
-        "seeds": {"0": {"weights": {"readout": [1.0], "gate_bias": [-0.5]}}},
+        "seeds": {
+            "0": {"weights": {"readout": [1.0], "gate_bias": [-0.5]}, "scores": {"in": 1.0}},
+            "1": {"weights": {"readout": [0.5], "gate_bias": [2.0]}, "scores": {"in": 0.25}},
+        },
         "initial": {"0": {"scores": {"in": 0.1, "nines": 0.0}}},
         "heldout": heldout,
         "ablation": {"seeds": [0], "runs": {"full": {"0": dev}, "no_clamp": {"0": {"in": 1.0, "nines": 0.0}}}},
@@ -146,6 +149,8 @@ def test_section_markdown_from_a_record():
     assert "**1 of 2 seeds through its exported ONNX file**" in text
     assert "| digits_3 | 3 numbers of 3 digits | 1 of 2 | 1 of 2 | 100.0 %, 50.0 % |" in text
     assert "| no_clamp | 1 | 0 |" in text
+    assert "Seed 1 is not exact even inside the training box (the protocol's in-range test set: 25.0 %)" in text
+    assert "Every seed that is exact in the training box is exact on every held-out set." in text
     assert "`16777216 + 1` gives 16777216 (exact 16777217)" in text
 
 

@@ -257,6 +257,7 @@ def section_markdown(record: dict) -> str:
     exact_everywhere = {fmt: sum(all(heldout[fmt][s][n] == 1.0 for n in sets) for s in seeds) for fmt in heldout}
     first_runs = next(iter(ablation["runs"].values()))
     ablation_sets = list(next(iter(first_runs.values())))
+    stuck = [s for s in seeds if record["seeds"].get(s, {}).get("scores", {}).get("in", 1.0) < 1.0]
     initial_exact = sum(any(v == 1.0 for v in row["scores"].values()) for row in record["initial"].values())
     return environment.get_template(TEMPLATE).render(
         record=record,
@@ -267,6 +268,7 @@ def section_markdown(record: dict) -> str:
         ablation_counts=ablation_counts,
         ablation_sets=ablation_sets,
         initial_exact=initial_exact,
+        stuck=stuck,
         elements=ELEMENTS,
     )
 
