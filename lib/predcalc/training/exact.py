@@ -44,6 +44,9 @@ class ExactRecipe:
     ramp_end: int = 5_000
     candidate_bias: bool = False
     units: int = 1
+    # not in the frozen design of 33_trained_exact_scan's run: probes on the seeds that run left stuck
+    soft_write_gradient: bool = False
+    learn_offset: bool = True
 
     def layer_arguments(self) -> dict:
         return {
@@ -56,6 +59,8 @@ class ExactRecipe:
             "ramp_start": self.ramp_start,
             "ramp_end": self.ramp_end,
             "candidate_bias": self.candidate_bias,
+            "soft_write_gradient": self.soft_write_gradient,
+            "learn_offset": self.learn_offset,
         }
 
     def scaled(self, steps: int) -> ExactRecipe:
