@@ -31,8 +31,10 @@ from predcalc.layers import (
     MinGRU,
     MinLSTM,
     PReLURNNCell,
+    RoundedGatedValueSum,
     SeedGRUCell,
     SeedLSTMCell,
+    SignedSumScan,
     SinusoidalPositionalEncoding,
     TransformerEncoderBlock,
 )
@@ -140,6 +142,26 @@ CASES = [
         {},
         [SEQUENCE, (5, 1)],
         bad_shapes=(([(2, 5, 4), (2, 5, 2)], "values"), ([(2, 5, 4), (2, 4, 1)], "same steps")),
+    ),
+    LayerCase(
+        RoundedGatedValueSum,
+        dict(use_bias=True),
+        [SEQUENCE, (5, 1)],
+        bad_arguments=(({"use_bias": "yes"}, "use_bias must be a bool"),),
+        bad_shapes=(([(2, 5, 4), (2, 5, 2)], "values"),),
+    ),
+    LayerCase(
+        SignedSumScan,
+        dict(units=2, straight_through=False, closed_init=False, regularization=0.05, candidate_bias=True),
+        SEQUENCE,
+        bad_arguments=UNITS_ERRORS
+        + (
+            ({"straight_through": 1}, "straight_through must be a bool"),
+            ({"regularization": -1.0}, "regularization must be >= 0"),
+            ({"ramp_start": 5, "ramp_end": 2}, "ramp_start <= ramp_end"),
+            ({"gate_offset": "low"}, "gate_offset must be a finite number"),
+        ),
+        bad_shapes=RANK_TWO + (((2, 5, 1), "at least one type feature"),),
     ),
     LayerCase(
         LocalTokenFeatures,

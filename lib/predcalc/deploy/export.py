@@ -90,6 +90,8 @@ def write_sidecar(directory, spec, tokenizer, extra: dict | None = None) -> Path
     }
     if spec.answer_format is not None:
         fields["answer_format"] = spec.answer_format.get_config()
+    if spec.float32_exact_below is not None:  # its files refuse past the bound (Predictor.check_magnitude)
+        fields["float32_exact_below"] = int(spec.float32_exact_below)
     write_if_changed(path, json.dumps({**fields, **(extra or {})}, indent=2))
     return path
 
@@ -143,6 +145,8 @@ def export_trained(
     extra.pop("litert_lengths", None)
     for old in directory.glob("model_float32_len*.tflite"):
         old.unlink()
+    if trained.model.inputs[0].shape[1] is None:  # a dynamic time axis: its files read any length
+        extra["any_length"] = True
     write_sidecar(directory, trained.spec, trained.tokenizer, extra)
     job = ExportJob(
         trained,

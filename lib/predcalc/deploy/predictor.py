@@ -18,6 +18,8 @@ import numpy as np
 
 from predcalc.data import TokenizerError, get_tokenizer
 from predcalc.data.answers import AnswerFormat
+from predcalc.data.expressions import quoted_expression
+from predcalc.data.tokenizers import signed_terms
 from predcalc.deploy.formats import SIDECAR, for_path
 from predcalc.deploy.formats.onnx import onnx_providers  # noqa: F401  (its name here before the registry)
 from predcalc.paths import REPORTS, RUNS
@@ -79,11 +81,35 @@ class Predictor:
             )
 
     def encode(self, expressions) -> np.ndarray:
-        return self.tokenizer.encode_batch(list(expressions))
+        expressions = list(expressions)
+        if self.info.get("any_length") and expressions:  # the file reads any length: pad to the longest
+            length = max([self.tokenizer.length, *(len(signed_terms(e)) for e in expressions)])
+            tokenizer = get_tokenizer(
+                self.info["tokenizer"], **{**self.info.get("tokenizer_config", {}), "length": length}
+            )
+            return tokenizer.encode_batch(expressions)
+        return self.tokenizer.encode_batch(expressions)
+
+    def check_magnitude(self, expressions) -> None:
+        """Refuse, in one line, an expression past the bound where the file's float32 arithmetic stays
+        exact (``float32_exact_below`` in ``predcalc.json``: every partial sum is at most the sum of
+        the numbers' sizes, exact in float32 up to 2^24)."""
+        bound = self.info.get("float32_exact_below")
+        if not bound:
+            return
+        for expression in expressions:
+            size = sum(abs(int(t)) for t in signed_terms(expression) if t.lstrip("-").isdigit())
+            if size >= bound:
+                raise ValueError(
+                    f"{self.info.get('model', 'this model')} answers in float32, exact while the numbers' sizes "
+                    f"sum to less than 2^{int(bound).bit_length() - 1} = {int(bound):,}; "
+                    f"{quoted_expression(expression)!r} sums to {size:,}"
+                )
 
     def predict(self, expressions) -> np.ndarray:
         """Predicted values, one per expression (raises TokenizerError on what it cannot encode)."""
         expressions = list(expressions)
+        self.check_magnitude(expressions)
         if not self._longer:
             return self._values(self._run(self.encode(expressions)), len(expressions))
         groups: dict = {}  # runner index -> (positions, encoded rows); 0 is the trained length

@@ -62,3 +62,29 @@ def unrolled(model):
     rebuilt = model.__class__.from_config(config)
     rebuilt.set_weights(model.get_weights())
     return rebuilt
+
+
+def computes_in_float64(model) -> bool:
+    """Whether any layer of ``model`` computes in float64 (its dtype policy)."""
+    return any(getattr(layer, "compute_dtype", None) == "float64" for layer in model.layers)
+
+
+def with_float32(model):
+    """The model rebuilt with every float64 dtype policy as float32, its weights cast (for a format
+    without float64 kernels, e.g. LiteRT); the model itself if nothing computes in float64."""
+    if not computes_in_float64(model):
+        return model
+    import keras  # the rebuild needs Keras; this module's other functions only take models
+
+    def swap(node):
+        if isinstance(node, dict):
+            if node.get("class_name") == "DTypePolicy" and node.get("config", {}).get("name") == "float64":
+                return {**node, "config": {**node["config"], "name": "float32"}}
+            return {k: ("float32" if k == "dtype" and v == "float64" else swap(v)) for k, v in node.items()}
+        if isinstance(node, list):
+            return [swap(v) for v in node]
+        return node
+
+    rebuilt = model.__class__.from_config(swap(model.get_config()))
+    rebuilt.set_weights([keras.ops.convert_to_numpy(w).astype("float32") for w in model.weights])
+    return rebuilt

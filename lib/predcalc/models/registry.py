@@ -47,7 +47,9 @@ class ModelSpec:
     supplies both. ``variable_length``: the model reads inputs of any length (a recurrent or scan
     model), so it can be rebuilt at a longer one (export writes such files). ``finish(model,
     x_train, y_train)``, where given, runs after fitting (on the restored best weights) and may set
-    weights in closed form, e.g. a least-squares readout.
+    weights in closed form, e.g. a least-squares readout. ``float32_exact_below``: a model exact in
+    principle at any magnitude, whose float32 files are exact while the sum of the numbers' sizes
+    stays below this bound (2^24); ``predcalc predict`` refuses past it.
     """
 
     name: str
@@ -64,6 +66,7 @@ class ModelSpec:
     finish: Callable | None = None
     answer_format: AnswerFormat | None = None
     variable_length: bool = False
+    float32_exact_below: int | None = None  # |answers| a float32 file is exact for (its exports refuse past it)
 
     @property
     def shown_label(self) -> str:

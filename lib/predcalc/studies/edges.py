@@ -189,6 +189,49 @@ HELDOUT = [
 ]
 
 
+def _nines_up_to(max_digits: int) -> Callable:
+    """3-8 numbers, each 9, 99, ... up to ``max_digits`` nines, of either sign (carry and borrow chains)."""
+
+    def draw(rng, count):
+        return [
+            _join(rng, (10 ** rng.integers(1, max_digits + 1, size=n) - 1) * rng.choice([-1, 1], size=n))
+            for n in rng.integers(3, 9, size=count)
+        ]
+
+    return draw
+
+
+def _close_pair(digits: int) -> Callable:
+    """``x - y + z``: x and y of ``digits`` digits at most 9 apart, z from -5..5 (the answer is small)."""
+
+    def draw(rng, count):
+        x = rng.integers(10 ** (digits - 1) + 10, 10**digits - 10, size=count)
+        y = x + rng.integers(-9, 10, size=count)
+        z = rng.integers(-5, 6, size=count)
+        return [_join(rng, [a, b, c], ["-", "+"]) for a, b, c in zip(x, y, z)]
+
+    return draw
+
+
+# The second held-out suite (issue 40), drawn once the trained exact scan's design was frozen: its
+# seed is used by nothing else, and it excludes both earlier suites and the protocol's training data.
+SECOND_HELDOUT_SEED = 4040
+SECOND_HELDOUT = [
+    EdgeSet("digits_3", "3 numbers of exactly 3 digits (100..999, either sign)", _exact_digits(3)),
+    EdgeSet("digits_4", "3 numbers of exactly 4 digits (1,000..9,999, either sign)", _exact_digits(4)),
+    EdgeSet("digits_6", "3 numbers of exactly 6 digits (100,000..999,999, either sign)", _exact_digits(6)),
+    EdgeSet("terms_40", "40 numbers from -5..5", _uniform((40, 40), -5, 5)),
+    EdgeSet("terms_80", "80 numbers from -5..5", _uniform((80, 80), -5, 5)),
+    EdgeSet("terms_300", "300 numbers from -5..5", _uniform((300, 300), -5, 5)),
+    EdgeSet("terms_10_digits_2", "10 numbers of exactly 2 digits (10..99, either sign)", _exact_digits(2, 10)),
+    EdgeSet("terms_30_digits_3", "30 numbers of exactly 3 digits (100..999, either sign)", _exact_digits(3, 30)),
+    EdgeSet(
+        "nines", "3-8 numbers, each 9, 99, ... or 999,999 of either sign (carry and borrow chains)", _nines_up_to(6)
+    ),
+    EdgeSet("cancellation", "x - y + z: x, y of 6 digits at most 9 apart, z from -5..5", _close_pair(6)),
+]
+
+
 def _suite(sets: list[EdgeSet], seed: int, count: int, exclude=frozenset()) -> dict[str, Split]:
     """``count`` distinct expressions per set, drawn in order from one generator seeded with ``seed``;
     an expression whose canonical form is in ``exclude`` (canonical forms) or already drawn (in any
@@ -241,6 +284,17 @@ def heldout_suite(seed: int = HELDOUT_SEED, count: int = SET_SIZE, data_seed: in
     return _suite(HELDOUT, seed, count, exclude=_excluded(data_seed))
 
 
+def second_heldout_suite(
+    seed: int = SECOND_HELDOUT_SEED, count: int = SET_SIZE, data_seed: int = 0
+) -> dict[str, Split]:
+    """The second held-out suite: ``count`` expressions per set of :data:`SECOND_HELDOUT`, none in the
+    development suite, the first held-out suite nor the seed protocol's (``data_seed``) training and
+    validation splits. Drawn after the trained exact scan (``scan_exact``) was frozen; the first
+    held-out suite was development data for it."""
+    first = [canonical(e) for split in heldout_suite(data_seed=data_seed).values() for e in split.expressions]
+    return _suite(SECOND_HELDOUT, seed, count, exclude=_excluded(data_seed) | frozenset(first))
+
+
 @functools.lru_cache(maxsize=4)
 def _excluded(data_seed: int) -> frozenset:
     """Canonical forms of the development suite and the seed protocol's training and validation splits."""
@@ -269,6 +323,17 @@ def suite_record(kind: str, suite: dict[str, Split] | None = None) -> dict:
             "choices": CHOICES,
             "sets": {edge.name: edge.box for edge in DEVELOPMENT},
         }
+    elif kind == "second_heldout":
+        record = {
+            "kind": kind,
+            "seed": SECOND_HELDOUT_SEED,
+            "count": SET_SIZE,
+            "excluded": (
+                "the development suite, the first held-out suite and the seed protocol's training and validation "
+                "splits (data seed 0)"
+            ),
+            "sets": {edge.name: edge.box for edge in SECOND_HELDOUT},
+        }
     elif kind == "heldout":
         record = {
             "kind": kind,
@@ -278,7 +343,7 @@ def suite_record(kind: str, suite: dict[str, Split] | None = None) -> dict:
             "sets": {edge.name: edge.box for edge in HELDOUT},
         }
     else:
-        raise ValueError(f"kind must be 'development' or 'heldout'. Received: {kind!r}")
+        raise ValueError(f"kind must be 'development', 'heldout' or 'second_heldout'. Received: {kind!r}")
     return record if suite is None else {**record, "fingerprint": fingerprint(suite)}
 
 

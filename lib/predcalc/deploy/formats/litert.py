@@ -171,6 +171,11 @@ class LiteRTModel:
         """Outputs for a batch of encoded inputs, shape (n, ...)."""
         rows = []
         for row in np.asarray(inputs):
+            if tuple(self.input["shape"][1:]) != row.shape:  # a dynamic axis (any length): resize to this row
+                self.interpreter.resize_tensor_input(self.input["index"], (1, *row.shape))
+                self.interpreter.allocate_tensors()
+                self.input = self.interpreter.get_input_details()[0]
+                self.output = self.interpreter.get_output_details()[0]
             self.interpreter.set_tensor(self.input["index"], row[None, ...].astype(self.input["dtype"]))
             self.interpreter.invoke()
             rows.append(self.interpreter.get_tensor(self.output["index"])[0].copy())
@@ -188,9 +193,14 @@ class LiteRT(ExportFormat):
         self.name, self.filename, self.parity, self.runtime = name, f"model_{name}.tflite", parity, f"litert_{name}"
 
     def write(self, job, path, setting: str | None = None, calibration=None, model=None) -> dict:
+        from predcalc.models.rebuild import with_float32  # predcalc.models imports Keras
+
         calibration = job.representative if calibration is None else calibration
-        info = export_litert(model or job.trained.model, path, setting or self.name, calibration)
-        return {"bytes": info["bytes"], "tf_select": info["tf_select"]}
+        model = model or job.trained.model
+        cast = with_float32(model)  # LiteRT has no float64 kernels: a float64 model is written in float32
+        info = export_litert(cast, path, setting or self.name, calibration)
+        extra = {"cast": "float64 weights and arithmetic written as float32"} if cast is not model else {}
+        return {"bytes": info["bytes"], "tf_select": info["tf_select"], **extra}
 
     def open(self, path, num_threads: int = 1):
         return LiteRTModel(path, num_threads=num_threads)
@@ -210,7 +220,7 @@ class Float32(LiteRT):
 
     def export(self, job) -> dict[str, dict]:
         records = super().export(job)
-        if not job.trained.spec.variable_length:
+        if not job.trained.spec.variable_length or job.trained.model.inputs[0].shape[1] is None:  # fixed or any length
             return records
         lengths = []
         for factor in LENGTH_FACTORS:

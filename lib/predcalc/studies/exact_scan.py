@@ -1,0 +1,283 @@
+"""A trained network exact far beyond its box (issue 40): ``scan_exact``, its ablation, and its
+exported files scored on a held-out suite drawn after its design was frozen.
+
+Which data chose what (:data:`CHOICES`): the recipe was found in a NumPy probe and fixed on the
+protocol's training split and the development data (the development edge suite and the first
+held-out edge suite, which earlier studies had already seen); the ablation is scored on the
+same development data. The claim is made on :func:`predcalc.studies.edges.second_heldout_suite`
+(seed :data:`predcalc.studies.edges.SECOND_HELDOUT_SEED`), scored through each seed's exported
+ONNX and LiteRT files by :class:`predcalc.deploy.predictor.Predictor`, the same code as
+``predcalc predict``.
+
+:func:`section_markdown` renders the findings' section from the stored record with the Jinja2
+template ``exact_scan.md.j2`` beside this module.
+
+Example:
+    >>> record = json.loads(Path("reports/runs/33_trained_exact_scan/metrics.json").read_text())
+    >>> print(section_markdown(record))
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from pathlib import Path
+
+import jinja2
+import numpy as np
+from tqdm.auto import tqdm
+
+from predcalc.data import Split, get_tokenizer, signed_terms
+from predcalc.data.expressions import format_expression
+from predcalc.deploy.export import export_trained, write_export_record
+from predcalc.deploy.formats import get_format
+from predcalc.deploy.predictor import Predictor
+from predcalc.paths import RUNS, save_keras_if_changed
+from predcalc.studies.edges import edge_scores, heldout_suite, suite_record
+from predcalc.training.exact import ABLATIONS, ELEMENTS, MODEL, ExactRecipe, ablated, signed_sum_weights, train_exact
+from predcalc.training.fit import build, train
+from predcalc.training.metrics import exact_accuracy
+
+# the first held-out edge suite's sets that a type-gated scan can read: development data here
+DEVELOPMENT_SETS = ("digits_exactly_3", "digits_exactly_4", "terms_80", "terms_30_digits_3", "nines")
+PROTOCOL_SETS = ("in", "out", "long")
+FILES = {"onnx": "model.onnx", "litert": "model_float32.tflite"}  # scored through each seed's files
+EXPORT_FORMATS = ("float32", "onnx")
+# the transformer side probe's sets: those its 15 numeric tokens hold (no rebuild at a longer length)
+TRANSFORMER_SETS = ("in", "out", "long", "digits_exactly_3", "digits_exactly_4", "nines")
+LONG_TERMS = 300
+LONG_SEED = 300  # the rng of the 300-term expression each file answers
+
+CHOICES = {
+    "recipe": (
+        "the elements and their settings (straight-through gates, closed start, clamp, regulariser ramped over "
+        "steps 2,000-5,000 of 10,000, learning rate decayed to 1e-7, float64, no candidate bias) came from a NumPy "
+        "probe scored on 3- and 6-digit numbers, 300 terms and 9...9 chains (FACTS.md), and were kept unchanged "
+        "after one Keras check on the first held-out edge suite (development data here)"
+    ),
+    "ablation": (
+        "scored on the development data: the protocol's in, out and long test sets and the first held-out edge "
+        "suite's digits_exactly_3, digits_exactly_4, terms_80, terms_30_digits_3 and nines"
+    ),
+    "claim": "the second held-out suite, drawn with a new seed after the design was frozen, through the exported files",
+}
+
+
+def development_sets(protocol) -> dict[str, Split]:
+    """The development data the ablation is scored on: the protocol's test sets and the first held-out
+    suite's sets in :data:`DEVELOPMENT_SETS`."""
+    first = heldout_suite(data_seed=protocol.seed)
+    return {**{n: protocol.test_sets()[n] for n in PROTOCOL_SETS}, **{n: first[n] for n in DEVELOPMENT_SETS}}
+
+
+def encode_any_length(tokenizer, expressions) -> np.ndarray:
+    """Typed tokens padded to the longest expression (at least the tokeniser's own length)."""
+    length = max([tokenizer.length, *(len(signed_terms(e)) for e in expressions)])
+    return type(tokenizer)(**{**tokenizer.get_config(), "length": length}).encode_batch(list(expressions))
+
+
+def keras_scores(model, tokenizer, sets: dict[str, Split]) -> dict[str, float]:
+    """Exact accuracy of a ``scan_exact`` Keras model (any length) on each set."""
+    scores = {}
+    for name, split in sets.items():
+        inputs = encode_any_length(tokenizer, split.expressions)
+        predictions = np.concatenate(  # called eagerly: a predict function per length would retrace
+            [np.asarray(model(inputs[i : i + 1024]), dtype=np.float64).reshape(-1) for i in range(0, len(inputs), 1024)]
+        )
+        scores[name] = exact_accuracy(split.values, predictions)
+    return scores
+
+
+def initial_scores(seeds, sets: dict[str, Split], recipe: ExactRecipe | None = None) -> dict[int, dict]:
+    """Each seed's model at its random initialisation (built, never trained), scored on ``sets``:
+    exactness is learned, not wired."""
+    recipe = recipe or ExactRecipe()
+    scores = {}
+    for seed in seeds:
+        spec, model, tokenizer = build(MODEL, seed=seed, **recipe.layer_arguments())
+        scores[int(seed)] = {
+            "scores": keras_scores(model, tokenizer, sets),
+            "weights": signed_sum_weights(model),
+        }
+    return scores
+
+
+def train_seeds(protocol, seeds, recipe: ExactRecipe, sets: dict[str, Split], progress: bool = True):
+    """Train ``scan_exact`` once per seed; returns ``({seed: TrainedModel}, {seed: record})``, each record
+    its training time, final loss, learned weights and exact accuracy on ``sets``."""
+    models, records = {}, {}
+    for seed in tqdm(list(seeds), desc="train", disable=not progress):
+        trained = train_exact(protocol, seed=int(seed), recipe=recipe)
+        models[int(seed)] = trained
+        records[int(seed)] = {
+            "train_seconds": round(trained.seconds, 2),
+            "final_loss": trained.history["loss"][-1],
+            "weights": signed_sum_weights(trained.model),
+            "scores": keras_scores(trained.model, trained.tokenizer, sets),
+        }
+    return models, records
+
+
+def run_ablation(protocol, seeds, recipe: ExactRecipe, sets, names=tuple(ABLATIONS), full=None, progress=True):
+    """Each ablation of :data:`predcalc.training.exact.ABLATIONS` on the same ``seeds``:
+    ``{ablation: {seed: {set: exact accuracy}}}``; ``full``: the full recipe's records already trained."""
+    runs = {}
+    jobs = [(name, seed) for name in names for seed in seeds if not (name == "full" and full)]
+    for name, seed in tqdm(jobs, desc="ablation", disable=not progress):
+        trained = train_exact(protocol, seed=int(seed), recipe=ablated(recipe, name))
+        runs.setdefault(name, {})[int(seed)] = keras_scores(trained.model, trained.tokenizer, sets)
+    if full:
+        runs["full"] = {int(s): full[int(s)]["scores"] for s in seeds}
+    return {name: runs[name] for name in names if name in runs}
+
+
+def exact_counts(per_seed: dict) -> dict[str, int]:
+    """``{set: number of seeds exact (100 %) on it}`` of ``{seed: {set: accuracy}}``."""
+    sets = next(iter(per_seed.values()), {})
+    return {name: sum(scores[name] == 1.0 for scores in per_seed.values()) for name in sets}
+
+
+def export_seed(trained, directory, protocol, check: int = 0) -> dict:
+    """Write one seed's ``model.keras``, ONNX and float32 LiteRT files into ``directory``, each checked
+    against Keras on the protocol's test sets (the first ``check`` expressions of each; 0: all)."""
+    directory = Path(directory)
+    test_sets = protocol.test_sets()
+    if check:
+        test_sets = {n: s.subset(np.arange(len(s)) < check, s.name) for n, s in test_sets.items()}
+    report = export_trained(
+        trained, directory, test_sets, protocol.train.expressions, formats=EXPORT_FORMATS, saved_model=False
+    )
+    save_keras_if_changed(trained.model, directory / "model.keras")
+    write_export_record(directory, trained.spec, report, {"data_seed": protocol.seed})
+    return {
+        fmt: {k: record.get(k) for k in ("bytes", "verdict", "reason", "max_abs_diff", "converter", "cast")}
+        for fmt, record in report.items()
+    }
+
+
+def file_scores(directory, suite: dict[str, Split]) -> dict[str, dict[str, float]]:
+    """Exact accuracy of each exported file (:data:`FILES`) on each set, read through
+    :class:`predcalc.deploy.predictor.Predictor` (what ``predcalc predict`` runs)."""
+    scores = {}
+    for fmt, filename in FILES.items():
+        predictor = Predictor(Path(directory) / filename)
+        scores[fmt] = {
+            name: exact_accuracy(split.values, predictor.predict(split.expressions)) for name, split in suite.items()
+        }
+    return scores
+
+
+def long_expression(terms: int = LONG_TERMS, seed: int = LONG_SEED) -> str:
+    """``terms`` numbers from -5..5 joined by random ``+`` and ``-``."""
+    rng = np.random.default_rng(seed)
+    return format_expression(rng.integers(-5, 6, size=terms).tolist(), rng.choice(["+", "-"], size=terms - 1).tolist())
+
+
+def long_answers(directory, expression: str) -> dict:
+    """Each exported file's answer to ``expression`` (a :data:`LONG_TERMS`-term one)."""
+    return {fmt: float(Predictor(Path(directory) / f).predict([expression])[0]) for fmt, f in FILES.items()}
+
+
+def float32_bound(directory) -> dict:
+    """Where float32 stops being exact: the float32 LiteRT file run directly (past the predictor's
+    refusal) on ``2^24 + 1`` written as ``2^24 + 1`` and ``2^24 - 1 + 2``, and the predictor's one-line
+    refusal of the first."""
+    directory = Path(directory)
+    path = directory / FILES["litert"]
+    info = json.loads((directory / "predcalc.json").read_text())
+    tokenizer = get_tokenizer(info["tokenizer"], **info.get("tokenizer_config", {}))
+    runner = get_format("float32").open(path)
+    bound = int(info["float32_exact_below"])
+    probes = [f"{bound - 1} + 2", f"{bound} + 1", f"{bound // 2} + {bound // 2 - 1}"]
+    answers = {e: float(np.asarray(runner(tokenizer.encode_batch([e]))).reshape(-1)[0]) for e in probes}
+    try:
+        Predictor(path).predict([probes[0]])
+        refusal = None
+    except ValueError as error:
+        refusal = str(error)
+    return {
+        "bound": bound,
+        "answers": answers,
+        "exact": {e: float(sum(map(int, e.split(" + ")))) for e in probes},
+        "refusal": refusal,
+    }
+
+
+def transformer_probe(protocol, names, seeds, epochs: int, sets: dict[str, Split], progress=True) -> dict:
+    """The gated-readout transformer with and without the exact scan's elements on its readout
+    (``transformer4_local_bounded``, ``transformer4_local_rounded``), trained with its own recipe at a
+    small budget (``epochs``): ``{model: {seed: {set: exact accuracy}}}`` on the sets of ``sets`` in
+    :data:`TRANSFORMER_SETS`."""
+    runs = {}
+    sets = {n: split for n, split in sets.items() if n in TRANSFORMER_SETS}
+    for name, seed in tqdm([(n, s) for n in names for s in seeds], desc="transformer", disable=not progress):
+        trained = train(name, protocol, seed=int(seed), epochs=epochs, patience=epochs)
+        scores = edge_scores(trained, sets)
+        runs.setdefault(name, {})[int(seed)] = {n: (None if v is None else v["accuracy"]) for n, v in scores.items()}
+    return runs
+
+
+def suite_description(suite: dict[str, Split]) -> dict:
+    """The held-out suite's record: seed, boxes, fingerprint."""
+    return suite_record("second_heldout", suite)
+
+
+def recipe_record(recipe: ExactRecipe) -> dict:
+    return dataclasses.asdict(recipe)
+
+
+TEMPLATE = "exact_scan.md.j2"
+
+
+def _percent(value) -> str:
+    if value is None:
+        return "n/a"
+    text = f"{100 * value:.1f}"
+    if value < 1.0 and text == "100.0":
+        text = "99.9"
+    return f"{text} %"
+
+
+def section_markdown(record: dict) -> str:
+    """The findings' section on the trained exact scan, from ``metrics.json`` of 33_trained_exact_scan."""
+    environment = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(str(Path(__file__).parent)),
+        undefined=jinja2.StrictUndefined,
+        trim_blocks=True,
+        lstrip_blocks=True,
+        keep_trailing_newline=True,
+    )
+    environment.filters["percent"] = _percent
+    heldout = record["heldout"]
+    seeds = sorted(heldout["onnx"], key=int)
+    sets = list(record["data"]["heldout"]["sets"])
+    counts = {fmt: exact_counts(heldout[fmt]) for fmt in heldout}
+    ablation = record["ablation"]
+    ablation_counts = {name: exact_counts(runs) for name, runs in ablation["runs"].items()}
+    exact_everywhere = {fmt: sum(all(heldout[fmt][s][n] == 1.0 for n in sets) for s in seeds) for fmt in heldout}
+    first_runs = next(iter(ablation["runs"].values()))
+    ablation_sets = list(next(iter(first_runs.values())))
+    stuck = [s for s in seeds if record["seeds"].get(s, {}).get("scores", {}).get("in", 1.0) < 1.0]
+    initial_exact = sum(any(v == 1.0 for v in row["scores"].values()) for row in record["initial"].values())
+    return environment.get_template(TEMPLATE).render(
+        record=record,
+        seeds=seeds,
+        sets=sets,
+        counts=counts,
+        exact_everywhere=exact_everywhere,
+        ablation_counts=ablation_counts,
+        ablation_sets=ablation_sets,
+        initial_exact=initial_exact,
+        stuck=stuck,
+        elements=ELEMENTS,
+    )
+
+
+NOTEBOOK = "33_trained_exact_scan"
+
+
+def stored_section(runs=None) -> str | None:
+    """The section rendered from the stored full run (``reports/runs/33_trained_exact_scan/metrics.json``),
+    or None where there is none: what the findings include."""
+    path = Path(runs or RUNS) / NOTEBOOK / "metrics.json"
+    return section_markdown(json.loads(path.read_text())) if path.is_file() else None
