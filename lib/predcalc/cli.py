@@ -35,6 +35,7 @@ from predcalc.deploy.bench import bench, bench_table
 from predcalc.deploy.export import FORMATS, export_directory, find_keras_models
 from predcalc.deploy.predictor import CALCULATOR_MODEL, DEFAULT_MODEL, Predictor
 from predcalc.paths import BENCH_FILE, ROOT, relative, reports_for, runs_for
+from predcalc.studies.gemma_adapter import GemmaAdapter, is_gemma_adapter
 
 EXIT_FAILURE = 1  # a bug, or something this machine lacks
 EXIT_USAGE = 2  # bad input only
@@ -156,6 +157,8 @@ def _model(args):
 
     _check_model_argument(args.model)
     path = args.model if args.model is not None else _default_model()
+    if is_gemma_adapter(path):  # the fine-tuned Gemma 3 270M: base weights + LoRA adapter
+        return GemmaAdapter(path)
     return Calculator(path, cache=args.cache) if is_calculator(path) else Predictor(path)
 
 
