@@ -199,10 +199,12 @@ def train(
     every: int = 25,
     template: str = TEMPLATE,
     progress: bool = True,
+    until: int | None = None,
 ) -> Training:
     """LoRA fine-tuning of ``model`` on ``train_split``; resumes from ``checkpoint`` if present.
 
     ``model`` is the base model; LoRA is enabled here (rank and targets from ``recipe``).
+    ``until`` stops (checkpointed) after that step, as an interrupted run would.
     """
     keras.utils.set_random_seed(int(seed))  # the LoRA A matrices' initialisation
     trainable = llm.enable_lora(model, recipe.rank, list(recipe.targets))
@@ -233,7 +235,7 @@ def train(
         unit="step",
         disable=not progress,
     )
-    for s in range(start_step, recipe.steps):
+    for s in range(start_step, min(recipe.steps, until or recipe.steps)):
         idx = order[s]
         loss = step(
             data.token_ids[idx], data.padding_mask[idx], data.positions[idx], data.targets[idx], data.weights[idx]
@@ -241,7 +243,7 @@ def train(
         losses.append(float(loss))
         bar.update(1)
         bar.set_postfix(loss=f"{losses[-1]:.3f}")
-        if (s + 1) % every == 0 or s + 1 == recipe.steps:
+        if (s + 1) % every == 0 or s + 1 in (recipe.steps, until):
             saver.save(s + 1, losses)
     bar.close()
     return Training(

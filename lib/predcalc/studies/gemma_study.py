@@ -43,7 +43,7 @@ class Settings:
     """What a run does; the full profile's values are the defaults."""
 
     seeds: tuple[int, ...] = (0, 1, 2)
-    steps: int = 300
+    steps: int = 200
     search_steps: int = 50
     search_validation: int = 200  # validation expressions scoring each search recipe
     base_sample: int = 100  # expressions per test set for the base model's controls
@@ -243,3 +243,60 @@ def study_record(parts: dict, settings: Settings, protocol: Protocol) -> dict:
         record["per_seed"] = {name: [s["scores"][name]["accuracy"] for s in parts["seeds"]] for name in PREFERRED_ORDER}
         record["edges_per_seed"] = {name: [s["edges"][name]["accuracy"] for s in parts["seeds"]] for name in EDGE_SETS}
     return json.loads(json.dumps(record, default=float))
+
+
+# ---------------------------------------------------------------------------------------------
+# What the run folder keeps, and the export
+
+
+def publish(record: dict, work, output, chosen_seed: int | None = None) -> dict:
+    """Copy each seed's LoRA adapter into ``output/adapters`` with its description, and name the
+    one ``predcalc --model <output>`` uses (``chosen_seed``, default the first seed)."""
+    from predcalc.studies import gemma_adapter
+
+    work, output = Path(work), Path(output)
+    folder = output / "adapters"
+    folder.mkdir(parents=True, exist_ok=True)
+    for seed in record["seeds"]:
+        target = folder / seed["adapter"]
+        target.write_bytes((work / "adapters" / seed["adapter"]).read_bytes())
+        gemma_adapter.write_description(
+            target,
+            seed["recipe"]["rank"],
+            seed["recipe"]["targets"],
+            llm.DEFAULT_TEMPLATE,
+            seed=seed["seed"],
+            base=gemma_weights.LABEL,
+        )
+    chosen = record["seeds"][0] if chosen_seed is None else next(s for s in record["seeds"] if s["seed"] == chosen_seed)
+    info = {"adapter": f"adapters/{chosen['adapter']}", "seed": chosen["seed"], "base": gemma_weights.LABEL}
+    (output / gemma_adapter.RUN_INFO).write_text(json.dumps(info, indent=1) + "\n")
+    return info
+
+
+def export_expressions(protocol: Protocol, n: int = 200, seed: int = 0) -> list[str]:
+    """``n`` expressions for the export check: about a third from each test set (seeded)."""
+    parts = [n - 2 * (n // 3), n // 3, n // 3]
+    return [
+        e
+        for name, k in zip(PREFERRED_ORDER, parts)
+        for e in llm.subsample(protocol.test_sets()[name], k, seed).expressions
+    ]
+
+
+def export_stage(protocol: Protocol, work, adapter, n: int = 200) -> dict:
+    """The fine-tuned model as a LiteRT file, checked against Keras on ``n`` expressions (stored)."""
+    from predcalc.studies import gemma_adapter, gemma_export
+
+    work = Path(work)
+    stored = work / "export.json"
+    record = _load(stored)
+    if record is not None:
+        return record
+    model, _ = gemma_adapter.rebuild(adapter)
+    path = work / "export" / "gemma3_270m_lora.tflite"
+    started = time.perf_counter()
+    gemma_export.export_litert(model, path, sequence_length=32)
+    convert_seconds = time.perf_counter() - started
+    result = gemma_export.check(model, path, export_expressions(protocol, n))
+    return _store(stored, {**result, "convert_seconds": round(convert_seconds, 1), "adapter": Path(adapter).name})
