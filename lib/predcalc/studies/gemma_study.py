@@ -36,6 +36,7 @@ SEARCH = (
 )
 EDGE_SETS = ("digits_exactly_2", "digits_exactly_3", "terms_9_14")
 PREFERRED_ORDER = ("in", "out", "long")
+PROBE = 32  # the first in-range test expressions, recorded one by one for each seed
 
 
 @dataclasses.dataclass
@@ -43,7 +44,7 @@ class Settings:
     """What a run does; the full profile's values are the defaults."""
 
     seeds: tuple[int, ...] = (0, 1, 2)
-    steps: int = 200
+    steps: int = 160
     search_steps: int = 50
     search_validation: int = 200  # validation expressions scoring each search recipe
     base_sample: int = 100  # expressions per test set for the base model's controls
@@ -180,6 +181,9 @@ def run_seed(protocol, recipe, seed, settings, work, adapters: Path, progress=Tr
         model, heldout_edges(protocol, settings.edge_sample, settings.sample_seed), progress=progress
     )
     edge_seconds = time.perf_counter() - started
+    # per expression, for the command line's regression test (tests/test_gemma_cli.py)
+    probe = protocol.test_in.subset(np.arange(len(protocol.test_in)) < PROBE, "probe")
+    probe_correct = [int(c) for c in gemma_finetune.exact_correct(model, probe)]
     agreement = None
     if seed == settings.seeds[0] and settings.agreement_sample:
         agreement = {
@@ -196,6 +200,7 @@ def run_seed(protocol, recipe, seed, settings, work, adapters: Path, progress=Tr
             "scores": scores,
             "edges": edge_scores,
             "greedy_agreement": agreement,
+            "probe_in_correct": probe_correct,
             "losses": training.losses,
             "train_seconds": training.seconds,
             "resumed_from": training.resumed_from,
