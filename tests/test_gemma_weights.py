@@ -17,9 +17,10 @@ from predcalc.studies import gemma_weights  # noqa: E402
 # Prompt -> the next token greedy decoding must write (read off the correctly mapped model).
 NEXT_TOKENS = {
     "Monday, Tuesday,": " Wednesday",
-    "1, 2, 3, 4,": " ",
-    "The capital of France is": " Paris",
-    "3 + 4 =": " ",
+    "January, February, March,": " April",
+    "1, 2, 3, 4, ": "5",
+    "10, 20, 30, 40, ": "5",
+    "3 + 4 = ": "7",
 }
 
 

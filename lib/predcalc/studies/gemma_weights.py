@@ -202,6 +202,11 @@ def _variables_by_path(backbone) -> dict:
     return {v.path: v for v in backbone.weights}
 
 
+def _expect(array, shape, kind, target_shape):
+    if tuple(array.shape) != tuple(shape):
+        raise GemmaWeightsError(f"shape {tuple(array.shape)} ({kind}) does not fit {tuple(target_shape)}")
+
+
 def transform(array: np.ndarray, kind: str, target_shape: tuple, norm_offset: float = NORM_OFFSET) -> np.ndarray:
     """One GGUF tensor in the layout of its keras-hub weight.
 
@@ -213,9 +218,11 @@ def transform(array: np.ndarray, kind: str, target_shape: tuple, norm_offset: fl
         out = array - norm_offset
     elif kind == "heads_in":
         heads, hidden, head_dim = target_shape
+        _expect(array, (heads * head_dim, hidden), kind, target_shape)
         out = array.reshape(heads, head_dim, hidden).transpose(0, 2, 1)
     elif kind == "heads_out":
         heads, head_dim, hidden = target_shape
+        _expect(array, (hidden, heads * head_dim), kind, target_shape)
         out = array.reshape(hidden, heads, head_dim).transpose(1, 2, 0)
     elif kind == "dense":
         out = array.T
