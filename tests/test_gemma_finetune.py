@@ -156,3 +156,29 @@ def test_litert_file_answers_like_keras(protocol, tmp_path):
     assert result["size_mb"] > 0 and result["tokens_per_second"] > 0
     with pytest.raises(gemma_export.GemmaExportError, match="positions"):
         gemma_export.LiteRTGemma(path, model.preprocessor.tokenizer).generate([" + ".join(["1"] * 40) + " ="])
+
+
+def test_published_adapter_is_float16_and_loads_back(protocol, tmp_path):
+    from predcalc.studies import gemma_study
+
+    model = _tiny(protocol)
+    gemma_finetune.train(model, protocol.train, RECIPE, 0, tmp_path / "e.npz", progress=False)
+    (tmp_path / "work" / "adapters").mkdir(parents=True)
+    model.backbone.save_lora_weights(str(tmp_path / "work" / "adapters" / "seed_7.lora.h5"))
+    record = {"seeds": [{"seed": 7, "adapter": "seed_7.lora.h5", "recipe": RECIPE.as_dict()}]}
+    info = gemma_study.publish(record, tmp_path / "work", tmp_path / "run")
+    published = gemma_adapter.adapter_file(tmp_path / "run")
+    assert info["seed"] == 7 and published.name == "seed_7.lora.h5"
+    import h5py
+
+    with h5py.File(published) as store:
+        kinds = []
+        store.visititems(lambda n, item: kinds.append(item.dtype) if isinstance(item, h5py.Dataset) else None)
+    assert np.dtype(np.float16) in kinds and np.dtype(np.float32) not in kinds
+    assert gemma_adapter.description(published)["rank"] == RECIPE.rank
+    again = _tiny(protocol)
+    llm.enable_lora(again, RECIPE.rank, list(RECIPE.targets))
+    again.backbone.load_lora_weights(str(published))
+    for a, b in zip(model.backbone.trainable_variables, again.backbone.trainable_variables):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-3, atol=1e-4)
+        assert np.asarray(b).dtype == np.float32

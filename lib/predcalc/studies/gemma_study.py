@@ -255,25 +255,39 @@ def study_record(parts: dict, settings: Settings, protocol: Protocol) -> dict:
 
 
 def publish(record: dict, work, output, chosen_seed: int | None = None) -> dict:
-    """Copy each seed's LoRA adapter into ``output/adapters`` with its description, and name the
-    one ``predcalc --model <output>`` uses (``chosen_seed``, default the first seed)."""
+    """Keep the LoRA adapter of ``chosen_seed`` (default the first seed: chosen before any score)
+    in ``output/adapters``, stored as float16 to keep the repository small, with its description;
+    ``gemma_adapter.json`` names it for ``predcalc --model <output>``."""
+    import h5py  # the adapter's file format, only where one is written
+
     from predcalc.studies import gemma_adapter
 
     work, output = Path(work), Path(output)
+    chosen = record["seeds"][0] if chosen_seed is None else next(s for s in record["seeds"] if s["seed"] == chosen_seed)
     folder = output / "adapters"
     folder.mkdir(parents=True, exist_ok=True)
-    for seed in record["seeds"]:
-        target = folder / seed["adapter"]
-        target.write_bytes((work / "adapters" / seed["adapter"]).read_bytes())
-        gemma_adapter.write_description(
-            target,
-            seed["recipe"]["rank"],
-            seed["recipe"]["targets"],
-            llm.DEFAULT_TEMPLATE,
-            seed=seed["seed"],
-            base=gemma_weights.LABEL,
-        )
-    chosen = record["seeds"][0] if chosen_seed is None else next(s for s in record["seeds"] if s["seed"] == chosen_seed)
+    target = folder / chosen["adapter"]
+    with h5py.File(work / "adapters" / chosen["adapter"], "r") as source, h5py.File(target, "w") as store:
+
+        def copy(name, item):
+            if isinstance(item, h5py.Group):
+                store.require_group(name)
+            else:
+                values = item[()]
+                store.create_dataset(name, data=values.astype(np.float16) if values.dtype == np.float32 else values)
+            store[name].attrs.update(dict(item.attrs))
+
+        store.attrs.update(dict(source.attrs))
+        source.visititems(copy)
+    gemma_adapter.write_description(
+        target,
+        chosen["recipe"]["rank"],
+        chosen["recipe"]["targets"],
+        llm.DEFAULT_TEMPLATE,
+        seed=chosen["seed"],
+        base=gemma_weights.LABEL,
+        stored_as="float16 (trained in float32)",
+    )
     info = {"adapter": f"adapters/{chosen['adapter']}", "seed": chosen["seed"], "base": gemma_weights.LABEL}
     (output / gemma_adapter.RUN_INFO).write_text(json.dumps(info, indent=1) + "\n")
     return info
