@@ -107,6 +107,9 @@ def section_context(record: dict, reference: dict, reference_name: str = "Gemma 
         "edge_rows": edge_rows,
         "recipe": recipe,
         "trainable": f"{seeds[0]['trainable_params']:,}" if seeds else None,
+        "passes": f"{recipe['steps'] * recipe['batch_size'] / record['train_count']:.2f}"
+        if recipe and record.get("train_count")
+        else "n/a",
         "agreement": [
             {"set": name, "agree": a["agree"], "n": a["n"]} for name, a in agreement.items() if a is not None
         ],

@@ -73,6 +73,13 @@ def _store(path: Path, record: dict) -> dict:
     return record
 
 
+def _same_recipe(record: dict, recipe, stored: Path) -> None:
+    if record["recipe"] != recipe.as_dict():
+        raise gemma_finetune.FineTuneError(
+            f"{stored.name} holds a run of {record['recipe']}, not {recipe.as_dict()}: move it away to rerun"
+        )
+
+
 def _fresh_model():
     gc.collect()
     return gemma_weights.load()
@@ -131,7 +138,9 @@ def search(protocol: Protocol, settings: Settings, work: Path, progress: bool = 
         recipe = settings.recipe(base, settings.search_steps)
         stored = work / "search" / f"{recipe.name}.json"
         row = _load(stored)
-        if row is None:
+        if row is not None:
+            _same_recipe(row, recipe, stored)
+        else:
             model, training, scores, seconds = _train_and_score(
                 recipe,
                 0,
@@ -168,6 +177,7 @@ def run_seed(protocol, recipe, seed, settings, work, adapters: Path, progress=Tr
     stored = work / f"seed_{seed}.json"
     record = _load(stored)
     if record is not None:
+        _same_recipe(record, recipe, stored)
         return record
     sets = {name: protocol.test_sets()[name] for name in PREFERRED_ORDER}
     model, training, scores, seconds = _train_and_score(
@@ -241,6 +251,7 @@ def study_record(parts: dict, settings: Settings, protocol: Protocol) -> dict:
         "settings": {k: v for k, v in dataclasses.asdict(settings).items() if k != "search"},
         "search_recipes": [r.as_dict() for r in settings.search],
         "test_counts": {name: len(protocol.test_sets()[name]) for name in PREFERRED_ORDER},
+        "train_count": len(protocol.train),
         "scoring": "exact answer under greedy decoding, one teacher-forced pass (gemma_finetune.exact_correct)",
         **parts,
     }
