@@ -26,7 +26,7 @@ from pathlib import Path
 import numpy as np
 
 from predcalc.data import Protocol, Split
-from predcalc.studies import edges, gemma_finetune, gemma_weights, llm
+from predcalc.studies import edges, gemma_adapter, gemma_export, gemma_finetune, gemma_weights, llm
 
 FEW_SHOT = 5
 SEARCH = (
@@ -271,8 +271,6 @@ def publish(record: dict, work, output, chosen_seed: int | None = None) -> dict:
     ``gemma_adapter.json`` names it for ``predcalc --model <output>``."""
     import h5py  # the adapter's file format, only where one is written
 
-    from predcalc.studies import gemma_adapter
-
     work, output = Path(work), Path(output)
     chosen = record["seeds"][0] if chosen_seed is None else next(s for s in record["seeds"] if s["seed"] == chosen_seed)
     folder = output / "adapters"
@@ -316,8 +314,6 @@ def export_expressions(protocol: Protocol, n: int = 200, seed: int = 0) -> list[
 
 def export_stage(protocol: Protocol, work, adapter, n: int = 200) -> dict:
     """The fine-tuned model as a LiteRT file, checked against Keras on ``n`` expressions (stored)."""
-    from predcalc.studies import gemma_adapter, gemma_export
-
     work = Path(work)
     stored = work / "export.json"
     record = _load(stored)
