@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 
+from predcalc.paths import save_figure
 from predcalc.studies import gemma_study, gemma_weights, llm
 from predcalc.studies.gemma_adapter import GemmaAdapter
 
@@ -46,7 +47,8 @@ def plot_losses(record: dict, path):
         title="Gemma 3 270M, LoRA " + record["seeds"][0]["recipe"]["name"],
     )
     axis.legend()
-    figure.savefig(Path(path), dpi=110)
+    figure.tight_layout()
+    save_figure(figure, Path(path))
     return figure
 
 
