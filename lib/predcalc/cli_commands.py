@@ -22,6 +22,7 @@ from predcalc.deploy.predictor import CALCULATOR_MODEL, DEFAULT_MODEL, Predictor
 from predcalc.errors import one_line
 from predcalc.paths import BENCH_FILE, ROOT, relative, reports_for, runs_for
 from predcalc.readable import percent
+from predcalc.studies.gemma_adapter import GemmaAdapter, is_gemma_adapter
 
 EXIT_FAILURE = 1  # a bug, or something this machine lacks
 EXIT_USAGE = 2  # bad input only
@@ -143,6 +144,8 @@ def model_for(args):
 
     check_model_argument(args.model)
     path = args.model if args.model is not None else default_model()
+    if is_gemma_adapter(path):  # the fine-tuned Gemma 3 270M: base weights + LoRA adapter
+        return GemmaAdapter(path)
     return Calculator(path, cache=args.cache) if is_calculator(path) else Predictor(path)
 
 

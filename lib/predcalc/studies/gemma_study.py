@@ -1,0 +1,328 @@
+"""The real Gemma 3 270M on the seed protocol: controls, a small LoRA search, seeds, edges.
+
+Stages, each stored as JSON in a work folder as it finishes so that a stopped run resumes
+(``run`` skips what is stored; a seed's training resumes from its checkpoint):
+
+1. ``base``: the pre-trained model before fine-tuning, zero-shot (``"3 - -2 + 4 ="``) and
+   few-shot (``FEW_SHOT`` solved training expressions, one a line, before the question), greedy
+   decoding with ``studies.llm.generate`` on a seeded sample of each test set; the answer is the
+   text up to the first newline, which must be one integer.
+2. ``search``: LoRA rank and targets (``SEARCH``), each trained for fewer steps and scored on a
+   sample of the **validation** split only; the best validation score picks the recipe.
+3. ``seed_K``: the chosen recipe trained with each seed on the whole training split, scored with
+   exact answers under greedy decoding on the **full** in-range, out-of-range and long test sets,
+   and on samples of three held-out edge sets (2- and 3-digit numbers, 9-14 terms); the adapter
+   (``save_lora_weights``) is kept per seed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import gc
+import json
+import time
+from pathlib import Path
+
+import numpy as np
+
+from predcalc.data import Protocol, Split
+from predcalc.studies import edges, gemma_adapter, gemma_export, gemma_finetune, gemma_weights, llm
+
+FEW_SHOT = 5
+SEARCH = (
+    gemma_finetune.Recipe(rank=4, targets=("query", "value")),
+    gemma_finetune.Recipe(rank=8, targets=("query", "value")),
+    gemma_finetune.Recipe(rank=4, targets=("query", "key", "value", "attention_output")),
+)
+EDGE_SETS = ("digits_exactly_2", "digits_exactly_3", "terms_9_14")
+PREFERRED_ORDER = ("in", "out", "long")
+PROBE = 32  # the first in-range test expressions, recorded one by one for each seed
+
+
+@dataclasses.dataclass
+class Settings:
+    """What a run does; the full profile's values are the defaults."""
+
+    seeds: tuple[int, ...] = (0, 1, 2)
+    steps: int = 160
+    search_steps: int = 50
+    search_validation: int = 200  # validation expressions scoring each search recipe
+    base_sample: int = 100  # expressions per test set for the base model's controls
+    edge_sample: int = 100  # expressions per held-out edge set
+    agreement_sample: int = 30  # per test set: decoding vs the one-pass score (first seed)
+    batch_size: int = 16
+    learning_rate: float = 1e-3
+    data_seed: int = 0
+    sample_seed: int = 0
+    search: tuple = SEARCH
+    checkpoint_every: int = 25
+
+    def recipe(self, base: gemma_finetune.Recipe, steps: int) -> gemma_finetune.Recipe:
+        return dataclasses.replace(base, steps=steps, batch_size=self.batch_size, learning_rate=self.learning_rate)
+
+
+def _load(path: Path):
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def _store(path: Path, record: dict) -> dict:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(record, indent=1, default=float))
+    tmp.replace(path)
+    return record
+
+
+def _same_recipe(record: dict, recipe, stored: Path) -> None:
+    if record["recipe"] != recipe.as_dict():
+        raise gemma_finetune.FineTuneError(
+            f"{stored.name} holds a run of {record['recipe']}, not {recipe.as_dict()}: move it away to rerun"
+        )
+
+
+def _fresh_model():
+    gc.collect()
+    return gemma_weights.load()
+
+
+# ---------------------------------------------------------------------------------------------
+# Base model controls
+
+
+def few_shot_prefix(train: Split, k: int = FEW_SHOT) -> str:
+    """``k`` solved training expressions, one a line: ``"3 - -2 + 4 = 9\\n..."``."""
+    return "".join(f"{e} ={gemma_finetune.answer_response(v)}\n" for e, v in zip(train.expressions[:k], train.values))
+
+
+def first_line_answer(text: str) -> int | None:
+    """The integer stated before the first newline, or None."""
+    return llm.parse_answer(str(text).split("\n", 1)[0])
+
+
+def base_controls(model, protocol: Protocol, sample: int, seed: int) -> dict:
+    """Zero-shot and few-shot exact accuracy of the model before any fine-tuning."""
+    prefix = few_shot_prefix(protocol.train)
+    out = {"sample": sample, "few_shot_examples": FEW_SHOT, "few_shot_prefix": prefix}
+    for mode, lead in (("zero_shot", ""), ("few_shot", prefix)):
+        started = time.perf_counter()
+        scores, examples = {}, {}
+        for name in PREFERRED_ORDER:
+            split = llm.subsample(protocol.test_sets()[name], sample, seed)
+            prompts = [lead + llm.prompt_text(e) for e in split.expressions]
+            texts = llm.generate(model, prompts, max_new_tokens=6, batch_size=16)
+            answers = [first_line_answer(t) for t in texts]
+            right = [a is not None and a == int(round(v)) for a, v in zip(answers, split.values)]
+            scores[name] = {"accuracy": float(np.mean(right)), "correct": int(sum(right)), "n": len(split)}
+            examples[name] = [{"expression": e, "generated": t} for e, t in zip(split.expressions[:3], texts[:3])]
+        out[mode] = {"scores": scores, "examples": examples, "seconds": time.perf_counter() - started}
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Search and seeds
+
+
+def _train_and_score(recipe, seed, protocol, checkpoint, sets, every, progress):
+    model = _fresh_model()
+    training = gemma_finetune.train(model, protocol.train, recipe, seed, checkpoint, every=every, progress=progress)
+    started = time.perf_counter()
+    scores = gemma_finetune.exact_accuracy(model, sets, progress=progress)
+    return model, training, scores, time.perf_counter() - started
+
+
+def search(protocol: Protocol, settings: Settings, work: Path, progress: bool = True) -> dict:
+    """Each search recipe trained for ``search_steps`` and scored on a validation sample."""
+    validation = {"validation": llm.subsample(protocol.validation, settings.search_validation, settings.sample_seed)}
+    rows = []
+    for base in settings.search:
+        recipe = settings.recipe(base, settings.search_steps)
+        stored = work / "search" / f"{recipe.name}.json"
+        row = _load(stored)
+        if row is not None:
+            _same_recipe(row, recipe, stored)
+        else:
+            model, training, scores, seconds = _train_and_score(
+                recipe,
+                0,
+                protocol,
+                work / "search" / f"{recipe.name}.npz",
+                validation,
+                settings.checkpoint_every,
+                progress,
+            )
+            del model
+            row = _store(
+                stored,
+                {
+                    "recipe": recipe.as_dict(),
+                    "seed": 0,
+                    "trainable_params": training.trainable_params,
+                    "validation": scores["validation"],
+                    "final_loss": float(np.mean(training.losses[-10:])),
+                    "train_seconds": training.seconds,
+                    "score_seconds": seconds,
+                },
+            )
+        rows.append(row)
+    best = max(rows, key=lambda r: (r["validation"]["accuracy"], -r["trainable_params"]))
+    return {"rows": rows, "chosen": best["recipe"]["name"], "chosen_by": "validation exact accuracy"}
+
+
+def heldout_edges(protocol: Protocol, sample: int, seed: int) -> dict[str, Split]:
+    suite = edges.heldout_suite(data_seed=protocol.seed)
+    return {name: llm.subsample(suite[name], sample, seed) for name in EDGE_SETS}
+
+
+def run_seed(protocol, recipe, seed, settings, work, adapters: Path, progress=True) -> dict:
+    stored = work / f"seed_{seed}.json"
+    record = _load(stored)
+    if record is not None:
+        _same_recipe(record, recipe, stored)
+        return record
+    sets = {name: protocol.test_sets()[name] for name in PREFERRED_ORDER}
+    model, training, scores, seconds = _train_and_score(
+        recipe, seed, protocol, work / f"seed_{seed}.npz", sets, settings.checkpoint_every, progress
+    )
+    adapters.mkdir(parents=True, exist_ok=True)
+    adapter = adapters / f"seed_{seed}.lora.h5"
+    model.backbone.save_lora_weights(str(adapter))
+    started = time.perf_counter()
+    edge_scores = gemma_finetune.exact_accuracy(
+        model, heldout_edges(protocol, settings.edge_sample, settings.sample_seed), progress=progress
+    )
+    edge_seconds = time.perf_counter() - started
+    # per expression, for the command line's regression test (tests/test_gemma_cli.py)
+    probe = protocol.test_in.subset(np.arange(len(protocol.test_in)) < PROBE, "probe")
+    probe_correct = [int(c) for c in gemma_finetune.exact_correct(model, probe)]
+    agreement = None
+    if seed == settings.seeds[0] and settings.agreement_sample:
+        agreement = {
+            name: gemma_finetune.greedy_agreement(model, llm.subsample(split, settings.agreement_sample, seed))
+            for name, split in sets.items()
+        }
+    del model
+    return _store(
+        stored,
+        {
+            "seed": seed,
+            "recipe": recipe.as_dict(),
+            "trainable_params": training.trainable_params,
+            "scores": scores,
+            "edges": edge_scores,
+            "greedy_agreement": agreement,
+            "probe_in_correct": probe_correct,
+            "losses": training.losses,
+            "train_seconds": training.seconds,
+            "resumed_from": training.resumed_from,
+            "score_seconds": seconds,
+            "edge_seconds": edge_seconds,
+            "adapter": adapter.name,
+        },
+    )
+
+
+def run(protocol: Protocol, settings: Settings, work, adapters, progress: bool = True, stages=None) -> dict:
+    """Every stage, resuming from ``work``; returns the study's record (see ``study_record``)."""
+    work, adapters = Path(work), Path(adapters)
+    stages = set(stages or ("base", "search", "seeds"))
+    out = {}
+    if "base" in stages:
+        stored = work / "base.json"
+        base = _load(stored)
+        if base is None:
+            model = _fresh_model()
+            base = _store(stored, base_controls(model, protocol, settings.base_sample, settings.sample_seed))
+            del model
+        out["base"] = base
+    if "search" in stages:
+        out["search"] = search(protocol, settings, work, progress)
+    if "seeds" in stages:
+        chosen = next(r for r in settings.search if r.name == out["search"]["chosen"]) if "search" in out else SEARCH[0]
+        recipe = settings.recipe(chosen, settings.steps)
+        out["seeds"] = [run_seed(protocol, recipe, s, settings, work, adapters, progress) for s in settings.seeds]
+    return study_record(out, settings, protocol)
+
+
+def study_record(parts: dict, settings: Settings, protocol: Protocol) -> dict:
+    """The ``"gemma3_270m"`` entry of metrics.json."""
+    record = {
+        "label": gemma_weights.LABEL,
+        "weights": "google/gemma-3-270m, llama.cpp GGUF Q4_K_M, dequantised to float32 (not the bf16 original)",
+        "settings": {k: v for k, v in dataclasses.asdict(settings).items() if k != "search"},
+        "search_recipes": [r.as_dict() for r in settings.search],
+        "test_counts": {name: len(protocol.test_sets()[name]) for name in PREFERRED_ORDER},
+        "train_count": len(protocol.train),
+        "scoring": "exact answer under greedy decoding, one teacher-forced pass (gemma_finetune.exact_correct)",
+        **parts,
+    }
+    if parts.get("seeds"):
+        record["per_seed"] = {name: [s["scores"][name]["accuracy"] for s in parts["seeds"]] for name in PREFERRED_ORDER}
+        record["edges_per_seed"] = {name: [s["edges"][name]["accuracy"] for s in parts["seeds"]] for name in EDGE_SETS}
+    return json.loads(json.dumps(record, default=float))
+
+
+# ---------------------------------------------------------------------------------------------
+# What the run folder keeps, and the export
+
+
+def publish(record: dict, work, output, chosen_seed: int | None = None) -> dict:
+    """Keep the LoRA adapter of ``chosen_seed`` (default the first seed: chosen before any score)
+    in ``output/adapters``, stored as float16 to keep the repository small, with its description;
+    ``gemma_adapter.json`` names it for ``predcalc --model <output>``."""
+    import h5py  # the adapter's file format, only where one is written
+
+    work, output = Path(work), Path(output)
+    chosen = record["seeds"][0] if chosen_seed is None else next(s for s in record["seeds"] if s["seed"] == chosen_seed)
+    folder = output / "adapters"
+    folder.mkdir(parents=True, exist_ok=True)
+    target = folder / chosen["adapter"]
+    with h5py.File(work / "adapters" / chosen["adapter"], "r") as source, h5py.File(target, "w") as store:
+
+        def copy(name, item):
+            if isinstance(item, h5py.Group):
+                store.require_group(name)
+            else:
+                values = item[()]
+                store.create_dataset(name, data=values.astype(np.float16) if values.dtype == np.float32 else values)
+            store[name].attrs.update(dict(item.attrs))
+
+        store.attrs.update(dict(source.attrs))
+        source.visititems(copy)
+    gemma_adapter.write_description(
+        target,
+        chosen["recipe"]["rank"],
+        chosen["recipe"]["targets"],
+        llm.DEFAULT_TEMPLATE,
+        seed=chosen["seed"],
+        base=gemma_weights.LABEL,
+        stored_as="float16 (trained in float32)",
+    )
+    info = {"adapter": f"adapters/{chosen['adapter']}", "seed": chosen["seed"], "base": gemma_weights.LABEL}
+    (output / gemma_adapter.RUN_INFO).write_text(json.dumps(info, indent=1) + "\n")
+    return info
+
+
+def export_expressions(protocol: Protocol, n: int = 200, seed: int = 0) -> list[str]:
+    """``n`` expressions for the export check: about a third from each test set (seeded)."""
+    parts = [n - 2 * (n // 3), n // 3, n // 3]
+    return [
+        e
+        for name, k in zip(PREFERRED_ORDER, parts)
+        for e in llm.subsample(protocol.test_sets()[name], k, seed).expressions
+    ]
+
+
+def export_stage(protocol: Protocol, work, adapter, n: int = 200) -> dict:
+    """The fine-tuned model as a LiteRT file, checked against Keras on ``n`` expressions (stored)."""
+    work = Path(work)
+    stored = work / "export.json"
+    record = _load(stored)
+    if record is not None:
+        return record
+    model, _ = gemma_adapter.rebuild(adapter)
+    path = work / "export" / "gemma3_270m_lora.tflite"
+    started = time.perf_counter()
+    gemma_export.export_litert(model, path, sequence_length=32)
+    convert_seconds = time.perf_counter() - started
+    result = gemma_export.check(model, path, export_expressions(protocol, n))
+    return _store(stored, {**result, "convert_seconds": round(convert_seconds, 1), "adapter": Path(adapter).name})
