@@ -1,5 +1,5 @@
 """The learned calculator in the findings: its Answer line, Method paragraph, Results blocks and
-appendix section (40_calculator)."""
+appendix section (the calculator study's record)."""
 
 from __future__ import annotations
 
@@ -74,7 +74,7 @@ def section(record: dict, folder: str) -> list[str]:
         for row in ablation_rows(record)
     ]
     lines = [
-        "### A learned calculator: + - * / with parentheses (40_calculator)",
+        f"### A learned calculator: + - * / with parentheses{_from(record)}",
         "",
         "This section is rung 1 of the ladder, the memorised build (every arithmetic step trained on every "
         "input it can meet, the control on the windows of its traces and top-ups), and its ablations; the "
@@ -253,11 +253,16 @@ CODE_DECISIONS = (
 )
 
 
+def _from(record: dict) -> str:
+    """`` (the notebook)`` that wrote ``record``, or nothing if it does not say."""
+    return f" ({record['notebook']})" if record.get("notebook") else ""
+
+
 def mechanism(record: dict) -> str:
     """How the calculator works, for the Method: code, networks, and what runs at inference."""
     rows = step_rows(record)
     return (
-        "**Learned calculator** (40_calculator): code lexes the expression into signed numbers and operators "
+        f"**Learned calculator**{_from(record)}: code lexes the expression into signed numbers and operators "
         "and repeats a loop; a control network marks which operators may be reduced in this round (every "
         "independent one at once) and whether to apply one inverted (`x - y - z = x - (y + z)`); step networks "
         f"({', '.join(r['step'] for r in rows)}) map small discrete inputs (digits as numbers, carries, signs) to "
