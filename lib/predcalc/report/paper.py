@@ -19,6 +19,7 @@ from predcalc import recommended
 from predcalc.calculator.engine import MAX_DIGIT_PRODUCT
 from predcalc.calculator.tokens import MAX_CHARACTERS
 from predcalc.paths import relative
+from predcalc.readable import share
 from predcalc.report import findings as F
 from predcalc.report import prose
 from predcalc.report.anchors import PRIOR_REPORT
@@ -115,7 +116,7 @@ FAMILIES = {
 
 
 def _pct(value: float) -> str:
-    return f"{100 * value:.1f} %"
+    return share(value, 1)
 
 
 class Findings:

@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from predcalc.models import get_spec
+from predcalc.readable import percent_number, share
 from predcalc.report.anchors import SEED_ROWS
 from predcalc.report.tables import markdown_table
 from predcalc.training.fit import SEED_PEAK_LEARNING_RATE, seed_peak
@@ -35,8 +36,8 @@ def _exact(runs: list[dict]) -> str:
     """Mean exact accuracy in range, the seeds exact on every expression, and the per-seed range."""
     values = [r["metrics"]["in"]["accuracy"] for r in runs]
     exact = sum(v >= 1.0 for v in values)
-    spread = f", {100 * min(values):.2f}-{100 * max(values):.2f}" if len(values) > 1 else ""
-    return f"{100 * np.mean(values):.2f} % ({exact}/{len(values)} exact{spread})"
+    spread = f", {percent_number(min(values), 2)}-{percent_number(max(values), 2)}" if len(values) > 1 else ""
+    return f"{share(np.mean(values), 2)} ({exact}/{len(values)} exact{spread})"
 
 
 def _row(variant: str, how: str, runs: list[dict]) -> dict:
