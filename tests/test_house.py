@@ -9,19 +9,11 @@ LIB = ROOT / "lib" / "predcalc"
 MAX_README_LINES = 150
 MAX_MODULE_LINES = 600
 
-# Modules still being split, each with its owner; an entry is removed once its file is short enough
-# (the test says so), so the list only shrinks.
+# Modules still being split, each with the work that shortens it; an entry is removed once its file
+# is short enough (the test says so), so the list only shrinks.
 LONG_MODULES = {
-    "calculator/study.py": "helper E (the calculator study split by job)",
-    "studies/llm.py": "helper B (the Gemma study)",
-}
-# Files under report/ that still name a notebook, each with its owner; the same shrinking rule.
-NAMING_NOTEBOOKS = {
-    "report/paper.py": "helper C1",
-    "report/findings.py": "helper C1",
-    "report/calculator.py": "helper C1",
-    "report/recipe_ablation.py": "the lead (recipe ablation reads 06's stored run)",
-    "report/templates/book_reproduce.md.j2": "helper C1 (its example command names a notebook)",
+    "calculator/study.py": "the calculator study, being split by job",
+    "studies/llm.py": "the Gemma study, being split by job",
 }
 NOTEBOOK_NAME = re.compile(r"\b\d\d_[a-z]")
 LINK = re.compile(r"!?\[[^\]]*\]\(([^)\s]+)(?:\s+\"[^\"]*\")?\)")
@@ -85,10 +77,7 @@ def _naming_notebooks() -> dict[str, list[str]]:
 
 def test_the_report_package_names_no_notebook():
     hits = _naming_notebooks()
-    unexpected = {name: lines for name, lines in hits.items() if name not in NAMING_NOTEBOOKS}
-    assert not unexpected, f"report/ names notebooks (take names from data): {unexpected}"
-    done = [f"{name} ({owner})" for name, owner in NAMING_NOTEBOOKS.items() if name not in hits]
-    assert not done, f"clean now, remove from NAMING_NOTEBOOKS: {done}"
+    assert not hits, f"report/ names notebooks (take names from records or reports/recommended.json): {hits}"
 
 
 def test_the_notebooks_index_lists_every_notebook_once():
@@ -106,9 +95,9 @@ def test_every_docs_page_opens_with_its_title():
     assert not untitled, f"docs pages without a '# ' title on their first line: {untitled}"
 
 
-# Notebooks whose parameters cell other helpers are rewriting now (annotate them after the merge:
-# python -m predcalc.training.notebook_tools annotate notebooks/NAME.ipynb).
-UNANNOTATED = {"07_gemma_finetune": "helper B", "40_calculator": "helper E"}
+# Notebooks whose parameters cell is being rewritten (annotate each once that lands:
+# python -m predcalc.training.notebook_tools annotate notebooks/NAME.ipynb), each with the work.
+UNANNOTATED = {"07_gemma_finetune": "the Gemma study", "40_calculator": "the calculator study"}
 
 
 def _parameters(path: Path) -> str:

@@ -44,15 +44,27 @@ def number(value: float, digits: int = 3) -> str:
     return f"{value:.{decimals}f}"
 
 
-def percent(fraction: float, decimals: int = 1) -> str:
+def percent(fraction: float, decimals: int = 1, unit: str = NBSP + "%") -> str:
     """A share as a percentage: ``0.9951`` -> ``99.5 %``. A share short of 1 is never written
-    ``100.0 %`` and one above 0 never ``0.0 %``: it gets the decimals that tell them apart."""
+    ``100.0 %`` and one above 0 never ``0.0 %``: it gets the decimals that tell them apart.
+    ``unit`` follows the number: a non-breaking space and ``%`` by default (`` %`` in markdown
+    prose, ``""`` in a table whose header says ``%``)."""
     value = 100 * float(fraction)
     text = f"{value:.{decimals}f}"
-    while decimals < 4 and 0 < value < 100 and float(text) in (0.0, 100.0):
+    while decimals < 5 and 0 < value < 100 and float(text) in (0.0, 100.0):
         decimals += 1
         text = f"{value:.{decimals}f}"
-    return f"{text}\u00a0%"
+    return f"{text}{unit}"
+
+
+def share(fraction: float, decimals: int = 1) -> str:
+    """:func:`percent` with a plain space before ``%``, for markdown prose and table cells."""
+    return percent(fraction, decimals, " %")
+
+
+def percent_number(fraction: float, decimals: int = 1) -> str:
+    """:func:`percent` without its unit, for a table whose header or row says ``%``."""
+    return percent(fraction, decimals, "")
 
 
 def points(change: float) -> str:

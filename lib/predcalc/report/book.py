@@ -34,6 +34,7 @@ from pathlib import Path
 import jinja2
 import nbformat
 
+from predcalc import recommended
 from predcalc.paths import ROOT
 from predcalc.report.book_cells import (
     WIDE_FIGURE,
@@ -274,7 +275,8 @@ class Book:
             }
             for n in self.notebooks
         ]
-        return self.render("book_reproduce.md.j2", runs=runs, runs_section=self.doc.get(RUNS_KEY))
+        example = next(m.notebook for m in recommended.recommended() if m.headline)  # reports/recommended.json
+        return self.render("book_reproduce.md.j2", runs=runs, runs_section=self.doc.get(RUNS_KEY), example=example)
 
     def notebook_summary(self, nb: Notebook) -> str:
         """The markdown that opens a notebook's page: its rows of the all-models table, its study

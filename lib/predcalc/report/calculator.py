@@ -1,5 +1,5 @@
 """The learned calculator in the findings: its Answer line, Method paragraph, Results blocks and
-appendix section (40_calculator)."""
+appendix section (the calculator study's record)."""
 
 from __future__ import annotations
 
@@ -8,13 +8,14 @@ import pandas as pd
 
 from predcalc.calculator.steps import TARGETS
 from predcalc.calculator.study import ablation_rows, carriers, error_bound, inside_world, order, speed_summary
+from predcalc.readable import percent_number, share
 from predcalc.report import prose
 from predcalc.report.document import Bullets, Table, Text
 from predcalc.report.tables import markdown_table, plain_cell
 
 
 def _pct(value: float) -> str:
-    return f"{100 * value:.1f} %" if value < 0.9995 or value == 1 else f"{100 * value:.2f} %"
+    return share(value, 1)
 
 
 def section(record: dict, folder: str) -> list[str]:
@@ -56,7 +57,9 @@ def section(record: dict, folder: str) -> list[str]:
         )
     comparison = pd.DataFrame(
         {
-            study["labels"].get(k, k): {n: f"{100 * v['mean']:.1f} ({100 * v['min']:.1f})" for n, v in s.items()}
+            study["labels"].get(k, k): {
+                n: f"{percent_number(v['mean'], 1)} ({percent_number(v['min'], 1)})" for n, v in s.items()
+            }
             for k, s in sorted(study["summary"].items(), key=lambda item: order(item[0]))
         }
     )
@@ -66,15 +69,15 @@ def section(record: dict, folder: str) -> list[str]:
             "model": row["label"],
             "seeds": row["seeds"],
             "expressions a family": row["n"],
-            "inside": f"{100 * row['inside']:.1f}",
-            "beyond": f"{100 * row['beyond']:.1f}",
-            "worst family (mean)": f"{row['worst_family']} {100 * row['worst_family_mean']:.1f}",
-            "worst seed on a family": f"{100 * row['worst_seed']:.1f}",
+            "inside": percent_number(row["inside"], 1),
+            "beyond": percent_number(row["beyond"], 1),
+            "worst family (mean)": f"{row['worst_family']} {percent_number(row['worst_family_mean'], 1)}",
+            "worst seed on a family": percent_number(row["worst_seed"], 1),
         }
         for row in ablation_rows(record)
     ]
     lines = [
-        "### A learned calculator: + - * / with parentheses (40_calculator)",
+        f"### A learned calculator: + - * / with parentheses{_from(record)}",
         "",
         "This section is rung 1 of the ladder, the memorised build (every arithmetic step trained on every "
         "input it can meet, the control on the windows of its traces and top-ups), and its ablations; the "
@@ -132,11 +135,11 @@ def step_rows(record: dict) -> list[dict]:
             }
     rows = []
     for name, step in found.items():
-        share = step["trained_on"] / step["reachable"] if step["reachable"] else 1.0
+        seen = step["trained_on"] / step["reachable"] if step["reachable"] else 1.0
         wrong = step.get("held_out_wrong")
         kind = (
             "memorised table (saw every input)"
-            if share >= 1
+            if seen >= 1
             else "rule unit (partly built) learned from a third of its inputs"
             if not wrong
             else "not exact on the inputs it never saw"
@@ -146,8 +149,8 @@ def step_rows(record: dict) -> list[dict]:
                 "step": name,
                 "reachable": step["reachable"],
                 "trained on": step["trained_on"],
-                "share": f"{100 * share:.0f} %",
-                "wrong on held-out (worst seed)": "-" if share >= 1 else wrong,
+                "share": share(seen, 0),
+                "wrong on held-out (worst seed)": "-" if seen >= 1 else wrong,
                 "kind": kind,
             }
         )
@@ -253,11 +256,16 @@ CODE_DECISIONS = (
 )
 
 
+def _from(record: dict) -> str:
+    """`` (the notebook)`` that wrote ``record``, or nothing if it does not say."""
+    return f" ({record['notebook']})" if record.get("notebook") else ""
+
+
 def mechanism(record: dict) -> str:
     """How the calculator works, for the Method: code, networks, and what runs at inference."""
     rows = step_rows(record)
     return (
-        "**Learned calculator** (40_calculator): code lexes the expression into signed numbers and operators "
+        f"**Learned calculator**{_from(record)}: code lexes the expression into signed numbers and operators "
         "and repeats a loop; a control network marks which operators may be reduced in this round (every "
         "independent one at once) and whether to apply one inverted (`x - y - z = x - (y + z)`); step networks "
         f"({', '.join(r['step'] for r in rows)}) map small discrete inputs (digits as numbers, carries, signs) to "
@@ -370,7 +378,11 @@ def ladder_rows(record: dict) -> list[dict]:
             spread = (
                 prose.spread([s[key] for s in per_seed[seed_key]])
                 if seed_key in per_seed
-                else ("every seed 100.0" if everywhere >= 1.0 else f"worst seed on a family {100 * everywhere:.1f}")
+                else (
+                    "every seed 100.0"
+                    if everywhere >= 1.0
+                    else f"worst seed on a family {percent_number(everywhere, 1)}"
+                )
             )
             row[column] = float(np.mean(values)) if values else None
             row[f"{column} seeds"] = spread

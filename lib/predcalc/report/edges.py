@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from predcalc.readable import percent_number, share
 from predcalc.report.answer import short_name
 from predcalc.report.document import Table
 from predcalc.report.studies import shown_label
@@ -21,7 +22,7 @@ EDGES_FILE = "edges.json"
 
 def edge_cell(score: dict | None) -> str:
     """One model on one edge set: "exact % (MAE)", or "-" where it cannot take the set's length."""
-    return "-" if score is None else f"{100 * score['accuracy']:.1f} % ({score['mae']:.3g})"
+    return "-" if score is None else f"{share(score['accuracy'], 1)} ({score['mae']:.3g})"
 
 
 def stored_edges(records: list[dict]) -> list[dict]:
@@ -134,7 +135,7 @@ def suite_blocks(edges: dict, suite: str, models) -> list:
                 row[short_name(model)] = "not in its input language"
             else:
                 row[short_name(model)] = (
-                    f"{100 * cell.accuracy:.1f} [{100 * cell['min']:.1f}-{100 * cell['max']:.1f}], "
+                    f"{percent_number(cell.accuracy, 1)} [{percent_number(cell['min'], 1)}-{percent_number(cell['max'], 1)}], "
                     f"{int(cell.exact_seeds)}/{int(cell.seeds)} exact"
                 )
         rows.append(row)
@@ -175,7 +176,7 @@ def seed_table(record: dict) -> pd.DataFrame:
                     "boot_low": low,
                     "boot_high": high,
                     "mae": float(np.mean([s["mae"] for s in per_seed.values()])),
-                    "per_seed": " / ".join(f"{100 * a:.1f}" for a in accuracy),
+                    "per_seed": " / ".join(percent_number(a, 1) for a in accuracy),
                     "exact_seeds": int((accuracy >= 1.0).sum()),
                     "note": "",
                 }

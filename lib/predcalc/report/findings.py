@@ -271,7 +271,8 @@ SEED_WAY_TEXT = (
 
 
 def seed_weights_lines(records: list[dict]) -> list[str]:
-    """What the prior report's own FNN2 weights score on the prior report's own in-range test set (01_fnn)."""
+    """What the prior report's own FNN2 weights score on the prior report's own in-range test set (the
+    record that stores ``seed_weights_check.json``)."""
     for record in records:
         path = Path(record["_dir"]) / "seed_weights_check.json"
         if path.is_file() and "fnn2_seed_weights" in record["models"]:
@@ -373,7 +374,7 @@ def generalisation_table(records: list[dict]) -> pd.DataFrame:
     ).reset_index(drop=True)
 
 
-# What each ablation of the syntax-gated scan removes (30_beyond_seed); the numbers come from the runs.
+# What each ablation of the syntax-gated scan removes (the typed scan's notebook); the numbers come from the runs.
 ABLATIONS = {
     "scan_typed_value_gates": "the gates also read the token's value, so the sign state can depend on the numbers",
     "scan_numeric": "the prior report's numeric tokens, where `+`/`-` are the numbers 1.0/0.0 and only position tells them "

@@ -19,6 +19,7 @@ from predcalc import recommended
 from predcalc.calculator.engine import MAX_DIGIT_PRODUCT
 from predcalc.calculator.tokens import MAX_CHARACTERS
 from predcalc.paths import relative
+from predcalc.readable import share
 from predcalc.report import findings as F
 from predcalc.report import prose
 from predcalc.report.anchors import PRIOR_REPORT
@@ -80,13 +81,13 @@ SELECTION = [
     ),
     (
         "the syntax-gated scan's design (typed tokens, multiplicative value path)",
-        "the protocol's test sets (in, out of range, long), through the ablations of 30_beyond_seed",
+        "the protocol's test sets (in, out of range, long), through the ablations of <scan_typed>",
         "its in-range, out-of-range and long accuracy",
     ),
     (
         "the scan's closed-form finishes (operators overwrite, readout solved by least squares), the partly built "
         "`scan_typed_solved`",
-        "the protocol's test sets and the extended suite of 31_extended_suite (`+ -`, up to 6 digits, more terms)",
+        "the protocol's test sets and the extended suite of <additive suite> (`+ -`, up to 6 digits, more terms)",
         "the finishes' scores on those sets",
     ),
     (
@@ -116,7 +117,7 @@ FAMILIES = {
 
 
 def _pct(value: float) -> str:
-    return f"{100 * value:.1f} %"
+    return share(value, 1)
 
 
 class Findings:
@@ -267,13 +268,14 @@ class Findings:
         return Section("appendix.models", "The models by name", [self.models_table], part="appendix")
 
     def _mechanisms(self) -> Section:
+        trains = {model.name: model.notebook for model in recommended.recommended()}
         items = [
-            "**Syntax-gated scan**, the *typed scan* (`scan_typed`, 30_beyond_seed): tokens arrive typed (number or operator, what a "
+            f"**Syntax-gated scan**, the *typed scan* (`scan_typed`, {trains['scan_typed']}): tokens arrive typed (number or operator, what a "
             "lexer knows). A linear recurrence whose gates read only the token type carries the sign of the next "
             "number; the value enters once, multiplied by that sign state, and a linear readout sums. Nothing in "
             "the recurrence depends on the magnitude of the numbers or on the length.",
             "**Gated readout with local token features**, the *gated-sum transformer, bounded* "
-            "(`transformer4_local_bounded`, 06_transformer): a "
+            f"(`transformer4_local_bounded`, {trains['transformer4_local_bounded']}): a "
             "transformer encoder whose attention sees each token's neighbours (local features, padding masked); "
             "the readout is a sum of per-token values, each scaled by a learned gate, instead of one CLS vector. "
             "*Bounded*: the features see tanh(x) so that large numbers do not saturate the gates.",
@@ -282,10 +284,18 @@ class Findings:
             items.append(mechanism(self.study("calculator")[0]))
         return Section("method.mechanisms", "How the main models work", [Bullets(items)])
 
+    def _notebooks(self, text: str) -> str:
+        """``text`` with ``<model>`` replaced by the notebook that trains a recommended model and
+        ``<additive suite>`` by the extended-suite study trained on the protocol (names from data)."""
+        for model in recommended.recommended():
+            text = text.replace(f"<{model.name}>", model.notebook)
+        additive = [r["notebook"] for r in self.study("extended") if "additive" in extended_title(r)]
+        return text.replace("<additive suite>", ", ".join(additive) or "the extended-suite study")
+
     def _selection(self) -> Section:
         frame = pd.DataFrame(
             [
-                {"choice": with_short_names(c), "chosen on": on, "numbers it touches": touched}
+                {"choice": with_short_names(c), "chosen on": self._notebooks(on), "numbers it touches": touched}
                 for c, on, touched in SELECTION
             ]
         )

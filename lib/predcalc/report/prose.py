@@ -24,18 +24,16 @@ from pathlib import Path
 
 import jinja2
 
+from predcalc.readable import percent
+
 TEMPLATES = Path(__file__).with_name("templates")
 
 
-def share(fraction: float, decimals: int = 2) -> str:
-    """A share as a percentage to ``decimals`` places; a share short of 1 (or above 0) gets the
-    places that keep it from reading ``100.00 %`` (or ``0.00 %``)."""
-    value = 100 * float(fraction)
-    text = f"{value:.{decimals}f}"
-    while decimals < 5 and 0 < value < 100 and float(text) in (0.0, 100.0):
-        decimals += 1
-        text = f"{value:.{decimals}f}"
-    return f"{text} %"
+def share(fraction: float, decimals: int = 2, unit: str = " %") -> str:
+    """A share as a percentage to ``decimals`` places, by :func:`predcalc.readable.percent` (a share
+    short of 1, or above 0, gets the places that keep it from reading ``100.00 %``, or ``0.00 %``);
+    ``unit`` is a plain space and ``%`` in the markdown, ``""`` for a bare number."""
+    return percent(fraction, decimals, unit)
 
 
 def count(n: int, noun: str, plural: str | None = None) -> str:

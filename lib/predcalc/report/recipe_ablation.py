@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from predcalc.models import get_spec
+from predcalc.readable import percent_number, share
 from predcalc.report.anchors import SEED_ROWS
 from predcalc.report.tables import markdown_table
 from predcalc.training.fit import SEED_PEAK_LEARNING_RATE, seed_peak
@@ -35,8 +36,8 @@ def _exact(runs: list[dict]) -> str:
     """Mean exact accuracy in range, the seeds exact on every expression, and the per-seed range."""
     values = [r["metrics"]["in"]["accuracy"] for r in runs]
     exact = sum(v >= 1.0 for v in values)
-    spread = f", {100 * min(values):.2f}-{100 * max(values):.2f}" if len(values) > 1 else ""
-    return f"{100 * np.mean(values):.2f} % ({exact}/{len(values)} exact{spread})"
+    spread = f", {percent_number(min(values), 2)}-{percent_number(max(values), 2)}" if len(values) > 1 else ""
+    return f"{share(np.mean(values), 2)} ({exact}/{len(values)} exact{spread})"
 
 
 def _row(variant: str, how: str, runs: list[dict]) -> dict:
@@ -66,12 +67,18 @@ def trained_parameters(record: dict, model: dict) -> dict:
     return model.get("kept_from", {}).get("parameters") or record.get("parameters", {})
 
 
+def sweep_notebooks(runs: list[dict]) -> set[str]:
+    """The notebooks a sweep's runs ran: the prefix of each run folder ``<notebook>__<hash>``."""
+    return {run["run"].split("__")[0] for run in runs}
+
+
 def recipe_ablation_table(records: list[dict], sweeps: Path) -> pd.DataFrame:
     """One row per variant, mean [min-max] over seeds (absolute MAE on every test set);
     empty without the sweep's finished runs."""
 
     variants: dict[tuple, list] = {}
-    for run in collect(SWEEP, sweeps):
+    runs = collect(SWEEP, sweeps)
+    for run in runs:
         kwargs = run["parameters"].get("model_kwargs", {}).get(MODEL, {})
         undone = "; ".join(UNDONE.get(k, f"{k}={v}") for k, v in sorted(kwargs.items())) or "every choice"
         variants.setdefault((undone, how_trained(run["parameters"])), []).extend(
@@ -80,7 +87,8 @@ def recipe_ablation_table(records: list[dict], sweeps: Path) -> pd.DataFrame:
     if not variants:
         return pd.DataFrame()
     rows = []
-    stored = [r for r in records if r.get("notebook") == "06_transformer"]  # the notebook run, then sweeps
+    notebooks = sweep_notebooks(runs)  # the stored runs of the notebook the sweep varies, then sweeps
+    stored = [r for r in records if r.get("notebook") in notebooks]
     for name, variant in (
         (MODEL, "every choice of the prior report's recipe"),
         ("transformer4_gated", "gated value readout instead of the CLS token"),
@@ -100,7 +108,7 @@ TEXT = (
     f"`{MODEL}` (38,209 parameters, the prior report's recipe: CLS token, sqrt(d_model) embedding scale, 8 heads, "
     "AdamW with the prior report's warm-up and cosine decay) with one choice undone at a time, trained by "
     f"`predcalc sweep sweeps/{SWEEP}.yaml` into `reports/sweeps/{SWEEP}/`, beside the stored "
-    "06_transformer runs. Mean [min-max] over seeds of the absolute MAE (the prior report's "
+    "<notebook> runs. Mean [min-max] over seeds of the absolute MAE (the prior report's "
     "transformer notebooks define MAE long this way too). The gated readout (`transformer4_gated`, one "
     "parameter more) keeps the encoder and changes only the head: the answer is "
     "sum_t (w^T h_t + c) v_t + b over the raw numbers v_t, linear in them where the gates do not change "
@@ -122,7 +130,8 @@ def recipe_ablation_lines(records: list[dict], sweeps: Path) -> list[str]:
     table = recipe_ablation_table(records, sweeps)
     if table.empty:
         return []
-    return ["## The prior report's transformer recipe: which choice matters", "", TEXT, "", markdown_table(table), ""]
+    text = TEXT.replace("<notebook>", ", ".join(sorted(sweep_notebooks(collect(SWEEP, sweeps)))))
+    return ["## The prior report's transformer recipe: which choice matters", "", text, "", markdown_table(table), ""]
 
 
 PEAK_SWEEP = "transformer5_seed_peak"
@@ -132,8 +141,8 @@ PEAK_MODEL = "transformer5_seed"
 
 def _peak_trials(sweeps: Path, records: list[dict] = ()) -> tuple[dict[tuple, list], dict[tuple, list]]:
     """``({(peak, how trained): runs}`` of the 25-epoch probe, ``{...}`` of the full-length runs``)``:
-    the probe sweep's finished runs, and those of the 200-epoch sweep with the stored 06_transformer
-    run of ``PEAK_MODEL`` at its own peak."""
+    the probe sweep's finished runs, and those of the 200-epoch sweep with the stored run of
+    ``PEAK_MODEL`` at its own peak (from the notebook the sweeps ran)."""
 
     def add(peaks, parameters, runs):
         peak = parameters.get("model_kwargs", {}).get(PEAK_MODEL, {}).get("peak_learning_rate")
@@ -141,13 +150,15 @@ def _peak_trials(sweeps: Path, records: list[dict] = ()) -> tuple[dict[tuple, li
         peaks.setdefault((float(peak), how_trained(parameters)), []).extend(runs)
 
     probe, full = {}, {}
-    for run in collect(PEAK_SWEEP, sweeps):
+    probe_runs, full_runs = collect(PEAK_SWEEP, sweeps), collect(FULL_PEAK_SWEEP, sweeps)
+    for run in probe_runs:
         add(probe, run["parameters"], run["metrics"]["models"][PEAK_MODEL]["runs"])
-    for run in collect(FULL_PEAK_SWEEP, sweeps):
+    for run in full_runs:
         add(full, run["parameters"], run["metrics"]["models"][PEAK_MODEL]["runs"])
+    notebooks = sweep_notebooks(probe_runs + full_runs)
     for record in records:
         model = record.get("models", {}).get(PEAK_MODEL)
-        if record.get("notebook") == "06_transformer" and not record.get("_sweep") and model and model.get("runs"):
+        if record.get("notebook") in notebooks and not record.get("_sweep") and model and model.get("runs"):
             add(full, trained_parameters(record, model), model["runs"])
     return probe, full
 
@@ -198,6 +209,7 @@ def peak_probe_lines(sweeps: Path, records: list[dict] = ()) -> list[str]:
     table = markdown_table(_peak_table({**probe, **full}))
     lines = ["### transformer5_seed: the peak learning rate", "", text, "", table, ""]
     if full:
+        notebook = ", ".join(sorted(sweep_notebooks(collect(PEAK_SWEEP, sweeps) + collect(FULL_PEAK_SWEEP, sweeps))))
         published = SEED_ROWS["transformer5"]["mae_in"]
         means = {key: float(np.mean([r["metrics"]["in"]["mae"] for r in runs])) for key, runs in full.items()}
         (peak, how), lowest = min(means.items(), key=lambda item: item[1])
@@ -216,7 +228,7 @@ def peak_probe_lines(sweeps: Path, records: list[dict] = ()) -> list[str]:
         )
         lines += [
             f"Trained for the full length ({how}; the 200-epoch rows come from "
-            f"`predcalc sweep sweeps/{FULL_PEAK_SWEEP}.yaml` and the stored 06_transformer run), the lowest "
+            f"`predcalc sweep sweeps/{FULL_PEAK_SWEEP}.yaml` and the stored {notebook} run), the lowest "
             f"mean in-range MAE is {lowest:.4g} at a peak of {peak:g} ({len(runs)} seed{'s' * (len(runs) > 1)})"
             f"{same_seed}; the prior report published {published:g}"
             + (

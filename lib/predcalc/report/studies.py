@@ -14,6 +14,7 @@ import pandas as pd
 
 from predcalc.models.registry import display_label
 from predcalc.models.syntax_gated_scan import coefficient_summary
+from predcalc.readable import percent_number, share
 from predcalc.report.calculator import section
 from predcalc.report.prose import count
 from predcalc.report.tables import markdown_table, plain_cell
@@ -220,8 +221,8 @@ def _explain_section(record: dict, folder: str, figures) -> list[str]:
                 "model": label,
                 "epochs": q.get("epochs", ""),
                 "MAE in": f"{q['MAE in']:.3f}" if "MAE in" in q else "",
-                "IG share numbers": f"{100 * s['share_numbers']:.0f} %",
-                "IG share operators": f"{100 * s['share_operators']:.0f} %",
+                "IG share numbers": share(s["share_numbers"], 0),
+                "IG share operators": share(s["share_operators"], 0),
                 "r(IG b, op·b)": f"{s['corr_b']:.2f}",
                 "r(IG c, op·c)": f"{s['corr_c']:.2f}",
                 "completeness gap": f"{s['completeness_max_gap']:.2g}",
@@ -238,8 +239,8 @@ def _explain_section(record: dict, folder: str, figures) -> list[str]:
     attention = entry.get("attention") or {}
     if attention:
         lines.append(
-            f"- BiLSTM attention: {100 * attention['mass_expression']:.0f} % of the weight on the five "
-            f"expression tokens, {100 * attention['mass_padding']:.0f} % on the ten pads (uniform: 33 / 67 %)."
+            f"- BiLSTM attention: {share(attention['mass_expression'], 0)} of the weight on the five "
+            f"expression tokens, {share(attention['mass_padding'], 0)} on the ten pads (uniform: 33 / 67 %)."
         )
     for model, r in (entry.get("state_retention_over_padding") or {}).items():
         lines.append(
@@ -252,9 +253,10 @@ def _explain_section(record: dict, folder: str, figures) -> list[str]:
 
 def _mean_range(values: list[float]) -> str:
     """ "mean % [min-max]" of shares over seeds (the range left out for one seed or equal seeds)."""
-    mean = 100 * sum(values) / len(values)
-    low, high = 100 * min(values), 100 * max(values)
-    return f"{mean:.1f} %" if low == high else f"{mean:.1f} % [{low:.1f}-{high:.1f}]"
+    mean, low, high = sum(values) / len(values), min(values), max(values)
+    if low == high:
+        return share(mean, 1)
+    return f"{share(mean, 1)} [{percent_number(low, 1)}-{percent_number(high, 1)}]"
 
 
 def extended_table(entry: dict) -> pd.DataFrame:
@@ -418,9 +420,9 @@ def _control_lines(entry: dict) -> list[str]:
     return [
         "",
         f"- Control: {label} fitted for {control['epochs']} epoch(s) only, then finished the same way "
-        f"({control['seeds']} seeds): mean exact accuracy {100 * sum(accuracy.values()) / len(accuracy):.1f} % "
+        f"({control['seeds']} seeds): mean exact accuracy {share(sum(accuracy.values()) / len(accuracy), 1)} "
         f"over the {len(accuracy)} families; worst seed on its worst family ({lowest}) "
-        f"{100 * worst[lowest]:.1f} %.",
+        f"{share(worst[lowest], 1)}.",
     ]
 
 

@@ -8,6 +8,8 @@ from collections.abc import Callable
 import numpy as np
 import pandas as pd
 
+from predcalc.readable import share
+
 
 def metric_cell(value, column: str) -> str:
     """A metric by its column: counts with separators, accuracies in %, p-values in 2 digits."""
@@ -20,7 +22,7 @@ def metric_cell(value, column: str) -> str:
     if column in ("params", "trainable params"):
         return f"{int(value):,}"
     if column.startswith("acc"):
-        return f"{100 * value:.2f} %" if not column.startswith("acc change") else f"{100 * value:+.2f} pt"
+        return share(value, 2) if not column.startswith("acc change") else f"{100 * value:+.2f} pt"
     if column == "p":
         return f"{value:.2g}"
     if column in ("KB", "epochs"):

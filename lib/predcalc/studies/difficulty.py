@@ -18,6 +18,7 @@ import pandas as pd
 from predcalc.models import get_spec  # importing the package registers every model
 from predcalc.models.registry import display_label
 from predcalc.paths import save_figure
+from predcalc.readable import percent_number, share
 from predcalc.training import metrics as M
 
 
@@ -64,7 +65,7 @@ def _family_rows(name: str, label: str, runs: list[dict], families) -> list[dict
                 "accuracy": float(np.mean(values)),
                 "min": float(np.min(values)),
                 "max": float(np.max(values)),
-                "95 % CI": "" if np.isnan(low) else f"{100 * max(low, 0):.1f} to {100 * min(high, 1):.1f} %",
+                "95 % CI": "" if np.isnan(low) else f"{percent_number(max(low, 0), 1)} to {share(min(high, 1), 1)}",
                 "MAE": float(np.mean([run["metrics"][family]["mae"] for run in runs])),
                 "MRE": float(np.mean([run["metrics"][family]["mre"] for run in runs])),
             }
@@ -75,7 +76,7 @@ def _family_rows(name: str, label: str, runs: list[dict], families) -> list[dict
 def accuracy_grid(table: pd.DataFrame, families) -> pd.DataFrame:
     """Families (rows) by models (columns), mean exact accuracy as text."""
     grid = table.pivot(index="family", columns="model", values="accuracy").reindex(list(families))
-    return grid[list(dict.fromkeys(table.model))].map(lambda v: f"{100 * v:.1f} %")
+    return grid[list(dict.fromkeys(table.model))].map(lambda v: share(v, 1))
 
 
 TRAINED = "levels seen in training"  # the shading's legend entry

@@ -6,6 +6,8 @@ from __future__ import annotations
 import matplotlib.pyplot as plt
 import numpy as np
 
+from predcalc.readable import share
+
 LABELS = {"lstm": "LSTM", "gru": "GRU", "bilstm_attention": "BiLSTM + attention", "min_gru": "minGRU"}
 MIN_GRU_KEEPS = 0.5  # a best unit that keeps at least half of the state carries the expression to the read-out
 
@@ -54,8 +56,8 @@ def plot_integrated_gradients(example_ig, labels, expression: str, shares, n_exp
 def ig_summary(ig_stats: dict, predictions: dict, expression: str, n: int, target_std: float) -> str:
     lines = [
         f"- **{LABELS[m]}** predicts {predictions[m]:.2f} for {expression!r}; over {n} expressions "
-        f"{100 * s['share_numbers']:.0f} % of the attribution mass is on the numbers, "
-        f"{100 * s['share_operators']:.0f} % on the operators and {100 * s['share_padding']:.0f} % on the "
+        f"{share(s['share_numbers'], 0)} of the attribution mass is on the numbers, "
+        f"{share(s['share_operators'], 0)} on the operators and {share(s['share_padding'], 0)} on the "
         f"padding; the attribution of b correlates with the signed term op·b at r = {s['corr_b']:.2f} "
         f"(c: {s['corr_c']:.2f}, a with a: {s['corr_a']:.2f}); completeness gap at most "
         f"{s['completeness_max_gap']:.2g} (mean |f(x) - f(x')| {s['mean_abs_delta']:.2f})."
@@ -99,8 +101,8 @@ def plot_attention(alpha, alpha_example, expression: str):
 
 def attention_summary(s: dict) -> str:
     return (
-        f"**What the picture shows.** On average {100 * s['mass_expression']:.0f} % of the attention "
-        f"falls on the five expression tokens and {100 * s['mass_padding']:.0f} % on the ten pads "
+        f"**What the picture shows.** On average {share(s['mass_expression'], 0)} of the attention "
+        f"falls on the five expression tokens and {share(s['mass_padding'], 0)} on the ten pads "
         f"(a uniform pooling would give 33 % and 67 %). The most attended position is {s['top_position']} "
         f"with mean weight {s['top_weight']:.3f} (uniform {s['uniform_weight']:.3f}). "
         "The BiLSTM states are bidirectional, so a pad state can already carry the whole expression: attention "
@@ -198,7 +200,7 @@ def gate_summary(gate_stats: dict, retention: dict, parity: dict) -> str:
 
 def conclusion(quality, ig_stats: dict, attention_stats, retention: dict, epochs: int, ig_steps: int) -> str:
     best_corr = max(ig_stats, key=lambda n: ig_stats[n]["corr_b"])
-    numbers_shares = ", ".join(f"{LABELS[n]} {100 * s['share_numbers']:.0f} %" for n, s in ig_stats.items())
+    numbers_shares = ", ".join(f"{LABELS[n]} {share(s['share_numbers'], 0)}" for n, s in ig_stats.items())
     return (
         f"After {epochs} epochs the in-range MAE ranges from {quality['MAE in'].min():.3f} to "
         f"{quality['MAE in'].max():.3f}. Integrated gradients satisfy completeness to within "
@@ -206,7 +208,7 @@ def conclusion(quality, ig_stats: dict, attention_stats, retention: dict, epochs
         f"attribution of b best follows the signed term op·b is {LABELS[best_corr]} (r = {ig_stats[best_corr]['corr_b']:.2f}); "
         f"numbers carry {numbers_shares} of the attribution mass (operators the rest; pads 0 by construction). "
         + (
-            f"The BiLSTM puts {100 * attention_stats['mass_expression']:.0f} % of its attention on the five expression "
+            f"The BiLSTM puts {share(attention_stats['mass_expression'], 0)} of its attention on the five expression "
             "tokens. "
             if attention_stats
             else ""
