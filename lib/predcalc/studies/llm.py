@@ -2,7 +2,7 @@
 
 The seed (section 4 of its write-up) fine-tuned pre-trained LLMs (Gemma 3 1B and 270M) to
 answer the protocol's expressions and reported exact accuracy: 93.41 / 63.33 / 39.57 % (1B)
-and 54.22 / 9.67 / 28.0 % (270M) in range / out of range / long (ANCHORS.md). This module does
+and 54.22 / 9.67 / 28.0 % (270M) in range / out of range / long (the prior report's published rows). This module does
 the same with keras-hub:
 
 - every expression becomes a prompt and an answer text: ``"3 - -2 + 4 ="`` -> ``"9"``;

@@ -13,7 +13,7 @@ SPLITS = ("in", "out", "long")
 NOT_EXPORTED = (
     "generate() with its key/value cache (keras-hub 0.32 exports the logits function "
     "only; decoding runs in Python around the interpreter); TensorRT (not available "
-    "on this machine, see FACTS.md)"
+    "on this machine: TensorFlow from PyPI is built without it)"
 )
 
 
