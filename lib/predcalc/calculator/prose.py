@@ -67,29 +67,30 @@ def error_bound(wrong: int, n: int, confidence: float = 0.95) -> float:
 
 def held_out_sentence(held_out: dict) -> str:
     """One sentence on the rule calculator's score on the draw no choice touched, with the error rate
-    that zero wrong answers still allow (95 % confidence) where every seed is exact."""
+    that zero wrong answers still allow (one-sided 95 % confidence) where every seed is exact
+    (``templates/held_out.md.j2``)."""
+    from predcalc.calculator.templates import render  # Jinja2 only when text is rendered
+
     scores = held_out["families"]
     worst = min(scores, key=lambda name: (scores[name]["min"], scores[name]["mean"]))
-    seeds = next(iter(scores.values()))["seeds"]
-    text = (
-        f"On a draw no choice touched (family seed {held_out['family_seed']}: {len(scores)} families with "
-        f"the adversarial one, {held_out['expressions']:,} expressions, {held_out['shared_with_development']} of "
-        f"them also in the development draw), through each seed's exported file ({seeds} seeds) with forward "
-        f"passes: "
-    )
-    if scores[worst]["min"] == 1:
-        family = min(v["n"] for v in scores.values())
-        return text + (
-            f"every answer exact on every seed. Zero wrong bounds the error rate below "
-            f"{100 * error_bound(0, held_out['expressions']):.3f} % per seed over all families and below "
-            f"{100 * error_bound(0, family):.2f} % per family and seed (95 % confidence, exact binomial)."
-        )
-    return text + (
-        f"exact on {100 * min(v['mean'] for v in scores.values()):.2f} % or more of every family (mean of seeds); "
-        f"worst seed on any family {100 * scores[worst]['min']:.2f} % ({worst})."
-    )
+    exact = scores[worst]["min"] == 1
+    return render(
+        "held_out.md.j2",
+        held_out=held_out,
+        families=len(scores),
+        seeds=next(iter(scores.values()))["seeds"],
+        exact=exact,
+        bound_all=100 * error_bound(0, held_out["expressions"]) if exact else None,
+        bound_family=100 * error_bound(0, min(v["n"] for v in scores.values())) if exact else None,
+        lowest=100 * min(v["mean"] for v in scores.values()),
+        worst_min=100 * scores[worst]["min"],
+        worst=worst,
+    ).strip()
 
 
+#: The in-world exact accuracy a model needs before its score beyond the world says anything about
+#: extrapolation (below it, it has not learned its own world).
+COMPETENT = 0.9
 #: A swap that loses at least this much inside the training world fails to learn its step there,
 #: so its loss beyond the world says nothing specific about extrapolation.
 LOST_INSIDE = 0.05
@@ -143,8 +144,9 @@ def carriers(record: dict) -> str:
             f" One end-to-end model on the same world reaches {100 * row['inside']:.1f} % inside and "
             f"{100 * row['beyond']:.1f} % beyond"
             + (
-                ": it is not trained to competence on its own world, so it says nothing about extrapolation."
-                if row["inside"] < 0.5
+                f": below {100 * COMPETENT:.0f} % inside its own world it is not trained to competence, so it says "
+                "nothing about extrapolation."
+                if row["inside"] < COMPETENT
                 else "."
             )
         )
@@ -216,24 +218,10 @@ def speed_verdicts(bench_record: dict, goal: float = SPEED_GOAL) -> dict:
 
 def speed_summary(speed: dict, goal: float = SPEED_GOAL) -> str:
     """The bench's time ratios to Python (median and range of the rounds) for both paths, the latency of
-    one expression, and whether forward passes meet the goal of ``goal`` x Python's time."""
+    one expression, and whether forward passes meet the goal of ``goal`` x Python's time
+    (``templates/speed.md.j2``)."""
+    from predcalc.calculator.templates import render  # Jinja2 only when text is rendered
 
-    def ratio(label: str, path: str) -> str:
-        entry = speed[label][path]
-        ratios = entry.get("ratios") or [entry["ratio"]]
-        spread = f" (rounds {min(ratios):.1f}-{max(ratios):.1f})" if len(ratios) > 1 else ""
-        return f"{entry['ratio']:.1f}x{spread}"
-
-    verdicts = speed_verdicts(speed, goal)
-    latency = speed["latency_ms"]
-    python = f" (Python {latency['python']:.3f} ms)" if "python" in latency else ""
-    return (
-        f"Speed ({speed['n']:,} expressions of {speed['operators']} operators, the calculator answering them as "
-        f"one batch, Python one by one; median of {speed.get('repeats', 1)} round(s) on this 2-core CPU): forward "
-        f"passes take {ratio('integers', 'forward')} Python's time on integers and {ratio('with_division', 'forward')} "
-        f"with division (fractions reduced by Euclid's algorithm on the learned steps); the look-up cache "
-        f"{ratio('integers', 'cache')} and {ratio('with_division', 'cache')}. One expression takes "
-        f"{latency['forward']:.1f} ms with forward passes{python}. The goal, forward passes within {goal:.0f}x "
-        f"Python's time, is {verdicts['forward']['integers']} on integers and "
-        f"{verdicts['forward']['with_division']} with division (met or not only where every round agrees)."
-    )
+    return render(
+        "speed.md.j2", speed=speed, repeats=speed.get("repeats", 1), goal=goal, verdicts=speed_verdicts(speed, goal)
+    ).strip()
