@@ -10,7 +10,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from predcalc.calculator import given_ablations
+from predcalc.calculator.box import record_box
 from predcalc.calculator.cache import FINGERPRINTED, cached
+from predcalc.calculator.given import given_table, kind_features, schedule
 
 #: The code a part of this study depends on: the calculator's and the variants'.
 GIVEN_MODULES = (*FINGERPRINTED, "predcalc.calculator.given_ablations")
@@ -97,14 +99,16 @@ def given_parts(
     draw_seed: int = 7777,
     progress=None,
 ) -> dict:
-    """Every part of the study of given pieces: each of ``variants`` at each of ``seeds`` (``given``,
+    """Every part of the study of given pieces: each of ``variants`` at each of ``seeds`` (a list, or
+    a list per variant; ``given``,
     the shipped rule steps, retrains the four rule steps; its control's fresh seeds are the study's
     own, :func:`predcalc.calculator.study.control_on_seeds`) and the control with learned levels at
     each of ``level_seeds`` (seeds whose given control the study already trained)."""
     out: dict = {}
     for variant in variants:
         names = given_ablations.RULE_STEPS if variant == "given" else None
-        out.update(variant_parts(folder, [variant], seeds, expressions, draw_n, draw_seed, names, progress))
+        these = seeds.get(variant, []) if isinstance(seeds, dict) else seeds
+        out.update(variant_parts(folder, [variant], these, expressions, draw_n, draw_seed, names, progress))
     if level_seeds:
         out.update(
             variant_parts(folder, ["learned_levels"], level_seeds, expressions, draw_n, draw_seed, None, progress)
@@ -141,9 +145,6 @@ def given_fields(record: dict, parts: dict, control_fresh: dict, parameters: dic
     levels beside the study's given control, ``control_fresh``, on the same seeds), every step of the
     rule rung on fresh seeds (``"fresh_steps"``) and the backends the parts were trained on.
     ``"box"``: :func:`predcalc.calculator.box.record_box`."""
-    from predcalc.calculator.box import record_box
-    from predcalc.calculator.given import given_table, kind_features, schedule
-
     level_seeds = sorted(parts.get("learned_levels", {}), key=int)
     controls = _control_rows(control_fresh, level_seeds)
     ablations = variant_table(parts) + variant_table(controls)
