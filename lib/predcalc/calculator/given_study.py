@@ -173,12 +173,24 @@ def given_markdown(record: dict) -> str:
     from predcalc.calculator.templates import render  # Jinja2 only when text is rendered
 
     given = record["given"]
-    return render("given.md.j2", steps=given["table"], kinds=given["kinds"], schedule=given["schedule"]) + render(
-        "given_ablations.md.j2",
-        ablations=given["ablations"],
-        fresh=given["fresh_steps"],
-        labels=given["labels"],
-        parameters=given["parameters"],
-        backends=given["backends"],
-        box=record["box"],
+    return (
+        render("given.md.j2", steps=given["table"], kinds=given["kinds"], schedule=given["schedule"])
+        + render(
+            "given_ablations.md.j2",
+            ablations=given["ablations"],
+            fresh=given["fresh_steps"],
+            labels=given["labels"],
+            parameters=given["parameters"],
+            backends=given["backends"],
+        )
+        + "\n"
+        + box_markdown(record)
     )
+
+
+def box_markdown(record: dict) -> str:
+    """The box the calculator's claims were measured in and its refusal limits, from the record's
+    ``"box"`` field (``templates/box.md.j2``): the sentence to state wherever a claim of reach is made."""
+    from predcalc.calculator.templates import render  # Jinja2 only when text is rendered
+
+    return render("box.md.j2", box=record["box"])
