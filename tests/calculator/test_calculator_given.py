@@ -96,12 +96,18 @@ def test_end_to_end_scores_a_broken_step_without_breaking():
 
 def _part(variant, seed, wrong):
     steps = {
-        name: {"held_out": 300, "held_out_wrong": wrong, "train_exact": 1.0, "end_to_end": {"exact": 1.0, "n": 16}}
+        name: {
+            "held_out": 300,
+            "held_out_wrong": wrong,
+            "wrong": wrong,
+            "train_exact": 1.0,
+            "end_to_end": {"exact": 1.0, "n": 16},
+        }
         for name in given_ablations.VARIANTS[variant]
         if name != "control"
     }
     if variant == "learned_levels":
-        steps = {"control": {"held_out": 446, "held_out_wrong": wrong, "train_exact": 0.98}}
+        steps = {"control": {"held_out": 446, "held_out_wrong": wrong, "wrong": wrong + 1, "train_exact": 0.98}}
     return {"variant": variant, "seed": seed, "steps": steps, "backend": "tensorflow"}
 
 
@@ -129,8 +135,12 @@ def test_the_given_fields_put_every_seed_and_the_exact_seed_count_in_the_tables(
     fresh = {r["step"]: r for r in record["given"]["fresh_steps"]}
     assert fresh["control"]["seeds"] == [15, 16, 17] and fresh["addsub"]["exact_seeds"] == 2
     text = given_study.given_markdown(record)
-    assert "| `muldigit` | muldigit without the a x d feature | 100, 101, 102 | 0 of 3 | 300 | 250, 250, 250 |" in text
-    assert "| `control` | control with learned precedence levels (not given) | 15, 16 | 1 of 2 | 446 | 0, 21 |" in text
+    assert (
+        "| `muldigit` | muldigit without the a x d feature | 100, 101, 102 | 0 / 0 of 3 | 300 | 250, 250, 250 |" in text
+    )
+    assert (
+        "| `control` | control with learned precedence levels (not given) | 15, 16 | 1 / 0 of 2 | 446 | 0, 21 |" in text
+    )
     assert "40 operators and parenthesis depth 10" in text and "100,000,000" in text
 
 

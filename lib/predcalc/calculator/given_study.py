@@ -78,6 +78,7 @@ def variant_table(records: dict) -> list[dict]:
                 "step": name,
                 "seeds": [int(s) for s in seeds],
                 "exact_seeds": sum(p["held_out_wrong"] == 0 for p in per),
+                "exact_everywhere": sum(p.get("wrong") == 0 for p in per),
                 "held_out": per[0]["held_out"],
                 "held_out_wrong": [p["held_out_wrong"] for p in per],
                 "train_exact": [p["train_exact"] for p in per],
@@ -127,6 +128,10 @@ def _control_rows(control_fresh: dict, seeds) -> dict:
                         **control_fresh[str(seed)],
                         "held_out": control_fresh[str(seed)]["reachable"] - control_fresh[str(seed)]["trained_on"],
                         "train_exact": 1.0 if control_fresh[str(seed)]["margin"] > 0 else None,
+                        # a positive margin: every training window right, so the wrong ones are held out
+                        "wrong": control_fresh[str(seed)]["held_out_wrong"]
+                        if control_fresh[str(seed)]["margin"] > 0
+                        else None,
                     }
                 }
             }
