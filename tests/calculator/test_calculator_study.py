@@ -98,10 +98,10 @@ def test_cached_parts_are_recomputed_after_the_calculators_code_changes(tmp_path
     import importlib
     import sys
 
-    from predcalc.calculator import study
+    from predcalc.calculator import cache, study
 
     assert study.cached(tmp_path, "seed_0", lambda: {"n": 1})["n"] == 1
-    monkeypatch.setattr(study, "code_fingerprint", lambda: "000000000000")
+    monkeypatch.setattr(cache, "code_fingerprint", lambda: "000000000000")
     assert study.cached(tmp_path, "seed_0", lambda: {"n": 2}) == {"n": 2}
     assert study.code_versions(tmp_path) == ["000000000000"]
     assert len(list(tmp_path.glob("seed_0*.json"))) == 1  # the older code's part is replaced
@@ -281,21 +281,23 @@ def test_zero_wrong_answers_bound_the_error_rate():
     assert "below 0.597 % per seed" in study.held_out_sentence(held_out)
 
 
-def test_the_axis_figure_draws_every_model_with_its_worst_seed(tmp_path, monkeypatch):
+def test_the_axis_figure_gives_every_model_its_own_cell_with_its_worst_seed(tmp_path, monkeypatch):
+    from predcalc.calculator import tables
+
     boxes = {name: {"digits": [1, d], "operators": [1, 4], "depth": [0, 2]} for name, d in (("a", 5), ("b", 20))}
-    axes_of = {"digits": ["a", "b"], "operators": ["a"], "depth": ["a"]}
+    axes_of = {"digits": ["b", "a"], "operators": ["a"], "depth": ["a"]}
     results = {
         "rules": {n: {"mean": 1.0, "min": 1.0} for n in boxes},
-        "calculator": {n: {"mean": 0.8, "min": 0.5} for n in boxes},
+        "calculator": {n: {"mean": 1.0, "min": 1.0} for n in boxes},  # the same score: two cells, not one line
+        "pick": {n: {"mean": 0.8, "min": 0.5} for n in boxes},
     }
-    monkeypatch.setattr(study, "AXIS_FAMILIES", axes_of)
+    monkeypatch.setattr(tables, "AXIS_FAMILIES", axes_of)
     figure = study.plot_axes(results, boxes, path=tmp_path / "axes.png", labels={"rules": "shipped"})
     first = figure.axes[0]
-    assert [text.get_text() for text in figure.legends[0].get_texts()] == [
-        "shipped",
-        study.ABLATION_LABELS["calculator"],
-    ]
-    bars = first.containers[1]  # the second model's error bars reach down to its worst seed
-    segment = bars.lines[2][0].get_segments()[0]
-    assert sorted(y for _, y in segment) == [50.0, 80.0]
+    rows = [t.get_text().replace("\n", " ") for t in first.get_yticklabels()]  # long labels wrap
+    assert rows[:2] == ["shipped", study.ABLATION_LABELS["calculator"]]
+    assert [t.get_text() for t in first.get_xticklabels()] == ["1-5 (in)", "1-20"]  # by the largest value
+    cells = [t.get_text() for t in first.texts]
+    assert cells == ["100", "100", "100", "100", "80.0\n(min 50)", "80.0\n(min 50)"]
+    assert first.images[0].get_array().shape == (3, 2)
     assert (tmp_path / "axes.png").is_file()
