@@ -336,8 +336,15 @@ def calculator_facts(record: dict) -> dict | None:
     # the adversarial family's digit counts include leading zeros (000...002): the reach is read without it
     boxes = {f: b for f, b in boxes.items() if f != "adversarial"} or boxes
     most = {key: max(int(np.max(b[key])) for b in boxes.values()) for key in ("digits", "operators", "depth")}
+    # the recipe rerun on seeds no choice saw: the steps not exact on every such seed
+    fresh = [
+        {"step": row["step"], "exact": row["exact_seeds"], "seeds": len(row["seeds"])}
+        for row in (record.get("given") or {}).get("fresh_steps") or []
+        if row["exact_seeds"] < len(row["seeds"])
+    ]
     return {
         "exact": min(f["min"] for f in families.values()) >= 1.0,
+        "fresh": fresh,
         "families": len(families),
         "seeds": next(iter(families.values()))["seeds"],
         "expressions": (record.get("held_out") or {}).get("expressions"),
