@@ -46,6 +46,7 @@ FAMILIES = (
 
 # Names the main text uses: short, and saying what the model is (registry names: the Appendix).
 SHORT_NAMES = {
+    "scan_exact": "sign scan, straight-through gates",
     "fnn2": "FNN 1 x 345 (prior report's FNN2)",
     "fnn2_cosine": "FNN 1 x 345, cosine schedule",
     "fnn_baseline": "FNN 2 x 30 (baseline)",
@@ -187,8 +188,60 @@ def family_rows(findings) -> list[dict]:
                 row[column] = _protocol_cell(findings, name, test_set)
             row[HELD_OUT] = _heldout_text(findings, name)
             rows.append({**row, "_name": name})
+    rows += trained_exact_rows(findings)
     rows += calculator_rows(findings)
     return rows
+
+
+def trained_exact_record(findings) -> dict | None:
+    """The trained exact scan's study record (an ablation and a held-out suite scored through the
+    exported files), found by its keys."""
+    found = [r for r in findings.notebooks if "ablation" in r and "heldout" in r and "float32_bound" in r]
+    return found[0] if found else None
+
+
+def trained_exact_facts(findings) -> dict | None:
+    """Its seeds on the protocol's sets and on its own held-out suite, through each exported format."""
+    record = trained_exact_record(findings)
+    if record is None:
+        return None
+    seeds = sorted(record["seeds"], key=int)
+    sets = list(record["data"]["heldout"]["sets"])
+    formats = {}
+    for fmt, by_seed in record["heldout"].items():
+        per_seed = [float(np.mean([by_seed[s][n] for n in sets])) for s in seeds]
+        formats[fmt] = {
+            "exact": sum(all(by_seed[s][n] >= 1.0 for n in sets) for s in seeds),
+            "per_seed": per_seed,
+            "mean": float(np.mean(per_seed)),
+        }
+    weights = record["seeds"][seeds[0]]["weights"]
+    return {
+        "name": short_name("scan_exact"),
+        "seeds": len(seeds),
+        "sets": len(sets),
+        "weights": sum(len(v) if isinstance(v, list) else 1 for v in weights.values()),
+        "protocol": {t: [record["seeds"][s]["scores"][t] for s in seeds] for t, _ in PROTOCOL_SETS},
+        "formats": formats,
+        "bound": record["float32_bound"]["bound"],
+        "heldout_seed": record["data"]["heldout"]["seed"],
+    }
+
+
+def trained_exact_rows(findings) -> list[dict]:
+    """The trained exact scan's row: the protocol's sets, and its own held-out suite through ONNX."""
+    facts = trained_exact_facts(findings)
+    if facts is None:
+        return []
+    row = {"family": "syntax-gated scan", "model": facts["name"], "kind": "trained", "params": str(facts["weights"])}
+    for test_set, column in PROTOCOL_SETS:
+        row[column] = Cell(values=facts["protocol"][test_set]).text()
+    onnx = facts["formats"]["onnx"]
+    row[HELD_OUT] = (
+        f"{prose.share(onnx['mean'], 1)} over {facts['sets']} sets of its own held-out suite (ONNX file), "
+        f"{onnx['exact']}/{facts['seeds']} exact on all, {prose.spread(onnx['per_seed'])}"
+    )
+    return [{**row, "_name": "scan_exact"}]
 
 
 def calculator_rows(findings) -> list[dict]:
@@ -246,6 +299,7 @@ def facts(findings) -> dict:
             for n in exact
         ],
         "families": len({r["family"] for r in rows if r["family"] != "learned calculator"}),
+        "trained_exact": None,
         "other_families": len(
             {r["family"] for r in rows if r["family"] != "learned calculator"}
             - {r["family"] for r in rows if r["_name"] in exact}
@@ -298,6 +352,7 @@ def facts(findings) -> dict:
     records = findings.study("calculator")
     if records:
         out["calculator"] = calculator_facts(records[0])
+    out["trained_exact"] = trained_exact_facts(findings)
     return out
 
 
