@@ -8,7 +8,6 @@ from __future__ import annotations
 import numpy as np
 
 from predcalc.report import prose
-from predcalc.report.answer import calculator_facts, heldout_seeds, short_name
 from predcalc.report.document import Bullets, Section, Text
 
 PRIOR_CITATION = (
@@ -69,6 +68,7 @@ def related_facts(findings) -> dict:
     records = findings.study("calculator")
     if records:
         out["calculator"] = calculator_facts(records[0])
+    out["trained_exact"] = trained_exact_facts(findings)
     return out
 
 
