@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from predcalc.report import prose
+from predcalc.report.answer import calculator_facts, heldout_seeds, short_name, trained_exact_facts
 from predcalc.report.document import Bullets, Section, Text
 
 PRIOR_CITATION = (
