@@ -13,7 +13,13 @@ import pytest
 from predcalc.data import evaluate, make_split, seed_protocol
 from predcalc.deploy.predictor import Predictor
 from predcalc.studies import exact_scan as study
-from predcalc.studies.edges import heldout_suite, second_heldout_suite
+from predcalc.studies.edges import (
+    SECOND_HELDOUT_SEED,
+    THIRD_HELDOUT_SEED,
+    heldout_suite,
+    second_heldout_suite,
+    third_heldout_suite,
+)
 from predcalc.training.exact import ABLATIONS, ELEMENTS, ExactRecipe, ablated, signed_sum_weights, train_exact
 from predcalc.training.fit import build
 from predcalc.training.metrics import exact_accuracy
@@ -116,6 +122,32 @@ def test_second_heldout_suite_boxes_and_exclusions():
     train = set(seed_protocol(0).train.expressions)
     drawn = [e for split in suite.values() for e in split.expressions]
     assert not (set(drawn) & first) and not (set(drawn) & train) and len(set(drawn)) == len(drawn)
+
+
+def test_third_heldout_suite_is_new_and_excludes_every_earlier_suite():
+    assert THIRD_HELDOUT_SEED not in (SECOND_HELDOUT_SEED, 0)
+    suite = third_heldout_suite(count=30)
+    assert list(suite) == list(second_heldout_suite(count=30))  # the same ten sets, a new draw
+    sizes = {name: split.expressions[0].count(" ") // 2 + 1 for name, split in suite.items()}
+    assert sizes["terms_80"] == 80 and sizes["terms_10_digits_2"] == 10
+    earlier = {
+        e for split in [*heldout_suite().values(), *second_heldout_suite(count=30).values()] for e in split.expressions
+    }
+    drawn = [e for split in suite.values() for e in split.expressions]
+    assert not (set(drawn) & earlier) and not (set(drawn) & set(seed_protocol(0).train.expressions))
+    assert len(set(drawn)) == len(drawn)
+    assert study.suite_description(suite)["seed"] == THIRD_HELDOUT_SEED
+
+
+def test_the_final_recipe_has_the_soft_write_gradient_and_a_fixed_offset(protocol):
+    recipe = ExactRecipe()
+    assert recipe.soft_write_gradient and not recipe.learn_offset
+    _, model, _ = build("scan_exact", seed=0, **recipe.layer_arguments())
+    assert "gate_bias" not in signed_sum_weights(model)  # the offset is a constant, not a learned weight
+    assert (
+        ablated(recipe, "learned_offset").learn_offset
+        and not ablated(recipe, "no_soft_write_gradient").soft_write_gradient
+    )
 
 
 def _record():

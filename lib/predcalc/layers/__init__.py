@@ -25,9 +25,10 @@ for _module_info in pkgutil.iter_modules(__path__):
         ):
             globals()[_name] = _value
             __all__.append(_name)
-# A base class the library's layers share (e.g. InputGatedScan under MinGRU and MinLSTM) is plumbing, not a layer
+# A base class the library's layers share (e.g. InputGatedScan under MinGRU and MinLSTM) is plumbing, not a
+# layer; a layer that one other layer extends (GatedValueSum under RoundedGatedValueSum) stays a layer.
 __all__ = sorted(
     name
     for name in __all__
-    if not any(other != name and issubclass(globals()[other], globals()[name]) for other in __all__)
+    if sum(other != name and issubclass(globals()[other], globals()[name]) for other in __all__) < 2
 )

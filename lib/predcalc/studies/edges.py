@@ -232,6 +232,13 @@ SECOND_HELDOUT = [
 ]
 
 
+# The third held-out suite (issue 40): the same sets as the second, drawn from a new seed once the
+# trained exact scan's final design (soft write gradient, fixed gate offset) was frozen. The second
+# suite's scores had been seen by then, so it is development data for that design.
+THIRD_HELDOUT_SEED = 5151
+THIRD_HELDOUT = SECOND_HELDOUT
+
+
 def _suite(sets: list[EdgeSet], seed: int, count: int, exclude=frozenset()) -> dict[str, Split]:
     """``count`` distinct expressions per set, drawn in order from one generator seeded with ``seed``;
     an expression whose canonical form is in ``exclude`` (canonical forms) or already drawn (in any
@@ -295,6 +302,19 @@ def second_heldout_suite(
     return _suite(SECOND_HELDOUT, seed, count, exclude=_excluded(data_seed) | frozenset(first))
 
 
+def third_heldout_suite(seed: int = THIRD_HELDOUT_SEED, count: int = SET_SIZE, data_seed: int = 0) -> dict[str, Split]:
+    """The third held-out suite: ``count`` expressions per set of :data:`THIRD_HELDOUT`, none in the
+    development suite, the first or second held-out suite (at ``count``) nor the seed protocol's
+    (``data_seed``) training and validation splits. Drawn after ``scan_exact``'s final design was
+    frozen; the second held-out suite was development data for that design."""
+    earlier = [
+        *heldout_suite(data_seed=data_seed).values(),
+        *second_heldout_suite(count=count, data_seed=data_seed).values(),
+    ]
+    forms = frozenset(canonical(e) for split in earlier for e in split.expressions)
+    return _suite(THIRD_HELDOUT, seed, count, exclude=_excluded(data_seed) | forms)
+
+
 @functools.lru_cache(maxsize=4)
 def _excluded(data_seed: int) -> frozenset:
     """Canonical forms of the development suite and the seed protocol's training and validation splits."""
@@ -334,6 +354,17 @@ def suite_record(kind: str, suite: dict[str, Split] | None = None) -> dict:
             ),
             "sets": {edge.name: edge.box for edge in SECOND_HELDOUT},
         }
+    elif kind == "third_heldout":
+        record = {
+            "kind": kind,
+            "seed": THIRD_HELDOUT_SEED,
+            "count": SET_SIZE,
+            "excluded": (
+                "the development suite, the first and second held-out suites and the seed protocol's training and "
+                "validation splits (data seed 0)"
+            ),
+            "sets": {edge.name: edge.box for edge in THIRD_HELDOUT},
+        }
     elif kind == "heldout":
         record = {
             "kind": kind,
@@ -343,7 +374,9 @@ def suite_record(kind: str, suite: dict[str, Split] | None = None) -> dict:
             "sets": {edge.name: edge.box for edge in HELDOUT},
         }
     else:
-        raise ValueError(f"kind must be 'development', 'heldout' or 'second_heldout'. Received: {kind!r}")
+        raise ValueError(
+            f"kind must be 'development', 'heldout', 'second_heldout' or 'third_heldout'. Received: {kind!r}"
+        )
     return record if suite is None else {**record, "fingerprint": fingerprint(suite)}
 
 
