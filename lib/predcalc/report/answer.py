@@ -216,7 +216,14 @@ def trained_exact_facts(findings) -> dict | None:
             "mean": float(np.mean(per_seed)),
         }
     weights = record["seeds"][seeds[0]]["weights"]
+    learned = (record["ablation"].get("runs") or {}).get("learned_offset") or {}
     return {
+        "learned_offset": {
+            "exact": sum(all(v >= 1.0 for v in sets.values()) for sets in learned.values()),
+            "seeds": len(learned),
+        }
+        if learned
+        else None,
         "name": short_name("scan_exact"),
         "seeds": len(seeds),
         "sets": len(sets),

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 
 from predcalc import recommended
+from predcalc.calculator.given_study import given_markdown
 from predcalc.data.protocol import seed_protocol
 from predcalc.deploy.bench import deployment_markdown
 from predcalc.report import findings as F
@@ -24,6 +25,7 @@ from predcalc.report.scoreboard import TEXT as SCOREBOARD_TEXT
 from predcalc.report.scoreboard import exact_signed_long, scoreboard_table
 from predcalc.report.seed_split import seed_split_lines
 from predcalc.report.studies import is_study, studies_markdown
+from predcalc.report.study_sections import language_model_section
 from predcalc.report.tables import plain_cell
 from predcalc.training.runner import PROFILES
 from predcalc.training.tune import final_comparison, search_facts
@@ -221,6 +223,9 @@ def export(findings) -> Section:
 
 
 def llm(findings) -> Section:
+    gemma = language_model_section(findings.notebooks)
+    if not gemma.empty:  # the pre-trained Gemma 3 270M beside the prior report's row (its study's template)
+        return Section("appendix.llm", gemma.title, gemma.blocks, part="appendix")
     if not any(record.get("llm") for record in findings.records):
         return Section("appendix.llm", "Fine-tuned language models", part="appendix")
     return Section(
@@ -280,10 +285,14 @@ def calculator_detail(findings) -> Section:
     if not records:
         return Section("appendix.calculator", "The learned calculator in detail", part="appendix")
     lines = section(records[0], findings.relative(records[0]))
+    given = records[0]
+    # what the calculator is given, each given piece taken away on fresh seeds, every rule step on
+    # fresh seeds and the measured box: the calculator study's own templates
+    extra = [Text(given_markdown(given))] if "given" in given and "box" in given else []
     return Section(
         "appendix.calculator",
         "The learned calculator in detail",
-        [Text(line) for line in _demote(lines) if line.strip()],
+        [Text(line) for line in _demote(lines) if line.strip()] + extra,
         part="appendix",
         notebooks=[records[0]["notebook"]],
     )

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from predcalc.calculator.given_study import given_markdown
 from predcalc.calculator.steps import TARGETS
 from predcalc.calculator.study import ablation_rows, carriers, error_bound, inside_world, order, speed_summary
 from predcalc.readable import percent_number, share
@@ -314,10 +313,6 @@ def results_blocks(record: dict) -> list:
         facts.append(speed_summary(study["speed"]))
     if facts:
         blocks.append(Bullets(facts))
-    if "given" in record and "box" in record:
-        # what the calculator is given, each given piece taken away on fresh seeds, every rule step
-        # on fresh seeds and the measured box: the calculator study's own templates
-        blocks.append(Text(given_markdown(record)))
     return blocks
 
 

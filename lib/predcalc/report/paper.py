@@ -40,7 +40,7 @@ from predcalc.report.scoreboard import (
 )
 from predcalc.report.seed_split import not_superseded, seed_split_records
 from predcalc.report.studies import FINISHES, extended_best, extended_title, is_study
-from predcalc.report.study_sections import language_model_section, trained_exact_section
+from predcalc.report.study_sections import trained_exact_section
 from predcalc.report.tables import plain_cell
 
 # The trained models the findings recommend: exact on the protocol's three test sets on every seed,
@@ -333,7 +333,6 @@ class Findings:
             self._extended(),
             self._calculator(),
             trained_exact_section(self.notebooks),
-            language_model_section(self.notebooks),
         ]
         return Section("results", "Results", [], subsections=[s for s in subsections if not s.empty])
 
