@@ -69,6 +69,8 @@ def variant_table(records: dict) -> list[dict]:
     rows = []
     for variant, by_seed in records.items():
         seeds = sorted(by_seed, key=int)
+        if not seeds:  # a variant no seed trained (the smoke profile trains none)
+            continue
         for name in given_ablations.VARIANTS[variant]:
             if not all(name in by_seed[s]["steps"] for s in seeds):
                 continue
