@@ -33,7 +33,7 @@ class RoundedGatedValueSum(GatedValueSum):
     def build(self, input_shape):
         super().build(input_shape)
         if not self.use_bias:
-            self.bias.assign(ops.zeros_like(self.bias))
+            self.bias.assign(ops.zeros(self.bias.shape, dtype=self.bias.dtype))
             self.bias.trainable = False
 
     def gates(self, features):
