@@ -55,7 +55,7 @@ def test_any_length_loop_equals_unrolled():
     x = typed(np.random.default_rng(1), 4, 12)
     unrolled = keras.ops.convert_to_numpy(model(x))  # a concrete shape: unrolled
     looped = model.predict(x, verbose=0)  # traced with an unknown length: the loop
-    np.testing.assert_allclose(unrolled, looped, rtol=1e-13)
+    np.testing.assert_allclose(unrolled, looped, rtol=1e-13 if looped.dtype == np.float64 else 1e-6)
 
 
 def test_exact_weights_give_the_signed_sum_at_any_magnitude():
