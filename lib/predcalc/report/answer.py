@@ -20,6 +20,7 @@ from predcalc.report import prose
 from predcalc.report.document import Bullets, Section, Table, Text
 from predcalc.report.studies import FINISHES
 from predcalc.report.tables import plain_cell
+from predcalc.studies import exact_scan
 
 # Families of the main text: (family, trained candidates, partly built candidates), registry names.
 FAMILIES = (
@@ -196,7 +197,7 @@ def family_rows(findings) -> list[dict]:
 def trained_exact_record(findings) -> dict | None:
     """The trained exact scan's study record (an ablation and a held-out suite scored through the
     exported files), found by its keys."""
-    found = [r for r in findings.notebooks if "ablation" in r and "heldout" in r and "float32_bound" in r]
+    found = [r for r in findings.notebooks if exact_scan.is_record(r)]
     return found[0] if found else None
 
 
@@ -208,10 +209,11 @@ def trained_exact_facts(findings) -> dict | None:
     seeds = sorted(record["seeds"], key=int)
     sets = list(record["data"]["heldout"]["sets"])
     formats = {}
+    exact = exact_scan.exact_everywhere(record)
     for fmt, by_seed in record["heldout"].items():
         per_seed = [float(np.mean([by_seed[s][n] for n in sets])) for s in seeds]
         formats[fmt] = {
-            "exact": sum(all(by_seed[s][n] >= 1.0 for n in sets) for s in seeds),
+            "exact": exact[fmt],
             "per_seed": per_seed,
             "mean": float(np.mean(per_seed)),
         }

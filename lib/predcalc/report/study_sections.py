@@ -26,7 +26,7 @@ def study_section(key: str, records: list[dict], render: Callable[[dict], str]) 
 
 def trained_exact_section(records: list[dict]) -> Section:
     """The trained exact scan: an ablation, and a held-out suite scored through the exported files."""
-    found = [r for r in records if "ablation" in r and "heldout" in r and "float32_bound" in r]
+    found = [r for r in records if exact_scan.is_record(r)]
     return study_section("results.trained_exact", found, exact_scan.section_markdown)
 
 

@@ -191,6 +191,17 @@ def run_ablation(
     return {name: runs[name] for name in names if name in runs}
 
 
+def is_record(record: dict) -> bool:
+    """Whether a stored notebook record is this study's (found by its keys, not a notebook name)."""
+    return "ablation" in record and "heldout" in record and "float32_bound" in record
+
+
+def exact_everywhere(record: dict) -> dict[str, int]:
+    """Per export format, the seeds exact on every set of the held-out suite."""
+    heldout, sets = record["heldout"], list(record["data"]["heldout"]["sets"])
+    return {fmt: sum(all(by_seed[s][n] == 1.0 for n in sets) for s in by_seed) for fmt, by_seed in heldout.items()}
+
+
 def exact_counts(per_seed: dict) -> dict[str, int]:
     """``{set: number of seeds exact (100 %) on it}`` of ``{seed: {set: accuracy}}``."""
     sets = next(iter(per_seed.values()), {})
@@ -319,7 +330,7 @@ def section_markdown(record: dict) -> str:
     counts = {fmt: exact_counts(heldout[fmt]) for fmt in heldout}
     ablation = record["ablation"]
     ablation_counts = {name: exact_counts(runs) for name, runs in ablation["runs"].items()}
-    exact_everywhere = {fmt: sum(all(heldout[fmt][s][n] == 1.0 for n in sets) for s in seeds) for fmt in heldout}
+    everywhere = exact_everywhere(record)
     first_runs = next(iter(ablation["runs"].values()))
     ablation_sets = list(next(iter(first_runs.values())))
     stuck = [s for s in seeds if record["seeds"].get(s, {}).get("scores", {}).get("in", 1.0) < 1.0]
@@ -329,7 +340,7 @@ def section_markdown(record: dict) -> str:
         seeds=seeds,
         sets=sets,
         counts=counts,
-        exact_everywhere=exact_everywhere,
+        exact_everywhere=everywhere,
         ablation_counts=ablation_counts,
         ablation_sets=ablation_sets,
         initial_exact=initial_exact,
