@@ -2,6 +2,8 @@
 #   make report   executes every notebook (quick profile) into the git-ignored build/runs/ and builds
 #                 build/findings.md there; PROFILE=full (the seed's settings) writes into reports/runs/
 #                 and rebuilds reports/findings.md and the README table. ONLY=01 runs one notebook.
+#   make first-look  times `make report` on a fresh clone of HEAD (reports/first_look.json; the
+#                 README's sentence on it is written from that record)
 #   make exports  writes every stored model's LiteRT and ONNX files beside its model.keras
 #   make book     builds the report as a static site, build/book/index.html, from reports/ (no
 #                 notebook is re-run)
@@ -36,7 +38,7 @@ NOTEBOOK_PROFILE ?= smoke
 TEST_WORKERS ?= auto
 PARALLEL := -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder
 
-.PHONY: report run book exports jetson-check lint test test-fast test-lib test-backends test-notebooks venv clean-runs
+.PHONY: report first-look run book exports jetson-check lint test test-fast test-lib test-backends test-notebooks venv clean-runs
 
 venv: $(VENV)/.installed
 
@@ -68,6 +70,12 @@ run: venv
 
 report: run
 	$(BIN)/predcalc report --profile $(PROFILE)
+
+# A first look timed: `make report` on a fresh clone of HEAD with this environment, into
+# reports/first_look.json (the README's sentence on it is written from that record by `predcalc report`).
+first-look: venv
+	$(BIN)/python -m predcalc.training.first_look --log build/first_look.log
+	$(BIN)/predcalc report --profile full
 
 # Every stored model's artifacts (LiteRT, ONNX, SavedModel), each checked against Keras: git keeps
 # them only for the recommended models, so a fresh clone writes the rest with this.

@@ -20,7 +20,7 @@ import pandas as pd
 
 from predcalc.paths import REPORTS, ROOT, RUNS, write_if_changed
 from predcalc.record import RunRecord
-from predcalc.report import render
+from predcalc.report import first_look, render
 from predcalc.report.anchors import SEED_LLM_ROWS, SEED_ROWS
 from predcalc.report.prose import count
 from predcalc.report.studies import FINISHES, shown_label
@@ -522,16 +522,17 @@ def llm_table(records: list[dict]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def update_readme(table: str, readme: Path = ROOT / "README.md") -> bool:
-    """Replace the README's findings table; False if the markers are missing."""
+def update_readme(table: str, readme: Path = ROOT / "README.md", start=README_START, end=README_END) -> bool:
+    """Replace the README's block between ``start`` and ``end`` (default: the findings block); False
+    if the markers are missing."""
     if not readme.is_file():
         return False
     text = readme.read_text()
-    if README_START not in text or README_END not in text:
+    if start not in text or end not in text:
         return False
-    head, rest = text.split(README_START, 1)
-    _, tail = rest.split(README_END, 1)
-    write_if_changed(readme, f"{head}{README_START}\n{table}\n{README_END}{tail}")
+    head, rest = text.split(start, 1)
+    _, tail = rest.split(end, 1)
+    write_if_changed(readme, f"{head}{start}\n{table}\n{end}{tail}")
     return True
 
 
@@ -555,5 +556,10 @@ def build(runs: Path = RUNS, reports: Path = REPORTS, readme: Path | None = ROOT
         "figure": figure if figure.is_file() else None,
         "document": doc,
         "readme": update_readme(render.readme_block(doc), readme) if readme is not None else False,
+        "first_look": (
+            update_readme(first_look.sentence(first_look.read()), readme, first_look.START, first_look.END)
+            if readme is not None
+            else False
+        ),
         "models": doc.facts["table_rows"],
     }

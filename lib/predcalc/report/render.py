@@ -72,6 +72,11 @@ def readme_block(doc: Document) -> str:
     return tidy(_environment(Path(".")).get_template("readme.md.j2").render(table=table, bullets=bullets))
 
 
+def template_text(name: str, **values) -> str:
+    """A small template of ``templates/`` rendered with ``values`` (a sentence block)."""
+    return tidy(_environment(Path(".")).get_template(name).render(**values))
+
+
 def html(text: str) -> str:
     """A plain HTML rendering of the findings markdown (Python-Markdown, tables)."""
 
