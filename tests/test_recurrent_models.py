@@ -84,7 +84,7 @@ def test_unrolled_equals_rolled(name):
 
 @pytest.mark.parametrize("name,reference_cell", [("lstm", ReferenceLSTMCell), ("gru", ReferenceGRUCell)])
 def test_keras_layers_are_the_reference_equations(name, reference_cell):
-    """The registered LSTM/GRU load into the literal seed cells and give the same final state."""
+    """The registered LSTM/GRU load into the literal reference cells and give the same final state."""
     _, model, tokenizer = fit.build(name, units=5)
     layer = model.get_layer(name)
     x = tokenizer.encode_batch(EXPRESSIONS)[:, :, None]

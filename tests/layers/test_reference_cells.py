@@ -61,7 +61,7 @@ def numpy_reference_lstm(x, w):
 
 @dataclasses.dataclass(frozen=True)
 class ReferenceCell:
-    """A seed cell with its weight names, NumPy reference, states (the reference's keys), the
+    """A reference cell with its weight names, NumPy reference, states (the reference's keys), the
     Keras layer it maps to (built with pattern weights), and the scale of its test weights."""
 
     cell: type
