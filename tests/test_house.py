@@ -135,3 +135,30 @@ def test_each_notebook_runs_its_headline_models_by_default():
         if "models" in defaults and model["name"] not in defaults["models"]:  # no list: its one model
             missing.append(f"{model['notebook']}: {model['name']}")
     assert not missing, f"headline models the quick run leaves out: {missing}"
+
+
+# Issue 43: "seed" means a random seed only; the prior report is `reference` in code. The former names
+# of the prior report's things, each as it stood; a line that keeps one on purpose (an alias for files or
+# commands of before) says "old name (issue 43)", and the calculator study's fingerprinted module that
+# still reads two of them (predcalc.data.calculator_families) keeps them until its parts are recomputed.
+FORMER_REFERENCE_NAMES = re.compile(
+    r"\b(?:_?seed_protocol|_?Seed(?:LSTM|GRU)?Cell|_?seed_(?:lstm|gru)_cell|_?seed_weights\w*|\w*_seed_weights"  # old name (issue 43)
+    r"|load_seed_\w+|keras_\w+_to_seed|_?seed_to_keras\w*|_keras_to_seed|numpy_seed_\w+|seed_rows?"  # old name (issue 43)
+    r"|SEED_(?:LLM_)?ROWS|seed_recipe\w*|SEED_RECIPE\w*|seed_cell\w*|\w*seed_way\w*|SEED_WAY\w*|mre_seed"  # old name (issue 43)
+    r"|seed_model|seed_baseline|seed_score|SEED_LONG|seed_getxy\w*|seed_in_test|seed_peak|SEED_PEAK\w*"  # old name (issue 43)
+    r"|seed_schedule|_?adamw_seed|SEED_TEST_SETS|SEED_OPERATORS|SEED_\w*WEIGHT\w*|transformer\d_seed\w*"  # old name (issue 43)
+    r"|\d\d_beyond_seed|seed004\w*)\b"  # old name (issue 43)
+)
+FINGERPRINTED_KEEPS = {"data/calculator_families.py"}
+
+
+def test_no_identifier_in_lib_calls_the_prior_report_seed():
+    found = [
+        f"{path.relative_to(LIB)}:{number}: {match.group(0)}"
+        for path in sorted(LIB.rglob("*.py"))
+        if path.relative_to(LIB).as_posix() not in FINGERPRINTED_KEEPS
+        for number, line in enumerate(path.read_text().splitlines(), 1)
+        if "old name (issue 43)" not in line
+        for match in FORMER_REFERENCE_NAMES.finditer(line)
+    ]
+    assert not found, "the prior report is `reference` in code, not `seed`: " + "; ".join(found)

@@ -17,12 +17,14 @@ Example:
 class Registry(dict):
     """Things by a unique name: :meth:`add` refuses a name twice, :meth:`named` lists the names
     there are when asked for an unknown one (sorted where ``sort_names``, else in registration
-    order)."""
+    order). ``renamed`` maps a former name to the current one, so :meth:`named` still finds a thing
+    that stored records or a command line name the old way."""
 
-    def __init__(self, kind: str, sort_names: bool = False):
+    def __init__(self, kind: str, sort_names: bool = False, renamed: dict[str, str] | None = None):
         super().__init__()
         self.kind = kind
         self.sort_names = sort_names
+        self.renamed = dict(renamed or {})
 
     def add(self, name: str, item):
         """Register ``item`` under the new ``name``; returns ``item``."""
@@ -32,7 +34,8 @@ class Registry(dict):
         return item
 
     def named(self, name: str):
-        """The item registered under ``name``."""
+        """The item registered under ``name`` (or under the name it was renamed to)."""
+        name = self.renamed.get(name, name)
         if name not in self:
             names = sorted(self) if self.sort_names else self
             raise ValueError(f"unknown {self.kind} {name!r}; registered {self.kind}s: {', '.join(names)}")

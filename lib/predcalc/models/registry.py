@@ -1,6 +1,6 @@
 """The model registry: every architecture the notebooks train, by name.
 
-A model is registered with the tokeniser it reads and, where the seed published a row for
+A model is registered with the tokeniser it reads and, where the prior report published a row for
 it, the name of that row in :mod:`predcalc.report.anchors`. Later architectures plug in with the
 same decorator; nothing else in the pipeline needs to change.
 """
@@ -57,7 +57,7 @@ class ModelSpec:
     family: str
     tokenizer: str
     build: Callable
-    seed_row: str | None = None
+    reference_row: str | None = None
     tokenizer_config: dict = dataclasses.field(default_factory=dict)
     predict_values: Callable = regression_values
     encode_targets: Callable = identity_targets
@@ -74,23 +74,18 @@ class ModelSpec:
         return display_label(self.label, partly_built=self.finish is not None)
 
 
-# "seed" keeps one meaning, a random seed: the prior report is named as such where a label says "seed"
-PRIOR_REPORT_WORDING = (
-    ("the seed's", "the prior report's"),
-    ("The seed's", "The prior report's"),
-    ("AdamW seed schedule", "AdamW schedule of the prior report"),
-)
-
-
 def display_label(label: str, partly_built: bool = False) -> str:
-    """A model's label as the report shows it: the prior report named as such, and a model finished in
-    closed form after fitting (a ``finish``) marked partly built."""
-    for old, new in PRIOR_REPORT_WORDING:
-        label = label.replace(old, new)
+    """A model's label as the report shows it: a model finished in closed form after fitting (a
+    ``finish``) marked partly built."""
     return f"{label} (partly built)" if partly_built else label
 
 
-MODELS = Registry("model", sort_names=True)
+#: Former model names (the prior report was called "seed"; issue 43), so old records and commands resolve.
+RENAMED_MODELS = {
+    "transformer4_seed": "transformer4_reference",  # old name (issue 43)
+    "transformer5_seed": "transformer5_reference",  # old name (issue 43)
+}
+MODELS = Registry("model", sort_names=True, renamed=RENAMED_MODELS)
 
 
 def _spec_fields(fields: dict) -> dict:
