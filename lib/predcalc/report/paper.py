@@ -23,7 +23,15 @@ from predcalc.readable import share
 from predcalc.report import findings as F
 from predcalc.report import prose
 from predcalc.report.anchors import PRIOR_REPORT
-from predcalc.report.answer import PROTOCOL_SETS, SHORT_NAMES, Cell, answer_section, calculator_facts, short_name
+from predcalc.report.answer import (
+    CHOSEN_ON,
+    PROTOCOL_SETS,
+    SHORT_NAMES,
+    Cell,
+    answer_section,
+    calculator_facts,
+    short_name,
+)
 from predcalc.report.appendix import appendix_sections
 from predcalc.report.calculator import calculator_lesson, mechanism, results_blocks
 from predcalc.report.document import Bullets, Document, Figure, Section, Table, Text
@@ -58,8 +66,7 @@ GOAL = F.GOAL
 SELECTION = [
     (
         "the families table's model of each family (Answer)",
-        "mean validation loss on the protocol's validation split (trained); mean MAE on the out-of-range test set "
-        "(partly built)",
+        f"{CHOSEN_ON['trained']} (trained); {CHOSEN_ON['partly built']} (partly built)",
         "none of the held-out numbers",
     ),
     (
