@@ -16,6 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from predcalc.calculator.box import ADVERSARIAL, box_phrase
 from predcalc.report import prose
 from predcalc.report.document import Bullets, Section, Table, Text
 from predcalc.report.studies import FINISHES
@@ -423,8 +424,8 @@ def calculator_facts(record: dict) -> dict | None:
     boxes = (record.get("held_out") or {}).get("boxes") or study.get("boxes") or {}
     if not families or not boxes:
         return None
-    # the adversarial family's digit counts include leading zeros (000...002): the reach is read without it
-    boxes = {f: b for f, b in boxes.items() if f != "adversarial"} or boxes
+    # the drawn families' reach (the adversarial family's fixed patterns are stated apart, in the box phrase)
+    boxes = {f: b for f, b in boxes.items() if f != ADVERSARIAL} or boxes
     most = {key: max(int(np.max(b[key])) for b in boxes.values()) for key in ("digits", "operators", "depth")}
     # the recipe rerun on seeds no choice saw: the steps not exact on every such seed
     fresh = [
@@ -439,6 +440,8 @@ def calculator_facts(record: dict) -> dict | None:
         "seeds": next(iter(families.values()))["seeds"],
         "expressions": (record.get("held_out") or {}).get("expressions"),
         "most": most,
+        "box": box_phrase(record) if "calculator" in record else None,
+        "box_short": box_phrase(record, short=True) if "calculator" in record else None,
         "world": study.get("training_box") or {},
     }
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from predcalc.calculator.box import box_phrase
 from predcalc.calculator.steps import TARGETS
 from predcalc.calculator.study import ablation_rows, carriers, error_bound, inside_world, order, speed_summary
 from predcalc.readable import percent_number, share
@@ -281,14 +282,11 @@ def results_blocks(record: dict) -> list:
     """The Results' calculator blocks: what each step saw, the ladder, adversarial digits, speed."""
 
     study = record["calculator"]
-    boxes = study["boxes"]
-    most = {key: max(box[key][1] for box in boxes.values()) for key in ("digits", "operators", "depth")}
     blocks = [
         Text(
             f"Training world: integers of at most {study['training_box']['digits']} digits, 1-"
             f"{study['training_box']['operators']} operators of `+ - * /`, depth at most "
-            f"{study['training_box']['depth']}. Test families reach {most['digits']} digits, {most['operators']} "
-            f"operators and depth {most['depth']} (each axis's largest, not reached together), scored exactly "
+            f"{study['training_box']['depth']}. The test families' box: {box_phrase(record)}. Scored exactly "
             "(fractions, no float) through the exported LiteRT files with forward passes. " + CODE_DECISIONS
         ),
         Text(

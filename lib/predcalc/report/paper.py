@@ -16,8 +16,6 @@ from pathlib import Path
 import pandas as pd
 
 from predcalc import recommended
-from predcalc.calculator.engine import MAX_DIGIT_PRODUCT
-from predcalc.calculator.tokens import MAX_CHARACTERS
 from predcalc.paths import relative
 from predcalc.readable import share
 from predcalc.report import findings as F
@@ -487,8 +485,6 @@ class Findings:
             retrained=retraining_shift(self.edges),
             scored=[short_name(n) for n in RECOMMENDED + BUILT_SHOWN if n in (self.edges.get("heldout") or {})],
             calculator=calculator_facts(records[0]) if records else None,
-            max_product=MAX_DIGIT_PRODUCT,
-            max_characters=MAX_CHARACTERS,
         )
         return Section("limitations", "Limitations", [Bullets(items)])
 
