@@ -36,7 +36,7 @@ from predcalc.report.document import Bullets, Document, Figure, Section, Table, 
 from predcalc.report.edges import load_suites, suite_blocks
 from predcalc.report.lessons import learned_section
 from predcalc.report.prose import count
-from predcalc.report.reach import plot_reach, reach_frame
+from predcalc.report.reach import plot_reach, reach_caption, reach_frame
 from predcalc.report.related import related_section
 from predcalc.report.scoreboard import (
     candidates,
@@ -348,27 +348,8 @@ class Findings:
             return Section("results.summary", "Summary", [])
         if self.figures or not path.is_file():  # the book reads the stored figure; `predcalc report` redraws it
             plot_reach(frame, path)
-        scored = sorted(set(frame.loc[frame["source"] == "heldout", "model"]))
-        held = (
-            f"the held-out edge suite ({count(self.heldout_seeds, 'seed')}, exported files) for {', '.join(f'`{m}`' for m in scored)}"
-            if scored
-            else "no held-out edge suite scored yet"
-        )
-        return Section(
-            "results.summary",
-            "Summary",
-            [
-                Figure(
-                    path,
-                    "Exact accuracy against distance from the training box (3 integers of -5..4, `+`/`-`): left, "
-                    "larger numbers (3 of them); right, more terms (numbers from -5..5). One model per family, the "
-                    "one with the lowest validation loss (as in the Answer), so no set shown here chose it; markers "
-                    "are means over seeds, bars the per-seed range. Filled "
-                    "markers are the protocol's test sets (in range -5..4, out of range -8..-5 and 5..8, 2-8 terms), "
-                    f"on which the models were chosen; open markers, right of the dashed line, come from {held}.",
-                )
-            ],
-        )
+        caption = reach_caption(frame, self.heldout_seeds)
+        return Section("results.summary", "Summary", [Figure(path, caption)])
 
     def _seed_protocol(self) -> Section:
         keep = [n for names in FAMILIES.values() for n in names if n in self.models]
