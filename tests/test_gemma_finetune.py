@@ -140,6 +140,24 @@ def test_findings_section_compares_every_seed_with_the_reference():
     assert gemma_findings.side([0.1, 0.2], 0.3) == "below"
 
 
+def test_the_readme_line_states_each_set_beside_the_reference_with_the_seed_count():
+    reference = {"accuracy_in": 0.5422, "accuracy_out": 0.0967, "accuracy_long": 0.28}
+    record = _record([(0.35, 0.08, 0.18), (0.41, 0.16, 0.17), (0.37, 0.07, 0.18)])
+    line = gemma_findings.readme_line(record, reference)
+    assert line.startswith("- **A pre-trained language model on the prior report's test sets:** Gemma 3 270M (test)")
+    assert "(3 seeds, n = 3)" in line
+    assert (
+        "35.00 % - 41.00 % of the in range (3 numbers, -5..4) set against the prior report's 54.22 % (below on all 3 seeds)"
+        in line
+    )
+    assert (
+        "7.00 % - 16.00 % of the out of range (3 numbers, ±5..8) set against the prior report's 9.67 % (not resolved)"
+        in line
+    )
+    assert "\n" not in line
+    assert gemma_findings.readme_line(_record([]), reference) is None
+
+
 @pytest.mark.slow  # converts a model to LiteRT (about 20 s)
 def test_litert_file_answers_like_keras(protocol, tmp_path):
     pytest.importorskip("ai_edge_litert")

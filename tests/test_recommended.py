@@ -69,3 +69,24 @@ def test_no_module_keeps_its_own_list_of_recommended_models():
             if len(listed) >= 2:
                 copies.append(f"{path.relative_to(LIB)}:{node.lineno} {sorted(listed)}")
     assert not copies, "lists of recommended models outside reports/recommended.json: " + "; ".join(copies)
+
+
+def test_the_recommended_list_says_which_data_chose_each_model_as_the_families_table_does():
+    """Every entry chosen by the families table's rule is the table's choice on the stored runs, every headline
+    model is in the table, and a candidate of a family that the rule did not choose says so."""
+    from predcalc.paths import REPORTS
+    from predcalc.report import answer
+    from predcalc.report import findings as F
+    from predcalc.report.paper import Findings, load_edges
+
+    records = F.load_runs(RUNS)
+    if not records:
+        pytest.skip("no stored runs")
+    chosen = {row["_name"] for row in answer.family_rows(Findings(records, REPORTS, load_edges(REPORTS)))}
+    assert set(recommended.family_choices()) <= chosen
+    assert set(recommended.headline()) <= chosen
+    candidates = {name for _, trained, built in answer.FAMILIES for name in (*trained, *built)}
+    for model in recommended.recommended():
+        assert model.chosen_on, f"{model.name}: chosen_on is empty"
+        if model.name in candidates and model.name not in chosen:
+            assert model.chosen_on.startswith("not chosen"), model.name

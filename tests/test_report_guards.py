@@ -249,3 +249,16 @@ def test_every_number_of_the_readme_findings_block_is_in_the_findings():
     assert block.strip(), "the README's findings block is empty"
     missing = block_numbers_missing(block, findings)
     assert not missing, f"README findings block numbers not in reports/findings.md (rerun `predcalc report`): {missing}"
+
+
+def test_the_readme_block_states_the_fine_tuned_language_model_beside_the_prior_report():
+    record = ROOT / "reports" / "runs" / "07_gemma_finetune" / "metrics.json"
+    block = _readme_block()
+    if block is None or not record.is_file():
+        pytest.skip("no README findings block or no stored Gemma run")
+    seeds = (json.loads(record.read_text()).get("gemma3_270m") or {}).get("seeds") or []
+    if not seeds:
+        pytest.skip("no Gemma seed finished")
+    line = next((x for x in block.splitlines() if "Gemma 3 270M" in x), "")
+    assert f"n = {len(seeds)}" in line and "prior report's" in line
+    assert ("below on all" in line) or ("not resolved" in line) or ("above on all" in line)

@@ -59,3 +59,63 @@ def test_models_at_the_same_value_stay_apart():
 def test_plot_reach_writes_the_png(tmp_path):
     path = reach.plot_reach(frame(), tmp_path / "figures" / "reach.png")
     assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def _fake_findings():
+    """Two LSTM-family models (the one with the lower validation loss has the lower accuracy), the typed scan
+    with its two finishes, the trained exact scan's record and a calculator record."""
+    from types import SimpleNamespace
+
+    def model(accuracy, val_loss):
+        metrics = {t: {"accuracy": accuracy, "mae": 0.1} for t in ("in", "out", "long")}
+        return {"params": 10, "runs": [{"seed": s, "best_val_loss": val_loss, "metrics": metrics} for s in range(2)]}
+
+    models = {
+        "lstm": model(0.2, 0.01),
+        "gru": model(0.9, 0.5),
+        "scan_typed": model(1.0, 0.001),
+        "scan_typed_solved": model(1.0, 0.001),
+        "scan_typed_readout_solved": model(1.0, 0.001),
+    }
+    families = ["digits_1"]
+    extended = {
+        "extended": {
+            "families": families,
+            "models": {
+                "scan_typed_solved": {"runs": [{"metrics": {"digits_1": {"accuracy": 0.9}}}]},
+                "scan_typed_readout_solved": {"runs": [{"metrics": {"digits_1": {"accuracy": 0.5}}}]},
+            },
+        }
+    }
+    seeds = {s: {"scores": {"in": 1.0, "out": 1.0, "long": 1.0}, "weights": {"w": [1.0]}} for s in ("0", "1")}
+    sets = {"digits_6": "3 numbers of 6 digits", "terms_300": "300 numbers"}
+    exact = {
+        "seeds": seeds,
+        "data": {"heldout": {"sets": sets, "seed": 5151}},
+        "heldout": {"onnx": {s: {n: 1.0 for n in sets} for s in seeds}},
+        "ablation": {},
+        "float32_bound": {"bound": 2**24},
+    }
+    score = {"mean": 0.5, "min": 0.4, "max": 0.6}
+    return SimpleNamespace(
+        models={name: ({}, m) for name, m in models.items()},
+        notebooks=[extended, exact],
+        edges={"heldout": {"scan_typed": {"digits_exactly_3": score}, "gru": {"digits_exactly_3": score}}},
+        accuracy=lambda name, test_set: [r["metrics"][test_set]["accuracy"] for r in models[name]["runs"]],
+        study=lambda kind: (
+            [{"held_out": {"families": {"iid": {"mean": 1.0, "min": 1.0, "seeds": 5}}}}] if kind == "calculator" else []
+        ),
+    )
+
+
+def test_the_figure_draws_the_answers_models_the_trained_exact_scan_and_not_the_calculator():
+    frame = reach.reach_frame(_fake_findings())
+    models = list(dict.fromkeys(frame["model"]))
+    # chosen as in the Answer: the lower validation loss (not the higher accuracy shown), the finish best on
+    # 31's extended suite, and the trained exact scan with its own held-out suite
+    assert models == ["lstm", "scan_typed", "scan_typed_solved", "scan_exact"]
+    exact = frame[frame["model"] == "scan_exact"]
+    assert set(exact.loc[exact["source"] == "heldout", "label"]) == {"6 digits", "300"}
+    assert len(exact[exact["source"] == "protocol"]) == 4
+    caption = reach.reach_caption(frame, 5)
+    assert "its own held-out suite" in caption and "calculator is not drawn" in caption

@@ -61,3 +61,13 @@ def test_a_section_is_found_by_key_whatever_its_title():
         doc.section("missing")
     with pytest.raises(ValueError, match="part must be"):
         Section("k", "K", part="middle")
+
+
+def test_the_appendix_shows_each_models_exact_accuracy_once():
+    from predcalc.report.appendix import ACCURACY_COLUMNS
+
+    text = (ROOT / "reports" / "findings.md").read_text()
+    section = text.split("## Every trained model", 1)[1].split("\n## ", 1)[0]
+    headers = [line for line in section.splitlines() if line.startswith("| model |")]
+    for column in ACCURACY_COLUMNS:
+        assert sum(f"| {column} |" in header for header in headers) == 1, column

@@ -14,13 +14,17 @@ from pathlib import Path
 from predcalc.paths import RECOMMENDED_FILE
 
 KINDS = ("trained", "partly built", "memorised")
+# How ``chosen_on`` names a model the Answer's families table chooses (report/answer.py), on development
+# data the table does not show; a test checks that every such entry is the table's choice.
+FAMILY_RULE = "the families table's rule"
 
 
 @dataclass(frozen=True)
 class Recommended:
     """One recommended model: its registry ``name``, its ``kind`` (:data:`KINDS`), the ``notebook``
     that trains it, its ``export`` folder (relative to ``reports/runs/``), whether the held-out edge
-    study scores it (``edges``), whether the findings lead with it (``headline``), and ``why``."""
+    study scores it (``edges``), whether the findings lead with it (``headline``), ``why``, and
+    ``chosen_on``: the data or rule that chose it (:data:`FAMILY_RULE` for a families-table choice)."""
 
     name: str
     kind: str
@@ -29,6 +33,7 @@ class Recommended:
     edges: bool = False
     headline: bool = False
     why: str = ""
+    chosen_on: str = ""
 
 
 def read(path: Path | str = RECOMMENDED_FILE) -> tuple[Recommended, ...]:
@@ -68,3 +73,8 @@ def on_edges() -> dict[str, str]:
 def exports() -> dict[str, str]:
     """``{export folder: why}`` of every recommended model (relative to ``reports/runs/``)."""
     return {model.export: model.why for model in recommended()}
+
+
+def family_choices() -> tuple[str, ...]:
+    """Names of the recommended models the Answer's families table chooses (:data:`FAMILY_RULE`)."""
+    return tuple(model.name for model in recommended() if model.chosen_on.startswith(FAMILY_RULE))

@@ -94,6 +94,36 @@ def test_the_shipped_calculator_is_exact_past_its_test_families():
     assert all(answer(evaluate(e)) == t for e, t in pairs)  # the truths are the exact evaluator's
 
 
+def test_the_shipped_calculator_is_exact_at_the_edges_of_its_claimed_box_and_refuses_past_its_limits():
+    """The box the findings state (box.box_phrase): leading zeros, exactly 50 digits with each operator,
+    65-digit adversarial quotients, depth 10, 40 operators, and the two refusal limits, in one line each."""
+    from predcalc.calculator.runtime import Calculator
+    from predcalc.data.calculator_families import answer
+
+    fifty, other = "7" * 25 + "3" * 25, "9" * 50
+    nested = "12"
+    for k in range(10):
+        nested = f"({nested} {'+-*/'[k % 4]} {k + 3})"
+    expressions = [
+        "0000000000000000000000000000000000000000000000000000000000002 * 000000000000000003",
+        "-000017 - 0003 + 00",
+        "(0007 - 007) / 0003",
+        *(f"{fifty} {op} -{other}" for op in "+-*/"),
+        f"{123 * (10**60 + 7)} / 123",
+        nested,
+        " + ".join(str(k % 97) for k in range(41)),
+        f"{'9' * 20} * ({'8' * 20} - {nested}) + " + " - ".join(str(k) for k in range(30)),
+    ]
+    calculator = Calculator(MODEL)
+    answers = calculator.answers(expressions)
+    wrong = [(e, a, answer(evaluate(e))) for e, a in zip(expressions, answers) if a != answer(evaluate(e))]
+    assert not wrong, wrong[:3]
+    big = "9" * 10_001  # 10,001 x 10,001 digit products: past 10^8
+    refused = calculator.answers([f"{big} * {big}", "1" + " + 1" * 250_001])
+    assert refused[0] == "error: operands too large: 100,020,001 digit products, more than 100,000,000"
+    assert refused[1] == "error: expression longer than 1,000,000 characters"
+
+
 @pytest.mark.slow
 def test_the_shipped_calculator_answers_a_100000_term_chain_in_under_10_seconds():
     """Forward passes through the LiteRT file (the default path): a round halves the chain."""

@@ -141,7 +141,7 @@ def test_the_given_fields_put_every_seed_and_the_exact_seed_count_in_the_tables(
     assert (
         "| `control` | control with learned precedence levels (not given) | 15, 16 | 1 / 0 of 2 | 446 | 0, 21 |" in text
     )
-    assert "40 operators and parenthesis depth 10" in text and "100,000,000" in text
+    assert "up to 40 operators of `+ - * /` and parenthesis depth up to 10" in text and "100,000,000" in text
 
 
 def test_the_claim_box_is_the_largest_value_each_axis_reached():
@@ -159,6 +159,37 @@ def test_the_claim_box_is_the_largest_value_each_axis_reached():
         "development": {"digits": [14, 20], "operators": [5, 40], "depth": [3, 10], "answer_digits": 100}
     }
     assert box["refused"] == {"digit_product": engine.MAX_DIGIT_PRODUCT, "characters": tokens.MAX_CHARACTERS}
+    # the drawn families' reach and the adversarial family's fixed patterns are told apart
+    assert box["drawn"]["digits"] == 50 and box["adversarial"] == {
+        "digits": 65,
+        "operators": 1,
+        "depth": 0,
+        "answer_digits": 118,
+    }
+
+
+def test_every_claim_of_reach_states_the_measured_box_with_its_refusal_limits():
+    from predcalc.calculator.box import box_phrase
+
+    boxes = {
+        "digits_21_50": {"digits": [23, 50], "operators": [1, 4], "depth": [0, 2], "answer_digits": 100},
+        "all_axes": {"digits": [14, 20], "operators": [5, 40], "depth": [3, 10], "answer_digits": 100},
+    }
+    held_out = {**boxes, "adversarial": {"digits": [10, 65], "operators": [1, 1], "depth": [0, 0], "answer_digits": 9}}
+    phrase = box_phrase({"calculator": {"boxes": boxes}, "held_out": {"boxes": held_out}})
+    assert phrase.startswith(
+        "operands of up to 50 digits, up to 40 operators of `+ - * /` and parenthesis depth up to 10"
+    )
+    assert "(all three at once only in `all_axes`: 14-20 digits, 5-40 operators, depth 3-10)" in phrase
+    assert "operands of up to 65 digits and 1 operator;" in phrase
+    assert "more than 100,000,000" in phrase and "longer than 1,000,000 characters" in phrase
+    assert "adversarial" not in box_phrase({"calculator": {"boxes": boxes}})
+    short = box_phrase({"calculator": {"boxes": boxes}, "held_out": {"boxes": held_out}}, short=True)
+    assert short == (
+        "up to 50 digits, 40 operators and depth 10, each in its own family (together: 14-20 digits, 5-40 "
+        "operators, depth 3-10), adversarial digit patterns to 65 digits; it refuses digit products over 10^8 "
+        "and inputs over 1,000,000 characters"
+    )
 
 
 @pytest.mark.slow

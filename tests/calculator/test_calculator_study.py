@@ -50,12 +50,17 @@ def test_ablation_rows_split_inside_and_beyond_and_order_the_models():
 def test_carriers_weighs_each_swap_inside_and_beyond_and_against_the_seed_spread():
     record = _record()
     text = study.carriers(record)
-    # the supervision ablation is measured against the continuous-state adder, not the calculator
-    assert f"5.0 points lost beyond it and 10.0 inside against the {study.ABLATION_LABELS['continuous_state']}" in text
-    assert "75.0 points lost beyond it and 40.0 inside" in text
-    # swaps that also fail inside the training world are not read as extrapolation effects
-    assert "fail to learn the step itself" in text and study.ABLATION_LABELS["pick"] not in text.split("Losing")[1]
+    # swaps below 90 % inside their own training world are not compared beyond it
+    for kind, inside in (("answers_only", "50.0"), ("continuous_state", "60.0")):
+        label = study.ABLATION_LABELS[kind]
+        assert f"{label}: {inside} % inside the training world, below 90 %, so not trained to competence" in text
+    assert "points lost beyond it and 10.0 inside" not in text and "75.0 points lost" not in text
+    assert "20.0 points lost beyond it and 0.0 inside" in text  # the competent swap (pick) is compared
     assert "Not resolved" not in text  # without per-seed ranges nothing is called unresolved
+    record["calculator"]["summary"]["pick"] = {
+        k: {**v, "mean": 0.9} for k, v in record["calculator"]["summary"]["pick"].items()
+    }
+    assert "fails to learn the step itself" in study.carriers(record)  # competent, but 10 points lost inside
     record["calculator"]["per_seed"] = {
         "calculator": [{"inside": 1.0, "beyond": b} for b in (1.0, 0.99)],
         "pick": [{"inside": 1.0, "beyond": b} for b in (0.98, 0.995)],  # overlaps the calculator's range
@@ -301,3 +306,34 @@ def test_the_axis_figure_gives_every_model_its_own_cell_with_its_worst_seed(tmp_
     assert cells == ["100", "100", "100", "100", "80.0\n(min 50)", "80.0\n(min 50)"]
     assert first.images[0].get_array().shape == (3, 2)
     assert (tmp_path / "axes.png").is_file()
+
+
+def test_the_ladder_does_not_compare_a_rung_below_90_percent_inside_and_states_its_budget():
+    from predcalc.report.calculator import NOT_COMPARED, budget, ladder_blocks
+    from predcalc.report.document import Table, Text
+
+    runs = [
+        {"epochs": 60, "parameters": 5772, "training_sequences": n, "train_seconds": t}
+        for n, t in ((4419, 21.4), (7584, 35.8))
+    ]
+    assert budget({"ablations": {"answers_only": runs}}, "answers_only") == {
+        "seeds": 2,
+        "epochs": "60",
+        "weights": "5,772",
+        "examples": "4,419-7,584",
+        "seconds": "21-36",
+    }
+    record = _record()
+    record["calculator"]["summary"]["end_to_end"] = record["calculator"]["summary"].pop("answers_only")
+    record["calculator"]["ablations"] = {"end_to_end": runs}
+    record["calculator"]["parameters"] = {}
+    record["ladder"] = {"rules": record["calculator"]["summary"]["calculator"]}
+    blocks = ladder_blocks(record)
+    table = next(b for b in blocks if isinstance(b, Table)).frame
+    row = table[table["rung"].str.startswith("5.")].iloc[0]
+    assert row["beyond it"] == NOT_COMPARED and row["inside the training world"].startswith("50.0 %")
+    text = " ".join(b.text for b in blocks if isinstance(b, Text))
+    assert "Rung 5 did not reach the 90 % exactness inside its own training world" in text
+    assert "rung 5 reaches 50.0 % with the budget" in text
+    assert "(60 epochs, 5,772 weights, 4,419-7,584 training examples, 21-36 s a seed" in text
+    assert "No larger budget is recorded" in text

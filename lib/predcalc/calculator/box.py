@@ -11,6 +11,10 @@ from predcalc.calculator.engine import MAX_DIGIT_PRODUCT
 from predcalc.calculator.tokens import MAX_CHARACTERS
 
 AXES = ("digits", "operators", "depth", "answer_digits")
+# The family of fixed atypical digit patterns (leading zeros written out, 9...9 chains, 9/0 runs, quotients
+# with many zero digits; one operator each): its operands are longer than any drawn family's, so a claim
+# states its reach apart from the families drawn at random.
+ADVERSARIAL = "adversarial"
 
 
 def _largest(value) -> int:
@@ -21,7 +25,9 @@ def claim_box(draws: dict[str, dict]) -> dict:
     """The measured box over the families of every draw (``{draw: {family: box}}``).
 
     Returns per axis the largest value any scored family reached and the families that reached it
-    (``"reached"``), the box of the family that varies every axis at once (``"joint"``, where a draw
+    (``"reached"``), the same over the families drawn at random (``"drawn"``) and over the
+    :data:`ADVERSARIAL` family (``"adversarial"``, None where none was scored), the box of the family
+    that varies every axis at once (``"joint"``, where a draw
     has ``all_axes``), and the code's refusal limits (``"refused"``): an operation whose operands'
     digit counts multiply to more than ``digit_product``, an input longer than ``characters``."""
     reached = {}
@@ -36,6 +42,17 @@ def claim_box(draws: dict[str, dict]) -> dict:
             continue
         top = max(value for value, _ in found)
         reached[axis] = {"largest": top, "families": sorted({where for value, where in found if value == top})}
+    drawn, adversarial = {}, {}
+    for axis in AXES:
+        for target, keep in ((drawn, False), (adversarial, True)):
+            values = [
+                _largest(box[axis])
+                for boxes in draws.values()
+                for family, box in boxes.items()
+                if axis in box and (family == ADVERSARIAL) == keep
+            ]
+            if values:
+                target[axis] = max(values)
     joint = {
         draw: {axis: boxes["all_axes"][axis] for axis in AXES if axis in boxes["all_axes"]}
         for draw, boxes in draws.items()
@@ -43,6 +60,8 @@ def claim_box(draws: dict[str, dict]) -> dict:
     }
     return {
         "reached": reached,
+        "drawn": drawn,
+        "adversarial": adversarial or None,
         "joint": joint,
         "refused": {"digit_product": MAX_DIGIT_PRODUCT, "characters": MAX_CHARACTERS},
     }
@@ -54,3 +73,12 @@ def record_box(record: dict) -> dict:
     if "held_out" in record:
         draws["held_out"] = record["held_out"]["boxes"]
     return claim_box(draws)
+
+
+def box_phrase(record: dict, short: bool = False) -> str:
+    """The measured box of a calculator claim, in one phrase (``templates/box_claim.md.j2``): the reach
+    of the drawn families, the adversarial family's apart, the joint box and the refusal limits. Every
+    sentence that claims the calculator's reach states it (``short``: the same numbers in fewer words)."""
+    from predcalc.calculator.templates import render  # Jinja2 only when text is rendered
+
+    return " ".join(render("box_claim.md.j2", box=record_box(record), short=short).split())

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from predcalc.calculator import given_ablations
-from predcalc.calculator.box import record_box
+from predcalc.calculator.box import box_phrase, record_box
 from predcalc.calculator.cache import FINGERPRINTED, cached
 from predcalc.calculator.given import given_table, kind_features, schedule
 
@@ -200,4 +200,4 @@ def box_markdown(record: dict) -> str:
     ``"box"`` field (``templates/box.md.j2``): the sentence to state wherever a claim of reach is made."""
     from predcalc.calculator.templates import render  # Jinja2 only when text is rendered
 
-    return render("box.md.j2", box=record["box"])
+    return render("box.md.j2", phrase=box_phrase(record))

@@ -112,6 +112,12 @@ def carriers(record: dict) -> str:
     parts, unresolved, inside = [], [], []
     for kind in swapped:
         row, reference = rows[kind], rows[CHOICES[kind]]
+        if row["inside"] < COMPETENT:  # it has not learned its own world: its score beyond it is no comparison
+            parts.append(
+                f"{row['label']}: {100 * row['inside']:.1f} % inside the training world, below "
+                f"{100 * COMPETENT:.0f} %, so not trained to competence and not compared beyond it"
+            )
+            continue
         against = "" if CHOICES[kind] == "calculator" else f" against the {reference['label']}"
         parts.append(
             f"{row['label']}: {100 * (reference['beyond'] - row['beyond']):.1f} points lost beyond it and "

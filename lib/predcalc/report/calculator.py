@@ -6,6 +6,8 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from predcalc.calculator.box import box_phrase
+from predcalc.calculator.prose import COMPETENT
 from predcalc.calculator.steps import TARGETS
 from predcalc.calculator.study import ablation_rows, carriers, error_bound, inside_world, order, speed_summary
 from predcalc.readable import percent_number, share
@@ -281,14 +283,11 @@ def results_blocks(record: dict) -> list:
     """The Results' calculator blocks: what each step saw, the ladder, adversarial digits, speed."""
 
     study = record["calculator"]
-    boxes = study["boxes"]
-    most = {key: max(box[key][1] for box in boxes.values()) for key in ("digits", "operators", "depth")}
     blocks = [
         Text(
             f"Training world: integers of at most {study['training_box']['digits']} digits, 1-"
             f"{study['training_box']['operators']} operators of `+ - * /`, depth at most "
-            f"{study['training_box']['depth']}. Test families reach {most['digits']} digits, {most['operators']} "
-            f"operators and depth {most['depth']} (each axis's largest, not reached together), scored exactly "
+            f"{study['training_box']['depth']}. The test families' box: {box_phrase(record)}. Scored exactly "
             "(fractions, no float) through the exported LiteRT files with forward passes. " + CODE_DECISIONS
         ),
         Text(
@@ -393,6 +392,38 @@ def ladder_rows(record: dict) -> list[dict]:
     return rows
 
 
+# The ladder's "beyond it" cell of a rung below COMPETENT inside its own training world.
+NOT_COMPARED = "not compared"
+
+
+def _weak(row: dict) -> bool:
+    """A trained-end-to-end rung that has not learned its own world (below :data:`COMPETENT` inside)."""
+    return row["rung"] in ("answers_only", "end_to_end") and row["inside"] is not None and row["inside"] < COMPETENT
+
+
+def budget(study: dict, kind: str) -> dict | None:
+    """The training budget a rung was given, from its per-seed records: epochs, weights, training
+    examples and seconds a seed (a value, or a min-max where the seeds differ)."""
+    runs = (study.get("ablations") or {}).get(kind) or []
+    if not runs:
+        return None
+
+    def span(key, fmt="{:,}"):
+        values = [r[key] for r in runs if key in r]
+        if not values:
+            return None
+        low, high = min(values), max(values)
+        return fmt.format(low) if low == high else f"{fmt.format(low)}-{fmt.format(high)}"
+
+    return {
+        "seeds": len(runs),
+        "epochs": span("epochs"),
+        "weights": span("parameters"),
+        "examples": span("training_sequences") or span("train_expressions"),
+        "seconds": span("train_seconds", "{:.0f}"),
+    }
+
+
 def ladder_blocks(record: dict) -> list:
     """The ladder of structure, its definition from a template and one table."""
     study = record["calculator"]
@@ -414,7 +445,11 @@ def ladder_blocks(record: dict) -> list:
                 "inside the training world": ""
                 if r["inside"] is None
                 else f"{prose.share(r['inside'], 1)} ({r['inside seeds']})",
-                "beyond it": "" if r["beyond"] is None else f"{prose.share(r['beyond'], 1)} ({r['beyond seeds']})",
+                "beyond it": ""
+                if r["beyond"] is None
+                else NOT_COMPARED
+                if _weak(r)
+                else f"{prose.share(r['beyond'], 1)} ({r['beyond seeds']})",
                 "worst family (mean)": f"{r['worst family'][0]} {prose.share(r['worst family'][1], 1)}",
                 "worst seed on a family": prose.share(r["worst seed"], 1),
                 "seeds": r["seeds"],
@@ -423,16 +458,15 @@ def ladder_blocks(record: dict) -> list:
         ]
     )
     weak = [
-        {"rung": labels[r["rung"]], "inside": r["inside"]}
-        for r in rows
-        if r["rung"] in ("answers_only", "end_to_end") and r["inside"] is not None and r["inside"] < 0.9
+        {"rung": labels[r["rung"]], "inside": r["inside"], "budget": budget(study, r["rung"])} for r in rows if _weak(r)
     ]
     text = prose.say(
         "calculator_ladder.md.j2",
         code=_code_versions(record),
         size=study["parameters"].get("ablation_size", 100),
         weak=weak,
-        epochs=study["parameters"].get("baseline_epochs"),
+        competent=COMPETENT,
+        not_compared=NOT_COMPARED,
     )
     return [*[Text(t) for t in text], Table(table, cell=plain_cell)]
 

@@ -23,8 +23,8 @@ import numpy as np
 import pandas as pd
 
 from predcalc.paths import save_figure
-from predcalc.report.answer import FAMILIES as ANSWER_FAMILIES
-from predcalc.report.answer import best_trained, short_name
+from predcalc.report import answer, prose
+from predcalc.report.answer import short_name
 
 # (axis, distance) -> tick label, where the frame's own label is not the box's name: the training
 # box of the reference protocol is 3 integers from -5..4; its out-of-range set draws from -8..-5 and 5..8.
@@ -39,9 +39,9 @@ PANELS = (
 )
 SOURCES = {  # source -> (marker fill, what the legend says of it)
     "protocol": ("full", "filled markers: the protocol's test sets (development: they chose designs)"),
-    "heldout": ("none", "open: the held-out edge suite (never used to choose)"),
+    "heldout": ("none", "open: held-out sets (the edge suite; the sign scan's own suite), never used to choose"),
 }
-MARKERS = "osD^vP*X"
+MARKERS = "osD^vP*Xh<>p"
 LINESTYLES = ("-", "--", "-.", ":")
 OFFSET = 0.07  # sideways step between models, in tick spacings
 # line width of the first model, and the step down to each next: a line drawn over an earlier one at the
@@ -77,6 +77,8 @@ def draw_reach(frame: pd.DataFrame):
 
     models = list(dict.fromkeys(frame["model"]))
     colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
+    if len(models) > len(colours):  # every model its own colour
+        colours = [plt.get_cmap("tab20")(k) for k in range(20)]
     figure, axes = plt.subplots(1, 2, figsize=(11, 5.2), sharey=True, layout="constrained")
     for axis, (name, title, xlabel) in zip(axes, PANELS):
         part = frame[frame["axis"] == name]
@@ -132,7 +134,7 @@ def draw_reach(frame: pd.DataFrame):
     axes[0].set_ylabel("exact accuracy (%)")
     handles, labels = axes[0].get_legend_handles_labels()
     key = (
-        "one model per family, the one with the lowest validation loss\n"
+        "the Answer's models, chosen on data not shown here (validation loss; 31's extended suite)\n"
         + "; ".join(text for _, text in SOURCES.values())
         + "; bars from the worst to the best seed"
     )
@@ -142,50 +144,68 @@ def draw_reach(frame: pd.DataFrame):
     return figure
 
 
+def _row(model, axis, distance, label, source, values=None, score=None) -> dict:
+    summary = score or {"mean": float(np.mean(values)), "min": min(values), "max": max(values)}
+    return {"model": model, "axis": axis, "distance": distance, "label": label, "source": source, **summary}
+
+
+PROTOCOL_POINTS = (
+    ("digits", 1, "-5..4", "in"),
+    ("digits", 1.5, "|n| 5..8", "out"),
+    ("terms", 3, "3", "in"),
+    ("terms", 5, "2-8", "long"),
+)
+
+
+def _exact_scan_rows(findings) -> list[dict]:
+    """The trained exact scan: the protocol's sets from its own record, and its own held-out suite
+    (drawn after its design was frozen, scored through its ONNX files)."""
+    record = answer.trained_exact_record(findings)
+    if record is None:
+        return []
+    seeds = sorted(record["seeds"], key=int)
+    rows = [
+        _row("scan_exact", axis, distance, label, "protocol", [record["seeds"][s]["scores"][test_set] for s in seeds])
+        for axis, distance, label, test_set in PROTOCOL_POINTS
+    ]
+    onnx = record["heldout"]["onnx"]
+    for name, (axis, distance, label) in EXACT_SCAN_SETS.items():
+        if all(name in onnx[s] for s in seeds):
+            rows.append(_row("scan_exact", axis, distance, label, "heldout", [onnx[s][name] for s in seeds]))
+    return rows
+
+
 def reach_frame(findings) -> pd.DataFrame:
-    """Tidy rows (model, axis, distance, label, mean, min, max) for the summary figure: the
-    protocol's in-range and out-of-range sets and long set, then the held-out edge suite's sets."""
+    """Tidy rows (model, axis, distance, label, source, mean, min, max) for the summary figure: the
+    Answer's models (each family's, chosen on data the figure does not show), on the protocol's
+    in-range, out-of-range and long sets, then on the held-out sets. The calculator is left out: the
+    protocol's sets lie inside its own training world, and its held-out draw has other boxes."""
     rows = []
-    for _, names, _ in ANSWER_FAMILIES:
-        # the family's model as the Answer chose it: on validation loss, never on the sets drawn here
-        best = best_trained(findings, names)
-        if best is None:
+    for entry in answer.family_rows(findings):
+        name = entry["_name"]
+        if name == "scan_exact":
+            rows += _exact_scan_rows(findings)
+        if name not in findings.models:
             continue
-        for axis, distance, label, test_set in (
-            ("digits", 1, "-5..4", "in"),
-            ("digits", 1.5, "|n| 5..8", "out"),
-            ("terms", 3, "3", "in"),
-            ("terms", 5, "2-8", "long"),
-        ):
-            values = findings.accuracy(best, test_set)
-            rows.append(
-                {
-                    "model": best,
-                    "axis": axis,
-                    "distance": distance,
-                    "label": label,
-                    "source": "protocol",
-                    "mean": float(np.mean(values)),
-                    "min": min(values),
-                    "max": max(values),
-                }
-            )
-        for name, score in ((findings.edges.get("heldout") or {}).get(best) or {}).items():
-            if name in REACH_SETS:
-                axis, distance, label = REACH_SETS[name]
-                rows.append(
-                    {
-                        "model": best,
-                        "axis": axis,
-                        "distance": distance,
-                        "label": label,
-                        "source": "heldout",
-                        "mean": score["mean"],
-                        "min": score["min"],
-                        "max": score["max"],
-                    }
-                )
+        for axis, distance, label, test_set in PROTOCOL_POINTS:
+            rows.append(_row(name, axis, distance, label, "protocol", findings.accuracy(name, test_set)))
+        for set_name, score in ((findings.edges.get("heldout") or {}).get(name) or {}).items():
+            if set_name in REACH_SETS:
+                rows.append(_row(name, *REACH_SETS[set_name], "heldout", score=score))
     return pd.DataFrame(rows)
+
+
+def reach_caption(frame: pd.DataFrame, seeds: int) -> str:
+    """The figure's caption (``templates/reach_caption.md.j2``)."""
+    held = frame[frame["source"] == "heldout"]
+    return " ".join(
+        prose.say(
+            "reach_caption.md.j2",
+            scored=[short_name(m) for m in dict.fromkeys(held["model"]) if m != "scan_exact"],
+            exact=short_name("scan_exact") if "scan_exact" in set(held["model"]) else None,
+            seeds=seeds,
+        )
+    )
 
 
 # The held-out edge suite's sets on the summary figure: (axis, distance from the box, tick label).
@@ -196,4 +216,14 @@ REACH_SETS = {
     "terms_9_14": ("terms", 11, "9-14"),
     "terms_40": ("terms", 40, "40"),
     "terms_80": ("terms", 80, "80"),
+}
+
+# The trained exact scan's own held-out suite (a separate draw, scored through its ONNX files).
+EXACT_SCAN_SETS = {
+    "digits_3": ("digits", 3, "3 digits"),
+    "digits_4": ("digits", 4, "4 digits"),
+    "digits_6": ("digits", 6, "6 digits"),
+    "terms_40": ("terms", 40, "40"),
+    "terms_80": ("terms", 80, "80"),
+    "terms_300": ("terms", 300, "300"),
 }

@@ -64,12 +64,17 @@ def section_markdown(section: Section, base: Path, level: int = 1) -> str:
 
 
 def readme_block(doc: Document) -> str:
-    """The README's findings block: the Answer's families table and its sentences, and a pointer to
-    the full page (the table's explanation stays there)."""
+    """The README's findings block: the Answer's families table and its sentences, the fine-tuned
+    language model beside the prior report's row, and a pointer to the full page (the table's
+    explanation stays there)."""
     blocks = doc.section("answer").blocks
     table = next((b for b in blocks if isinstance(b, Table)), None)
     bullets = next((b for b in blocks if isinstance(b, Bullets)), None)
-    return tidy(_environment(Path(".")).get_template("readme.md.j2").render(table=table, bullets=bullets))
+    return tidy(
+        _environment(Path("."))
+        .get_template("readme.md.j2")
+        .render(table=table, bullets=bullets, language_model=doc.facts.get("language_model"))
+    )
 
 
 def template_text(name: str, **values) -> str:

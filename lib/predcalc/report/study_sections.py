@@ -37,3 +37,9 @@ def language_model_section(records: list[dict]) -> Section:
     return study_section(
         "results.language_model", found, lambda record: gemma_findings.render_section(record, reference)
     )
+
+
+def language_model_line(records: list[dict]) -> str | None:
+    """The README's bullet on the fine-tuned Gemma 3 270M (None where no stored run has the study)."""
+    found = [r["gemma3_270m"] for r in records if r.get("gemma3_270m")]
+    return gemma_findings.readme_line(found[0], REFERENCE_LLM_ROWS["Gemma 3 270M"]) if found else None

@@ -16,6 +16,7 @@ from predcalc.studies.gemma_study import EDGE_SETS, PREFERRED_ORDER
 
 TEMPLATES = Path(__file__).parent / "templates"
 TEMPLATE = "gemma_finetune.md.j2"
+README_TEMPLATE = "gemma_readme.md.j2"
 SET_LABELS = {
     "in": "in range (3 numbers, -5..4)",
     "out": "out of range (3 numbers, ±5..8)",
@@ -117,13 +118,27 @@ def section_context(record: dict, reference: dict, reference_name: str = "Gemma 
     }
 
 
-def render_section(record: dict, reference: dict, reference_name: str = "Gemma 3 270M") -> str:
-    """The Gemma section of the findings, as Markdown."""
-    environment = jinja2.Environment(
+def _environment() -> jinja2.Environment:
+    return jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(TEMPLATES)),
         undefined=jinja2.StrictUndefined,
         trim_blocks=True,
         lstrip_blocks=True,
         keep_trailing_newline=True,
     )
-    return environment.get_template(TEMPLATE).render(**section_context(record, reference, reference_name))
+
+
+def render_section(record: dict, reference: dict, reference_name: str = "Gemma 3 270M") -> str:
+    """The Gemma section of the findings, as Markdown."""
+    return _environment().get_template(TEMPLATE).render(**section_context(record, reference, reference_name))
+
+
+def readme_line(record: dict, reference: dict, reference_name: str = "Gemma 3 270M") -> str | None:
+    """The README's one bullet on the fine-tuned model beside the prior report's row (per set the
+    per-seed range, the published value and the side every seed lies on), or None before any seed
+    has finished. Its numbers are the section's, formatted the same way."""
+    context = section_context(record, reference, reference_name)
+    if not context["seeds"]:
+        return None
+    text = _environment().get_template(README_TEMPLATE).render(**context)
+    return " ".join(text.split())
