@@ -112,7 +112,7 @@ def test_the_figure_draws_the_answers_models_the_trained_exact_scan_and_not_the_
     frame = reach.reach_frame(_fake_findings())
     models = list(dict.fromkeys(frame["model"]))
     # chosen as in the Answer: the lower validation loss (not the higher accuracy shown), the finish best on
-    # 31's extended suite, and the trained exact scan with its own held-out suite
+    # the extended suite, and the trained exact scan with its own held-out suite
     assert models == ["lstm", "scan_typed", "scan_typed_solved", "scan_exact"]
     exact = frame[frame["model"] == "scan_exact"]
     assert set(exact.loc[exact["source"] == "heldout", "label"]) == {"6 digits", "300"}

@@ -81,7 +81,7 @@ def parser() -> argparse.ArgumentParser:
         choices=["quick", "full"],
         default="quick",
         help="quick: the notebooks' cheap defaults, into the git-ignored build/runs/; full: the "
-        "seed's settings (200 epochs, 5 seeds), into the committed reports/runs/",
+        "prior report's settings (200 epochs, 5 seeds), into the committed reports/runs/",
     )
     run.add_argument("--output", metavar="DIR", help="write the run folders here instead")
     run.add_argument("--notebooks", metavar="DIR", help="run the notebooks of this folder (default notebooks/)")

@@ -228,7 +228,7 @@ def depth(tree) -> int:
 
 
 def format_expression(numbers, operators) -> str:
-    """Write ``a op b op c`` the seed's way: spaces around operators, signs glued to numbers."""
+    """Write ``a op b op c`` the prior report's way: spaces around operators, signs glued to numbers."""
     numbers = [int(n) for n in numbers]
     if len(operators) != len(numbers) - 1:
         raise ValueError(

@@ -82,12 +82,12 @@ SHORT_NAMES = {
 CHOSEN_ON = {
     "trained": "the lowest mean validation loss (the protocol's validation split) among the family's trained models",
     "partly built": (
-        "the highest mean exact accuracy on the extended suite of 31_extended_suite (development data: it also chose "
+        "the highest mean exact accuracy on the extended suite (development data: it also chose "
         "the finish; none of its sets is in this table) among the family's partly built models"
     ),
 }
 # The "chosen by" column: the data that chose the row, and among how many candidates.
-CHOSEN_BY = {"trained": "validation loss", "partly built": "31's extended suite"}
+CHOSEN_BY = {"trained": "validation loss", "partly built": "the extended suite"}
 
 PROTOCOL_SETS = (("in", "in range"), ("out", "out of range"), ("long", "long"))
 HELD_OUT = "held-out edges"
@@ -148,7 +148,7 @@ def best_trained(findings, names) -> str | None:
 
 
 def extended_means(findings) -> dict[str, float]:
-    """Mean exact accuracy over the families (and seeds) of 31's extended suite, per model it scored."""
+    """Mean exact accuracy over the families (and seeds) of the extended suite, per model it scored."""
     out = {}
     for record in findings.notebooks:
         entry = record.get("extended") or {}
@@ -159,7 +159,7 @@ def extended_means(findings) -> dict[str, float]:
 
 
 def best_built(findings, names) -> str | None:
-    """The family's partly built model with the highest mean exact accuracy on 31's extended suite
+    """The family's partly built model with the highest mean exact accuracy on the extended suite
     (development data not shown in the families table); one not scored there ranks last."""
     present = [n for n in names if n in findings.models]
     scores = extended_means(findings)

@@ -265,7 +265,7 @@ REFERENCE_WAY_TEXT = (
     "way the prior report's `FNN1_1.py` takes them, and p the t-test of log(score) against 0 (the prior "
     "report's `get_p-value.py`). Only "
     'these columns compare like for like with a "published" row; runs stored before the '
-    "seed's columns were recorded are not listed. The score's baseline here is this project's baseline FNN runs; "
+    "prior report's columns were recorded are not listed. The score's baseline here is this project's baseline FNN runs; "
     "the prior report's baseline came from its own `FNN1_1.py` runs, so scores compare only within a table."
 )
 

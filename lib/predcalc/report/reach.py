@@ -134,7 +134,7 @@ def draw_reach(frame: pd.DataFrame):
     axes[0].set_ylabel("exact accuracy (%)")
     handles, labels = axes[0].get_legend_handles_labels()
     key = (
-        "the Answer's models, chosen on data not shown here (validation loss; 31's extended suite)\n"
+        "the Answer's models, chosen on data not shown here (validation loss; the extended suite)\n"
         + "; ".join(text for _, text in SOURCES.values())
         + "; bars from the worst to the best seed"
     )
