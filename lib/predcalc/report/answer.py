@@ -126,13 +126,13 @@ class Cell:
 
 
 def _mean_val_loss(findings, name: str) -> float:
-    losses = [r.get("best_val_loss") for r in findings.models[name][1]["runs"]]
+    losses = [r.extra.get("best_val_loss") for r in findings.models[name][1].runs]
     losses = [x for x in losses if x is not None and np.isfinite(x)]
     return float(np.mean(losses)) if losses else float("inf")
 
 
 def _mean_mae_out(findings, name: str) -> float:
-    return float(np.mean([r["metrics"]["out"]["mae"] for r in findings.models[name][1]["runs"]]))
+    return float(np.mean([r.metrics["out"]["mae"] for r in findings.models[name][1].runs]))
 
 
 def best_trained(findings, names) -> str | None:
@@ -176,29 +176,29 @@ def _protocol_cell(findings, name: str, test_set: str) -> str:
     return Cell(values=findings.accuracy(name, test_set)).text()
 
 
-def family_rows(findings) -> list[dict]:
-    """One row per (family, kind) with a model, then the calculator's row where it was run."""
+def family_rows(findings) -> list[tuple[str, dict]]:
+    """``(model name, row)`` per (family, kind) with a model, then the calculator's row where it was run."""
     rows = []
     for family, trained, built in FAMILIES:
         for kind, name in (("trained", best_trained(findings, trained)), ("partly built", best_built(findings, built))):
             if name is None:
                 continue
             model = findings.models[name][1]
-            row = {"family": family, "model": short_name(name), "kind": kind, "params": f"{model['params']:,}"}
+            row = {"family": family, "model": short_name(name), "kind": kind, "params": f"{model.params:,}"}
             for test_set, column in PROTOCOL_SETS:
                 row[column] = _protocol_cell(findings, name, test_set)
             row[HELD_OUT] = _heldout_text(findings, name)
-            rows.append({**row, "_name": name})
+            rows.append((name, row))
     rows += trained_exact_rows(findings)
     rows += calculator_rows(findings)
     return rows
 
 
 def trained_exact_record(findings) -> dict | None:
-    """The trained exact scan's study record (an ablation and a held-out suite scored through the
-    exported files), found by its keys."""
-    found = [r for r in findings.notebooks if exact_scan.is_record(r)]
-    return found[0] if found else None
+    """The trained exact scan's stored record in its JSON form, which the study reads (an ablation and
+    a held-out suite scored through the exported files), found by the study's own test."""
+    found = [r.to_json() for r in findings.notebooks]
+    return next((r for r in found if exact_scan.is_record(r)), None)
 
 
 def trained_exact_facts(findings) -> dict | None:
@@ -237,7 +237,7 @@ def trained_exact_facts(findings) -> dict | None:
     }
 
 
-def trained_exact_rows(findings) -> list[dict]:
+def trained_exact_rows(findings) -> list[tuple[str, dict]]:
     """The trained exact scan's row: the protocol's sets, and its own held-out suite through ONNX."""
     facts = trained_exact_facts(findings)
     if facts is None:
@@ -250,16 +250,16 @@ def trained_exact_rows(findings) -> list[dict]:
         f"{prose.share(onnx['mean'], 1)} over {facts['sets']} sets of its own held-out suite (ONNX file), "
         f"{onnx['exact']}/{facts['seeds']} exact on all, {prose.spread(onnx['per_seed'])}"
     )
-    return [{**row, "_name": "scan_exact"}]
+    return [("scan_exact", row)]
 
 
-def calculator_rows(findings) -> list[dict]:
+def calculator_rows(findings) -> list[tuple[str, dict]]:
     """The learned calculator's row: its rule rung on the protocol's sets (inside its own training
     world) and on its untouched family draw."""
     records = findings.study("calculator")
     if not records:
         return []
-    record = records[0]
+    record = records[0].to_json()  # the calculator study's stored payload
     rules = (record.get("ladder") or {}).get("rules") or {}
     if not all(f"seed_{s}" in rules for s, _ in PROTOCOL_SETS):
         return []
@@ -276,18 +276,18 @@ def calculator_rows(findings) -> list[dict]:
         row[HELD_OUT] = f"{prose.share(mean, 1)} over {len(families)} families (its own draw), {exact}"
     else:
         row[HELD_OUT] = "not measured"
-    return [{**row, "_name": "calculator"}]
+    return [("calculator", row)]
 
 
 def families_table(findings) -> pd.DataFrame:
     rows = family_rows(findings)
-    return pd.DataFrame(rows).drop(columns=["_name"]) if rows else pd.DataFrame()
+    return pd.DataFrame([row for _, row in rows]) if rows else pd.DataFrame()
 
 
 def facts(findings) -> dict:
     """The numbers the Answer's sentences quote, computed from the stored runs and suites."""
     rows = family_rows(findings)
-    names = [r["_name"] for r in rows]
+    names = [name for name, _ in rows]
     exact = [
         n
         for n in names
@@ -304,14 +304,14 @@ def facts(findings) -> dict:
     best_other = max(others, key=lambda n: np.mean(findings.accuracy(n, "out"))) if others else None
     out = {
         "exact": [
-            {"name": short_name(n), "params": findings.models[n][1]["params"], "seeds": len(findings.accuracy(n, "in"))}
+            {"name": short_name(n), "params": findings.models[n][1].params, "seeds": len(findings.accuracy(n, "in"))}
             for n in exact
         ],
-        "families": len({r["family"] for r in rows if r["family"] != "learned calculator"}),
+        "families": len({r["family"] for _, r in rows if r["family"] != "learned calculator"}),
         "trained_exact": None,
         "other_families": len(
-            {r["family"] for r in rows if r["family"] != "learned calculator"}
-            - {r["family"] for r in rows if r["_name"] in exact}
+            {r["family"] for _, r in rows if r["family"] != "learned calculator"}
+            - {r["family"] for name, r in rows if name in exact}
         ),
         "best_other": None,
         "held": [],
@@ -346,7 +346,7 @@ def facts(findings) -> dict:
             }
         )
     out["compared"] = compare_heldout(findings, exact)
-    built = [r["_name"] for r in rows if r["kind"] == "partly built" and r["_name"] in findings.models]
+    built = [name for name, row in rows if row["kind"] == "partly built" and name in findings.models]
     for n in built:
         seeds = heldout_seeds(findings, n)
         if seeds:
@@ -360,7 +360,7 @@ def facts(findings) -> dict:
             break
     records = findings.study("calculator")
     if records:
-        out["calculator"] = calculator_facts(records[0])
+        out["calculator"] = calculator_facts(records[0].to_json())
     out["trained_exact"] = trained_exact_facts(findings)
     return out
 
