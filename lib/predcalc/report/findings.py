@@ -449,31 +449,36 @@ GOAL = {"in": 0.999, "out": 0.99, "long": 0.99, "params": 100_000, "train_second
 
 
 def export_table(records, test_sets=("in", "out", "long")) -> pd.DataFrame:
-    """One row per exported artifact: size, TF Select, largest difference from Keras, the change
-    of exact accuracy on each of ``test_sets``, and its verdict (use / unsuitable, and why)."""
+    """One row per exported artifact of the records' models (:func:`export_frame`)."""
+    exports = [(name, model.label, model.export) for record in typed(records) for name, model in record.models.items()]
+    return export_frame(exports, test_sets)
+
+
+def export_frame(exports, test_sets=("in", "out", "long")) -> pd.DataFrame:
+    """One row per exported artifact of ``exports`` (``(name, label, export entry)`` per model): size,
+    TF Select, largest difference from Keras, the change of exact accuracy on each of ``test_sets``,
+    and its verdict (use / unsuitable, and why)."""
     rows, seen = [], set()
-    for record in typed(records):
-        for name, model in record.models.items():
-            if (name, model.label) in seen:  # a model a later notebook reproduced: its export is listed once
+    for name, label, export in exports:
+        if (name, label) in seen:  # a model a later notebook reproduced: its export is listed once
+            continue
+        seen.add((name, label))
+        for fmt, info in (export or {}).items():
+            if fmt == "saved_model":
                 continue
-            seen.add((name, model.label))
-            for fmt, info in (model.export or {}).items():
-                if fmt == "saved_model":
-                    continue
-                change = info.get("accuracy_change", {})
-                rows.append(
-                    {
-                        "model": shown_label(name, model.label),
-                        "format": fmt,
-                        "KB": info.get("bytes", math.nan) / 1024,
-                        "TF Select": info.get("tf_select"),
-                        "max abs diff": info.get("max_abs_diff"),
-                        **{f"acc change {t}": change.get(t) for t in test_sets},
-                        "verdict": info.get("verdict", ""),
-                        "why": info.get("error", "")
-                        or (info.get("reason", "") if info.get("verdict") != "use" else ""),
-                    }
-                )
+            change = info.get("accuracy_change", {})
+            rows.append(
+                {
+                    "model": shown_label(name, label),
+                    "format": fmt,
+                    "KB": info.get("bytes", math.nan) / 1024,
+                    "TF Select": info.get("tf_select"),
+                    "max abs diff": info.get("max_abs_diff"),
+                    **{f"acc change {t}": change.get(t) for t in test_sets},
+                    "verdict": info.get("verdict", ""),
+                    "why": info.get("error", "") or (info.get("reason", "") if info.get("verdict") != "use" else ""),
+                }
+            )
     return pd.DataFrame(rows)
 
 
