@@ -129,9 +129,12 @@ def test_export_table_names_the_families_it_compares():
     from predcalc.report.findings import export_table
 
     record = {
+        "notebook": "32_four_operators",
         "models": {
             "m": {
                 "label": "M",
+                "params": 1,
+                "runs": [],
                 "export": {
                     "float32": {
                         "bytes": 2048,
@@ -141,7 +144,7 @@ def test_export_table_names_the_families_it_compares():
                     }
                 },
             }
-        }
+        },
     }
     table = export_table([record], test_sets=("iid", "depth_3"))
     assert list(table.columns) == [

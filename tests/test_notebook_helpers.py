@@ -200,14 +200,13 @@ def test_parallel_vs_loop_step_times_both_paths(monkeypatch):
 def test_reference_recipe_lines_score_the_reference_way_beside_the_published_row():
     from predcalc.report.findings import baseline_runs, load_runs
 
-    stored = [r for r in load_runs() if r["notebook"] == "06_transformer"][0]["models"]["transformer4_reference"]
-    spec = types.SimpleNamespace(reference_row=stored["reference_row"])
-    results = types.SimpleNamespace(
-        models={"transformer4_reference": types.SimpleNamespace(runs=stored["runs"], spec=spec)}
-    )
+    stored = next(r for r in load_runs() if r.notebook == "06_transformer").models["transformer4_reference"]
+    spec = types.SimpleNamespace(reference_row=stored.reference_row)
+    runs = [run.to_json() for run in stored.runs]  # as a notebook's results hold them
+    results = types.SimpleNamespace(models={"transformer4_reference": types.SimpleNamespace(runs=runs, spec=spec)})
     lines = notes.reference_recipe_lines(results, baseline_runs(load_runs()), 40)
     assert len(lines) == 2
-    assert lines[0].startswith(f"transformer4_reference ({len(stored['runs'])} seed(s), 40 epochs at most): MAE in ")
+    assert lines[0].startswith(f"transformer4_reference ({len(stored.runs)} seed(s), 40 epochs at most): MAE in ")
     assert "prior report: MAE in " in lines[1] and lines[1].startswith(" " * len("transformer4_reference"))
     assert notes.reference_recipe_lines(results, None, 40) == []
     assert notes.reference_recipe_lines(types.SimpleNamespace(models={}), baseline_runs(load_runs()), 40) == []

@@ -18,6 +18,11 @@ def _runs(maes, accuracy=1.0):
     ]
 
 
+def _model(runs, **extra):
+    """A stored model record (label and size are not what these tables read)."""
+    return {"label": "a model", "params": 1, "runs": runs, **extra}
+
+
 def _sweep_run(root, name, kwargs, seed, mae, error=None):
     folder = root / SWEEP / f"06_transformer__{name}"
     folder.mkdir(parents=True)
@@ -42,23 +47,22 @@ def test_one_row_per_undone_choice_beside_the_stored_runs(tmp_path):
             "notebook": "06_transformer",
             "parameters": {"epochs": 200, "patience": 200},
             "models": {
-                "transformer4_reference": {"runs": _runs([0.03, 0.05])},
-                "transformer4_gated": {"runs": _runs([0.02, 0.02])},
-                "transformer4": {
-                    "runs": _runs([0.1, 0.12], 0.99),
-                    "kept_from": {"parameters": {"epochs": 200, "patience": 20}},
-                },
+                "transformer4_reference": _model(_runs([0.03, 0.05])),
+                "transformer4_gated": _model(_runs([0.02, 0.02])),
+                "transformer4": _model(
+                    _runs([0.1, 0.12], 0.99), kept_from={"parameters": {"epochs": 200, "patience": 20}}
+                ),
             },
         },
         {
             "notebook": "06_transformer",
             "parameters": {"epochs": 200, "patience": 200},  # a seed-split sweep
-            "models": {"transformer4_local": {"runs": _runs([0.003, 0.005])}},
+            "models": {"transformer4_local": _model(_runs([0.003, 0.005]))},
         },
         {
             "notebook": "06_transformer",
             "parameters": {"epochs": 200, "patience": 200},
-            "models": {"transformer4_local_bounded": {"runs": _runs([0.001, 0.002, 0.003])}},
+            "models": {"transformer4_local_bounded": _model(_runs([0.001, 0.002, 0.003]))},
         },
     ]
     table = recipe_ablation_table(records, tmp_path).set_index("variant")
@@ -128,7 +132,7 @@ def test_full_length_peaks_sit_below_the_probe_with_the_notebook_run(tmp_path):
     stored = {
         "notebook": "06_transformer",
         "parameters": {"epochs": 200, "patience": 200},
-        "models": {"transformer5_reference": {"runs": runs}},
+        "models": {"transformer5_reference": _model(runs)},
     }  # trained at the model's own peak, 2e-4
     table = peak_probe_table(tmp, [stored])
     assert list(zip(table["peak learning rate"], table["trained"], table["seeds"])) == [

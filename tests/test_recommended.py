@@ -82,7 +82,7 @@ def test_the_recommended_list_says_which_data_chose_each_model_as_the_families_t
     records = F.load_runs(RUNS)
     if not records:
         pytest.skip("no stored runs")
-    chosen = {row["_name"] for row in answer.family_rows(Findings(records, REPORTS, load_edges(REPORTS)))}
+    chosen = {name for name, _ in answer.family_rows(Findings(records, REPORTS, load_edges(REPORTS)))}
     assert set(recommended.family_choices()) <= chosen
     assert set(recommended.headline()) <= chosen
     candidates = {name for _, trained, built in answer.FAMILIES for name in (*trained, *built)}

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from predcalc.record import ModelRecord
 from predcalc.report import answer
 
 
@@ -19,29 +20,26 @@ def _model(label, out_accuracy, val_loss, mae_out=0.1, seeds=3):
         }
         for s in range(seeds)
     ]
-    return {"label": label, "params": 10, "runs": runs}
+    return ModelRecord.from_json({"label": label, "params": 10, "runs": runs}, "test")
 
 
 def _findings(models: dict, extended: dict | None = None, studies: dict | None = None):
     notebooks = []
     if extended:
         families = ["digits_1", "terms_2"]
-        notebooks.append(
-            {
-                "extended": {
-                    "families": families,
-                    "models": {
-                        name: {"runs": [{"metrics": {f: {"accuracy": value} for f in families}}]}
-                        for name, value in extended.items()
-                    },
-                }
-            }
-        )
+        entry = {
+            "families": families,
+            "models": {
+                name: {"runs": [{"metrics": {f: {"accuracy": value} for f in families}}]}
+                for name, value in extended.items()
+            },
+        }
+        notebooks.append(SimpleNamespace(entries={"extended": entry}, to_json=lambda: {"extended": entry}))
     return SimpleNamespace(
         models={name: ({}, model) for name, model in models.items()},
         notebooks=notebooks,
         edges={},
-        accuracy=lambda name, test_set: [r["metrics"][test_set]["accuracy"] for r in models[name]["runs"]],
+        accuracy=lambda name, test_set: [r.metrics[test_set]["accuracy"] for r in models[name].runs],
         study=lambda kind: (studies or {}).get(kind, []),
     )
 
@@ -71,14 +69,14 @@ def test_one_row_per_family_and_kind_each_saying_which_data_chose_it():
         extended={"scan_typed_solved": 0.99, "scan_typed_readout_solved": 0.6},
     )
     rows = answer.family_rows(findings)
-    keys = [(r["family"], r["kind"]) for r in rows]
+    keys = [(r["family"], r["kind"]) for _, r in rows]
     assert len(keys) == len(set(keys))
-    chosen = {(r["family"], r["kind"]): r[answer.CHOSEN] for r in rows}
+    chosen = {(r["family"], r["kind"]): r[answer.CHOSEN] for _, r in rows}
     assert chosen[("LSTM / GRU", "trained")] == "validation loss, best of 2"
     assert chosen[("syntax-gated scan", "partly built")] == "the extended suite, best of 2"
     assert chosen[("syntax-gated scan", "trained")] == "its family's only trained model"
     # the lower validation loss wins, although the other has the higher out-of-range accuracy
-    assert next(r for r in rows if r["family"] == "LSTM / GRU")["_name"] == "lstm"
+    assert next(name for name, r in rows if r["family"] == "LSTM / GRU") == "lstm"
 
 
 def test_the_calculator_row_leaves_the_protocol_cells_blank():
@@ -86,6 +84,8 @@ def test_the_calculator_row_leaves_the_protocol_cells_blank():
         "ladder": {"rules": {f"seed_{s}": {"mean": 1.0, "min": 1.0, "seeds": 5} for s in ("in", "out", "long")}},
         "held_out": {"families": {"iid": {"mean": 1.0, "min": 1.0, "seeds": 5}}},
     }
-    (row,) = answer.calculator_rows(_findings({}, studies={"calculator": [calculator]}))
+    stored = SimpleNamespace(to_json=lambda: calculator)
+    ((name, row),) = answer.calculator_rows(_findings({}, studies={"calculator": [stored]}))
+    assert name == "calculator"
     assert [row[column] for _, column in answer.PROTOCOL_SETS] == [answer.NOT_COMPARABLE] * 3
     assert "its own draw" in row[answer.HELD_OUT]

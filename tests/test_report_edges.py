@@ -5,6 +5,7 @@ import json
 import numpy as np
 
 from predcalc.report.edges import edges_frame, edges_lines
+from predcalc.report.records import StoredRecord
 
 
 def _score(accuracy, mae):
@@ -20,11 +21,12 @@ def test_one_row_per_scored_model_with_a_dash_where_the_length_does_not_fit(tmp_
             }
         )
     )
+    local = {"label": "Local", "params": 1, "runs": []}
     records = [
-        {"notebook": "06_transformer", "_dir": tmp_path, "models": {"local": {"label": "Local"}}},
-        {"notebook": "01_fnn", "_dir": tmp_path / "none", "models": {}},
-        {"notebook": "sweep", "models": {}},
-    ]  # a sweep record has no folder
+        StoredRecord.of({"notebook": "06_transformer", "models": {"local": local}}, folder=tmp_path),
+        StoredRecord.of({"notebook": "01_fnn", "models": {}}, folder=tmp_path / "none"),
+        StoredRecord.of({"notebook": "sweep", "models": {}}),
+    ]  # a record without a folder (a notebook's own) is skipped
     frame = edges_frame(records)
     assert frame.to_dict("records") == [
         {"model": "Local", "notebook": "06_transformer", "digits_2": "100.0 % (0.0456)", "terms_60": "99.7 % (0.245)"},
@@ -36,7 +38,7 @@ def test_one_row_per_scored_model_with_a_dash_where_the_length_does_not_fit(tmp_
 
 
 def test_no_section_without_edge_scores(tmp_path):
-    assert edges_lines([{"notebook": "01_fnn", "_dir": tmp_path, "models": {}}]) == []
+    assert edges_lines([StoredRecord.of({"notebook": "01_fnn", "models": {}}, folder=tmp_path)]) == []
 
 
 def _seed_record():

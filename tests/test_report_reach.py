@@ -66,9 +66,15 @@ def _fake_findings():
     with its two finishes, the trained exact scan's record and a calculator record."""
     from types import SimpleNamespace
 
+    from predcalc.record import ModelRecord
+
     def model(accuracy, val_loss):
         metrics = {t: {"accuracy": accuracy, "mae": 0.1} for t in ("in", "out", "long")}
-        return {"params": 10, "runs": [{"seed": s, "best_val_loss": val_loss, "metrics": metrics} for s in range(2)]}
+        runs = [{"seed": s, "best_val_loss": val_loss, "metrics": metrics} for s in range(2)]
+        return ModelRecord.from_json({"label": "m", "params": 10, "runs": runs}, "test")
+
+    def stored(entries):  # a stored record as the report reads it: its entries and its JSON form
+        return SimpleNamespace(entries=entries, to_json=lambda: entries)
 
     models = {
         "lstm": model(0.2, 0.01),
@@ -99,11 +105,13 @@ def _fake_findings():
     score = {"mean": 0.5, "min": 0.4, "max": 0.6}
     return SimpleNamespace(
         models={name: ({}, m) for name, m in models.items()},
-        notebooks=[extended, exact],
+        notebooks=[stored(extended), stored(exact)],
         edges={"heldout": {"scan_typed": {"digits_exactly_3": score}, "gru": {"digits_exactly_3": score}}},
-        accuracy=lambda name, test_set: [r["metrics"][test_set]["accuracy"] for r in models[name]["runs"]],
+        accuracy=lambda name, test_set: [r.metrics[test_set]["accuracy"] for r in models[name].runs],
         study=lambda kind: (
-            [{"held_out": {"families": {"iid": {"mean": 1.0, "min": 1.0, "seeds": 5}}}}] if kind == "calculator" else []
+            [stored({"held_out": {"families": {"iid": {"mean": 1.0, "min": 1.0, "seeds": 5}}}})]
+            if kind == "calculator"
+            else []
         ),
     )
 

@@ -285,7 +285,7 @@ def test_answer_opens_with_the_families_table_and_at_most_five_sentences(tmp_pat
             },
         )
     ]
-    blocks = Findings(records, tmp_path).answer().blocks
+    blocks = Findings(findings.typed(records), tmp_path).answer().blocks
     assert isinstance(blocks[0], Table) and isinstance(blocks[-1], Bullets)
     table = blocks[0].frame.set_index(["family", "kind"])
     assert table.loc[("syntax-gated scan", "trained"), "model"] == "typed scan"
@@ -312,16 +312,17 @@ def test_each_family_is_represented_by_its_lowest_validation_loss_not_its_test_a
             },
         )
     ]
-    assert best_trained(Findings(records, tmp_path), ("lstm", "gru")) == "gru"
+    assert best_trained(Findings(findings.typed(records), tmp_path), ("lstm", "gru")) == "gru"
 
 
 def test_the_quick_page_says_it_is_a_smoke_result_with_its_own_seed_count(tmp_path):
     from predcalc.report.paper import Findings
+    from predcalc.report.records import StoredRecord
 
     record = _record(
         "30_beyond_reference", {"scan_typed": _seeded("Scan", {"in": 1.0, "out": 1.0, "long": 1.0}, seeds=1)}
     )
-    record["_profile"], record["_dir"] = "quick", tmp_path / "30_beyond_reference"
+    record = StoredRecord.of(record, profile="quick", folder=tmp_path / "30_beyond_reference")
     doc = Findings([record], tmp_path).document()
     assert "Smoke result" in doc.source_note and "1 seed per model" in doc.source_note
     text = " ".join(
@@ -514,7 +515,7 @@ def test_load_runs_skips_a_run_still_being_written(tmp_path):
     for folder in ("02_rnn", ".02_rnn.abc123.partial"):
         (tmp_path / folder).mkdir()
         (tmp_path / folder / "metrics.json").write_text(json.dumps(_record("02_rnn", {"rnn": _model("RNN", 0.8)})))
-    assert [record["_dir"].name for record in findings.load_runs(tmp_path)] == ["02_rnn"]
+    assert [record.folder.name for record in findings.load_runs(tmp_path)] == ["02_rnn"]
 
 
 def test_the_runner_does_not_load_keras():

@@ -2,6 +2,7 @@
 
 import pytest
 
+from predcalc.record import ModelRecord
 from predcalc.report.anchors import REFERENCE_ROWS
 from predcalc.report.scoreboard import (
     REPLICAS,
@@ -39,7 +40,8 @@ def _runs(mae_in, mre_in, mae_out, mre_out, mae_long, seeds=5, epochs=10, jitter
 
 
 def _model(label, runs, reference_row=None):
-    return {"label": label, "reference_row": reference_row, "params": 1000, "runs": runs}
+    """A stored model record, typed as the report reads it."""
+    return ModelRecord.from_json({"label": label, "reference_row": reference_row, "params": 1000, "runs": runs}, label)
 
 
 BASE = [r["metrics"] for r in _runs(0.1, 0.05, 3.0, 0.4, 5.0)]
@@ -77,8 +79,8 @@ def test_a_gap_inside_the_seed_spread_is_not_resolved():
 def test_candidates_leave_out_weights_not_trained_here_and_runs_without_seed_columns():
     untrained = _model("seed weights", _runs(0.01, 0.01, 1.0, 0.1, 1.0, epochs=0))
     old = _model("old", _runs(0.01, 0.01, 1.0, 0.1, 1.0))
-    for run in old["runs"]:
-        del run["metrics"]["in"]["signed"]
+    for run in old.runs:
+        del run.metrics["in"]["signed"]
     kept = _model("kept", _runs(0.05, 0.02, 2.0, 0.3, 4.0))
     pool = candidates([("u", untrained), ("o", old), ("k", kept)], BASE)
     assert [c["label"] for c in pool] == ["kept"]

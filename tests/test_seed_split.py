@@ -6,6 +6,7 @@ import pytest
 from test_runner_and_report import _model, _record
 
 from predcalc.report import findings
+from predcalc.report.records import StoredRecord
 from predcalc.report.seed_split import seed_split_records
 
 
@@ -37,10 +38,11 @@ def test_a_seed_split_sweep_is_one_record_with_every_finished_seed(tmp_path):
     _seed_run(tmp_path, 0, 0.1)
     _seed_run(tmp_path, 1, 9.0, error="KeyboardInterrupt")  # interrupted: not counted
     [record] = seed_split_records(tmp_path, names=("slow", "absent"))
-    runs = record["models"]["slow"]["runs"]
-    assert [r["seed"] for r in runs] == [0, 2] and runs[1]["metrics"]["in"]["mae"] == pytest.approx(0.3)
-    assert record["parameters"] == {"models": ["slow"], "epochs": 200, "patience": 200, "seeds": [0, 2]}
-    assert record["_profile"] == "200 epochs, no early stopping, one seed per run of sweep slow"
+    runs = record.models["slow"].runs
+    assert [r.seed for r in runs] == [0, 2] and runs[1].metrics["in"]["mae"] == pytest.approx(0.3)
+    assert record.parameters == {"models": ["slow"], "epochs": 200, "patience": 200, "seeds": [0, 2]}
+    assert record.profile == "200 epochs, no early stopping, one seed per run of sweep slow"
+    assert record.sweep == "slow" and record.folder == tmp_path / "slow" and record.overrides == {}
     table = findings.model_table([record])
     row = table[table.source.str.startswith("06_transformer (200 epochs")].iloc[0]
     assert row["MAE in"] == pytest.approx(0.2) and row["source"].endswith("sweep slow, 2 seeds)")
@@ -50,9 +52,9 @@ def test_a_seed_split_sweep_is_one_record_with_every_finished_seed(tmp_path):
 def test_a_seed_split_sweep_can_list_its_model_under_the_registered_name(tmp_path):
     _seed_run(tmp_path, 0, 0.1)
     [record] = seed_split_records(tmp_path, names={"slow": {"slow": "transformer4_local_bounded"}})
-    assert list(record["models"]) == ["transformer4_local_bounded"]
-    model = record["models"]["transformer4_local_bounded"]
-    assert model["label"].startswith("transformer4, local tanh-bounded") and [r["seed"] for r in model["runs"]] == [0]
+    assert list(record.models) == ["transformer4_local_bounded"]
+    model = record.models["transformer4_local_bounded"]
+    assert model.label.startswith("transformer4, local tanh-bounded") and [r.seed for r in model.runs] == [0]
 
 
 def test_a_seed_split_sweep_must_differ_only_in_its_seeds(tmp_path):
@@ -114,7 +116,8 @@ def test_a_notebook_run_on_every_seed_supersedes_the_sweep_row(tmp_path):
             run["seed"] = seed
         if kept:
             model["kept_from"] = {"parameters": kept}
-        return {**_record("06_transformer", {"slow": model}), "parameters": {"epochs": epochs, "patience": 200}}
+        record = {**_record("06_transformer", {"slow": model}), "parameters": {"epochs": epochs, "patience": 200}}
+        return StoredRecord.of(record)
 
     assert not_superseded([split], [notebook([0, 1, 2])]) == []
     assert not_superseded([split], [notebook([0])]) == [split]  # seed 1 only in the sweep

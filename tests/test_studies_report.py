@@ -1,6 +1,7 @@
 import json
 
 from predcalc.report import findings
+from predcalc.report.records import StoredRecord
 from predcalc.report.studies import is_study, speed_table, timeseries_table
 
 
@@ -70,7 +71,8 @@ def test_study_tables_hold_the_stored_numbers():
     series = timeseries_table(_timeseries_record()["timeseries"])
     assert list(series["model"]) == ["Keras GRU", "baseline: naive (last value)", "Mamba"]  # by MAE
     assert list(series["MAE / naive"]) == ["0.50", "1.00", "2.00"]
-    assert is_study(_speed_record()) and not is_study({"models": {"x": {}}, "data": {}})
+    assert is_study(StoredRecord.of(_speed_record()))
+    assert not is_study(StoredRecord.of({"notebook": "01_fnn", "models": {}, "data": {}}))
 
 
 def test_report_has_a_studies_section_and_a_command_per_run(tmp_path):

@@ -203,11 +203,11 @@ def evaluate_command(args) -> int:
 def export_command(args) -> int:
     from tqdm.auto import tqdm  # tqdm, Keras and pandas: not in the runtime-only install
 
-    from predcalc.report.findings import export_table, markdown_table
+    from predcalc.report.findings import export_frame, markdown_table
 
     models = [path for target in args.target for path in find_keras_models(target)]
     formats = tuple(args.formats or FORMATS)
-    records, failed = [], []
+    exports, failed = [], []
     with tqdm(total=len(models) * len(formats), desc="export") as bar:
         for index, path in enumerate(models):
             name = path.parent.name
@@ -219,13 +219,13 @@ def export_command(args) -> int:
                     data_seed=args.data_seed,
                     progress=lambda fmt, name=name: (bar.update(), bar.set_postfix_str(f"{name} {fmt}")),
                 )
-                records.append({"models": {name: {"label": result["label"], "export": result["formats"]}}})
+                exports.append((name, result["label"], result["formats"]))
             except Exception as error:  # noqa: BLE001  Keras' loader and the converters raise their own classes; the batch goes on
                 failed.append(f"{path}: {one_line(error)}")
             bar.update((index + 1) * len(formats) - bar.n)
-    if records:
-        print(markdown_table(export_table(records)))
-        print(f"wrote the artifacts and export.json beside {len(records)} model{'s' * (len(records) != 1)}")
+    if exports:
+        print(markdown_table(export_frame(exports)))
+        print(f"wrote the artifacts and export.json beside {len(exports)} model{'s' * (len(exports) != 1)}")
     for line in failed:
         print(f"FAILED: {line}", file=sys.stderr)
     return 1 if failed else 0

@@ -128,6 +128,16 @@ class RunRecord:
         if self.kind == "study" and not self.entries:
             raise RecordError(f"{self.notebook}: a study record needs one of the entries {ENTRIES}")
 
+    @property
+    def study(self) -> str | None:
+        """The study a *study* record holds, which names the section that renders it: its named entry
+        (the calculator's record also stores its speed, under the calculator); None for other kinds."""
+        if self.kind != "study":
+            return None
+        if "calculator" in self.entries:
+            return "calculator"
+        return next(name for name in ENTRIES if name in self.entries)
+
     def to_json(self) -> dict:
         out = {
             "schema": SCHEMA,

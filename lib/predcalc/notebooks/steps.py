@@ -260,7 +260,7 @@ def extended_summary(record: dict) -> str:
             f"{len(by)} families (worst: {worst} {percent(by[worst])}); relative error "
             f"{mre['digits_1']:.2g} with 1-digit and {mre['digits_6']:.2g} with 6-digit numbers."
         )
-    trained, built = extended_best(record), extended_best(record, built=True)
+    trained, built = extended_best(entry), extended_best(entry, built=True)
     seeds = max(len(model["runs"]) for model in entry["models"].values())
     text = f"\n\nMean over {seeds} seed(s), at most {record['parameters']['epochs']} epochs."
     if trained:

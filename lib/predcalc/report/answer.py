@@ -136,7 +136,7 @@ class Cell:
 
 
 def _mean_val_loss(findings, name: str) -> float:
-    losses = [r.get("best_val_loss") for r in findings.models[name][1]["runs"]]
+    losses = [r.extra.get("best_val_loss") for r in findings.models[name][1].runs]
     losses = [x for x in losses if x is not None and np.isfinite(x)]
     return float(np.mean(losses)) if losses else float("inf")
 
@@ -151,7 +151,7 @@ def extended_means(findings) -> dict[str, float]:
     """Mean exact accuracy over the families (and seeds) of the extended suite, per model it scored."""
     out = {}
     for record in findings.notebooks:
-        entry = record.get("extended") or {}
+        entry = record.entries.get("extended") or {}
         for name, model in (entry.get("models") or {}).items():
             runs = model["runs"]
             out[name] = float(np.mean([[r["metrics"][f]["accuracy"] for f in entry["families"]] for r in runs]))
@@ -211,12 +211,12 @@ def family_rows(findings) -> list[dict]:
             if name is None:
                 continue
             model = findings.models[name][1]
-            row = {"family": family, "model": short_name(name), "kind": kind, "params": f"{model['params']:,}"}
+            row = {"family": family, "model": short_name(name), "kind": kind, "params": f"{model.params:,}"}
             for test_set, column in PROTOCOL_SETS:
                 row[column] = _protocol_cell(findings, name, test_set)
             row[HELD_OUT] = _heldout_text(findings, name)
             row[CHOSEN] = chosen_by(kind, sum(n in findings.models for n in names))
-            rows.append({**row, "_name": name})
+            rows.append((name, row))
     rows += trained_exact_rows(findings)
     rows += calculator_rows(findings)
     return rows
@@ -225,8 +225,8 @@ def family_rows(findings) -> list[dict]:
 def trained_exact_record(findings) -> dict | None:
     """The trained exact scan's study record (an ablation and a held-out suite scored through the
     exported files), found by its keys."""
-    found = [r for r in findings.notebooks if exact_scan.is_record(r)]
-    return found[0] if found else None
+    found = [r.to_json() for r in findings.notebooks]
+    return next((r for r in found if exact_scan.is_record(r)), None)
 
 
 def trained_exact_facts(findings) -> dict | None:
@@ -279,7 +279,7 @@ def trained_exact_rows(findings) -> list[dict]:
         f"{onnx['exact']}/{facts['seeds']} exact on all, {prose.spread(onnx['per_seed'])}"
     )
     row[CHOSEN] = chosen_by("trained", 1)
-    return [{**row, "_name": "scan_exact"}]
+    return [("scan_exact", row)]
 
 
 def calculator_rows(findings) -> list[dict]:
@@ -289,7 +289,7 @@ def calculator_rows(findings) -> list[dict]:
     records = findings.study("calculator")
     if not records:
         return []
-    record = records[0]
+    record = records[0].to_json()  # the calculator study's stored payload
     row = {"family": "learned calculator", "model": short_name("calculator"), "kind": "partly built", "params": ""}
     for _, column in PROTOCOL_SETS:
         row[column] = NOT_COMPARABLE
@@ -303,18 +303,18 @@ def calculator_rows(findings) -> list[dict]:
     else:
         row[HELD_OUT] = "not measured"
     row[CHOSEN] = chosen_by("partly built", 1)
-    return [{**row, "_name": "calculator"}]
+    return [("calculator", row)]
 
 
 def families_table(findings) -> pd.DataFrame:
     rows = family_rows(findings)
-    return pd.DataFrame(rows).drop(columns=["_name"]) if rows else pd.DataFrame()
+    return pd.DataFrame([row for _, row in rows]) if rows else pd.DataFrame()
 
 
 def facts(findings) -> dict:
     """The numbers the Answer's sentences quote, computed from the stored runs and suites."""
     rows = family_rows(findings)
-    names = [r["_name"] for r in rows]
+    names = [name for name, _ in rows]
     exact = [
         n
         for n in names
@@ -331,14 +331,14 @@ def facts(findings) -> dict:
     best_other = max(others, key=lambda n: np.mean(findings.accuracy(n, "out"))) if others else None
     out = {
         "exact": [
-            {"name": short_name(n), "params": findings.models[n][1]["params"], "seeds": len(findings.accuracy(n, "in"))}
+            {"name": short_name(n), "params": findings.models[n][1].params, "seeds": len(findings.accuracy(n, "in"))}
             for n in exact
         ],
-        "families": len({r["family"] for r in rows if r["family"] != "learned calculator"}),
+        "families": len({r["family"] for _, r in rows if r["family"] != "learned calculator"}),
         "trained_exact": None,
         "other_families": len(
-            {r["family"] for r in rows if r["family"] not in ("learned calculator", EXACT_FAMILY)}
-            - {r["family"] for r in rows if r["_name"] in exact}
+            {r["family"] for _, r in rows if r["family"] not in ("learned calculator", EXACT_FAMILY)}
+            - {r["family"] for name, r in rows if name in exact}
         ),
         "best_other": None,
         "held": [],
@@ -373,7 +373,7 @@ def facts(findings) -> dict:
             }
         )
     out["compared"] = compare_heldout(findings, exact)
-    built = [r["_name"] for r in rows if r["kind"] == "partly built" and r["_name"] in findings.models]
+    built = [name for name, r in rows if r["kind"] == "partly built" and name in findings.models]
     for n in built:
         seeds = heldout_seeds(findings, n)
         if seeds:
@@ -387,7 +387,7 @@ def facts(findings) -> dict:
             break
     records = findings.study("calculator")
     if records:
-        out["calculator"] = calculator_facts(records[0])
+        out["calculator"] = calculator_facts(records[0].to_json())
     out["trained_exact"] = trained_exact_facts(findings)
     return out
 

@@ -91,7 +91,7 @@ def reference_way(findings) -> Section:
     reference_way = F.reference_way_table(findings.records)
     if reference_way.empty:
         return Section("appendix.reference_way", "The prior report's columns, computed its way", part="appendix")
-    data_seed = next(r["data"]["seed"] for r in findings.notebooks if "data" in r and not is_study(r))
+    data_seed = next(r.data["seed"] for r in findings.notebooks if r.data is not None and not is_study(r))
     perfect = exact_signed_long(reference_protocol(data_seed).test_long.values)
     blocks = [Text(F.REFERENCE_WAY_TEXT), Table(reference_way)]
     blocks += [Text(line) for line in F.reference_weights_lines(findings.records) if line.strip()]
@@ -144,7 +144,7 @@ def search(findings) -> Section:
     else:
         mean, low, high = final["spread"]
         replica = (
-            [r["metrics"]["in"]["mae"] for r in findings.models["transformer5_reference"][1]["runs"]]
+            [r.metrics["in"]["mae"] for r in findings.models["transformer5_reference"][1].runs]
             if findings.has("transformer5_reference")
             else []
         )
@@ -231,7 +231,7 @@ def llm(findings) -> Section:
     gemma = language_model_section(findings.notebooks)
     if not gemma.empty:  # the pre-trained Gemma 3 270M beside the prior report's row (its study's template)
         return Section("appendix.llm", gemma.title, gemma.blocks, part="appendix")
-    if not any(record.get("llm") for record in findings.records):
+    if not any(record.entries.get("llm") for record in findings.records):
         return Section("appendix.llm", "Fine-tuned language models", part="appendix")
     return Section(
         "appendix.llm",
@@ -264,21 +264,21 @@ def bench(findings) -> Section:
 def studies(findings) -> Section:
     subsections = []
     for record in findings.notebooks:
-        if not is_study(record) or "calculator" in record:
+        if not is_study(record) or record.study == "calculator":
             continue
-        lines = studies_markdown([record], {record["notebook"]: findings.relative(record)})
+        lines = studies_markdown([record], {record.notebook: findings.relative(record)})
         lines = [line for line in lines if line.strip() != "## Studies"]
-        title = next((line.lstrip("# ").strip() for line in lines if line.startswith("### ")), record["notebook"])
+        title = next((line.lstrip("# ").strip() for line in lines if line.startswith("### ")), record.notebook)
         body = [line for line in lines if not line.startswith("### ")]
         if not any(line.strip() for line in body):
             continue  # a study this page has no section for: the Runs list links its notebook
         subsections.append(
             Section(
-                f"appendix.studies.{record['notebook']}",
+                f"appendix.studies.{record.notebook}",
                 title,
                 [Text(line) for line in body if line.strip()],
                 part="appendix",
-                notebooks=[record["notebook"]],
+                notebooks=[record.notebook],
             )
         )
     return Section("appendix.studies", "Side studies", [], part="appendix", subsections=subsections)
@@ -289,8 +289,8 @@ def calculator_detail(findings) -> Section:
     records = findings.study("calculator")
     if not records:
         return Section("appendix.calculator", "The learned calculator in detail", part="appendix")
-    lines = section(records[0], findings.relative(records[0]))
-    given = records[0]
+    given = records[0].to_json()  # the calculator study's stored payload, which its templates read
+    lines = section(given, findings.relative(records[0]))
     # what the calculator is given, each given piece taken away on fresh seeds, every rule step on
     # fresh seeds and the measured box: the calculator study's own templates
     extra = [Text(given_markdown(given))] if "given" in given and "box" in given else []
@@ -299,31 +299,30 @@ def calculator_detail(findings) -> Section:
         "The learned calculator in detail",
         [Text(line) for line in _demote(lines) if line.strip()] + extra,
         part="appendix",
-        notebooks=[records[0]["notebook"]],
+        notebooks=[records[0].notebook],
     )
 
 
 def runs(findings) -> Section:
     items = []
     for record in findings.records:
-        if record.get("_sweep"):
-            name, parameters = record["_sweep"], record["parameters"]
+        if record.sweep:
+            name, parameters = record.sweep, record.parameters
             items.append(
                 f"sweep `{name}` in `reports/{findings.relative(record)}/` (`predcalc sweep "
-                f"sweeps/{name}.yaml`): {record['notebook']}, seeds {parameters['seeds']}"
+                f"sweeps/{name}.yaml`): {record.notebook}, seeds {parameters['seeds']}"
             )
             continue
-        profile = record.get("_profile")
+        profile = record.profile
         base = profile.split(" with ")[0] if isinstance(profile, str) else profile
         command = (
-            f"predcalc run --profile {base} --only {record['notebook']}"
+            f"predcalc run --profile {base} --only {record.notebook}"
             if base in PROFILES
-            else f"predcalc run --only {record['notebook']}"
+            else f"predcalc run --only {record.notebook}"
         )
-        overrides = record.get("_overrides") or {}
-        if overrides:
-            command += " --set " + " ".join(f"'{k}={json.dumps(v)}'" for k, v in overrides.items())
-        items.append(f"[{record['notebook']}]({findings.relative(record)}/{record['notebook']}.ipynb): `{command}`")
+        if record.overrides:
+            command += " --set " + " ".join(f"'{k}={json.dumps(v)}'" for k, v in record.overrides.items())
+        items.append(f"[{record.notebook}]({findings.relative(record)}/{record.notebook}.ipynb): `{command}`")
     items += runs_without_metrics(findings)
     return Section(
         "appendix.runs",
@@ -342,9 +341,9 @@ def runs(findings) -> Section:
 def runs_without_metrics(findings) -> list[str]:
     """Notebooks run beside the records (a ``run.json``) that store no metrics.json: a walk-through
     or a study whose record lives elsewhere, listed so that every executed notebook is reachable."""
-    listed = {record["notebook"] for record in findings.notebooks}
+    listed = {record.notebook for record in findings.notebooks}
     items = []
-    for root in sorted({Path(record["_dir"]).parent for record in findings.notebooks}):
+    for root in sorted({Path(record.folder).parent for record in findings.notebooks}):
         for run in sorted(root.glob("*/run.json")):
             name = run.parent.name
             if name in listed or not (run.parent / f"{name}.ipynb").is_file():

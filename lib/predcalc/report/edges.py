@@ -12,6 +12,7 @@ import pandas as pd
 from predcalc.readable import percent_number, share
 from predcalc.report.answer import short_name
 from predcalc.report.document import Table
+from predcalc.report.records import StoredRecord
 from predcalc.report.studies import shown_label
 from predcalc.report.tables import markdown_table, plain_cell
 from predcalc.studies.edges import EDGE_AXES, NO_SPACES
@@ -25,21 +26,21 @@ def edge_cell(score: dict | None) -> str:
     return "-" if score is None else f"{share(score['accuracy'], 1)} ({score['mae']:.3g})"
 
 
-def stored_edges(records: list[dict]) -> list[dict]:
+def stored_edges(records: list[StoredRecord]) -> list[dict]:
     """``{"model": label, "notebook", "scores": {set: metrics or None}}`` for each model of each run
     that stored edge scores, read once."""
     found = []
     for record in records:
-        folder = record.get("_dir")
+        folder = record.folder
         if folder is None or not (folder / EDGES_FILE).is_file():
             continue
         for name, by_set in json.loads((folder / EDGES_FILE).read_text()).items():
-            label = shown_label(name, record.get("models", {}).get(name, {}).get("label", name))
-            found.append({"model": label, "notebook": record["notebook"], "scores": by_set})
+            label = shown_label(name, record.models[name].label if name in record.models else name)
+            found.append({"model": label, "notebook": record.notebook, "scores": by_set})
     return found
 
 
-def edges_frame(records: list[dict], stored: list[dict] | None = None) -> pd.DataFrame:
+def edges_frame(records: list[StoredRecord], stored: list[dict] | None = None) -> pd.DataFrame:
     """One row per model scored on the edge sets, one :func:`edge_cell` per set; empty when no run
     stored edge scores. ``stored``: :func:`stored_edges` of ``records``, when already read."""
     stored = stored_edges(records) if stored is None else stored
@@ -70,7 +71,7 @@ def edges_text(counts) -> str:
     )
 
 
-def edges_lines(records: list[dict]) -> list[str]:
+def edges_lines(records: list[StoredRecord]) -> list[str]:
     """The section, or nothing when no run stored edge scores."""
 
     stored = stored_edges(records)

@@ -11,6 +11,7 @@ tables the document is made of.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -19,54 +20,50 @@ import numpy as np
 import pandas as pd
 
 from predcalc.paths import REPORTS, ROOT, RUNS, write_if_changed
-from predcalc.record import RunRecord
+from predcalc.record import ModelRecord, SeedRun
 from predcalc.report import first_look, render
 from predcalc.report.anchors import REFERENCE_LLM_ROWS, REFERENCE_ROWS
 from predcalc.report.prose import count
+from predcalc.report.records import StoredRecord
 from predcalc.report.studies import FINISHES, shown_label
 from predcalc.report.tables import markdown_table  # noqa: F401 (notebooks import it from here)
 from predcalc.training import metrics as M
 from predcalc.training.experiment import BASELINE
-from predcalc.training.runner import RUN_INFO
 
 README_START, README_END = "<!-- findings:start -->", "<!-- findings:end -->"
 
 
-def load_runs(runs: Path = RUNS) -> list[dict]:
-    """Every notebook's stored metrics, in notebook order (not a run still being written, whose
+def load_runs(runs: Path = RUNS) -> list[StoredRecord]:
+    """Every notebook's stored record, typed, in notebook order (not a run still being written, whose
     folder is hidden: ``.<notebook>.*.partial``)."""
-    found = []
-    for path in sorted(runs.glob("*/metrics.json")):
-        if path.parent.name.startswith("."):
-            continue
-        record = RunRecord.load(path).to_json()  # checked against the typed record; its kind named
-        record["_dir"] = path.parent
-        info = path.parent / RUN_INFO
-        run_info = json.loads(info.read_text()) if info.is_file() else {}
-        record["_profile"] = run_info.get("profile", "notebook defaults")
-        record["_overrides"] = run_info.get("overrides") or {}
-        found.append(record)
-    return found
+    return [
+        StoredRecord.load(path) for path in sorted(runs.glob("*/metrics.json")) if not path.parent.name.startswith(".")
+    ]
 
 
-def baseline_runs(records: list[dict]) -> list[dict] | None:
+def typed(records) -> list[StoredRecord]:
+    """``records`` as stored records: a notebook passes its own record in its JSON form."""
+    return [StoredRecord.of(record) for record in records]
+
+
+def baseline_runs(records) -> list[dict] | None:
     """The baseline FNN's per-seed metrics (from the notebook that trained it)."""
-    for record in records:
-        if BASELINE in record["models"]:
-            return [run["metrics"] for run in record["models"][BASELINE]["runs"]]
+    for record in typed(records):
+        if BASELINE in record.models:
+            return [run.metrics for run in record.models[BASELINE].runs]
     return None
 
 
-def _same_runs(a: list[dict], b: list[dict], rel: float = 1e-5) -> bool:
+def _same_runs(a: list[SeedRun], b: list[SeedRun], rel: float = 1e-5) -> bool:
     """Same seeds and every metric equal to ``rel`` (float32 predictions may differ in the last bits)."""
-    if [r["seed"] for r in a] != [r["seed"] for r in b]:
+    if [r.seed for r in a] != [r.seed for r in b]:
         return False
     for x, y in zip(a, b):
-        if set(x["metrics"]) != set(y["metrics"]):
+        if set(x.metrics) != set(y.metrics):
             return False
-        for test_set, metrics in x["metrics"].items():
+        for test_set, metrics in x.metrics.items():
             for key, value in metrics.items():
-                other = y["metrics"][test_set].get(key)
+                other = y.metrics[test_set].get(key)
                 if not isinstance(value, (int, float)) or not isinstance(other, (int, float)):
                     if value != other:
                         return False
@@ -75,49 +72,47 @@ def _same_runs(a: list[dict], b: list[dict], rel: float = 1e-5) -> bool:
     return True
 
 
-def unique_models(records: list[dict]):
+def unique_models(records) -> list[tuple[StoredRecord, str, ModelRecord, list[str]]]:
     """``(record, name, model, repeats)`` for every trained model, once: a model that a later
     notebook trained again with the same per-seed metrics (same data, seeds and code: a
     reproduction, equal to 5 significant digits) is listed under the first notebook, with the
     later ones in ``repeats``."""
     out = []
-    for record in records:
-        for name, model in record.get("models", {}).items():  # a study record may train none
-            earlier = next(
-                (entry for entry in out if entry[1] == name and _same_runs(entry[2]["runs"], model["runs"])), None
-            )
+    for record in typed(records):
+        for name, model in record.models.items():  # a study record may train none
+            earlier = next((entry for entry in out if entry[1] == name and _same_runs(entry[2].runs, model.runs)), None)
             if earlier is not None:
-                earlier[3].append(record["notebook"])
+                earlier[3].append(record.notebook)
             else:
-                model = {**model, "label": shown_label(name, model["label"])}  # a construction says so
+                model = dataclasses.replace(model, label=shown_label(name, model.label))  # a construction says so
                 out.append((record, name, model, []))
     return out
 
 
-def _source(record: dict, repeats: list[str], detail: str) -> str:
+def _source(record: StoredRecord, repeats: list[str], detail: str) -> str:
     again = f"; {', '.join(repeats)} reproduced it" if repeats else ""
-    return f"{record['notebook']} ({detail}{again})"
+    return f"{record.notebook} ({detail}{again})"
 
 
-def _profile_of(record: dict, model: dict) -> str:
+def _profile_of(record: StoredRecord, model: ModelRecord) -> str:
     """The profile a model's runs came from: the record's, or the earlier run's for a kept model."""
 
     def short(profile) -> str:  # "full with models=[...], ..." -> "full" (the parameters are in Runs)
         return str(profile).split(" with ")[0]
 
-    if model.get("kept_from"):
-        kept = model["kept_from"]
+    if model.extra.get("kept_from"):
+        kept = model.extra["kept_from"]
         return f"{short(kept.get('profile'))}, run of {(kept.get('created') or '')[:10]}"
-    return short(record.get("_profile", "this run"))
+    return short(record.profile)
 
 
 def _mean(runs, test_set, metric):
-    return float(np.mean([r["metrics"][test_set][metric] for r in runs]))
+    return float(np.mean([r.metrics[test_set][metric] for r in runs]))
 
 
 def _mean_and_range(runs, test_set, metric, percent: bool = False) -> str:
     """ "mean [min-max]" over seeds (accuracies in %), one value alone for one seed or equal seeds."""
-    values = [r["metrics"][test_set][metric] for r in runs]
+    values = [r.metrics[test_set][metric] for r in runs]
     scale, unit = (100, " %") if percent else (1, "")
     text = f"{scale * np.mean(values):.2f}{unit}" if percent else f"{np.mean(values):.4g}"
     if len(values) < 2 or min(values) == max(values):
@@ -127,7 +122,7 @@ def _mean_and_range(runs, test_set, metric, percent: bool = False) -> str:
 
 
 def model_table(
-    records: list[dict], reference_runs: list[dict] | None = None, score: bool = False, ranges: bool = False
+    records, reference_runs: list[dict] | None = None, score: bool = False, ranges: bool = False
 ) -> pd.DataFrame:
     """One row per trained model (means over seeds), with its published row beside it.
 
@@ -141,11 +136,11 @@ def model_table(
     reference = M.mean_baseline(reference_runs) if reference_runs and score else None
     rows = []
     for record, _, model, repeats in unique_models(records):
-        runs = model["runs"]
+        runs = model.runs
         seeds = f"{len(runs)} seed{'s' * (len(runs) > 1)}"
         row = {
-            "model": model["label"],
-            "params": model["params"],
+            "model": model.label,
+            "params": model.params,
             "source": _source(record, repeats, f"{_profile_of(record, model)}, {seeds}"),
         }
         for test_set in ("in", "out", "long"):
@@ -161,18 +156,18 @@ def model_table(
                 else _mean(runs, test_set, "accuracy")
             )
         if reference is not None:
-            scores = [M.benchmark_score(r["metrics"], reference) for r in runs]
+            scores = [M.benchmark_score(r.metrics, reference) for r in runs]
             row["score"] = float(np.mean(scores))
             row["p"] = M.log_score_p_value(scores)
-        row["epochs"] = float(np.mean([r["epochs"] for r in runs]))
+        row["epochs"] = float(np.mean([r.epochs for r in runs]))
         rows.append(row)
-        published = REFERENCE_ROWS.get(model.get("reference_row") or "")
-        if published and not any(r["model"] == model["reference_row"] and r["source"] == "published" for r in rows):
+        published = REFERENCE_ROWS.get(model.reference_row or "")
+        if published and not any(r["model"] == model.reference_row and r["source"] == "published" for r in rows):
             # only the columns the prior report defines as this table does; its signed "MAE long", its score
             # and p are in reference_way_table, beside the same quantities computed its way
             rows.append(
                 {
-                    "model": model["reference_row"],
+                    "model": model.reference_row,
                     "source": "published",
                     "params": published["params"],
                     "MAE in": published["mae_in"],
@@ -201,7 +196,7 @@ def model_table(
     return frame.reindex(columns=[c for c in columns if c in frame.columns])
 
 
-def reference_way_table(records: list[dict]) -> pd.DataFrame:
+def reference_way_table(records) -> pd.DataFrame:
     """The prior report's published columns computed the prior report's way (``metrics.reference_way``), one row per
     model whose runs stored the prior report's signed error and MRE, its published row beside it.
 
@@ -215,24 +210,24 @@ def reference_way_table(records: list[dict]) -> pd.DataFrame:
     baseline = M.reference_baseline(base_runs)
     rows = []
     for record, _, model, repeats in unique_models(records):
-        runs = [r["metrics"] for r in model["runs"]]
+        runs = [r.metrics for r in model.runs]
         if not runs or not all(M.has_reference_way(r) for r in runs):
             continue
         seeds = f"{len(runs)} seed{'s' * (len(runs) > 1)}"
-        published = REFERENCE_ROWS.get(model.get("reference_row") or "")
+        published = REFERENCE_ROWS.get(model.reference_row or "")
         long = (published or {}).get("long", "signed")
         rows.append(
             {
-                "model": model["label"],
+                "model": model.label,
                 "source": _source(record, repeats, f"{_profile_of(record, model)}, {seeds}"),
                 **M.reference_way(runs, baseline, long),
                 "long": long,
             }
         )
-        if published and not any(r["model"] == model["reference_row"] and r["source"] == "published" for r in rows):
+        if published and not any(r["model"] == model.reference_row and r["source"] == "published" for r in rows):
             rows.append(
                 {
-                    "model": model["reference_row"],
+                    "model": model.reference_row,
                     "source": "published",
                     "MAE in": published["mae_in"],
                     "MRE in": published["mre_in"],
@@ -270,14 +265,14 @@ REFERENCE_WAY_TEXT = (
 )
 
 
-def reference_weights_lines(records: list[dict]) -> list[str]:
+def reference_weights_lines(records: list[StoredRecord]) -> list[str]:
     """What the prior report's own FNN2 weights score on the prior report's own in-range test set (the
     record that stores ``reference_weights_check.json``)."""
     for record in records:
-        path = Path(record["_dir"]) / "reference_weights_check.json"
-        if path.is_file() and "fnn2_reference_weights" in record["models"]:
+        path = Path(record.folder) / "reference_weights_check.json"
+        if path.is_file() and "fnn2_reference_weights" in record.models:
             check = json.loads(path.read_text())
-            ours = record["models"]["fnn2_reference_weights"]["runs"][0]["metrics"]["in"]["mae"]
+            ours = record.models["fnn2_reference_weights"].runs[0].metrics["in"]["mae"]
             return [
                 f"The prior report's own FNN2 weights (its `FNN2_weights.weights.h5`, one trained model, scored here) reach "
                 f"in-range MAE {ours:.4f} on this project's in-range test set, of which "
@@ -294,7 +289,7 @@ def reference_weights_lines(records: list[dict]) -> list[str]:
 STABILISED = (("mlstm", "mlstm_stable"), ("mamba", "mamba_bounded"))  # (as published in 09/10, stabilised)
 
 
-def stability_table(records: list[dict], pairs=STABILISED) -> pd.DataFrame:
+def stability_table(records, pairs=STABILISED) -> pd.DataFrame:
     """Each seed of the layers that failed on some seeds beside their stabilised version: exact
     accuracy in range and MAE out of range per seed (in seed order), and the worst seed's; empty
     unless a stabilised model was trained."""
@@ -307,14 +302,14 @@ def stability_table(records: list[dict], pairs=STABILISED) -> pd.DataFrame:
             if name not in found:
                 continue
             record, model = found[name]
-            runs = sorted(model["runs"], key=lambda r: r["seed"])
-            exact = [100 * r["metrics"]["in"]["accuracy"] for r in runs]
-            out = [r["metrics"]["out"]["mae"] for r in runs]
+            runs = sorted(model.runs, key=lambda r: r.seed)
+            exact = [100 * r.metrics["in"]["accuracy"] for r in runs]
+            out = [r.metrics["out"]["mae"] for r in runs]
             rows.append(
                 {
-                    "model": model["label"],
+                    "model": model.label,
                     "source": _source(record, [], _profile_of(record, model)),
-                    "seeds": " ".join(str(r["seed"]) for r in runs),
+                    "seeds": " ".join(str(r.seed) for r in runs),
                     "exact in per seed (%)": " / ".join(f"{v:.1f}" for v in exact),
                     "worst exact in": f"{min(exact):.1f} %",
                     "MAE out per seed": " / ".join(f"{v:.3g}" for v in out),
@@ -334,7 +329,7 @@ STABILITY_TEXT = (
 )
 
 
-def comparison_table(record: dict, runs: Path = RUNS) -> pd.DataFrame:
+def comparison_table(record, runs: Path = RUNS) -> pd.DataFrame:
     """A notebook's own table, scored against the stored baseline if it did not train one."""
     return model_table([record], reference_runs=baseline_runs(load_runs(runs)), score=True)
 
@@ -348,23 +343,23 @@ def seed_range(values) -> str:
     return f"all {len(values)}" if low == high else f"{low:.1f}-{high:.1f} %"
 
 
-def generalisation_table(records: list[dict]) -> pd.DataFrame:
+def generalisation_table(records) -> pd.DataFrame:
     """Exact accuracy per test set (mean over seeds) with the per-seed minimum and maximum, best
     first (ties: fewer parameters, then less training time)."""
     rows = []
     for record, name, model, repeats in unique_models(records):
-        runs = model["runs"]
+        runs = model.runs
         row = {
             "name": name,
-            "model": model["label"],
+            "model": model.label,
             "source": _source(record, repeats, f"{len(runs)} seeds"),
-            "params": model["params"],
+            "params": model.params,
         }
         for test_set in ("in", "out", "long"):
-            values = [r["metrics"][test_set]["accuracy"] for r in runs]
+            values = [r.metrics[test_set]["accuracy"] for r in runs]
             row[f"acc {test_set}"] = float(np.mean(values))
             row[f"seeds {test_set}"] = seed_range(values)
-        row["train s (max)"] = max(r.get("train_seconds", math.nan) for r in runs)
+        row["train s (max)"] = max(math.nan if r.train_seconds is None else r.train_seconds for r in runs)
         rows.append(row)
     frame = pd.DataFrame(rows)
     if frame.empty:
@@ -384,35 +379,33 @@ ABLATIONS = {
 }
 
 
-def _exact_in_out_long(model: dict) -> str:
+def _exact_in_out_long(model: ModelRecord) -> str:
     """'in / out / long' mean exact accuracy over the model's seeds, in percent to one decimal, each with
     its per-seed [min-max] where the seeds differ."""
     parts = []
     for test_set in ("in", "out", "long"):
-        values = [100 * r["metrics"][test_set]["accuracy"] for r in model["runs"]]
+        values = [100 * r.metrics[test_set]["accuracy"] for r in model.runs]
         spread = f" [{min(values):.1f}-{max(values):.1f}]" if len(values) > 1 and min(values) != max(values) else ""
         parts.append(f"{np.mean(values):.1f}{spread}")
     return " / ".join(parts)
 
 
-def ablation_lines(records: list[dict], reference: str = "scan_typed") -> list[str]:
+def ablation_lines(records, reference: str = "scan_typed") -> list[str]:
     """Why the best model generalises: each ablation's exact accuracy beside the full model's."""
-    for record in records:
-        models = record["models"]
+    for record in typed(records):
+        models = record.models
         if reference not in models:
             continue
         full = models[reference]
         lines = [
-            f"Why: the ablations of **{full['label']}** ({record['notebook']}, {count(len(full['runs']), 'seed')}; exact "
+            f"Why: the ablations of **{full.label}** ({record.notebook}, {count(len(full.runs), 'seed')}; exact "
             f"accuracy in / out / long, the full model {_exact_in_out_long(full)} %) each remove one design "
             "choice:",
             "",
         ]
         for name, change in ABLATIONS.items():
             if name in models:
-                lines.append(
-                    f"- {change}: {_exact_in_out_long(models[name])} % ({models[name]['params']:,} parameters)."
-                )
+                lines.append(f"- {change}: {_exact_in_out_long(models[name])} % ({models[name].params:,} parameters).")
         lines += _finish_lines(models, reference)
         lines += [
             "",
@@ -430,12 +423,12 @@ def ablation_lines(records: list[dict], reference: str = "scan_typed") -> list[s
     return []
 
 
-def _finish_lines(models: dict, reference: str) -> list[str]:
+def _finish_lines(models: dict[str, ModelRecord], reference: str) -> list[str]:
     """The scan's closed-form finishes beside the fitted scan: exact accuracy and the mean absolute error out of
     range, which a finish can shrink while exact accuracy is already 100 %."""
 
     def mae(name):
-        return _mean(models[name]["runs"], "out", "mae")
+        return _mean(models[name].runs, "out", "mae")
 
     present = [name for name in FINISHES if name in models]
     if not present:
@@ -455,47 +448,52 @@ def _finish_lines(models: dict, reference: str) -> list[str]:
 GOAL = {"in": 0.999, "out": 0.99, "long": 0.99, "params": 100_000, "train_seconds": 600}
 
 
-def export_table(records: list[dict], test_sets=("in", "out", "long")) -> pd.DataFrame:
-    """One row per exported artifact: size, TF Select, largest difference from Keras, the change
-    of exact accuracy on each of ``test_sets``, and its verdict (use / unsuitable, and why)."""
+def export_table(records, test_sets=("in", "out", "long")) -> pd.DataFrame:
+    """One row per exported artifact of the records' models (:func:`export_frame`)."""
+    exports = [(name, model.label, model.export) for record in typed(records) for name, model in record.models.items()]
+    return export_frame(exports, test_sets)
+
+
+def export_frame(exports, test_sets=("in", "out", "long")) -> pd.DataFrame:
+    """One row per exported artifact of ``exports`` (``(name, label, export entry)`` per model): size,
+    TF Select, largest difference from Keras, the change of exact accuracy on each of ``test_sets``,
+    and its verdict (use / unsuitable, and why)."""
     rows, seen = [], set()
-    for record in records:
-        for name, model in record.get("models", {}).items():
-            if (name, model["label"]) in seen:  # a model a later notebook reproduced: its export is listed once
+    for name, label, export in exports:
+        if (name, label) in seen:  # a model a later notebook reproduced: its export is listed once
+            continue
+        seen.add((name, label))
+        for fmt, info in (export or {}).items():
+            if fmt == "saved_model":
                 continue
-            seen.add((name, model["label"]))
-            for fmt, info in (model.get("export") or {}).items():
-                if fmt == "saved_model":
-                    continue
-                change = info.get("accuracy_change", {})
-                rows.append(
-                    {
-                        "model": shown_label(name, model["label"]),
-                        "format": fmt,
-                        "KB": info.get("bytes", math.nan) / 1024,
-                        "TF Select": info.get("tf_select"),
-                        "max abs diff": info.get("max_abs_diff"),
-                        **{f"acc change {t}": change.get(t) for t in test_sets},
-                        "verdict": info.get("verdict", ""),
-                        "why": info.get("error", "")
-                        or (info.get("reason", "") if info.get("verdict") != "use" else ""),
-                    }
-                )
+            change = info.get("accuracy_change", {})
+            rows.append(
+                {
+                    "model": shown_label(name, label),
+                    "format": fmt,
+                    "KB": info.get("bytes", math.nan) / 1024,
+                    "TF Select": info.get("tf_select"),
+                    "max abs diff": info.get("max_abs_diff"),
+                    **{f"acc change {t}": change.get(t) for t in test_sets},
+                    "verdict": info.get("verdict", ""),
+                    "why": info.get("error", "") or (info.get("reason", "") if info.get("verdict") != "use" else ""),
+                }
+            )
     return pd.DataFrame(rows)
 
 
-def llm_table(records: list[dict]) -> pd.DataFrame:
+def llm_table(records) -> pd.DataFrame:
     """Fine-tuned language models (a notebook's ``"llm"`` entry) beside the prior report's LLM rows.
 
     The "pre-trained" column tells a tiny model trained from random weights here (a pipeline
     check) from a pre-trained Gemma; the prior report's rows are its published single runs.
     """
     rows = []
-    for record in records:
-        entry = record.get("llm")
+    for record in typed(records):
+        entry = record.entries.get("llm")
         for model in ([entry] + ([entry["control"]] if entry.get("control") else [])) if entry else []:
             n, bad = model.get("n", {}), model.get("unparseable", {})
-            rank, source = model.get("lora_rank"), f"{record['notebook']} ({record.get('_profile', 'this run')})"
+            rank, source = model.get("lora_rank"), f"{record.notebook} ({record.profile})"
             rows.append(
                 {
                     "model": model["label"],

@@ -96,7 +96,7 @@ def learned_facts(findings) -> dict:
             "families": len({family for family, _, _ in FAMILIES} - exact_families),
         },
         "held": held,
-        "calculator": calculator[0] if calculator else None,
+        "calculator": calculator[0].to_json() if calculator else None,
     }
 
 

@@ -37,6 +37,7 @@ from predcalc.report.edges import load_suites, suite_blocks
 from predcalc.report.lessons import learned_section
 from predcalc.report.prose import count
 from predcalc.report.reach import plot_reach, reach_caption, reach_frame
+from predcalc.report.records import StoredRecord
 from predcalc.report.related import related_section
 from predcalc.report.scoreboard import (
     candidates,
@@ -130,14 +131,14 @@ class Findings:
 
     def __init__(
         self,
-        records: list[dict],
+        records: list[StoredRecord],
         reports: Path,
         edges: dict | None = None,
         runs_label: str = "reports/runs",
         figures: bool = False,
     ):
         self.records, self.reports, self.runs_label, self.figures = records, Path(reports), runs_label, figures
-        self.notebooks = [r for r in records if not r.get("_sweep")]
+        self.notebooks = [r for r in records if not r.sweep]
         self.models = {name: (record, model) for record, name, model, _ in F.unique_models(records)}
         self.general = F.generalisation_table(records)
         self.table = F.model_table(records)
@@ -145,23 +146,24 @@ class Findings:
         pool = [(name, model) for name, (_, model) in self.models.items() if name not in FINISHES]
         self.pool = candidates(pool, F.baseline_runs(records))
         # counts the sentences quote, from the data: training seeds per model, seeds of the held-out suite
-        self.seeds = max((len(model["runs"]) for _, model in self.models.values()), default=0)
+        self.seeds = max((len(model.runs) for _, model in self.models.values()), default=0)
         held = (self.edges.get("heldout_record") or {}).get("models") or {}
         self.heldout_seeds = max((len(by_seed) for by_seed in held.values()), default=0)
 
     # ---- helpers
 
     def accuracy(self, name: str, test_set: str) -> list[float]:
-        return [r["metrics"][test_set]["accuracy"] for r in self.models[name][1]["runs"]]
+        return [r.metrics[test_set]["accuracy"] for r in self.models[name][1].runs]
 
     def has(self, *names: str) -> bool:
         return all(name in self.models for name in names)
 
-    def study(self, key: str) -> list[dict]:
-        return [r for r in self.notebooks if key in r]
+    def study(self, key: str) -> list[StoredRecord]:
+        """The notebook records of the study ``key`` (``"calculator"``, ``"extended"``...), by their kind."""
+        return [r for r in self.notebooks if r.study == key]
 
-    def relative(self, record: dict) -> str:
-        return Path(os.path.relpath(record["_dir"], self.reports)).as_posix()
+    def relative(self, record: StoredRecord) -> str:
+        return Path(os.path.relpath(record.folder, self.reports)).as_posix()
 
     def exact_everywhere(self) -> list[str]:
         """Trained models exact on the three protocol test sets on every seed (the goal's accuracy)."""
@@ -169,7 +171,7 @@ class Findings:
         for name in self.general.get("name", []):
             if name in FINISHES or name not in self.models:
                 continue
-            runs = self.models[name][1]["runs"]
+            runs = self.models[name][1].runs
             if len(runs) >= 5 and all(min(self.accuracy(name, t)) >= GOAL[t] for t in ("in", "out", "long")):
                 out.append(name)
         return out
@@ -198,7 +200,7 @@ class Findings:
         return Section("method", "Method", [], subsections=[s for s in subsections if not s.empty])
 
     def _protocol(self) -> Section:
-        counts = next((r["data"] for r in self.notebooks if "data" in r and not is_study(r)), None)
+        counts = next((r.data for r in self.notebooks if r.data is not None and not is_study(r)), None)
         text = (
             f"The protocol of {PRIOR_REPORT} (its data split: the prior report's `GetXY.py`, part of that report's "
             "published code given to this project as its seed, not a file of this repository): expressions "
@@ -231,10 +233,10 @@ class Findings:
                         "name in the text": short_name(name),
                         "registry name": f"`{name}`",
                         "family": family,
-                        "what it is": model["label"],
-                        "params": model["params"],
+                        "what it is": model.label,
+                        "params": model.params,
                         "kind": "trained",
-                        "notebook": record["notebook"],
+                        "notebook": record.notebook,
                     }
                 )
         for name in FINISHES:
@@ -245,10 +247,10 @@ class Findings:
                         "name in the text": short_name(name),
                         "registry name": f"`{name}`",
                         "family": "syntax-gated scan",
-                        "what it is": model["label"],
-                        "params": model["params"],
+                        "what it is": model.label,
+                        "params": model.params,
                         "kind": "partly built (closed form)",
-                        "notebook": record["notebook"],
+                        "notebook": record.notebook,
                     }
                 )
         intro = Text(
@@ -287,7 +289,7 @@ class Findings:
             "*Bounded*: the features see tanh(x) so that large numbers do not saturate the gates.",
         ]
         if self.study("calculator"):
-            items.append(mechanism(self.study("calculator")[0]))
+            items.append(mechanism(self.study("calculator")[0].to_json()))
         return Section("method.mechanisms", "How the main models work", [Bullets(items)])
 
     def _notebooks(self, text: str) -> str:
@@ -295,7 +297,7 @@ class Findings:
         ``<additive suite>`` by the extended-suite study trained on the protocol (names from data)."""
         for model in recommended.recommended():
             text = text.replace(f"<{model.name}>", model.notebook)
-        additive = [r["notebook"] for r in self.study("extended") if "additive" in extended_title(r)]
+        additive = [r.notebook for r in self.study("extended") if "additive" in extended_title(r)]
         return text.replace("<additive suite>", ", ".join(additive) or "the extended-suite study")
 
     def _selection(self) -> Section:
@@ -326,7 +328,7 @@ class Findings:
         if counts:
             replica = counts["replica"]
             chance = {"total": replica["total"], "found": replica["better"] + replica["worse"]}
-        seeds = max((len(model["runs"]) for _, model in self.models.values()), default=1)
+        seeds = max((len(model.runs) for _, model in self.models.values()), default=1)
         items = prose.bullets("statistics.md.j2", seeds=seeds, chance=chance, retrained=retraining_shift(self.edges))
         return Section("method.statistics", "Statistics", [Bullets(items)])
 
@@ -360,7 +362,7 @@ class Findings:
         rows = [
             {
                 "model": short_name(name),
-                "params": f"{self.models[name][1]['params']:,}",
+                "params": f"{self.models[name][1].params:,}",
                 **{column: Cell(values=self.accuracy(name, test_set)).text() for test_set, column in PROTOCOL_SETS},
             }
             for name in order
@@ -420,11 +422,11 @@ class Findings:
         rows = []
         for record in self.study("extended"):
             for built in (False, True):
-                top = extended_best(record, built=built)
+                top = extended_best(record.entries["extended"], built=built)
                 if top:
                     rows.append(
                         {
-                            "suite": f"{extended_title(record)} ({record['notebook']})",
+                            "suite": f"{extended_title(record)} ({record.notebook})",
                             "model": short_name(top["name"]),
                             "kind": "partly built" if built else "trained",
                             "families": len(top["by_family"]),
@@ -454,7 +456,9 @@ class Findings:
     def _calculator(self) -> Section:
 
         records = self.study("calculator")
-        return Section("results.calculator", "The learned calculator", results_blocks(records[0]) if records else [])
+        return Section(
+            "results.calculator", "The learned calculator", results_blocks(records[0].to_json()) if records else []
+        )
 
     def learned(self) -> Section:
         return learned_section(self, calculator_lesson)
@@ -466,7 +470,7 @@ class Findings:
             seeds=self.seeds,
             retrained=retraining_shift(self.edges),
             scored=[short_name(n) for n in RECOMMENDED + BUILT_SHOWN if n in (self.edges.get("heldout") or {})],
-            calculator=calculator_facts(records[0]) if records else None,
+            calculator=calculator_facts(records[0].to_json()) if records else None,
         )
         return Section("limitations", "Limitations", [Bullets(items)])
 
@@ -485,20 +489,19 @@ class Findings:
         ]
         sources = self.table.get("source", pd.Series(dtype=str)).astype(str)
         rows = {
-            record["notebook"]: self.table[sources.str.startswith(record["notebook"] + " ")]
-            for record in self.notebooks
+            record.notebook: self.table[sources.str.startswith(record.notebook + " ")] for record in self.notebooks
         }  # a notebook's own rows ("NB (profile, seeds)"), not the published
         facts = {
             "rows_by_notebook": rows,
             "table_rows": len(self.table),
-            "notebooks": {r["notebook"]: self.relative(r) for r in self.notebooks},
+            "notebooks": {r.notebook: self.relative(r) for r in self.notebooks},
             "language_model": language_model_line(self.notebooks),
         }
         note = (
             f"Generated by `predcalc report` from `{self.runs_label}/*/metrics.json`, the sweeps and the "
             "edge suites; do not edit by hand."
         )
-        profiles = sorted({str(r.get("_profile", "")).split(" with ")[0] for r in self.notebooks} - {""})
+        profiles = sorted({str(r.profile).split(" with ")[0] for r in self.notebooks} - {""})
         if profiles and profiles != ["full"]:
             note += " " + " ".join(
                 prose.say("smoke_note.md.j2", profiles=profiles, seeds=self.seeds, notebooks=len(self.notebooks))
@@ -511,9 +514,9 @@ class Findings:
         )
 
 
-def _scope_words(record: dict) -> str:
+def _scope_words(record: StoredRecord) -> str:
     """An extended-suite study's box in a few words: its operators and what it was trained on."""
-    scope = record["extended"].get("scope") or {}
+    scope = record.entries["extended"].get("scope") or {}
     operators = "`+ - * /`, parentheses" if scope.get("parentheses") else "`+ -`"
     trained = (
         "trained on the protocol" if scope.get("trained_on", "protocol") != "extended suite" else "trained on its world"

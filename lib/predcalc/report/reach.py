@@ -181,8 +181,7 @@ def reach_frame(findings) -> pd.DataFrame:
     in-range, out-of-range and long sets, then on the held-out sets. The calculator is left out: the
     protocol's sets lie inside its own training world, and its held-out draw has other boxes."""
     rows = []
-    for entry in answer.family_rows(findings):
-        name = entry["_name"]
+    for name, _ in answer.family_rows(findings):
         if name == "scan_exact":
             rows += _exact_scan_rows(findings)
         if name not in findings.models:

@@ -15,7 +15,9 @@ import pandas as pd
 
 from predcalc.models import get_spec
 from predcalc.readable import percent_number, share
+from predcalc.record import ModelRecord
 from predcalc.report.anchors import REFERENCE_ROWS
+from predcalc.report.records import StoredRecord
 from predcalc.report.tables import markdown_table
 from predcalc.training.fit import REFERENCE_PEAK_LEARNING_RATE, reference_peak
 from predcalc.training.sweep import collect
@@ -61,10 +63,10 @@ def how_trained(parameters: dict) -> str:
     return f"{epochs} epochs, {stop}"
 
 
-def trained_parameters(record: dict, model: dict) -> dict:
+def trained_parameters(record: StoredRecord, model: ModelRecord) -> dict:
     """The parameters ``model`` was trained with: those of the run it was kept from, if it was
     kept from an earlier run, else its record's."""
-    return model.get("kept_from", {}).get("parameters") or record.get("parameters", {})
+    return model.extra.get("kept_from", {}).get("parameters") or record.parameters
 
 
 def sweep_notebooks(runs: list[dict]) -> set[str]:
@@ -72,7 +74,7 @@ def sweep_notebooks(runs: list[dict]) -> set[str]:
     return {run["run"].split("__")[0] for run in runs}
 
 
-def recipe_ablation_table(records: list[dict], sweeps: Path) -> pd.DataFrame:
+def recipe_ablation_table(records, sweeps: Path) -> pd.DataFrame:
     """One row per variant, mean [min-max] over seeds (absolute MAE on every test set);
     empty without the sweep's finished runs."""
 
@@ -88,7 +90,7 @@ def recipe_ablation_table(records: list[dict], sweeps: Path) -> pd.DataFrame:
         return pd.DataFrame()
     rows = []
     notebooks = sweep_notebooks(runs)  # the stored runs of the notebook the sweep varies, then sweeps
-    stored = [r for r in records if r.get("notebook") in notebooks]
+    stored = [r for r in map(StoredRecord.of, records) if r.notebook in notebooks]
     for name, variant in (
         (MODEL, "every choice of the prior report's recipe"),
         ("transformer4_gated", "gated value readout instead of the CLS token"),
@@ -96,10 +98,11 @@ def recipe_ablation_table(records: list[dict], sweeps: Path) -> pd.DataFrame:
         ("transformer4_local_bounded", "as transformer4_local, the features of tanh(x_t)"),
         ("transformer4", "this project's transformer4 recipe"),
     ):
-        record = next((r for r in stored if r["models"].get(name, {}).get("runs")), None)
+        record = next((r for r in stored if name in r.models and r.models[name].runs), None)
         if record is not None:  # a model kept from an earlier run carries that run's parameters
-            model = record["models"][name]
-            rows.append(_row(variant, how_trained(trained_parameters(record, model)), model["runs"]))
+            model = record.models[name]
+            runs = [run.to_json() for run in model.runs]  # as a sweep's runs are read
+            rows.append(_row(variant, how_trained(trained_parameters(record, model)), runs))
     rows += [_row(undone, how, runs) for (undone, how), runs in sorted(variants.items())]
     return pd.DataFrame(rows)
 
@@ -124,7 +127,7 @@ TEXT = (
 )
 
 
-def recipe_ablation_lines(records: list[dict], sweeps: Path) -> list[str]:
+def recipe_ablation_lines(records, sweeps: Path) -> list[str]:
     """The findings section, or nothing without the sweep."""
 
     table = recipe_ablation_table(records, sweeps)
@@ -139,7 +142,7 @@ FULL_PEAK_SWEEP = "transformer5_reference_peak_200"
 PEAK_MODEL = "transformer5_reference"
 
 
-def _peak_trials(sweeps: Path, records: list[dict] = ()) -> tuple[dict[tuple, list], dict[tuple, list]]:
+def _peak_trials(sweeps: Path, records=()) -> tuple[dict[tuple, list], dict[tuple, list]]:
     """``({(peak, how trained): runs}`` of the 25-epoch probe, ``{...}`` of the full-length runs``)``:
     the probe sweep's finished runs, and those of the 200-epoch sweep with the stored run of
     ``PEAK_MODEL`` at its own peak (from the notebook the sweeps ran)."""
@@ -156,14 +159,14 @@ def _peak_trials(sweeps: Path, records: list[dict] = ()) -> tuple[dict[tuple, li
     for run in full_runs:
         add(full, run["parameters"], run["metrics"]["models"][PEAK_MODEL]["runs"])
     notebooks = sweep_notebooks(probe_runs + full_runs)
-    for record in records:
-        model = record.get("models", {}).get(PEAK_MODEL)
-        if record.get("notebook") in notebooks and not record.get("_sweep") and model and model.get("runs"):
-            add(full, trained_parameters(record, model), model["runs"])
+    for record in map(StoredRecord.of, records):
+        model = record.models.get(PEAK_MODEL)
+        if record.notebook in notebooks and not record.sweep and model and model.runs:
+            add(full, trained_parameters(record, model), [run.to_json() for run in model.runs])
     return probe, full
 
 
-def peak_probe_table(sweeps: Path, records: list[dict] = ()) -> pd.DataFrame:
+def peak_probe_table(sweeps: Path, records=()) -> pd.DataFrame:
     """One row per peak learning rate and training length, the 25-epoch probe first, highest peak
     first: best validation MSE and absolute MAE, mean [min-max] over seeds; empty
     without the probe sweep's finished runs."""
@@ -191,7 +194,7 @@ def _peak_table(trials: dict[tuple, list]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def peak_probe_lines(sweeps: Path, records: list[dict] = ()) -> list[str]:
+def peak_probe_lines(sweeps: Path, records=()) -> list[str]:
     """The findings section on transformer5_reference's peak learning rate, or nothing without the sweep."""
 
     probe, full = _peak_trials(sweeps, records)

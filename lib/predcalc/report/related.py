@@ -68,7 +68,7 @@ def related_facts(findings) -> dict:
     )
     records = findings.study("calculator")
     if records:
-        out["calculator"] = calculator_facts(records[0])
+        out["calculator"] = calculator_facts(records[0].to_json())
     out["trained_exact"] = trained_exact_facts(findings)
     return out
 

@@ -45,7 +45,7 @@ def published_row(model: str) -> tuple[str, dict] | None:
 
 
 def candidates(models, base_runs: list[dict] | None) -> list[dict]:
-    """The reference-way values of every model in ``models`` (``(name, model)`` pairs from the stored
+    """The reference-way values of every model in ``models`` (``(name, ModelRecord)`` pairs from the stored
     records) that was trained here (at least one epoch a seed) and stored the prior report's
     columns: per seed (``per_seed``, a list of dicts) and their means (``reference_way``);
     ``base_runs``: the baseline FNN's per-seed metrics, whose means the score is taken against."""
@@ -55,18 +55,18 @@ def candidates(models, base_runs: list[dict] | None) -> list[dict]:
     baseline = M.reference_baseline(base)
     out = []
     for name, model in models:
-        runs = [r["metrics"] for r in model["runs"]]
-        trained = all(r.get("epochs", 0) > 0 for r in model["runs"])
+        runs = [r.metrics for r in model.runs]
+        trained = all((r.epochs or 0) > 0 for r in model.runs)
         if not runs or not trained or not all(M.has_reference_way(r) for r in runs):
             continue
-        long = REFERENCE_ROWS.get(model.get("reference_row") or "", {}).get("long", "signed")
+        long = REFERENCE_ROWS.get(model.reference_row or "", {}).get("long", "signed")
         per_seed = [{**M.reference_way([r], baseline, long), "MAE long (absolute)": r["long"]["mae"]} for r in runs]
         out.append(
             {
                 "name": name,
-                "label": model["label"],
-                "reference_row": model.get("reference_row"),
-                "params": model["params"],
+                "label": model.label,
+                "reference_row": model.reference_row,
+                "params": model.params,
                 "seeds": len(runs),
                 "per_seed": per_seed,
                 "reference_way": M.reference_way(runs, baseline, long),

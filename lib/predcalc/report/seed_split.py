@@ -3,16 +3,18 @@
 A sweep named in :data:`SEED_SPLIT_SWEEPS` trains one model with one set of parameters, one seed
 per run (``predcalc sweep`` resumes an interrupted sweep at the next unfinished seed, so the seeds
 of a slow model accumulate over sessions). :func:`seed_split_records` merges each such sweep's
-finished runs into one record shaped like a notebook's ``metrics.json`` (every seed's runs under
-each model), so the findings list it beside the notebook runs, with the seeds it has so far.
+finished runs into one typed record like a notebook's (every seed's runs under each model, and the
+sweep's name), so the findings list it beside the notebook runs, with the seeds it has so far.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 from predcalc.models.registry import get_spec
 from predcalc.report.recipe_ablation import how_trained, trained_parameters
+from predcalc.report.records import StoredRecord
 from predcalc.training.sweep import collect
 
 # sweeps/<name>.yaml: the prior report's transformer5 recipe (about 35 minutes a seed on a 2-core CPU),
@@ -25,7 +27,7 @@ SEED_SPLIT_SWEEPS = {
 }
 
 
-def seed_split_records(sweeps: Path, names=SEED_SPLIT_SWEEPS) -> list[dict]:
+def seed_split_records(sweeps: Path, names=SEED_SPLIT_SWEEPS) -> list[StoredRecord]:
     """One record per sweep in ``names`` with at least one finished run (see the module doc).
 
     ``names`` maps each sweep to the models it lists under another registered name (whose label
@@ -62,58 +64,55 @@ def seed_split_records(sweeps: Path, names=SEED_SPLIT_SWEEPS) -> list[dict]:
         first = runs[0]["metrics"]
         seeds = sorted(seed for run in runs for seed in run["parameters"].get("seeds", []))
         records.append(
-            {
-                **first,
-                "models": models,
-                "parameters": {**settings[0], "seeds": seeds},
-                "_dir": Path(sweeps) / name,
-                "_sweep": name,
-                "_overrides": {},
-                "_profile": f"{how_trained(settings[0])}, one seed per run of sweep {name}",
-            }
+            StoredRecord.of(
+                {**first, "models": models, "parameters": {**settings[0], "seeds": seeds}},
+                folder=Path(sweeps) / name,
+                sweep=name,
+                profile=f"{how_trained(settings[0])}, one seed per run of sweep {name}",
+            )
         )
     return records
 
 
-def not_superseded(split_records: list[dict], notebook_records: list[dict]) -> list[dict]:
+def not_superseded(split_records: list[StoredRecord], notebook_records: list[StoredRecord]) -> list[StoredRecord]:
     """The seed-split records less each model that a notebook run of the same notebook trained
     for the same epochs and patience on every seed the sweep has (that run then carries the row,
     and the sweep's "so far" line would only be stale); a record left with no model is dropped."""
 
     def covered(record, name, model):
         for other in notebook_records:
-            theirs = other.get("models", {}).get(name)
-            if other.get("notebook") != record.get("notebook") or not theirs or other.get("_sweep"):
+            theirs = other.models.get(name)
+            if other.notebook != record.notebook or not theirs or other.sweep:
                 continue
             parameters = trained_parameters(other, theirs)
-            same = all(parameters.get(key) == record["parameters"].get(key) for key in ("epochs", "patience"))
-            if same and {r["seed"] for r in model["runs"]} <= {r["seed"] for r in theirs.get("runs", [])}:
+            same = all(parameters.get(key) == record.parameters.get(key) for key in ("epochs", "patience"))
+            if same and {r.seed for r in model.runs} <= {r.seed for r in theirs.runs}:
                 return True
         return False
 
     kept = []
     for record in split_records:
-        models = {name: model for name, model in record["models"].items() if not covered(record, name, model)}
+        models = {name: model for name, model in record.models.items() if not covered(record, name, model)}
         if models:
-            kept.append({**record, "models": models})
+            kept.append(dataclasses.replace(record, models=models))
     return kept
 
 
-def seed_split_lines(records: list[dict]) -> list[str]:
+def seed_split_lines(records: list[StoredRecord]) -> list[str]:
     """One line per seed-split sweep: how many seeds it has, and each seed's MAE in / out / long."""
     lines = []
     for record in records:
-        if not record.get("_sweep"):
+        if not record.sweep:
             continue
-        for model in record["models"].values():
-            runs = model["runs"]
+        for model in record.models.values():
+            runs = model.runs
             per_seed = "; ".join(
-                f"seed {r['seed']}: " + " / ".join(f"{r['metrics'][t]['mae']:.4g}" for t in ("in", "out", "long"))
+                f"seed {r.seed}: " + " / ".join(f"{r.metrics[t]['mae']:.4g}" for t in ("in", "out", "long"))
                 for r in runs
             )
             lines.append(
-                f"- {model['label']}: {len(runs)} seed{'s' * (len(runs) != 1)} so far, trained by "
-                f"`predcalc sweep sweeps/{record['_sweep']}.yaml` (one seed per run; it resumes at the next "
+                f"- {model.label}: {len(runs)} seed{'s' * (len(runs) != 1)} so far, trained by "
+                f"`predcalc sweep sweeps/{record.sweep}.yaml` (one seed per run; it resumes at the next "
                 f"seed). MAE in / out / long per seed: {per_seed}."
             )
     return lines + [""] if lines else []

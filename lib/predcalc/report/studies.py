@@ -17,12 +17,13 @@ from predcalc.models.syntax_gated_scan import coefficient_summary
 from predcalc.readable import percent_number, share
 from predcalc.report.calculator import section
 from predcalc.report.prose import count
+from predcalc.report.records import StoredRecord
 from predcalc.report.tables import markdown_table, plain_cell
 
 
-def is_study(record: dict) -> bool:
+def is_study(record: StoredRecord) -> bool:
     """A side study's record (its kind is stored, or named once by :class:`predcalc.record.RunRecord`)."""
-    return record.get("kind") == "study"
+    return record.kind == "study"
 
 
 def _ratio(value) -> str:
@@ -64,7 +65,7 @@ def _with_range(mean: float, values: list[float] | None) -> str:
 
 def timeseries_table(entry: dict) -> pd.DataFrame:
     """Networks and baselines per series: test MAE and RMSE, mean over seeds [lowest-highest seed]."""
-    rows = []
+    rows, maes = [], []  # maes: each row's MAE as a number, to sort by
     naive = entry["naive"]
     per_seed = seed_values(entry)
     for r in entry["summary"]:
@@ -78,9 +79,9 @@ def timeseries_table(entry: dict) -> pd.DataFrame:
                 "RMSE": _with_range(r["RMSE"], seeds.get("rmse")),
                 "MAE / naive": f"{r['MAE'] / naive[r['series']]['mae']:.2f}",
                 "epochs": f"{r.get('epochs', math.nan):.0f}",
-                "_mae": r["MAE"],
             }
         )
+        maes.append(r["MAE"])
     baselines = entry.get("baselines") or {series: {"naive (last value)": m} for series, m in naive.items()}
     for series, named in baselines.items():
         for label, metrics in named.items():
@@ -93,20 +94,20 @@ def timeseries_table(entry: dict) -> pd.DataFrame:
                     "RMSE": f"{metrics['rmse']:.3f}",
                     "MAE / naive": f"{metrics['mae'] / naive[series]['mae']:.2f}",
                     "epochs": "",
-                    "_mae": metrics["mae"],
                 }
             )
-    frame = pd.DataFrame(rows).sort_values(["series", "_mae"]).reset_index(drop=True)
-    return frame.drop(columns=["_mae"])
+            maes.append(metrics["mae"])
+    order = sorted(range(len(rows)), key=lambda i: (rows[i]["series"], maes[i]))  # by series, then MAE
+    return pd.DataFrame([rows[i] for i in order])
 
 
 def _table(frame: pd.DataFrame) -> str:
     return markdown_table(frame, cell=plain_cell, empty="")
 
 
-def _opening(title: str, record: dict, intro: str, table: pd.DataFrame) -> list[str]:
+def _opening(title: str, record: StoredRecord, intro: str, table: pd.DataFrame) -> list[str]:
     """A study's heading (with its notebook and profile), its introduction and its table."""
-    return [f"### {title} ({record['notebook']}, {record['_profile']})", "", intro, "", _table(table), ""]
+    return [f"### {title} ({record.notebook}, {record.profile})", "", intro, "", _table(table), ""]
 
 
 SPEED_PATHS = {
@@ -115,8 +116,8 @@ SPEED_PATHS = {
 }
 
 
-def _speed_section(record: dict, folder: str) -> list[str]:
-    entry, parameters = record["speed"], record["parameters"]
+def _speed_section(record: StoredRecord, folder: str) -> list[str]:
+    entry, parameters = record.entries["speed"], record.parameters
     lengths = sorted({r["length"] for r in entry["speedups"]})
     paper = entry.get("paper_speedup_t4_gpu", {})
     scanned = any("scan_vs_keras" in r for r in entry["speedups"])
@@ -125,7 +126,7 @@ def _speed_section(record: dict, folder: str) -> list[str]:
         record,
         f"Median seconds of a training step and of inference, batch {parameters.get('batch')}, "
         f"{parameters.get('units')} units, lengths {lengths[0]} to {lengths[-1]}, {parameters.get('repeats')} "
-        f"interleaved repeats, on this project's 2-core CPU ({record['backend']} backend). Each cell is the "
+        f"interleaved repeats, on this project's 2-core CPU ({record.backend} backend). Each cell is the "
         "Keras layer's time over the min* layer's (above 1: the min* layer is faster)."
         + (
             " Paths: *parallel*, the layer as the model uses it (it returns its last state, which the "
@@ -155,8 +156,8 @@ def _speed_section(record: dict, folder: str) -> list[str]:
     return lines
 
 
-def _timeseries_section(record: dict, folder: str) -> list[str]:
-    entry, parameters = record["timeseries"], record["parameters"]
+def _timeseries_section(record: StoredRecord, folder: str) -> list[str]:
+    entry, parameters = record.entries["timeseries"], record.parameters
     lines = _opening(
         "One-step-ahead forecasting of real series",
         record,
@@ -206,8 +207,8 @@ def _timeseries_section(record: dict, folder: str) -> list[str]:
     return lines
 
 
-def _explain_section(record: dict, folder: str, figures) -> list[str]:
-    entry = record["explain"]
+def _explain_section(record: StoredRecord, folder: str, figures) -> list[str]:
+    entry = record.entries["explain"]
     ig = entry["integrated_gradients"]
     quality = {row["model"]: row for row in entry.get("quality", [])}
     rows = []
@@ -285,12 +286,12 @@ def shown_label(name: str, label: str) -> str:
     return display_label(label, partly_built=name in FINISHES)
 
 
-def extended_best(record: dict, built: bool = False) -> dict | None:
+def extended_best(entry: dict, built: bool = False) -> dict | None:
     """The model of an extended-suite study with the highest exact accuracy averaged over its families:
     its label, parameters, seeds, that mean, its accuracy per family (mean over seeds), the families it
     gets at least 99 % right and its worst family. Trained models only, or with ``built`` only the
-    partly built ones (:data:`FINISHES`); None where there is none."""
-    entry = record["extended"]
+    partly built ones (:data:`FINISHES`); None where there is none. ``entry``: the study's
+    ``"extended"`` entry."""
     best = None
     for name, model in entry["models"].items():
         if (name in FINISHES) != built:
@@ -317,19 +318,20 @@ def extended_best(record: dict, built: bool = False) -> dict | None:
     return best
 
 
-def _scope(record: dict) -> dict:
-    return record["extended"].get("scope", {"trained_on": "protocol", "operators": "+-", "parentheses": False})
+def _scope(record: StoredRecord) -> dict:
+    default = {"trained_on": "protocol", "operators": "+-", "parentheses": False}
+    return record.entries["extended"].get("scope", default)
 
 
-def extended_title(record: dict) -> str:
+def extended_title(record: StoredRecord) -> str:
     """ "The extended suite, additive part" (trained on the protocol) or "..., all four operators"."""
     if _scope(record).get("trained_on") == "extended suite":
         return "The extended suite, all four operators and parentheses"
     return "The extended suite, additive part"
 
 
-def _extended_section(record: dict, folder: str) -> list[str]:
-    entry, parameters = record["extended"], record["parameters"]
+def _extended_section(record: StoredRecord, folder: str) -> list[str]:
+    entry, parameters = record.entries["extended"], record.parameters
     scope, title = _scope(record), extended_title(record)
     if scope.get("trained_on") == "extended suite":
         intro = (
@@ -375,7 +377,7 @@ def _extended_section(record: dict, folder: str) -> list[str]:
         + [
             f"![{name}]({folder}/{name})"
             for name in ("accuracy_by_difficulty.png", "error_kinds.png")
-            if (record.get("_dir") is None or (record["_dir"] / name).exists())
+            if record.folder is None or (record.folder / name).exists()
         ]
         + [""]
     )
@@ -426,23 +428,33 @@ def _control_lines(entry: dict) -> list[str]:
     ]
 
 
-def studies_markdown(records: list[dict], relative_dirs: dict) -> list[str]:
+def _explain(record: StoredRecord, folder: str) -> list[str]:
+    return _explain_section(record, folder, sorted(p.name for p in record.folder.glob("*.png")))
+
+
+def _calculator(record: StoredRecord, folder: str) -> list[str]:
+    return section(record.to_json(), folder)  # the calculator study's stored payload, which its templates read
+
+
+# The section that renders each study (a study record's kind, :attr:`predcalc.record.RunRecord.study`);
+# a study with none here (the vanishing gradients') is linked from the Runs list only.
+SECTIONS = {
+    "speed": _speed_section,
+    "timeseries": _timeseries_section,
+    "explain": _explain,
+    "extended": _extended_section,
+    "calculator": _calculator,
+}
+
+
+def studies_markdown(records: list[StoredRecord], relative_dirs: dict) -> list[str]:
     """The findings' "Studies" section; ``relative_dirs`` maps a notebook to its folder from the report."""
     studies = [r for r in records if is_study(r)]
     if not studies:
         return []
     lines = ["## Studies", ""]
     for record in studies:
-        folder = relative_dirs[record["notebook"]]
-        if "speed" in record:
-            lines += _speed_section(record, folder)
-        elif "timeseries" in record:
-            lines += _timeseries_section(record, folder)
-        elif "explain" in record:
-            figures = sorted(p.name for p in record["_dir"].glob("*.png"))
-            lines += _explain_section(record, folder, figures)
-        elif "extended" in record:
-            lines += _extended_section(record, folder)
-        elif "calculator" in record:
-            lines += section(record, folder)
+        render = SECTIONS.get(record.study)
+        if render is not None:
+            lines += render(record, relative_dirs[record.notebook])
     return lines

@@ -1,7 +1,7 @@
 """Results subsections whose words a study writes with its own template beside its code.
 
-Each takes the stored notebook records and finds its study by the keys its record holds, so the
-report names no notebook.
+Each takes the stored notebook records and finds its study by the study's own test of the record's
+stored (JSON) form, which the study's template then reads, so the report names no notebook.
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 from predcalc.report.anchors import REFERENCE_LLM_ROWS
 from predcalc.report.document import Section, Text
+from predcalc.report.records import StoredRecord
 from predcalc.studies import exact_scan, gemma_findings
 
 
@@ -24,22 +25,22 @@ def study_section(key: str, records: list[dict], render: Callable[[dict], str]) 
     return Section(key, title, [Text(body)])
 
 
-def trained_exact_section(records: list[dict]) -> Section:
+def trained_exact_section(records: list[StoredRecord]) -> Section:
     """The trained exact scan: an ablation, and a held-out suite scored through the exported files."""
-    found = [r for r in records if exact_scan.is_record(r)]
+    found = [r for r in (record.to_json() for record in records) if exact_scan.is_record(r)]
     return study_section("results.trained_exact", found, exact_scan.section_markdown)
 
 
-def language_model_section(records: list[dict]) -> Section:
+def language_model_section(records: list[StoredRecord]) -> Section:
     """The pre-trained Gemma 3 270M fine-tuned with LoRA, beside the prior report's row."""
-    found = [r["gemma3_270m"] for r in records if r.get("gemma3_270m")]
+    found = [r.extra["gemma3_270m"] for r in records if r.extra.get("gemma3_270m")]
     reference = REFERENCE_LLM_ROWS["Gemma 3 270M"]
     return study_section(
         "results.language_model", found, lambda record: gemma_findings.render_section(record, reference)
     )
 
 
-def language_model_line(records: list[dict]) -> str | None:
+def language_model_line(records) -> str | None:
     """The README's bullet on the fine-tuned Gemma 3 270M (None where no stored run has the study)."""
-    found = [r["gemma3_270m"] for r in records if r.get("gemma3_270m")]
+    found = [r.extra["gemma3_270m"] for r in records if r.extra.get("gemma3_270m")]
     return gemma_findings.readme_line(found[0], REFERENCE_LLM_ROWS["Gemma 3 270M"]) if found else None

@@ -73,7 +73,7 @@ class LiteRTGemma:
         self.output = self.interpreter.get_output_details()[0]
         self.length = int(self.inputs["token_ids"]["shape"][1])
         self.tokenizer = tokenizer
-        self.stops = set(llm._stop_ids(tokenizer))
+        self.stops = set(llm.stop_ids(tokenizer))
         self.generated_tokens = 0
 
     def next_token(self, tokens: np.ndarray, position: int) -> int:

@@ -270,7 +270,7 @@ def finished(checkpoint: Path, recipe: Recipe) -> bool:
 
 
 def stop_ids(tokenizer) -> list[int]:
-    return llm._stop_ids(tokenizer) if hasattr(llm, "_stop_ids") else [int(tokenizer.end_token_id)]
+    return llm.stop_ids(tokenizer)
 
 
 def exact_correct(model, split: Split, template: str = TEMPLATE, batch_size: int = 32, progress: bool = False):
