@@ -238,6 +238,51 @@ def file_scores(directory, suite: dict[str, Split]) -> dict[str, dict[str, float
     return scores
 
 
+def fresh_seed_run(protocol, seeds, recipe: ExactRecipe, suite, development, output, check=0, workers=1) -> dict:
+    """The shipped recipe, unchanged, trained on ``seeds`` that played no part in choosing it: each
+    seed exported (``output/export/scan_exact_fresh_seed_<seed>``, ONNX float64 and float32 LiteRT,
+    as the choosing seeds) and scored through its files on the held-out ``suite`` and on the
+    ``development`` sets. Returns the record's ``fresh`` entry."""
+    record = {
+        "seeds": [int(s) for s in seeds],
+        "records": {},
+        "exports": {},
+        "heldout": {fmt: {} for fmt in FILES},
+        "development": {fmt: {} for fmt in FILES},
+    }
+    if not seeds:
+        return record
+    trained, records = train_seeds(protocol, seeds, recipe, development, workers=workers)
+    record["records"] = records
+    for seed, model in tqdm(trained.items(), desc="fresh exports"):
+        folder = Path(output) / "export" / f"scan_exact_fresh_seed_{seed}"
+        record["exports"][seed] = export_seed(model, folder, protocol, check=check)
+        for key, sets in (("heldout", suite), ("development", development)):
+            for fmt, scores in file_scores(folder, sets).items():
+                record[key][fmt][seed] = scores
+    return record
+
+
+def fresh_counts(record: dict) -> dict:
+    """The fresh seeds' exact counts through the files: ``{"n": seeds, "heldout"|"development":
+    {fmt: {set: exact seeds}}, "everywhere": {fmt: seeds exact on every held-out set}}``; None
+    where the record has no fresh seeds."""
+    fresh = record.get("fresh") or {}
+    if not fresh.get("seeds"):
+        return None
+    sets = list(record["data"]["heldout"]["sets"])
+    return {
+        "n": len(fresh["seeds"]),
+        "seeds": [str(s) for s in fresh["seeds"]],
+        "heldout": {fmt: exact_counts(by_seed) for fmt, by_seed in fresh["heldout"].items()},
+        "development": {fmt: exact_counts(by_seed) for fmt, by_seed in fresh["development"].items()},
+        "everywhere": {
+            fmt: sum(all(by_seed[s][n] == 1.0 for n in sets) for s in by_seed)
+            for fmt, by_seed in fresh["heldout"].items()
+        },
+    }
+
+
 def long_expression(terms: int = LONG_TERMS, seed: int = LONG_SEED) -> str:
     """``terms`` numbers from -5..5 joined by random ``+`` and ``-``."""
     rng = np.random.default_rng(seed)
