@@ -205,9 +205,15 @@ def test_the_stored_full_run_renders_a_row_per_heldout_set():
         pytest.skip("no stored full run of 33_trained_exact_scan")
     stored = json.loads(record.read_text())
     text = study.stored_section()
-    assert len(stored["heldout"]["onnx"]) == 10  # the full profile's ten seeds
-    for name in stored["data"]["heldout"]["sets"]:
-        assert f"| {name} |" in text
+    assert len(stored["heldout"]["onnx"]) == 10  # the full profile's ten seeds the recipe was chosen on
+    assert stored["fresh"]["seeds"] == list(range(10, 20))  # and its ten fresh seeds, the claim
+    fresh = study.fresh_counts(stored)
+    assert f"**{fresh['everywhere']['onnx']} of 10 fresh seeds through their exported ONNX files**" in text
+    for name, box in stored["data"]["heldout"]["sets"].items():
+        assert text.count(f"| {name} | {box} |") == 2  # a row for the fresh seeds and one for seeds 0-9
+    for seed in map(str, stored["fresh"]["seeds"]):  # each fresh seed's files are in the repository
+        folder = study.RUNS / study.NOTEBOOK / "export" / f"scan_exact_fresh_seed_{seed}"
+        assert all((folder / name).is_file() for name in study.FILES.values()), folder
 
 
 def _fresh_record():
