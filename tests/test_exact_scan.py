@@ -210,7 +210,8 @@ def test_the_stored_full_run_renders_a_row_per_heldout_set():
     fresh = study.fresh_counts(stored)
     assert f"**{fresh['everywhere']['onnx']} of 10 fresh seeds through their exported ONNX files**" in text
     for name, box in stored["data"]["heldout"]["sets"].items():
-        assert text.count(f"| {name} | {box} |") == 2  # a row for the fresh seeds and one for seeds 0-9
+        row = f"| {name} | {box} | {fresh['heldout']['onnx'][name]} of 10 | {fresh['heldout']['litert'][name]} of 10 |"
+        assert text.count(row) == 1, name  # one row a set: the fresh seeds' counts first, then seeds 0-9's
     for seed in map(str, stored["fresh"]["seeds"]):  # each fresh seed's files are in the repository
         folder = study.RUNS / study.NOTEBOOK / "export" / f"scan_exact_fresh_seed_{seed}"
         assert all((folder / name).is_file() for name in study.FILES.values()), folder
@@ -251,10 +252,12 @@ def test_section_gives_the_fresh_count_as_the_claim():
     assert "on **1 of 2 fresh seeds through their exported ONNX files** and on 2 of 2 through their" in text
     assert "On seeds 0, 1, the seeds its last two changes" in text
     assert "on 1 of 2 (ONNX) and 1 of 2 (LiteRT); that count rests on the choosing seeds and is not the claim" in text
-    assert "| terms_300 | 300 numbers | 1 of 2 | 2 of 2 | 100.0 %, 99.0 % |" in text
-    assert "| nines | 1 of 2 | 1 of 2 |" in text  # the development sets through the fresh seeds' files
+    # one row per set: the fresh seeds' counts and spread, then the choosing seeds'
+    assert "| terms_300 | 300 numbers | 1 of 2 | 2 of 2 | 99.0-100.0 % | 1 of 2 | 1 of 2 | 50.0-100.0 % |" in text
+    assert "| digits_3 | 3 numbers of 3 digits | 2 of 2 | 2 of 2 | 100.0 % | 1 of 2 |" in text
+    assert "(ONNX / LiteRT): in 2 / 2, nines 1 / 1." in text  # the development sets through the fresh files
     assert "Fresh seed 11 is not exact on the protocol's in-range test set (Keras: 75.0 %)" in text
-    assert "### Seeds 0, 1 (the recipe was chosen on them)" in text
+    assert "seeds 0, 1: the seeds the recipe was chosen on" in text
     plain = study.section_markdown(_record())
     assert "no fresh seed was run, so this count rests on the choosing seeds" in plain
     assert "fresh seeds through" not in plain

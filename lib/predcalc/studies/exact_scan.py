@@ -360,6 +360,12 @@ def _percent(value) -> str:
     return f"{text} %"
 
 
+def _spread(values) -> str:
+    """Lowest and highest seed's share: ``99.0-100.0 %`` (all equal: ``100.0 %``)."""
+    low, high = _percent(min(values)), _percent(max(values))
+    return low if low == high else f"{low[:-2]}-{high}"
+
+
 def section_markdown(record: dict) -> str:
     """The findings' section on the trained exact scan, from ``metrics.json`` of 33_trained_exact_scan."""
     environment = jinja2.Environment(
@@ -370,6 +376,7 @@ def section_markdown(record: dict) -> str:
         keep_trailing_newline=True,
     )
     environment.filters["percent"] = _percent
+    environment.filters["spread"] = _spread
     heldout = record["heldout"]
     seeds = sorted(heldout["onnx"], key=int)
     sets = list(record["data"]["heldout"]["sets"])
@@ -384,9 +391,12 @@ def section_markdown(record: dict) -> str:
     fresh = fresh_counts(record)
     fresh_records = (record.get("fresh") or {}).get("records") or {}
     fresh_stuck = [s for s in sorted(fresh_records, key=int) if fresh_records[s]["scores"].get("in", 1.0) < 1.0]
+    groups = {"choosing": heldout["onnx"], "fresh": (record.get("fresh") or {}).get("heldout", {}).get("onnx", {})}
+    per_set = {key: {n: [by_seed[s][n] for s in by_seed] for n in sets} for key, by_seed in groups.items()}
     return environment.get_template(TEMPLATE).render(
         fresh=fresh,
         fresh_stuck=fresh_stuck,
+        per_set=per_set,  # {"fresh" | "choosing": {set: each seed's ONNX accuracy}}
         record=record,
         seeds=seeds,
         sets=sets,
