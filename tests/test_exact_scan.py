@@ -178,7 +178,7 @@ def _record():
 
 def test_section_markdown_from_a_record():
     text = study.section_markdown(_record())
-    assert "**1 of 2 seeds through its exported ONNX file**" in text
+    assert "on 1 of 2 seeds through its exported ONNX file and on 1 of 2 through its float32 LiteRT file" in text
     assert "| digits_3 | 3 numbers of 3 digits | 1 of 2 | 1 of 2 | 100.0 %, 50.0 % |" in text
     assert "| no_clamp | 1 | 0 |" in text
     assert "Seed 1 is not exact even inside the training box (the protocol's in-range test set: 25.0 %)" in text
@@ -205,6 +205,105 @@ def test_the_stored_full_run_renders_a_row_per_heldout_set():
         pytest.skip("no stored full run of 33_trained_exact_scan")
     stored = json.loads(record.read_text())
     text = study.stored_section()
-    assert len(stored["heldout"]["onnx"]) == 10  # the full profile's ten seeds
-    for name in stored["data"]["heldout"]["sets"]:
-        assert f"| {name} |" in text
+    assert len(stored["heldout"]["onnx"]) == 10  # the full profile's ten seeds the recipe was chosen on
+    assert stored["fresh"]["seeds"] == list(range(10, 20))  # and its ten fresh seeds, the claim
+    fresh = study.fresh_counts(stored)
+    assert f"**{fresh['everywhere']['onnx']} of 10 fresh seeds through their exported ONNX files**" in text
+    for name, box in stored["data"]["heldout"]["sets"].items():
+        row = f"| {name} | {box} | {fresh['heldout']['onnx'][name]} of 10 | {fresh['heldout']['litert'][name]} of 10 |"
+        assert text.count(row) == 1, name  # one row a set: the fresh seeds' counts first, then seeds 0-9's
+    for seed in map(str, stored["fresh"]["seeds"]):  # each fresh seed's files are in the repository
+        folder = study.RUNS / study.NOTEBOOK / "export" / f"scan_exact_fresh_seed_{seed}"
+        assert all((folder / name).is_file() for name in study.FILES.values()), folder
+
+
+def _fresh_record():
+    """:func:`_record` with two fresh seeds: 10 exact everywhere, 11 short on terms_300 through ONNX only."""
+    record = _record()
+    sets = record["data"]["heldout"]["sets"]
+    heldout = {fmt: {"10": dict.fromkeys(sets, 1.0), "11": dict.fromkeys(sets, 1.0)} for fmt in ("onnx", "litert")}
+    heldout["onnx"]["11"]["terms_300"] = 0.99
+    development = {fmt: {"10": {"in": 1.0, "nines": 1.0}, "11": {"in": 1.0, "nines": 0.5}} for fmt in heldout}
+    record["fresh"] = {
+        "seeds": [10, 11],
+        "records": {"10": {"scores": {"in": 1.0}}, "11": {"scores": {"in": 0.75}}},
+        "exports": {},
+        "heldout": heldout,
+        "development": development,
+    }
+    for seed in record["seeds"].values():
+        seed["scores"] = {"in": seed["scores"]["in"], "out": 1.0, "long": 1.0}
+    return record
+
+
+def test_fresh_counts_per_set_and_everywhere():
+    counts = study.fresh_counts(_fresh_record())
+    assert counts["n"] == 2 and counts["seeds"] == ["10", "11"]
+    assert counts["heldout"]["onnx"] == {"digits_3": 2, "terms_300": 1}
+    assert counts["heldout"]["litert"] == {"digits_3": 2, "terms_300": 2}
+    assert counts["development"]["onnx"] == {"in": 2, "nines": 1}
+    assert counts["everywhere"] == {"onnx": 1, "litert": 2}
+    assert study.fresh_counts(_record()) is None
+    assert study.fresh_counts({**_record(), "fresh": {"seeds": []}}) is None
+
+
+def test_section_gives_the_fresh_count_as_the_claim():
+    text = study.section_markdown(_fresh_record())
+    assert "on **1 of 2 fresh seeds through their exported ONNX files** and on 2 of 2 through their" in text
+    assert "On seeds 0, 1, the seeds its last two changes" in text
+    assert "on 1 of 2 (ONNX) and 1 of 2 (LiteRT); that count rests on the choosing seeds and is not the claim" in text
+    # one row per set: the fresh seeds' counts and spread, then the choosing seeds'
+    assert "| terms_300 | 300 numbers | 1 of 2 | 2 of 2 | 99.0-100.0 % | 1 of 2 | 1 of 2 | 50.0-100.0 % |" in text
+    assert "| digits_3 | 3 numbers of 3 digits | 2 of 2 | 2 of 2 | 100.0 % | 1 of 2 |" in text
+    assert "(ONNX / LiteRT): in 2 / 2, nines 1 / 1." in text  # the development sets through the fresh files
+    assert "Fresh seed 11 is not exact on the protocol's in-range test set (Keras: 75.0 %)" in text
+    assert "seeds 0, 1: the seeds the recipe was chosen on" in text
+    plain = study.section_markdown(_record())
+    assert "no fresh seed was run, so this count rests on the choosing seeds" in plain
+    assert "fresh seeds through" not in plain
+
+
+def test_answer_sentence_and_row_cite_the_fresh_seeds():
+    from predcalc.report import answer, prose
+
+    def stored(record):  # a stored record as the report reads it (its JSON form)
+        return types.SimpleNamespace(to_json=lambda: record)
+
+    findings = types.SimpleNamespace(notebooks=[stored(_fresh_record())])
+    facts = answer.trained_exact_facts(findings)
+    assert facts["fresh"]["formats"]["onnx"]["exact"] == 1 and facts["fresh"]["list"] == "10, 11"
+    assert facts["choosing"] == "0, 1" and facts["formats"]["onnx"]["exact"] == 1
+    row = answer.trained_exact_rows(findings)[0][1][answer.HELD_OUT]
+    assert "1/2 fresh seeds exact on all, 99.5-100.0; seeds 0, 1, which chose its recipe: 1/2" in row
+    values = {"exact": [], "held": [], "built": None, "calculator": None, "trained_exact": facts}
+    sentence = next(b for b in prose.bullets("answer.md.j2", **values) if b.startswith("**Trained to exactness"))
+    assert "it is exact on every set on **1 of 2 fresh seeds** through their exported ONNX files" in sentence
+    assert "(2 of 2 through their float32 LiteRT files" in sentence
+    assert "On seeds 0, 1, the seeds its last two changes were chosen on, the count is 1 of 2" in sentence
+    assert "still to be made" not in sentence
+    none = dict.fromkeys(("scan", "built", "calculator", "reversed", "efficient"))
+    related_text = " ".join(prose.bullets("related_work.md.j2", **none, trained_exact=facts))
+    assert "on 1 of 2 fresh seeds (seeds that did not choose its recipe; 1 of 2 of the seeds that did)" in related_text
+    unfresh = answer.trained_exact_facts(
+        types.SimpleNamespace(notebooks=[stored(_record() | {"seeds": _fresh_record()["seeds"]})])
+    )
+    assert unfresh["fresh"] is None
+    sentence = next(
+        b
+        for b in prose.bullets("answer.md.j2", **{**values, "trained_exact": unfresh})
+        if b.startswith("**Trained to exactness")
+    )
+    assert "a count on fresh seeds is still to be made" in sentence
+
+
+@pytest.mark.slow
+def test_fresh_seed_run_scores_through_the_files_as_keras_does(protocol, tmp_path):
+    sets = {n: s.subset(np.arange(len(s)) < 30, s.name) for n, s in protocol.test_sets().items()}
+    suite = {"digits_6": third_heldout_suite(count=10)["digits_6"]}
+    fresh = study.fresh_seed_run(protocol, [10], ExactRecipe().scaled(200), suite, sets, tmp_path, check=10)
+    assert fresh["seeds"] == [10] and set(fresh["heldout"]) == set(study.FILES) == set(fresh["development"])
+    assert (tmp_path / "export" / "scan_exact_fresh_seed_10" / "model.onnx").is_file()
+    assert fresh["exports"][10]["onnx"]["verdict"] == "use"
+    assert fresh["development"]["onnx"][10] == fresh["records"][10]["scores"]  # ONNX computes in float64, as Keras
+    assert set(fresh["heldout"]["litert"][10]) == {"digits_6"}
+    assert study.fresh_seed_run(protocol, [], ExactRecipe(), suite, sets, tmp_path)["records"] == {}

@@ -236,15 +236,25 @@ def trained_exact_facts(findings) -> dict | None:
         return None
     seeds = sorted(record["seeds"], key=int)
     sets = list(record["data"]["heldout"]["sets"])
-    formats = {}
-    exact = exact_scan.exact_everywhere(record)
-    for fmt, by_seed in record["heldout"].items():
-        per_seed = [float(np.mean([by_seed[s][n] for n in sets])) for s in seeds]
-        formats[fmt] = {
-            "exact": exact[fmt],
-            "per_seed": per_seed,
-            "mean": float(np.mean(per_seed)),
+
+    def by_format(heldout: dict, exact: dict) -> dict:
+        formats = {}
+        for fmt, by_seed in heldout.items():
+            per_seed = [float(np.mean([by_seed[s][n] for n in sets])) for s in sorted(by_seed, key=int)]
+            formats[fmt] = {"exact": exact[fmt], "per_seed": per_seed, "mean": float(np.mean(per_seed))}
+        return formats
+
+    formats = by_format(record["heldout"], exact_scan.exact_everywhere(record))
+    counts = exact_scan.fresh_counts(record)
+    fresh = (  # the claim: the shipped recipe on seeds that chose nothing
+        {
+            "seeds": counts["n"],
+            "list": prose.seeds_list(int(x) for x in counts["seeds"]),
+            "formats": by_format(record["fresh"]["heldout"], counts["everywhere"]),
         }
+        if counts
+        else None
+    )
     weights = record["seeds"][seeds[0]]["weights"]
     learned = (record["ablation"].get("runs") or {}).get("learned_offset") or {}
     return {
@@ -256,6 +266,8 @@ def trained_exact_facts(findings) -> dict | None:
         else None,
         "name": short_name("scan_exact"),
         "seeds": len(seeds),
+        "choosing": prose.seeds_list(int(x) for x in seeds),  # the seeds the recipe's last changes were chosen on
+        "fresh": fresh,
         "sets": len(sets),
         "weights": sum(len(v) if isinstance(v, list) else 1 for v in weights.values()),
         "protocol": {t: [record["seeds"][s]["scores"][t] for s in seeds] for t, _ in PROTOCOL_SETS},
@@ -274,10 +286,20 @@ def trained_exact_rows(findings) -> list[dict]:
     for test_set, column in PROTOCOL_SETS:
         row[column] = Cell(values=facts["protocol"][test_set]).text()
     onnx = facts["formats"]["onnx"]
-    row[HELD_OUT] = (
-        f"{prose.share(onnx['mean'], 1)} over {facts['sets']} sets of its own held-out suite (ONNX file), "
-        f"{onnx['exact']}/{facts['seeds']} exact on all, {prose.spread(onnx['per_seed'])}"
-    )
+    choosing = facts["choosing"]
+    if facts["fresh"] is None:
+        row[HELD_OUT] = (
+            f"{prose.share(onnx['mean'], 1)} over {facts['sets']} sets of its own held-out suite (ONNX file), "
+            f"{onnx['exact']}/{facts['seeds']} exact on all, {prose.spread(onnx['per_seed'])} "
+            f"(seeds {choosing}, which chose its recipe)"
+        )
+    else:  # the claim: fresh seeds; the choosing seeds beside it
+        fresh = facts["fresh"]["formats"]["onnx"]
+        row[HELD_OUT] = (
+            f"{prose.share(fresh['mean'], 1)} over {facts['sets']} sets of its own held-out suite (ONNX file), "
+            f"{fresh['exact']}/{facts['fresh']['seeds']} fresh seeds exact on all, {prose.spread(fresh['per_seed'])}; "
+            f"seeds {choosing}, which chose its recipe: {onnx['exact']}/{facts['seeds']}"
+        )
     row[CHOSEN] = chosen_by("trained", 1)
     return [("scan_exact", row)]
 
