@@ -1,6 +1,6 @@
 # Two commands on a fresh machine with Python 3.11:
 #   make report   executes every notebook (quick profile) into the git-ignored build/runs/ and builds
-#                 build/findings.md there; PROFILE=full (the seed's settings) writes into reports/runs/
+#                 build/findings.md there; PROFILE=full (the prior report's settings) writes into reports/runs/
 #                 and rebuilds reports/findings.md and the README table. ONLY=01 runs one notebook.
 #   make exports  writes every stored model's LiteRT and ONNX files beside its model.keras
 #   make book     builds the report as a static site, build/book/index.html, from reports/ (no

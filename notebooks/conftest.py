@@ -24,7 +24,7 @@ PROFILE_VARIABLE = "PREDCALC_NOTEBOOK_PROFILE"
 LONGEST_FIRST = [
     "40_calculator",
     "10_mamba",
-    "30_beyond_seed",
+    "30_beyond_reference",
     "06_transformer",
     "02_rnn",
     "08_min_rnn",

@@ -48,7 +48,7 @@ def exported_fnn2(tmp_path_factory):
     load it, the model from its model.keras and the report from its export.json."""
     import fcntl
 
-    from predcalc.data import seed_protocol
+    from predcalc.data import reference_protocol
     from predcalc.deploy.export import export_trained, write_export_record
     from predcalc.training import fit
 
@@ -56,7 +56,7 @@ def exported_fnn2(tmp_path_factory):
     if os.environ.get("PYTEST_XDIST_WORKER"):
         shared = shared.parent  # each worker's own base folder is below the session's
     directory = shared / "exported_fnn2" / "fnn2"
-    protocol = seed_protocol(0)
+    protocol = reference_protocol(0)
     with open(shared / "exported_fnn2.lock", "w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes
         if not (directory / "export.json").is_file():  # written last: a finished export

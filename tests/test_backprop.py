@@ -8,7 +8,7 @@ from predcalc.studies import backprop
 
 @pytest.fixture(scope="module")
 def example():
-    return backprop.seed004_example()
+    return backprop.reference004_example()
 
 
 def test_the_problem_is_the_articles(example):
@@ -115,6 +115,6 @@ def test_parameters_are_validated():
         backprop.ElmanParameters(
             W_s=np.zeros((3, 2)), U=np.zeros((3, 3)), B_s=np.zeros(2), W_o=np.zeros((2, 3)), B_o=np.zeros(3)
         )
-    parameters, inputs, _, _ = backprop.seed004_example()
+    parameters, inputs, _, _ = backprop.reference004_example()
     with pytest.raises(ValueError, match="output steps must be in 1..6"):
         backprop.forward(parameters, inputs, [7])

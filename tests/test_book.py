@@ -34,7 +34,7 @@ MAIN_KEYS = {
     "method": ["method.protocol", "method.models", "method.mechanisms", "method.selection", "method.statistics"],
     "results": [
         "results.summary",
-        "results.seed_protocol",
+        "results.reference_protocol",
         "results.edges",
         "results.published",
         "results.extended",
@@ -45,7 +45,7 @@ MAIN_KEYS = {
 }
 APPENDIX_KEYS = [
     "appendix.all_models",
-    "appendix.seed_way",
+    "appendix.reference_way",
     "appendix.recipe",
     "appendix.stability",
     "appendix.development_edges",

@@ -163,7 +163,7 @@ def test_a_stopped_run_says_which_notebooks_it_can_resume(tmp_path, capsys):
     cli_commands.resume_hint(tmp_path)
     assert capsys.readouterr().err == ""  # nothing checkpointed: nothing said
     (tmp_path / ".checkpoints" / "06_transformer").mkdir(parents=True)
-    (tmp_path / ".checkpoints" / "06_transformer" / "transformer5_seed-seed0-abc.json").write_text("{}")
+    (tmp_path / ".checkpoints" / "06_transformer" / "transformer5_reference-seed0-abc.json").write_text("{}")
     (tmp_path / ".checkpoints" / "10_mamba").mkdir()  # started, nothing finished
     cli_commands.resume_hint(tmp_path)
     err = capsys.readouterr().err

@@ -1,4 +1,4 @@
-"""Edge sets outside the seed protocol's box, scored with the model rebuilt for longer inputs."""
+"""Edge sets outside the reference protocol's box, scored with the model rebuilt for longer inputs."""
 
 import numpy as np
 import pytest
@@ -49,12 +49,12 @@ def test_a_model_bound_to_its_length_is_not_scored_on_longer_sets():
 def test_the_edge_table_has_a_row_per_model_and_writes_every_score(tmp_path):
     import json
 
-    from predcalc.data import seed_protocol
+    from predcalc.data import reference_protocol
     from predcalc.notebooks.steps import edge_table
     from predcalc.training.experiment import ModelResults, Results
 
     results = Results(
-        protocol=seed_protocol(0),
+        protocol=reference_protocol(0),
         models={name: ModelResults(first=_untrained(name), predictions={}) for name in ("fnn2", "transformer4_local")},
     )
     table = edge_table(results, edge_sets(seed=0, count=5), path=tmp_path / "edges.json")
@@ -77,7 +77,7 @@ def test_the_development_suite_is_the_probe_06_stored_and_is_frozen():
 
 
 def test_the_heldout_suite_is_frozen_in_its_boxes_and_shares_nothing_with_development_or_training():
-    from predcalc.data import seed_protocol
+    from predcalc.data import reference_protocol
     from predcalc.data.tokenizers import canonical
     from predcalc.studies.edges import HELDOUT, development_suite, heldout_suite
 
@@ -86,7 +86,7 @@ def test_the_heldout_suite_is_frozen_in_its_boxes_and_shares_nothing_with_develo
     assert [edge.name for edge in HELDOUT] == list(suite)
     assert all(suite[name].expressions == again[name].expressions and len(suite[name]) == 30 for name in suite)
     assert suite["terms_40"].expressions != heldout_suite(seed=5, count=30)["terms_40"].expressions
-    protocol = seed_protocol(0)
+    protocol = reference_protocol(0)
     seen = {
         canonical(e)
         for split in (protocol.train, protocol.validation, *development_suite().values())

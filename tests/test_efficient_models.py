@@ -1,4 +1,4 @@
-"""The efficient gated RNN models (minGRU, minLSTM, sLSTM, mLSTM, Mamba) on the seed's tokens."""
+"""The efficient gated RNN models (minGRU, minLSTM, sLSTM, mLSTM, Mamba) on the prior report's tokens."""
 
 import dataclasses
 
@@ -6,7 +6,7 @@ import keras
 import numpy as np
 import pytest
 
-from predcalc.data import seed_protocol
+from predcalc.data import reference_protocol
 from predcalc.models import get_spec
 from predcalc.training import fit
 
@@ -25,8 +25,8 @@ NAMES = sorted(PARAMS)
 
 @pytest.fixture(scope="module")
 def small_protocol():
-    """The seed protocol with 64 training and 32 validation expressions."""
-    protocol = seed_protocol(0)
+    """The reference protocol with 64 training and 32 validation expressions."""
+    protocol = reference_protocol(0)
     train = protocol.train.subset(np.arange(len(protocol.train)) < 64, "train")
     validation = protocol.validation.subset(np.arange(len(protocol.validation)) < 32, "validation")
     return dataclasses.replace(protocol, train=train, validation=validation)

@@ -10,7 +10,7 @@ import keras
 import numpy as np
 import pytest
 
-from predcalc.data import evaluate, make_split, seed_protocol
+from predcalc.data import evaluate, make_split, reference_protocol
 from predcalc.deploy.predictor import Predictor
 from predcalc.studies import exact_scan as study
 from predcalc.studies.edges import (
@@ -27,7 +27,7 @@ from predcalc.training.metrics import exact_accuracy
 
 @pytest.fixture(scope="module")
 def protocol():
-    return seed_protocol(0)
+    return reference_protocol(0)
 
 
 def exact_stand_in():
@@ -66,7 +66,7 @@ def test_exports_match_keras_and_read_300_terms(exported):
     exact = float(evaluate(expression))
     answers = study.long_answers(directory, expression)
     assert answers == {"onnx": exact, "litert": exact}
-    suite = {"mixed": seed_protocol(0).test_long}
+    suite = {"mixed": reference_protocol(0).test_long}
     keras_values = trained.model(study.encode_any_length(trained.tokenizer, suite["mixed"].expressions))
     for fmt, path in study.FILES.items():
         values = Predictor(directory / path).predict(suite["mixed"].expressions)
@@ -119,7 +119,7 @@ def test_second_heldout_suite_boxes_and_exclusions():
     numbers = [int(t) for e in suite["digits_6"].expressions for t in e.split(" ")[::2]]
     assert all(100_000 <= abs(n) <= 999_999 for n in numbers)
     first = {e for split in heldout_suite().values() for e in split.expressions}
-    train = set(seed_protocol(0).train.expressions)
+    train = set(reference_protocol(0).train.expressions)
     drawn = [e for split in suite.values() for e in split.expressions]
     assert not (set(drawn) & first) and not (set(drawn) & train) and len(set(drawn)) == len(drawn)
 
@@ -134,7 +134,7 @@ def test_third_heldout_suite_is_new_and_excludes_every_earlier_suite():
         e for split in [*heldout_suite().values(), *second_heldout_suite(count=30).values()] for e in split.expressions
     }
     drawn = [e for split in suite.values() for e in split.expressions]
-    assert not (set(drawn) & earlier) and not (set(drawn) & set(seed_protocol(0).train.expressions))
+    assert not (set(drawn) & earlier) and not (set(drawn) & set(reference_protocol(0).train.expressions))
     assert len(set(drawn)) == len(drawn)
     assert study.suite_description(suite)["seed"] == THIRD_HELDOUT_SEED
 

@@ -1,13 +1,13 @@
 import pytest
 
-from predcalc.data import seed_protocol
+from predcalc.data import reference_protocol
 from predcalc.data.extended import extended_suite
 from predcalc.training.experiment import run_seeds
 
 
 @pytest.fixture(scope="module")
 def protocol():
-    return seed_protocol(0)
+    return reference_protocol(0)
 
 
 @pytest.mark.slow

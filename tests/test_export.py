@@ -149,5 +149,5 @@ def test_a_stored_model_is_checked_on_its_own_runs_data():
     assert any("*" in e or "/" in e for e in protocol.train.expressions)
     protocol, label = _check_data({"data": {"seed": 3}}, None)
     assert label == {"data_seed": 3} and set(protocol.test_sets()) >= {"in", "out", "long"}
-    assert _check_data(suite_run, 1)[1] == {"data_seed": 1}  # an explicit seed names the seed protocol
+    assert _check_data(suite_run, 1)[1] == {"data_seed": 1}  # an explicit seed names the reference protocol
     assert _check_data(None, None)[1] == {"data_seed": 0}

@@ -95,7 +95,7 @@ def test_depth_counts_nested_parentheses():
     assert depth(parse("((1) - (2 * (3)))")) == 3
 
 
-def test_format_expression_writes_the_seed_form():
+def test_format_expression_writes_the_reference_form():
     assert format_expression([3, -2, 4], ["-", "+"]) == "3 - -2 + 4"
     with pytest.raises(ValueError, match="one operator fewer"):
         format_expression([1, 2], ["+", "-"])

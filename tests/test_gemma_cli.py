@@ -10,7 +10,7 @@ pytest.importorskip("keras_hub")
 pytestmark = pytest.mark.slow  # rebuilds the 268M-parameter model (about 40 s)
 
 from predcalc import cli  # noqa: E402
-from predcalc.data import seed_protocol  # noqa: E402
+from predcalc.data import reference_protocol  # noqa: E402
 from predcalc.paths import RUNS  # noqa: E402
 from predcalc.studies import gemma_adapter  # noqa: E402
 
@@ -23,7 +23,7 @@ def test_evaluate_rebuilds_the_fine_tune_and_answers_as_recorded(tmp_path, capsy
     record = json.loads((RUN / "metrics.json").read_text())["gemma3_270m"]
     chosen = json.loads((RUN / gemma_adapter.RUN_INFO).read_text())["seed"]
     recorded = next(s for s in record["seeds"] if s["seed"] == chosen)["probe_in_correct"]
-    split = seed_protocol(record["settings"]["data_seed"]).test_in
+    split = reference_protocol(record["settings"]["data_seed"]).test_in
     lines = [f"{e}\t{int(v)}" for e, v in zip(split.expressions[: len(recorded)], split.values)]
     (tmp_path / "test.tsv").write_text("\n".join(lines) + "\n")
     code = cli.main(

@@ -8,7 +8,7 @@ import pytest
 
 pytest.importorskip("keras_hub")
 
-from predcalc.data import seed_protocol  # noqa: E402
+from predcalc.data import reference_protocol  # noqa: E402
 from predcalc.studies import gemma_adapter, gemma_findings, gemma_finetune, llm  # noqa: E402
 
 RECIPE = gemma_finetune.Recipe(rank=2, steps=6, batch_size=8, learning_rate=1e-2, warmup_steps=1)
@@ -16,7 +16,7 @@ RECIPE = gemma_finetune.Recipe(rank=2, steps=6, batch_size=8, learning_rate=1e-2
 
 @pytest.fixture(scope="module")
 def protocol():
-    return seed_protocol(0)
+    return reference_protocol(0)
 
 
 def _tiny(protocol):

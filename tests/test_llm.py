@@ -1,4 +1,4 @@
-"""LoRA fine-tuning of a tiny keras-hub Gemma 3 on the seed protocol (predcalc.studies.llm).
+"""LoRA fine-tuning of a tiny keras-hub Gemma 3 on the reference protocol (predcalc.studies.llm).
 
 One tiny model is built, adapted and trained for a few steps once per module; the tests read it.
 """
@@ -8,7 +8,7 @@ import math
 import numpy as np
 import pytest
 
-from predcalc.data import seed_protocol
+from predcalc.data import reference_protocol
 from predcalc.studies import llm
 
 RANK = 4
@@ -17,7 +17,7 @@ RANK = 4
 @pytest.fixture(scope="module")
 def tuned(tmp_path_factory):
     """A tiny Gemma 3 on a small protocol: base preset saved, LoRA rank 4, three short epochs."""
-    protocol = seed_protocol(0, draws=300)
+    protocol = reference_protocol(0, draws=300)
     model, info = llm.load_model("", texts=llm.arithmetic_corpus(protocol.train), seed=0)
     directory = tmp_path_factory.mktemp("llm")
     model.save_to_preset(str(directory / "base"))
@@ -48,7 +48,7 @@ def test_lora_trainable_weights_follow_the_config(tuned):
 
 
 def test_lora_count_for_other_targets_and_gemma():
-    corpus = llm.arithmetic_corpus(seed_protocol(0, draws=50).train)
+    corpus = llm.arithmetic_corpus(reference_protocol(0, draws=50).train)
     model = llm.build_tiny_model(
         corpus,
         architecture="gemma",
@@ -183,7 +183,7 @@ def test_litert_greedy_generation_matches_keras(tuned, tmp_path):
 
 
 def test_tokeniser_is_deterministic_and_splits_digits():
-    corpus = llm.arithmetic_corpus(seed_protocol(0, draws=100).train)
+    corpus = llm.arithmetic_corpus(reference_protocol(0, draws=100).train)
     proto = llm.train_sentencepiece(corpus)
     assert proto == llm.train_sentencepiece(corpus)
     import sentencepiece

@@ -65,40 +65,40 @@ def test_confidence_interval():
     assert all(math.isnan(v) for v in M.confidence_interval([1.0]))
 
 
-def test_seed_way_signed_long_and_seed_mre_on_a_hand_computed_case():
+def test_reference_way_signed_long_and_reference_mre_on_a_hand_computed_case():
     truth = [-3, 2, 0, 0.5]
     prediction = [2.5, 2.5, 0.25, 1.0]
-    # the seed's "MAE long": mean(|truth| - prediction) = (0.5 - 0.5 - 0.25 - 0.5) / 4
+    # the prior report's "MAE long": mean(|truth| - prediction) = (0.5 - 0.5 - 0.25 - 0.5) / 4
     assert M.signed_abs_error(truth, prediction) == pytest.approx(-0.75 / 4)
-    # the seed's MRE: |error| / |truth|, 0 -> 1: 5.5/3, 0.5/2, 0.25/1, 0.5/0.5
-    assert M.mre_seed(truth, prediction) == pytest.approx((5.5 / 3 + 0.25 + 0.25 + 1.0) / 4)
+    # the prior report's MRE: |error| / |truth|, 0 -> 1: 5.5/3, 0.5/2, 0.25/1, 0.5/0.5
+    assert M.mre_reference(truth, prediction) == pytest.approx((5.5 / 3 + 0.25 + 0.25 + 1.0) / 4)
     assert M.signed_abs_error([-2], [float("nan")]) == 2.0  # unparseable: the answer 0
     record = M.regression_metrics(truth, prediction)
-    assert record["signed"] == pytest.approx(-0.1875) and "mre_seed" in record
+    assert record["signed"] == pytest.approx(-0.1875) and "mre_reference" in record
 
 
 def _seed_run(mae_in, mae_out22, long4_abs, long4_signed, mre_in, mre_out, long_signed=1.0):
     return {
-        "in": {"mae": mae_in, "mre_seed": mre_in, "n": 1, "signed": 0.0},
-        "out": {"mae": 2.0, "mre_seed": mre_out, "n": 3},
+        "in": {"mae": mae_in, "mre_reference": mre_in, "n": 1, "signed": 0.0},
+        "out": {"mae": 2.0, "mre_reference": mre_out, "n": 3},
         "out22": {"mae": mae_out22},
         "long": {"signed": long_signed, "mae": 7.0},
         "long4": {"mae": long4_abs, "signed": long4_signed},
     }
 
 
-def test_seed_score_and_seed_way_by_hand():
-    base = M.seed_baseline([_seed_run(0.4, 3.0, 5.0, 1.0, 0.2, 0.6)])
+def test_reference_score_and_reference_way_by_hand():
+    base = M.reference_baseline([_seed_run(0.4, 3.0, 5.0, 1.0, 0.2, 0.6)])
     # baseline: (0.4**2, 3**2, |long4| 5**2, ((0.2*1 + 0.6*3)/4)**2 = 0.5**2)
     assert base == {"in": pytest.approx(0.16), "out22": 9.0, "long4": 25.0, "rel": pytest.approx(0.25)}
     run = _seed_run(0.2, 3.0, 9.0, -2.5, 0.1, 0.5)
     # terms: 0.16/0.04 = 4, 9/9 = 1, signed long4: 25/6.25 = 4, rel: 0.25/0.25 = 1
-    assert M.seed_score(run, base) == pytest.approx(2.5)
-    table = M.seed_way([run, run], base)
+    assert M.reference_score(run, base) == pytest.approx(2.5)
+    table = M.reference_way([run, run], base)
     assert table["score"] == pytest.approx(2.5) and table["MAE long"] == 1.0
     # the transformer notebooks' way: the absolute long4 term 25/81 and the absolute long MAE
-    assert M.seed_score(run, base, "absolute") == pytest.approx((4 + 1 + 25 / 81 + 1) / 4)
-    table = M.seed_way([run, run], base, "absolute")
+    assert M.reference_score(run, base, "absolute") == pytest.approx((4 + 1 + 25 / 81 + 1) / 4)
+    table = M.reference_way([run, run], base, "absolute")
     assert table["MAE long"] == 7.0
     assert table["score"] == pytest.approx((4 + 1 + 25 / 81 + 1) / 4)
-    assert table["MRE out"] == 0.5 and M.has_seed_way(run) and not M.has_seed_way({"in": {"mae": 1}})
+    assert table["MRE out"] == 0.5 and M.has_reference_way(run) and not M.has_reference_way({"in": {"mae": 1}})

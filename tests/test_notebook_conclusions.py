@@ -9,7 +9,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from predcalc.data import seed_protocol
+from predcalc.data import reference_protocol
 from predcalc.models import get_spec
 from predcalc.notebooks import bilstm_steps as attention
 from predcalc.notebooks import steps
@@ -124,7 +124,7 @@ def test_a_spec_with_a_closed_form_finish_is_shown_partly_built():
 
 
 def test_prediction_figure_titles_rows_by_model_and_stays_under_2400_pixels():
-    protocol = seed_protocol(0)
+    protocol = reference_protocol(0)
     sets = protocol.test_sets()
     first = types.SimpleNamespace(spec=types.SimpleNamespace(shown_label="A long model label, with many words"))
     models = {
@@ -143,7 +143,7 @@ def test_prediction_figure_titles_rows_by_model_and_stays_under_2400_pixels():
 def test_a_stored_run_reloads_with_its_records_and_first_seed_predictions(tmp_path):
     from predcalc.training.experiment import run_seeds
 
-    protocol = seed_protocol(0)
+    protocol = reference_protocol(0)
     results = run_seeds(["fnn_baseline"], protocol, seeds=[3], epochs=1, progress=False)
     results.write(tmp_path, "01_fnn", {"epochs": 1})
     target = tmp_path / "export" / "fnn_baseline"
@@ -231,7 +231,7 @@ def test_bilstm_attention_figure_and_shares_of_an_untrained_model():
     trained = TrainedModel(spec=spec, model=model, tokenizer=tokenizer, seed=0, history={}, epochs=0, seconds=0.0)
     figure = attention.plot_attention_examples(trained, ["3 - -2 + 4", "1 + 2"])
     assert [label.get_text() for label in figure.axes[0].get_yticklabels()][0].startswith("3 - -2 + 4 = 9 (pred ")
-    protocol = seed_protocol(0)
+    protocol = reference_protocol(0)
     shares = attention.attention_by_kind(trained, protocol.test_sets())
     assert shares["test set"].tolist() == ["in", "out", "long"]
     total = shares[["on numbers", "on operators", "on pads"]].sum(axis=1)

@@ -5,7 +5,7 @@ import types
 import matplotlib
 import numpy as np
 
-from predcalc.data import NumericTokenizer, seed_protocol
+from predcalc.data import NumericTokenizer, reference_protocol
 from predcalc.models.token_heads import PLAIN, REVERSED
 from predcalc.notebooks import transformer_steps as notes
 from predcalc.studies import llm_steps
@@ -17,7 +17,7 @@ def test_unseen_share_counts_new_slot_tokens():
     assert notes.unseen_share(PLAIN, np.array([1, 2, 3]), np.array([1, 2])) == 0.0
     assert notes.unseen_share(PLAIN, np.array([1, 2, 3]), np.array([1, 12])) == 0.5  # "12" needs slot 3
     assert notes.unseen_share(REVERSED, np.array([5, -7]), np.array([-5])) == 0.0
-    shares = notes.unseen_shares(seed_protocol(0))
+    shares = notes.unseen_shares(reference_protocol(0))
     assert set(shares) == {"plain", "reversed"} and shares["plain"]["in"] == 0.0
     assert shares["plain"]["out"] > 0
 
@@ -53,10 +53,12 @@ def test_llm_steps_markdown():
         "accuracy": {"in": 1, "out": 0.5, "long": 0},
         "unparseable": {"in": 0, "out": 1, "long": 2},
     }
-    seed_rows = {
+    reference_rows = {
         n: {"accuracy_in": 0.9, "accuracy_out": 0.5, "accuracy_long": 0.3} for n in ("Gemma 3 1B", "Gemma 3 270M")
     }
-    text = llm_steps.conclusion(entry, {"trainable_params": 20, "accuracy": entry["accuracy"]}, False, 4, 3, seed_rows)
+    text = llm_steps.conclusion(
+        entry, {"trainable_params": 20, "accuracy": entry["accuracy"]}, False, 4, 3, reference_rows
+    )
     assert "100.00 % / 50.00 % / 0.00 %" in text and "unparseable answers 0 / 1 / 2" in text
     assert "20 weights" in text and "not a measurement of Gemma" in text
     figure, axis = llm_steps.plot_loss({"loss": [2.0, 1.0], "val_loss": [2.5, 1.5]}, "t")
@@ -69,7 +71,7 @@ def test_shared_model_notebook_steps(tmp_path, capsys):
     from predcalc.notebooks import steps
 
     assert steps.output_folder(tmp_path / "a" / "b").is_dir()
-    protocol = seed_protocol(0)
+    protocol = reference_protocol(0)
     steps.show_protocol(protocol)
     out = capsys.readouterr().out
     assert f"     train: {protocol.counts()['train']:,}" in out
@@ -123,7 +125,7 @@ def _fake_results(protocol):
     sets = protocol.test_sets()
     models = {}
     for name, shift in (("exact", 0.0), ("off", 1.0)):
-        spec = types.SimpleNamespace(label=name.upper(), shown_label=name.upper(), seed_row=None)
+        spec = types.SimpleNamespace(label=name.upper(), shown_label=name.upper(), reference_row=None)
         first = types.SimpleNamespace(params=10)
         predictions = {k: split.values.astype(float) + shift for k, split in sets.items()}
         models[name] = types.SimpleNamespace(
@@ -139,7 +141,7 @@ def test_term_weights_speed_and_summary(capsys, tmp_path):
 
     from predcalc.notebooks import steps
 
-    protocol = seed_protocol(0)
+    protocol = reference_protocol(0)
     results = _fake_results(protocol)
     steps.show_speed(results)
     assert "EXACT: 1.00 s per epoch, 3 epochs" in capsys.readouterr().out
@@ -195,18 +197,20 @@ def test_parallel_vs_loop_step_times_both_paths(monkeypatch):
     assert set(medians) == {True, False} and all(s > 0 for s in medians.values())
 
 
-def test_seed_recipe_lines_score_the_seed_way_beside_the_published_row():
+def test_reference_recipe_lines_score_the_reference_way_beside_the_published_row():
     from predcalc.report.findings import baseline_runs, load_runs
 
-    stored = [r for r in load_runs() if r["notebook"] == "06_transformer"][0]["models"]["transformer4_seed"]
-    spec = types.SimpleNamespace(seed_row=stored["seed_row"])
-    results = types.SimpleNamespace(models={"transformer4_seed": types.SimpleNamespace(runs=stored["runs"], spec=spec)})
-    lines = notes.seed_recipe_lines(results, baseline_runs(load_runs()), 40)
+    stored = [r for r in load_runs() if r["notebook"] == "06_transformer"][0]["models"]["transformer4_reference"]
+    spec = types.SimpleNamespace(reference_row=stored["reference_row"])
+    results = types.SimpleNamespace(
+        models={"transformer4_reference": types.SimpleNamespace(runs=stored["runs"], spec=spec)}
+    )
+    lines = notes.reference_recipe_lines(results, baseline_runs(load_runs()), 40)
     assert len(lines) == 2
-    assert lines[0].startswith(f"transformer4_seed ({len(stored['runs'])} seed(s), 40 epochs at most): MAE in ")
-    assert "prior report: MAE in " in lines[1] and lines[1].startswith(" " * len("transformer4_seed"))
-    assert notes.seed_recipe_lines(results, None, 40) == []
-    assert notes.seed_recipe_lines(types.SimpleNamespace(models={}), baseline_runs(load_runs()), 40) == []
+    assert lines[0].startswith(f"transformer4_reference ({len(stored['runs'])} seed(s), 40 epochs at most): MAE in ")
+    assert "prior report: MAE in " in lines[1] and lines[1].startswith(" " * len("transformer4_reference"))
+    assert notes.reference_recipe_lines(results, None, 40) == []
+    assert notes.reference_recipe_lines(types.SimpleNamespace(models={}), baseline_runs(load_runs()), 40) == []
 
 
 def test_the_conclusion_reports_each_model_beside_the_prior_reports_row_and_names_kept_runs():
@@ -233,18 +237,18 @@ def test_the_conclusion_reports_each_model_beside_the_prior_reports_row_and_name
     record = {
         "parameters": {"epochs": 200},
         "models": {
-            "transformer4_seed": {
+            "transformer4_reference": {
                 "label": "t4 seed recipe",
-                "seed_row": "transformer4 (encoder, regression)",
+                "reference_row": "transformer4 (encoder, regression)",
                 "runs": runs,
             },
             "transformer4": {
                 "label": "t4",
-                "seed_row": "transformer4 (encoder, regression)",
+                "reference_row": "transformer4 (encoder, regression)",
                 "runs": runs,
                 "kept_from": {"created": "2026-11-23T17:59:09+00:00", "parameters": {"epochs": 150}},
             },
-            "transformer_tokens": {"label": "tokens", "seed_row": None, "runs": runs},
+            "transformer_tokens": {"label": "tokens", "reference_row": None, "runs": runs},
         },
     }
     unseen = {"plain": {"out": 0.125}, "reversed": {"out": 0.125}}
@@ -254,7 +258,7 @@ def test_the_conclusion_reports_each_model_beside_the_prior_reports_row_and_name
         "most, kept from the run of 2026-11-23)"
     )
     assert (
-        "- **transformer4_seed** (38,209 parameters, prior report 38,209; 2 seed(s), 200 epochs at most, this run)"
+        "- **transformer4_reference** (38,209 parameters, prior report 38,209; 2 seed(s), 200 epochs at most, this run)"
         in text
     )
     assert "MAE in range **0.0389** (prior report 0.0393)" in text and "long **3.915** (3.886)" in text
@@ -266,13 +270,13 @@ def test_the_conclusion_reports_each_model_beside_the_prior_reports_row_and_name
 
 def test_prior_long_compares_only_an_absolute_error():
     from predcalc.notebooks.steps import prior_long
-    from predcalc.report.anchors import SEED_ROWS
+    from predcalc.report.anchors import REFERENCE_ROWS
 
-    assert prior_long(SEED_ROWS["transformer5"]) == "3.802"
-    assert prior_long(SEED_ROWS["FNN2 (1 x 345 PReLU)"]).startswith(
+    assert prior_long(REFERENCE_ROWS["transformer5"]) == "3.802"
+    assert prior_long(REFERENCE_ROWS["FNN2 (1 x 345 PReLU)"]).startswith(
         "not compared: the prior report's long figure is a signed"
     )
-    assert prior_long(SEED_ROWS["RNN2 (SimpleRNN + PReLU)"]).startswith("not compared: the code behind")
+    assert prior_long(REFERENCE_ROWS["RNN2 (SimpleRNN + PReLU)"]).startswith("not compared: the code behind")
 
 
 def test_unparseable_shares_and_token_models_read_a_record():

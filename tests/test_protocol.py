@@ -1,16 +1,16 @@
 import numpy as np
 import pytest
 
-from predcalc.data import evaluate, seed_protocol
+from predcalc.data import evaluate, reference_protocol
 from predcalc.data.protocol import all_three_term_expressions
 
 
 @pytest.fixture(scope="module")
 def protocol():
-    return seed_protocol(0)
+    return reference_protocol(0)
 
 
-def test_counts_match_the_seed_protocol(protocol):
+def test_counts_match_the_reference_protocol(protocol):
     counts = protocol.counts()
     assert counts["out"] == 2048
     assert counts["long"] == 700
@@ -48,7 +48,7 @@ def test_ranges_and_lengths(protocol):
 
 
 def test_same_seed_same_splits_other_seed_other_draw():
-    a, b, c = seed_protocol(7), seed_protocol(7), seed_protocol(8)
+    a, b, c = reference_protocol(7), reference_protocol(7), reference_protocol(8)
     assert a.train.expressions == b.train.expressions and a.test_long.expressions == b.test_long.expressions
     assert a.train.expressions != c.train.expressions
     assert a.test_out.expressions == c.test_out.expressions  # the out-of-range set is exhaustive
@@ -56,6 +56,6 @@ def test_same_seed_same_splits_other_seed_other_draw():
 
 def test_bad_arguments():
     with pytest.raises(ValueError, match="draws must be positive"):
-        seed_protocol(draws=0)
+        reference_protocol(draws=0)
     with pytest.raises(ValueError, match="validation_fraction"):
-        seed_protocol(validation_fraction=1.5)
+        reference_protocol(validation_fraction=1.5)

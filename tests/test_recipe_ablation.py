@@ -22,14 +22,14 @@ def _sweep_run(root, name, kwargs, seed, mae, error=None):
     folder = root / SWEEP / f"06_transformer__{name}"
     folder.mkdir(parents=True)
     parameters = {
-        "models": ["transformer4_seed"],
-        "model_kwargs": {"transformer4_seed": kwargs},
+        "models": ["transformer4_reference"],
+        "model_kwargs": {"transformer4_reference": kwargs},
         "epochs": 200,
         "patience": 200,
         "seeds": [seed],
     }
     (folder / "run.json").write_text(json.dumps({"parameters": parameters, "error": error}))
-    (folder / "metrics.json").write_text(json.dumps({"models": {"transformer4_seed": {"runs": _runs([mae])}}}))
+    (folder / "metrics.json").write_text(json.dumps({"models": {"transformer4_reference": {"runs": _runs([mae])}}}))
 
 
 def test_one_row_per_undone_choice_beside_the_stored_runs(tmp_path):
@@ -42,7 +42,7 @@ def test_one_row_per_undone_choice_beside_the_stored_runs(tmp_path):
             "notebook": "06_transformer",
             "parameters": {"epochs": 200, "patience": 200},
             "models": {
-                "transformer4_seed": {"runs": _runs([0.03, 0.05])},
+                "transformer4_reference": {"runs": _runs([0.03, 0.05])},
                 "transformer4_gated": {"runs": _runs([0.02, 0.02])},
                 "transformer4": {
                     "runs": _runs([0.1, 0.12], 0.99),
@@ -93,15 +93,15 @@ def _peak_run(root, name, peak, seed, val_loss, mae, error=None, sweep=PEAK_SWEE
     folder = root / sweep / f"06_transformer__{name}"
     folder.mkdir(parents=True)
     parameters = {
-        "models": ["transformer5_seed"],
-        "model_kwargs": {"transformer5_seed": {"peak_learning_rate": peak}},
+        "models": ["transformer5_reference"],
+        "model_kwargs": {"transformer5_reference": {"peak_learning_rate": peak}},
         "epochs": epochs,
         "patience": epochs,
         "seeds": [seed],
     }
     (folder / "run.json").write_text(json.dumps({"parameters": parameters, "error": error}))
     runs = [{**run, "best_val_loss": val_loss} for run in _runs([mae])]
-    (folder / "metrics.json").write_text(json.dumps({"models": {"transformer5_seed": {"runs": runs}}}))
+    (folder / "metrics.json").write_text(json.dumps({"models": {"transformer5_reference": {"runs": runs}}}))
 
 
 def test_peak_probe_one_row_per_rate_and_names_the_best(tmp_path):
@@ -115,7 +115,7 @@ def test_peak_probe_one_row_per_rate_and_names_the_best(tmp_path):
     assert list(table["best val MSE"]) == ["21 [20-22]", "0.2 [0.1-0.3]"]
     assert table.loc[1, "trained"] == "25 epochs, no early stopping" and table.loc[1, "MAE in"] == "0.3 [0.25-0.35]"
     lines = peak_probe_lines(tmp_path)
-    assert lines[0] == "### transformer5_seed: the peak learning rate"
+    assert lines[0] == "### transformer5_reference: the peak learning rate"
     assert "the lowest mean validation MSE is at a peak of 0.0002;" in lines[2]
     assert peak_probe_table(tmp_path / "none").empty and peak_probe_lines(tmp_path / "none") == []
 
@@ -128,7 +128,7 @@ def test_full_length_peaks_sit_below_the_probe_with_the_notebook_run(tmp_path):
     stored = {
         "notebook": "06_transformer",
         "parameters": {"epochs": 200, "patience": 200},
-        "models": {"transformer5_seed": {"runs": runs}},
+        "models": {"transformer5_reference": {"runs": runs}},
     }  # trained at the model's own peak, 2e-4
     table = peak_probe_table(tmp, [stored])
     assert list(zip(table["peak learning rate"], table["trained"], table["seeds"])) == [

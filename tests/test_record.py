@@ -26,7 +26,7 @@ MODELS = {
             "runs": [RUN],
             "export": None,
             "family": "FNN",
-            "seed_row": None,
+            "reference_row": None,
             "tokenizer": "numeric",
         }
     },

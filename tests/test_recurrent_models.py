@@ -1,14 +1,14 @@
-"""The registered recurrent models: parameter counts, training, save/load, the seed cells, attention."""
+"""The registered recurrent models: parameter counts, training, save/load, the reference cells, attention."""
 
 import keras
 import numpy as np
 import pytest
 
-from predcalc.data import NumericTokenizer, seed_protocol
-from predcalc.layers import SeedGRUCell, SeedLSTMCell
+from predcalc.data import NumericTokenizer, reference_protocol
+from predcalc.layers import ReferenceGRUCell, ReferenceLSTMCell
 from predcalc.models import get_spec
 from predcalc.models.recurrent import attention_weights, signed_contributions, term_weights
-from predcalc.report.anchors import SEED_ROWS
+from predcalc.report.anchors import REFERENCE_ROWS
 from predcalc.training import fit
 
 NAMES = ["rnn2", "lstm", "gru", "bilstm_attention"]
@@ -17,26 +17,26 @@ EXPRESSIONS = ["3 - -2 + 4", "1 + 2 - 3 + 4 - 5 + -1", "-8 + 7 - 6"]
 
 @pytest.fixture(scope="module")
 def protocol():
-    return seed_protocol(0)
+    return reference_protocol(0)
 
 
 def test_default_parameter_counts():
     counts = {name: fit.build(name)[1].count_params() for name in NAMES}
     assert counts == {"rnn2": 222_781, "lstm": 16_961, "gru": 12_737, "bilstm_attention": 6_511}
-    assert counts["bilstm_attention"] == SEED_ROWS["BiLSTM + attention"]["params"]
-    seed_rnn = SEED_ROWS["RNN2 (SimpleRNN + PReLU)"]["params"]
-    assert abs(counts["rnn2"] - seed_rnn) / seed_rnn < 0.002
-    # 469 units would be further from the seed's count than 470
-    assert abs(fit.build("rnn2", units=469)[1].count_params() - seed_rnn) > abs(counts["rnn2"] - seed_rnn)
+    assert counts["bilstm_attention"] == REFERENCE_ROWS["BiLSTM + attention"]["params"]
+    reference_rnn = REFERENCE_ROWS["RNN2 (SimpleRNN + PReLU)"]["params"]
+    assert abs(counts["rnn2"] - reference_rnn) / reference_rnn < 0.002
+    # 469 units would be further from the prior report's count than 470
+    assert abs(fit.build("rnn2", units=469)[1].count_params() - reference_rnn) > abs(counts["rnn2"] - reference_rnn)
 
 
-def test_seed_rows_and_tokenizer():
-    assert get_spec("rnn2").seed_row == "RNN2 (SimpleRNN + PReLU)"
-    assert get_spec("bilstm_attention").seed_row == "BiLSTM + attention"
-    assert get_spec("lstm").seed_row is None and get_spec("gru").seed_row is None
+def test_reference_rows_and_tokenizer():
+    assert get_spec("rnn2").reference_row == "RNN2 (SimpleRNN + PReLU)"
+    assert get_spec("bilstm_attention").reference_row == "BiLSTM + attention"
+    assert get_spec("lstm").reference_row is None and get_spec("gru").reference_row is None
     for name in NAMES:
         spec = get_spec(name)
-        assert spec.seed_row is None or spec.seed_row in SEED_ROWS
+        assert spec.reference_row is None or spec.reference_row in REFERENCE_ROWS
         assert spec.tokenizer == "numeric" and spec.loss == "mse"
 
 
@@ -82,13 +82,13 @@ def test_unrolled_equals_rolled(name):
     np.testing.assert_allclose(rolled.predict(x, verbose=0), unrolled.predict(x, verbose=0), atol=1e-5)
 
 
-@pytest.mark.parametrize("name,seed_cell", [("lstm", SeedLSTMCell), ("gru", SeedGRUCell)])
-def test_keras_layers_are_the_seed_equations(name, seed_cell):
-    """The registered LSTM/GRU load into the literal seed cells and give the same final state."""
+@pytest.mark.parametrize("name,reference_cell", [("lstm", ReferenceLSTMCell), ("gru", ReferenceGRUCell)])
+def test_keras_layers_are_the_reference_equations(name, reference_cell):
+    """The registered LSTM/GRU load into the literal reference cells and give the same final state."""
     _, model, tokenizer = fit.build(name, units=5)
     layer = model.get_layer(name)
     x = tokenizer.encode_batch(EXPRESSIONS)[:, :, None]
-    cell = seed_cell(5)
+    cell = reference_cell(5)
     cell.set_keras_weights(layer)  # refuses a GRU with reset_after=True
     np.testing.assert_allclose(
         keras.ops.convert_to_numpy(keras.layers.RNN(cell)(x)), keras.ops.convert_to_numpy(layer(x)), atol=1e-5
@@ -102,7 +102,7 @@ def test_attention_weights_over_the_tokens():
     alpha = attention_weights(model, tokenizer.encode_batch(EXPRESSIONS))
     assert alpha.shape == (3, 15) and np.all(alpha >= 0)
     np.testing.assert_allclose(alpha.sum(axis=1), 1.0, atol=1e-5)
-    assert np.all(alpha[:, 5:] > 0)  # unmasked, as in the seed: the padding gets weight too
+    assert np.all(alpha[:, 5:] > 0)  # unmasked, as in the prior report: the padding gets weight too
     # the weights are the layer's own, and the model's output is the read-out of that context
     layer = model.get_layer("bilstm_attention")
     sequence = tokenizer.encode_batch(EXPRESSIONS)[:, :, None]

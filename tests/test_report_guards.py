@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from predcalc.paths import ROOT
-from predcalc.report.anchors import SEED_LLM_ROWS, SEED_ROWS
+from predcalc.report.anchors import REFERENCE_LLM_ROWS, REFERENCE_ROWS
 from predcalc.report.findings import README_END, README_START
 from predcalc.studies.backprop_check import ARTICLE
 from predcalc.training.runner import ALIASES
@@ -44,7 +44,7 @@ NOT_RESULTS = re.compile(
 def _published_values() -> set[float]:
     """Numbers other people published: the prior report's rows and the worked article notebook 00 checks."""
     values = set()
-    for row in [*SEED_ROWS.values(), *SEED_LLM_ROWS.values()]:
+    for row in [*REFERENCE_ROWS.values(), *REFERENCE_LLM_ROWS.values()]:
         numbers = [float(v) for v in row.values() if isinstance(v, (int, float)) and not isinstance(v, bool)]
         values |= set(numbers) | {100 * v for v in numbers if v <= 1}  # accuracies are quoted in percent
 

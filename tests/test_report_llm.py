@@ -35,7 +35,7 @@ def _llm_record():
     }
 
 
-def test_llm_table_puts_this_projects_rows_beside_the_seeds():
+def test_llm_table_puts_this_projects_rows_beside_the_references():
     table = findings.llm_table([_llm_record(), {"notebook": "01_fnn", "models": {}}])
     assert table["model"].tolist() == [
         "tiny Gemma 3 (not pre-trained, 71,488 params)",

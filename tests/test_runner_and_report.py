@@ -142,7 +142,7 @@ def _record(notebook, models):
     }
 
 
-def _model(label, mae_in, seeds=2, seed_row=None):
+def _model(label, mae_in, seeds=2, reference_row=None):
     runs = [
         {
             "seed": s,
@@ -157,7 +157,7 @@ def _model(label, mae_in, seeds=2, seed_row=None):
     return {
         "label": label,
         "family": "FNN",
-        "seed_row": seed_row,
+        "reference_row": reference_row,
         "tokenizer": "numeric",
         "params": 100,
         "runs": runs,
@@ -180,7 +180,10 @@ def test_report_builds_findings_readme_table_and_figure(tmp_path):
         json.dumps(
             _record(
                 "01_fnn",
-                {"fnn_baseline": _model("baseline", 0.4), "fnn2": _model("FNN2", 0.2, seed_row="FNN2 (1 x 345 PReLU)")},
+                {
+                    "fnn_baseline": _model("baseline", 0.4),
+                    "fnn2": _model("FNN2", 0.2, reference_row="FNN2 (1 x 345 PReLU)"),
+                },
             )
         )
     )
@@ -235,7 +238,9 @@ def test_ablation_lines_set_each_ablation_beside_the_full_model():
     full, ablation = _model("Scan", 0.01), _model("Ablated", 0.5)
     for run in ablation["runs"]:
         run["metrics"]["out"]["accuracy"] = 0.25
-    lines = findings.ablation_lines([_record("30_beyond_seed", {"scan_typed": full, "scan_typed_additive": ablation})])
+    lines = findings.ablation_lines(
+        [_record("30_beyond_reference", {"scan_typed": full, "scan_typed_additive": ablation})]
+    )
     assert "the full model 50.0 / 50.0 / 50.0 %" in lines[0]
     assert (
         "- the state is concatenated with the value instead of multiplying it: 50.0 / 25.0 / 50.0 % (100 parameters)."
@@ -244,7 +249,7 @@ def test_ablation_lines_set_each_ablation_beside_the_full_model():
     assert findings.ablation_lines([_record("01_fnn", {"fnn2": full})]) == []
     assert not any("closed form" in line for line in lines)
     solved = _model("Solved", 1e-6)
-    lines = findings.ablation_lines([_record("30_beyond_seed", {"scan_typed": full, "scan_typed_solved": solved})])
+    lines = findings.ablation_lines([_record("30_beyond_reference", {"scan_typed": full, "scan_typed_solved": solved})])
     assert (
         "Finished in closed form after the same training (exact in / out / long, and the mean absolute "
         "error out of range, 0.1 for the fitted scan):" in lines
@@ -272,7 +277,7 @@ def test_answer_opens_with_the_families_table_and_at_most_five_sentences(tmp_pat
     exact = {"in": 1.0, "out": 1.0, "long": 1.0}
     records = [
         _record(
-            "30_beyond_seed",
+            "30_beyond_reference",
             {
                 "scan_typed": _seeded("Scan", exact),
                 "lstm": _seeded("LSTM", {"in": 0.99, "out": 0.2, "long": 0.3}),
@@ -313,8 +318,10 @@ def test_each_family_is_represented_by_its_lowest_validation_loss_not_its_test_a
 def test_the_quick_page_says_it_is_a_smoke_result_with_its_own_seed_count(tmp_path):
     from predcalc.report.paper import Findings
 
-    record = _record("30_beyond_seed", {"scan_typed": _seeded("Scan", {"in": 1.0, "out": 1.0, "long": 1.0}, seeds=1)})
-    record["_profile"], record["_dir"] = "quick", tmp_path / "30_beyond_seed"
+    record = _record(
+        "30_beyond_reference", {"scan_typed": _seeded("Scan", {"in": 1.0, "out": 1.0, "long": 1.0}, seeds=1)}
+    )
+    record["_profile"], record["_dir"] = "quick", tmp_path / "30_beyond_reference"
     doc = Findings([record], tmp_path).document()
     assert "Smoke result" in doc.source_note and "1 seed per model" in doc.source_note
     text = " ".join(
@@ -432,13 +439,13 @@ def test_a_keep_stored_run_starts_from_the_stored_folder(tmp_path):
 
 
 def test_keep_stored_keeps_models_not_retrained(tmp_path):
-    from predcalc.data import seed_protocol
+    from predcalc.data import reference_protocol
     from predcalc.training.experiment import Results
 
     stored = {**_record("06_x", {"old": _model("Old", 0.5), "new": _model("New", 0.9)}), "created": "2026-01-02T00:00"}
     (tmp_path / "metrics.json").write_text(json.dumps(stored))
     (tmp_path / "run.json").write_text(json.dumps({"profile": "full"}))
-    results = Results(protocol=seed_protocol(0))
+    results = Results(protocol=reference_protocol(0))
     results.models["new"] = None  # stands for a model this run trains
     assert results.keep_stored(tmp_path) == ["old"]
     assert results.kept["old"]["kept_from"] == {"created": "2026-01-02T00:00", "profile": "full", "parameters": {}}

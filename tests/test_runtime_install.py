@@ -26,11 +26,11 @@ def runtime_artifacts() -> list[Path]:
 
 
 def expression_file(directory: Path) -> Path:
-    """A few hundred expressions of the seed's test sets (in range, out of range, long), with answers."""
+    """A few hundred expressions of the prior report's test sets (in range, out of range, long), with answers."""
     sys.path.insert(0, str(ROOT / "lib"))
-    from predcalc.data import seed_protocol
+    from predcalc.data import reference_protocol
 
-    protocol = seed_protocol(0)
+    protocol = reference_protocol(0)
     rows = []
     for split, count in ((protocol.test_in, 150), (protocol.test_out, 100), (protocol.test_long, 100)):
         rows += [f"{e}\t{v:g}" for e, v in zip(split.expressions[:count], split.values[:count])]

@@ -12,7 +12,7 @@ from predcalc.report.seed_split import seed_split_records
 def _seed_run(root, seed, mae_in, parameters=None, error=None):
     folder = root / "slow" / f"06_transformer__s{seed}"
     folder.mkdir(parents=True)
-    model = _model("slow transformer", mae_in, seeds=1, seed_row="transformer5")
+    model = _model("slow transformer", mae_in, seeds=1, reference_row="transformer5")
     model["runs"][0]["seed"] = seed
     (folder / "run.json").write_text(
         json.dumps(
@@ -69,20 +69,20 @@ def test_the_findings_list_a_seed_split_sweep_with_its_command(tmp_path):
         json.dumps(_record("01_fnn", {"fnn_baseline": _model("baseline", 0.4)}))
     )
     _seed_run(reports / "sweeps", 0, 0.1)
-    (reports / "sweeps" / "transformer5_seed").mkdir()
-    (reports / "sweeps" / "slow").rename(reports / "sweeps" / "transformer5_seed")
+    (reports / "sweeps" / "transformer5_reference").mkdir()
+    (reports / "sweeps" / "slow").rename(reports / "sweeps" / "transformer5_reference")
     findings.build(runs=runs, reports=reports, readme=None)
     text = (reports / "findings.md").read_text()
     assert (
         "| slow transformer | 06_transformer (200 epochs, no early stopping, one seed per run of sweep "
-        "transformer5_seed, 1 seed) |" in text
+        "transformer5_reference, 1 seed) |" in text
     )
     assert (
-        "- sweep `transformer5_seed` in `reports/sweeps/transformer5_seed/` (`predcalc sweep "
-        "sweeps/transformer5_seed.yaml`"
+        "- sweep `transformer5_reference` in `reports/sweeps/transformer5_reference/` (`predcalc sweep "
+        "sweeps/transformer5_reference.yaml`"
     ) in text
     assert (
-        "- slow transformer: 1 seed so far, trained by `predcalc sweep sweeps/transformer5_seed.yaml` (one seed "
+        "- slow transformer: 1 seed so far, trained by `predcalc sweep sweeps/transformer5_reference.yaml` (one seed "
         "per run; it resumes at the next seed). MAE in / out / long per seed: seed 0: 0.1 / 1 / 2."
     ) in text
 

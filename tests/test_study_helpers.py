@@ -85,7 +85,7 @@ def test_ig_statistics_of_a_linear_model():
 
 
 @needs_tf
-def test_trained_gates_read_the_seed_cells():
+def test_trained_gates_read_the_reference_cells():
     keras.utils.set_random_seed(0)
     inputs = keras.Input((15,))
     seq = keras.layers.Reshape((15, 1))(inputs)
@@ -129,7 +129,7 @@ def test_checker_records_verdicts(capsys):
 
 @needs_tf
 def test_keras_network_matches_numpy_bptt():
-    parameters, inputs, targets, _ = backprop.seed004_example()
+    parameters, inputs, targets, _ = backprop.reference004_example()
     _, _, totals = backprop.per_loss_gradients(parameters, inputs, targets)
     network = backprop_check.keras_network(parameters)
     x = inputs[None].astype("float64")

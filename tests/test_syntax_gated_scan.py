@@ -2,7 +2,7 @@ import keras
 import numpy as np
 import pytest
 
-from predcalc.data import TypedTokenizer, seed_protocol
+from predcalc.data import TypedTokenizer, reference_protocol
 from predcalc.models.syntax_gated_scan import gated_scan
 from predcalc.training import fit
 
@@ -34,7 +34,7 @@ def test_the_value_path_is_linear_so_scaling_values_scales_the_state_term():
 
 @pytest.mark.slow
 def test_trains_and_round_trips(tmp_path):
-    protocol = seed_protocol(0)
+    protocol = reference_protocol(0)
     trained = fit.train("scan_typed", protocol, seed=0, epochs=3, learning_rate=0.01)
     assert trained.history["loss"][-1] < trained.history["loss"][0]
     path = tmp_path / "scan.keras"
@@ -96,10 +96,10 @@ def test_overwrite_makes_the_state_after_an_operator_forget_the_history():
 
 @pytest.mark.slow
 def test_solved_scan_is_exact_on_six_digit_numbers_after_one_epoch(tmp_path):
-    """Trained on the seed protocol (numbers -5..4, three terms) for one epoch, then finished in closed form."""
+    """Trained on the reference protocol (numbers -5..4, three terms) for one epoch, then finished in closed form."""
     from predcalc.models.syntax_gated_scan import coefficient_summary, signed_sum_coefficients
 
-    protocol = seed_protocol(0)
+    protocol = reference_protocol(0)
     solved = fit.train("scan_typed_solved", protocol, seed=0, epochs=1, learning_rate=0.01)
     summary = coefficient_summary(signed_sum_coefficients(solved.predict, terms=8))
     assert max(abs(r["error"]) for r in summary["rows"]) < 1e-5 and summary["nonlinearity"] < 1e-2

@@ -7,7 +7,7 @@ import keras
 import numpy as np
 import pytest
 
-from predcalc.data import seed_protocol
+from predcalc.data import reference_protocol
 from predcalc.models import get_spec
 from predcalc.models.token_heads import PLAIN, REVERSED, VOCABULARY, AnswerFormat
 from predcalc.training import fit
@@ -131,7 +131,7 @@ def test_registered_token_models():
 
 @pytest.fixture(scope="module")
 def small_protocol():
-    protocol = seed_protocol(0)
+    protocol = reference_protocol(0)
     rng = np.random.default_rng(0)
 
     def keep(split, n):
@@ -216,12 +216,12 @@ def test_predictor_decodes_an_exported_token_model(tmp_path):
     """predcalc.json names the answer format, so a .tflite token model predicts values, not logits."""
     import json
 
-    from predcalc.data import seed_protocol
+    from predcalc.data import reference_protocol
     from predcalc.deploy.export import export_trained
     from predcalc.deploy.predictor import Predictor
     from predcalc.training import fit
 
-    protocol = seed_protocol(0)
+    protocol = reference_protocol(0)
     trained = fit.train("lstm_tokens_reversed", protocol, seed=0, epochs=1)
     directory = tmp_path / "tokens"
     export_trained(

@@ -4,7 +4,7 @@ import pytest
 from predcalc.data import CharTokenizer, NumericTokenizer, TokenizerError, canonical, get_tokenizer, signed_terms
 
 
-def test_numeric_tokenizer_is_the_seeds():
+def test_numeric_tokenizer_is_the_references():
     encoded = NumericTokenizer().encode("3 - -2 + 4")
     np.testing.assert_array_equal(encoded, [3, 0, -2, 1, 4] + [0.5] * 10)
     assert encoded.dtype == np.float32

@@ -1,17 +1,17 @@
 import numpy as np
 import pytest
 
-from predcalc.data import seed_protocol
+from predcalc.data import reference_protocol
 from predcalc.models import MODELS, get_spec
 from predcalc.training import fit
 
 
 @pytest.fixture(scope="module")
 def protocol():
-    return seed_protocol(0)
+    return reference_protocol(0)
 
 
-def test_fnn_parameter_counts_match_the_seed():
+def test_fnn_parameter_counts_match_the_reference():
     assert fit.build("fnn2")[1].count_params() == 6211
     assert fit.build("fnn_baseline")[1].count_params() == 15 * 30 + 30 + 30 + 30 * 30 + 30 + 30 + 31
 
@@ -42,7 +42,7 @@ def test_training_learns_and_early_stopping_restores_the_best_epoch(protocol):
     best = min(history["val_loss"])
     mse = float(np.mean((predictions["validation"] - protocol.validation.values) ** 2))
     assert mse == pytest.approx(best, rel=1e-3)  # the restored weights are the best epoch's
-    assert set(scores["validation"]) == {"mae", "mre", "accuracy", "n", "unparseable", "signed", "mre_seed"}
+    assert set(scores["validation"]) == {"mae", "mre", "accuracy", "n", "unparseable", "signed", "mre_reference"}
     assert scores["validation"]["unparseable"] == 0  # a regression head always answers
 
 
@@ -60,9 +60,11 @@ def test_specs_state_answer_format_length_and_optimizer():
     assert get_spec("fnn2").answer_format is None and get_spec("fnn2").optimizer == Optimizer("adam")
     assert get_spec("lstm").variable_length and get_spec("mamba_bounded").variable_length
     assert not get_spec("transformer4").variable_length and not get_spec("bilstm_attention").variable_length
-    assert get_spec("transformer5_seed").optimizer == Optimizer("adamw_seed", peak_learning_rate=2e-4)
-    assert fit.seed_peak(get_spec("transformer4_seed")) == fit.SEED_PEAK_LEARNING_RATE
-    assert fit.seed_peak(get_spec("transformer5_seed")) == 2e-4 and fit.seed_peak(get_spec("fnn2")) is None
+    assert get_spec("transformer5_reference").optimizer == Optimizer("adamw_reference", peak_learning_rate=2e-4)
+    assert fit.reference_peak(get_spec("transformer4_reference")) == fit.REFERENCE_PEAK_LEARNING_RATE
+    assert (
+        fit.reference_peak(get_spec("transformer5_reference")) == 2e-4 and fit.reference_peak(get_spec("fnn2")) is None
+    )
 
 
 def test_a_new_optimizer_is_one_registered_recipe(monkeypatch):

@@ -30,7 +30,7 @@ def _config(tmp_path, text=SMOKE, name="smoke"):
         ("model: fnn2\ntrials: 1\nepochs: 1\nspace: {width: [1]}\n", "space.width is neither an argument of fnn2"),
         (
             "model: fnn2\ntrials: 1\nepochs: 1\nspace: {peak_learning_rate: {min: 1, max: 2}}\n",
-            "peak_learning_rate sets the seed schedule",
+            "peak_learning_rate sets the reference schedule",
         ),
         ("model: fnn2\ntrials: 1\nepochs: 1\nspace: {learning_rate: {min: 0, max: 1, log: true}}\n", "needs min > 0"),
         ("model: fnn2\ntrials: 1\nepochs: 1\nspace: {units: {min: 8, max: 4}}\n", "min < max"),
@@ -67,11 +67,11 @@ def test_space_becomes_keras_tuner_hyperparameters(tmp_path):
 def test_the_shipped_configs_load():
     smoke = tune.load_config(tune.paths.ROOT / "tuning" / "fnn2_smoke.yaml")
     assert (smoke["model"], smoke["trials"]) == ("fnn2", 3)
-    seed_space = tune.load_config(tune.paths.ROOT / "tuning" / "transformer5_seed_space.yaml")
-    assert seed_space["trials"] == 50 and seed_space["objective"] == "val_loss"
-    assert seed_space["space"]["num_heads"] == {"choices": [2, 4, 8]}
-    assert seed_space["space"]["peak_learning_rate"] == {"min": 1e-7, "max": 1e-2, "log": True, "step": None}
-    assert seed_space["final"]["seeds"] == [0, 1, 2, 3, 4] and seed_space["final"]["epochs"] == 200
+    reference_space = tune.load_config(tune.paths.ROOT / "tuning" / "transformer5_reference_space.yaml")
+    assert reference_space["trials"] == 50 and reference_space["objective"] == "val_loss"
+    assert reference_space["space"]["num_heads"] == {"choices": [2, 4, 8]}
+    assert reference_space["space"]["peak_learning_rate"] == {"min": 1e-7, "max": 1e-2, "log": True, "step": None}
+    assert reference_space["final"]["seeds"] == [0, 1, 2, 3, 4] and reference_space["final"]["epochs"] == 200
 
 
 def _finished(folder):
@@ -197,14 +197,14 @@ def _searched(tmp_path):
 
 def test_search_facts_name_the_trials_the_time_the_best_and_a_probe(tmp_path):
     _searched(tmp_path)
-    facts = tune.search_facts(tmp_path, published=0.0269, published_label="the seed's FNN2")
+    facts = tune.search_facts(tmp_path, published=0.0269, published_label="the prior report's FNN2")
     assert facts[0].startswith("bayesian search of fnn2: 3 of 3 trials finished (1 failed), 2 epochs each")
     assert "12 min of wall time in 2 call(s) (10 min of trial training)" in facts[0]
     assert facts[1] == "best trial 2: val_mae 0.5 with units 16, learning_rate 0.004"
     assert facts[2].endswith("learning_rate -0.90, units +0.20")
     assert facts[3] == (
         "probe: best trial trained on 1 seed(s), 2 epochs: in-range MAE 0.25 (a probe at trial length, "
-        "not like for like with the seed's FNN2)"
+        "not like for like with the prior report's FNN2)"
     )
 
 

@@ -72,7 +72,7 @@ class ModelRecord:
     params: int
     runs: list[SeedRun]
     family: str | None = None
-    seed_row: str | None = None
+    reference_row: str | None = None
     tokenizer: str | None = None
     export: dict | None = None
     extra: dict[str, Any] = field(default_factory=dict)  # e.g. kept_from
@@ -81,7 +81,7 @@ class ModelRecord:
         return {
             "label": self.label,
             "family": self.family,
-            "seed_row": self.seed_row,
+            "reference_row": self.reference_row,
             "tokenizer": self.tokenizer,
             "params": self.params,
             "runs": [run.to_json() for run in self.runs],
@@ -94,13 +94,13 @@ class ModelRecord:
         for key in ("label", "params", "runs"):
             if key not in data:
                 raise RecordError(f"{where}: a model needs {key!r}")
-        known = ("label", "params", "runs", "family", "seed_row", "tokenizer", "export")
+        known = ("label", "params", "runs", "family", "reference_row", "tokenizer", "export")
         return cls(
             data["label"],
             int(data["params"]),
             [SeedRun.from_json(run, where) for run in data["runs"]],
             data.get("family"),
-            data.get("seed_row"),
+            data.get("reference_row"),
             data.get("tokenizer"),
             data.get("export"),
             {k: v for k, v in data.items() if k not in known},

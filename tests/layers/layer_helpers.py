@@ -191,10 +191,10 @@ def check_bad_shape(case, shape, message):
     assert "\n" not in str(error.value), str(error.value)
 
 
-def seed_layout_weights(weight_names, units, features, w_scale):
+def reference_layout_weights(weight_names, units, features, w_scale):
     """Seed-layout weights ``{symbol: pattern}``: ``W_*`` of shape ``(units, units + features)``
     (scale ``w_scale``), ``b_*`` of shape ``(units,)`` (scale 0.3); ``weight_names`` pairs each
-    symbol with its attribute (``SEED_GRU_WEIGHT_NAMES``, ``SEED_LSTM_WEIGHT_NAMES``)."""
+    symbol with its attribute (``REFERENCE_GRU_WEIGHT_NAMES``, ``REFERENCE_LSTM_WEIGHT_NAMES``)."""
     return {
         symbol: pattern((units, units + features), w_scale, offset)
         if symbol.startswith("W")
@@ -203,8 +203,8 @@ def seed_layout_weights(weight_names, units, features, w_scale):
     }
 
 
-def seed_cell_with_weights(cell, weight_names, weights, features):
-    """``cell`` built for ``features`` inputs, its weights set from the seed layout ``weights``."""
+def reference_cell_with_weights(cell, weight_names, weights, features):
+    """``cell`` built for ``features`` inputs, its weights set from the reference layout ``weights``."""
     cell.build((None, features))
     cell.set_weights([weights[symbol] for symbol, _ in weight_names])
     return cell

@@ -18,7 +18,7 @@ def _inputs():
     return ramp((BATCH, TIME, FEATURES), divisor=10.0)
 
 
-def _seed_weights():
+def _reference_weights():
     return [
         pattern((UNITS, FEATURES), offset=1.0),  # W_xh
         pattern((UNITS, UNITS), scale=0.3, offset=2.0),  # W_hh
@@ -70,7 +70,7 @@ def test_constant_weights_pinned_numbers():
 
 
 def test_matches_numpy_reference_with_final_state():
-    weights = _seed_weights()
+    weights = _reference_weights()
     rnn = _rnn_with_weights(weights, return_sequences=True, return_state=True)
     outputs, state = rnn(_inputs())
     reference = numpy_prelu_rnn(_inputs().astype("float64"), *weights)
@@ -81,7 +81,7 @@ def test_matches_numpy_reference_with_final_state():
 
 
 def test_initial_state_continues_a_sequence():
-    weights = _seed_weights()
+    weights = _reference_weights()
     x = _inputs()
     full = _rnn_with_weights(weights, return_sequences=True)(x)
     first_half, state = _rnn_with_weights(weights, return_sequences=True, return_state=True)(x[:, :2])
@@ -95,7 +95,7 @@ def test_initial_state_continues_a_sequence():
 
 @pytest.mark.parametrize("alpha, activation", [(0.0, "relu"), (1.0, "linear")])
 def test_limits_equal_simple_rnn(alpha, activation):
-    w_xh, w_hh, b_h, _ = _seed_weights()
+    w_xh, w_hh, b_h, _ = _reference_weights()
     cell_rnn = _rnn_with_weights([w_xh, w_hh, b_h, np.full((UNITS,), alpha, "float32")], return_sequences=True)
     simple = keras.layers.SimpleRNN(UNITS, activation=activation, return_sequences=True)
     simple.build((None, TIME, FEATURES))

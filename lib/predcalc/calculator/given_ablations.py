@@ -70,7 +70,7 @@ _LOSS_WEIGHTS = {"no_value": (0.0, 1.0), "no_staircase": (1.0, 0.0), "outputs_on
 _relations, _pair_tables, _straight_through = rules._relations, rules._pair_tables, rules._straight_through
 _staircase_targets, _margin_loss = rules._staircase_targets, rules._margin_loss
 _BOTH_OPERATORS = rules._BOTH_OPERATORS
-#: Fixed sets of the seed protocol: alike for every family seed, left out of end-to-end draws.
+#: Fixed sets of the reference protocol: alike for every family seed, left out of end-to-end draws.
 _FIXED = {"seed_in", "seed_out", "seed_long"}
 
 
@@ -260,7 +260,7 @@ def held_out_check(name: str, function, rows: np.ndarray) -> dict:
 
 
 def end_to_end_draw(n: int, seed: int) -> dict:
-    """A draw of every family but the seed protocol's fixed sets (``n`` each, fixed by ``seed``)."""
+    """A draw of every family but the reference protocol's fixed sets (``n`` each, fixed by ``seed``)."""
     return families(n=n, seed=seed, names=[name for name in FAMILIES if name not in _FIXED])
 
 

@@ -257,7 +257,7 @@ def control_on_seeds(seeds, expressions: int) -> dict:
 
 def held_out_scores(files: list, n: int, seed: int, development: dict | None = None) -> dict:
     """The rule calculator on a second draw that no choice touched: every family drawn afresh with
-    ``seed`` (the seed protocol's fixed sets left out: they do not change with the seed) and an
+    ``seed`` (the reference protocol's fixed sets left out: they do not change with the seed) and an
     adversarial draw of the same seed, scored through each seed's exported file with forward passes.
 
     Returns ``{"family_seed", "n", "expressions", "shared_with_development", "families", "boxes"}``:
@@ -266,7 +266,7 @@ def held_out_scores(files: list, n: int, seed: int, development: dict | None = N
     expressions that also occur in ``development`` (the draw the study was checked on)."""
     from predcalc.calculator.runtime import Calculator  # LiteRT only when exported files are scored
 
-    fixed = {"seed_in", "seed_out", "seed_long"}  # the seed protocol's own test sets, alike for every seed
+    fixed = {"seed_in", "seed_out", "seed_long"}  # the reference protocol's own test sets, alike for every seed
     drawn = families(n=n, seed=seed, names=[name for name in FAMILIES if name not in fixed])
     drawn["adversarial"] = adversarial(n, seed=seed)
     seen = {e for pairs in (development or {}).values() for e, _ in pairs}

@@ -1,4 +1,4 @@
-"""Data: expressions, the seed protocol, tokenisers and user files."""
+"""Data: expressions, the reference protocol, tokenisers and user files."""
 
 from predcalc.data.expressions import (
     ExpressionError,
@@ -10,7 +10,7 @@ from predcalc.data.expressions import (
     tokenize,
 )
 from predcalc.data.files import ExpressionFileError, load_expression_file
-from predcalc.data.protocol import Protocol, Split, make_split, seed_protocol
+from predcalc.data.protocol import Protocol, Split, make_split, reference_protocol
 from predcalc.data.tokenizers import (
     CharTokenizer,
     NumericTokenizer,
@@ -39,7 +39,7 @@ __all__ = [
     "load_expression_file",
     "make_split",
     "parse",
-    "seed_protocol",
+    "reference_protocol",
     "signed_terms",
     "tokenize",
 ]

@@ -1,4 +1,4 @@
-"""An extended benchmark suite beyond the seed protocol, each split fixed by a seed.
+"""An extended benchmark suite beyond the reference protocol, each split fixed by a seed.
 
 The training distribution is modest: integers of 1 to 2 digits, 2 to 4 terms, all four
 operators with precedence, at most one level of parentheses. Each test family varies one

@@ -1,4 +1,4 @@
-"""The seed's data protocol (the prior report's protocol, Mukin 2025), deterministic for a seed.
+"""The prior report's data protocol (the prior report's protocol, Mukin 2025), deterministic for a seed.
 
 - training draw: 4,000 draws of ``a op b op c`` with integers from ``range(-5, 5)`` and
   operators ``+``/``-``, de-duplicated, split 75 % train / 25 % validation;
@@ -22,7 +22,7 @@ IN_RANGE = tuple(range(-5, 5))
 OUT_OF_RANGE = tuple(range(-8, -4)) + tuple(range(5, 9))
 LONG_RANGE = tuple(range(-5, 6))
 LONG_LENGTHS = tuple(range(2, 9))
-SEED_OPERATORS = ("+", "-")
+REFERENCE_OPERATORS = ("+", "-")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -54,7 +54,7 @@ def make_split(name: str, expressions) -> Split:
     return Split(name=name, expressions=expressions, values=values, terms=terms)
 
 
-def all_three_term_expressions(integers=IN_RANGE, operators=SEED_OPERATORS) -> list[str]:
+def all_three_term_expressions(integers=IN_RANGE, operators=REFERENCE_OPERATORS) -> list[str]:
     """Every ``a op b op c`` over ``integers`` and ``operators``, in a fixed order."""
     return [
         format_expression((a, b, c), (op1, op2))
@@ -64,7 +64,7 @@ def all_three_term_expressions(integers=IN_RANGE, operators=SEED_OPERATORS) -> l
 
 @dataclasses.dataclass(frozen=True)
 class Protocol:
-    """The five splits of the seed protocol and the two score subsets."""
+    """The five splits of the reference protocol and the two score subsets."""
 
     seed: int
     train: Split
@@ -101,17 +101,17 @@ class Protocol:
         }
 
 
-def seed_protocol(
+def reference_protocol(
     seed: int = 0, draws: int = 4000, validation_fraction: float = 0.25, long_per_length: int = 100
 ) -> Protocol:
-    """Build the seed protocol; the same ``seed`` always gives the same splits."""
+    """Build the reference protocol; the same ``seed`` always gives the same splits."""
     if draws <= 0:
         raise ValueError(f"draws must be positive. Received: draws={draws}")
     if not 0.0 < validation_fraction < 1.0:
         raise ValueError(f"validation_fraction must be in (0, 1). Received: validation_fraction={validation_fraction}")
     rng = np.random.default_rng(seed)
     numbers = rng.choice(IN_RANGE, size=(draws, 3))
-    operators = rng.choice(SEED_OPERATORS, size=(draws, 2))
+    operators = rng.choice(REFERENCE_OPERATORS, size=(draws, 2))
     drawn = list(dict.fromkeys(format_expression(n, o) for n, o in zip(numbers, operators)))
     order = rng.permutation(len(drawn))
     n_train = int(round(len(drawn) * (1.0 - validation_fraction)))
@@ -126,7 +126,7 @@ def seed_protocol(
     for length in LONG_LENGTHS:
         for _ in range(long_per_length):
             ints = rng.choice(LONG_RANGE, size=length)
-            ops = rng.choice(SEED_OPERATORS, size=length - 1)
+            ops = rng.choice(REFERENCE_OPERATORS, size=length - 1)
             test_long.append(format_expression(ints, ops))
 
     return Protocol(
@@ -139,12 +139,12 @@ def seed_protocol(
     )
 
 
-def seed_getxy_draws() -> set[str]:
-    """The seed's own training draw (train + validation), replayed from ``GetXY.py``.
+def reference_getxy_draws() -> set[str]:
+    """The prior report's own training draw (train + validation), replayed from ``GetXY.py``.
 
     ``GetXY.py`` seeds NumPy's legacy generator with 42 and draws 4,000 ``a op b op c``; the
-    set of unique expressions is fixed by that seed (its order, and so the seed's 75/25 split,
-    depends on Python's string hashing and is not reproducible). The seed's in-range test set
+    set of unique expressions is fixed by that seed (its order, and so the prior report's 75/25 split,
+    depends on Python's string hashing and is not reproducible). The prior report's in-range test set
     is every expression over -5..4 not in this set.
     """
     state = np.random.RandomState(42)

@@ -1,6 +1,6 @@
 """Tokenisers that turn an expression into the array a model reads.
 
-- :class:`NumericTokenizer`: the seed's tokeniser for regression models: every number is a
+- :class:`NumericTokenizer`: the prior report's tokeniser for regression models: every number is a
   float, ``+`` is 1.0, ``-`` is 0.0, padded with 0.5 to a fixed length (15).
 - :class:`CharTokenizer`: one integer id per character, for sequence models.
 
@@ -49,15 +49,15 @@ def signed_terms(text: str) -> list[str]:
 
 
 def canonical(text: str) -> str:
-    """The expression written the seed's way: ``"3- -2+4"`` -> ``"3 - -2 + 4"``."""
+    """The expression written the prior report's way: ``"3- -2+4"`` -> ``"3 - -2 + 4"``."""
     return " ".join(signed_terms(text)).replace("( ", "(").replace(" )", ")")
 
 
 class NumericTokenizer:
-    """The seed's numeric tokeniser: numbers as floats, ``+`` -> 1.0, ``-`` -> 0.0, pad 0.5.
+    """The prior report's numeric tokeniser: numbers as floats, ``+`` -> 1.0, ``-`` -> 0.0, pad 0.5.
 
     Args:
-        length: the fixed sequence length (15 in the seed: up to 8 numbers and 7 operators).
+        length: the fixed sequence length (15 in the prior report: up to 8 numbers and 7 operators).
         plus, minus, pad: the values of ``+``, ``-`` and the padding.
     """
 
@@ -160,7 +160,7 @@ class TypedTokenizer:
     """Numbers as values with the token's type beside it: what a lexer knows, nothing more.
 
     Each token is a vector ``(value, is_plus, is_minus, is_number)``; padding is all zeros.
-    The seed's numeric tokens overload 1.0 and 0.0 (the operators) with the numbers 1 and 0;
+    The prior report's numeric tokens overload 1.0 and 0.0 (the operators) with the numbers 1 and 0;
     these keep the syntax apart and leave the arithmetic to the model.
 
     Args:

@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from predcalc.data import canonical, evaluate, get_tokenizer, seed_protocol
+from predcalc.data import canonical, evaluate, get_tokenizer, reference_protocol
 from predcalc.deploy.export import find_keras_models
 from predcalc.deploy.formats import FORMATS, SIDECAR, ArtifactAsModel, artifact_values
 from predcalc.errors import one_line
@@ -139,7 +139,7 @@ def bench_model(
     model_path, runs: int = 500, expression: str = DEFAULT_EXPRESSION, batch=None, repeats: int = 3, progress=None
 ) -> dict:
     """Every runtime of one exported model; a runtime that fails is recorded and the others go on."""
-    batch = list(batch if batch is not None else seed_protocol(0).test_in.expressions)
+    batch = list(batch if batch is not None else reference_protocol(0).test_in.expressions)
     found, spec, encode = runtimes(model_path)
     try:
         encoded = encode(batch)
@@ -199,7 +199,7 @@ def bench(
     threads = single_thread_tensorflow()
     expression = canonical(expression)
     paths = [p for path in model_paths for p in find_keras_models(path)] if model_paths else default_models()
-    batch = list(seed_protocol(0).test_in.expressions)[:batch_size]
+    batch = list(reference_protocol(0).test_in.expressions)[:batch_size]
     results = []
     with tqdm(total=len(paths), desc="bench", disable=not progress) as bar:
         for path in paths:

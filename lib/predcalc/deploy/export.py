@@ -36,7 +36,7 @@ from pathlib import Path
 
 import numpy as np
 
-from predcalc.data import get_tokenizer, seed_protocol
+from predcalc.data import get_tokenizer, reference_protocol
 from predcalc.data.extended import ALL_OPERATORS, extended_suite, suite_protocol
 from predcalc.deploy.formats import (  # noqa: F401  (the public names callers import from here)
     PARITY_ACCURACY,
@@ -177,7 +177,7 @@ def export_results(
     SavedModel and ``formats``, default :data:`FORMATS`), check them on the first ``check``
     expressions of each test set (0: every expression; nbval's smoke profile checks 10), and write
     each folder's ``export.json``, which names the data they were checked on with ``data_label``
-    (default: the seed protocol's seed; an extended-suite study passes its ``suite_seed``). The
+    (default: the reference protocol's seed; an extended-suite study passes its ``suite_seed``). The
     records also go into ``results.exports``; returns them."""
     from tqdm.auto import tqdm  # not in the runtime-only install
 
@@ -248,7 +248,7 @@ def export_directory(
     """Re-export a stored ``model.keras`` in every format beside it and check each artifact.
 
     The tokeniser comes from ``predcalc.json`` beside the file; the test sets and calibration
-    expressions from the seed protocol with ``data_seed`` (default: the run's own, from its
+    expressions from the reference protocol with ``data_seed`` (default: the run's own, from its
     ``metrics.json``, else 0). Writes ``export.json`` beside the artifacts and, when the model
     belongs to a run, its ``export`` entry in the run's ``metrics.json`` (what the report reads).
 
@@ -291,7 +291,7 @@ def export_directory(
 def _check_data(record: dict | None, data_seed: int | None):
     """The test sets and calibration expressions a stored model is checked and quantised with, and
     the seed that fixes them: its run's own data (the extended suite for a model an extended-suite
-    study trained), else the seed protocol with ``data_seed`` (default: the run's, else 0)."""
+    study trained), else the reference protocol with ``data_seed`` (default: the run's, else 0)."""
     data = (record or {}).get("data", {})
     if data_seed is None and "suite_seed" in data:
         parameters, scope = record.get("parameters", {}), record.get("extended", {}).get("scope", {})
@@ -304,4 +304,4 @@ def _check_data(record: dict | None, data_seed: int | None):
         )
         return suite_protocol(suite, seed=int(data["suite_seed"])), {"suite_seed": int(data["suite_seed"])}
     seed = int(data_seed if data_seed is not None else data.get("seed", 0))
-    return seed_protocol(seed), {"data_seed": seed}
+    return reference_protocol(seed), {"data_seed": seed}

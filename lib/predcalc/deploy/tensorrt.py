@@ -28,7 +28,7 @@ from pathlib import Path
 
 import numpy as np
 
-from predcalc.data import get_tokenizer, seed_protocol
+from predcalc.data import get_tokenizer, reference_protocol
 from predcalc.deploy.formats import SIDECAR
 from predcalc.deploy.formats.saved_model import SavedModelRunner
 from predcalc.errors import one_line
@@ -199,7 +199,7 @@ def convert(
 def convert_export(export_dir, precisions=("FP16",), calibration_expressions=None, check_expressions=None) -> dict:
     """Convert an export directory's SavedModel at each precision and check it against the SavedModel.
 
-    Calibration and check expressions default to the seed protocol's training and in-range test
+    Calibration and check expressions default to the reference protocol's training and in-range test
     expressions (data seed 0), encoded by the tokeniser named in ``predcalc.json``.
 
     The engines are built and checked at the same batch sizes (:data:`BATCH_SIZES`): the check
@@ -219,7 +219,7 @@ def convert_export(export_dir, precisions=("FP16",), calibration_expressions=Non
     tokenizer = get_tokenizer(info["tokenizer"], **info.get("tokenizer_config", {}))
     require_tensorrt()  # before the protocol is built: say at once what is missing
     if calibration_expressions is None or check_expressions is None:
-        protocol = seed_protocol(0)
+        protocol = reference_protocol(0)
         calibration_expressions = calibration_expressions or protocol.train.expressions[:500]
         check_expressions = check_expressions or protocol.test_in.expressions
     calibration = tokenizer.encode_batch(list(calibration_expressions))

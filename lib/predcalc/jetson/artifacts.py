@@ -6,7 +6,7 @@ import hashlib
 from dataclasses import dataclass
 from pathlib import Path
 
-from predcalc.jetson.settings import CALCULATOR_EXPRESSIONS, NOT_RECOMMENDED_FORMATS, SEED_TEST_SETS
+from predcalc.jetson.settings import CALCULATOR_EXPRESSIONS, NOT_RECOMMENDED_FORMATS, REFERENCE_TEST_SETS
 
 # -- what is checked -------------------------------------------------------------------------------
 
@@ -73,13 +73,13 @@ def recommended_artifacts(
 
 
 def input_lines(data_seed: int = 0) -> dict[str, list[str]]:
-    """The fixed inputs: the first expressions of the seed protocol's test sets (every artifact),
+    """The fixed inputs: the first expressions of the reference protocol's test sets (every artifact),
     and those plus :data:`CALCULATOR_EXPRESSIONS` (the calculator). Expressions only: the exact
     answers are computed by ``predcalc evaluate``."""
-    from predcalc.data import seed_protocol  # lazy: this module also runs inside the arm64 root, stdlib only
+    from predcalc.data import reference_protocol  # lazy: this module also runs inside the arm64 root, stdlib only
 
-    protocol = seed_protocol(data_seed)
-    seed = [e for split, count in SEED_TEST_SETS.items() for e in getattr(protocol, split).expressions[:count]]
+    protocol = reference_protocol(data_seed)
+    seed = [e for split, count in REFERENCE_TEST_SETS.items() for e in getattr(protocol, split).expressions[:count]]
     return {"seed": seed, "calculator": seed + list(CALCULATOR_EXPRESSIONS)}
 
 

@@ -27,7 +27,7 @@ CALCULATOR_EXPRESSIONS = (
     "-15 * (4 - 9) - 100",
     "((1 + 2) * (3 - 4)) / 5",
 )
-SEED_TEST_SETS = {"test_in": 100, "test_out": 100, "test_long": 100}  # the seed protocol's (data seed 0)
+REFERENCE_TEST_SETS = {"test_in": 100, "test_out": 100, "test_long": 100}  # the reference protocol's (data seed 0)
 OUTPUT = "jetson_check.json"
 GUIDE_START, GUIDE_END = "<!-- jetson-check:start -->", "<!-- jetson-check:end -->"
 # qemu-user (7.2, Debian 12) shows the x86-64 host's /proc/cpuinfo to the emulated program, and the

@@ -1,4 +1,4 @@
-"""Additive (Bahdanau) attention pooling, seed document 000 equations (11)-(14)."""
+"""Additive (Bahdanau) attention pooling, reference document 000 equations (11)-(14)."""
 
 import keras
 from keras import ops
@@ -10,7 +10,7 @@ from predcalc.layers._common import config_entries, positive_int
 class AdditiveAttentionPooling(keras.layers.Layer):
     """Pools a sequence into one vector with additive (Bahdanau) attention.
 
-    For the hidden states `h_1, ..., h_T` of a sequence (seed document 000
+    For the hidden states `h_1, ..., h_T` of a sequence (reference document 000
     "Findings", section 2.3):
 
     ```
@@ -20,8 +20,8 @@ class AdditiveAttentionPooling(keras.layers.Layer):
     c       = sum_t alpha_t h_t                       (14)
     ```
 
-    `W` has shape `(units, features)` (stored as the seed writes it, output
-    dimension first; the seed uses `units = features = 128`), `b` and the
+    `W` has shape `(units, features)` (stored as the prior report writes it, output
+    dimension first; the prior report uses `units = features = 128`), `b` and the
     context vector `u` have shape `(units,)`. Masked (padded) time steps get
     an attention weight of exactly zero and the remaining weights sum to one;
     a sequence with every step masked gets all-zero weights and a zero
@@ -30,7 +30,7 @@ class AdditiveAttentionPooling(keras.layers.Layer):
 
     Args:
         units: int or `None`. Size of `v_t` (rows of `W`). `None` (default)
-            uses the feature size of the input, as in the seed.
+            uses the feature size of the input, as in the prior report.
         kernel_initializer: initializer for `W`. Defaults to
             `"glorot_uniform"`.
         bias_initializer: initializer for `b`. Defaults to `"zeros"`.

@@ -12,7 +12,7 @@ from predcalc.layers.additive_attention_pooling import AdditiveAttentionPooling
 class BidirectionalLSTMAttention(keras.layers.Layer):
     """Bidirectional LSTM encoder pooled by additive attention into one vector.
 
-    The architecture of seed document 000 ("Findings"), section 2.3: a
+    The architecture of reference document 000 ("Findings"), section 2.3: a
     forward and a backward LSTM read the sequence, their hidden states are
     concatenated, `h_t = [h_t(forward), h_t(backward)]` of size `2 * units`,
     and attention pooling (equations (11)-(14), see
@@ -22,7 +22,7 @@ class BidirectionalLSTMAttention(keras.layers.Layer):
     v_t = tanh(W h_t + b),  e_t = u^T v_t,  alpha = softmax(e),  c = sum_t alpha_t h_t
     ```
 
-    The seed uses `units = 64` (so `h_t` has 128 features) and
+    The prior report uses `units = 64` (so `h_t` has 128 features) and
     `attention_units = 128`. The two sub-layers, `bidirectional_lstm`
     (`keras.layers.Bidirectional(keras.layers.LSTM(units,
     return_sequences=True))`) and `attention_pooling`

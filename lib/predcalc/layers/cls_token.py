@@ -1,4 +1,4 @@
-"""ClsToken: prepend a constant step to a sequence (the seed's CLS token), as a layer."""
+"""ClsToken: prepend a constant step to a sequence (the prior report's CLS token), as a layer."""
 
 import keras
 from keras import ops
@@ -10,13 +10,13 @@ from predcalc.layers._common import finite_number
 class ClsToken(keras.layers.Layer):
     """Prepend one time step whose every feature is ``value``: ``(b, T, F) -> (b, T + 1, F)``.
 
-    The seed's transformers (``transformer_transformer4.py``) pad each numeric token sequence
+    The prior report's transformers (``transformer_transformer4.py``) pad each numeric token sequence
     on the left with the value 15, embed it like any token and read the prediction from that
     first position after the encoder (CLS pooling). Done inside the model so the model reads
     the same 15 numeric tokens as every other one, and saves and exports without a ``Lambda``.
 
     Args:
-        value: float, the CLS token's value. Defaults to ``15.0`` (the seed's ``pad_value``).
+        value: float, the CLS token's value. Defaults to ``15.0`` (the prior report's ``pad_value``).
     """
 
     def __init__(self, value=15.0, **kwargs):

@@ -13,7 +13,7 @@ class DigitReadout(AttentionBlock):
 
     Each of `slots` learned query vectors `q_s` attends over the encoded
     sequence `H` (from a transformer encoder, an LSTM, ...), in the form of a
-    transformer decoder layer without self-attention (seed document 002,
+    transformer decoder layer without self-attention (reference document 002,
     equations (15)-(17), with the queries taken from the learned slots):
 
     ```

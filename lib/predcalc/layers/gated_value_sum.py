@@ -11,7 +11,7 @@ class GatedValueSum(keras.layers.Layer):
         g_t = w^T h_t + c,        y = sum_t g_t * v_t + b
 
     ``h_t`` is an encoder's feature vector at step ``t`` and ``v_t`` the token's own value
-    (for the seed's numeric tokens, the number itself). The value of ``a +- b +- c`` is such a
+    (for the prior report's numeric tokens, the number itself). The value of ``a +- b +- c`` is such a
     sum with gates +1 or -1 on numbers and 0 on operators and padding, so the readout is
     linear in the numbers wherever the gates do not change with a number's size; only the gates
     have to be learned from context (which operator precedes a number). A pooled linear head instead reads the value

@@ -14,14 +14,14 @@ class LocalTokenFeatures(keras.layers.Layer):
 
         y_t = [x_t, x_{t-1}, (-1)^t],        x_{-1} = fill
 
-    In the seed's numeric tokens a number and an operator can share a value (``1`` and ``+``
+    In the prior report's numeric tokens a number and an operator can share a value (``1`` and ``+``
     are both 1.0), and they alternate, so the parity of the position tells them apart and the
     previous step holds a number's operator. Unlike an absolute positional encoding, both
     features mean the same at every position, so a model reading them meets nothing new on a
     longer expression. The mask, if any, is passed on.
 
     Args:
-        fill: the value of the step before the first. Defaults to ``0.5`` (the seed's padding).
+        fill: the value of the step before the first. Defaults to ``0.5`` (the prior report's padding).
 
     Call arguments:
         inputs: ``(batch, steps, 1)``.

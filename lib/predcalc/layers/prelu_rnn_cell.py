@@ -10,7 +10,7 @@ from predcalc.layers._common import config_entries, positive_int
 class PReLURNNCell(keras.layers.Layer):
     """Elman recurrent cell with a PReLU activation, one time step.
 
-    The cell computes seed document 000 ("Findings"), section 1.1:
+    The cell computes reference document 000 ("Findings"), section 1.1:
 
     ```
     h_t = PReLU(W_xh x_t + W_hh h_{t-1} + b_h)
@@ -19,10 +19,10 @@ class PReLURNNCell(keras.layers.Layer):
 
     with one trainable slope `alpha` per unit (He et al., 2015). Wrap it in
     `keras.layers.RNN` to run a whole sequence; the output of each step is
-    `h_t` (the seed's read-out `y_t = W_hy h_t + b_y` is a `Dense` layer put
+    `h_t` (the prior report's read-out `y_t = W_hy h_t + b_y` is a `Dense` layer put
     after the RNN).
 
-    Matrices are stored as the seed writes them, output dimension first:
+    Matrices are stored as the prior report writes them, output dimension first:
     `input_kernel` is `W_xh` with shape `(units, input_dim)` and
     `recurrent_kernel` is `W_hh` with shape `(units, units)`; for a batch of
     row vectors the step is `x_t @ W_xh^T + h_{t-1} @ W_hh^T + b_h`. The

@@ -1,4 +1,4 @@
-"""Sinusoidal positional encoding, seed document 002 section 3.4 (Vaswani et al.)."""
+"""Sinusoidal positional encoding, reference document 002 section 3.4 (Vaswani et al.)."""
 
 import numbers
 
@@ -11,7 +11,7 @@ class SinusoidalPositionalEncoding(keras.layers.Layer):
     """Adds the sinusoidal positional encoding to a sequence of vectors.
 
     A transformer reads its whole input at once and has no notion of order
-    by itself (seed document 002 "Findings", section 3.4), so a fixed
+    by itself (reference document 002 "Findings", section 3.4), so a fixed
     encoding of each position is added to the token vectors:
 
     ```

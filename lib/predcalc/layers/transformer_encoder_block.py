@@ -1,4 +1,4 @@
-"""One transformer encoder layer, seed document 002 equations (15)-(17)."""
+"""One transformer encoder layer, reference document 002 equations (15)-(17)."""
 
 import keras
 from keras import ops
@@ -10,7 +10,7 @@ from predcalc.layers._attention_block import AttentionBlock
 class TransformerEncoderBlock(AttentionBlock):
     """A transformer encoder layer: self-attention and a point-wise FFN (post-norm).
 
-    For a sequence `X` of `d_model`-dimensional token vectors (seed document
+    For a sequence `X` of `d_model`-dimensional token vectors (reference document
     002 "Findings", section 3, after Vaswani et al.):
 
     ```

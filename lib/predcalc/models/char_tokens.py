@@ -1,6 +1,6 @@
 """Models that read the expression as characters and write the answer as digits.
 
-The seed's numeric and this project's typed tokens encode only ``+`` and ``-`` between
+The prior report's numeric and this project's typed tokens encode only ``+`` and ``-`` between
 integers. These read any expression of the extended suite (``predcalc.data.extended``): all
 four operators with precedence, parentheses and numbers of any size, one character per token
 (:class:`predcalc.data.CharTokenizer`, 64 characters), and write the answer as a sign and up

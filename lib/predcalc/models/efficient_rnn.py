@@ -1,6 +1,6 @@
-"""Efficient gated recurrent networks of seed 003 on the seed's numeric tokens.
+"""Efficient gated recurrent networks of seed 003 on the prior report's numeric tokens.
 
-Every model reads the seed's numeric tokens (``NumericTokenizer``: numbers as floats, ``+``
+Every model reads the prior report's numeric tokens (``NumericTokenizer``: numbers as floats, ``+``
 1.0, ``-`` 0.0, pad 0.5), treats them as a sequence of 15 scalars, projects each scalar to a
 vector with a ReLU ``Dense`` layer (the "embedding"; ``embedding=0`` skips it), runs the
 recurrent layer(s) and reads the last output with one linear output neuron:

@@ -53,7 +53,7 @@ def scan_exact(tokenizer, units: int = 1, dtype: str = "float64", name: str = "s
     label="transformer4, local tanh-bounded features, gates rounded straight through (no bias)",
     family="transformer",
     tokenizer="numeric",
-    optimizer="adamw_seed",
+    optimizer="adamw_reference",
 )
 def transformer4_local_rounded(
     tokenizer, d_model: int = 32, num_heads: int = 8, num_layers: int = 3, ffn_units: int = 128

@@ -1,4 +1,4 @@
-"""Feed-forward networks of the seed: the baseline FNN and FNN2."""
+"""Feed-forward networks of the prior report: the baseline FNN and FNN2."""
 
 from __future__ import annotations
 
@@ -24,19 +24,19 @@ def dense_prelu_stack(tokenizer, hidden_units, name: str) -> keras.Model:
 
 @register_model("fnn_baseline", label="FNN baseline (2 x 30 PReLU)", family="FNN", tokenizer="numeric")
 def fnn_baseline(tokenizer, units: int = 30) -> keras.Model:
-    """The seed's baseline: two Dense layers of 30 units with PReLU (score 1 by definition)."""
+    """The prior report's baseline: two Dense layers of 30 units with PReLU (score 1 by definition)."""
     return dense_prelu_stack(tokenizer, (units, units), name="fnn_baseline")
 
 
 @register_model(
-    "fnn2", label="FNN2 (1 x 345 PReLU)", family="FNN", tokenizer="numeric", seed_row="FNN2 (1 x 345 PReLU)"
+    "fnn2", label="FNN2 (1 x 345 PReLU)", family="FNN", tokenizer="numeric", reference_row="FNN2 (1 x 345 PReLU)"
 )
 def fnn2(tokenizer, units: int = 345, name: str = "fnn2") -> keras.Model:
-    """The seed's FNN2: one hidden layer of 345 units with PReLU (6,211 parameters)."""
+    """The prior report's FNN2: one hidden layer of 345 units with PReLU (6,211 parameters)."""
     return dense_prelu_stack(tokenizer, (units,), name=name)
 
 
-# FNN2 as the seed built it, trained with Adam whose rate decays along a cosine,
+# FNN2 as the prior report built it, trained with Adam whose rate decays along a cosine,
 # lr_t = lr_0 (1 + cos(pi t / T)) / 2 over all T steps of the run, instead of a constant 1e-3.
 register_preset(
     "fnn2_cosine",
@@ -47,11 +47,11 @@ register_preset(
 )
 
 
-SEED_FNN2_WEIGHTS = Path(__file__).parent / "seed_weights" / "FNN2_weights.weights.h5"
+REFERENCE_FNN2_WEIGHTS = Path(__file__).parent / "reference_weights" / "FNN2_weights.weights.h5"
 
 
-def load_seed_fnn2_weights(model: keras.Model, path=SEED_FNN2_WEIGHTS) -> keras.Model:
-    """Set an FNN2's weights from the seed's ``FNN2_weights.weights.h5`` (a Keras 3 Sequential of
+def load_reference_fnn2_weights(model: keras.Model, path=REFERENCE_FNN2_WEIGHTS) -> keras.Model:
+    """Set an FNN2's weights from the prior report's ``FNN2_weights.weights.h5`` (a Keras 3 Sequential of
     Flatten, Dense(345), PReLU, Dense(1)), mapping its layer names onto this model's."""
 
     with h5py.File(path, "r") as file:
@@ -67,13 +67,13 @@ def load_seed_fnn2_weights(model: keras.Model, path=SEED_FNN2_WEIGHTS) -> keras.
 
 
 @register_model(
-    "fnn2_seed_weights",
-    label="FNN2, the seed's own weights",
+    "fnn2_reference_weights",
+    label="FNN2, the prior report's own weights",
     family="FNN",
     tokenizer="numeric",
-    seed_row="FNN2 (1 x 345 PReLU)",
+    reference_row="FNN2 (1 x 345 PReLU)",
 )
-def fnn2_seed_weights(tokenizer, path: str | None = None) -> keras.Model:
-    """The seed's trained FNN2 (its weights file, not trained here): score it, do not fit it."""
-    model = dense_prelu_stack(tokenizer, (345,), name="fnn2_seed_weights")
-    return load_seed_fnn2_weights(model, path or SEED_FNN2_WEIGHTS)
+def fnn2_reference_weights(tokenizer, path: str | None = None) -> keras.Model:
+    """The prior report's trained FNN2 (its weights file, not trained here): score it, do not fit it."""
+    model = dense_prelu_stack(tokenizer, (345,), name="fnn2_reference_weights")
+    return load_reference_fnn2_weights(model, path or REFERENCE_FNN2_WEIGHTS)

@@ -1,26 +1,26 @@
-"""Recurrent regression models of the seed (document 000): RNN with PReLU, LSTM, GRU, BiLSTM + attention.
+"""Recurrent regression models of the prior report (document 000): RNN with PReLU, LSTM, GRU, BiLSTM + attention.
 
-Every model reads the seed's numeric tokens (15 scalars: numbers, ``+`` 1.0, ``-`` 0.0, pad
+Every model reads the prior report's numeric tokens (15 scalars: numbers, ``+`` 1.0, ``-`` 0.0, pad
 0.5) as a sequence of 15 one-feature steps, ``(batch, 15) -> (batch, 15, 1)``, and ends in one
-linear neuron (the seed's ``y = W_hy h_T + b_y``, read from the last state or the attention
-context). Like the seed, padding is read as input by default (``mask_padding=False``); with
+linear neuron (the prior report's ``y = W_hy h_T + b_y``, read from the last state or the attention
+context). Like the prior report, padding is read as input by default (``mask_padding=False``); with
 ``mask_padding=True`` a ``Masking`` layer hides the pad value instead.
 
 - ``rnn2``: ``keras.layers.RNN(PReLURNNCell(470))``, seed 000 section 1.1
   (``h_t = PReLU(W_xh x_t + W_hh h_{t-1} + b_h)``): ``u^2 + 4u + 1`` = 222,781 parameters for
-  ``u = 470``, the size nearest the seed's published 222,464 (469 units give 221,838; no
-  stack of these cells hits 222,464 exactly, and the seed does not state its layout).
+  ``u = 470``, the size nearest the prior report's published 222,464 (469 units give 221,838; no
+  stack of these cells hits 222,464 exactly, and the prior report does not state its layout).
 - ``lstm``: ``keras.layers.LSTM(64)``, equations (1)-(6): 16,961 parameters. No seed row.
 - ``gru``: ``keras.layers.GRU(64, reset_after=False)``, equations (7)-(10) (the reset gate acts
-  on ``h_{t-1}`` before the matrix product, as seed eq. (9); Keras' ``z`` is the seed's
-  ``1 - z_t``, a sign flip of ``W_z`` and ``b_z``, see ``SeedGRUCell``): 12,737 parameters.
+  on ``h_{t-1}`` before the matrix product, as reference eq. (9); Keras' ``z`` is the prior report's
+  ``1 - z_t``, a sign flip of ``W_z`` and ``b_z``, see ``ReferenceGRUCell``): 12,737 parameters.
 - ``bilstm_attention``: ``BidirectionalLSTMAttention(19, attention_units=82)``, section 2.3:
   ``8u^2 + 16u`` (two LSTMs) ``+ a (2u + 2)`` (attention ``W``, ``b``, ``u``) ``+ 2u + 1``
-  (output) = exactly the seed's 6,511 for ``u = 19``, ``a = 82``; the seed's text describes
+  (output) = exactly the prior report's 6,511 for ``u = 19``, ``a = 82``; the prior report's text describes
   ``u = 64``, ``a = 128`` (50,561 parameters on one-feature tokens), which its published count
   rules out.
 
-The LSTM and GRU are the Keras layers (the same equations; ``SeedLSTMCell``/``SeedGRUCell``
+The LSTM and GRU are the Keras layers (the same equations; ``ReferenceLSTMCell``/``ReferenceGRUCell``
 exist to read, test and explain them). The recurrences of ``rnn2``, ``lstm`` and ``gru`` are
 unrolled (``unroll=True``; 15 steps, the same computation): full-integer int8 LiteRT calibration
 at batch 1 crashed the converter (SIGSEGV) on the rolled loop of each of them (first seen on this machine
@@ -54,7 +54,7 @@ def _check_positive(**values) -> None:
     family="RNN",
     variable_length=True,
     tokenizer="numeric",
-    seed_row="RNN2 (SimpleRNN + PReLU)",
+    reference_row="RNN2 (SimpleRNN + PReLU)",
 )
 def rnn2(
     tokenizer, units: int = 470, num_layers: int = 1, unroll: bool = True, mask_padding: bool = False
@@ -108,7 +108,7 @@ def gru(tokenizer, units: int = 64, unroll: bool = True, mask_padding: bool = Fa
     label="BiLSTM + attention (2 x 19 units)",
     family="BiLSTM + attention",
     tokenizer="numeric",
-    seed_row="BiLSTM + attention",
+    reference_row="BiLSTM + attention",
 )
 def bilstm_attention(tokenizer, units: int = 19, attention_units: int = 82, mask_padding: bool = False) -> keras.Model:
     """Bidirectional LSTM pooled by additive attention (seed 000, 2.3), context to one neuron: 6,511 parameters."""
@@ -152,7 +152,7 @@ def term_weights(expressions, predictions) -> tuple[np.ndarray, float]:
     """Least-squares weights of predictions on the signed terms: ``pred ~ sum_i w_i term_i + b``.
 
     The exact rule is ``w = 1`` for every position and ``b = 0``; a model that forgets the start of
-    the sequence (the seed's "later tokens play a more impactful role") has ``w_1 < w_last``.
+    the sequence (the prior report's "later tokens play a more impactful role") has ``w_1 < w_last``.
 
     Returns:
         ``(weights (terms,), intercept)``.

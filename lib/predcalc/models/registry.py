@@ -1,6 +1,6 @@
 """The model registry: every architecture the notebooks train, by name.
 
-A model is registered with the tokeniser it reads and, where the seed published a row for
+A model is registered with the tokeniser it reads and, where the prior report published a row for
 it, the name of that row in :mod:`predcalc.report.anchors`. Later architectures plug in with the
 same decorator; nothing else in the pipeline needs to change.
 """
@@ -57,7 +57,7 @@ class ModelSpec:
     family: str
     tokenizer: str
     build: Callable
-    seed_row: str | None = None
+    reference_row: str | None = None
     tokenizer_config: dict = dataclasses.field(default_factory=dict)
     predict_values: Callable = regression_values
     encode_targets: Callable = identity_targets
@@ -76,9 +76,9 @@ class ModelSpec:
 
 # "seed" keeps one meaning, a random seed: the prior report is named as such where a label says "seed"
 PRIOR_REPORT_WORDING = (
-    ("the seed's", "the prior report's"),
-    ("The seed's", "The prior report's"),
-    ("AdamW seed schedule", "AdamW schedule of the prior report"),
+    ("the prior report's", "the prior report's"),
+    ("The prior report's", "The prior report's"),
+    ("AdamW schedule of the prior report", "AdamW schedule of the prior report"),
 )
 
 

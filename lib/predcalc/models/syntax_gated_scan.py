@@ -10,7 +10,7 @@ any number size and any length, if the gates read the token's type and not its v
     y   = w^T mean_t [ s_t * (V v_t) ; V v_t ] + b      (v_t: the token's value)
 
 The registered variants are the proposal and its ablations: gates that also read the value,
-the seed's numeric tokens (type and value mixed in one number), no multiplicative path, and
+the prior report's numeric tokens (type and value mixed in one number), no multiplicative path, and
 a Keras LSTM reading the same typed tokens. ``scan_typed_solved`` finishes the fitted scan in
 closed form: operators overwrite the state (``z = 1`` on `+`/`-`), then the readout ``w, b``
 is solved by least squares, which makes every coefficient +1 or -1 to float precision
@@ -34,7 +34,7 @@ def gated_scan(
     Args:
         units: state size of the MinGRU (2 suffice in principle: "plus" and "minus").
         gates: ``"type"``: the recurrence reads only the type features; ``"all"``: also the value;
-            ``"numeric"``: the seed's single-number tokens (type and value in one feature).
+            ``"numeric"``: the prior report's single-number tokens (type and value in one feature).
         multiplicative: multiply the state by the projected value (False: concatenate instead).
     """
     if gates not in ("type", "all", "numeric"):
@@ -127,9 +127,11 @@ _scan_typed_variant(
 _scan_typed_variant(
     "scan_typed_readout_solved", "Ablation: solved readout, operator gates as fitted", finish=solve_readout
 )
-# Ablations: the gates also read the value; the seed's numeric tokens; no multiplicative path.
+# Ablations: the gates also read the value; the prior report's numeric tokens; no multiplicative path.
 _scan_typed_variant("scan_typed_value_gates", "Ablation: gates also read the value", {"gates": "all"})
-_scan_typed_variant("scan_numeric", "Ablation: the seed's numeric tokens", {"gates": "numeric"}, tokenizer="numeric")
+_scan_typed_variant(
+    "scan_numeric", "Ablation: the prior report's numeric tokens", {"gates": "numeric"}, tokenizer="numeric"
+)
 _scan_typed_variant("scan_typed_additive", "Ablation: no multiplicative path", {"multiplicative": False})
 
 

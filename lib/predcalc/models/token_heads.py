@@ -60,7 +60,7 @@ def token_head(sequence, answer_format: AnswerFormat, num_heads: int = 4, ffn_un
 
 
 def numeric_sequence(tokenizer, mask_padding: bool):
-    """The seed's numeric tokens as a sequence of scalars, (batch, length, 1), optionally masked.
+    """The prior report's numeric tokens as a sequence of scalars, (batch, length, 1), optionally masked.
 
     Returns ``(inputs, sequence)``; with ``mask_padding`` a ``Masking`` layer marks the pad value.
     """
@@ -83,7 +83,7 @@ def numeric_sequence(tokenizer, mask_padding: bool):
 def lstm_tokens_reversed(
     tokenizer, units: int = 64, readout_heads: int = 4, readout_ffn_units: int = 128, mask_padding: bool = True
 ) -> keras.Model:
-    """An LSTM over the seed's numeric tokens, read out as sign and reversed digits."""
+    """An LSTM over the prior report's numeric tokens, read out as sign and reversed digits."""
     inputs, x = numeric_sequence(tokenizer, mask_padding)
     x = keras.layers.LSTM(units, return_sequences=True, name="lstm")(x)
     logits = token_head(x, REVERSED, num_heads=readout_heads, ffn_units=readout_ffn_units)

@@ -1,15 +1,15 @@
-"""Transformer encoders of the seed (document 002, section 3), with regression and token heads.
+"""Transformer encoders of the prior report (document 002, section 3), with regression and token heads.
 
-Every model reads the seed's numeric tokens (15 scalars: numbers, ``+`` 1.0, ``-`` 0.0, pad
+Every model reads the prior report's numeric tokens (15 scalars: numbers, ``+`` 1.0, ``-`` 0.0, pad
 0.5): each scalar is projected to ``d_model`` by a ``Dense`` layer, the sinusoidal positional
 encoding is added, and ``num_layers`` encoder layers (equations (15)-(17)) follow.
 
-- Regression (the seed's): average over the sequence, then one linear neuron.
+- Regression (the prior report's): average over the sequence, then one linear neuron.
   ``transformer4``: d_model 32, 4 heads, 3 layers, FFN 128 -> 38,209 parameters;
   ``transformer5``: d_model 64, 8 heads, 6 layers, FFN 512 -> 498,241 parameters. Both are
-  exactly the seed's published counts (``2d + L (4d^2 + 9d + 2 d f + f) + d + 1``; the head
+  exactly the prior report's published counts (``2d + L (4d^2 + 9d + 2 d f + f) + d + 1``; the head
   count does not change it, so 4 and 8 heads of size 8 are this project's choice, as are
-  no dropout and no padding mask, which the seed does not state; in a 60-epoch probe on data
+  no dropout and no padding mask, which the prior report does not state; in a 60-epoch probe on data
   seed 0, dropout 0.1 left transformer4's in-range MAE at 0.36 against 0.095 without).
 - Token output (this project's): the ``transformer4`` encoder with a
   :func:`predcalc.models.token_heads.token_head`: the answer as sign and digit slots, plain
@@ -73,7 +73,7 @@ def transformer_encoder(
     return inputs, x
 
 
-def seed_recipe_encoder(
+def reference_recipe_encoder(
     tokenizer,
     d_model: int,
     num_heads: int,
@@ -83,10 +83,10 @@ def seed_recipe_encoder(
     scale_embedding: bool = True,
     dropout: float = 0.0,
 ):
-    """Inputs, the numeric tokens ``(batch, length, 1)`` and the encoded sequence of the seed's
+    """Inputs, the numeric tokens ``(batch, length, 1)`` and the encoded sequence of the prior report's
     recipe: a CLS token of value 15 prepended where ``cls``, each token projected by
     ``Dense(d_model)`` and scaled by sqrt(d_model), sinusoidal positions, post-norm encoder layers.
-    A ``dropout`` above 0 also drops the encoder's input, as the seed's ``Encoder`` does."""
+    A ``dropout`` above 0 also drops the encoder's input, as the prior report's ``Encoder`` does."""
     inputs, values = numeric_sequence(tokenizer, False)
     x = ClsToken(15.0, name="cls_token")(values) if cls else values
     x = keras.layers.Dense(d_model, name="token_projection")(x)
@@ -100,14 +100,14 @@ def seed_recipe_encoder(
 
 
 @register_model(
-    "transformer4_seed",
-    label="transformer4, the seed's recipe (CLS, 8 heads, AdamW seed schedule)",
+    "transformer4_reference",
+    label="transformer4, the prior report's recipe (CLS, 8 heads, AdamW schedule of the prior report)",
     family="transformer",
     tokenizer="numeric",
-    seed_row="transformer4 (encoder, regression)",
-    optimizer="adamw_seed",
+    reference_row="transformer4 (encoder, regression)",
+    optimizer="adamw_reference",
 )
-def transformer4_seed(
+def transformer4_reference(
     tokenizer,
     d_model: int = 32,
     num_heads: int = 8,
@@ -116,16 +116,16 @@ def transformer4_seed(
     cls: bool = True,
     scale_embedding: bool = True,
     dropout: float = 0.0,
-    name: str = "transformer4_seed",
+    name: str = "transformer4_reference",
 ) -> keras.Model:
-    """transformer4's size (38,209 parameters + none for the CLS token) with the seed's recipe
-    (``transformer_transformer4.py``): :func:`seed_recipe_encoder` with the prediction read from
+    """transformer4's size (38,209 parameters + none for the CLS token) with the prior report's recipe
+    (``transformer_transformer4.py``): :func:`reference_recipe_encoder` with the prediction read from
     the CLS position. ``cls=False`` pools by the mean instead, ``scale_embedding=False`` drops the
     scaling (the ablations). A ``dropout`` above 0 drops the encoder's input, each sub-layer's
-    output and attention weights, and the pooled vector (the seed's tuner searched 0 and 0.05).
-    Trained with ``optimizer="adamw_seed"`` (see ``fit.make_optimizer``).
+    output and attention weights, and the pooled vector (the prior report's tuner searched 0 and 0.05).
+    Trained with ``optimizer="adamw_reference"`` (see ``fit.make_optimizer``).
     """
-    inputs, _, x = seed_recipe_encoder(
+    inputs, _, x = reference_recipe_encoder(
         tokenizer, d_model, num_heads, num_layers, ffn_units, cls=cls, scale_embedding=scale_embedding, dropout=dropout
     )
     if cls:
@@ -140,27 +140,27 @@ def transformer4_seed(
     return keras.Model(inputs, outputs, name=name)
 
 
-# transformer5's size (498,241 parameters) with the seed's recipe, peaking at 2e-4: the best of
-# 25-epoch trials at 1.42e-3 to 5e-5 (sweeps/transformer5_seed_peak.yaml), as the seed's own tuner
+# transformer5's size (498,241 parameters) with the prior report's recipe, peaking at 2e-4: the best of
+# 25-epoch trials at 1.42e-3 to 5e-5 (sweeps/transformer5_reference_peak.yaml), as the prior report's own tuner
 # chose its rate; at transformer4's 1.42e-3 a 200-epoch run collapsed to a constant. Its arguments
-# (and dropout) are the seed's tuner's space (tuning/transformer5_seed_space.yaml).
+# (and dropout) are the prior report's tuner's space (tuning/transformer5_reference_space.yaml).
 register_preset(
-    "transformer5_seed",
-    "transformer4_seed",
-    label="transformer5, the seed's recipe (CLS, 8 heads, AdamW seed schedule)",
-    seed_row="transformer5",
-    optimizer=Optimizer("adamw_seed", peak_learning_rate=2e-4),
-    arguments={"d_model": 64, "num_layers": 6, "ffn_units": 512, "name": "transformer5_seed"},
+    "transformer5_reference",
+    "transformer4_reference",
+    label="transformer5, the prior report's recipe (CLS, 8 heads, AdamW schedule of the prior report)",
+    reference_row="transformer5",
+    optimizer=Optimizer("adamw_reference", peak_learning_rate=2e-4),
+    arguments={"d_model": 64, "num_layers": 6, "ffn_units": 512, "name": "transformer5_reference"},
 )
 
 
 @register_model(
     "transformer4_gated",
-    label="transformer4, the seed's recipe with a gated value readout",
+    label="transformer4, the prior report's recipe with a gated value readout",
     family="transformer",
     tokenizer="numeric",
-    seed_row="transformer4 (encoder, regression)",
-    optimizer="adamw_seed",
+    reference_row="transformer4 (encoder, regression)",
+    optimizer="adamw_reference",
 )
 def transformer4_gated(
     tokenizer,
@@ -170,11 +170,11 @@ def transformer4_gated(
     ffn_units: int = 128,
     scale_embedding: bool = True,
 ) -> keras.Model:
-    """transformer4_seed's encoder (no CLS token) read out by
+    """transformer4_reference's encoder (no CLS token) read out by
     :class:`predcalc.layers.GatedValueSum`: ``y = sum_t (w^T h_t + c) v_t + b`` over the raw
     numeric tokens ``v_t``, linear in the numbers where the gates do not change with their size
     (38,210 parameters)."""
-    inputs, values, x = seed_recipe_encoder(
+    inputs, values, x = reference_recipe_encoder(
         tokenizer, d_model, num_heads, num_layers, ffn_units, scale_embedding=scale_embedding
     )
     outputs = GatedValueSum(name="value")([x, values])
@@ -186,8 +186,8 @@ def transformer4_gated(
     label="transformer4, local token features, padding masked, gated readout",
     family="transformer",
     tokenizer="numeric",
-    seed_row="transformer4 (encoder, regression)",
-    optimizer="adamw_seed",
+    reference_row="transformer4 (encoder, regression)",
+    optimizer="adamw_reference",
 )
 def transformer4_local(
     tokenizer,
@@ -228,7 +228,7 @@ register_preset(
     label="transformer4 (3 x d32 encoder, regression)",
     family="transformer",
     tokenizer="numeric",
-    seed_row="transformer4 (encoder, regression)",
+    reference_row="transformer4 (encoder, regression)",
     optimizer="adamw_cosine",
 )
 def transformer4(
@@ -244,7 +244,7 @@ def transformer4(
     readout_heads: int = 4,
     readout_ffn_units: int = 128,
 ) -> keras.Model:
-    """The seed's transformer4 size: 38,209 parameters. The encoder is averaged over the
+    """The prior report's transformer4 size: 38,209 parameters. The encoder is averaged over the
     sequence and read by one linear neuron; with an ``answer_format`` a
     :func:`predcalc.models.token_heads.token_head` (``readout_heads``, ``readout_ffn_units``)
     writes the answer as sign and digit slots instead (``transformer_tokens``)."""
@@ -257,12 +257,12 @@ def transformer4(
     return keras.Model(inputs, outputs, name=name)
 
 
-# The seed's transformer5 size: 498,241 parameters.
+# The prior report's transformer5 size: 498,241 parameters.
 register_preset(
     "transformer5",
     "transformer4",
     label="transformer5 (6 x d64 encoder, regression)",
-    seed_row="transformer5",
+    reference_row="transformer5",
     arguments={"d_model": 64, "num_heads": 8, "num_layers": 6, "ffn_units": 512, "name": "transformer5"},
 )
 # The transformer4 encoder writing the answer as sign and digits (most significant first), and
@@ -275,7 +275,7 @@ for _name, _format, _label in (
         _name,
         "transformer4",
         label=_label,
-        seed_row=None,
+        reference_row=None,
         answer_format=_format,
         loss=token_loss(),
         arguments={"answer_format": _format, "name": _name},

@@ -19,7 +19,7 @@ from predcalc.models import MODELS
 from predcalc.models.recurrent import term_weights
 from predcalc.paths import write_json_if_changed
 from predcalc.record import write_study as write_record
-from predcalc.report.anchors import SEED_ROWS
+from predcalc.report.anchors import REFERENCE_ROWS
 from predcalc.report.edges import edge_cell
 from predcalc.report.findings import comparison_table, export_table, markdown_table
 from predcalc.report.studies import extended_best, shown_label
@@ -48,7 +48,7 @@ def _display_markdown(text: str) -> None:
 
 
 def show_comparison(results, notebook: str, parameters: dict):
-    """The comparison table (ours beside the seed's published rows), displayed and returned."""
+    """The comparison table (ours beside the prior report's published rows), displayed and returned."""
 
     table = comparison_table(results.to_json(notebook, parameters))
     _display_markdown(markdown_table(table))
@@ -165,7 +165,7 @@ def recurrent_summary(results, table, weights_table, name: str, seeds) -> str:
     result = results.models[name]
     label = result.spec.label
     ours_row = table[(table.model == result.spec.shown_label) & (table.source != "published")].iloc[0]
-    published = SEED_ROWS.get(result.spec.seed_row or "")
+    published = REFERENCE_ROWS.get(result.spec.reference_row or "")
     in_weights = weights_table[(weights_table.model == label) & (weights_table["test set"] == "in")].iloc[0]
     long_weights = weights_table[(weights_table.model == label) & (weights_table["test set"] == "long4")].iloc[0]
     text = (
@@ -190,7 +190,7 @@ def recurrent_summary(results, table, weights_table, name: str, seeds) -> str:
 def fnn_summary(table, seeds) -> str:
     """The conclusion of 01_fnn: FNN2 beside the prior report's row, and FNN2 with a cosine-decayed rate."""
     label = "FNN2 (1 x 345 PReLU)"
-    rows, published = ours(table), SEED_ROWS[label]
+    rows, published = ours(table), REFERENCE_ROWS[label]
     if label not in rows.index:
         return ""
     row = rows.loc[label]
@@ -216,14 +216,14 @@ def fnn_summary(table, seeds) -> str:
 
 
 def beyond_summary(table, seeds) -> str:
-    """The conclusion of 30_beyond_seed: the trained model with the best exact accuracy out of range
+    """The conclusion of 30_beyond_reference: the trained model with the best exact accuracy out of range
     (then long, then in range) beside the prior report's best regression row (FNN2), then every other
     model (a closed-form finish tagged partly built, as the comparison table labels it)."""
     rows = ours(table)
     built = {spec.shown_label for spec in MODELS.values() if spec.finish is not None}
     trained = rows[[label not in built for label in rows.index]]
     best = trained.sort_values(["acc out", "acc long", "acc in"], ascending=False).iloc[0]
-    published = SEED_ROWS["FNN2 (1 x 345 PReLU)"]
+    published = REFERENCE_ROWS["FNN2 (1 x 345 PReLU)"]
     lines = [
         f"Best trained model here: **{best.name}** ({int(best['params'])} parameters, {len(seeds)} seed(s)): exact accuracy "
         f"{percent(best['acc in'], 2)} in range, {percent(best['acc out'], 2)} out of range, "

@@ -12,7 +12,7 @@ from predcalc.models import get_spec, regression_values
 from predcalc.models.registry import display_label
 from predcalc.models.token_heads import PLAIN, REVERSED
 from predcalc.models.transformer import attention_maps
-from predcalc.report.anchors import SEED_ROWS
+from predcalc.report.anchors import REFERENCE_ROWS
 from predcalc.notebooks.steps import ours, prior_long
 from predcalc.report.studies import shown_label
 from predcalc.training import fit
@@ -176,37 +176,37 @@ def model_sizes(names) -> list[str]:
     lines = []
     for name in names:
         spec, model, _ = fit.build(name)
-        seed_row = SEED_ROWS.get(spec.seed_row or "")
-        beside = f" (prior report: {seed_row['params']:,})" if seed_row else ""
+        reference_row = REFERENCE_ROWS.get(spec.reference_row or "")
+        beside = f" (prior report: {reference_row['params']:,})" if reference_row else ""
         lines.append(
             f"{name:<28} {model.count_params():>8,} parameters{beside}  output {tuple(model.outputs[0].shape[1:])}"
         )
     return lines
 
 
-# trained with the seed's recipe (CLS or gated readout, AdamW seed schedule), scored the seed's way too
-SEED_RECIPE_MODELS = (
-    "transformer4_seed",
-    "transformer5_seed",
+# trained with the prior report's recipe (CLS or gated readout, AdamW schedule of the prior report), scored the prior report's way too
+REFERENCE_RECIPE_MODELS = (
+    "transformer4_reference",
+    "transformer5_reference",
     "transformer4_gated",
     "transformer4_local",
     "transformer4_local_bounded",
 )
 
 
-def seed_recipe_lines(results, base_runs, epochs) -> list[str]:
-    """The seed recipe's models (SEED_RECIPE_MODELS) scored the seed's way against the
-    baseline FNN's runs ``base_runs``, each beside the seed's published row; none without those runs."""
+def reference_recipe_lines(results, base_runs, epochs) -> list[str]:
+    """The reference recipe's models (REFERENCE_RECIPE_MODELS) scored the prior report's way against the
+    baseline FNN's runs ``base_runs``, each beside the prior report's published row; none without those runs."""
 
-    seed_recipe = [name for name in SEED_RECIPE_MODELS if name in results.models]
-    if not (seed_recipe and base_runs and all(M.has_seed_way(r) for r in base_runs)):
+    reference_recipe = [name for name in REFERENCE_RECIPE_MODELS if name in results.models]
+    if not (reference_recipe and base_runs and all(M.has_reference_way(r) for r in base_runs)):
         return []
-    baseline = M.seed_baseline(base_runs)
+    baseline = M.reference_baseline(base_runs)
     lines = []
-    for name in seed_recipe:
+    for name in reference_recipe:
         result = results.models[name]
-        published = SEED_ROWS[result.spec.seed_row]
-        ours = M.seed_way([run["metrics"] for run in result.runs], baseline, published["long"])
+        published = REFERENCE_ROWS[result.spec.reference_row]
+        ours = M.reference_way([run["metrics"] for run in result.runs], baseline, published["long"])
         lines.append(
             f"{name} ({len(result.runs)} seed(s), {epochs} epochs at most): "
             + ", ".join(
@@ -238,10 +238,10 @@ def conclusion(table, record: dict, unseen: dict, train_values) -> str:
         return f"{len(model['runs'])} seed(s), {parameters['epochs']} epochs at most, {run}"
 
     lines = []
-    for name in ("transformer4", "transformer5", *SEED_RECIPE_MODELS):
+    for name in ("transformer4", "transformer5", *REFERENCE_RECIPE_MODELS):
         if name not in models:
             continue
-        model, published = models[name], SEED_ROWS[models[name]["seed_row"]]
+        model, published = models[name], REFERENCE_ROWS[models[name]["reference_row"]]
         row = rows.loc[labels[name]]
         lines.append(
             f"- **{name}** ({row['params']:,} parameters, prior report {published['params']:,}; {source(model)}): "

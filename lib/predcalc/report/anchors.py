@@ -15,7 +15,7 @@ PRIOR_REPORT = 'the prior report (Anton Mukin, "Neural Predictive Calculator: Fi
 # "signed", mean(|y| - prediction), in FNN_FNN2.py (the FNN rows); "absolute", the per-run mean of
 # |y - prediction|, in the transformer notebooks' per-run cell (transformer_transformer4.py, the cell
 # that also gives the score's p-value). The code behind RNN2 and BiLSTM + attention is not in its public repository.
-SEED_ROWS = {
+REFERENCE_ROWS = {
     "FNN2 (1 x 345 PReLU)": {
         "params": 6211,
         "mae_in": 0.0269,
@@ -82,7 +82,7 @@ SEED_ROWS = {
     },
 }
 
-SEED_LLM_ROWS = {
+REFERENCE_LLM_ROWS = {
     "Gemini 2.5 Pro": {"params": "~140 B", "accuracy_in": 0.9517, "accuracy_out": 0.9951, "accuracy_long": 0.900},
     "Gemma 3 1B": {"params": "1 B", "accuracy_in": 0.9341, "accuracy_out": 0.6333, "accuracy_long": 0.3957},
     "Gemma 3 270M": {"params": "270 M", "accuracy_in": 0.5422, "accuracy_out": 0.0967, "accuracy_long": 0.280},

@@ -31,8 +31,8 @@ FAMILIES = (
     (
         "transformer encoder",
         (
-            "transformer4_seed",
-            "transformer5_seed",
+            "transformer4_reference",
+            "transformer5_reference",
             "transformer4_gated",
             "transformer4_local",
             "transformer4_local_bounded",
@@ -55,8 +55,8 @@ SHORT_NAMES = {
     "lstm": "LSTM 64",
     "gru": "GRU 64",
     "bilstm_attention": "BiLSTM + attention (prior report's)",
-    "transformer4_seed": "transformer, prior report's recipe",
-    "transformer5_seed": "large transformer, prior report's recipe",
+    "transformer4_reference": "transformer, prior report's recipe",
+    "transformer5_reference": "large transformer, prior report's recipe",
     "transformer4_gated": "transformer, gated-sum readout only",
     "transformer4_local": "gated-sum transformer",
     "transformer4_local_bounded": "bounded gated-sum transformer",

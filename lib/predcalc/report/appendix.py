@@ -13,10 +13,10 @@ import numpy as np
 
 from predcalc import recommended
 from predcalc.calculator.given_study import given_markdown
-from predcalc.data.protocol import seed_protocol
+from predcalc.data.protocol import reference_protocol
 from predcalc.deploy.bench import deployment_markdown
 from predcalc.report import findings as F
-from predcalc.report.anchors import SEED_ROWS
+from predcalc.report.anchors import REFERENCE_ROWS
 from predcalc.report.calculator import section
 from predcalc.report.document import Bullets, Figure, Section, Table, Text
 from predcalc.report.edges import edges_lines, seed_facts, suite_blocks
@@ -39,7 +39,7 @@ def _demote(lines: list[str]) -> list[str]:
 def appendix_sections(findings) -> list[Section]:
     sections = [
         all_models(findings),
-        seed_way(findings),
+        reference_way(findings),
         recipe(findings),
         search(findings),
         stability(findings),
@@ -82,19 +82,19 @@ def all_models(findings) -> Section:
     )
 
 
-def seed_way(findings) -> Section:
-    seed_way = F.seed_way_table(findings.records)
-    if seed_way.empty:
-        return Section("appendix.seed_way", "The prior report's columns, computed its way", part="appendix")
+def reference_way(findings) -> Section:
+    reference_way = F.reference_way_table(findings.records)
+    if reference_way.empty:
+        return Section("appendix.reference_way", "The prior report's columns, computed its way", part="appendix")
     data_seed = next(r["data"]["seed"] for r in findings.notebooks if "data" in r and not is_study(r))
-    perfect = exact_signed_long(seed_protocol(data_seed).test_long.values)
-    blocks = [Text(F.SEED_WAY_TEXT), Table(seed_way)]
-    blocks += [Text(line) for line in F.seed_weights_lines(findings.records) if line.strip()]
+    perfect = exact_signed_long(reference_protocol(data_seed).test_long.values)
+    blocks = [Text(F.REFERENCE_WAY_TEXT), Table(reference_way)]
+    blocks += [Text(line) for line in F.reference_weights_lines(findings.records) if line.strip()]
     blocks += [
         Text(SCOREBOARD_TEXT.format(perfect=perfect, seeds=findings.seeds, p=2**findings.seeds)),
         Table(scoreboard_table(findings.pool), cell=plain_cell),
     ]
-    return Section("appendix.seed_way", "The prior report's columns, computed its way", blocks, part="appendix")
+    return Section("appendix.reference_way", "The prior report's columns, computed its way", blocks, part="appendix")
 
 
 def recipe(findings) -> Section:
@@ -112,15 +112,15 @@ def recipe(findings) -> Section:
 def search(findings) -> Section:
     """The prior report's transformer5 search space, searched again (``predcalc tune``), and its
     best trial on 5 seeds against the published in-range MAE and the replica's."""
-    folder = findings.reports / "tune" / "transformer5_seed_space"
+    folder = findings.reports / "tune" / "transformer5_reference_space"
     if not (folder / "tune.json").is_file():
         return Section("appendix.search", "The transformer5 search", part="appendix")
     summary = json.loads((folder / "tune.json").read_text())
     config = summary["config"]
-    published = SEED_ROWS["transformer5"]["mae_in"]
+    published = REFERENCE_ROWS["transformer5"]["mae_in"]
     lead = (
         f"The prior report chose transformer5's size and rate by a {config['trials']}-trial keras-tuner "
-        "Bayesian search (25-epoch trials, validation loss). `predcalc tune tuning/transformer5_seed_space.yaml` "
+        "Bayesian search (25-epoch trials, validation loss). `predcalc tune tuning/transformer5_reference_space.yaml` "
         f"runs the same space and trial count on this protocol, resumable, with {config['epochs']}-epoch trials "
         "so that a trial fits this 2-core machine; trials choose on the validation split only."
     )
@@ -139,8 +139,8 @@ def search(findings) -> Section:
     else:
         mean, low, high = final["spread"]
         replica = (
-            [r["metrics"]["in"]["mae"] for r in findings.models["transformer5_seed"][1]["runs"]]
-            if findings.has("transformer5_seed")
+            [r["metrics"]["in"]["mae"] for r in findings.models["transformer5_reference"][1]["runs"]]
+            if findings.has("transformer5_reference")
             else []
         )
         verdict = {
@@ -148,12 +148,12 @@ def search(findings) -> Section:
             "worse": "it does not close the gap (every seed is above the published MAE)",
         }.get(final["test"]["verdict"], "whether it closes the gap is not resolved by the seeds")
         if replica and (min(final["mae"]) <= max(replica) and min(replica) <= max(final["mae"])):
-            verdict += "; against `transformer5_seed` the seeds' ranges overlap: not resolved"
+            verdict += "; against `transformer5_reference` the seeds' ranges overlap: not resolved"
         lead += (
-            f" The best trial, trained like `transformer5_seed` on {len(final['mae'])} seeds, reaches an in-range "
+            f" The best trial, trained like `transformer5_reference` on {len(final['mae'])} seeds, reaches an in-range "
             f"MAE of {mean:.4g} [{low:.4g}-{high:.4g}] against the published {published}"
             + (
-                f" and `transformer5_seed`'s {np.mean(replica):.4g} [{min(replica):.4g}-{max(replica):.4g}]"
+                f" and `transformer5_reference`'s {np.mean(replica):.4g} [{min(replica):.4g}-{max(replica):.4g}]"
                 if replica
                 else ""
             )

@@ -92,7 +92,7 @@ PAGES = (
         "appendix",
         (
             "appendix.all_models",
-            "appendix.seed_way",
+            "appendix.reference_way",
             "appendix.recipe",
             "appendix.stability",
             "appendix.development_edges",

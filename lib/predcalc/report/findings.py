@@ -21,7 +21,7 @@ import pandas as pd
 from predcalc.paths import REPORTS, ROOT, RUNS, write_if_changed
 from predcalc.record import RunRecord
 from predcalc.report import render
-from predcalc.report.anchors import SEED_LLM_ROWS, SEED_ROWS
+from predcalc.report.anchors import REFERENCE_LLM_ROWS, REFERENCE_ROWS
 from predcalc.report.prose import count
 from predcalc.report.studies import FINISHES, shown_label
 from predcalc.report.tables import markdown_table  # noqa: F401 (notebooks import it from here)
@@ -133,7 +133,7 @@ def model_table(
 
     With ``ranges``, each metric is written "mean [min-max]" over seeds (text, for the findings).
     With ``score``, the prior report's benchmark score and its p-value are added (a notebook's
-    own comparison shows them; the findings keep them to the seed-way table, as the prior
+    own comparison shows them; the findings keep them to the reference-way table, as the prior
     report's definitions). The score needs the baseline FNN's runs: taken from ``records`` when
     one of them trained it, else from ``reference_runs``; without either it is left out.
     """
@@ -166,13 +166,13 @@ def model_table(
             row["p"] = M.log_score_p_value(scores)
         row["epochs"] = float(np.mean([r["epochs"] for r in runs]))
         rows.append(row)
-        published = SEED_ROWS.get(model.get("seed_row") or "")
-        if published and not any(r["model"] == model["seed_row"] and r["source"] == "published" for r in rows):
-            # only the columns the seed defines as this table does; its signed "MAE long", its score
-            # and p are in seed_way_table, beside the same quantities computed its way
+        published = REFERENCE_ROWS.get(model.get("reference_row") or "")
+        if published and not any(r["model"] == model["reference_row"] and r["source"] == "published" for r in rows):
+            # only the columns the prior report defines as this table does; its signed "MAE long", its score
+            # and p are in reference_way_table, beside the same quantities computed its way
             rows.append(
                 {
-                    "model": model["seed_row"],
+                    "model": model["reference_row"],
                     "source": "published",
                     "params": published["params"],
                     "MAE in": published["mae_in"],
@@ -201,8 +201,8 @@ def model_table(
     return frame.reindex(columns=[c for c in columns if c in frame.columns])
 
 
-def seed_way_table(records: list[dict]) -> pd.DataFrame:
-    """The prior report's published columns computed the prior report's way (``metrics.seed_way``), one row per
+def reference_way_table(records: list[dict]) -> pd.DataFrame:
+    """The prior report's published columns computed the prior report's way (``metrics.reference_way``), one row per
     model whose runs stored the prior report's signed error and MRE, its published row beside it.
 
     Like for like with the prior report's published rows: MAE out and MRE out over all 2,048 out-of-range expressions,
@@ -210,29 +210,29 @@ def seed_way_table(records: list[dict]) -> pd.DataFrame:
     long expressions, the prior report's score (signed long4 term) and its log t-test p-value.
     """
     base_runs = baseline_runs(records)
-    if not base_runs or not all(M.has_seed_way(r) for r in base_runs):
+    if not base_runs or not all(M.has_reference_way(r) for r in base_runs):
         return pd.DataFrame()
-    baseline = M.seed_baseline(base_runs)
+    baseline = M.reference_baseline(base_runs)
     rows = []
     for record, _, model, repeats in unique_models(records):
         runs = [r["metrics"] for r in model["runs"]]
-        if not runs or not all(M.has_seed_way(r) for r in runs):
+        if not runs or not all(M.has_reference_way(r) for r in runs):
             continue
         seeds = f"{len(runs)} seed{'s' * (len(runs) > 1)}"
-        published = SEED_ROWS.get(model.get("seed_row") or "")
+        published = REFERENCE_ROWS.get(model.get("reference_row") or "")
         long = (published or {}).get("long", "signed")
         rows.append(
             {
                 "model": model["label"],
                 "source": _source(record, repeats, f"{_profile_of(record, model)}, {seeds}"),
-                **M.seed_way(runs, baseline, long),
+                **M.reference_way(runs, baseline, long),
                 "long": long,
             }
         )
-        if published and not any(r["model"] == model["seed_row"] and r["source"] == "published" for r in rows):
+        if published and not any(r["model"] == model["reference_row"] and r["source"] == "published" for r in rows):
             rows.append(
                 {
-                    "model": model["seed_row"],
+                    "model": model["reference_row"],
                     "source": "published",
                     "MAE in": published["mae_in"],
                     "MRE in": published["mre_in"],
@@ -249,7 +249,7 @@ def seed_way_table(records: list[dict]) -> pd.DataFrame:
     return frame.reindex(columns=[c for c in columns if c in frame.columns])
 
 
-SEED_WAY_TEXT = (
+REFERENCE_WAY_TEXT = (
     "The table above uses this project's definitions (MAE long an absolute error, MRE divided by "
     "max(|y|, 1), out-of-range score terms on out22). The prior report's notebooks compute its published "
     "columns differently, so the table below recomputes them the prior report's way from the same runs (the "
@@ -260,7 +260,7 @@ SEED_WAY_TEXT = (
     '"long"): *signed*, mean(|y| - prediction), in the prior report\'s `FNN_FNN2.py` (not an error: it can be '
     "negative or near 0 for a bad model), and *absolute*, the per-run mean of |y - prediction|, in the "
     "per-run cell of its transformer notebooks (`transformer_transformer4.py`, the cell that also gives "
-    "the p-value). The prior report's score (its long4 term defined the same way, its relative term the seed MRE over "
+    "the p-value). The prior report's score (its long4 term defined the same way, its relative term the reference MRE over "
     "all out) is taken against the baseline FNN's runs the "
     "way the prior report's `FNN1_1.py` takes them, and p the t-test of log(score) against 0 (the prior "
     "report's `get_p-value.py`). Only "
@@ -270,20 +270,20 @@ SEED_WAY_TEXT = (
 )
 
 
-def seed_weights_lines(records: list[dict]) -> list[str]:
+def reference_weights_lines(records: list[dict]) -> list[str]:
     """What the prior report's own FNN2 weights score on the prior report's own in-range test set (the
-    record that stores ``seed_weights_check.json``)."""
+    record that stores ``reference_weights_check.json``)."""
     for record in records:
-        path = Path(record["_dir"]) / "seed_weights_check.json"
-        if path.is_file() and "fnn2_seed_weights" in record["models"]:
+        path = Path(record["_dir"]) / "reference_weights_check.json"
+        if path.is_file() and "fnn2_reference_weights" in record["models"]:
             check = json.loads(path.read_text())
-            ours = record["models"]["fnn2_seed_weights"]["runs"][0]["metrics"]["in"]["mae"]
+            ours = record["models"]["fnn2_reference_weights"]["runs"][0]["metrics"]["in"]["mae"]
             return [
                 f"The prior report's own FNN2 weights (its `FNN2_weights.weights.h5`, one trained model, scored here) reach "
                 f"in-range MAE {ours:.4f} on this project's in-range test set, of which "
-                f"{check['project_in_test_in_seed_draw']:,} of {check['project_in_test']:,} expressions were in "
-                f"the prior report's own training draw, and {check['seed_in_test']['mae']:.4f} on the prior report's own in-range "
-                f"test set ({check['seed_in_test']['n']:,} expressions, replayed from the prior report's `GetXY.py`, "
+                f"{check['project_in_test_in_reference_draw']:,} of {check['project_in_test']:,} expressions were in "
+                f"the prior report's own training draw, and {check['reference_in_test']['mae']:.4f} on the prior report's own in-range "
+                f"test set ({check['reference_in_test']['n']:,} expressions, replayed from the prior report's `GetXY.py`, "
                 "its published data split, not a file of this repository); the published "
                 "0.0269 is a mean over 5 runs that its shipped weights do not reach on its own test set.",
                 "",
@@ -509,7 +509,7 @@ def llm_table(records: list[dict]) -> pd.DataFrame:
                     "unparseable": " / ".join(str(bad[t]) for t in ("in", "out", "long") if t in bad),
                 }
             )
-    for name, published in SEED_LLM_ROWS.items():
+    for name, published in REFERENCE_LLM_ROWS.items():
         rows.append(
             {
                 "model": name,

@@ -63,7 +63,7 @@ SELECTION = [
         "none of the held-out numbers",
     ),
     (
-        "`transformer4_seed` -> `transformer4_gated` -> `transformer4_local` -> `transformer4_local_bounded` "
+        "`transformer4_reference` -> `transformer4_gated` -> `transformer4_local` -> `transformer4_local_bounded` "
         "(readout, then token features, then their bound), in that order",
         "the protocol's out-of-range (-8..8) and long (2-8 terms) test sets",
         "out-of-range and long accuracy of these four",
@@ -73,7 +73,7 @@ SELECTION = [
         "the development edge probe: 3 numbers of -99..99, 20 and 60 terms",
         "that probe's axes",
     ),
-    ("the peak learning rate of `transformer5_seed`", "validation loss of 25-epoch trials (a sweep)", "none"),
+    ("the peak learning rate of `transformer5_reference`", "validation loss of 25-epoch trials (a sweep)", "none"),
     (
         "the tuned transformer5's size and rate (`predcalc tune`, the prior report's space)",
         "validation loss of 10-epoch trials, seed 0",
@@ -110,7 +110,7 @@ FAMILIES = {
     "RNN": ("rnn2",),
     "LSTM / GRU": ("lstm", "gru"),
     "BiLSTM + attention": ("bilstm_attention",),
-    "transformer (regression)": ("transformer4_seed", "transformer5_seed", "transformer4_local_bounded"),
+    "transformer (regression)": ("transformer4_reference", "transformer5_reference", "transformer4_local_bounded"),
     "efficient RNN": ("min_gru", "min_lstm", "slstm", "mlstm_stable", "mamba_bounded"),
     "syntax-gated scan": ("scan_typed",),
 }
@@ -252,7 +252,8 @@ class Findings:
             "descent; *partly built*: trained, then finished in closed form (a gate set by hand, a readout "
             "solved by least squares). The prior report's rows are rebuilt as faithful replicas: "
             + ", ".join(
-                short_name(n) for n in ("fnn2", "rnn2", "bilstm_attention", "transformer4_seed", "transformer5_seed")
+                short_name(n)
+                for n in ("fnn2", "rnn2", "bilstm_attention", "transformer4_reference", "transformer5_reference")
             )
             + "."
         )
@@ -327,7 +328,7 @@ class Findings:
     def results(self) -> Section:
         subsections = [
             self._summary(),
-            self._seed_protocol(),
+            self._reference_protocol(),
             self._edges(),
             self._published(),
             self._extended(),
@@ -365,10 +366,10 @@ class Findings:
             ],
         )
 
-    def _seed_protocol(self) -> Section:
+    def _reference_protocol(self) -> Section:
         keep = [n for names in FAMILIES.values() for n in names if n in self.models]
         if not keep:
-            return Section("results.seed_protocol", "The protocol's test sets", [])
+            return Section("results.reference_protocol", "The protocol's test sets", [])
         order = [n for n in self.general["name"] if n in keep]  # by out-of-range, then long accuracy
         rows = [
             {
@@ -379,7 +380,7 @@ class Findings:
             for name in order
         ]
         return Section(
-            "results.seed_protocol",
+            "results.reference_protocol",
             "The protocol's test sets",
             [
                 Text(
@@ -421,7 +422,7 @@ class Findings:
             [
                 Text(
                     f"Each of the {len(board)} regression rows of {PRIOR_REPORT}, computed its way on the same test "
-                    "sets (Appendix: the seed-way table and every column). The faithful replica comes first; the best "
+                    "sets (Appendix: the reference-way table and every column). The faithful replica comes first; the best "
                     "variant is another model trained here. Counts are of ranked columns, each decided by the sign "
                     f"test over {count(self.seeds, 'seed')}."
                 ),

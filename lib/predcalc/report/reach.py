@@ -2,7 +2,7 @@
 
 Two panels (more digits, more terms), one line per model. The frame is
 :func:`reach_frame`'s: rows of model, axis (``digits`` or ``terms``), distance,
-label, source (``protocol``: the seed protocol's test sets, which the models were chosen on;
+label, source (``protocol``: the reference protocol's test sets, which the models were chosen on;
 ``heldout``: the held-out edge suite), mean, min and max over seeds.
 
 What keeps it honest at a glance:
@@ -27,7 +27,7 @@ from predcalc.report.answer import FAMILIES as ANSWER_FAMILIES
 from predcalc.report.answer import best_trained, short_name
 
 # (axis, distance) -> tick label, where the frame's own label is not the box's name: the training
-# box of the seed protocol is 3 integers from -5..4; its out-of-range set draws from -8..-5 and 5..8.
+# box of the reference protocol is 3 integers from -5..4; its out-of-range set draws from -8..-5 and 5..8.
 TICKS = {
     ("digits", 1): "-5..4\n(training box)",
     ("digits", 1.5): "-8..-5, 5..8",

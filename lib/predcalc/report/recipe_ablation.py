@@ -1,9 +1,9 @@
-"""Which choice of the prior report's transformer recipe matters: ``transformer4_seed`` with one choice undone
-at a time (the sweep ``sweeps/transformer4_seed_ablation.yaml``, stored in ``reports/sweeps/``),
+"""Which choice of the prior report's transformer recipe matters: ``transformer4_reference`` with one choice undone
+at a time (the sweep ``sweeps/transformer4_reference_ablation.yaml``, stored in ``reports/sweeps/``),
 beside the stored run with every choice, the same encoder with a gated value readout
 (``transformer4_gated``) and this project's own ``transformer4`` recipe; and the peak learning rate
-of ``transformer5_seed``, chosen by short trials as the prior report's tuner did
-(``sweeps/transformer5_seed_peak.yaml``).
+of ``transformer5_reference``, chosen by short trials as the prior report's tuner did
+(``sweeps/transformer5_reference_peak.yaml``).
 """
 
 from __future__ import annotations
@@ -15,13 +15,13 @@ import pandas as pd
 
 from predcalc.models import get_spec
 from predcalc.readable import percent_number, share
-from predcalc.report.anchors import SEED_ROWS
+from predcalc.report.anchors import REFERENCE_ROWS
 from predcalc.report.tables import markdown_table
-from predcalc.training.fit import SEED_PEAK_LEARNING_RATE, seed_peak
+from predcalc.training.fit import REFERENCE_PEAK_LEARNING_RATE, reference_peak
 from predcalc.training.sweep import collect
 
-SWEEP = "transformer4_seed_ablation"
-MODEL = "transformer4_seed"
+SWEEP = "transformer4_reference_ablation"
+MODEL = "transformer4_reference"
 UNDONE = {"cls": "mean pooling instead of the CLS token", "scale_embedding": "no sqrt(d_model) scale on the embedding"}
 
 
@@ -134,9 +134,9 @@ def recipe_ablation_lines(records: list[dict], sweeps: Path) -> list[str]:
     return ["## The prior report's transformer recipe: which choice matters", "", text, "", markdown_table(table), ""]
 
 
-PEAK_SWEEP = "transformer5_seed_peak"
-FULL_PEAK_SWEEP = "transformer5_seed_peak_200"
-PEAK_MODEL = "transformer5_seed"
+PEAK_SWEEP = "transformer5_reference_peak"
+FULL_PEAK_SWEEP = "transformer5_reference_peak_200"
+PEAK_MODEL = "transformer5_reference"
 
 
 def _peak_trials(sweeps: Path, records: list[dict] = ()) -> tuple[dict[tuple, list], dict[tuple, list]]:
@@ -146,7 +146,7 @@ def _peak_trials(sweeps: Path, records: list[dict] = ()) -> tuple[dict[tuple, li
 
     def add(peaks, parameters, runs):
         peak = parameters.get("model_kwargs", {}).get(PEAK_MODEL, {}).get("peak_learning_rate")
-        peak = seed_peak(get_spec(PEAK_MODEL), peak)
+        peak = reference_peak(get_spec(PEAK_MODEL), peak)
         peaks.setdefault((float(peak), how_trained(parameters)), []).extend(runs)
 
     probe, full = {}, {}
@@ -192,25 +192,25 @@ def _peak_table(trials: dict[tuple, list]) -> pd.DataFrame:
 
 
 def peak_probe_lines(sweeps: Path, records: list[dict] = ()) -> list[str]:
-    """The findings section on transformer5_seed's peak learning rate, or nothing without the sweep."""
+    """The findings section on transformer5_reference's peak learning rate, or nothing without the sweep."""
 
     probe, full = _peak_trials(sweeps, records)
     if not probe:
         return []
     best, _ = min(probe, key=lambda key: np.mean([r["best_val_loss"] for r in probe[key]]))
-    used = seed_peak(get_spec(PEAK_MODEL))
+    used = reference_peak(get_spec(PEAK_MODEL))
     text = (
         f"The prior report's transformer5 notebook chose its peak learning rate by its own keras-tuner search "
         f"(25-epoch trials, validation loss); the rate it found is not in its code. `{PEAK_MODEL}` repeats "
         f"that choice in miniature (`predcalc sweep sweeps/{PEAK_SWEEP}.yaml`): the lowest mean validation "
         f"MSE is at a peak of {best:g}; `{PEAK_MODEL}` trains with {used:g} (transformer4's tuned peak is "
-        f"{SEED_PEAK_LEARNING_RATE:g})."
+        f"{REFERENCE_PEAK_LEARNING_RATE:g})."
     )
     table = markdown_table(_peak_table({**probe, **full}))
-    lines = ["### transformer5_seed: the peak learning rate", "", text, "", table, ""]
+    lines = ["### transformer5_reference: the peak learning rate", "", text, "", table, ""]
     if full:
         notebook = ", ".join(sorted(sweep_notebooks(collect(PEAK_SWEEP, sweeps) + collect(FULL_PEAK_SWEEP, sweeps))))
-        published = SEED_ROWS["transformer5"]["mae_in"]
+        published = REFERENCE_ROWS["transformer5"]["mae_in"]
         means = {key: float(np.mean([r["metrics"]["in"]["mae"] for r in runs])) for key, runs in full.items()}
         (peak, how), lowest = min(means.items(), key=lambda item: item[1])
         runs = full[(peak, how)]

@@ -30,7 +30,7 @@ def related_facts(findings) -> dict:
     out: dict = {"prior": PRIOR_CITATION, "replicas": None, "scan": None, "built": None, "calculator": None}
     replicas = [
         n
-        for n in ("fnn2", "rnn2", "bilstm_attention", "transformer4_seed", "transformer5_seed")
+        for n in ("fnn2", "rnn2", "bilstm_attention", "transformer4_reference", "transformer5_reference")
         if n in findings.models
     ]
     if replicas:

@@ -1,7 +1,7 @@
 """Every published row of the prior report against this project's trained models, metric by metric.
 
 Like for like only: each side is the prior report's published column computed the prior report's way
-(``metrics.seed_way``) on the protocol's fixed test sets, TF backend, means over seeds. A
+(``metrics.reference_way``) on the protocol's fixed test sets, TF backend, means over seeds. A
 "signed" MAE long (``mean(|y| - prediction)``, the prior report's ``FNN_FNN2.py``) is not an error and is not
 ranked; the score is not ranked either, because its baseline FNN runs differ (the prior report's own
 ``FNN1_1.py`` runs against this project's).
@@ -14,14 +14,14 @@ import math
 import numpy as np
 import pandas as pd
 
-from predcalc.report.anchors import SEED_ROWS
+from predcalc.report.anchors import REFERENCE_ROWS
 from predcalc.training import metrics as M
 
 RANKED = (("MAE in", "mae_in"), ("MRE in", "mre_in"), ("MAE out", "mae_out"), ("MRE out", "mre_out"))
 
 
 def compared_metrics(published: dict) -> list[tuple[str, str]]:
-    """(seed-way column, published key) pairs that rank a published row: its absolute MAE long too."""
+    """(reference-way column, published key) pairs that rank a published row: its absolute MAE long too."""
     long = [("MAE long", "mae_long")] if published.get("long") == "absolute" else []
     return [*RANKED, *long]
 
@@ -33,43 +33,43 @@ REPLICAS = {
     "FNN2 (1 x 345 PReLU)": "fnn2",
     "RNN2 (SimpleRNN + PReLU)": "rnn2",
     "BiLSTM + attention": "bilstm_attention",
-    "transformer4 (encoder, regression)": "transformer4_seed",
-    "transformer5": "transformer5_seed",
+    "transformer4 (encoder, regression)": "transformer4_reference",
+    "transformer5": "transformer5_reference",
 }
 
 
 def published_row(model: str) -> tuple[str, dict] | None:
     """The published row a model replicates and its numbers (:data:`REPLICAS`), or None."""
     row = next((name for name, replica in REPLICAS.items() if replica == model), None)
-    return None if row is None else (row, SEED_ROWS[row])
+    return None if row is None else (row, REFERENCE_ROWS[row])
 
 
 def candidates(models, base_runs: list[dict] | None) -> list[dict]:
-    """The seed-way values of every model in ``models`` (``(name, model)`` pairs from the stored
+    """The reference-way values of every model in ``models`` (``(name, model)`` pairs from the stored
     records) that was trained here (at least one epoch a seed) and stored the prior report's
-    columns: per seed (``per_seed``, a list of dicts) and their means (``seed_way``);
+    columns: per seed (``per_seed``, a list of dicts) and their means (``reference_way``);
     ``base_runs``: the baseline FNN's per-seed metrics, whose means the score is taken against."""
     base = base_runs or []
-    if not base or not all(M.has_seed_way(r) for r in base):
+    if not base or not all(M.has_reference_way(r) for r in base):
         return []
-    baseline = M.seed_baseline(base)
+    baseline = M.reference_baseline(base)
     out = []
     for name, model in models:
         runs = [r["metrics"] for r in model["runs"]]
         trained = all(r.get("epochs", 0) > 0 for r in model["runs"])
-        if not runs or not trained or not all(M.has_seed_way(r) for r in runs):
+        if not runs or not trained or not all(M.has_reference_way(r) for r in runs):
             continue
-        long = SEED_ROWS.get(model.get("seed_row") or "", {}).get("long", "signed")
-        per_seed = [{**M.seed_way([r], baseline, long), "MAE long (absolute)": r["long"]["mae"]} for r in runs]
+        long = REFERENCE_ROWS.get(model.get("reference_row") or "", {}).get("long", "signed")
+        per_seed = [{**M.reference_way([r], baseline, long), "MAE long (absolute)": r["long"]["mae"]} for r in runs]
         out.append(
             {
                 "name": name,
                 "label": model["label"],
-                "seed_row": model.get("seed_row"),
+                "reference_row": model.get("reference_row"),
                 "params": model["params"],
                 "seeds": len(runs),
                 "per_seed": per_seed,
-                "seed_way": M.seed_way(runs, baseline, long),
+                "reference_way": M.reference_way(runs, baseline, long),
                 "absolute_long": float(np.mean([r["long"]["mae"] for r in runs])),
             }
         )
@@ -109,7 +109,7 @@ def matches(pool: list[dict]):
     """``(row, published, replica or None, best variant or None)`` per published row: the replica is
     the faithful rebuild (:data:`REPLICAS`); the variant is the best other trained model of any
     architecture."""
-    for row, published in SEED_ROWS.items():
+    for row, published in REFERENCE_ROWS.items():
         replica = next((c for c in pool if c["name"] == REPLICAS.get(row)), None)
         others = [c for c in pool if c is not replica]
         yield row, published, replica, _best_variant(others, published)

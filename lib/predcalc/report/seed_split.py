@@ -19,7 +19,7 @@ from predcalc.training.sweep import collect
 # transformer4_local (about 15) and transformer4_local with squash_features, which is the registered
 # transformer4_local_bounded (the sweep predates that name): sweep -> {model trained: listed as}
 SEED_SPLIT_SWEEPS = {
-    "transformer5_seed": {},
+    "transformer5_reference": {},
     "transformer4_local": {},
     "transformer4_local_squash": {"transformer4_local": "transformer4_local_bounded"},
 }

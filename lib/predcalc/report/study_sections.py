@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from predcalc.report.anchors import SEED_LLM_ROWS
+from predcalc.report.anchors import REFERENCE_LLM_ROWS
 from predcalc.report.document import Section, Text
 from predcalc.studies import exact_scan, gemma_findings
 
@@ -33,7 +33,7 @@ def trained_exact_section(records: list[dict]) -> Section:
 def language_model_section(records: list[dict]) -> Section:
     """The pre-trained Gemma 3 270M fine-tuned with LoRA, beside the prior report's row."""
     found = [r["gemma3_270m"] for r in records if r.get("gemma3_270m")]
-    reference = SEED_LLM_ROWS["Gemma 3 270M"]
+    reference = REFERENCE_LLM_ROWS["Gemma 3 270M"]
     return study_section(
         "results.language_model", found, lambda record: gemma_findings.render_section(record, reference)
     )

@@ -1,4 +1,4 @@
-"""Backpropagation through time written out in NumPy: the worked example of seed document 004.
+"""Backpropagation through time written out in NumPy: the worked example of reference document 004.
 
 Seed 004 ("Under the hood of neural networks, part 2: recurrent") trains a 2-unit recurrent
 network by hand. With row vectors, as the article writes them:
@@ -76,7 +76,7 @@ def binary_digits(value: int, width: int = 3) -> np.ndarray:
     return np.array([(value >> shift) & 1 for shift in range(width - 1, -1, -1)], dtype=np.float64)
 
 
-def seed004_example():
+def reference004_example():
     """The article's problem: ``(parameters, inputs (6, 3), targets {step: y_t}, learning_rate)``.
 
     Steps are numbered from 1 as in the article; the targets are at steps 4, 5 and 6.

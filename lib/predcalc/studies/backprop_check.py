@@ -106,7 +106,7 @@ def keras_network(parameters):
         network_inputs
     )
     network_outputs = keras.layers.Dense(3, activation="sigmoid", dtype="float64", name="output")(states)
-    network = keras.Model(network_inputs, network_outputs, name="seed004")
+    network = keras.Model(network_inputs, network_outputs, name="reference004")
     network.get_layer("state").set_weights([parameters.W_s, parameters.U, parameters.B_s])
     network.get_layer("output").set_weights([parameters.W_o, parameters.B_o])
     assert [tuple(w.shape) for w in network.trainable_weights] == [parameters.as_dict()[n].shape for n in WEIGHT_NAMES]

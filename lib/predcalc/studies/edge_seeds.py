@@ -8,8 +8,8 @@ so a stopped run resumes at the first unfinished seed), and :func:`reproduction`
 retrained records with the stored ones (is training deterministic here?).
 
 Example:
-    >>> retrain_seeds("scan_typed", "30_beyond_seed", "build/edges/models")
-    >>> reproduction("scan_typed", "30_beyond_seed", "build/edges/models")
+    >>> retrain_seeds("scan_typed", "30_beyond_reference", "build/edges/models")
+    >>> reproduction("scan_typed", "30_beyond_reference", "build/edges/models")
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from predcalc.data import get_tokenizer, seed_protocol
+from predcalc.data import get_tokenizer, reference_protocol
 from predcalc.deploy import export as E
 from predcalc.deploy.export import SIDECAR, export_directory, write_sidecar
 from predcalc.deploy.predictor import Predictor
@@ -84,7 +84,7 @@ def retrain_seeds(
 
     parameters = training_parameters(name, notebook, runs)
     data_seed = parameters.pop("data_seed")
-    protocol = seed_protocol(data_seed)
+    protocol = reference_protocol(data_seed)
     records = []
     for seed in tqdm(list(seeds), desc=f"train {name}", disable=not progress):
         folder = seed_folder(models, name, seed)
@@ -117,14 +117,14 @@ def finish_seeds(
     import keras
 
     import predcalc.layers  # noqa: F401  (registers the custom layers)
-    from predcalc.data import seed_protocol
+    from predcalc.data import reference_protocol
     from predcalc.training.fit import TrainedModel, build, evaluate, run_record
 
     notebook = notebook or RECOMMENDED[name]
     parameters = training_parameters(name, notebook, runs)
     if training_parameters(fitted, notebook, runs) != parameters:
         raise ValueError(f"{name} and {fitted} were trained with different parameters in {notebook}")
-    protocol = seed_protocol(parameters["data_seed"])
+    protocol = reference_protocol(parameters["data_seed"])
     records = []
     for seed in seeds:
         folder, source = seed_folder(models, name, seed), seed_folder(models, fitted, seed)
@@ -222,7 +222,7 @@ def export_at_length(
     """Write ``model_float32.tflite`` and ``model.onnx`` of ``model`` rebuilt for ``length`` tokens
     (:func:`predcalc.studies.edges.at_input_length`) with their ``predcalc.json``, and check each file,
     read through :class:`predcalc.deploy.predictor.Predictor`, against the Keras model at its trained
-    length on the seed protocol's test sets. Writes and returns ``export.json``'s record; raises
+    length on the reference protocol's test sets. Writes and returns ``export.json``'s record; raises
     RuntimeError where a file does not match Keras (the export limits of
     :mod:`predcalc.deploy.export`)."""
 
@@ -231,7 +231,7 @@ def export_at_length(
     resized = at_input_length(model, length)
     longer = type(tokenizer)(**{**tokenizer.get_config(), "length": length})
     E.write_sidecar(directory, spec, longer, {"trained_length": tokenizer.length})
-    sets = seed_protocol(data_seed).test_sets()
+    sets = reference_protocol(data_seed).test_sets()
     keras_values = {
         name: np.asarray(
             spec.predict_values(model, tokenizer.encode_batch(list(split.expressions))), dtype=np.float64
@@ -433,7 +433,7 @@ def _description(kind: str, suite: dict) -> str:
         "the probe that helped choose the recommended variants (its scores are not claims)"
         if kind == "development"
         else "never used to choose anything; no expression is in the development "
-        "suite or the seed protocol's training and validation splits"
+        "suite or the reference protocol's training and validation splits"
     )
     return (
         f"The {kind} suite (seed {about['seed']}, {len(next(iter(suite.values())))} expressions a set) is "

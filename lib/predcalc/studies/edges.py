@@ -1,6 +1,6 @@
-"""Two frozen suites outside the seed protocol's box, and a model's scores on them.
+"""Two frozen suites outside the reference protocol's box, and a model's scores on them.
 
-The seed protocol trains on 3 numbers from -5..4 joined by ``+`` and ``-``; its test sets reach
+The reference protocol trains on 3 numbers from -5..4 joined by ``+`` and ``-``; its test sets reach
 -8..8 and 8 numbers. Two suites step further out:
 
 - the **development** suite (:func:`development_suite`, seed 0): the probe that helped choose
@@ -9,7 +9,7 @@ The seed protocol trains on 3 numbers from -5..4 joined by ``+`` and ``-``; its 
 - the **held-out edge** suite (:func:`heldout_suite`, seed :data:`HELDOUT_SEED`): boxes no
   choice has seen, each set named by its box (:data:`HELDOUT`): more digits, more terms, both at
   once, adversarial digit and sign patterns, and parentheses. Its expressions share none with the
-  development suite nor with the seed protocol's training and validation splits.
+  development suite nor with the reference protocol's training and validation splits.
 
 A model is rebuilt with the same weights for inputs longer than it was built for
 (:func:`at_input_length`); one whose weights depend on the length is not scored there.
@@ -31,7 +31,7 @@ from collections.abc import Callable
 import numpy as np
 
 from predcalc.data.expressions import format_expression
-from predcalc.data.protocol import Split, make_split, seed_protocol
+from predcalc.data.protocol import Split, make_split, reference_protocol
 from predcalc.data.tokenizers import TokenizerError, canonical
 from predcalc.models.rebuild import with_input_length
 from predcalc.models.syntax_gated_scan import readout_for_length
@@ -54,10 +54,10 @@ CHOICES = {
     ),
     "transformer4_gated, transformer4_local": (
         "the gated value readout, then the local token features with padding masked, were each kept for their "
-        "exact accuracy on the seed protocol's out-of-range test set (out)"
+        "exact accuracy on the reference protocol's out-of-range test set (out)"
     ),
     "scan_typed": (
-        "the syntax-gated scan and its ablations (30_beyond_seed) were compared on the seed protocol's in, out and "
+        "the syntax-gated scan and its ablations (30_beyond_reference) were compared on the reference protocol's in, out and "
         "long test sets; no edge set was used"
     ),
     "scan_typed_solved, scan_typed_readout_solved": (
@@ -287,7 +287,7 @@ def edge_sets(seed: int = DEVELOPMENT_SEED, count: int = SET_SIZE) -> dict[str, 
 
 def heldout_suite(seed: int = HELDOUT_SEED, count: int = SET_SIZE, data_seed: int = 0) -> dict[str, Split]:
     """The held-out edge suite: ``count`` expressions per set of :data:`HELDOUT`, none in the
-    development suite nor in the seed protocol's (``data_seed``) training and validation splits."""
+    development suite nor in the reference protocol's (``data_seed``) training and validation splits."""
     return _suite(HELDOUT, seed, count, exclude=_excluded(data_seed))
 
 
@@ -295,7 +295,7 @@ def second_heldout_suite(
     seed: int = SECOND_HELDOUT_SEED, count: int = SET_SIZE, data_seed: int = 0
 ) -> dict[str, Split]:
     """The second held-out suite: ``count`` expressions per set of :data:`SECOND_HELDOUT`, none in the
-    development suite, the first held-out suite nor the seed protocol's (``data_seed``) training and
+    development suite, the first held-out suite nor the reference protocol's (``data_seed``) training and
     validation splits. Drawn after the trained exact scan (``scan_exact``) was frozen; the first
     held-out suite was development data for it."""
     first = [canonical(e) for split in heldout_suite(data_seed=data_seed).values() for e in split.expressions]
@@ -304,7 +304,7 @@ def second_heldout_suite(
 
 def third_heldout_suite(seed: int = THIRD_HELDOUT_SEED, count: int = SET_SIZE, data_seed: int = 0) -> dict[str, Split]:
     """The third held-out suite: ``count`` expressions per set of :data:`THIRD_HELDOUT`, none in the
-    development suite, the first or second held-out suite (at ``count``) nor the seed protocol's
+    development suite, the first or second held-out suite (at ``count``) nor the reference protocol's
     (``data_seed``) training and validation splits. Drawn after ``scan_exact``'s final design was
     frozen; the second held-out suite was development data for that design."""
     earlier = [
@@ -317,8 +317,8 @@ def third_heldout_suite(seed: int = THIRD_HELDOUT_SEED, count: int = SET_SIZE, d
 
 @functools.lru_cache(maxsize=4)
 def _excluded(data_seed: int) -> frozenset:
-    """Canonical forms of the development suite and the seed protocol's training and validation splits."""
-    protocol = seed_protocol(data_seed)
+    """Canonical forms of the development suite and the reference protocol's training and validation splits."""
+    protocol = reference_protocol(data_seed)
     development = [e for split in development_suite().values() for e in split.expressions]
     return frozenset(
         canonical(e) for e in [*protocol.train.expressions, *protocol.validation.expressions, *development]
@@ -349,7 +349,7 @@ def suite_record(kind: str, suite: dict[str, Split] | None = None) -> dict:
             "seed": SECOND_HELDOUT_SEED,
             "count": SET_SIZE,
             "excluded": (
-                "the development suite, the first held-out suite and the seed protocol's training and validation "
+                "the development suite, the first held-out suite and the reference protocol's training and validation "
                 "splits (data seed 0)"
             ),
             "sets": {edge.name: edge.box for edge in SECOND_HELDOUT},
@@ -360,7 +360,7 @@ def suite_record(kind: str, suite: dict[str, Split] | None = None) -> dict:
             "seed": THIRD_HELDOUT_SEED,
             "count": SET_SIZE,
             "excluded": (
-                "the development suite, the first and second held-out suites and the seed protocol's training and "
+                "the development suite, the first and second held-out suites and the reference protocol's training and "
                 "validation splits (data seed 0)"
             ),
             "sets": {edge.name: edge.box for edge in THIRD_HELDOUT},
@@ -370,7 +370,7 @@ def suite_record(kind: str, suite: dict[str, Split] | None = None) -> dict:
             "kind": kind,
             "seed": HELDOUT_SEED,
             "count": SET_SIZE,
-            "excluded": "the development suite and the seed protocol's training and validation splits (data seed 0)",
+            "excluded": "the development suite and the reference protocol's training and validation splits (data seed 0)",
             "sets": {edge.name: edge.box for edge in HELDOUT},
         }
     else:

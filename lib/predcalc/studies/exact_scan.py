@@ -30,7 +30,7 @@ import jinja2
 import numpy as np
 from tqdm.auto import tqdm
 
-from predcalc.data import Split, get_tokenizer, seed_protocol, signed_terms
+from predcalc.data import Split, get_tokenizer, reference_protocol, signed_terms
 from predcalc.data.expressions import format_expression
 from predcalc.deploy.export import export_trained, write_export_record
 from predcalc.deploy.formats import get_format
@@ -120,7 +120,7 @@ def initial_scores(seeds, sets: dict[str, Split], recipe: ExactRecipe | None = N
 def _train_job(data_seed: int, seed: int, fields: dict, sets: dict[str, Split]) -> dict:
     """One training run, scored on ``sets``: what a worker process returns (the weights as arrays, so
     the parent rebuilds the model; the record of :func:`train_seeds`)."""
-    protocol = seed_protocol(data_seed)
+    protocol = reference_protocol(data_seed)
     trained = train_exact(protocol, seed=seed, recipe=ExactRecipe(**fields))
     return {
         "arrays": trained.model.get_weights(),

@@ -19,7 +19,7 @@ import keras
 import numpy as np
 import pandas as pd
 
-from predcalc.layers import SeedGRUCell, SeedLSTMCell
+from predcalc.layers import ReferenceGRUCell, ReferenceLSTMCell
 from predcalc.training import fit
 
 
@@ -151,15 +151,15 @@ def _layer_input(model, layer_name, inputs):
     return keras.Model(model.inputs, model.get_layer(layer_name).input)(inputs)
 
 
-def seed_cell_gates(model, kind: str, x) -> tuple[dict, float]:
-    """Gate sequences of a trained Keras ``lstm``/``gru`` layer, read through the seed cell.
+def reference_cell_gates(model, kind: str, x) -> tuple[dict, float]:
+    """Gate sequences of a trained Keras ``lstm``/``gru`` layer, read through the reference cell.
 
-    The layer's weights are loaded into ``SeedLSTMCell``/``SeedGRUCell``; returns the gates (numpy,
+    The layer's weights are loaded into ``ReferenceLSTMCell``/``ReferenceGRUCell``; returns the gates (numpy,
     ``(batch, time, units)`` each, plus ``h``) and the max difference of the final hidden states.
     """
 
     layer = model.get_layer(kind)
-    cell = {"lstm": SeedLSTMCell, "gru": SeedGRUCell}[kind](layer.units)
+    cell = {"lstm": ReferenceLSTMCell, "gru": ReferenceGRUCell}[kind](layer.units)
     cell.set_keras_weights(layer)
     seq = _layer_input(model, kind, x)
     g = {k: keras.ops.convert_to_numpy(v) for k, v in cell.gate_sequence(seq).items()}
@@ -182,10 +182,10 @@ def trained_gates(models: dict, x) -> tuple[dict, dict]:
     """
     gates, parity = {}, {}
     if "lstm" in models:
-        g, parity["lstm"] = seed_cell_gates(models["lstm"], "lstm", x)
+        g, parity["lstm"] = reference_cell_gates(models["lstm"], "lstm", x)
         gates["LSTM"] = {"forget f": g["f"], "input i": g["i"], "output o": g["o"]}
     if "gru" in models:
-        g, parity["gru"] = seed_cell_gates(models["gru"], "gru", x)
+        g, parity["gru"] = reference_cell_gates(models["gru"], "gru", x)
         gates["GRU"] = {"update z": g["z"], "reset r": g["r"]}
     if "min_gru" in models:
         gates["minGRU"] = {"update z": min_gru_update_gate(models["min_gru"], x)}
@@ -206,7 +206,7 @@ def gate_statistics(gates: dict, length: int) -> dict:
 def state_retention(gates: dict, length: int) -> dict:
     """Share of the position-4 state that survives the pads, per unit: median and best unit.
 
-    LSTM cell state: ``prod f_t``; GRU and minGRU (seed eq. (10)): ``prod (1 - z_t)``.
+    LSTM cell state: ``prod f_t``; GRU and minGRU (reference eq. (10)): ``prod (1 - z_t)``.
     """
     pad_pos = token_classes(length)["padding"]
     keep = {

@@ -158,7 +158,7 @@ def gate_summary(gate_stats: dict, retention: dict, parity: dict) -> str:
     if "GRU update z" in gate_stats:
         s = gate_stats["GRU update z"]
         notes.append(
-            f"The GRU's update gate z (the share of the new candidate in h_t, seed eq. (10)) averages "
+            f"The GRU's update gate z (the share of the new candidate in h_t, reference eq. (10)) averages "
             f"{s['numbers']:.2f} on numbers, {s['operators']:.2f} on operators and {s['padding']:.2f} on padding."
         )
     if "minGRU update z" in gate_stats:
@@ -192,7 +192,7 @@ def gate_summary(gate_stats: dict, retention: dict, parity: dict) -> str:
         "A gate that stays open (close to 1 for forget, close to 0 for the GRU's update) across the padding keeps the "
         "result computed at position 4 until the read-out at position 14. "
         + " ".join(notes)
-        + " The seed cells reproduce the Keras layers (max |h_T difference| "
+        + " The reference cells reproduce the Keras layers (max |h_T difference| "
         + ", ".join(f"{k} {v:.1g}" for k, v in parity.items())
         + "), so these are the trained models' own gates."
     )
@@ -224,7 +224,7 @@ def conclusion(quality, ig_stats: dict, attention_stats, retention: dict, epochs
                 "token; writing a signed ±b that way asks that factor to be linear in b, which this model did not find. "
                 "Stacking a second layer (whose gates read the first layer's states, "
                 "the `min_gru` model of 08_min_rnn) or a multiplicative read-out of a state that has seen the operator "
-                "(30_beyond_seed) supplies the missing interaction. "
+                "(30_beyond_reference) supplies the missing interaction. "
                 if min_gru_keeps(retention)
                 else f"Gate products over the padding leave at most {retention['minGRU']['max_unit']:.2g} of minGRU's "
                 "post-expression state, and minGRU has no other path across the pads: removing the padding (reading the "

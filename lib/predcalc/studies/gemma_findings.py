@@ -3,7 +3,7 @@
 :func:`section_context` turns the record into the numbers the section states (per seed, ranges,
 the comparison with the prior report's row by the project's rule: a side only when every seed lies
 on it); ``templates/gemma_finetune.md.j2`` holds the sentences. The prior report's row is passed
-in (``report.anchors.SEED_LLM_ROWS["Gemma 3 270M"]``), since this package sits below the report.
+in (``report.anchors.REFERENCE_LLM_ROWS["Gemma 3 270M"]``), since this package sits below the report.
 """
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""LoRA fine-tuning of the real Gemma 3 270M on the seed protocol, resumable, and its exact scores.
+"""LoRA fine-tuning of the real Gemma 3 270M on the reference protocol, resumable, and its exact scores.
 
 Each expression is a prompt and an answer: ``"3 - -2 + 4 ="`` -> ``" 9"``, packed as
 ``<bos> prompt answer <eos>`` with the loss on the answer and ``<eos>`` tokens only (the layout of

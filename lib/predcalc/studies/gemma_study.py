@@ -1,4 +1,4 @@
-"""The real Gemma 3 270M on the seed protocol: controls, a small LoRA search, seeds, edges.
+"""The real Gemma 3 270M on the reference protocol: controls, a small LoRA search, seeds, edges.
 
 Stages, each stored as JSON in a work folder as it finishes so that a stopped run resumes
 (``run`` skips what is stored; a seed's training resumes from its checkpoint):

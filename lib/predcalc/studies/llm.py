@@ -1,6 +1,6 @@
-"""Supervised LoRA fine-tuning of a keras-hub Gemma causal LM on the seed protocol.
+"""Supervised LoRA fine-tuning of a keras-hub Gemma causal LM on the reference protocol.
 
-The seed (section 4 of its write-up) fine-tuned pre-trained LLMs (Gemma 3 1B and 270M) to
+The prior report (section 4 of its write-up) fine-tuned pre-trained LLMs (Gemma 3 1B and 270M) to
 answer the protocol's expressions and reported exact accuracy: 93.41 / 63.33 / 39.57 % (1B)
 and 54.22 / 9.67 / 28.0 % (270M) in range / out of range / long (the prior report's published rows). This module does
 the same with keras-hub:

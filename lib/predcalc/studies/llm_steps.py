@@ -157,15 +157,15 @@ def triple(accuracy: dict) -> str:
     return " / ".join(f"{100 * accuracy[t]:.2f} %" for t in SPLITS)
 
 
-def conclusion(entry: dict, control, pretrained: bool, lora_rank: int, epochs: int, seed_rows: dict) -> str:
-    """``seed_rows``: the seed's published rows (``report.anchors.SEED_LLM_ROWS``)."""
-    seed = {name: {t: row[f"accuracy_{t}"] for t in SPLITS} for name, row in seed_rows.items()}
+def conclusion(entry: dict, control, pretrained: bool, lora_rank: int, epochs: int, reference_rows: dict) -> str:
+    """``reference_rows``: the prior report's published rows (``report.anchors.REFERENCE_LLM_ROWS``)."""
+    seed = {name: {t: row[f"accuracy_{t}"] for t in SPLITS} for name, row in reference_rows.items()}
     text = [
         f"**{entry['label']}**, LoRA rank {lora_rank} ({entry['trainable_params']:,} trainable weights), "
         f"{epochs} epochs in {entry['train_seconds']:.0f} s: exact accuracy {triple(entry['accuracy'])} "
         f"(in range / out of range / long; unparseable answers "
         f"{' / '.join(str(entry['unparseable'][t]) for t in SPLITS)}). "
-        f"The seed's fine-tuned Gemma 3 1B reached {triple(seed['Gemma 3 1B'])} and Gemma 3 270M "
+        f"The prior report's fine-tuned Gemma 3 1B reached {triple(seed['Gemma 3 1B'])} and Gemma 3 270M "
         f"{triple(seed['Gemma 3 270M'])}."
     ]
     if control:

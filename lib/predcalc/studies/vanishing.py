@@ -15,7 +15,7 @@ import numpy as np
 import tensorflow as tf
 from keras import ops
 
-from predcalc.layers import PReLURNNCell, SeedGRUCell, SeedLSTMCell
+from predcalc.layers import PReLURNNCell, ReferenceGRUCell, ReferenceLSTMCell
 
 
 def make_cells(units: int) -> dict:
@@ -24,8 +24,8 @@ def make_cells(units: int) -> dict:
     return {
         "RNN (tanh)": lambda: keras.layers.SimpleRNNCell(units),
         "RNN (PReLU)": lambda: PReLURNNCell(units),
-        "LSTM": lambda: SeedLSTMCell(units),
-        "GRU": lambda: SeedGRUCell(units),
+        "LSTM": lambda: ReferenceLSTMCell(units),
+        "GRU": lambda: ReferenceGRUCell(units),
     }
 
 
@@ -101,7 +101,7 @@ def plot_ratios(at_init: dict, trained: dict, train_epochs: int):
 
 
 def lstm_step_jacobians(lstm_cell, x_one) -> dict:
-    """Partial and total ``dc_t/dc_{t-1}`` of a ``SeedLSTMCell`` against ``diag(f_t)``, t = 2..T.
+    """Partial and total ``dc_t/dc_{t-1}`` of a ``ReferenceLSTMCell`` against ``diag(f_t)``, t = 2..T.
 
     Returns the lists ``partial_gap`` (max |diag - f_t|), ``partial_offdiag`` (max |off-diagonal|),
     ``total_offdiag`` (||total - diag(f_t)|| / ||f_t||) and the ``sequence`` of gates.

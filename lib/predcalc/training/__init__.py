@@ -1,7 +1,7 @@
 """Training: fit a registered model on a protocol, score it, run seeds and notebooks.
 
 - :mod:`~predcalc.training.fit`: build a registered model, train it, evaluate it, one run's record.
-- :mod:`~predcalc.training.metrics`: MAE, MRE, exact accuracy, the seed's benchmark score and t-test.
+- :mod:`~predcalc.training.metrics`: MAE, MRE, exact accuracy, the prior report's benchmark score and t-test.
 - :mod:`~predcalc.training.experiment`: several models x seeds (optionally in worker processes).
 - :mod:`~predcalc.training.runner`: ``predcalc run``, every notebook through papermill.
 - :mod:`~predcalc.training.sweep`: ``predcalc sweep``, notebooks x a parameter grid x seeds.

@@ -7,7 +7,7 @@ the optimizer's update); nothing is set or rounded after training. The elements 
 result exact are named in :data:`ELEMENTS`; :data:`ABLATIONS` switches each off in turn.
 
 Example:
-    >>> trained = train_exact(seed_protocol(0), seed=0, recipe=ExactRecipe(steps=200))
+    >>> trained = train_exact(reference_protocol(0), seed=0, recipe=ExactRecipe(steps=200))
     >>> trained.model.count_params()
     10
 """

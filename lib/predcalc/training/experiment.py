@@ -1,7 +1,7 @@
 """One architecture notebook's work in a few calls: train over seeds, tabulate, plot, export, write.
 
 Example:
-    >>> results = run_seeds(["fnn_baseline", "fnn2"], seed_protocol(0), seeds=[0], epochs=5)  # doctest: +SKIP
+    >>> results = run_seeds(["fnn_baseline", "fnn2"], reference_protocol(0), seeds=[0], epochs=5)  # doctest: +SKIP
     >>> comparison_table(results.to_json("01_fnn", parameters))  # doctest: +SKIP
     >>> results.write("outputs/01_fnn", notebook="01_fnn", parameters={...})  # doctest: +SKIP
 """
@@ -146,7 +146,7 @@ class Results:
                 name: {
                     "label": r.spec.label,
                     "family": r.spec.family,
-                    "seed_row": r.spec.seed_row,
+                    "reference_row": r.spec.reference_row,
                     "tokenizer": r.spec.tokenizer,
                     "params": r.first.params,
                     "runs": r.runs,
@@ -308,7 +308,7 @@ def _weights_paths(jobs: list, store: _Checkpoints | None, scratch: Path) -> lis
 
 
 def add_pretrained(results: Results, name: str, extra_test_sets: dict | None = None) -> Results:
-    """Score a model whose builder loads trained weights (e.g. ``fnn2_seed_weights``) without
+    """Score a model whose builder loads trained weights (e.g. ``fnn2_reference_weights``) without
     training it, as one run (seed 0, 0 epochs) beside the trained ones in ``results``."""
 
     spec, model, tokenizer = build(name)

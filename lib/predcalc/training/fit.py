@@ -1,4 +1,4 @@
-"""Training and evaluation on the seed protocol with Keras' own fit and callbacks.
+"""Training and evaluation on the reference protocol with Keras' own fit and callbacks.
 
 A seed fixes initialisation and shuffling (``keras.utils.set_random_seed``, plus op
 determinism on TensorFlow); the protocol's own seed fixes the data.
@@ -61,11 +61,11 @@ def build(name: str, seed: int = 0, **model_kwargs):
     return spec, spec.build(tokenizer, **model_kwargs), tokenizer
 
 
-SEED_PEAK_LEARNING_RATE = 1.42e-3  # the seed's keras-tuner best trial for its transformers
+REFERENCE_PEAK_LEARNING_RATE = 1.42e-3  # the prior report's keras-tuner best trial for its transformers
 
 
-def seed_schedule(epochs: int, steps_per_epoch: int, peak: float = SEED_PEAK_LEARNING_RATE):
-    """The seed's transformer schedule: linear warm-up over floor(epochs / 10) + 1 epochs from 0
+def reference_schedule(epochs: int, steps_per_epoch: int, peak: float = REFERENCE_PEAK_LEARNING_RATE):
+    """The prior report's transformer schedule: linear warm-up over floor(epochs / 10) + 1 epochs from 0
     to ``peak``, then cosine decay to 10 % of the peak over the remaining epochs."""
     warmup = (epochs // 10 + 1) * steps_per_epoch
     return keras.optimizers.schedules.CosineDecay(
@@ -123,17 +123,17 @@ def _adamw_cosine(learning_rate, steps, epochs, peak):
     return keras.optimizers.AdamW(learning_rate=schedule)
 
 
-@optimizer_recipe("adamw_seed", default_peak=SEED_PEAK_LEARNING_RATE)
-def _adamw_seed(learning_rate, steps, epochs, peak):
-    """The seed's transformer recipe: AdamW (weight decay 4e-3, beta_1 0.85, clipnorm 1.0) on
-    :func:`seed_schedule` peaking at ``peak``, whatever ``learning_rate`` says (the notebook's rate
+@optimizer_recipe("adamw_reference", default_peak=REFERENCE_PEAK_LEARNING_RATE)
+def _adamw_reference(learning_rate, steps, epochs, peak):
+    """The prior report's transformer recipe: AdamW (weight decay 4e-3, beta_1 0.85, clipnorm 1.0) on
+    :func:`reference_schedule` peaking at ``peak``, whatever ``learning_rate`` says (the notebook's rate
     is for the other models)."""
     epochs = epochs or 1
-    schedule = seed_schedule(epochs, max(steps // epochs, 1), peak=peak)
+    schedule = reference_schedule(epochs, max(steps // epochs, 1), peak=peak)
     return keras.optimizers.AdamW(learning_rate=schedule, weight_decay=4e-3, beta_1=0.85, beta_2=0.999, clipnorm=1.0)
 
 
-def seed_peak(spec: ModelSpec, override: float | None = None) -> float | None:
+def reference_peak(spec: ModelSpec, override: float | None = None) -> float | None:
     """The peak learning rate ``spec`` trains with: ``override``, else the spec's own, else its
     recipe's default (None for a recipe without a peak)."""
     recipe = OPTIMIZERS[spec.optimizer.name]
@@ -155,7 +155,7 @@ def make_optimizer(
     peak_learning_rate: float | None = None,
 ):
     """The Keras optimizer of ``spec``'s recipe (:data:`OPTIMIZERS`), ``steps`` long; a recipe with a
-    peak (``adamw_seed``) peaks at ``peak_learning_rate``, else the spec's, else its default."""
+    peak (``adamw_reference``) peaks at ``peak_learning_rate``, else the spec's, else its default."""
     if spec.optimizer.name not in OPTIMIZERS:
         raise ValueError(
             f"unknown optimizer {spec.optimizer.name!r} of {spec.name}; registered: {', '.join(OPTIMIZERS)}"
@@ -167,7 +167,7 @@ def make_optimizer(
             f"peak_learning_rate sets the schedule of {peaked} models; {spec.name} trains with "
             f"{spec.optimizer.name!r}. Received: peak_learning_rate={peak_learning_rate}"
         )
-    peak = seed_peak(spec, peak_learning_rate)
+    peak = reference_peak(spec, peak_learning_rate)
     if peak is not None and not peak > 0:
         raise ValueError(f"peak_learning_rate must be positive. Received: {peak_learning_rate}")
     return recipe.make(learning_rate, steps, epochs, peak)

@@ -1,7 +1,7 @@
-"""Metrics of the seed (the prior report's, Mukin 2025), defined exactly.
+"""Metrics of the prior report (the prior report's, Mukin 2025), defined exactly.
 
 - MAE: mean |prediction - truth|.
-- MRE: mean |prediction - truth| / max(|truth|, 1). The seed does not say how it treats a
+- MRE: mean |prediction - truth| / max(|truth|, 1). The prior report does not say how it treats a
   truth of 0; dividing by max(|truth|, 1) keeps those expressions in and is stated here.
 - exact accuracy: the share of predictions that round to the true value (an integer truth
   counts when ``rint(prediction) == truth``; a non-integer truth, when the prediction is
@@ -21,19 +21,19 @@
   values sum to 22 (``out22``).
 - p-value: two-sided one-sample t-test of log(score) over seeds against 0.
 
-The seed's own notebooks compute some of these differently (``FNN_FNN2.py``,
-``get_p-value.py``, the baseline in ``FNN1_1.py``); ``seed_way`` below reproduces them so a
+The prior report's own notebooks compute some of these differently (``FNN_FNN2.py``,
+``get_p-value.py``, the baseline in ``FNN1_1.py``); ``reference_way`` below reproduces them so a
 published number is compared like for like:
 
 - signed "MAE long" (``signed``): ``mean(abs(truth) - prediction)``, not an absolute error;
   its published FNN columns are this over all 700 long expressions, its score term over ``long4``.
   The transformer notebooks' per-run cell (the one with the p-value) uses the absolute error
-  instead, so ``seed_way(..., long="absolute")`` scores the transformer rows.
-- seed MRE (``mre_seed``): ``|prediction - truth| / |truth|``, a truth of 0 dividing by 1
+  instead, so ``reference_way(..., long="absolute")`` scores the transformer rows.
+- reference MRE (``mre_reference``): ``|prediction - truth| / |truth|``, a truth of 0 dividing by 1
   (so a truth of 0.5 divides by 0.5, unlike ``mre``).
 - seed score: the in and out22 terms as above, the long term the ``long4`` value (signed or absolute)
-  squared, the relative term the seed MRE over *all* out-of-range expressions; the baseline's
-  terms as ``FNN1_1.py`` makes them: absolute MAE on in, out22 and long4, and the seed MRE over
+  squared, the relative term the reference MRE over *all* out-of-range expressions; the baseline's
+  terms as ``FNN1_1.py`` makes them: absolute MAE on in, out22 and long4, and the reference MRE over
   in and out together.
 - seed p-value: ``get_p-value.py``, the one-sample t-test of log(score) against 0.
 """
@@ -83,25 +83,25 @@ def exact_accuracy(truth, prediction) -> float:
 
 
 def signed_abs_error(truth, prediction) -> float:
-    """The seed's "MAE long": mean(|truth| - prediction), signed; NaN counts as the answer 0."""
+    """The prior report's "MAE long": mean(|truth| - prediction), signed; NaN counts as the answer 0."""
     truth, prediction = _pair(truth, prediction)
     return float(np.mean(np.abs(truth) - np.where(np.isnan(prediction), 0.0, prediction)))
 
 
-def mre_seed(truth, prediction) -> float:
-    """The seed's MRE: |prediction - truth| / |truth|, a truth of 0 dividing by 1."""
+def mre_reference(truth, prediction) -> float:
+    """The prior report's MRE: |prediction - truth| / |truth|, a truth of 0 dividing by 1."""
     truth = np.asarray(truth, dtype=np.float64).reshape(-1)
     return float(np.mean(absolute_errors(truth, prediction) / np.where(truth == 0, 1.0, np.abs(truth))))
 
 
 def regression_metrics(truth, prediction) -> dict:
     """MAE, MRE, exact accuracy, the count and the unparseable (NaN) predictions of one test set,
-    and the seed's own signed error and MRE (``signed``, ``mre_seed``; see the module notes)."""
+    and the prior report's own signed error and MRE (``signed``, ``mre_reference``; see the module notes)."""
     return {
         "mae": mae(truth, prediction),
         "mre": mre(truth, prediction),
         "signed": signed_abs_error(truth, prediction),
-        "mre_seed": mre_seed(truth, prediction),
+        "mre_reference": mre_reference(truth, prediction),
         "accuracy": exact_accuracy(truth, prediction),
         "n": int(np.asarray(truth).size),
         "unparseable": int(np.isnan(np.asarray(prediction, dtype=np.float64)).sum()),
@@ -109,7 +109,7 @@ def regression_metrics(truth, prediction) -> dict:
 
 
 def benchmark_score(metrics: dict, baseline: dict) -> float:
-    """The seed's score of one run against the baseline FNN.
+    """The prior report's score of one run against the baseline FNN.
 
     Args:
         metrics, baseline: ``{test_set: {"mae": ..., "mre": ...}}`` with the test sets
@@ -137,23 +137,23 @@ def mean_baseline(runs: list[dict]) -> dict:
     }
 
 
-SEED_WAY_KEYS = (("in", "signed"), ("out", "mre_seed"), ("long", "signed"), ("long4", "signed"))
+REFERENCE_WAY_KEYS = (("in", "signed"), ("out", "mre_reference"), ("long", "signed"), ("long4", "signed"))
 
 
-def has_seed_way(metrics: dict) -> bool:
-    """True when a run's metrics hold what ``seed_way`` needs (runs before it was added do not)."""
-    return all(name in metrics.get(test_set, {}) for test_set, name in SEED_WAY_KEYS)
+def has_reference_way(metrics: dict) -> bool:
+    """True when a run's metrics hold what ``reference_way`` needs (runs before it was added do not)."""
+    return all(name in metrics.get(test_set, {}) for test_set, name in REFERENCE_WAY_KEYS)
 
 
-def seed_baseline(runs: list[dict]) -> dict:
-    """The seed's baseline terms (``FNN1_1.py``), from the baseline FNN's per-seed metrics:
-    squared means of MAE in, MAE out22, absolute MAE long4 and the seed MRE over in and out."""
+def reference_baseline(runs: list[dict]) -> dict:
+    """The prior report's baseline terms (``FNN1_1.py``), from the baseline FNN's per-seed metrics:
+    squared means of MAE in, MAE out22, absolute MAE long4 and the reference MRE over in and out."""
     if not runs:
         raise ValueError("the baseline has no runs")
 
     def rel(run):
         n_in, n_out = run["in"]["n"], run["out"]["n"]
-        return (run["in"]["mre_seed"] * n_in + run["out"]["mre_seed"] * n_out) / (n_in + n_out)
+        return (run["in"]["mre_reference"] * n_in + run["out"]["mre_reference"] * n_out) / (n_in + n_out)
 
     return {
         "in": float(np.mean([r["in"]["mae"] for r in runs])) ** 2,
@@ -163,35 +163,35 @@ def seed_baseline(runs: list[dict]) -> dict:
     }
 
 
-#: The seed's two definitions of "MAE long" (see ``report.anchors.SEED_ROWS``): the record key of each.
-SEED_LONG = {"signed": "signed", "absolute": "mae"}
+#: The prior report's two definitions of "MAE long" (see ``report.anchors.REFERENCE_ROWS``): the record key of each.
+REFERENCE_LONG = {"signed": "signed", "absolute": "mae"}
 
 
-def seed_score(metrics: dict, baseline: dict, long: str = "signed") -> float:
-    """The seed's benchmark of one run: seed MRE over all out, and the long4 term signed (``FNN_FNN2.py``)
+def reference_score(metrics: dict, baseline: dict, long: str = "signed") -> float:
+    """The prior report's benchmark of one run: reference MRE over all out, and the long4 term signed (``FNN_FNN2.py``)
     or absolute (``long="absolute"``, the transformer notebooks' per-run cell)."""
     terms = (
         ("in", metrics["in"]["mae"]),
         ("out22", metrics["out22"]["mae"]),
-        ("long4", metrics["long4"][SEED_LONG[long]]),
-        ("rel", metrics["out"]["mre_seed"]),
+        ("long4", metrics["long4"][REFERENCE_LONG[long]]),
+        ("rel", metrics["out"]["mre_reference"]),
     )
     if any(value == 0 for _, value in terms):
         return math.inf
     return float(np.mean([baseline[key] / value**2 for key, value in terms]))
 
 
-def seed_way(runs: list[dict], baseline: dict, long: str = "signed") -> dict:
-    """The seed's published columns of one model, computed the seed's way, averaged over runs:
-    MAE/MRE in and out (all 2,048), "MAE long" over all 700 as the seed's row defines it (``long``:
-    "signed" or "absolute", see ``SEED_LONG``), score and its p-value."""
-    scores = [seed_score(r, baseline, long) for r in runs]
+def reference_way(runs: list[dict], baseline: dict, long: str = "signed") -> dict:
+    """The prior report's published columns of one model, computed the prior report's way, averaged over runs:
+    MAE/MRE in and out (all 2,048), "MAE long" over all 700 as the prior report's row defines it (``long``:
+    "signed" or "absolute", see ``REFERENCE_LONG``), score and its p-value."""
+    scores = [reference_score(r, baseline, long) for r in runs]
     return {
         "MAE in": float(np.mean([r["in"]["mae"] for r in runs])),
-        "MRE in": float(np.mean([r["in"]["mre_seed"] for r in runs])),
+        "MRE in": float(np.mean([r["in"]["mre_reference"] for r in runs])),
         "MAE out": float(np.mean([r["out"]["mae"] for r in runs])),
-        "MRE out": float(np.mean([r["out"]["mre_seed"] for r in runs])),
-        "MAE long": float(np.mean([r["long"][SEED_LONG[long]] for r in runs])),
+        "MRE out": float(np.mean([r["out"]["mre_reference"] for r in runs])),
+        "MAE long": float(np.mean([r["long"][REFERENCE_LONG[long]] for r in runs])),
         "score": float(np.mean(scores)),
         "p": log_score_p_value(scores),
     }

@@ -16,7 +16,7 @@ A config (YAML or JSON)::
 
 Optional keys: ``data_seed`` (0), ``search_seed`` (the tuner's random state, 0), ``batch_size``
 (32), ``patience`` (20), ``learning_rate`` (1e-3), ``factor`` (hyperband, 3), ``initial_points``
-(bayesian). Each trial is :func:`predcalc.training.fit.train` on the seed protocol's training
+(bayesian). Each trial is :func:`predcalc.training.fit.train` on the reference protocol's training
 split, scored on its validation split; the test sets are read only by the final stage.
 
 Outputs in ``ROOT/NAME/``: ``search/`` (keras-tuner's project: the oracle and every trial, so a
@@ -93,9 +93,9 @@ class Search:
     @property
     def protocol(self):
         if self._protocol is None:
-            from predcalc.data import seed_protocol
+            from predcalc.data import reference_protocol
 
-            self._protocol = seed_protocol(self.config["data_seed"])
+            self._protocol = reference_protocol(self.config["data_seed"])
         return self._protocol
 
     def score(self, values: dict) -> dict:

@@ -155,9 +155,9 @@ def check_config(config, where: str = "the tune config") -> dict:
     arguments = [n for n in builder if n != "tokenizer" and builder[n].kind is not inspect.Parameter.VAR_KEYWORD]
     for key in space:
         if key in TRAINING_HYPERPARAMETERS:
-            if key == "peak_learning_rate" and spec.optimizer.name != "adamw_seed":
+            if key == "peak_learning_rate" and spec.optimizer.name != "adamw_reference":
                 fail(
-                    f"space.peak_learning_rate sets the seed schedule of adamw_seed models; {spec.name} trains "
+                    f"space.peak_learning_rate sets the reference schedule of adamw_reference models; {spec.name} trains "
                     f"with {spec.optimizer.name!r} (tune learning_rate instead)"
                 )
         elif not (key in arguments or (open_builder and isinstance(key, str) and key.isidentifier())):
