@@ -441,6 +441,17 @@ def _description(kind: str, suite: dict) -> str:
     )
 
 
+def _keep_reproduction(record: dict, path: Path) -> None:
+    """Where the retrained seeds' records are not on this machine (``build/`` is not kept), keep the
+    reproduction the stored record at ``path`` already holds instead of writing an empty one."""
+    if not Path(path).is_file():
+        return
+    before = json.loads(Path(path).read_text()).get("about") or {}
+    for name, about in record["about"].items():
+        if not about["reproduction"] and (before.get(name) or {}).get("reproduction"):
+            about["reproduction"] = before[name]["reproduction"]
+
+
 def write_suite_records(names=tuple(RECOMMENDED), models=MODELS, out=EDGES, runs=RUNS) -> list[Path]:
     """``development.json`` and ``heldout.json`` in ``out``: :func:`suite_scores` of every seed of
     ``names`` whose ``scores.json`` exists, and under ``stored_first_seed`` the scores of each
@@ -462,6 +473,7 @@ def write_suite_records(names=tuple(RECOMMENDED), models=MODELS, out=EDGES, runs
         path = Path(out) / f"{kind}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
         record = suite_scores(kind, suite, scores, models, runs)
+        _keep_reproduction(record, path)
         record["stored_first_seed"] = {name: by_kind[kind] for name, by_kind in first.items()}
         write_if_changed(path, json.dumps(record, indent=1))
         paths.append(path)
