@@ -277,9 +277,10 @@ def test_answer_sentence_and_row_cite_the_fresh_seeds():
     assert "1/2 fresh seeds exact on all, 99.5-100.0; seeds 0, 1, which chose its recipe: 1/2" in row
     values = {"exact": [], "held": [], "built": None, "calculator": None, "trained_exact": facts}
     sentence = next(b for b in prose.bullets("answer.md.j2", **values) if b.startswith("**Trained to exactness"))
-    assert "it is exact on every set on **1 of 2 fresh seeds** through their exported ONNX files" in sentence
-    assert "(2 of 2 through their float32 LiteRT files" in sentence
-    assert "On seeds 0, 1, the seeds its last two changes were chosen on, the count is 1 of 2" in sentence
+    assert "it is exact on every set on **1 of 2 fresh seeds** (seeds 10, 11) through their ONNX files" in sentence
+    assert "(2 of 2 through float32 LiteRT" in sentence
+    assert "one-sided 95 % lower bound on the recipe's share of exact seeds: 2.5 %" in sentence
+    assert "On seeds 0, 1, which chose its recipe: 1 of 2, not the claim" in sentence
     assert "still to be made" not in sentence
     none = dict.fromkeys(("scan", "built", "calculator", "reversed", "efficient"))
     related_text = " ".join(prose.bullets("related_work.md.j2", **none, trained_exact=facts))

@@ -260,5 +260,5 @@ def test_the_readme_block_states_the_fine_tuned_language_model_beside_the_prior_
     if not seeds:
         pytest.skip("no Gemma seed finished")
     line = next((x for x in block.splitlines() if "Gemma 3 270M" in x), "")
-    assert f"n = {len(seeds)}" in line and "prior report's" in line
+    assert f"{len(seeds)} random seeds" in line and "prior report's" in line
     assert ("below on all" in line) or ("not resolved" in line) or ("above on all" in line)

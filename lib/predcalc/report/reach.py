@@ -39,7 +39,10 @@ PANELS = (
 )
 SOURCES = {  # source -> (marker fill, what the legend says of it)
     "protocol": ("full", "filled markers: the protocol's test sets (development: they chose designs)"),
-    "heldout": ("none", "open: held-out sets (the edge suite; the sign scan's own suite), never used to choose"),
+    "heldout": (
+        "none",
+        "open: held-out sets (the edge suite; the sign scan's own suite), none chose the model drawn on it",
+    ),
 }
 MARKERS = "osD^vP*Xh<>p"
 LINESTYLES = ("-", "--", "-.", ":")
@@ -76,9 +79,8 @@ def draw_reach(frame: pd.DataFrame):
     import matplotlib.pyplot as plt  # plotting only when a figure is drawn
 
     models = list(dict.fromkeys(frame["model"]))
-    colours = plt.rcParams["axes.prop_cycle"].by_key()["color"]
-    if len(models) > len(colours):  # every model its own colour
-        colours = [plt.get_cmap("tab20")(k) for k in range(20)]
+    # every model its own hue: tab10, then black and brown-orange (tab20's pairs of shades read as one colour)
+    colours = [plt.get_cmap("tab10")(k) for k in range(10)] + ["black", "#b15928"]
     figure, axes = plt.subplots(1, 2, figsize=(11, 5.2), sharey=True, layout="constrained")
     for axis, (name, title, xlabel) in zip(axes, PANELS):
         part = frame[frame["axis"] == name]
@@ -134,12 +136,13 @@ def draw_reach(frame: pd.DataFrame):
     axes[0].set_ylabel("exact accuracy (%)")
     handles, labels = axes[0].get_legend_handles_labels()
     key = (
-        "the Answer's models, chosen on data not shown here (validation loss; the extended suite)\n"
+        "the Answer's models, each picked within its family on data not shown here (validation loss; the extended\n"
+        + "suite); their designs were developed on the prior report's sets (filled markers)\n"
         + "; ".join(text for _, text in SOURCES.values())
         + "; bars from the worst to the best seed"
     )
     figure.legend(
-        handles, labels, loc="outside lower center", ncol=4, fontsize=8, frameon=False, title=key, title_fontsize=8
+        handles, labels, loc="outside lower center", ncol=4, fontsize=9, frameon=False, title=key, title_fontsize=8
     )
     return figure
 
