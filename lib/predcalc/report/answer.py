@@ -472,6 +472,7 @@ def calculator_facts(record: dict) -> dict | None:
         "families": len(families),
         "seeds": next(iter(families.values()))["seeds"],
         "expressions": (record.get("held_out") or {}).get("expressions"),
+        "shared": (record.get("held_out") or {}).get("shared_with_development"),
         "most": most,
         "box": box_phrase(record) if "calculator" in record else None,
         "box_short": box_phrase(record, short=True) if "calculator" in record else None,

@@ -81,7 +81,7 @@ def draw_reach(frame: pd.DataFrame):
     models = list(dict.fromkeys(frame["model"]))
     # every model its own hue: tab10, then black and brown-orange (tab20's pairs of shades read as one colour)
     colours = [plt.get_cmap("tab10")(k) for k in range(10)] + ["black", "#b15928"]
-    figure, axes = plt.subplots(1, 2, figsize=(11, 5.2), sharey=True, layout="constrained")
+    figure, axes = plt.subplots(1, 2, figsize=(12, 6.2), sharey=True, layout="constrained")
     for axis, (name, title, xlabel) in zip(axes, PANELS):
         part = frame[frame["axis"] == name]
         ticks = part.drop_duplicates("distance").sort_values("distance")
@@ -138,7 +138,7 @@ def draw_reach(frame: pd.DataFrame):
     key = (
         "the Answer's models, each picked within its family on data not shown here (validation loss; the extended\n"
         + "suite); their designs were developed on the prior report's sets (filled markers)\n"
-        + "; ".join(text for _, text in SOURCES.values())
+        + "\n".join(text for _, text in SOURCES.values())
         + "; bars from the worst to the best seed"
     )
     figure.legend(

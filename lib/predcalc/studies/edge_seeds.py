@@ -432,7 +432,8 @@ def _description(kind: str, suite: dict) -> str:
     role = (
         "the probe that helped choose the recommended variants (its scores are not claims)"
         if kind == "development"
-        else "never used to choose anything; no expression is in the development "
+        else "never used to choose the models it scores (it was development data for the trained exact "
+        "scan's recipe, which is claimed on a later suite); no expression is in the development "
         "suite or the reference protocol's training and validation splits"
     )
     return (
