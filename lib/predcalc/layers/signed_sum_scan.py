@@ -8,8 +8,9 @@ overwrite (update gate ``z_t``) and sums the state times each token's value:
     s_t = (1 - z_t) * s_{t-1} + z_t * h_t        (s_0: a learned initial state)
     y   = sum_t v_t * (s_t . r)                  (v_t: the token's value; r: the readout)
 
-Every weight (``W_z``, ``c_z``, ``W_h``, ``s_0``, ``r``) is learned. What makes the learned function
-exact at any magnitude and length is in how it trains, each element a constructor argument so an
+Every weight (``W_z``, ``W_h``, ``s_0``, ``r``) is learned; the gate offset ``c_z`` is learned only
+with ``learn_offset=True`` (the shipped recipe keeps it at the constant -1). What makes the learned
+function exact at any magnitude and length is in how it trains, each element a constructor argument so an
 ablation can switch it off:
 
 - ``straight_through``: the gate is hard in the forward pass, ``H(a) = round(sigmoid(a))``, 0 or 1

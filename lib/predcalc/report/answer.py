@@ -273,6 +273,7 @@ def trained_exact_facts(findings) -> dict | None:
         else None,
         "name": short_name("scan_exact"),
         "seeds": len(seeds),
+        "protocol_exact": sum(all(record["seeds"][s]["scores"][t] >= 1.0 for t, _ in PROTOCOL_SETS) for s in seeds),
         "choosing": prose.seeds_list(int(x) for x in seeds),  # the seeds the recipe's last changes were chosen on
         "fresh": fresh,
         "sets": len(sets),

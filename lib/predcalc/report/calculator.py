@@ -152,7 +152,7 @@ def step_rows(record: dict) -> list[dict]:
                 "reachable": step["reachable"],
                 "trained on": step["trained_on"],
                 "share": share(seen, 0),
-                "wrong on held-out (worst seed)": "-" if seen >= 1 else wrong,
+                "wrong on held-out inputs (worst development seed)": "-" if seen >= 1 else wrong,
                 "kind": kind,
             }
         )
@@ -180,11 +180,15 @@ def _rung(record: dict, name: str) -> dict | None:
 def headline(record: dict) -> str:
     """The Answer's bullet on the calculator: how exact each rung is, and what it is made of."""
     rows = step_rows(record)
-    exact_learned = [r["step"] for r in rows if r["share"] != "100 %" and not r["wrong on held-out (worst seed)"]]
+    exact_learned = [
+        r["step"] for r in rows if r["share"] != "100 %" and not r["wrong on held-out inputs (worst development seed)"]
+    ]
     rules = _rung(record, "rules")
     if rules:
         worst = min(rules, key=lambda f: rules[f]["mean"])
-        inexact = [r["step"] for r in rows if r["share"] != "100 %" and r["wrong on held-out (worst seed)"]]
+        inexact = [
+            r["step"] for r in rows if r["share"] != "100 %" and r["wrong on held-out inputs (worst development seed)"]
+        ]
         steps = (
             f"{len(exact_learned)} partly built steps fit a third of their inputs, exact on the rest"
             if not inexact
@@ -238,7 +242,7 @@ def calculator_lesson(record: dict) -> str:
             if control is None
             else {
                 "memorised": control["share"] == "100 %",
-                "exact": not control["wrong on held-out (worst seed)"],
+                "exact": not control["wrong on held-out inputs (worst development seed)"],
             },
         )
     )
