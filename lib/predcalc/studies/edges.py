@@ -332,51 +332,42 @@ def fingerprint(suite: dict[str, Split]) -> str:
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
+# Each suite's stored description: (its seed, its sets, what else the record says of it: the choices
+# a development suite made, or what a held-out suite's draw excluded).
+_ABOUT = {
+    "development": (DEVELOPMENT_SEED, DEVELOPMENT, "choices", CHOICES),
+    "second_heldout": (
+        SECOND_HELDOUT_SEED,
+        SECOND_HELDOUT,
+        "excluded",
+        "the development suite, the first held-out suite and the reference protocol's training and validation "
+        "splits (data seed 0)",
+    ),
+    "third_heldout": (
+        THIRD_HELDOUT_SEED,
+        THIRD_HELDOUT,
+        "excluded",
+        "the development suite, the first and second held-out suites and the reference protocol's training and "
+        "validation splits (data seed 0)",
+    ),
+    "heldout": (
+        HELDOUT_SEED,
+        HELDOUT,
+        "excluded",
+        "the development suite and the reference protocol's training and validation splits (data seed 0)",
+    ),
+}
+
+
 def suite_record(kind: str, suite: dict[str, Split] | None = None) -> dict:
     """What a stored score file says about its suite: seed, set size, each set's box and, given the
     drawn ``suite``, its :func:`fingerprint`."""
-    if kind == "development":
-        record = {
-            "kind": kind,
-            "seed": DEVELOPMENT_SEED,
-            "count": SET_SIZE,
-            "choices": CHOICES,
-            "sets": {edge.name: edge.box for edge in DEVELOPMENT},
-        }
-    elif kind == "second_heldout":
-        record = {
-            "kind": kind,
-            "seed": SECOND_HELDOUT_SEED,
-            "count": SET_SIZE,
-            "excluded": (
-                "the development suite, the first held-out suite and the reference protocol's training and validation "
-                "splits (data seed 0)"
-            ),
-            "sets": {edge.name: edge.box for edge in SECOND_HELDOUT},
-        }
-    elif kind == "third_heldout":
-        record = {
-            "kind": kind,
-            "seed": THIRD_HELDOUT_SEED,
-            "count": SET_SIZE,
-            "excluded": (
-                "the development suite, the first and second held-out suites and the reference protocol's training and "
-                "validation splits (data seed 0)"
-            ),
-            "sets": {edge.name: edge.box for edge in THIRD_HELDOUT},
-        }
-    elif kind == "heldout":
-        record = {
-            "kind": kind,
-            "seed": HELDOUT_SEED,
-            "count": SET_SIZE,
-            "excluded": "the development suite and the reference protocol's training and validation splits (data seed 0)",
-            "sets": {edge.name: edge.box for edge in HELDOUT},
-        }
-    else:
+    if kind not in _ABOUT:
         raise ValueError(
             f"kind must be 'development', 'heldout', 'second_heldout' or 'third_heldout'. Received: {kind!r}"
         )
+    seed, edges, key, about = _ABOUT[kind]
+    record = {"kind": kind, "seed": seed, "count": SET_SIZE, key: about, "sets": {e.name: e.box for e in edges}}
     return record if suite is None else {**record, "fingerprint": fingerprint(suite)}
 
 
