@@ -111,3 +111,26 @@ def test_rounded_gates_are_integers():
     gates = keras.ops.convert_to_numpy(layer.gates(features.astype("float32")))
     assert set(np.unique(gates)) <= {-1.0, 0.0, 1.0}
     np.testing.assert_allclose(out[:, 0], gates.sum(axis=(1, 2)))
+
+
+def test_each_uniform_weight_has_its_own_draw_and_a_seed_fixes_them():
+    """The candidate kernel, the initial state and the readout start from separate draws (a shared
+    initializer would start them equal), and the same global seed gives the same start."""
+
+    def start(seed):
+        keras.utils.set_random_seed(seed)
+        layer = SignedSumScan(units=2, dtype="float64")
+        layer.build((None, 5, 4))
+        return {
+            name: keras.ops.convert_to_numpy(getattr(layer, name))
+            for name in ("candidate_kernel", "initial_state", "readout")
+        }
+
+    first = start(0)
+    assert not np.allclose(first["initial_state"], first["readout"])
+    assert not np.allclose(first["initial_state"], first["candidate_kernel"][0])
+    assert not np.allclose(first["readout"], first["candidate_kernel"][0])
+    again = start(0)
+    for name, value in first.items():
+        np.testing.assert_array_equal(value, again[name])
+    assert not np.allclose(start(1)["readout"], first["readout"])

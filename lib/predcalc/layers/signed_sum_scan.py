@@ -122,9 +122,15 @@ class SignedSumScan(keras.layers.Layer):
         self.gate_bias = self.add_weight(
             name="gate_bias", shape=(self.units,), initializer=offset_init, trainable=self.learn_offset
         )
-        uniform = keras.initializers.RandomUniform(-1.0, 1.0)
+
+        # One initializer per weight: a Keras initializer draws the same values on every call, so a
+        # shared one would start s_0, r and W_h's first row equal. Each draws its own seed from the
+        # global one (keras.utils.set_random_seed), so a seed still fixes the start.
+        def uniform():
+            return keras.initializers.RandomUniform(-1.0, 1.0)
+
         self.candidate_kernel = self.add_weight(
-            name="candidate_kernel", shape=(types, self.units), initializer=uniform, constraint=constraint
+            name="candidate_kernel", shape=(types, self.units), initializer=uniform(), constraint=constraint
         )
         self.candidate_bias_weight = (
             self.add_weight(name="candidate_bias", shape=(self.units,), initializer="zeros")
@@ -132,9 +138,11 @@ class SignedSumScan(keras.layers.Layer):
             else None
         )
         self.initial_state = self.add_weight(
-            name="initial_state", shape=(self.units,), initializer=uniform, constraint=constraint
+            name="initial_state", shape=(self.units,), initializer=uniform(), constraint=constraint
         )
-        self.readout = self.add_weight(name="readout", shape=(self.units,), initializer=uniform, constraint=constraint)
+        self.readout = self.add_weight(
+            name="readout", shape=(self.units,), initializer=uniform(), constraint=constraint
+        )
         self.training_steps = self.add_weight(
             name="training_steps", shape=(), initializer="zeros", trainable=False, dtype="float32"
         )
