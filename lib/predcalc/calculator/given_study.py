@@ -189,6 +189,7 @@ def given_markdown(record: dict) -> str:
             labels=given["labels"],
             parameters=given["parameters"],
             backends=given["backends"],
+            code_versions=given.get("code_versions", []),
         )
         + "\n"
         + box_markdown(record)
