@@ -158,6 +158,22 @@ def test_the_readme_line_states_each_set_beside_the_reference_with_the_seed_coun
     assert gemma_findings.readme_line(_record([]), reference) is None
 
 
+def test_the_loss_trend_says_whether_the_budget_ended_while_the_loss_fell():
+    falling, flat = [3.0] * 20 + [2.0] * 20, [1.0] * 40
+    assert gemma_findings.loss_trend([{"losses": falling}, {"losses": flat}]) == {
+        "window": 20,
+        "pairs": ["3.000 to 2.000", "1.000 to 1.000"],
+        "falling": 1,
+    }
+    assert gemma_findings.loss_trend([{"losses": falling[:39]}]) is None  # too short for two windows
+    reference = {"accuracy_in": 0.5422, "accuracy_out": 0.0967, "accuracy_long": 0.28}
+    record = _record([(0.35, 0.08, 0.18), (0.41, 0.16, 0.17)])
+    for seed in record["seeds"]:
+        seed["losses"] = falling
+    assert "still falling at the end on 2 of 2 seeds" in gemma_findings.readme_line(record, reference)
+    assert "fell on 2 of 2 seeds\n(3.000 to 2.000; 3.000 to 2.000)" in gemma_findings.render_section(record, reference)
+
+
 @pytest.mark.slow  # converts a model to LiteRT (about 20 s)
 def test_litert_file_answers_like_keras(protocol, tmp_path):
     pytest.importorskip("ai_edge_litert")

@@ -96,6 +96,7 @@ def section_context(record: dict, reference: dict, reference_name: str = "Gemma 
         if seeds and name in seeds[0].get("edges", {})
     ]
     recipe = seeds[0]["recipe"] if seeds else None
+    trend = loss_trend(seeds)
     agreement = (seeds[0].get("greedy_agreement") or {}) if seeds else {}
     return {
         "label": record["label"],
@@ -115,6 +116,26 @@ def section_context(record: dict, reference: dict, reference_name: str = "Gemma 
             {"set": name, "agree": a["agree"], "n": a["n"]} for name, a in agreement.items() if a is not None
         ],
         "export": record.get("export"),
+        "trend": trend,
+    }
+
+
+#: Training steps per window of :func:`loss_trend`.
+TREND_WINDOW = 20
+
+
+def loss_trend(seeds: list[dict], window: int = TREND_WINDOW) -> dict | None:
+    """Whether the training loss was still falling when the budget ended: per seed, the mean loss of
+    the last ``window`` steps against the ``window`` before them, and how many seeds fell. None when
+    a seed stored fewer than two windows of losses."""
+    losses = [s.get("losses") or [] for s in seeds]
+    if not losses or any(len(values) < 2 * window for values in losses):
+        return None
+    pairs = [(sum(v[-2 * window : -window]) / window, sum(v[-window:]) / window) for v in losses]
+    return {
+        "window": window,
+        "pairs": [f"{before:.3f} to {last:.3f}" for before, last in pairs],
+        "falling": sum(last < before for before, last in pairs),
     }
 
 
