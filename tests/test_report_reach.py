@@ -42,6 +42,10 @@ def test_reach_figure_names_the_box_and_marks_held_out_sets_apart():
             held_out = line.get_gid() == "heldout"
             assert (mcolors.to_rgba(line.get_markerfacecolor()) == white) == held_out  # open: held-out
             assert all((x > boundary) == held_out for x in line.get_xdata())  # right of the line: held-out
+        joining = [
+            line for line in axis.lines if line.get_gid() is None and line.get_linestyle() not in ("None", "none")
+        ]
+        assert joining and all(len({x > boundary for x in line.get_xdata()}) == 1 for line in joining)  # not joined
     legend = figure.legends[0]
     assert "development" in legend.get_title().get_text() and "held-out" in legend.get_title().get_text()
 
@@ -127,3 +131,6 @@ def test_the_figure_draws_the_answers_models_the_trained_exact_scan_and_not_the_
     assert len(exact[exact["source"] == "protocol"]) == 4
     caption = reach.reach_caption(frame, 5)
     assert "its own held-out suite" in caption and "calculator is not drawn" in caption
+    assert "not joined" in caption and "retrained copies" not in caption
+    shifted = reach.reach_caption(frame, 5, {"name": "typed scan", "set": "terms_40", "points": 0.23})
+    assert "retrained copies of the stored seeds (retraining moved one seed of the typed scan by 23.0 points" in shifted

@@ -95,17 +95,23 @@ def draw_reach(frame: pd.DataFrame):
             y = 100 * rows["mean"].to_numpy()
             err = 100 * np.vstack([rows["mean"] - rows["min"], rows["max"] - rows["mean"]])
             axis.errorbar(x, y, yerr=err, fmt="none", ecolor=colour, elinewidth=1, capsize=2, alpha=0.8)
-            axis.plot(
-                x,
-                y,
-                color=colour,
-                linestyle=LINESTYLES[k % len(LINESTYLES)],
-                linewidth=max(WIDEST - WIDTH_STEP * k, 0.8),
-                label=short_name(model),
-                marker=marker,
-                markersize=6,
-                markevery=[],  # the markers come next, filled by source; the legend shows this one
-            )
+            labelled = False
+            for source in SOURCES:  # one line per source: development and held-out points are not joined
+                chosen = (rows["source"] == source).to_numpy()
+                if not chosen.any():
+                    continue
+                axis.plot(
+                    x[chosen],
+                    y[chosen],
+                    color=colour,
+                    linestyle=LINESTYLES[k % len(LINESTYLES)],
+                    linewidth=max(WIDEST - WIDTH_STEP * k, 0.8),
+                    label=None if labelled else short_name(model),
+                    marker=marker,
+                    markersize=6,
+                    markevery=[],  # the markers come next, filled by source; the legend shows the first line
+                )
+                labelled = True
             for source, (fill, _) in SOURCES.items():
                 chosen = (rows["source"] == source).to_numpy()
                 axis.plot(
@@ -197,8 +203,9 @@ def reach_frame(findings) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def reach_caption(frame: pd.DataFrame, seeds: int) -> str:
-    """The figure's caption (``templates/reach_caption.md.j2``)."""
+def reach_caption(frame: pd.DataFrame, seeds: int, retrained: dict | None = None) -> str:
+    """The figure's caption (``templates/reach_caption.md.j2``); ``retrained``: the largest shift of one
+    seed between a stored model and its retrained copy (:func:`predcalc.report.paper.retraining_shift`)."""
     held = frame[frame["source"] == "heldout"]
     return " ".join(
         prose.say(
@@ -206,6 +213,7 @@ def reach_caption(frame: pd.DataFrame, seeds: int) -> str:
             scored=[short_name(m) for m in dict.fromkeys(held["model"]) if m != "scan_exact"],
             exact=short_name("scan_exact") if "scan_exact" in set(held["model"]) else None,
             seeds=seeds,
+            retrained=retrained,
         )
     )
 
