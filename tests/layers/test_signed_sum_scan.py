@@ -134,3 +134,14 @@ def test_each_uniform_weight_has_its_own_draw_and_a_seed_fixes_them():
     for name, value in first.items():
         np.testing.assert_array_equal(value, again[name])
     assert not np.allclose(start(1)["readout"], first["readout"])
+
+
+def test_clamp_limit_bounds_the_clamped_weights_and_refuses_a_non_positive_limit():
+    layer = SignedSumScan(units=1, clamp_limit=2.0, dtype="float64")
+    layer.build((None, 5, 4))
+    for weight in layer.rounded_weights():
+        clipped = keras.ops.convert_to_numpy(weight.constraint(keras.ops.convert_to_tensor([-3.0, -1.5, 1.5, 3.0])))
+        np.testing.assert_array_equal(clipped, [-2.0, -1.5, 1.5, 2.0])
+    assert SignedSumScan.from_config(layer.get_config()).clamp_limit == 2.0
+    with pytest.raises(ValueError, match="clamp_limit must be > 0"):
+        SignedSumScan(clamp_limit=0)

@@ -18,8 +18,9 @@ ablation can switch it off:
   False: a soft sigmoid gate.
 - ``closed_init``: the gate starts closed: small logits (``W_z`` uniform in +-``gate_init_scale``)
   and a negative offset (``c_z`` starts at ``gate_offset``); False: Glorot logits, offset 0.
-- ``clamp``: ``W_h``, ``s_0`` and ``r`` are clamped to [-1, 1] after every update (NAU, Madsen and
-  Johansen 2020).
+- ``clamp``: ``W_h``, ``s_0`` and ``r`` are clamped to [-``clamp_limit``, ``clamp_limit``] after
+  every update (NAU, Madsen and Johansen 2020); the default limit 1 is the size of the solution's
+  weights (a design choice an ablation widens).
 - ``regularization``: the loss adds ``regularization * ramp * mean(min(|W|, 1 - |W|))`` over the
   clamped weights, which pulls each to -1, 0 or 1; ``ramp`` rises linearly from 0 at training
   step ``ramp_start`` to 1 at ``ramp_end`` (the layer counts its training calls).
@@ -80,6 +81,7 @@ class SignedSumScan(keras.layers.Layer):
         gate_offset=-1.0,
         gate_init_scale=0.1,
         clamp=True,
+        clamp_limit=1.0,
         regularization=0.1,
         ramp_start=2000,
         ramp_end=5000,
@@ -98,6 +100,9 @@ class SignedSumScan(keras.layers.Layer):
         check_bools(learn_offset=learn_offset, soft_write_gradient=soft_write_gradient)
         self.learn_offset, self.soft_write_gradient = learn_offset, soft_write_gradient
         self.gate_offset = finite_number("gate_offset", gate_offset)
+        self.clamp_limit = finite_number("clamp_limit", clamp_limit)
+        if self.clamp_limit <= 0:
+            raise ValueError(f"clamp_limit must be > 0. Received: clamp_limit={clamp_limit}")
         self.gate_init_scale = finite_number("gate_init_scale", gate_init_scale)
         self.regularization = finite_number("regularization", regularization)
         if self.regularization < 0:
@@ -112,7 +117,7 @@ class SignedSumScan(keras.layers.Layer):
         types = sequence_input_dim(self, input_shape) - 1
         if types < 1:
             raise ValueError(f"SignedSumScan needs a value and at least one type feature. Received: {input_shape}")
-        constraint = Clamp(1.0) if self.clamp else None
+        constraint = Clamp(self.clamp_limit) if self.clamp else None
         if self.closed_init:
             gate_init = keras.initializers.RandomUniform(-self.gate_init_scale, self.gate_init_scale)
             offset_init = keras.initializers.Constant(self.gate_offset)
@@ -233,6 +238,7 @@ class SignedSumScan(keras.layers.Layer):
             gate_offset=self.gate_offset,
             gate_init_scale=self.gate_init_scale,
             clamp=self.clamp,
+            clamp_limit=self.clamp_limit,
             regularization=self.regularization,
             ramp_start=self.ramp_start,
             ramp_end=self.ramp_end,

@@ -39,6 +39,7 @@ class ExactRecipe:
     straight_through: bool = True
     closed_init: bool = True
     clamp: bool = True
+    clamp_limit: float = 1.0
     regularization: float = 0.1
     ramp_start: int = 2_000
     ramp_end: int = 5_000
@@ -56,6 +57,7 @@ class ExactRecipe:
             "straight_through": self.straight_through,
             "closed_init": self.closed_init,
             "clamp": self.clamp,
+            "clamp_limit": self.clamp_limit,
             "regularization": self.regularization,
             "ramp_start": self.ramp_start,
             "ramp_end": self.ramp_end,
@@ -77,6 +79,7 @@ ELEMENTS = {
     "straight_through": "straight-through gates: exactly 0 or 1 forward, the sigmoid's gradient backward",
     "closed_init": "gates start closed: small gate logits and a negative offset",
     "clamp": "the candidate, initial state and readout clamped to [-1, 1] after every update (NAU)",
+    "clamp_at_one": "the clamp's limit is 1, the size of the solution's weights (a design choice)",
     "regularization": "the regulariser mean(min(|W|, 1 - |W|)) toward -1, 0 and 1",
     "ramp": "the regulariser ramped in over steps 2,000-5,000 of 10,000 (full strength from step 0 without it)",
     "decay": "the learning rate decayed exponentially from 0.05 to 1e-7",
@@ -92,6 +95,7 @@ ABLATIONS = {
     "no_straight_through": {"straight_through": False},
     "no_closed_init": {"closed_init": False},
     "no_clamp": {"clamp": False},
+    "wide_clamp": {"clamp_limit": 2.0},
     "no_regularization": {"regularization": 0.0},
     "no_ramp": {"ramp_start": 0, "ramp_end": 0},
     "no_decay": {"decay": False},
