@@ -263,14 +263,13 @@ def trained_exact_facts(findings) -> dict | None:
         else None
     )
     weights = record["seeds"][seeds[0]]["weights"]
-    learned = (record["ablation"].get("runs") or {}).get("learned_offset") or {}
+    initial = record.get("initial") or {}
     return {
-        "learned_offset": {
-            "exact": sum(all(v >= 1.0 for v in sets.values()) for sets in learned.values()),
-            "seeds": len(learned),
-        }
-        if learned
-        else None,
+        "learned_offset": ablation_exact(record, "learned_offset"),
+        "wide_clamp": ablation_exact(record, "wide_clamp"),
+        # every seed's start with the initial state equal to the readout: one draw shared between them
+        "shared_start": bool(initial)
+        and all(row["weights"]["initial_state"] == row["weights"]["readout"] for row in initial.values()),
         "name": short_name("scan_exact"),
         "seeds": len(seeds),
         "protocol_exact": sum(all(record["seeds"][s]["scores"][t] >= 1.0 for t, _ in PROTOCOL_SETS) for s in seeds),
@@ -282,6 +281,19 @@ def trained_exact_facts(findings) -> dict | None:
         "formats": formats,
         "bound": record["float32_bound"]["bound"],
         "heldout_seed": record["data"]["heldout"]["seed"],
+    }
+
+
+def ablation_exact(record: dict, name: str) -> dict | None:
+    """One ablation of the trained exact scan: its seeds exact on every development set, of how many,
+    and each seed's lowest development-set score; None where the record did not run it."""
+    runs = (record["ablation"].get("runs") or {}).get(name) or {}
+    if not runs:
+        return None
+    return {
+        "exact": sum(all(v >= 1.0 for v in sets.values()) for sets in runs.values()),
+        "seeds": len(runs),
+        "worst": prose.share(min(min(sets.values()) for sets in runs.values()), 1),
     }
 
 

@@ -29,6 +29,7 @@ from predcalc.report.answer import (
     answer_section,
     calculator_facts,
     short_name,
+    trained_exact_facts,
 )
 from predcalc.report.appendix import appendix_sections
 from predcalc.report.calculator import calculator_lesson, mechanism, results_blocks
@@ -480,6 +481,7 @@ class Findings:
             retrained=retraining_shift(self.edges),
             scored=[short_name(n) for n in RECOMMENDED + BUILT_SHOWN if n in (self.edges.get("heldout") or {})],
             calculator=calculator_facts(records[0].to_json()) if records else None,
+            sign_scan=trained_exact_facts(self),
         )
         return Section("limitations", "Limitations", [Bullets(items)])
 
