@@ -589,3 +589,18 @@ def test_the_executed_cells_show_no_runtime_noise(site):
         if word in (out / f"{page}.html").read_text(errors="replace")
     ]
     assert not noisy, noisy
+
+
+def test_a_page_says_when_its_exports_were_remade_after_the_run(tmp_path):
+    from predcalc.report.book_notebooks import Notebook
+
+    folder = tmp_path / "runs" / "08_min_rnn"
+    for model, created in (("gru", "2026-11-25T13:30:04+00:00"), ("lstm", "2026-11-22T10:00:00+00:00")):
+        (folder / "export" / model).mkdir(parents=True)
+        (folder / "export" / model / "export.json").write_text(json.dumps({"created": created}))
+    executed = folder / "08_min_rnn.ipynb"
+    executed.write_text("{}")
+    run = {"finished": "2026-11-23T14:51:28+00:00"}
+    page = Notebook("08_min_rnn", executed, True, "08", run, "architectures")
+    assert page.reexported == [{"model": "gru", "created": "2026-11-25"}]  # lstm predates the run
+    assert Notebook("08_min_rnn", executed, True, "08", {}, "architectures").reexported == []

@@ -45,6 +45,20 @@ class Notebook:
     def architecture(self) -> bool:
         return self.group == "architectures"
 
+    @property
+    def reexported(self) -> list[dict]:
+        """The exports remade after this run finished (``export/*/export.json`` created later, e.g. by
+        ``edge_seeds``), each ``{"model", "created"}``: the executed copy's export lines predate them."""
+        finished = str(self.run.get("finished") or "")
+        if not self.executed or not finished:
+            return []
+        later = []
+        for path in sorted(self.path.parent.glob("export/*/export.json")):
+            created = str(json.loads(path.read_text()).get("created") or "")
+            if created > finished:
+                later.append({"model": path.parent.name, "created": created[:10]})
+        return later
+
 
 def _cells(path: Path) -> list[dict]:
     return json.loads(path.read_text())["cells"]
