@@ -89,3 +89,37 @@ def test_the_calculator_row_leaves_the_protocol_cells_blank():
     assert name == "calculator"
     assert [row[column] for _, column in answer.PROTOCOL_SETS] == [answer.NOT_COMPARABLE] * 3
     assert "its own draw" in row[answer.HELD_OUT]
+
+
+def test_fresh_rule_seeds_count_complete_calculators_and_training_failures():
+    seeds = [100, 101, 102]
+    rows = [
+        {"step": "addsub", "seeds": seeds, "held_out_wrong": [0, 0, 0], "train_exact": [1.0, 1.0, 1.0]},
+        {"step": "muldigit", "seeds": seeds, "held_out_wrong": [9, 0, 0], "train_exact": [0.12, 0.99, 1.0]},
+        {"step": "control", "seeds": [15, 16], "held_out_wrong": [0, 0], "train_exact": [1.0, 1.0]},
+    ]
+    # seed 100: muldigit wrong and unfitted; seed 101: no held-out error but a training row missed
+    assert answer.fresh_rule_seeds(rows) == {
+        "fresh_seeds": 3,
+        "complete": 1,
+        "unfit": [{"step": "muldigit", "seeds": 1, "of": 3}],
+    }
+    assert answer.fresh_rule_seeds([]) == {"fresh_seeds": 0, "complete": 0, "unfit": []}
+
+
+def test_the_sign_scans_ablations_and_probe_are_read_from_its_record():
+    record = {
+        "ablation": {"runs": {"wide_clamp": {"0": {"in": 1.0, "out": 1.0}, "1": {"in": 1.0, "out": 0.5}}}},
+        "transformer": {
+            "epochs": 8,
+            "runs": {answer.ROUNDED_PROBE: {"0": {"out": 1.0, "long": 0.8}, "1": {"out": 1.0, "long": 1.0}}},
+        },
+    }
+    assert answer.ablation_exact(record, "wide_clamp") == {"exact": 1, "seeds": 2, "worst": "50.0 %"}
+    assert answer.ablation_exact(record, "no_clamp") is None
+    assert answer.rounded_probe(record) == {
+        "seeds": 2,
+        "epochs": 8,
+        "exact": ["out"],
+        "not_exact": ["long 80.0-100.0 %"],
+    }

@@ -267,6 +267,7 @@ def trained_exact_facts(findings) -> dict | None:
     return {
         "learned_offset": ablation_exact(record, "learned_offset"),
         "wide_clamp": ablation_exact(record, "wide_clamp"),
+        "rounded_probe": rounded_probe(record),
         # every seed's start with the initial state equal to the readout: one draw shared between them
         "shared_start": bool(initial)
         and all(row["weights"]["initial_state"] == row["weights"]["readout"] for row in initial.values()),
@@ -281,6 +282,30 @@ def trained_exact_facts(findings) -> dict | None:
         "formats": formats,
         "bound": record["float32_bound"]["bound"],
         "heldout_seed": record["data"]["heldout"]["seed"],
+    }
+
+
+# Held-out sets inside (or between the axes of) the development probe that chose a model's design:
+# the bounded transformer's tanh bound was kept on 3 numbers of -99..99 and on 20 and 60 terms
+# (predcalc.studies.edges.CHOICES), which hold the 2-digit set and bracket the 40-term set.
+NEAR_PROBE = {"transformer4_local_bounded": ("digits_exactly_2", "terms_40")}
+
+ROUNDED_PROBE = "transformer4_local_rounded"
+
+
+def rounded_probe(record: dict) -> dict | None:
+    """The side probe's transformer with rounded gates: its seeds, the development sets every seed
+    answers exactly, and those some seed does not; None where the probe did not run."""
+    runs = (record.get("transformer") or {}).get("runs", {}).get(ROUNDED_PROBE) or {}
+    if not runs:
+        return None
+    sets = list(next(iter(runs.values())))
+    exact = [n for n in sets if all(scores[n] >= 1.0 for scores in runs.values())]
+    return {
+        "seeds": len(runs),
+        "epochs": record["transformer"].get("epochs"),
+        "exact": exact,
+        "not_exact": [f"{n} {prose.spread([scores[n] for scores in runs.values()])} %" for n in sets if n not in exact],
     }
 
 
@@ -399,6 +424,8 @@ def facts(findings) -> dict:
             "spread": prose.spread(values),
             "count": len(others),
             "highest_seed": max(max(findings.accuracy(n, "out")) for n in others),
+            # the other candidates with a seed at or above its lowest seed: its lead over them is not resolved
+            "overlapping": sum(max(findings.accuracy(n, "out")) >= min(values) for n in others if n != best_other),
         }
     for n in exact:
         seeds = heldout_seeds(findings, n)
@@ -413,6 +440,7 @@ def facts(findings) -> dict:
                 "name": short_name(n),
                 "sets": len(sets),
                 "all_exact": sorted(s for s, v in sets.items() if min(v) >= 1.0),
+                "near_probe": sorted(s for s in NEAR_PROBE.get(n, ()) if s in sets and min(sets[s]) >= 1.0),
                 "digits_3": prose.spread(sets["digits_exactly_3"]) if "digits_exactly_3" in sets else None,
                 "digits_4_max": max(sets["digits_exactly_4"]) if "digits_exactly_4" in sets else None,
                 "terms_80": prose.spread(sets["terms_80"]) if "terms_80" in sets else None,
@@ -482,6 +510,7 @@ def calculator_facts(record: dict) -> dict | None:
     return {
         "exact": min(f["min"] for f in families.values()) >= 1.0,
         "fresh": fresh,
+        **fresh_rule_seeds((record.get("given") or {}).get("fresh_steps") or []),
         "families": len(families),
         "seeds": next(iter(families.values()))["seeds"],
         "expressions": (record.get("held_out") or {}).get("expressions"),
@@ -491,6 +520,40 @@ def calculator_facts(record: dict) -> dict | None:
         "box_short": box_phrase(record, short=True) if "calculator" in record else None,
         "world": study.get("training_box") or {},
     }
+
+
+def fresh_rule_seeds(rows: list[dict], competent: float = 0.9) -> dict:
+    """The rule steps retrained on fresh seeds, seed by seed: ``complete``, the seeds whose every rule
+    step makes no wrong decision on any input (of ``fresh_seeds`` sharing one seed list), and
+    ``unfit``, each step with seeds that get under ``competent`` of their own training rows right
+    (a training failure, not a failure to generalise)."""
+    rows = [r for r in rows if r.get("train_exact")]
+    shared = [r for r in rows if r["seeds"] == rows[0]["seeds"]] if rows else []
+    complete = sum(
+        all(r["held_out_wrong"][i] == 0 and r["train_exact"][i] >= 1.0 for r in shared)
+        for i in range(len(shared[0]["seeds"]) if shared else 0)
+    )
+    unfit = [
+        {"step": r["step"], "seeds": sum(v < competent for v in r["train_exact"]), "of": len(r["seeds"])}
+        for r in shared
+        if any(v < competent for v in r["train_exact"])
+    ]
+    return {"fresh_seeds": len(shared[0]["seeds"]) if shared else 0, "complete": complete, "unfit": unfit}
+
+
+def retraining_shift(edges: dict) -> dict | None:
+    """The largest change of one seed's exact accuracy on a held-out set between the stored model and its
+    retrained copy (the suite's ``stored_first_seed`` against seed 0), or None."""
+    record = edges.get("heldout_record") or {}
+    worst = None
+    for name, sets in (record.get("stored_first_seed") or {}).items():
+        first = (record.get("models") or {}).get(name, {}).get("0", {})
+        for set_name, score in sets.items():
+            if "accuracy" in score and "accuracy" in first.get(set_name, {}):
+                points = abs(score["accuracy"] - first[set_name]["accuracy"])
+                if worst is None or points > worst["points"]:
+                    worst = {"name": short_name(name), "set": set_name, "points": points}
+    return worst
 
 
 def answer_section(findings) -> Section:
@@ -504,7 +567,7 @@ def answer_section(findings) -> Section:
     lead = prose.say(
         "answer_table.md.j2",
         chosen=CHOSEN_ON,
-        suite=suite,
+        suite={**suite, "retrained": retraining_shift(findings.edges)} if suite else suite,
         calculator=values["calculator"],
         exact_family=EXACT_FAMILY if values["trained_exact"] else None,
     )

@@ -28,6 +28,7 @@ from predcalc.report.answer import (
     Cell,
     answer_section,
     calculator_facts,
+    retraining_shift,
     short_name,
     trained_exact_facts,
 )
@@ -399,8 +400,9 @@ class Findings:
             blocks.insert(
                 0,
                 Text(
-                    "Exact accuracy (%) on the held-out edge suite, drawn after every choice in Method and never used "
-                    "to choose, through each seed's exported ONNX file at 159 tokens (LiteRT agrees); mean [min-max] "
+                    "Exact accuracy (%) on the held-out edge suite, drawn after every choice of the models it scores and "
+                    "never used to choose them (it was development data for the sign scan's recipe, scored on its own "
+                    "suite instead), through each seed's retrained copy's exported ONNX file at 159 tokens (LiteRT agrees); mean [min-max] "
                     f"over {count(self.heldout_seeds, 'seed')} and the seeds exact on every expression; the partly built scan (operator gates set by hand, readout solved by "
                     "least squares after the same training). Unspaced forms are not a set: the tokenisers lex spacing "
                     "away before the network "
@@ -559,21 +561,6 @@ def verdict_counts(pool: list[dict]) -> dict:
 def with_short_names(text: str) -> str:
     """Registry names in backticks replaced by the main text's names (others kept as they are)."""
     return re.sub(r"`(\w+)`", lambda m: short_name(m.group(1)) if m.group(1) in SHORT_NAMES else m.group(0), text)
-
-
-def retraining_shift(edges: dict) -> dict | None:
-    """The largest change of one seed's exact accuracy on a held-out set between the stored model and its
-    retrained copy (the suite's ``stored_first_seed`` against seed 0), or None."""
-    record = edges.get("heldout_record") or {}
-    worst = None
-    for name, sets in (record.get("stored_first_seed") or {}).items():
-        first = (record.get("models") or {}).get(name, {}).get("0", {})
-        for set_name, score in sets.items():
-            if "accuracy" in score and "accuracy" in first.get(set_name, {}):
-                points = abs(score["accuracy"] - first[set_name]["accuracy"])
-                if worst is None or points > worst["points"]:
-                    worst = {"name": short_name(name), "set": set_name, "points": points}
-    return worst
 
 
 def load_edges(reports: Path) -> dict:

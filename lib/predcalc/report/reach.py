@@ -205,7 +205,7 @@ def reach_frame(findings) -> pd.DataFrame:
 
 def reach_caption(frame: pd.DataFrame, seeds: int, retrained: dict | None = None) -> str:
     """The figure's caption (``templates/reach_caption.md.j2``); ``retrained``: the largest shift of one
-    seed between a stored model and its retrained copy (:func:`predcalc.report.paper.retraining_shift`)."""
+    seed between a stored model and its retrained copy (:func:`predcalc.report.answer.retraining_shift`)."""
     held = frame[frame["source"] == "heldout"]
     return " ".join(
         prose.say(

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from predcalc.report import prose
-from predcalc.report.answer import calculator_facts, heldout_seeds, short_name, trained_exact_facts
+from predcalc.report.answer import calculator_facts, heldout_seeds, trained_exact_facts
 from predcalc.report.document import Bullets, Section, Text
 
 PRIOR_CITATION = (
@@ -34,12 +34,11 @@ def related_facts(findings) -> dict:
         if n in findings.models
     ]
     if replicas:
-        best = max(replicas, key=lambda n: np.mean(findings.accuracy(n, "out")))
+        means = [float(np.mean(findings.accuracy(n, "out"))) for n in replicas]
         out["replicas"] = {
             "count": len(replicas),
-            "best": short_name(best),
-            "mean": float(np.mean(findings.accuracy(best, "out"))),
-            "spread": prose.spread(findings.accuracy(best, "out")),
+            "means": prose.spread(means),  # the lowest and highest model mean
+            "highest": max(max(findings.accuracy(n, "out")) for n in replicas),
         }
     if "scan_typed" in findings.models:
         out["scan"] = {
