@@ -48,11 +48,18 @@ def _display_markdown(text: str) -> None:
 
 
 def show_comparison(results, notebook: str, parameters: dict):
-    """The comparison table (ours beside the prior report's published rows), displayed and returned."""
+    """The comparison table (ours beside the prior report's published rows), displayed without the
+    prior report's benchmark score and its t-test (the findings' Appendix keeps them, labelled), and
+    returned whole."""
 
     table = comparison_table(results.to_json(notebook, parameters))
-    _display_markdown(markdown_table(table))
+    _display_markdown(markdown_table(table.drop(columns=list(PRIOR_REPORT_ONLY), errors="ignore")))
     return table
+
+
+#: Columns a notebook's comparison table does not show: the prior report's benchmark score (an unbounded
+#: ratio) and its t-test of log(score), kept only in the findings' table of the prior report's definitions.
+PRIOR_REPORT_ONLY = ("score", "p")
 
 
 def show_export(results, output, notebook: str, parameters: dict, models=None, formats=None, check: int = 0):

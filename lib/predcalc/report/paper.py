@@ -9,6 +9,7 @@ operators) and its kind (trained, partly built, memorised table, code).
 
 from __future__ import annotations
 
+import json
 import os
 import re
 from pathlib import Path
@@ -340,7 +341,13 @@ class Findings:
             replica = counts["replica"]
             chance = {"total": replica["total"], "found": replica["better"] + replica["worse"]}
         seeds = max((len(model.runs) for _, model in self.models.values()), default=1)
-        items = prose.bullets("statistics.md.j2", seeds=seeds, chance=chance, retrained=retraining_shift(self.edges))
+        items = prose.bullets(
+            "statistics.md.j2",
+            seeds=seeds,
+            chance=chance,
+            retrained=retraining_shift(self.edges),
+            scored_notebooks=prints_prior_score(self.reports / "runs"),
+        )
         return Section("method.statistics", "Statistics", [Bullets(items)])
 
     def results(self) -> Section:
@@ -561,6 +568,23 @@ def verdict_counts(pool: list[dict]) -> dict:
 def with_short_names(text: str) -> str:
     """Registry names in backticks replaced by the main text's names (others kept as they are)."""
     return re.sub(r"`(\w+)`", lambda m: short_name(m.group(1)) if m.group(1) in SHORT_NAMES else m.group(0), text)
+
+
+def prints_prior_score(runs: Path) -> list[str]:
+    """The executed notebooks under ``runs`` whose outputs print a table with the prior report's score
+    and p columns (run before the notebooks' comparison tables dropped them)."""
+    header = re.compile(r"\| score \| p \|")
+    found = []
+    for path in sorted(Path(runs).glob("*/*.ipynb")):
+        cells = json.loads(path.read_text()).get("cells", [])
+        outputs = (
+            "".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/markdown", ""))
+            for c in cells
+            for o in c.get("outputs", [])
+        )
+        if any(header.search(text) for text in outputs):
+            found.append(path.stem)
+    return found
 
 
 def load_edges(reports: Path) -> dict:
