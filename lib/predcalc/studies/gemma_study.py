@@ -249,7 +249,7 @@ def study_record(parts: dict, settings: Settings, protocol: Protocol) -> dict:
         "label": gemma_weights.LABEL,
         "weights": "google/gemma-3-270m, llama.cpp GGUF Q4_K_M, dequantised to float32 (not the bf16 original)",
         "settings": {k: v for k, v in dataclasses.asdict(settings).items() if k != "search"},
-        "search_recipes": [r.as_dict() for r in settings.search],
+        "search_recipes": [settings.recipe(r, settings.search_steps).as_dict() for r in settings.search],  # as searched
         "test_counts": {name: len(protocol.test_sets()[name]) for name in PREFERRED_ORDER},
         "train_count": len(protocol.train),
         "scoring": "exact answer under greedy decoding, one teacher-forced pass (gemma_finetune.exact_correct)",
