@@ -17,6 +17,7 @@ from pathlib import Path
 import pandas as pd
 
 from predcalc import recommended
+from predcalc.calculator.prose import COMPETENT
 from predcalc.paths import relative
 from predcalc.readable import share
 from predcalc.report import findings as F
@@ -452,10 +453,18 @@ class Findings:
                             "mean exact over families": f"{_pct(top['mean'])} (seeds {prose.spread(top['per_seed'])})",
                             "worst family": f"{top['worst'][0]} {_pct(top['worst'][1])} "
                             f"(seeds {prose.spread(top['worst_seeds'])})",
+                            "inside its own world (iid)": _pct(top["by_family"]["iid"])
+                            if "iid" in top["by_family"]
+                            else "-",
+                            "_iid": top["by_family"].get("iid"),
                         }
                     )
         if not rows:
             return Section("results.extended", "Extended suites", [])
+        weak = sorted(
+            {r["suite"].rsplit("(", 1)[1].rstrip(")") for r in rows if r["_iid"] is not None and r["_iid"] < COMPETENT}
+        )
+        rows = [{k: v for k, v in r.items() if k != "_iid"} for r in rows]
         return Section(
             "results.extended",
             "Extended suites",
@@ -466,7 +475,11 @@ class Findings:
                     "training world, for the epochs its notebook ran (Appendix: every family). The model shown is the "
                     "one with the highest mean over these families, chosen on the suite it is shown on, and 31's "
                     "suite also chose the scan's finish (Method): these are development numbers, not held-out ones. "
-                    "Mean over seeds with the per-seed range (%)."
+                    "Mean over seeds with the per-seed range (%). A model under "
+                    f"{_pct(COMPETENT)} exact inside its own training world (iid) has not learned that world, so its "
+                    "other families say nothing about extrapolation (the calculator's ladder applies the same rule)"
+                    + (f"; rows of {', '.join(weak)} are such baselines and are not compared." if weak else ".")
+                    + " A suite trained on the protocol has no iid family here: its world is the protocol (Answer)."
                 ),
                 Table(pd.DataFrame(rows), cell=plain_cell),
             ],
