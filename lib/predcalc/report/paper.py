@@ -274,7 +274,8 @@ class Findings:
                 short_name(n)
                 for n in ("fnn2", "rnn2", "bilstm_attention", "transformer4_reference", "transformer5_reference")
             )
-            + "."
+            + ". Where the prior report's code does not fix a size its published parameter count is matched as "
+            "nearly as the layer allows (the RNN2's 470 units: the Appendix gives both counts)."
         )
         self.models_table = Table(pd.DataFrame(rows), cell=plain_cell) if rows else None
         return Section("method.models", "Models", [intro])
