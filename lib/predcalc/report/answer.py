@@ -268,6 +268,8 @@ def trained_exact_facts(findings) -> dict | None:
             "list": prose.seeds_list(int(x) for x in counts["seeds"]),
             "formats": by_format(record["fresh"]["heldout"], counts["everywhere"]),
             "lower_bound": prose.share(1 - error_bound(counts["n"] - counts["everywhere"]["onnx"], counts["n"]), 1),
+            # fresh seeds not exact even inside the training box (a gate stuck in training)
+            "stuck": sum(r["scores"].get("in", 1.0) < 1.0 for r in record["fresh"].get("records", {}).values()),
         }
         if counts
         else None
