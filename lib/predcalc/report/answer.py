@@ -280,9 +280,13 @@ def trained_exact_facts(findings) -> dict | None:
         "learned_offset": ablation_exact(record, "learned_offset"),
         "wide_clamp": ablation_exact(record, "wide_clamp"),
         "rounded_probe": rounded_probe(record),
+        "breaks": breaking_ablations(record),
         # every seed's start with the initial state equal to the readout: one draw shared between them
         "shared_start": bool(initial)
-        and all(row["weights"]["initial_state"] == row["weights"]["readout"] for row in initial.values()),
+        and all(
+            "weights" in row and row["weights"]["initial_state"] == row["weights"]["readout"]
+            for row in initial.values()
+        ),
         "name": short_name("scan_exact"),
         "seeds": len(seeds),
         "protocol_exact": sum(all(record["seeds"][s]["scores"][t] >= 1.0 for t, _ in PROTOCOL_SETS) for s in seeds),
@@ -319,6 +323,26 @@ def rounded_probe(record: dict) -> dict | None:
         "exact": exact,
         "not_exact": [f"{n} {prose.spread([scores[n] for scores in runs.values()])} %" for n in sets if n not in exact],
     }
+
+
+# The sign scan's ablations the Answer names, in its words, and its development sets of 3 or more digits.
+BREAKS = {
+    "no_clamp": "without the clamp",
+    "wide_clamp": "with the clamp at ±2",
+    "no_straight_through": "without straight-through gates",
+}
+LARGE_NUMBER_SETS = ("digits_exactly_3", "digits_exactly_4", "terms_30_digits_3")
+
+
+def breaking_ablations(record: dict) -> list[str]:
+    """The ablations of :data:`BREAKS` under which no seed is exact on any development set of numbers
+    of 3 or more digits, in the Answer's words."""
+    runs = record["ablation"].get("runs") or {}
+    return [
+        words
+        for name, words in BREAKS.items()
+        if runs.get(name) and all(scores.get(s, 0.0) < 1.0 for scores in runs[name].values() for s in LARGE_NUMBER_SETS)
+    ]
 
 
 def ablation_exact(record: dict, name: str) -> dict | None:

@@ -47,10 +47,14 @@ class Notebook:
 
     @property
     def reexported(self) -> list[dict]:
-        """The exports remade after this run finished (``export/*/export.json`` created later, e.g. by
-        ``edge_seeds``), each ``{"model", "created"}``: the executed copy's export lines predate them."""
-        finished = str(self.run.get("finished") or "")
-        if not self.executed or not finished:
+        """The exports remade after the executed copy ran (``export/*/export.json`` created after its
+        papermill end time, e.g. by ``edge_seeds``), each ``{"model", "created"}``: the copy's export
+        lines predate them. (``run.json`` keeps the time its numbers were first written, not this.)"""
+        if not self.executed:
+            return []
+        executed = json.loads(self.path.read_text()).get("metadata", {}).get("papermill", {})
+        finished = str(executed.get("end_time") or "")
+        if not finished:
             return []
         later = []
         for path in sorted(self.path.parent.glob("export/*/export.json")):
