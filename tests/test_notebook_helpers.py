@@ -321,7 +321,7 @@ def test_long_by_terms_gives_each_models_mae_per_count():
 def test_the_findings_find_executed_notebooks_that_still_print_the_prior_score(tmp_path):
     import json
 
-    from predcalc.report.paper import prints_prior_score
+    from predcalc.report.records import prints_prior_score
 
     def write(name, text):
         (tmp_path / name).mkdir()

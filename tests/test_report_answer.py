@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from predcalc.record import ModelRecord
-from predcalc.report import answer
+from predcalc.report import answer, calculator
 
 
 def _model(label, out_accuracy, val_loss, mae_out=0.1, seeds=3):
@@ -99,12 +99,12 @@ def test_fresh_rule_seeds_count_complete_calculators_and_training_failures():
         {"step": "control", "seeds": [15, 16], "held_out_wrong": [0, 0], "train_exact": [1.0, 1.0]},
     ]
     # seed 100: muldigit wrong and unfitted; seed 101: no held-out error but a training row missed
-    assert answer.fresh_rule_seeds(rows) == {
+    assert calculator.fresh_rule_seeds(rows) == {
         "fresh_seeds": 3,
         "complete": 1,
         "unfit": [{"step": "muldigit", "seeds": 1, "of": 3}],
     }
-    assert answer.fresh_rule_seeds([]) == {"fresh_seeds": 0, "complete": 0, "unfit": []}
+    assert calculator.fresh_rule_seeds([]) == {"fresh_seeds": 0, "complete": 0, "unfit": []}
 
 
 def test_the_sign_scans_ablations_and_probe_are_read_from_its_record():

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from predcalc.calculator.box import box_phrase
+from predcalc.calculator.box import ADVERSARIAL, box_phrase
 from predcalc.calculator.prose import COMPETENT
 from predcalc.calculator.steps import TARGETS
 from predcalc.calculator.study import ablation_rows, carriers, error_bound, inside_world, order, speed_summary
@@ -497,3 +497,53 @@ def held_out_sentence(held_out: dict) -> str:
             worst_seed=scores[worst]["min"],
         )
     )
+
+
+def calculator_facts(record: dict) -> dict | None:
+    """The calculator's reach on its untouched draw and its training world, from its record."""
+    study = record.get("calculator") or {}
+    families = (record.get("held_out") or {}).get("families") or {}
+    boxes = (record.get("held_out") or {}).get("boxes") or study.get("boxes") or {}
+    if not families or not boxes:
+        return None
+    # the drawn families' reach (the adversarial family's fixed patterns are stated apart, in the box phrase)
+    boxes = {f: b for f, b in boxes.items() if f != ADVERSARIAL} or boxes
+    most = {key: max(int(np.max(b[key])) for b in boxes.values()) for key in ("digits", "operators", "depth")}
+    # the recipe rerun on seeds no choice saw: the steps not exact on every such seed
+    fresh = [
+        {"step": row["step"], "exact": row["exact_seeds"], "seeds": len(row["seeds"])}
+        for row in (record.get("given") or {}).get("fresh_steps") or []
+        if row["exact_seeds"] < len(row["seeds"])
+    ]
+    return {
+        "exact": min(f["min"] for f in families.values()) >= 1.0,
+        "fresh": fresh,
+        **fresh_rule_seeds((record.get("given") or {}).get("fresh_steps") or []),
+        "families": len(families),
+        "seeds": next(iter(families.values()))["seeds"],
+        "expressions": (record.get("held_out") or {}).get("expressions"),
+        "shared": (record.get("held_out") or {}).get("shared_with_development"),
+        "most": most,
+        "box": box_phrase(record) if "calculator" in record else None,
+        "box_short": box_phrase(record, short=True) if "calculator" in record else None,
+        "world": study.get("training_box") or {},
+    }
+
+
+def fresh_rule_seeds(rows: list[dict], competent: float = 0.9) -> dict:
+    """The rule steps retrained on fresh seeds, seed by seed: ``complete``, the seeds whose every rule
+    step makes no wrong decision on any input (of ``fresh_seeds`` sharing one seed list), and
+    ``unfit``, each step with seeds that get under ``competent`` of their own training rows right
+    (a training failure, not a failure to generalise)."""
+    rows = [r for r in rows if r.get("train_exact")]
+    shared = [r for r in rows if r["seeds"] == rows[0]["seeds"]] if rows else []
+    complete = sum(
+        all(r["held_out_wrong"][i] == 0 and r["train_exact"][i] >= 1.0 for r in shared)
+        for i in range(len(shared[0]["seeds"]) if shared else 0)
+    )
+    unfit = [
+        {"step": r["step"], "seeds": sum(v < competent for v in r["train_exact"]), "of": len(r["seeds"])}
+        for r in shared
+        if any(v < competent for v in r["train_exact"])
+    ]
+    return {"fresh_seeds": len(shared[0]["seeds"]) if shared else 0, "complete": complete, "unfit": unfit}

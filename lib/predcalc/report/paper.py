@@ -9,7 +9,6 @@ operators) and its kind (trained, partly built, memorised table, code).
 
 from __future__ import annotations
 
-import json
 import os
 import re
 from pathlib import Path
@@ -29,19 +28,18 @@ from predcalc.report.answer import (
     SHORT_NAMES,
     Cell,
     answer_section,
-    calculator_facts,
     retraining_shift,
     short_name,
     trained_exact_facts,
 )
 from predcalc.report.appendix import appendix_sections
-from predcalc.report.calculator import calculator_lesson, mechanism, results_blocks
+from predcalc.report.calculator import calculator_facts, calculator_lesson, mechanism, results_blocks
 from predcalc.report.document import Bullets, Document, Figure, Section, Table, Text
 from predcalc.report.edges import load_suites, suite_blocks
 from predcalc.report.lessons import learned_section
 from predcalc.report.prose import count
 from predcalc.report.reach import plot_reach, reach_caption, reach_frame
-from predcalc.report.records import StoredRecord
+from predcalc.report.records import StoredRecord, prints_prior_score
 from predcalc.report.related import related_section
 from predcalc.report.scoreboard import (
     candidates,
@@ -582,23 +580,6 @@ def verdict_counts(pool: list[dict]) -> dict:
 def with_short_names(text: str) -> str:
     """Registry names in backticks replaced by the main text's names (others kept as they are)."""
     return re.sub(r"`(\w+)`", lambda m: short_name(m.group(1)) if m.group(1) in SHORT_NAMES else m.group(0), text)
-
-
-def prints_prior_score(runs: Path) -> list[str]:
-    """The executed notebooks under ``runs`` whose outputs print a table with the prior report's score
-    and p columns (run before the notebooks' comparison tables dropped them)."""
-    header = re.compile(r"\| score \| p \|")
-    found = []
-    for path in sorted(Path(runs).glob("*/*.ipynb")):
-        cells = json.loads(path.read_text()).get("cells", [])
-        outputs = (
-            "".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/markdown", ""))
-            for c in cells
-            for o in c.get("outputs", [])
-        )
-        if any(header.search(text) for text in outputs):
-            found.append(path.stem)
-    return found
 
 
 def load_edges(reports: Path) -> dict:

@@ -8,7 +8,8 @@ from __future__ import annotations
 import numpy as np
 
 from predcalc.report import prose
-from predcalc.report.answer import calculator_facts, heldout_seeds, trained_exact_facts
+from predcalc.report.answer import heldout_seeds, trained_exact_facts
+from predcalc.report.calculator import calculator_facts
 from predcalc.report.document import Bullets, Section, Text
 
 PRIOR_CITATION = (
