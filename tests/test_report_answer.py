@@ -102,9 +102,9 @@ def test_fresh_rule_seeds_count_complete_calculators_and_training_failures():
     assert calculator.fresh_rule_seeds(rows) == {
         "fresh_seeds": 3,
         "complete": 1,
-        "unfit": [{"step": "muldigit", "seeds": 1, "of": 3}],
+        "failing": [{"step": "muldigit", "seeds": 2, "unfit": 1, "of": 3}],
     }
-    assert calculator.fresh_rule_seeds([]) == {"fresh_seeds": 0, "complete": 0, "unfit": []}
+    assert calculator.fresh_rule_seeds([]) == {"fresh_seeds": 0, "complete": 0, "failing": []}
 
 
 def test_the_sign_scans_ablations_and_probe_are_read_from_its_record():
@@ -123,3 +123,13 @@ def test_the_sign_scans_ablations_and_probe_are_read_from_its_record():
         "exact": ["out"],
         "not_exact": ["long 80.0-100.0 %"],
     }
+
+
+def test_the_sign_scans_protocol_cells_come_from_its_fresh_seeds_where_they_ran():
+    scores = {"in": 1.0, "out": 1.0, "long": 0.5}
+    record = {"seeds": {"0": {"scores": {"in": 1.0, "out": 0.0, "long": 0.0}}}, "fresh": {}}
+    assert answer.protocol_scores(record, ["0"])["protocol_seeds"] == "seeds 0"
+    record["fresh"] = {"development": {"onnx": {"10": scores, "11": {**scores, "long": 1.0}}}}
+    got = answer.protocol_scores(record, ["0"])
+    assert got["protocol_seeds"] == "fresh seeds 10, 11" and got["protocol"]["long"] == [0.5, 1.0]
+    assert got["protocol_exact"] == 1 and got["protocol_n"] == 2

@@ -18,7 +18,7 @@ import pandas as pd
 
 from predcalc.calculator.prose import error_bound
 from predcalc.report import prose
-from predcalc.report.calculator import calculator_facts
+from predcalc.report.calculator import calculator_facts, fresh_rule_seeds
 from predcalc.report.document import Bullets, Section, Table, Text
 from predcalc.report.studies import FINISHES
 from predcalc.report.tables import plain_cell
@@ -58,6 +58,8 @@ FAMILIES = (
 # training split alone. It stores no validation loss, so it cannot be ranked against the typed scan on
 # the data that chooses the other rows; it is its family's only model.
 EXACT_FAMILY = "sign scan, discrete gates"
+# Its kind: trained inside a clamp set to the solution's size, which fixes the weights' magnitudes.
+CLAMPED = "trained, clamped"
 
 # Names the main text uses: short, and saying what the model is (registry names: the Appendix).
 SHORT_NAMES = {
@@ -289,12 +291,12 @@ def trained_exact_facts(findings) -> dict | None:
         ),
         "name": short_name("scan_exact"),
         "seeds": len(seeds),
-        "protocol_exact": sum(all(record["seeds"][s]["scores"][t] >= 1.0 for t, _ in PROTOCOL_SETS) for s in seeds),
+        # the protocol's sets on the fresh seeds (through their ONNX files) where they ran, else the choosing seeds
+        **protocol_scores(record, seeds),
         "choosing": prose.seeds_list(int(x) for x in seeds),  # the seeds the recipe's last changes were chosen on
         "fresh": fresh,
         "sets": len(sets),
         "weights": sum(len(v) if isinstance(v, list) else 1 for v in weights.values()),
-        "protocol": {t: [record["seeds"][s]["scores"][t] for s in seeds] for t, _ in PROTOCOL_SETS},
         "formats": formats,
         "bound": record["float32_bound"]["bound"],
         "heldout_seed": record["data"]["heldout"]["seed"],
@@ -358,12 +360,35 @@ def ablation_exact(record: dict, name: str) -> dict | None:
     }
 
 
+def protocol_scores(record: dict, seeds: list[str]) -> dict:
+    """The sign scan on the protocol's sets: its fresh seeds' scores through their ONNX files where the
+    record has them (the seeds that chose nothing), else the choosing seeds' Keras scores."""
+    fresh = ((record.get("fresh") or {}).get("development") or {}).get("onnx") or {}
+    if fresh and all(t in scores for scores in fresh.values() for t, _ in PROTOCOL_SETS):
+        by_seed = {s: fresh[s] for s in sorted(fresh, key=int)}
+        label = f"fresh seeds {prose.seeds_list(int(s) for s in by_seed)}"
+    else:
+        by_seed = {s: record["seeds"][s]["scores"] for s in seeds}
+        label = f"seeds {prose.seeds_list(int(s) for s in seeds)}"
+    return {
+        "protocol": {t: [scores[t] for scores in by_seed.values()] for t, _ in PROTOCOL_SETS},
+        "protocol_exact": sum(all(scores[t] >= 1.0 for t, _ in PROTOCOL_SETS) for scores in by_seed.values()),
+        "protocol_n": len(by_seed),
+        "protocol_seeds": label,
+    }
+
+
 def trained_exact_rows(findings) -> list[dict]:
     """The trained exact scan's row: the protocol's sets, and its own held-out suite through ONNX."""
     facts = trained_exact_facts(findings)
     if facts is None:
         return []
-    row = {"family": EXACT_FAMILY, "model": facts["name"], "kind": "trained", "params": str(facts["weights"])}
+    row = {
+        "family": EXACT_FAMILY,
+        "model": f"{facts['name']} ({facts['protocol_seeds']})",
+        "kind": CLAMPED,
+        "params": str(facts["weights"]),
+    }
     for test_set, column in PROTOCOL_SETS:
         row[column] = Cell(values=facts["protocol"][test_set]).text()
     onnx = facts["formats"]["onnx"]
@@ -393,7 +418,14 @@ def calculator_rows(findings) -> list[dict]:
     if not records:
         return []
     record = records[0].to_json()  # the calculator study's stored payload
-    row = {"family": "learned calculator", "model": short_name("calculator"), "kind": "partly built", "params": ""}
+    steps = record.get("steps") or {}
+    params = sum(int(step.get("parameters", 0)) for step in steps.values())
+    row = {
+        "family": "learned calculator",
+        "model": short_name("calculator"),
+        "kind": "partly built",
+        "params": f"{params:,}" if params else "",
+    }
     for _, column in PROTOCOL_SETS:
         row[column] = NOT_COMPARABLE
     families = (record.get("held_out") or {}).get("families") or {}
@@ -401,12 +433,18 @@ def calculator_rows(findings) -> list[dict]:
         mean = float(np.mean([f["mean"] for f in families.values()]))
         worst = min(f["min"] for f in families.values())
         seeds = next(iter(families.values()))["seeds"]
-        exact = (
-            f"{seeds}/{seeds} development seeds exact on all (on fresh seeds its recipe is not reliably exact: Results)"
-            if worst >= 1.0
-            else f"worst development seed on a family {prose.share(worst, 1)}"
+        exact = f"{seeds}/{seeds} exact on all" if worst >= 1.0 else f"worst seed on a family {prose.share(worst, 1)}"
+        fresh = fresh_rule_seeds((record.get("given") or {}).get("fresh_steps") or [])
+        lead = (
+            f"fresh seeds: {fresh['complete']}/{fresh['fresh_seeds']} with every rule step exact on every input "
+            "(not scored end to end); "
+            if fresh["fresh_seeds"]
+            else ""
         )
-        row[HELD_OUT] = f"{prose.share(mean, 1)} over {len(families)} families (its own draw), {exact}"
+        row[HELD_OUT] = (
+            f"{lead}development seeds, which chose its design: {prose.share(mean, 1)} over {len(families)} "
+            f"families (its own draw), {exact}"
+        )
     else:
         row[HELD_OUT] = "not measured"
     row[CHOSEN] = chosen_by("partly built", 1)

@@ -533,17 +533,23 @@ def calculator_facts(record: dict) -> dict | None:
 def fresh_rule_seeds(rows: list[dict], competent: float = 0.9) -> dict:
     """The rule steps retrained on fresh seeds, seed by seed: ``complete``, the seeds whose every rule
     step makes no wrong decision on any input (of ``fresh_seeds`` sharing one seed list), and
-    ``unfit``, each step with seeds that get under ``competent`` of their own training rows right
-    (a training failure, not a failure to generalise)."""
+    ``failing``, each step with seeds that make a wrong decision somewhere: how many, and how many of
+    those get under ``competent`` of their own training rows right (a training failure, not a failure
+    to generalise)."""
     rows = [r for r in rows if r.get("train_exact")]
     shared = [r for r in rows if r["seeds"] == rows[0]["seeds"]] if rows else []
     complete = sum(
         all(r["held_out_wrong"][i] == 0 and r["train_exact"][i] >= 1.0 for r in shared)
         for i in range(len(shared[0]["seeds"]) if shared else 0)
     )
-    unfit = [
-        {"step": r["step"], "seeds": sum(v < competent for v in r["train_exact"]), "of": len(r["seeds"])}
+    failing = [
+        {
+            "step": r["step"],
+            "seeds": sum(w > 0 or t < 1.0 for w, t in zip(r["held_out_wrong"], r["train_exact"])),
+            "unfit": sum(t < competent for t in r["train_exact"]),
+            "of": len(r["seeds"]),
+        }
         for r in shared
-        if any(v < competent for v in r["train_exact"])
+        if any(w > 0 or t < 1.0 for w, t in zip(r["held_out_wrong"], r["train_exact"]))
     ]
-    return {"fresh_seeds": len(shared[0]["seeds"]) if shared else 0, "complete": complete, "unfit": unfit}
+    return {"fresh_seeds": len(shared[0]["seeds"]) if shared else 0, "complete": complete, "failing": failing}

@@ -369,7 +369,10 @@ class Findings:
             return Section("results.summary", "Summary", [])
         if self.figures or not path.is_file():  # the book reads the stored figure; `predcalc report` redraws it
             plot_reach(frame, path)
-        caption = reach_caption(frame, self.heldout_seeds, retraining_shift(self.edges))
+        facts = trained_exact_facts(self)
+        caption = reach_caption(
+            frame, self.heldout_seeds, retraining_shift(self.edges), facts["protocol_seeds"] if facts else ""
+        )
         return Section("results.summary", "Summary", [Figure(path, caption)])
 
     def _reference_protocol(self) -> Section:

@@ -173,11 +173,14 @@ def _exact_scan_rows(findings) -> list[dict]:
     if record is None:
         return []
     seeds = sorted(record["seeds"], key=int)
+    protocol = answer.protocol_scores(record, seeds)["protocol"]  # the fresh seeds' where they ran
     rows = [
-        _row("scan_exact", axis, distance, label, "protocol", [record["seeds"][s]["scores"][test_set] for s in seeds])
+        _row("scan_exact", axis, distance, label, "protocol", protocol[test_set])
         for axis, distance, label, test_set in PROTOCOL_POINTS
     ]
-    onnx = record["heldout"]["onnx"]
+    fresh = ((record.get("fresh") or {}).get("heldout") or {}).get("onnx") or {}
+    onnx = fresh or record["heldout"]["onnx"]
+    seeds = sorted(onnx, key=int)
     for name, (axis, distance, label) in EXACT_SCAN_SETS.items():
         if all(name in onnx[s] for s in seeds):
             rows.append(_row("scan_exact", axis, distance, label, "heldout", [onnx[s][name] for s in seeds]))
@@ -203,7 +206,7 @@ def reach_frame(findings) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def reach_caption(frame: pd.DataFrame, seeds: int, retrained: dict | None = None) -> str:
+def reach_caption(frame: pd.DataFrame, seeds: int, retrained: dict | None = None, exact_seeds: str = "") -> str:
     """The figure's caption (``templates/reach_caption.md.j2``); ``retrained``: the largest shift of one
     seed between a stored model and its retrained copy (:func:`predcalc.report.answer.retraining_shift`)."""
     held = frame[frame["source"] == "heldout"]
@@ -212,6 +215,7 @@ def reach_caption(frame: pd.DataFrame, seeds: int, retrained: dict | None = None
             "reach_caption.md.j2",
             scored=[short_name(m) for m in dict.fromkeys(held["model"]) if m != "scan_exact"],
             exact=short_name("scan_exact") if "scan_exact" in set(held["model"]) else None,
+            exact_seeds=exact_seeds,
             seeds=seeds,
             retrained=retrained,
         )
