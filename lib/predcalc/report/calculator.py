@@ -238,6 +238,7 @@ def calculator_lesson(record: dict) -> str:
             seeds=prose.seeds_list(seeds) if seeds else None,
             fresh=prose.seeds_list(fresh) if fresh else None,
             fresh_exact=fresh_exact,
+            rules=fresh_rule_seeds((record.get("given") or {}).get("fresh_steps") or []),
             control=None
             if control is None
             else {
