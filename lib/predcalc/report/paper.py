@@ -433,7 +433,9 @@ class Findings:
                 Text(
                     f"Each of the {len(board)} regression rows of {PRIOR_REPORT}, computed its way on the same test "
                     "sets (Appendix: the reference-way table and every column). The faithful replica comes first; the best "
-                    "variant is another model trained here. Counts are of ranked columns, each decided by the sign "
+                    "variant is another model trained here, picked as best on these same columns from designs "
+                    "developed on these test sets (Method), so its verdicts are development numbers, not held-out "
+                    "ones. Counts are of ranked columns, each decided by the sign "
                     f"test over {count(self.seeds, 'seed')}."
                 ),
                 Table(board, cell=plain_cell),
