@@ -18,11 +18,22 @@ exactly. Nothing here is set to that solution: it has to be learned.
 from __future__ import annotations
 
 import keras
+import numpy as np
 
 from predcalc.layers import ClsToken, NeuralAdditionUnit, NeuralMultiplicationUnit
 from predcalc.models.registry import register_model
 
 IMPLICIT_PLUS = 1.0  # the numeric tokeniser's "+": the first number's operator, put in by the model
+
+
+def unit_weights(model) -> dict:
+    """The trained NMU and NAU kernels, ``(inputs, units)`` as nested lists, as the layers use them
+    (clamped: NMU to [0, 1], NAU to [-1, 1])."""
+    nmu, nau = model.get_layer("nmu"), model.get_layer("nau")
+    return {
+        "nmu": np.clip(keras.ops.convert_to_numpy(nmu.kernel), 0.0, 1.0).astype(float).tolist(),
+        "nau": np.clip(keras.ops.convert_to_numpy(nau.kernel), -1.0, 1.0).astype(float).tolist(),
+    }
 
 
 def _pairs(tokenizer, inputs):
@@ -38,7 +49,11 @@ def _pairs(tokenizer, inputs):
 
 
 @register_model(
-    "nau_nmu", label="NMU + NAU per term (arithmetic units)", family="arithmetic units", tokenizer="numeric"
+    "nau_nmu",
+    label="NMU + NAU per term (arithmetic units)",
+    family="arithmetic units",
+    tokenizer="numeric",
+    learned_weights=unit_weights,
 )
 def nau_nmu(
     tokenizer, units: int = 4, regularization: float = 0.1, ramp_start: int = 1000, ramp_end: int = 4000
@@ -63,7 +78,11 @@ def nau_nmu(
 
 
 @register_model(
-    "nau_nmu_dense", label="NMU + NAU on all tokens (arithmetic units)", family="arithmetic units", tokenizer="numeric"
+    "nau_nmu_dense",
+    label="NMU + NAU on all tokens (arithmetic units)",
+    family="arithmetic units",
+    tokenizer="numeric",
+    learned_weights=unit_weights,
 )
 def nau_nmu_dense(
     tokenizer, units: int = 24, regularization: float = 0.1, ramp_start: int = 1000, ramp_end: int = 4000
