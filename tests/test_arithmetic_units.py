@@ -88,12 +88,13 @@ def _record(accuracies, kernels):
 
 
 def test_the_study_counts_exact_seeds_and_weights_on_the_grid():
-    on, off = {"nmu": [[1.0, 0.0]], "nau": [[-1.0], [1.0]]}, {"nmu": [[1.0, 0.3]], "nau": [[-1.0], [1.0]]}
+    on = {"nmu": [[1, 1, 0], [1, 1, 1]], "nau": [[1], [1], [-1]]}  # the rule
+    off = {"nmu": [[1, 0.3, 0], [1, 1, 1]], "nau": [[1], [1], [-1]]}  # o x + (0.3 o + 0.7) x - x
     shared = _record([(1.0, 1.0, 1.0), (1.0, 0.5, 1.0)], [on, off])
     dense = _record([(1.0, 1.0, 0.25), (1.0, 1.0, 0.5)], [on, on])
     record = {"models": {"nau_nmu": shared, "nau_nmu_dense": dense}, "parameters": {"epochs": 10}}
     summary = study.model_summary(shared)
-    assert summary["learned"] == 4 and summary["on_grid"] == [0]
+    assert summary["learned"] == 9 and summary["on_grid"] == [0]
     assert summary["sets"]["out"] == {"label": "out of range", "exact_seeds": 1, "low": 0.5, "high": 1.0, "n": 2}
     assert study.comparison(record, "nau_nmu", "nau_nmu_dense", "long") == "above"
     assert study.comparison(record, "nau_nmu", "nau_nmu_dense", "out") == "not resolved"
@@ -103,3 +104,18 @@ def test_the_study_counts_exact_seeds_and_weights_on_the_grid():
     assert len(study.seed_table(record)) == 4
     text = study.conclusion(record)
     assert "out of range exact on 1 of 2 seeds" in text and "scores above every seed of the dense stack" in text
+    assert summary["rule"] == {"seeds": 1, "largest": pytest.approx(0.7)}  # o x 1.3 and x -0.3 on seed 1
+    assert "the rule `2 o x - x` within 0.001 on every coefficient on 1 of 2 seeds" in text
+
+
+def test_the_term_function_is_read_exactly_from_the_weights():
+    """Products o x, o x, x added with 1, 1, -1 are the rule; so are o x twice split 0.3 / 1.7 (clamped to
+    0.3 / 1.0 here, so the o x coefficient is 1.3), which the function shows and the weights alone do not."""
+    exact = {"nmu": [[1, 1, 0, 0], [1, 1, 1, 0]], "nau": [[1], [1], [-1], [0]]}
+    assert study.term_function(exact) == pytest.approx(study.RULE)
+    assert study.rule_distance(study.term_function(exact)) == pytest.approx(0.0)
+    split = {"nmu": [[1, 1, 0], [1, 1, 1]], "nau": [[0.3], [1.0], [-1.0]]}
+    assert study.term_function(split) == pytest.approx({"o x": 1.3, "x": -1.0, "o": 0.0, "1": 0.0})
+    unused = {"nmu": [[0.2, 1, 0], [0.7, 1, 1]], "nau": [[0.5], [1.0], [0.0]]}  # (0.2 o + 0.8)(0.7 x + 0.3) / 2
+    assert study.term_function(unused) == pytest.approx({"o x": 1.07, "x": 0.28, "o": 0.03, "1": 0.12})
+    assert study.term_function({"nmu": np.ones((16, 3)).tolist(), "nau": [[1], [1], [1]]}) is None

@@ -19,6 +19,9 @@ SETS = (("in", "in range"), ("out", "out of range"), ("long", "long"))
 GRID = np.array([-1.0, 0.0, 1.0])  # the values the regulariser pulls every weight to (NMU: 0 and 1)
 ON_GRID = 1e-3  # a weight within this of -1, 0 or 1 counts as on the grid
 TEMPLATE = "arithmetic_units.md.j2"
+# A per-term model computes, on each (operator o, number x) pair, c_ox o x + c_x x + c_o o + c_1; the rule
+# (2 o - 1) x, with o = 1 for +, 0 for - and 0.5 for padding, is:
+RULE = {"o x": 2.0, "x": -1.0, "o": 0.0, "1": 0.0}
 
 
 def grid_distance(values) -> np.ndarray:
@@ -30,6 +33,25 @@ def grid_distance(values) -> np.ndarray:
 def _weights(run: dict) -> np.ndarray:
     learned = run.get("learned_weights") or {}
     return np.concatenate([np.asarray(learned[k], dtype=float).reshape(-1) for k in ("nmu", "nau") if k in learned])
+
+
+def term_function(learned: dict) -> dict | None:
+    """The function a per-term model's units compute on one (operator ``o``, number ``x``) pair, as its
+    coefficients ``{"o x", "x", "o", "1"}`` (exact: each NMU factor is affine in ``o`` or in ``x``, so
+    the NAU's sum of products is bilinear); None for a model whose NMU reads more than a pair."""
+    nmu, nau = np.asarray(learned["nmu"], dtype=float), np.asarray(learned["nau"], dtype=float)[:, 0]
+    if nmu.shape[0] != 2:
+        return None
+
+    def f(o, x):
+        return float(np.sum(nau * (nmu[0] * o + 1 - nmu[0]) * (nmu[1] * x + 1 - nmu[1])))
+
+    return {"o x": f(1, 1) - f(1, 0) - f(0, 1) + f(0, 0), "x": f(0, 1) - f(0, 0), "o": f(1, 0) - f(0, 0), "1": f(0, 0)}
+
+
+def rule_distance(function: dict) -> float:
+    """The largest difference of a term function's coefficient from the rule's (:data:`RULE`)."""
+    return max(abs(function[k] - v) for k, v in RULE.items())
 
 
 def seed_table(record: dict) -> pd.DataFrame:
@@ -70,6 +92,10 @@ def weight_table(record: dict, show_up_to: int = 16) -> pd.DataFrame:
             for name in ("nmu", "nau"):
                 kernel = np.asarray(run["learned_weights"][name])
                 row[f"{name.upper()} kernel"] = _rounded(kernel) if kernel.size <= show_up_to else f"{kernel.shape}"
+            function = term_function(run["learned_weights"])
+            if function is not None:
+                row["term function (o x, x, o, 1)"] = ", ".join(f"{v:.4g}" for v in function.values())
+                row["largest distance from the rule"] = rule_distance(function)
             rows.append(row)
     return pd.DataFrame(rows)
 
@@ -92,7 +118,10 @@ def model_summary(model: dict) -> dict:
         run["seed"] for run in runs if "learned_weights" in run and grid_distance(_weights(run)).max() <= ON_GRID
     ]
     learned = _weights(runs[0]).size if runs and "learned_weights" in runs[0] else model["params"]
-    return {"label": model["label"], "learned": learned, "n": len(runs), "sets": sets, "on_grid": on_grid}
+    functions = [term_function(run["learned_weights"]) for run in runs if "learned_weights" in run]
+    distances = [rule_distance(f) for f in functions if f is not None]
+    rule = {"seeds": sum(d <= ON_GRID for d in distances), "largest": max(distances)} if distances else None
+    return {"label": model["label"], "learned": learned, "n": len(runs), "sets": sets, "on_grid": on_grid, "rule": rule}
 
 
 def comparison(record: dict, first: str, second: str, key: str) -> str | None:
