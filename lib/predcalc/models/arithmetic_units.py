@@ -28,12 +28,13 @@ IMPLICIT_PLUS = 1.0  # the numeric tokeniser's "+": the first number's operator,
 
 def unit_weights(model) -> dict:
     """The trained NMU and NAU kernels, ``(inputs, units)`` as nested lists, as the layers use them
-    (clamped: NMU to [0, 1], NAU to [-1, 1])."""
-    nmu, nau = model.get_layer("nmu"), model.get_layer("nau")
-    return {
-        "nmu": np.clip(keras.ops.convert_to_numpy(nmu.kernel), 0.0, 1.0).astype(float).tolist(),
-        "nau": np.clip(keras.ops.convert_to_numpy(nau.kernel), -1.0, 1.0).astype(float).tolist(),
-    }
+    (clamped: NMU to [0, 1], NAU to [-1, 1]), each to 7 significant digits (float32's precision)."""
+
+    def kernel(name, low):
+        values = np.clip(keras.ops.convert_to_numpy(model.get_layer(name).kernel), low, 1.0).astype(float)
+        return [[float(f"{v:.7g}") for v in row] for row in values]
+
+    return {"nmu": kernel("nmu", 0.0), "nau": kernel("nau", -1.0)}
 
 
 def _pairs(tokenizer, inputs):
