@@ -42,7 +42,7 @@ def _pairs(tokenizer, inputs):
     first number's operator a constant ``+``."""
     if tokenizer.length % 2 != 1:
         raise ValueError(
-            f"the arithmetic units read an odd number of tokens (numbers and operators); got {tokenizer.length}"
+            f"the arithmetic units read an odd number of tokens (numbers and operators). Received: length={tokenizer.length}"
         )
     x = keras.layers.Reshape((tokenizer.length, 1), name="token_column")(inputs)
     x = ClsToken(IMPLICIT_PLUS, name="implicit_plus")(x)
