@@ -30,6 +30,8 @@ from predcalc.layers import (
     Mamba,
     MinGRU,
     MinLSTM,
+    NeuralAdditionUnit,
+    NeuralMultiplicationUnit,
     PReLURNNCell,
     ReferenceGRUCell,
     ReferenceLSTMCell,
@@ -218,6 +220,21 @@ CASES = [
         for parallel, bounded in ((True, False), (False, False), (True, True))
     ),
     *(_min_rnn_case(layer, parallel) for layer in (MinGRU, MinLSTM) for parallel in (True, False)),
+    *(
+        LayerCase(
+            layer,
+            dict(units=3, regularization=0.05, ramp_start=0, ramp_end=2),
+            SEQUENCE,
+            bad_arguments=UNITS_ERRORS
+            + (
+                ({"units": 2, "regularization": -1.0}, "regularization must be >= 0"),
+                ({"units": 2, "regularization": "high"}, "regularization must be a finite number"),
+                ({"units": 2, "ramp_start": 5, "ramp_end": 2}, "ramp_start <= ramp_end"),
+            ),
+            bad_shapes=(((4,), r"expects inputs of shape \(\.\.\., features\)"),),
+        )
+        for layer in (NeuralAdditionUnit, NeuralMultiplicationUnit)
+    ),
     LayerCase(
         PReLURNNCell,
         dict(units=3, kernel_initializer="random_uniform", alpha_initializer=keras.initializers.Constant(0.1)),

@@ -52,20 +52,7 @@ import keras
 from keras import ops
 
 from predcalc.layers._common import check_bools, finite_number, positive_int, sequence_input_dim
-
-
-@keras.saving.register_keras_serializable(package="predcalc")
-class Clamp(keras.constraints.Constraint):
-    """Clip a weight to ``[-limit, limit]`` after each optimizer update (NAU's clamp)."""
-
-    def __init__(self, limit=1.0):
-        self.limit = float(limit)
-
-    def __call__(self, w):
-        return ops.clip(w, -self.limit, self.limit)
-
-    def get_config(self):
-        return {"limit": self.limit}
+from predcalc.layers._rounding import Clamp, add_ramped_penalty, add_step_counter, checked_ramp, rounding_penalty
 
 
 @keras.saving.register_keras_serializable(package="predcalc")
@@ -104,14 +91,7 @@ class SignedSumScan(keras.layers.Layer):
         if self.clamp_limit <= 0:
             raise ValueError(f"clamp_limit must be > 0. Received: clamp_limit={clamp_limit}")
         self.gate_init_scale = finite_number("gate_init_scale", gate_init_scale)
-        self.regularization = finite_number("regularization", regularization)
-        if self.regularization < 0:
-            raise ValueError(f"regularization must be >= 0. Received: regularization={regularization}")
-        self.ramp_start, self.ramp_end = int(ramp_start), int(ramp_end)
-        if not 0 <= self.ramp_start <= self.ramp_end:
-            raise ValueError(
-                f"need 0 <= ramp_start <= ramp_end. Received: ramp_start={ramp_start}, ramp_end={ramp_end}"
-            )
+        self.regularization, self.ramp_start, self.ramp_end = checked_ramp(regularization, ramp_start, ramp_end)
 
     def build(self, input_shape):
         types = sequence_input_dim(self, input_shape) - 1
@@ -148,9 +128,7 @@ class SignedSumScan(keras.layers.Layer):
         self.readout = self.add_weight(
             name="readout", shape=(self.units,), initializer=uniform(), constraint=constraint
         )
-        self.training_steps = self.add_weight(
-            name="training_steps", shape=(), initializer="zeros", trainable=False, dtype="float32"
-        )
+        self.training_steps = add_step_counter(self)
 
     def rounded_weights(self):
         """The weights the regulariser pulls to -1, 0 or 1."""
@@ -158,8 +136,7 @@ class SignedSumScan(keras.layers.Layer):
 
     def penalty(self):
         """``mean(min(|W|, 1 - |W|))`` over :meth:`rounded_weights` (0 exactly at -1, 0 and 1)."""
-        parts = [ops.reshape(ops.minimum(ops.abs(w), ops.abs(1.0 - ops.abs(w))), (-1,)) for w in self.rounded_weights()]
-        return ops.mean(ops.concatenate(parts))
+        return rounding_penalty(self.rounded_weights())
 
     def gates(self, types):
         """The update gates ``(batch, steps, units)``: hard 0/1 forward with the sigmoid's gradient
@@ -216,14 +193,7 @@ class SignedSumScan(keras.layers.Layer):
 
             state, total = ops.fori_loop(0, ops.shape(keep)[1], step, (state, ops.zeros_like(state)))
         output = ops.sum(total * self.readout, axis=-1, keepdims=True)
-        if training and self.regularization > 0:
-            steps_done = ops.cast(self.training_steps, self.compute_dtype)
-            span = max(self.ramp_end - self.ramp_start, 1)
-            ramp = ops.clip((steps_done - self.ramp_start) / span, 0.0, 1.0)
-            self.add_loss(ops.cast(self.regularization * ramp * self.penalty(), keras.config.floatx()))
-            self.training_steps.assign_add(1.0)
-        elif training:
-            self.training_steps.assign_add(1.0)
+        add_ramped_penalty(self, self.rounded_weights(), training)
         return output
 
     def compute_output_shape(self, input_shape):

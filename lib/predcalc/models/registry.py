@@ -49,7 +49,9 @@ class ModelSpec:
     x_train, y_train)``, where given, runs after fitting (on the restored best weights) and may set
     weights in closed form, e.g. a least-squares readout. ``float32_exact_below``: a model exact in
     principle at any magnitude, whose float32 files are exact while the sum of the numbers' sizes
-    stays below this bound (2^24); ``predcalc predict`` refuses past it.
+    stays below this bound (2^24); ``predcalc predict`` refuses past it. ``learned_weights(model)``, where
+    given, returns the trained weights worth reading (plain JSON: lists of numbers by name), kept in every
+    seed's run record.
     """
 
     name: str
@@ -67,6 +69,7 @@ class ModelSpec:
     answer_format: AnswerFormat | None = None
     variable_length: bool = False
     float32_exact_below: int | None = None  # |answers| a float32 file is exact for (its exports refuse past it)
+    learned_weights: Callable | None = None  # model -> {name: nested lists}, kept in each run's record
 
     @property
     def shown_label(self) -> str:

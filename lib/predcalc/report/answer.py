@@ -46,6 +46,8 @@ FAMILIES = (
     ("minGRU / minLSTM", ("min_gru", "min_lstm"), ()),
     ("xLSTM (sLSTM, mLSTM)", ("slstm", "mlstm", "mlstm_stable"), ()),
     ("Mamba", ("mamba", "mamba_bounded"), ()),
+    # the arithmetic units (NMU, NAU): shared across the terms, or the paper's dense stack over all tokens
+    ("arithmetic units (NAU / NMU)", ("nau_nmu", "nau_nmu_dense"), ()),
     # the typed scan and its trained ablations (each removes one design element); the partly built: its finishes
     (
         "syntax-gated scan",
@@ -84,6 +86,8 @@ SHORT_NAMES = {
     "slstm": "sLSTM",
     "mlstm_stable": "mLSTM, stabilised",
     "mamba_bounded": "Mamba, bounded state",
+    "nau_nmu": "NMU + NAU per term (arithmetic units)",
+    "nau_nmu_dense": "NMU + NAU on all tokens (arithmetic units)",
     "scan_typed": "typed scan",
     "scan_typed_solved": "typed scan, gates set by hand, readout solved",
     "scan_typed_readout_solved": "typed scan, readout solved",

@@ -128,6 +128,7 @@ FAMILIES = {
     "BiLSTM + attention": ("bilstm_attention",),
     "transformer (regression)": ("transformer4_reference", "transformer5_reference", "transformer4_local_bounded"),
     "efficient RNN": ("min_gru", "min_lstm", "slstm", "mlstm_stable", "mamba_bounded"),
+    "arithmetic units (NAU / NMU)": ("nau_nmu", "nau_nmu_dense"),
     "syntax-gated scan": ("scan_typed",),
 }
 

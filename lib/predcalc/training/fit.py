@@ -251,11 +251,14 @@ def evaluate(trained: TrainedModel, test_sets: dict[str, Split]) -> tuple[dict, 
 
 
 def run_record(trained: TrainedModel, metrics: dict) -> dict:
-    """The JSON record of one training run."""
-    return {
+    """The JSON record of one training run (with the learned weights a spec names, if it names any)."""
+    record = {
         "seed": trained.seed,
         "epochs": trained.epochs,
         "train_seconds": round(trained.seconds, 3),
         "best_val_loss": min(trained.history.get("val_loss", [float("nan")])),
         "metrics": metrics,
     }
+    if trained.spec.learned_weights is not None:
+        record["learned_weights"] = trained.spec.learned_weights(trained.model)
+    return record
