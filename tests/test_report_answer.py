@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from predcalc.record import ModelRecord
-from predcalc.report import answer, calculator
+from predcalc.report import answer, calculator, sign_scan
 
 
 def _model(label, out_accuracy, val_loss, mae_out=0.1, seeds=3):
@@ -112,12 +112,12 @@ def test_the_sign_scans_ablations_and_probe_are_read_from_its_record():
         "ablation": {"runs": {"wide_clamp": {"0": {"in": 1.0, "out": 1.0}, "1": {"in": 1.0, "out": 0.5}}}},
         "transformer": {
             "epochs": 8,
-            "runs": {answer.ROUNDED_PROBE: {"0": {"out": 1.0, "long": 0.8}, "1": {"out": 1.0, "long": 1.0}}},
+            "runs": {sign_scan.ROUNDED_PROBE: {"0": {"out": 1.0, "long": 0.8}, "1": {"out": 1.0, "long": 1.0}}},
         },
     }
-    assert answer.ablation_exact(record, "wide_clamp") == {"exact": 1, "seeds": 2, "worst": "50.0 %"}
-    assert answer.ablation_exact(record, "no_clamp") is None
-    assert answer.rounded_probe(record) == {
+    assert sign_scan.ablation_exact(record, "wide_clamp") == {"exact": 1, "seeds": 2, "worst": "50.0 %"}
+    assert sign_scan.ablation_exact(record, "no_clamp") is None
+    assert sign_scan.rounded_probe(record) == {
         "seeds": 2,
         "epochs": 8,
         "exact": ["out"],

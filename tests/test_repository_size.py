@@ -11,8 +11,10 @@ ROOT = Path(__file__).resolve().parents[1]
 # 25 MB until issue 40: the tree then measured 26.0 MB (2026-11-27), of which 0.6 MB are the ten seeds'
 # ONNX, LiteRT and Keras files of 33_trained_exact_scan, the files its held-out claim is scored
 # through (kept so the claim can be checked without retraining); the limit leaves about 1 MB above that.
-# Issue 41 added its ten fresh seeds' ONNX, LiteRT and JSON files (0.4 MB, no model.keras): 26.7 MB.
-LIMIT_BYTES = 27 * 1000 * 1000
+# Issue 41 added its ten fresh seeds' ONNX, LiteRT and JSON files (0.4 MB, no model.keras): 26.7 MB,
+# then the arithmetic-unit notebook 11 (its executed copy, record and figure, 0.14 MB, no model files)
+# and the sign scan's rerun: 27.0 MB. The limit leaves 0.5 MB above that.
+LIMIT_BYTES = 27_500_000
 
 
 def test_the_tracked_tree_stays_under_the_limit():

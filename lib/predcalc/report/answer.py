@@ -11,6 +11,7 @@ The sentences live in ``templates/answer.md.j2``; this module computes their num
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -20,6 +21,7 @@ from predcalc.calculator.prose import error_bound
 from predcalc.report import prose
 from predcalc.report.calculator import calculator_facts, fresh_rule_seeds
 from predcalc.report.document import Bullets, Section, Table, Text
+from predcalc.report.sign_scan import ablation_exact, breaking_ablations, rounded_probe
 from predcalc.report.studies import FINISHES
 from predcalc.report.tables import plain_cell
 from predcalc.studies import exact_scan
@@ -115,6 +117,11 @@ PROTOCOL_SETS = (("in", "in range"), ("out", "out of range"), ("long", "long"))
 HELD_OUT = "held-out edges"
 CHOSEN = "chosen by"
 NOT_COMPARABLE = "-"  # a cell the table leaves blank: not measured like for like (said under the table)
+
+
+def with_short_names(text: str) -> str:
+    """Registry names in backticks replaced by the main text's names (others kept as they are)."""
+    return re.sub(r"`(\w+)`", lambda m: short_name(m.group(1)) if m.group(1) in SHORT_NAMES else m.group(0), text)
 
 
 def short_name(name: str) -> str:
@@ -312,57 +319,6 @@ def trained_exact_facts(findings) -> dict | None:
 # (predcalc.studies.edges.CHOICES), which hold the 2-digit set and bracket the 40-term set.
 NEAR_PROBE = {"transformer4_local_bounded": ("digits_exactly_2", "terms_40")}
 
-ROUNDED_PROBE = "transformer4_local_rounded"
-
-
-def rounded_probe(record: dict) -> dict | None:
-    """The side probe's transformer with rounded gates: its seeds, the development sets every seed
-    answers exactly, and those some seed does not; None where the probe did not run."""
-    runs = (record.get("transformer") or {}).get("runs", {}).get(ROUNDED_PROBE) or {}
-    if not runs:
-        return None
-    sets = list(next(iter(runs.values())))
-    exact = [n for n in sets if all(scores[n] >= 1.0 for scores in runs.values())]
-    return {
-        "seeds": len(runs),
-        "epochs": record["transformer"].get("epochs"),
-        "exact": exact,
-        "not_exact": [f"{n} {prose.spread([scores[n] for scores in runs.values()])} %" for n in sets if n not in exact],
-    }
-
-
-# The sign scan's ablations the Answer names, in its words, and its development sets of 3 or more digits.
-BREAKS = {
-    "no_clamp": "without the clamp",
-    "wide_clamp": "with the clamp at ±2",
-    "no_straight_through": "without straight-through gates",
-}
-LARGE_NUMBER_SETS = ("digits_exactly_3", "digits_exactly_4", "terms_30_digits_3")
-
-
-def breaking_ablations(record: dict) -> list[str]:
-    """The ablations of :data:`BREAKS` under which no seed is exact on any development set of numbers
-    of 3 or more digits, in the Answer's words."""
-    runs = record["ablation"].get("runs") or {}
-    return [
-        words
-        for name, words in BREAKS.items()
-        if runs.get(name) and all(scores.get(s, 0.0) < 1.0 for scores in runs[name].values() for s in LARGE_NUMBER_SETS)
-    ]
-
-
-def ablation_exact(record: dict, name: str) -> dict | None:
-    """One ablation of the trained exact scan: its seeds exact on every development set, of how many,
-    and each seed's lowest development-set score; None where the record did not run it."""
-    runs = (record["ablation"].get("runs") or {}).get(name) or {}
-    if not runs:
-        return None
-    return {
-        "exact": sum(all(v >= 1.0 for v in sets.values()) for sets in runs.values()),
-        "seeds": len(runs),
-        "worst": prose.share(min(min(sets.values()) for sets in runs.values()), 1),
-    }
-
 
 def protocol_scores(record: dict, seeds: list[str]) -> dict:
     """The sign scan on the protocol's sets: its fresh seeds' scores through their ONNX files where the
@@ -505,6 +461,7 @@ def facts(findings) -> dict:
             # the other candidates with a seed at or above its lowest seed: its lead over them is not resolved
             "overlapping": sum(max(findings.accuracy(n, "out")) >= min(values) for n in others if n != best_other),
         }
+    out["unscored"] = [short_name(n) for n in exact if not heldout_seeds(findings, n)]
     for n in exact:
         seeds = heldout_seeds(findings, n)
         if not seeds:

@@ -10,7 +10,6 @@ operators) and its kind (trained, partly built, memorised table, code).
 from __future__ import annotations
 
 import os
-import re
 from pathlib import Path
 
 import pandas as pd
@@ -25,12 +24,12 @@ from predcalc.report.anchors import PRIOR_REPORT
 from predcalc.report.answer import (
     CHOSEN_ON,
     PROTOCOL_SETS,
-    SHORT_NAMES,
     Cell,
     answer_section,
     retraining_shift,
     short_name,
     trained_exact_facts,
+    with_short_names,
 )
 from predcalc.report.appendix import appendix_sections
 from predcalc.report.calculator import calculator_facts, calculator_lesson, mechanism, results_blocks
@@ -444,11 +443,13 @@ class Findings:
         )
 
     def _extended(self) -> Section:
-        rows = []
+        rows, weak = [], set()  # weak: suites whose shown model is not competent inside its own world
         for record in self.study("extended"):
             for built in (False, True):
                 top = extended_best(record.entries["extended"], built=built)
                 if top:
+                    if top["by_family"].get("iid", 1.0) < COMPETENT:
+                        weak.add(record.notebook)
                     rows.append(
                         {
                             "suite": f"{extended_title(record)} ({record.notebook})",
@@ -461,15 +462,10 @@ class Findings:
                             "inside its own world (iid)": _pct(top["by_family"]["iid"])
                             if "iid" in top["by_family"]
                             else "-",
-                            "_iid": top["by_family"].get("iid"),
                         }
                     )
         if not rows:
             return Section("results.extended", "Extended suites", [])
-        weak = sorted(
-            {r["suite"].rsplit("(", 1)[1].rstrip(")") for r in rows if r["_iid"] is not None and r["_iid"] < COMPETENT}
-        )
-        rows = [{k: v for k, v in r.items() if k != "_iid"} for r in rows]
         return Section(
             "results.extended",
             "Extended suites",
@@ -483,7 +479,7 @@ class Findings:
                     "Mean over seeds with the per-seed range (%). A model under "
                     f"{_pct(COMPETENT)} exact inside its own training world (iid) has not learned that world, so its "
                     "other families say nothing about extrapolation (the calculator's ladder applies the same rule)"
-                    + (f"; rows of {', '.join(weak)} are such baselines and are not compared." if weak else ".")
+                    + (f"; rows of {', '.join(sorted(weak))} are such baselines and are not compared." if weak else ".")
                     + " A suite trained on the protocol has no iid family here: its world is the protocol (Answer)."
                 ),
                 Table(pd.DataFrame(rows), cell=plain_cell),
@@ -581,11 +577,6 @@ def verdict_counts(pool: list[dict]) -> dict:
     if not by_variant:
         return {}
     return {"replica": replica, "variant": max(by_variant.values(), key=lambda t: t["better"])}
-
-
-def with_short_names(text: str) -> str:
-    """Registry names in backticks replaced by the main text's names (others kept as they are)."""
-    return re.sub(r"`(\w+)`", lambda m: short_name(m.group(1)) if m.group(1) in SHORT_NAMES else m.group(0), text)
 
 
 def load_edges(reports: Path) -> dict:

@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from predcalc.report import prose
-from predcalc.report.answer import heldout_seeds, trained_exact_facts
+from predcalc.report.answer import heldout_seeds, short_name, trained_exact_facts
 from predcalc.report.calculator import calculator_facts
 from predcalc.report.document import Bullets, Section, Text
 
@@ -66,6 +66,16 @@ def related_facts(findings) -> dict:
         if efficient
         else None
     )
+    out["units"] = [
+        {
+            "name": short_name(n),
+            "seeds": len(findings.accuracy(n, "in")),
+            **{t: sum(v >= 1.0 for v in findings.accuracy(n, t)) for t in ("in", "out", "long")},
+            "long_spread": prose.spread(findings.accuracy(n, "long")),
+        }
+        for n in ("nau_nmu", "nau_nmu_dense")
+        if n in findings.models
+    ]
     records = findings.study("calculator")
     if records:
         out["calculator"] = calculator_facts(records[0].to_json())
