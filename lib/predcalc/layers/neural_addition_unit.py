@@ -27,23 +27,16 @@ import math
 import keras
 from keras import ops
 
-from predcalc.layers._common import positive_int
-from predcalc.layers._rounding import Clamp, add_ramped_penalty, add_step_counter, checked_ramp, rounding_penalty
+from predcalc.layers._arithmetic_unit import ArithmeticUnit
+from predcalc.layers._rounding import Clamp, add_ramped_penalty, add_step_counter
 
 
 @keras.saving.register_keras_serializable(package="predcalc")
-class NeuralAdditionUnit(keras.layers.Layer):
+class NeuralAdditionUnit(ArithmeticUnit):
     """The NAU: ``y = x W``, ``W`` clamped to [-1, 1] and regularised to -1, 0, 1 (module docstring)."""
 
-    def __init__(self, units, regularization=0.1, ramp_start=1000, ramp_end=4000, **kwargs):
-        super().__init__(**kwargs)
-        self.units = positive_int("units", units)
-        self.regularization, self.ramp_start, self.ramp_end = checked_ramp(regularization, ramp_start, ramp_end)
-
     def build(self, input_shape):
-        if len(input_shape) < 2 or input_shape[-1] is None:
-            raise ValueError(f"NeuralAdditionUnit expects inputs of shape (..., features). Received: {input_shape}")
-        features = int(input_shape[-1])
+        features = self.features(input_shape)
         limit = min(0.5, math.sqrt(3.0) * math.sqrt(2.0 / (features + self.units)))
         self.kernel = self.add_weight(
             name="kernel",
@@ -53,22 +46,8 @@ class NeuralAdditionUnit(keras.layers.Layer):
         )
         self.training_steps = add_step_counter(self)
 
-    def penalty(self):
-        """``mean(min(|W|, 1 - |W|))`` (0 exactly when every weight is -1, 0 or 1)."""
-        return rounding_penalty([self.kernel])
-
     def call(self, inputs, training=False):
         kernel = ops.clip(self.kernel, -1.0, 1.0)  # the clamp in the forward pass too (the paper's)
         outputs = ops.matmul(ops.cast(inputs, self.compute_dtype), ops.cast(kernel, self.compute_dtype))
         add_ramped_penalty(self, [self.kernel], training)
         return outputs
-
-    def compute_output_shape(self, input_shape):
-        return (*input_shape[:-1], self.units)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            units=self.units, regularization=self.regularization, ramp_start=self.ramp_start, ramp_end=self.ramp_end
-        )
-        return config

@@ -25,35 +25,23 @@ Example:
 import keras
 from keras import ops
 
-from predcalc.layers._common import positive_int
-from predcalc.layers._rounding import Clamp, add_ramped_penalty, add_step_counter, checked_ramp, rounding_penalty
+from predcalc.layers._arithmetic_unit import ArithmeticUnit
+from predcalc.layers._rounding import Clamp, add_ramped_penalty, add_step_counter
 
 
 @keras.saving.register_keras_serializable(package="predcalc")
-class NeuralMultiplicationUnit(keras.layers.Layer):
+class NeuralMultiplicationUnit(ArithmeticUnit):
     """The NMU: ``z_j = prod_i (W_ij x_i + 1 - W_ij)``, ``W`` clamped to [0, 1] (module docstring)."""
 
-    def __init__(self, units, regularization=0.1, ramp_start=1000, ramp_end=4000, **kwargs):
-        super().__init__(**kwargs)
-        self.units = positive_int("units", units)
-        self.regularization, self.ramp_start, self.ramp_end = checked_ramp(regularization, ramp_start, ramp_end)
-
     def build(self, input_shape):
-        if len(input_shape) < 2 or input_shape[-1] is None:
-            raise ValueError(
-                f"NeuralMultiplicationUnit expects inputs of shape (..., features). Received: {input_shape}"
-            )
+        features = self.features(input_shape)
         self.kernel = self.add_weight(
             name="kernel",
-            shape=(int(input_shape[-1]), self.units),
+            shape=(features, self.units),
             initializer=keras.initializers.RandomUniform(0.25, 0.75),
             constraint=Clamp(1.0, low=0.0),
         )
         self.training_steps = add_step_counter(self)
-
-    def penalty(self):
-        """``mean(min(|W|, 1 - |W|))`` (0 exactly when every weight is 0 or 1)."""
-        return rounding_penalty([self.kernel])
 
     def call(self, inputs, training=False):
         kernel = ops.cast(ops.clip(self.kernel, 0.0, 1.0), self.compute_dtype)  # (features, units)
@@ -61,13 +49,3 @@ class NeuralMultiplicationUnit(keras.layers.Layer):
         outputs = ops.prod(x * kernel + (1.0 - kernel), axis=-2)  # (..., units)
         add_ramped_penalty(self, [self.kernel], training)
         return outputs
-
-    def compute_output_shape(self, input_shape):
-        return (*input_shape[:-1], self.units)
-
-    def get_config(self):
-        config = super().get_config()
-        config.update(
-            units=self.units, regularization=self.regularization, ramp_start=self.ramp_start, ramp_end=self.ramp_end
-        )
-        return config
