@@ -24,7 +24,7 @@ from predcalc.report.document import Bullets, Section, Table, Text
 from predcalc.report.sign_scan import ablation_exact, breaking_ablations, rounded_probe
 from predcalc.report.studies import FINISHES
 from predcalc.report.tables import plain_cell
-from predcalc.studies import exact_scan
+from predcalc.studies import arithmetic_units, exact_scan
 
 # Families of the main text: (family, trained candidates, partly built candidates), registry names.
 FAMILIES = (
@@ -62,8 +62,10 @@ FAMILIES = (
 # training split alone. It stores no validation loss, so it cannot be ranked against the typed scan on
 # the data that chooses the other rows; it is its family's only model.
 EXACT_FAMILY = "sign scan, discrete gates"
-# Its kind: trained inside a clamp set to the solution's size, which fixes the weights' magnitudes.
+# Its kind: trained inside a clamp set to the solution's size, which fixes the weights' magnitudes;
+# the arithmetic units are clamped the same way (NAU to [-1, 1], NMU to [0, 1]).
 CLAMPED = "trained, clamped"
+CLAMPED_MODELS = ("nau_nmu", "nau_nmu_dense")
 
 # Names the main text uses: short, and saying what the model is (registry names: the Appendix).
 SHORT_NAMES = {
@@ -240,7 +242,8 @@ def family_rows(findings) -> list[dict]:
             if name is None:
                 continue
             model = findings.models[name][1]
-            row = {"family": family, "model": short_name(name), "kind": kind, "params": f"{model.params:,}"}
+            shown = CLAMPED if kind == "trained" and name in CLAMPED_MODELS else kind
+            row = {"family": family, "model": short_name(name), "kind": shown, "params": f"{model.params:,}"}
             for test_set, column in PROTOCOL_SETS:
                 row[column] = _protocol_cell(findings, name, test_set)
             row[HELD_OUT] = _heldout_text(findings, name)
@@ -461,7 +464,24 @@ def facts(findings) -> dict:
             # the other candidates with a seed at or above its lowest seed: its lead over them is not resolved
             "overlapping": sum(max(findings.accuracy(n, "out")) >= min(values) for n in others if n != best_other),
         }
-    out["unscored"] = [short_name(n) for n in exact if not heldout_seeds(findings, n)]
+    out["unscored"], out["keras_held"] = [], []
+    for n in exact:  # no exported file scored on the held-out edge suite: its own Keras scores, if any
+        if heldout_seeds(findings, n):
+            continue
+        rows = arithmetic_units.heldout_summary({"runs": [{"metrics": r.metrics} for r in findings.models[n][1].runs]})
+        if not rows:
+            out["unscored"].append(short_name(n))
+            continue
+        out["keras_held"].append(
+            {
+                "name": short_name(n),
+                "sets": len(rows),
+                "exact": sum(r["exact_seeds"] == r["n"] for r in rows),
+                "misses": [
+                    f"{r['set']} {prose.spread([r['low'], r['high']])} %" for r in rows if r["exact_seeds"] < r["n"]
+                ],
+            }
+        )
     for n in exact:
         seeds = heldout_seeds(findings, n)
         if not seeds:

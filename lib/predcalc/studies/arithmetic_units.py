@@ -66,6 +66,70 @@ def seed_table(record: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+# The held-out suites scored beside the protocol (drawn after every choice in this notebook; prefix
+# ``heldout_SEED/`` in a run's metrics): the edge suite (seed 31) and the sign scan's suite (seed 5151).
+HELDOUT_PREFIXES = {"heldout_31": "the held-out edge suite", "heldout_5151": "the sign scan's held-out suite"}
+
+
+def heldout_sets(length: int = 15) -> dict:
+    """The sets of both held-out suites that ``length`` numeric tokens can hold (3 numbers of up to 6
+    digits, carry and cancellation patterns), keyed ``heldout_SEED/SET``: extra test sets for
+    :func:`predcalc.training.experiment.run_seeds`, scored on every seed in Keras."""
+    from predcalc.data import get_tokenizer
+    from predcalc.studies.edges import heldout_suite, third_heldout_suite, tokens_needed
+
+    tokenizer = get_tokenizer("numeric", length=length)
+    suites = {"heldout_31": heldout_suite(), "heldout_5151": third_heldout_suite()}
+    return {
+        f"{prefix}/{name}": split
+        for prefix, suite in suites.items()
+        for name, split in suite.items()
+        if (tokens_needed(tokenizer, split.expressions) or length + 1) <= length
+    }
+
+
+def heldout_summary(model: dict) -> list[dict]:
+    """Per held-out set a model's runs were scored on: the suite, the set, the seeds exact on every
+    expression, and the lowest and highest seed's exact accuracy."""
+    runs = model["runs"]
+    names = [k for k in runs[0]["metrics"] if k.split("/")[0] in HELDOUT_PREFIXES] if runs else []
+    rows = []
+    for key in names:
+        accuracies = [run["metrics"][key]["accuracy"] for run in runs]
+        prefix, name = key.split("/", 1)
+        rows.append(
+            {
+                "suite": HELDOUT_PREFIXES[prefix],
+                "set": name,
+                "exact_seeds": sum(a == 1.0 for a in accuracies),
+                "n": len(accuracies),
+                "low": min(accuracies),
+                "high": max(accuracies),
+            }
+        )
+    return rows
+
+
+def heldout_table(record: dict) -> pd.DataFrame:
+    """One row per model and held-out set: the seeds exact on it and the lowest-highest seed."""
+    rows = []
+    for model in record["models"].values():
+        for row in heldout_summary(model):
+            spread = (
+                percent(row["low"]) if row["low"] == row["high"] else f"{percent(row['low'])} to {percent(row['high'])}"
+            )
+            rows.append(
+                {
+                    "model": model["label"],
+                    "suite": row["suite"],
+                    "set": row["set"],
+                    "exact seeds": f"{row['exact_seeds']} of {row['n']}",
+                    "seeds": spread,
+                }
+            )
+    return pd.DataFrame(rows)
+
+
 def _rounded(matrix) -> str:
     """A kernel ``(inputs, units)`` as rows of numbers to 3 decimals (``-0.0`` written ``0``)."""
     rows = np.round(np.asarray(matrix, dtype=float), 3) + 0.0
@@ -121,7 +185,17 @@ def model_summary(model: dict) -> dict:
     functions = [term_function(run["learned_weights"]) for run in runs if "learned_weights" in run]
     distances = [rule_distance(f) for f in functions if f is not None]
     rule = {"seeds": sum(d <= ON_GRID for d in distances), "largest": max(distances)} if distances else None
-    return {"label": model["label"], "learned": learned, "n": len(runs), "sets": sets, "on_grid": on_grid, "rule": rule}
+    held = heldout_summary(model)
+    return {
+        "label": model["label"],
+        "learned": learned,
+        "n": len(runs),
+        "sets": sets,
+        "on_grid": on_grid,
+        "rule": rule,
+        "held": held,
+        "held_exact": [f"{r['set']}" for r in held if r["exact_seeds"] == r["n"]],
+    }
 
 
 def comparison(record: dict, first: str, second: str, key: str) -> str | None:
