@@ -119,3 +119,19 @@ def test_the_term_function_is_read_exactly_from_the_weights():
     unused = {"nmu": [[0.2, 1, 0], [0.7, 1, 1]], "nau": [[0.5], [1.0], [0.0]]}  # (0.2 o + 0.8)(0.7 x + 0.3) / 2
     assert study.term_function(unused) == pytest.approx({"o x": 1.07, "x": 0.28, "o": 0.03, "1": 0.12})
     assert study.term_function({"nmu": np.ones((16, 3)).tolist(), "nau": [[1], [1], [1]]}) is None
+
+
+def test_heldout_summary_counts_exact_seeds_per_held_out_set():
+    from predcalc.studies import arithmetic_units
+
+    def run(a, b):
+        metrics = {"in": {"accuracy": 1.0}, "heldout_31/digits_exactly_4": {"accuracy": a}}
+        return {"metrics": {**metrics, "heldout_5151/digits_6": {"accuracy": b}}}
+
+    rows = arithmetic_units.heldout_summary({"runs": [run(1.0, 0.5), run(1.0, 0.0)]})
+    assert [(r["suite"], r["set"], r["exact_seeds"], r["low"], r["high"]) for r in rows] == [
+        ("the held-out edge suite", "digits_exactly_4", 2, 1.0, 1.0),
+        ("the sign scan's held-out suite", "digits_6", 0, 0.0, 0.5),
+    ]
+    assert set(arithmetic_units.heldout_sets()) >= {"heldout_31/digits_exactly_4", "heldout_5151/digits_6"}
+    assert not any("terms_40" in name for name in arithmetic_units.heldout_sets())  # 79 tokens: unreadable

@@ -13,7 +13,9 @@ import jinja2
 import numpy as np
 import pandas as pd
 
+from predcalc.data import get_tokenizer
 from predcalc.readable import percent
+from predcalc.studies.edges import heldout_suite, third_heldout_suite, tokens_needed
 
 SETS = (("in", "in range"), ("out", "out of range"), ("long", "long"))
 GRID = np.array([-1.0, 0.0, 1.0])  # the values the regulariser pulls every weight to (NMU: 0 and 1)
@@ -75,9 +77,6 @@ def heldout_sets(length: int = 15) -> dict:
     """The sets of both held-out suites that ``length`` numeric tokens can hold (3 numbers of up to 6
     digits, carry and cancellation patterns), keyed ``heldout_SEED/SET``: extra test sets for
     :func:`predcalc.training.experiment.run_seeds`, scored on every seed in Keras."""
-    from predcalc.data import get_tokenizer
-    from predcalc.studies.edges import heldout_suite, third_heldout_suite, tokens_needed
-
     tokenizer = get_tokenizer("numeric", length=length)
     suites = {"heldout_31": heldout_suite(), "heldout_5151": third_heldout_suite()}
     return {
