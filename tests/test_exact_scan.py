@@ -276,12 +276,14 @@ def test_answer_sentence_and_row_cite_the_fresh_seeds():
     row = answer.trained_exact_rows(findings)[0][1][answer.HELD_OUT]
     assert "1/2 fresh seeds exact on all, 99.5-100.0; seeds 0, 1, which chose its recipe: 1/2" in row
     values = {"exact": [], "held": [], "built": None, "calculator": None, "trained_exact": facts}
-    sentence = next(b for b in prose.bullets("answer.md.j2", **values) if b.startswith("**Trained to exactness"))
+    sentence = next(
+        b for b in prose.bullets("answer.md.j2", **values) if b.startswith("**Trained signs in a built form")
+    )
     assert (
         "it is exact on every set on **1 of 2 fresh seeds** (seeds 10, 11; 1 not exact even inside the training "
         "box) through their ONNX files" in sentence
     )  # seed 11 scores 75 % in range
-    assert "(2 of 2 through float32 LiteRT, to 2^24)" in sentence
+    assert "(2 of 2 through float32 LiteRT)" in sentence
     assert "one-sided 95 % lower bound on the recipe's share of exact seeds: 2.5 %" in sentence
     assert "Seeds 0, 1, which chose its recipe: 1 of 2, not the claim" in sentence
     assert "still to be made" not in sentence
@@ -295,7 +297,7 @@ def test_answer_sentence_and_row_cite_the_fresh_seeds():
     sentence = next(
         b
         for b in prose.bullets("answer.md.j2", **{**values, "trained_exact": unfresh})
-        if b.startswith("**Trained to exactness")
+        if b.startswith("**Trained signs in a built form")
     )
     assert "a count on fresh seeds is still to be made" in sentence
 

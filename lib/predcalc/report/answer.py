@@ -62,10 +62,10 @@ FAMILIES = (
 # training split alone. It stores no validation loss, so it cannot be ranked against the typed scan on
 # the data that chooses the other rows; it is its family's only model.
 EXACT_FAMILY = "sign scan, discrete gates"
-# Its kind: trained inside a clamp set to the solution's size, which fixes the weights' magnitudes;
-# the arithmetic units are clamped the same way (NAU to [-1, 1], NMU to [0, 1]).
+# The arithmetic units' kind: trained, weights clamped to the solution's range (NAU [-1, 1], NMU [0, 1]).
 CLAMPED = "trained, clamped"
 CLAMPED_MODELS = ("nau_nmu", "nau_nmu_dense")
+SIGNS_TRAINED = "built form, trained signs"  # the sign scan: form built, magnitudes clamped, signs learned
 
 # Names the main text uses: short, and saying what the model is (registry names: the Appendix).
 SHORT_NAMES = {
@@ -368,7 +368,7 @@ def trained_exact_rows(findings) -> list[dict]:
     row = {
         "family": EXACT_FAMILY,
         "model": f"{facts['name']} ({facts['protocol_seeds']})",
-        "kind": CLAMPED,
+        "kind": SIGNS_TRAINED,
         "params": str(facts["weights"]),
     }
     for test_set, column in PROTOCOL_SETS:

@@ -23,6 +23,8 @@ from predcalc.report import prose
 from predcalc.report.anchors import PRIOR_REPORT
 from predcalc.report.answer import (
     CHOSEN_ON,
+    CLAMPED,
+    CLAMPED_MODELS,
     PROTOCOL_SETS,
     Cell,
     answer_section,
@@ -245,7 +247,7 @@ class Findings:
                         "family": family,
                         "what it is": model.label,
                         "params": model.params,
-                        "kind": "trained",
+                        "kind": CLAMPED if name in CLAMPED_MODELS else "trained",
                         "notebook": record.notebook,
                     }
                 )
