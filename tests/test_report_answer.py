@@ -103,8 +103,9 @@ def test_fresh_rule_seeds_count_complete_calculators_and_training_failures():
         "fresh_seeds": 3,
         "complete": 1,
         "failing": [{"step": "muldigit", "seeds": 2, "unfit": 1, "of": 3}],
+        "end_to_end_low": None,
     }
-    assert calculator.fresh_rule_seeds([]) == {"fresh_seeds": 0, "complete": 0, "failing": []}
+    assert calculator.fresh_rule_seeds([]) == {"fresh_seeds": 0, "complete": 0, "failing": [], "end_to_end_low": None}
 
 
 def test_the_sign_scans_ablations_and_probe_are_read_from_its_record():

@@ -11,7 +11,6 @@ The sentences live in ``templates/answer.md.j2``; this module computes their num
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
 import numpy as np
@@ -21,6 +20,7 @@ from predcalc.calculator.prose import error_bound
 from predcalc.report import prose
 from predcalc.report.calculator import calculator_facts, fresh_rule_seeds
 from predcalc.report.document import Bullets, Section, Table, Text
+from predcalc.report.names import short_name
 from predcalc.report.sign_scan import ablation_exact, breaking_ablations, rounded_probe
 from predcalc.report.studies import FINISHES
 from predcalc.report.tables import plain_cell
@@ -62,42 +62,12 @@ FAMILIES = (
 # training split alone. It stores no validation loss, so it cannot be ranked against the typed scan on
 # the data that chooses the other rows; it is its family's only model.
 EXACT_FAMILY = "sign scan, discrete gates"
-# The arithmetic units' kind: trained, weights clamped to the solution's range (NAU [-1, 1], NMU [0, 1]).
+# Kinds beyond trained / partly built: the arithmetic units' weights are clamped to the solution's range
+# (NAU [-1, 1], NMU [0, 1]); the per-term model's form (pairs, shared units, a fixed sum) is also built.
 CLAMPED = "trained, clamped"
-CLAMPED_MODELS = ("nau_nmu", "nau_nmu_dense")
+MODEL_KINDS = {"nau_nmu": "built form, trained units", "nau_nmu_dense": CLAMPED}
 SIGNS_TRAINED = "built form, trained signs"  # the sign scan: form built, magnitudes clamped, signs learned
 
-# Names the main text uses: short, and saying what the model is (registry names: the Appendix).
-SHORT_NAMES = {
-    "scan_exact": "sign scan, straight-through gates",
-    "fnn2": "FNN 1 x 345 (prior report's FNN2)",
-    "fnn2_cosine": "FNN 1 x 345, cosine schedule",
-    "fnn_baseline": "FNN 2 x 30 (baseline)",
-    "rnn2": "RNN 470 units (prior report's RNN2)",
-    "lstm": "LSTM 64",
-    "gru": "GRU 64",
-    "lstm_typed": "LSTM 32, typed tokens",
-    "transformer4": "transformer, this project's recipe",
-    "transformer5": "large transformer, this project's recipe",
-    "bilstm_attention": "BiLSTM + attention (prior report's)",
-    "transformer4_reference": "transformer, prior report's recipe",
-    "transformer5_reference": "large transformer, prior report's recipe",
-    "transformer4_gated": "transformer, gated-sum readout only",
-    "transformer4_local": "gated-sum transformer",
-    "transformer4_local_bounded": "bounded gated-sum transformer",
-    "min_gru": "minGRU",
-    "min_lstm": "minLSTM",
-    "slstm": "sLSTM",
-    "mlstm_stable": "mLSTM, stabilised",
-    "mamba_bounded": "Mamba, bounded state",
-    "nau_nmu": "NMU + NAU per term (arithmetic units)",
-    "nau_nmu_dense": "NMU + NAU on all tokens (arithmetic units)",
-    "scan_typed": "typed scan",
-    "scan_typed_solved": "typed scan, gates set by hand, readout solved",
-    "scan_typed_readout_solved": "typed scan, readout solved",
-    "calculator": "step networks in a coded loop",
-    "char_lstm_tokens": "character LSTM",
-}
 
 # Which data chose each row's model (stated under the table).
 CHOSEN_ON = {
@@ -119,16 +89,6 @@ PROTOCOL_SETS = (("in", "in range"), ("out", "out of range"), ("long", "long"))
 HELD_OUT = "held-out edges"
 CHOSEN = "chosen by"
 NOT_COMPARABLE = "-"  # a cell the table leaves blank: not measured like for like (said under the table)
-
-
-def with_short_names(text: str) -> str:
-    """Registry names in backticks replaced by the main text's names (others kept as they are)."""
-    return re.sub(r"`(\w+)`", lambda m: short_name(m.group(1)) if m.group(1) in SHORT_NAMES else m.group(0), text)
-
-
-def short_name(name: str) -> str:
-    """The main text's name of a registry model (the registry name where none is set)."""
-    return SHORT_NAMES.get(name, name)
 
 
 @dataclass
@@ -261,7 +221,7 @@ def family_rows(findings) -> list[dict]:
             if name is None:
                 continue
             model = findings.models[name][1]
-            shown = CLAMPED if kind == "trained" and name in CLAMPED_MODELS else kind
+            shown = MODEL_KINDS.get(name, kind) if kind == "trained" else kind
             row = {"family": family, "model": short_name(name), "kind": shown, "params": f"{model.params:,}"}
             for test_set, column in PROTOCOL_SETS:
                 row[column] = _protocol_cell(findings, name, test_set)
@@ -417,9 +377,15 @@ def calculator_rows(findings) -> list[dict]:
         seeds = next(iter(families.values()))["seeds"]
         exact = f"{seeds}/{seeds} exact on all" if worst >= 1.0 else f"worst seed on a family {prose.share(worst, 1)}"
         fresh = fresh_rule_seeds((record.get("given") or {}).get("fresh_steps") or [])
+        swapped = fresh["end_to_end_low"]
         lead = (
-            f"fresh seeds: {fresh['complete']}/{fresh['fresh_seeds']} with every rule step exact on every input "
-            "(not scored end to end); "
+            f"fresh seeds: {fresh['complete']}/{fresh['fresh_seeds']} with every rule step exact on every input"
+            + (
+                f" (one fresh step in a reference calculator: down to {prose.share(swapped, 1)} exact)"
+                if swapped
+                else ""
+            )
+            + "; "
             if fresh["fresh_seeds"]
             else ""
         )

@@ -553,4 +553,11 @@ def fresh_rule_seeds(rows: list[dict], competent: float = 0.9) -> dict:
         for r in shared
         if any(w > 0 or t < 1.0 for w, t in zip(r["held_out_wrong"], r["train_exact"]))
     ]
-    return {"fresh_seeds": len(shared[0]["seeds"]) if shared else 0, "complete": complete, "failing": failing}
+    # end to end with one fresh step swapped in (the other steps the reference): the lowest seed's share
+    swapped = [v for r in shared for v in (r.get("end_to_end") or [])]
+    return {
+        "fresh_seeds": len(shared[0]["seeds"]) if shared else 0,
+        "complete": complete,
+        "failing": failing,
+        "end_to_end_low": min(swapped) if swapped else None,
+    }

@@ -23,21 +23,20 @@ from predcalc.report import prose
 from predcalc.report.anchors import PRIOR_REPORT
 from predcalc.report.answer import (
     CHOSEN_ON,
-    CLAMPED,
-    CLAMPED_MODELS,
+    MODEL_KINDS,
     PROTOCOL_SETS,
     Cell,
     answer_section,
     retraining_shift,
     short_name,
     trained_exact_facts,
-    with_short_names,
 )
 from predcalc.report.appendix import appendix_sections
 from predcalc.report.calculator import calculator_facts, calculator_lesson, mechanism, results_blocks
 from predcalc.report.document import Bullets, Document, Figure, Section, Table, Text
 from predcalc.report.edges import load_suites, suite_blocks
 from predcalc.report.lessons import learned_section
+from predcalc.report.names import with_short_names
 from predcalc.report.prose import count
 from predcalc.report.reach import plot_reach, reach_caption, reach_frame
 from predcalc.report.records import StoredRecord, prints_prior_score
@@ -247,7 +246,7 @@ class Findings:
                         "family": family,
                         "what it is": model.label,
                         "params": model.params,
-                        "kind": CLAMPED if name in CLAMPED_MODELS else "trained",
+                        "kind": MODEL_KINDS.get(name, "trained"),
                         "notebook": record.notebook,
                     }
                 )

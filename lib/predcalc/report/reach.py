@@ -200,9 +200,15 @@ def reach_frame(findings) -> pd.DataFrame:
             continue
         for axis, distance, label, test_set in PROTOCOL_POINTS:
             rows.append(_row(name, axis, distance, label, "protocol", findings.accuracy(name, test_set)))
-        for set_name, score in ((findings.edges.get("heldout") or {}).get(name) or {}).items():
+        edge_scores = (findings.edges.get("heldout") or {}).get(name) or {}
+        for set_name, score in edge_scores.items():
             if set_name in REACH_SETS:
                 rows.append(_row(name, *REACH_SETS[set_name], "heldout", score=score))
+        if not edge_scores:  # a model whose notebook scored the held-out sets itself (in Keras)
+            runs = findings.models[name][1].runs
+            for key, point in KERAS_SETS.items():
+                if all(key in r.metrics for r in runs):
+                    rows.append(_row(name, *point, "heldout", [r.metrics[key]["accuracy"] for r in runs]))
     return pd.DataFrame(rows)
 
 
@@ -210,10 +216,12 @@ def reach_caption(frame: pd.DataFrame, seeds: int, retrained: dict | None = None
     """The figure's caption (``templates/reach_caption.md.j2``); ``retrained``: the largest shift of one
     seed between a stored model and its retrained copy (:func:`predcalc.report.answer.retraining_shift`)."""
     held = frame[frame["source"] == "heldout"]
+    keras = [m for m in dict.fromkeys(held["model"]) if m in KERAS_MODELS]
     return " ".join(
         prose.say(
             "reach_caption.md.j2",
-            scored=[short_name(m) for m in dict.fromkeys(held["model"]) if m != "scan_exact"],
+            scored=[short_name(m) for m in dict.fromkeys(held["model"]) if m not in ("scan_exact", *keras)],
+            keras=[short_name(m) for m in keras],
             exact=short_name("scan_exact") if "scan_exact" in set(held["model"]) else None,
             exact_seeds=exact_seeds,
             seeds=seeds,
@@ -230,6 +238,15 @@ REACH_SETS = {
     "terms_9_14": ("terms", 11, "9-14"),
     "terms_40": ("terms", 40, "40"),
     "terms_80": ("terms", 80, "80"),
+}
+
+KERAS_MODELS = ("nau_nmu", "nau_nmu_dense")  # scored on the held-out sets by their own notebook, in Keras
+# Held-out sets a notebook scored itself, in Keras (its runs' extra test sets): the 3-number digit sets.
+KERAS_SETS = {
+    "heldout_31/digits_exactly_2": ("digits", 2, "2 digits"),
+    "heldout_31/digits_exactly_3": ("digits", 3, "3 digits"),
+    "heldout_31/digits_exactly_4": ("digits", 4, "4 digits"),
+    "heldout_5151/digits_6": ("digits", 6, "6 digits"),
 }
 
 # The trained exact scan's own held-out suite (a separate draw, scored through its ONNX files).
