@@ -552,14 +552,22 @@ def answer_section(findings) -> Section:
     if table.empty:
         return Section("answer", "Answer", [Text("_no runs yet: `predcalc run` first._")])
     values = facts(findings)
-    heldout = findings.edges.get("heldout_record") or {}
-    suite = heldout.get("suite") or {}
-    lead = prose.say(
+    lead = prose.say("answer_caption.md.j2")
+    items = prose.bullets("answer.md.j2", **values)[:5]
+    return Section("answer", "Answer", [Table(table, cell=plain_cell), *[Text(p) for p in lead], Bullets(items)])
+
+
+def families_notes(findings) -> Section:
+    """The Appendix's notes on the families table: what each set, kind and choice is."""
+    if families_table(findings).empty:
+        return Section("appendix.families", "Reading the families table", [], part="appendix")
+    values = facts(findings)
+    suite = (findings.edges.get("heldout_record") or {}).get("suite") or {}
+    notes = prose.say(
         "answer_table.md.j2",
         chosen=CHOSEN_ON,
         suite={**suite, "retrained": retraining_shift(findings.edges)} if suite else suite,
         calculator=values["calculator"],
         exact_family=EXACT_FAMILY if values["trained_exact"] else None,
     )
-    items = prose.bullets("answer.md.j2", **values)[:5]
-    return Section("answer", "Answer", [Table(table, cell=plain_cell), *[Text(p) for p in lead], Bullets(items)])
+    return Section("appendix.families", "Reading the families table", [Text(p) for p in notes], part="appendix")

@@ -27,6 +27,7 @@ from predcalc.report.answer import (
     PROTOCOL_SETS,
     Cell,
     answer_section,
+    families_notes,
     retraining_shift,
     short_name,
     trained_exact_facts,
@@ -510,7 +511,7 @@ class Findings:
         return Section("limitations", "Limitations", [Bullets(items)])
 
     def appendix(self) -> list[Section]:
-        return [self._models_appendix(), *appendix_sections(self)]
+        return [families_notes(self), self._models_appendix(), *appendix_sections(self)]
 
     def document(self) -> Document:
         main = [
