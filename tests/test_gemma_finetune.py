@@ -147,8 +147,8 @@ def test_the_readme_line_states_each_set_beside_the_reference_with_the_seed_coun
     assert line.startswith("- **A pre-trained language model on the prior report's test sets:** Gemma 3 270M (test)")
     assert "(3 random seeds; a CPU budget of" in line
     assert (
-        "35.00 % - 41.00 % of the in range (3 numbers, -5..4) set against the prior report's 54.22 % (below on all 3 seeds)"
-        in line
+        "35.00 % - 41.00 % of the in range (3 numbers, -5..4) set against the prior report's 54.22 % (below on all 3 "
+        "seeds at this budget)" in line
     )
     assert (
         "7.00 % - 16.00 % of the out of range (3 numbers, ±5..8) set against the prior report's 9.67 % (not resolved)"

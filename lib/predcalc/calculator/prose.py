@@ -80,9 +80,6 @@ def held_out_sentence(held_out: dict) -> str:
         families=len(scores),
         seeds=next(iter(scores.values()))["seeds"],
         exact=exact,
-        bound_all=100 * error_bound(0, held_out["expressions"] - (held_out.get("shared_with_development") or 0))
-        if exact
-        else None,
         bound_family=100 * error_bound(0, min(v["n"] for v in scores.values())) if exact else None,
         lowest=100 * min(v["mean"] for v in scores.values()),
         worst_min=100 * scores[worst]["min"],

@@ -489,9 +489,6 @@ def held_out_sentence(held_out: dict) -> str:
             families=len(scores),
             seeds=next(iter(scores.values()))["seeds"],
             exact=exact,
-            bound_all=error_bound(0, held_out["expressions"] - (held_out.get("shared_with_development") or 0))
-            if exact
-            else None,
             bound_family=error_bound(0, family) if exact else None,
             lowest=min(v["mean"] for v in scores.values()),
             worst=worst,
