@@ -450,11 +450,10 @@ def facts(findings) -> dict:
             "overlapping": sum(max(findings.accuracy(n, "out")) >= min(values) for n in others if n != best_other),
         }
     out["unscored"], out["keras_held"] = [], []
-    model_runs = lambda name: findings.models[name][1].runs  # noqa: E731
     for n in exact:  # no exported file scored on the held-out edge suite: its own Keras scores, if any
         if heldout_seeds(findings, n):
             continue
-        held_rows = arithmetic_units.heldout_summary({"runs": [{"metrics": r.metrics} for r in model_runs(n)]})
+        held_rows = arithmetic_units.heldout_summary(findings.models[n][1].to_json())
         if not held_rows:
             out["unscored"].append(short_name(n))
             continue

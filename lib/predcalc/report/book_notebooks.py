@@ -45,7 +45,7 @@ class Notebook:
     def architecture(self) -> bool:
         return self.group == "architectures"
 
-    @property
+    @functools.cached_property
     def reexported(self) -> list[dict]:
         """The exports remade after the executed copy ran (``export/*/export.json`` created after its
         papermill end time, e.g. by ``edge_seeds``), each ``{"model", "created"}``: the copy's export

@@ -153,9 +153,11 @@ def draw_reach(frame: pd.DataFrame):
     return figure
 
 
-def _row(model, axis, distance, label, source, values=None, score=None) -> dict:
+def _row(model, axis, distance, label, source, values=None, score=None, scored_in="files") -> dict:
+    """One point: ``scored_in`` says whether a held-out score came through exported files or Keras."""
     summary = score or {"mean": float(np.mean(values)), "min": min(values), "max": max(values)}
-    return {"model": model, "axis": axis, "distance": distance, "label": label, "source": source, **summary}
+    point = {"model": model, "axis": axis, "distance": distance, "label": label, "source": source}
+    return {**point, **summary, "scored_in": scored_in}
 
 
 PROTOCOL_POINTS = (
@@ -188,7 +190,7 @@ def _exact_scan_rows(findings) -> list[dict]:
 
 
 def reach_frame(findings) -> pd.DataFrame:
-    """Tidy rows (model, axis, distance, label, source, mean, min, max) for the summary figure: the
+    """Tidy rows (model, axis, distance, label, source, mean, min, max, scored_in) for the summary figure: the
     Answer's models (each family's, chosen on data the figure does not show), on the protocol's
     in-range, out-of-range and long sets, then on the held-out sets. The calculator is left out: the
     protocol's sets lie inside its own training world, and its held-out draw has other boxes."""
@@ -208,7 +210,8 @@ def reach_frame(findings) -> pd.DataFrame:
             runs = findings.models[name][1].runs
             for key, point in KERAS_SETS.items():
                 if all(key in r.metrics for r in runs):
-                    rows.append(_row(name, *point, "heldout", [r.metrics[key]["accuracy"] for r in runs]))
+                    scores = [r.metrics[key]["accuracy"] for r in runs]
+                    rows.append(_row(name, *point, "heldout", scores, scored_in="keras"))
     return pd.DataFrame(rows)
 
 
@@ -216,7 +219,8 @@ def reach_caption(frame: pd.DataFrame, seeds: int, retrained: dict | None = None
     """The figure's caption (``templates/reach_caption.md.j2``); ``retrained``: the largest shift of one
     seed between a stored model and its retrained copy (:func:`predcalc.report.answer.retraining_shift`)."""
     held = frame[frame["source"] == "heldout"]
-    keras = [m for m in dict.fromkeys(held["model"]) if m in KERAS_MODELS]
+    in_keras = held["scored_in"] == "keras" if "scored_in" in held else pd.Series(False, index=held.index)
+    keras = list(dict.fromkeys(held.loc[in_keras, "model"]))
     return " ".join(
         prose.say(
             "reach_caption.md.j2",
@@ -240,7 +244,6 @@ REACH_SETS = {
     "terms_80": ("terms", 80, "80"),
 }
 
-KERAS_MODELS = ("nau_nmu", "nau_nmu_dense")  # scored on the held-out sets by their own notebook, in Keras
 # Held-out sets a notebook scored itself, in Keras (its runs' extra test sets): the 3-number digit sets.
 KERAS_SETS = {
     "heldout_31/digits_exactly_2": ("digits", 2, "2 digits"),
