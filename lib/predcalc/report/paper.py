@@ -33,6 +33,7 @@ from predcalc.report.answer import (
     trained_exact_facts,
 )
 from predcalc.report.appendix import appendix_sections
+from predcalc.report.budget import training_budgets
 from predcalc.report.calculator import calculator_facts, calculator_lesson, mechanism, results_blocks
 from predcalc.report.document import Bullets, Document, Figure, Section, Table, Text
 from predcalc.report.edges import load_suites, suite_blocks
@@ -349,7 +350,7 @@ class Findings:
             chance=chance,
             retrained=retraining_shift(self.edges),
             scored_notebooks=prints_prior_score(self.reports / "runs"),
-        )
+        ) + prose.bullets("budget.md.j2", budgets=training_budgets(self))
         return Section("method.statistics", "Statistics", [Bullets(items)])
 
     def results(self) -> Section:
