@@ -23,6 +23,7 @@ REPORTS = ROOT / "reports"
 BENCH_FILE = REPORTS / "bench.json"  # predcalc bench
 RECOMMENDED_FILE = REPORTS / "recommended.json"  # the one list of the models the findings recommend
 RUNS = REPORTS / "runs"  # the committed results: only a full run (``--profile full``) writes here
+DATA_SEEDS = REPORTS / "data_seeds"  # the data-seed study: each (model, data seed, seed) run's scores
 SCRATCH = ROOT / "build"  # git-ignored
 SCRATCH_RUNS = SCRATCH / "runs"  # where a quick run writes its notebooks, and its findings page beside
 LOGS = SCRATCH / "logs"  # each notebook's kernel and runtime output (kept out of the terminal)

@@ -35,6 +35,7 @@ from predcalc.report.answer import (
 from predcalc.report.appendix import appendix_sections
 from predcalc.report.budget import training_budgets
 from predcalc.report.calculator import calculator_facts, calculator_lesson, mechanism, results_blocks
+from predcalc.report.data_seeds import data_seed_facts
 from predcalc.report.document import Bullets, Document, Figure, Section, Table, Text
 from predcalc.report.edges import load_suites, suite_blocks
 from predcalc.report.lessons import learned_section
@@ -43,12 +44,7 @@ from predcalc.report.prose import count
 from predcalc.report.reach import plot_reach, reach_caption, reach_frame
 from predcalc.report.records import StoredRecord, prints_prior_score
 from predcalc.report.related import related_section
-from predcalc.report.scoreboard import (
-    candidates,
-    comparison,
-    matches,
-    summary_table,
-)
+from predcalc.report.scoreboard import candidates, comparison, matches, summary_table
 from predcalc.report.seed_split import not_superseded, seed_split_records
 from predcalc.report.studies import FINISHES, extended_best, extended_title, is_study
 from predcalc.report.study_sections import language_model_line, trained_exact_section
@@ -508,6 +504,7 @@ class Findings:
             scored=[short_name(n) for n in RECOMMENDED + BUILT_SHOWN if n in (self.edges.get("heldout") or {})],
             calculator=calculator_facts(records[0].to_json()) if records else None,
             sign_scan=trained_exact_facts(self),
+            data_seeds=data_seed_facts(),
         )
         return Section("limitations", "Limitations", [Bullets(items)])
 
