@@ -36,14 +36,14 @@ MAIN_KEYS = {
         "results.summary",
         "results.reference_protocol",
         "results.edges",
-        "results.published",
-        "results.extended",
         "results.calculator",
     ],
     "learned": [],
     "limitations": [],
 }
 APPENDIX_KEYS = [
+    "appendix.published",
+    "appendix.extended",
     "appendix.all_models",
     "appendix.reference_way",
     "appendix.recipe",

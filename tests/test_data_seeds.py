@@ -52,9 +52,11 @@ def test_limitations_give_each_draws_exact_seeds(tmp_path):
         _write(tmp_path, "scan_typed", 1, seed, EXACT)
         _write(tmp_path, "scan_typed", 2, seed, {"in": 1.0, "out": 0.5, "long": 1.0} if seed else EXACT)
     facts = data_seed_facts(tmp_path)
-    text = prose.bullets(
+    items = prose.bullets(
         "limitations.md.j2", seeds=5, data_seeds=facts, scored=[], calculator=None, sign_scan=None, retrained=None
-    )[0]
+    )
+    text = items[0]
+    assert items[1].startswith("The prior report's numbers")
     assert "data seeds 1 and 2" in text
     assert "the typed scan is exact on all three on 2 of 2 and 1 of 2 seeds (lowest seed on any set: 50.0 %)" in text
     assert "bounded gated-sum transformer and the other families were not retrained" in text

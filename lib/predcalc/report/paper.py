@@ -354,8 +354,6 @@ class Findings:
             self._summary(),
             self._reference_protocol(),
             self._edges(),
-            self._published(),
-            self._extended(),
             self._calculator(),
             trained_exact_section(self.notebooks),
         ]
@@ -399,6 +397,7 @@ class Findings:
                 ),
                 Table(pd.DataFrame(rows), cell=plain_cell),
             ],
+            part="appendix",
         )
 
     def _edges(self) -> Section:
@@ -424,9 +423,9 @@ class Findings:
         board = summary_table(self.pool)
         board = board.map(lambda v: with_short_names(v) if isinstance(v, str) else v)  # main text: short names
         if board.empty:
-            return Section("results.published", "The published rows, like for like", [])
+            return Section("appendix.published", "The published rows, like for like", [], part="appendix")
         return Section(
-            "results.published",
+            "appendix.published",
             "The published rows, like for like",
             [
                 Text(
@@ -439,6 +438,7 @@ class Findings:
                 ),
                 Table(board, cell=plain_cell),
             ],
+            part="appendix",
         )
 
     def _extended(self) -> Section:
@@ -464,9 +464,9 @@ class Findings:
                         }
                     )
         if not rows:
-            return Section("results.extended", "Extended suites", [])
+            return Section("appendix.extended", "Extended suites", [], part="appendix")
         return Section(
-            "results.extended",
+            "appendix.extended",
             "Extended suites",
             [
                 Text(
@@ -483,6 +483,7 @@ class Findings:
                 ),
                 Table(pd.DataFrame(rows), cell=plain_cell),
             ],
+            part="appendix",
         )
 
     def _calculator(self) -> Section:
@@ -509,7 +510,8 @@ class Findings:
         return Section("limitations", "Limitations", [Bullets(items)])
 
     def appendix(self) -> list[Section]:
-        return [families_notes(self), self._models_appendix(), *appendix_sections(self)]
+        moved = [s for s in (self._published(), self._extended()) if not s.empty]
+        return [families_notes(self), self._models_appendix(), *moved, *appendix_sections(self)]
 
     def document(self) -> Document:
         main = [

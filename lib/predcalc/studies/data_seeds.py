@@ -8,8 +8,8 @@ redrawn from the seed; the out-of-range set is every expression and the same for
 its notebook's stored parameters (``scan_exact``: its frozen recipe), 5 training seeds each, and
 scores the in-range, out-of-range and long test sets in Keras. Nothing is chosen from it.
 
-Each run's scores are a file ``reports/data_seeds/MODEL/data_K_seed_S.json``, written when the run
-ends, so a stopped study resumes at the first missing run; :func:`summary` gathers them.
+Each run's scores are a file ``data_K_seed_S.json`` in a folder per model under ``reports/data_seeds``,
+written when the run ends, so a stopped study resumes at the first missing run; :func:`summary` gathers them.
 
 Example:
     >>> run_study(models=("scan_typed",), data_seeds=(1,), seeds=(0,))
