@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import dataclasses
 import itertools
+import json
 from pathlib import Path
 
 import jinja2
@@ -34,8 +35,10 @@ import numpy as np
 from tqdm.auto import tqdm
 
 from predcalc.data import Split, TypedTokenizer, signed_terms
+from predcalc.paths import RUNS
 from predcalc.readable import number, share
 from predcalc.studies.edges import THIRD_HELDOUT_SEED
+from predcalc.studies.exact_scan import NOTEBOOK as EXACT_NOTEBOOK
 from predcalc.studies.exact_scan import development_sets, encode_any_length, heldout, suite_description
 from predcalc.training.exact import MODEL, ExactRecipe
 from predcalc.training.fit import build
@@ -45,6 +48,7 @@ OPEN_LOGIT, SHUT_LOGIT = 2.0, 0.0  # a gate's logit W_z: with the fixed offset -
 SIGNS = (-1, 0, 1)
 TYPE_NAMES = {"is_plus": "+", "is_minus": "-", "is_number": "number"}
 SEARCH_DRAWS = (10, 100, 10_000)  # draws of the random search priced (10,000: gradient descent's steps)
+CALL_COST = 25_000  # token steps of one row that cost about as much as one more call of the compiled model
 TRAINING = "training"  # the protocol's training split: the only data gradient descent sees
 DEVELOPMENT = "development/"  # prefix of the development sets' names
 HELDOUT = f"heldout_{THIRD_HELDOUT_SEED}/"  # prefix of the held-out suite's sets (scored in Keras here)
@@ -121,26 +125,45 @@ def scan_model(recipe: ExactRecipe | None = None):
     return model, model.get_layer("signed_sum"), tokenizer
 
 
-def set_pattern(layer, pattern: Pattern) -> None:
-    """Write ``pattern`` into ``layer`` (a built :class:`predcalc.layers.SignedSumScan`, one unit)."""
+def pattern_weights(layer, pattern: Pattern) -> list[np.ndarray]:
+    """``pattern`` as the values of ``layer``'s gate kernel, candidate kernel, initial state and
+    readout (a built :class:`predcalc.layers.SignedSumScan` of one unit), float64."""
     types = int(layer.gate_kernel.shape[0])
     if len(pattern.gates) != types or len(pattern.candidate) != types:
         raise ValueError(f"the pattern has {len(pattern.gates)} types; the layer reads {types}")
-    gates = np.where(np.asarray(pattern.gates) == 1, OPEN_LOGIT, SHUT_LOGIT)
-    layer.gate_kernel.assign(gates.reshape(types, 1))
-    layer.candidate_kernel.assign(np.asarray(pattern.candidate, dtype=np.float64).reshape(types, 1))
-    layer.initial_state.assign(np.asarray([pattern.initial], dtype=np.float64))
-    layer.readout.assign(np.asarray([pattern.readout], dtype=np.float64))
+    gates = np.where(np.asarray(pattern.gates) == 1, OPEN_LOGIT, SHUT_LOGIT).reshape(types, 1)
+    candidate = np.asarray(pattern.candidate, dtype=np.float64).reshape(types, 1)
+    return [gates, candidate, np.asarray([pattern.initial], np.float64), np.asarray([pattern.readout], np.float64)]
+
+
+def _variables(layer) -> list:
+    return [layer.gate_kernel, layer.candidate_kernel, layer.initial_state, layer.readout]
+
+
+def set_pattern(layer, pattern: Pattern) -> None:
+    """Write ``pattern`` into ``layer`` (a built :class:`predcalc.layers.SignedSumScan`, one unit)."""
+    for variable, value in zip(_variables(layer), pattern_weights(layer, pattern)):
+        variable.assign(value)
 
 
 def _batches(tokenizer, sets: dict[str, Split]) -> list[tuple[np.ndarray, dict[str, slice]]]:
-    """The sets' typed tokens (float64) in one batch per length, each with where each set's rows lie in
-    it: few calls per pattern, and no long padding on a short set."""
-    groups: dict[int, list[str]] = {}
+    """The sets' typed tokens (float64) in a few padded batches, each with where each set's rows lie in
+    it: sets of one length share a batch, and neighbouring lengths are merged while the padding costs
+    less than a call (:data:`CALL_COST`); padding adds nothing while its gate is shut."""
+    lengths: dict[int, list[str]] = {}
     for name, split in sets.items():
-        groups.setdefault(max(tokenizer.length, *(len(signed_terms(e)) for e in split.expressions)), []).append(name)
+        lengths.setdefault(max(tokenizer.length, *(len(signed_terms(e)) for e in split.expressions)), []).append(name)
+    groups: list[tuple[int, list[str]]] = []  # (longest, names), by length
+    for length in sorted(lengths):
+        if groups:
+            longest, names = groups[-1]
+            rows = sum(len(sets[n]) for n in names)
+            if rows * (length - longest) <= CALL_COST:  # padding the shorter rows costs less than a call
+                groups[-1] = (length, names + lengths[length])
+                continue
+        groups.append((length, list(lengths[length])))
     batches = []
-    for names in groups.values():
+    for _, names in groups:
         expressions, where = [], {}
         for name in names:
             where[name] = slice(len(expressions), len(expressions) + len(sets[name]))
@@ -149,16 +172,33 @@ def _batches(tokenizer, sets: dict[str, Split]) -> list[tuple[np.ndarray, dict[s
     return batches
 
 
-def _compiled(model):
-    """The model's forward pass on TensorFlow compiled once (XLA) for any batch and length: the layer's
-    loop over an unknown time axis, as in its exported files; the weights are read, not traced, so
-    every pattern reuses it. Eager on the other backends."""
+def _runner(model, layer, inputs: list[np.ndarray]):
+    """``run(pattern) -> [predictions per batch]``: the pattern written into the layer, then the whole
+    model on each batch. On TensorFlow both happen in one call compiled once (XLA) for any batch and
+    length (the layer's loop over an unknown time axis, as in its exported files); eager elsewhere."""
     if keras.backend.backend() != "tensorflow":
-        return model
+
+        def run(pattern):
+            set_pattern(layer, pattern)
+            return [np.asarray(model(x)) for x in inputs]
+
+        return run
     import tensorflow as tf  # after the backend check above: the TensorFlow backend only
 
-    features = int(model.inputs[0].shape[-1])
-    return tf.function(model, jit_compile=True, input_signature=[tf.TensorSpec((None, None, features), tf.float64)])
+    features, types = int(model.inputs[0].shape[-1]), int(layer.gate_kernel.shape[0])
+    signature = [
+        [tf.TensorSpec((None, None, features), tf.float64)] * len(inputs),
+        [tf.TensorSpec((types, 1), tf.float64)] * 2 + [tf.TensorSpec((1,), tf.float64)] * 2,
+    ]
+
+    @tf.function(jit_compile=True, input_signature=signature)
+    def compiled(batches, weights):
+        for variable, value in zip(_variables(layer), weights):
+            variable.assign(value)
+        return [model(x) for x in batches]
+
+    tensors = [tf.constant(x) for x in inputs]
+    return lambda pattern: [y.numpy() for y in compiled(tensors, pattern_weights(layer, pattern))]
 
 
 def score_patterns(
@@ -169,16 +209,17 @@ def score_patterns(
         raise ValueError("score_patterns needs at least one set, none of them empty")
     model, layer, tokenizer = scan_model(recipe)
     batches = _batches(tokenizer, sets)
-    predict = _compiled(model)
-    scores = {name: np.zeros(len(patterns)) for name in sets}
+    run = _runner(model, layer, [inputs for inputs, _ in batches])
+    predictions = {name: np.zeros((len(patterns), len(split))) for name, split in sets.items()}
     for index, pattern in enumerate(tqdm(patterns, desc="patterns", disable=not progress)):
-        set_pattern(layer, pattern)
-        for inputs, where in batches:
-            predictions = np.asarray(predict(inputs), dtype=np.float64).reshape(-1)
+        for (_, where), outputs in zip(batches, run(pattern)):
+            outputs = np.asarray(outputs, dtype=np.float64).reshape(-1)
             for name, rows in where.items():
-                scores[name][index] = exact_accuracy(sets[name].values, predictions[rows])
+                predictions[name][index] = outputs[rows]
     keras.backend.clear_session()
-    return scores
+    return {
+        name: np.array([exact_accuracy(sets[name].values, row) for row in rows]) for name, rows in predictions.items()
+    }
 
 
 def scored_sets(protocol, development_count: int = 0, heldout_count: int = 300) -> dict[str, Split]:
@@ -265,7 +306,9 @@ def search_record(
         entry["heldout"] &= bool(held[i])
     k = len(exact)
     record = {
-        "types": type_names(),
+        "types": names
+        if len(names := type_names()) == len(patterns[0].gates)
+        else [f"type {i + 1}" for i in range(len(patterns[0].gates))],
         "count": len(patterns),
         "formula": f"2^{len(patterns[0].gates)} * 3^{len(patterns[0].gates)} * 3 * 3",
         "sets": list(scores),
@@ -329,6 +372,47 @@ def run_search(
     return record, scores
 
 
+def stored_exact_record(runs=None) -> dict | None:
+    """The sign scan's stored full run (its trained seeds' weights), or None where there is none."""
+    path = Path(runs or RUNS) / EXACT_NOTEBOOK / "metrics.json"
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def pattern_table(record: dict) -> list[dict]:
+    """The training-exact patterns, one row each: the pattern, its function, and its lowest score over
+    the development sets and over the held-out sets."""
+    rows = []
+    for entry in record["training_exact"]:
+        scores = entry["scores"]
+        rows.append(
+            {
+                "pattern": entry["pattern"],
+                "function": entry["function"],
+                "lowest, development": min(v for n, v in scores.items() if n.startswith(DEVELOPMENT)),
+                "lowest, held-out (Keras)": min(v for n, v in scores.items() if n.startswith(HELDOUT)),
+            }
+        )
+    return rows
+
+
+def seed_table(record: dict) -> list[dict]:
+    """Each trained seed's rounded pattern, whether it is training-exact and exact everywhere, and how
+    far its read weights lie from the pattern's signs."""
+    return [
+        {
+            "seeds": group,
+            "seed": int(seed),
+            "pattern": run["pattern"],
+            "training accuracy of the pattern": run["training_accuracy"],
+            "training-exact": run["training_exact"],
+            "exact on every set": run["everywhere"],
+            "largest distance of a read weight": run["distance"],
+        }
+        for group, runs in (record.get("trained") or {}).items()
+        for seed, run in runs.items()
+    ]
+
+
 def is_record(record: dict) -> bool:
     """Whether a stored notebook record is this study's (found by its keys, not a notebook name)."""
     return "training_exact" in record and "search" in record and "functions" in record
@@ -345,6 +429,7 @@ def summary_markdown(record: dict) -> str:
     environment.filters["share"] = share
     environment.filters["number"] = number
     environment.filters["grouped"] = lambda value: f"{int(value):,}"
+    environment.filters["draws"] = lambda value: f"{round(value):,}" if float(value).is_integer() else number(value)
     trained = record.get("trained") or {}
     seeds = {group: list(runs) for group, runs in trained.items()}
     runs = [run for group in trained.values() for run in group.values()]
