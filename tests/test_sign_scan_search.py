@@ -2,6 +2,7 @@
 reference of the layer's equations, the known solution exact and wrong patterns not, the search's
 odds, the trained seeds' rounding, the sentences, and one-line errors on bad input."""
 
+import dataclasses
 import json
 
 import numpy as np
@@ -149,3 +150,30 @@ def test_the_stored_record_counts_every_pattern():
     assert record["exact"]["everywhere"] <= record["exact"]["training"]
     assert record["exact_per_set"][study.TRAINING] == record["exact"]["training"]
     assert "patterns" in study.summary_markdown(record)
+
+
+@pytest.mark.slow  # two short training runs
+def test_gradient_descent_is_traced_step_by_step_on_the_same_run():
+    from predcalc.studies import sign_scan_descent as descent
+
+    codes = {p.code() for p in study.enumerate_patterns(3) if p.function() == study.SOLUTION.function()}
+    recipe = dataclasses.replace(ExactRecipe(), steps=200, decay=False)  # the shipped rate, held: 200 steps
+    trace = descent.descent_trace(reference_protocol(0), seed=10, recipe=recipe, exact_codes=codes)
+    coarse = trace["first_model_exact_coarse"]
+    assert coarse is not None and coarse % 100 == 0
+    assert coarse - 100 < trace["first_model_exact"] <= coarse  # the step-by-step run pins it inside the interval
+    assert trace["first_rounded_exact"] <= trace["first_model_exact"]  # exact weights round to an exact pattern
+    assert trace["fine_check_difference"] == 0.0  # the step-by-step rerun is the same run
+
+
+def test_the_descent_summary_prices_the_search_at_each_seeds_count():
+    from predcalc.studies import sign_scan_descent as descent
+
+    runs = {
+        "1": {"first_model_exact": 87, "first_model_exact_coarse": 100},
+        "2": {"first_model_exact": None, "first_model_exact_coarse": 300},
+        "3": {"first_model_exact": None, "first_model_exact_coarse": None},
+    }
+    summary = descent.descent_summary(runs, 1944, 6)
+    assert (summary["seeds"], summary["reached"], summary["fewest"], summary["most"]) == (3, 2, 87, 300)
+    assert summary["search_within_fewest"] == pytest.approx(1 - (323 / 324) ** 87)

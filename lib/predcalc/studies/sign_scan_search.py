@@ -444,6 +444,7 @@ def summary_markdown(record: dict) -> str:
             record=record,
             exact=record["exact"],
             odds=record["search"],
+            descent=record.get("descent"),
             trained=trained,
             seeds=seeds,
             landed=landed,
