@@ -134,7 +134,8 @@ def synthetic_record(heldout_exact: bool):
 def test_the_sentences_follow_the_counts():
     pinned = study.summary_markdown(synthetic_record(True))
     assert "2 of them" in pinned and "pins the rule down" in pinned and "2/2" in pinned
-    assert "after 27 draws on average" in pinned  # 54 / 2
+    assert "expects 27 draws" in pinned  # 54 / 2
+    assert "\n" not in pinned  # one paragraph
     loose = study.summary_markdown(synthetic_record(False))
     assert "does not pin the rule down" in loose and "0/2" in loose
     assert study.is_record(synthetic_record(True))

@@ -419,7 +419,8 @@ def is_record(record: dict) -> bool:
 
 
 def summary_markdown(record: dict) -> str:
-    """The findings' sentences on the patterns, from :data:`TEMPLATE` and ``record`` (:func:`search_record`)."""
+    """The findings' sentences on the patterns, from :data:`TEMPLATE` and ``record`` (:func:`search_record`):
+    one paragraph (the template's lines joined by spaces)."""
     environment = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(Path(__file__).parent)),
         undefined=jinja2.StrictUndefined,
@@ -438,27 +439,21 @@ def summary_markdown(record: dict) -> str:
         for seed, run in group.items():
             if run["training_exact"]:
                 landed.setdefault(run["pattern"], []).append(seed)
-    return (
-        environment.get_template(TEMPLATE)
-        .render(
-            record=record,
-            exact=record["exact"],
-            odds=record["search"],
-            descent=record.get("descent"),
-            trained=trained,
-            seeds=seeds,
-            landed=landed,
-            landed_functions=sorted({run["function"] for run in runs if run["training_exact"]}),
-            exact_distance=max([run["distance"] for run in runs if run["training_exact"]], default=0.0),
-            rounded_exact=sum(run["training_exact"] for run in runs),
-            rounded_everywhere=sum(run["everywhere"] for run in runs),
-            trained_count=len(runs),
-            off_pattern=[
-                (group, seed, run)
-                for group, r in trained.items()
-                for seed, run in r.items()
-                if not run["training_exact"]
-            ],
-        )
-        .strip()
+    text = environment.get_template(TEMPLATE).render(
+        record=record,
+        exact=record["exact"],
+        odds=record["search"],
+        descent=record.get("descent"),
+        trained=trained,
+        seeds=seeds,
+        landed=landed,
+        landed_functions=sorted({run["function"] for run in runs if run["training_exact"]}),
+        exact_distance=max([run["distance"] for run in runs if run["training_exact"]], default=0.0),
+        rounded_exact=sum(run["training_exact"] for run in runs),
+        rounded_everywhere=sum(run["everywhere"] for run in runs),
+        trained_count=len(runs),
+        off_pattern=[
+            (group, seed, run) for group, r in trained.items() for seed, run in r.items() if not run["training_exact"]
+        ],
     )
+    return " ".join(line.strip() for line in text.splitlines() if line.strip())  # one paragraph
