@@ -11,7 +11,7 @@ from collections.abc import Callable
 from predcalc.report.anchors import REFERENCE_LLM_ROWS
 from predcalc.report.document import Section, Text
 from predcalc.report.records import StoredRecord
-from predcalc.studies import exact_scan, gemma_findings
+from predcalc.studies import exact_scan, gemma_findings, sign_scan_search
 
 
 def study_section(key: str, records: list[dict], render: Callable[[dict], str]) -> Section:
@@ -26,9 +26,12 @@ def study_section(key: str, records: list[dict], render: Callable[[dict], str]) 
 
 
 def trained_exact_section(records: list[StoredRecord]) -> Section:
-    """The trained exact scan: an ablation, and a held-out suite scored through the exported files."""
-    found = [r for r in (record.to_json() for record in records) if exact_scan.is_record(r)]
-    return study_section("results.trained_exact", found, exact_scan.section_markdown)
+    """The trained exact scan: an ablation, a held-out suite scored through the exported files, and
+    (where its study ran) how many of its discrete patterns are exact."""
+    stored = [record.to_json() for record in records]
+    found = [r for r in stored if exact_scan.is_record(r)]
+    search = next((sign_scan_search.summary_markdown(r) for r in stored if sign_scan_search.is_record(r)), None)
+    return study_section("results.trained_exact", found, lambda r: exact_scan.section_markdown(r, search))
 
 
 def language_model_section(records: list[StoredRecord]) -> Section:

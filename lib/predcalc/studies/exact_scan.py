@@ -372,8 +372,9 @@ def _spread(values) -> str:
     return low if low == high else f"{low[:-2]}-{high}"
 
 
-def section_markdown(record: dict) -> str:
-    """The findings' section on the trained exact scan, from ``metrics.json`` of 33_trained_exact_scan."""
+def section_markdown(record: dict, search: str | None = None) -> str:
+    """The findings' section on the trained exact scan, from ``metrics.json`` of 33_trained_exact_scan;
+    ``search``: the sentences on its discrete patterns (:mod:`predcalc.studies.sign_scan_search`), if run."""
     environment = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(Path(__file__).parent)),
         undefined=jinja2.StrictUndefined,
@@ -418,6 +419,7 @@ def section_markdown(record: dict) -> str:
         initial_exact=initial_exact,
         stuck=stuck,
         elements=ELEMENTS,
+        search=search,
     )
 
 

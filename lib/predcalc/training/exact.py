@@ -134,12 +134,16 @@ TRAINING_TOKENS = 5  # a op b op c
 LOG_EVERY = 100  # steps per logged loss (and per compiled execution)
 
 
-def train_exact(protocol: Protocol, seed: int = 0, recipe: ExactRecipe = ExactRecipe()) -> TrainedModel:
+def train_exact(
+    protocol: Protocol, seed: int = 0, recipe: ExactRecipe = ExactRecipe(), callbacks=(), log_every: int = LOG_EVERY
+) -> TrainedModel:
     """Train ``scan_exact`` on ``protocol.train`` (full batch) with ``recipe``; the validation split
     is not used (nothing is chosen by it). Returns a :class:`predcalc.training.fit.TrainedModel`
-    whose ``history`` holds the training loss every :data:`LOG_EVERY` steps."""
-    if recipe.steps < LOG_EVERY or recipe.steps % LOG_EVERY:
-        raise ValueError(f"steps must be a positive multiple of {LOG_EVERY}. Received: steps={recipe.steps}")
+    whose ``history`` holds the training loss every ``log_every`` steps; ``callbacks``: Keras
+    callbacks, called every ``log_every`` steps (an epoch here), that only read the model (or stop
+    it: the same steps, fewer of them)."""
+    if recipe.steps < log_every or recipe.steps % log_every:
+        raise ValueError(f"steps must be a positive multiple of {log_every}. Received: steps={recipe.steps}")
     spec = get_spec(MODEL)
     set_seed(seed)
     tokenizer = make_tokenizer(spec)
@@ -157,10 +161,10 @@ def train_exact(protocol: Protocol, seed: int = 0, recipe: ExactRecipe = ExactRe
         rate = recipe.learning_rate
     # XLA: the same weights as without it here (seed 2, 10,000 steps), in about 60 % of the time
     jit = keras.backend.backend() == "tensorflow"
-    model.compile(optimizer=keras.optimizers.Adam(rate), loss="mse", steps_per_execution=LOG_EVERY, jit_compile=jit)
-    epochs = recipe.steps // LOG_EVERY
+    model.compile(optimizer=keras.optimizers.Adam(rate), loss="mse", steps_per_execution=log_every, jit_compile=jit)
+    epochs = recipe.steps // log_every
     start = time.perf_counter()
-    history = model.fit(_FullBatch(x, y, LOG_EVERY), epochs=epochs, verbose=0)
+    history = model.fit(_FullBatch(x, y, log_every), epochs=epochs, verbose=0, callbacks=list(callbacks))
     seconds = time.perf_counter() - start
     return TrainedModel(
         spec=spec,
