@@ -191,6 +191,8 @@ def development_edges(findings) -> Section:
     blocks = suite_blocks(findings.edges, "development", recommended.headline())
     record = findings.edges.get("heldout_record")
     facts = seed_facts(record) if record else []
+    third = findings.edges.get("third_heldout_record") or {}
+    answer_suite = suite_blocks(findings.edges, "third_heldout", list(third.get("models") or {}))
     return Section(
         "appendix.development_edges",
         "The edge suites in detail",
@@ -200,7 +202,25 @@ def development_edges(findings) -> Section:
                 "completeness, scored like the held-out suite:"
             ),
             *blocks,
-            *([Text("The held-out suite, model by model:"), Bullets(facts)] if facts else []),
+            *(
+                [
+                    Text(
+                        f"The held-out suite {third['suite']['seed']} of the Answer's column, set by set: exact "
+                        "accuracy through each seed's exported ONNX file, mean [min-max] over seeds and the seeds "
+                        "exact on every expression; a set longer than a model's files read is not read (its "
+                        "tokens needed and read are named), not scored as 0. The sign scan's seeds on the same "
+                        "suite: Results, the trained exact scan."
+                    ),
+                    *answer_suite,
+                ]
+                if answer_suite
+                else []
+            ),
+            *(
+                [Text(f"The held-out edge suite (seed {record['suite']['seed']}), model by model:"), Bullets(facts)]
+                if facts
+                else []
+            ),
             Text("The first edge probe, as the 06 notebook scored it (first seed, Keras):"),
             *[Text(line) for line in _demote(edges_lines(findings.records))],
         ],

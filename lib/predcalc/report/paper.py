@@ -23,6 +23,7 @@ from predcalc.report import prose
 from predcalc.report.anchors import PRIOR_REPORT
 from predcalc.report.answer import (
     CHOSEN_ON,
+    HELD_OUT_KIND,
     MODEL_KINDS,
     PROTOCOL_SETS,
     Cell,
@@ -373,7 +374,10 @@ class Findings:
             plot_reach(frame, path)
         facts = trained_exact_facts(self)
         caption = reach_caption(
-            frame, self.heldout_seeds, retraining_shift(self.edges), facts["protocol_seeds"] if facts else ""
+            frame,
+            self.heldout_seeds,
+            retraining_shift(self.edges, HELD_OUT_KIND),
+            facts["protocol_seeds"] if facts else "",
         )
         return Section("results.summary", "Summary", [Figure(path, caption)])
 
