@@ -80,17 +80,19 @@ def draw_reach(frame: pd.DataFrame):
         positions = {s: i for i, s in enumerate(ticks["set"])}
         fill = "full" if name == "development" else "none"
         for k, model in enumerate(models):
-            rows = part[(part["model"] == model) & part["read"]]
+            every = part[part["model"] == model].sort_values("order", kind="stable")
+            rows = every[every["read"]]
             if rows.empty:
                 continue
             colour, marker = colours[k % len(colours)], MARKERS[k % len(MARKERS)]
-            x = np.array([positions[s] for s in rows["set"]]) + (k - (len(models) - 1) / 2) * OFFSET
+            shift = (k - (len(models) - 1) / 2) * OFFSET
+            x = np.array([positions[s] for s in rows["set"]]) + shift
             y = 100 * rows["mean"].to_numpy()
             err = 100 * np.vstack([rows["mean"] - rows["min"], rows["max"] - rows["mean"]])
             axis.errorbar(x, y, yerr=err, fmt="none", ecolor=colour, elinewidth=1, capsize=2, alpha=0.8)
-            axis.plot(
-                x,
-                y,
+            axis.plot(  # the line breaks at a set the model's files cannot read
+                np.array([positions[s] for s in every["set"]]) + shift,
+                100 * every["mean"].astype(float).where(every["read"]).to_numpy(),
                 color=colour,
                 linestyle=LINESTYLES[k % len(LINESTYLES)],
                 linewidth=max(WIDEST - WIDTH_STEP * k, 0.8),
@@ -182,11 +184,14 @@ def _protocol_rows(name: str, scores: dict[str, list[float]]) -> list[dict]:
 
 
 def _held_rows(name: str, by_seed: dict, scored_in: str = "files") -> list[dict]:
-    """A model's points on the held-out suite from ``{seed: {set: accuracy or None}}`` (None: not read)."""
+    """A model's points on the held-out suite from ``{seed: {set: accuracy or None}}`` (None: not read;
+    a set no seed holds is not part of the model's record and gets no point)."""
     rows = []
     for k, set_name in enumerate(HELD_SETS):
         values = [sets.get(set_name) for sets in by_seed.values()]
-        if not values or any(v is None for v in values):
+        if not any(set_name in sets for sets in by_seed.values()):
+            continue
+        if any(v is None for v in values):
             rows.append(_row(name, "heldout", set_name, HELD_LABELS.get(set_name, set_name), order=k))
         else:
             rows.append(
