@@ -23,7 +23,6 @@ from predcalc.report import prose
 from predcalc.report.anchors import PRIOR_REPORT
 from predcalc.report.answer import (
     CHOSEN_ON,
-    HELD_OUT_KIND,
     MODEL_KINDS,
     PROTOCOL_SETS,
     Cell,
@@ -40,7 +39,7 @@ from predcalc.report.edges import load_suites, suite_blocks
 from predcalc.report.lessons import learned_section
 from predcalc.report.names import with_short_names
 from predcalc.report.prose import count
-from predcalc.report.reach import plot_reach, reach_caption, reach_frame
+from predcalc.report.reach import held_out_shift, plot_reach, reach_caption, reach_frame
 from predcalc.report.records import StoredRecord, prints_prior_score
 from predcalc.report.related import related_section
 from predcalc.report.scoreboard import (
@@ -376,7 +375,7 @@ class Findings:
         caption = reach_caption(
             frame,
             self.heldout_seeds,
-            retraining_shift(self.edges, HELD_OUT_KIND),
+            held_out_shift(self.edges),
             facts["protocol_seeds"] if facts else "",
         )
         return Section("results.summary", "Summary", [Figure(path, caption)])

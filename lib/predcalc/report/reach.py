@@ -252,6 +252,12 @@ def reach_frame(findings) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def held_out_shift(edges: dict) -> dict | None:
+    """The largest shift of one seed between a stored model and its retrained copy on the right panel's
+    suite (:func:`predcalc.report.held_out.retraining_shift`)."""
+    return answer.retraining_shift(edges, answer.HELD_OUT_KIND)
+
+
 def reach_caption(frame: pd.DataFrame, seeds: int = 0, retrained: dict | None = None, exact_seeds: str = "") -> str:
     """The figure's caption (``templates/reach_caption.md.j2``); ``retrained``: the largest shift of one
     seed between a stored model and its retrained copy (:func:`predcalc.report.answer.retraining_shift`);

@@ -8,11 +8,13 @@ with the same weights (:func:`at_length`), else at the length it was trained at;
 more tokens than the files read is recorded as not read, never as a score of 0.
 
 Example:
-    >>> NOTEBOOKS["nau_nmu"]
+    >>> SCORED["nau_nmu"]
     '11_arithmetic_units'
 """
 
 from __future__ import annotations
+
+import numpy as np
 
 from predcalc.recommended import on_edges
 from predcalc.studies.edges import at_input_length
@@ -23,7 +25,7 @@ INPUT_LENGTH = 159  # tokens: 80 numbers and 79 operators, the held-out suite's 
 UNITS = {"nau_nmu": "11_arithmetic_units", "nau_nmu_dense": "11_arithmetic_units"}
 # the recommended models the edge study scores, and the notebook whose stored parameters train them
 RECOMMENDED = on_edges()
-NOTEBOOKS = {**RECOMMENDED, **UNITS}
+SCORED = {**RECOMMENDED, **UNITS}
 # a partly built model -> the trained model whose fit it finishes (same builder, seed and parameters)
 FINISHED_FROM = {"scan_typed_solved": "scan_typed", "scan_typed_readout_solved": "scan_typed"}
 
@@ -31,9 +33,9 @@ FINISHED_FROM = {"scan_typed_solved": "scan_typed", "scan_typed_readout_solved":
 def notebook_of(name: str) -> str:
     """The notebook whose stored parameters train ``name``; a one-line error for a model the study
     does not score."""
-    if name not in NOTEBOOKS:
-        raise KeyError(f"the edge study does not score {name!r}; it scores {', '.join(NOTEBOOKS)}")
-    return NOTEBOOKS[name]
+    if name not in SCORED:
+        raise KeyError(f"the edge study does not score {name!r}; it scores {', '.join(SCORED)}")
+    return SCORED[name]
 
 
 def at_length(model, spec, tokenizer, length: int, model_kwargs: dict | None = None):
@@ -64,8 +66,6 @@ def at_length(model, spec, tokenizer, length: int, model_kwargs: dict | None = N
 def _computes(model) -> bool:
     """Whether ``model`` runs on a batch of zeros of its input shape: a rebuild can keep a layer built
     for the old length (its weights' shapes from the old input), which only fails when called."""
-    import numpy as np
-
     try:
         model(np.zeros((1, *model.inputs[0].shape[1:]), dtype="float32"))
     except Exception:  # noqa: BLE001 - TensorFlow raises its own error types for mismatched shapes

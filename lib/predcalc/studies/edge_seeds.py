@@ -30,8 +30,8 @@ from predcalc.paths import RUNS, relative, write_if_changed
 from predcalc.studies.edge_models import (  # noqa: F401  (RECOMMENDED, FINISHED_FROM: read through this module too)
     FINISHED_FROM,
     INPUT_LENGTH,
-    NOTEBOOKS,
     RECOMMENDED,
+    SCORED,
     at_length,
     notebook_of,
 )
@@ -486,7 +486,7 @@ def _keep_reproduction(record: dict, path: Path) -> None:
             about["reproduction"] = before[name]["reproduction"]
 
 
-def write_suite_records(names=tuple(NOTEBOOKS), models=MODELS, out=EDGES, runs=RUNS, suites=None) -> list[Path]:
+def write_suite_records(names=tuple(SCORED), models=MODELS, out=EDGES, runs=RUNS, suites=None) -> list[Path]:
     """``development.json``, ``heldout.json`` and ``third_heldout.json`` in ``out`` (one per suite of
     ``suites``, default :func:`draw_suites`): :func:`suite_scores` of every seed of ``names`` whose
     ``scores.json`` exists, and under ``stored_first_seed`` the scores of each notebook's stored first
@@ -525,7 +525,7 @@ def main(argv=None) -> int:
 
     parser = argparse.ArgumentParser(prog="python -m predcalc.studies.edge_seeds")
     parser.add_argument("step", choices=["train", "export", "first", "write"])
-    parser.add_argument("names", nargs="*", default=list(NOTEBOOKS))
+    parser.add_argument("names", nargs="*", default=list(SCORED))
     parser.add_argument("--seeds", default="0,1,2,3,4")
     parser.add_argument("--score-only", action="store_true", help="first: score the stored files, no re-export")
     args = parser.parse_args(argv)
