@@ -114,7 +114,7 @@ def draw_reach(frame: pd.DataFrame):
                 gid=rows["source"].iloc[0],
             )
         axis.set_xticks(range(len(ticks)), list(ticks["label"]), fontsize=8)
-        axis.set_xlim(-0.5, len(ticks) - 0.5)
+        axis.set_xlim(-0.5, max(len(ticks), 1) - 0.5)
         axis.set_title(title, fontsize=10)
         axis.set_xlabel(xlabel)
         axis.set_ylim(-3, 105)
