@@ -528,7 +528,7 @@ def main(argv=None) -> int:
     parser.add_argument("names", nargs="*", default=list(SCORED))
     parser.add_argument("--seeds", default="0,1,2,3,4")
     parser.add_argument("--score-only", action="store_true", help="first: score the stored files, no re-export")
-    args = parser.parse_args(argv)
+    args = parser.parse_intermixed_args(argv)  # options before or after the names
     seeds = [int(s) for s in args.seeds.split(",")]
     if args.step == "write":
         for path in write_suite_records(args.names):
