@@ -207,3 +207,92 @@ def test_the_stored_heldout_scores_belong_to_the_suite_drawn_today():
     stored = json.loads((REPORTS / "edges" / "heldout.json").read_text())
     assert stored["suite"]["fingerprint"] == fingerprint(heldout_suite())
     assert set(stored["suite"]["sets"]) == set(heldout_suite(count=1))
+
+
+def test_the_per_term_arithmetic_units_are_rebuilt_longer_and_the_dense_ones_keep_their_length():
+    """The per-term units' weights do not depend on the length (their pairs and sum follow it): rebuilt
+    for 31 tokens they keep every weight, and with the exact solution's weights answer 16 numbers. The
+    dense units' NMU reads every token, so they stay at their trained 15."""
+    from predcalc.data.expressions import evaluate
+    from predcalc.studies.edge_models import at_length
+
+    trained = _untrained("nau_nmu")
+    # the exact solution (module docstring of predcalc.models.arithmetic_units): products o x, x, o x, 1
+    trained.model.get_layer("nmu").kernel.assign(np.array([[1, 0, 1, 0], [1, 1, 1, 0]], "float32"))
+    trained.model.get_layer("nau").kernel.assign(np.array([[1], [-1], [1], [0]], "float32"))
+    longer, length = at_length(trained.model, trained.spec, trained.tokenizer, 31)
+    assert length == 31 and int(longer.inputs[0].shape[1]) == 31
+    assert all(np.array_equal(a, b) for a, b in zip(longer.get_weights(), trained.model.get_weights()))
+    expression = " - ".join(str(n) for n in range(-5, 11))  # 16 numbers: 31 tokens
+    x = NumericTokenizer(31).encode_batch([expression])
+    assert float(trained.spec.predict_values(longer, x)[0]) == pytest.approx(float(evaluate(expression)))
+    dense = _untrained("nau_nmu_dense")
+    same, kept = at_length(dense.model, dense.spec, dense.tokenizer, 31)
+    assert kept == 15 and same is dense.model
+
+
+def _scores_file(accuracy, too_long=True):
+    """One seed's stored scores on the third held-out suite: every set read but terms_300."""
+    from predcalc.studies.edges import THIRD_HELDOUT
+
+    sets = {}
+    for edge in THIRD_HELDOUT:
+        if too_long and edge.name == "terms_300":
+            sets[edge.name] = {"too_long": "needs 599 tokens; the files read 159"}
+        else:
+            sets[edge.name] = {"accuracy": accuracy, "mae": 0.0, "mre": 0.0, "n": 300, "input_length": 159}
+    return {"third_heldout": sets}
+
+
+def test_the_third_heldout_record_is_the_sign_scans_suite_and_keeps_unread_sets_unread(tmp_path):
+    """write_suite_records on the third held-out suite: the record's fingerprint is the suite the sign
+    scan's record was scored on, a set longer than the files read stays not read (not 0), and the
+    Answer's cell counts it apart from the sets read."""
+    import json
+    import types
+
+    from predcalc.paths import RUNS
+    from predcalc.report import answer
+    from predcalc.report.edges import load_suites
+    from predcalc.studies import edge_seeds
+    from predcalc.studies.edges import fingerprint, third_heldout_suite
+
+    runs = tmp_path / "runs"
+    (runs / "30_beyond_reference").mkdir(parents=True)
+    (runs / "30_beyond_reference" / "metrics.json").write_text(json.dumps({"models": {"scan_typed": {"runs": []}}}))
+    for seed, accuracy in ((0, 1.0), (1, 0.5)):
+        folder = edge_seeds.seeds_folder("scan_typed", runs) / f"seed_{seed}"
+        folder.mkdir(parents=True)
+        (folder / edge_seeds.SCORES_FILE).write_text(json.dumps(_scores_file(accuracy)))
+    suite = third_heldout_suite()
+    (path,) = edge_seeds.write_suite_records(
+        ("scan_typed",), tmp_path / "models", tmp_path / "edges", runs, suites={"third_heldout": suite}
+    )
+    record = json.loads(path.read_text())
+    assert path.name == "third_heldout.json" and record["suite"]["seed"] == 5151
+    sign_scan = json.loads((RUNS / "33_trained_exact_scan" / "metrics.json").read_text())["data"]["heldout"]
+    assert record["suite"]["fingerprint"] == fingerprint(suite) == sign_scan["fingerprint"]
+    assert record["models"]["scan_typed"]["0"]["terms_300"] == {"too_long": "needs 599 tokens; the files read 159"}
+    assert record["about"]["scan_typed"]["input_length"] == 159
+
+    findings = types.SimpleNamespace(edges=load_suites(tmp_path / "edges"))
+    assert answer.not_read(findings, "scan_typed") == {"terms_300": "needs 599 tokens; the files read 159"}
+    seeds = answer.heldout_seeds(findings, "scan_typed", answer.HELD_OUT_KIND)
+    cell = answer.suite_cell(seeds, 1)
+    assert "over 9 of 10 sets, 1/2 exact on all, 50.0-100.0" in cell and cell.endswith("; 1 not read")
+    assert "terms_300" not in seeds["0"] and len(seeds["1"]) == 9
+
+
+def test_the_stored_third_heldout_scores_belong_to_the_suite_drawn_today():
+    import json
+
+    from predcalc.paths import REPORTS
+    from predcalc.studies.edges import fingerprint, third_heldout_suite
+
+    stored = json.loads((REPORTS / "edges" / "third_heldout.json").read_text())
+    assert stored["suite"]["fingerprint"] == fingerprint(third_heldout_suite())
+    for name, by_seed in stored["models"].items():
+        for seed, sets in by_seed.items():
+            assert set(sets) == set(stored["suite"]["sets"]), (name, seed)
+            for score in sets.values():  # a score, or why the files did not read the set: never a silent gap
+                assert "accuracy" in score or score.get("too_long") or score.get("not_in_input_language")

@@ -3,51 +3,57 @@ sets told apart, models at the same value kept apart."""
 
 import matplotlib
 import matplotlib.colors as mcolors
+import numpy as np
 import pandas as pd
 
 from predcalc.report import reach
 
 matplotlib.use("Agg")
 
-PROTOCOL = [("digits", 1, "|n| <= 5", "in"), ("digits", 1.5, "|n| 5..8", "out"), ("terms", 3, "3", "in")]
-HELDOUT = [("digits", 2, "2 digits"), ("terms", 40, "40")]
-
 
 def frame():
     rows = []
     for model, accuracy in (("exact_a", 1.0), ("exact_b", 1.0), ("weak", 0.3)):
-        for axis, distance, label, _ in PROTOCOL:
-            rows.append(dict(model=model, axis=axis, distance=distance, label=label, source="protocol", mean=accuracy))
+        for k, (set_name, label) in enumerate(reach.PROTOCOL_POINTS):
+            rows.append(dict(model=model, panel="development", set=set_name, label=label, order=k, mean=accuracy))
         if model != "weak":
-            for axis, distance, label in HELDOUT:
-                rows.append(dict(model=model, axis=axis, distance=distance, label=label, source="heldout", mean=1.0))
+            for k, set_name in enumerate(("digits_3", "terms_40", "terms_300")):
+                read = set_name != "terms_300" or model == "exact_a"  # exact_b's files cannot read 300 terms
+                rows.append(
+                    dict(
+                        model=model, panel="heldout", set=set_name, label=set_name, order=k, mean=1.0 if read else None
+                    )
+                )
+                rows[-1]["read"] = read
     table = pd.DataFrame(rows)
-    return table.assign(min=table["mean"], max=table["mean"])
+    table["read"] = table["read"].fillna(True).astype(bool)
+    table["source"] = table["panel"].map({"development": "protocol", "heldout": "heldout"})
+    return table.assign(min=table["mean"], max=table["mean"], seeds=5, scored_in="files")
 
 
-def test_reach_figure_names_the_box_and_marks_held_out_sets_apart():
+def test_reach_figure_has_a_development_panel_and_a_held_out_panel():
     figure = reach.draw_reach(frame())
-    digits, terms = figure.axes[:2]
-    ticks = [t.get_text() for t in digits.get_xticklabels()]
-    assert ticks == ["-5..4\n(training box)", "-8..-5, 5..8", "2 digits"]
-    assert [t.get_text() for t in terms.get_xticklabels()][0] == "3\n(training box)"
-    assert "|n| <= 5" not in " ".join(ticks) + digits.get_title() + terms.get_title()
+    development, held = figure.axes[:2]
+    assert development.get_title().startswith("development") and "held-out suite 5151" in held.get_title()
+    ticks = [t.get_text() for t in development.get_xticklabels()]
+    assert len(ticks) == 3 and "(training box)" in ticks[0] and "-5..4" in ticks[0]
+    assert [t.get_text() for t in held.get_xticklabels()] == ["digits_3", "terms_40", "terms_300"]
 
     white = mcolors.to_rgba("white")
-    for axis in (digits, terms):
-        (boundary,) = [line.get_xdata()[0] for line in axis.lines if line.get_gid() == "boundary"]
+    for axis, gid in ((development, "protocol"), (held, "heldout")):
         markers = [line for line in axis.lines if line.get_gid() in reach.SOURCES and len(line.get_xdata())]
-        assert {line.get_gid() for line in markers} == {"protocol", "heldout"}
-        for line in markers:
-            held_out = line.get_gid() == "heldout"
-            assert (mcolors.to_rgba(line.get_markerfacecolor()) == white) == held_out  # open: held-out
-            assert all((x > boundary) == held_out for x in line.get_xdata())  # right of the line: held-out
-        joining = [
-            line for line in axis.lines if line.get_gid() is None and line.get_linestyle() not in ("None", "none")
-        ]
-        assert joining and all(len({x > boundary for x in line.get_xdata()}) == 1 for line in joining)  # not joined
+        assert {line.get_gid() for line in markers} == {gid}  # each panel holds one kind of set
+        for line in markers:  # open markers: held out
+            assert (mcolors.to_rgba(line.get_markerfacecolor()) == white) == (gid == "heldout")
+    drawn = {
+        line.get_label(): int(np.isfinite(np.asarray(line.get_ydata(), float)).sum())
+        for line in held.lines
+        if line.get_label() in ("exact_a", "exact_b")
+    }
+    assert drawn == {"exact_a": 3, "exact_b": 2}  # a set the files cannot read is not drawn (not a 0)
     legend = figure.legends[0]
     assert "development" in legend.get_title().get_text() and "held-out" in legend.get_title().get_text()
+    assert [t.get_text() for t in legend.get_texts()] == ["exact_a", "exact_b", "weak"]
 
 
 def test_models_at_the_same_value_stay_apart():
@@ -106,11 +112,18 @@ def _fake_findings():
         "ablation": {},
         "float32_bound": {"bound": 2**24},
     }
-    score = {"mean": 0.5, "min": 0.4, "max": 0.6}
+    read = {"accuracy": 0.5}
+    unread = {"too_long": "needs 599 tokens; the files read 159"}
+    third = {
+        "suite": {"seed": 5151},
+        "models": {
+            name: {s: {"digits_3": read, "terms_300": unread} for s in ("0", "1")} for name in ("scan_typed", "gru")
+        },
+    }
     return SimpleNamespace(
         models={name: ({}, m) for name, m in models.items()},
         notebooks=[stored(extended), stored(exact)],
-        edges={"heldout": {"scan_typed": {"digits_exactly_3": score}, "gru": {"digits_exactly_3": score}}},
+        edges={"third_heldout_record": third},
         accuracy=lambda name, test_set: [r.metrics[test_set]["accuracy"] for r in models[name].runs],
         study=lambda kind: (
             [stored({"held_out": {"families": {"iid": {"mean": 1.0, "min": 1.0, "seeds": 5}}}})]
@@ -124,13 +137,15 @@ def test_the_figure_draws_the_answers_models_the_trained_exact_scan_and_not_the_
     frame = reach.reach_frame(_fake_findings())
     models = list(dict.fromkeys(frame["model"]))
     # chosen as in the Answer: the lower validation loss (not the higher accuracy shown), the finish best on
-    # the extended suite, and the trained exact scan with its own held-out suite
+    # the extended suite, and the trained exact scan, all on the one held-out suite
     assert models == ["lstm", "scan_typed", "scan_typed_solved", "scan_exact"]
     exact = frame[frame["model"] == "scan_exact"]
-    assert set(exact.loc[exact["source"] == "heldout", "label"]) == {"6 digits", "300"}
-    assert len(exact[exact["source"] == "protocol"]) == 4
+    assert set(exact.loc[exact["read"] & (exact["source"] == "heldout"), "set"]) == {"digits_6", "terms_300"}
+    assert len(exact[exact["source"] == "protocol"]) == 3
+    typed = frame[(frame["model"] == "scan_typed") & (frame["source"] == "heldout")].set_index("set")
+    assert typed.loc["digits_3", "mean"] == 0.5 and not typed.loc["terms_300", "read"]  # not read, not 0
     caption = reach.reach_caption(frame, 5)
-    assert "its own held-out suite" in caption and "calculator is not drawn" in caption
-    assert "not joined" in caption and "retrained copies" not in caption
+    assert "suite 5151" in caption and "calculator is not drawn" in caption and "not joined" in caption
+    assert "the typed scan, terms_300" in caption and "retrained seeds are copies" not in caption
     shifted = reach.reach_caption(frame, 5, {"name": "typed scan", "set": "terms_40", "points": 0.23})
-    assert "retrained copies of the stored seeds (retraining moved one seed of the typed scan by 23.0 points" in shifted
+    assert "retraining moved one seed of the typed scan by 23.0 points on terms_40" in shifted

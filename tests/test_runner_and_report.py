@@ -3,7 +3,7 @@ import json
 import nbformat
 import pytest
 
-from predcalc.report import findings
+from predcalc.report import answer, findings
 from predcalc.training import runner
 
 
@@ -292,7 +292,7 @@ def test_answer_opens_with_the_families_table_and_at_most_five_sentences(tmp_pat
     assert table.loc[("syntax-gated scan", "trained"), "in range"] == "100.0 %, 5/5 exact, 100.0-100.0"
     assert table.loc[("syntax-gated scan", "partly built"), "model"].startswith("typed scan, gates set by hand")
     assert table.loc[("LSTM / GRU", "trained"), "out of range"] == "20.0 %, 0/5 exact, 20.0-20.0"
-    assert table.loc[("LSTM / GRU", "trained"), "held-out edges"] == "not measured"
+    assert table.loc[("LSTM / GRU", "trained"), answer.HELD_OUT] == "not measured"
     items = blocks[-1].items
     assert 1 <= len(items) <= 5
     assert "the typed scan (100 weights)" in items[0] and "5 seeds" in items[0]

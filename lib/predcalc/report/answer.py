@@ -20,11 +20,20 @@ from predcalc.calculator.prose import error_bound
 from predcalc.report import prose
 from predcalc.report.calculator import calculator_facts, fresh_rule_seeds
 from predcalc.report.document import Bullets, Section, Table, Text
+from predcalc.report.held_out import (  # noqa: F401  (the report's other sections read them through here)
+    HELD_OUT_KIND,
+    compare_heldout,
+    heldout_seeds,
+    not_read,
+    retraining_shift,
+    suite_cell,
+)
 from predcalc.report.names import short_name
 from predcalc.report.sign_scan import ablation_exact, breaking_ablations, rounded_probe
 from predcalc.report.studies import FINISHES
 from predcalc.report.tables import plain_cell
 from predcalc.studies import arithmetic_units, exact_scan
+from predcalc.studies.edges import THIRD_HELDOUT_SEED
 
 # Families of the main text: (family, trained candidates, partly built candidates), registry names.
 FAMILIES = (
@@ -86,7 +95,7 @@ CHOSEN_ON = {
 CHOSEN_BY = {"trained": "validation loss", "partly built": "the extended suite"}
 
 PROTOCOL_SETS = (("in", "in range"), ("out", "out of range"), ("long", "long"))
-HELD_OUT = "held-out edges"
+HELD_OUT = f"held-out suite {THIRD_HELDOUT_SEED}"
 CHOSEN = "chosen by"
 NOT_COMPARABLE = "-"  # a cell the table leaves blank: not measured like for like (said under the table)
 
@@ -164,18 +173,6 @@ def chosen_by(kind: str, candidates: int) -> str:
     return f"{CHOSEN_BY[kind]}, best of {candidates}"
 
 
-def heldout_seeds(findings, name: str) -> dict[str, dict[str, float]] | None:
-    """``{seed: {set: exact accuracy}}`` on the held-out edge suite (sets the model can read), or None."""
-    record = findings.edges.get("heldout_record") or {}
-    by_seed = (record.get("models") or {}).get(name)
-    if not by_seed:
-        return None
-    return {
-        seed: {s: score["accuracy"] for s, score in sets.items() if "accuracy" in score}
-        for seed, sets in by_seed.items()
-    }
-
-
 def _keras_heldout(findings, name: str) -> dict:
     """A model's own Keras scores on held-out sets its notebook scored, ``{seed: {set: accuracy}}``."""
     return {
@@ -187,7 +184,7 @@ def _keras_heldout(findings, name: str) -> dict:
 
 
 def _heldout_text(findings, name: str) -> str:
-    seeds = heldout_seeds(findings, name)
+    seeds = heldout_seeds(findings, name, HELD_OUT_KIND)
     if not seeds:
         keras = {s: sets for s, sets in _keras_heldout(findings, name).items() if sets}
         if not keras:
@@ -199,13 +196,7 @@ def _heldout_text(findings, name: str) -> str:
             f"{len(next(iter(keras.values())))} sets of 3 numbers of both held-out suites, {exact}/{len(keras)} "
             f"exact on all, {prose.spread(per_seed)}"
         )
-    per_seed = [float(np.mean(list(sets.values()))) for sets in seeds.values()]
-    exact = sum(all(v >= 1.0 for v in sets.values()) for sets in seeds.values())
-    sets = len(next(iter(seeds.values())))
-    return (
-        f"{prose.share(float(np.mean(per_seed)), 1)} over {sets} sets, {exact}/{len(seeds)} exact on all, "
-        f"{prose.spread(per_seed)}"
-    )
+    return suite_cell(seeds, len(not_read(findings, name)))
 
 
 def _protocol_cell(findings, name: str, test_set: str) -> str:
@@ -296,10 +287,10 @@ def trained_exact_facts(findings) -> dict | None:
     }
 
 
-# Held-out sets inside (or between the axes of) the development probe that chose a model's design:
-# the bounded transformer's tanh bound was kept on 3 numbers of -99..99 and on 20 and 60 terms
-# (predcalc.studies.edges.CHOICES), which hold the 2-digit set and bracket the 40-term set.
-NEAR_PROBE = {"transformer4_local_bounded": ("digits_exactly_2", "terms_40")}
+# Held-out sets of the Answer's suite between the axes of the development probe that chose a model's
+# design: the bounded transformer's tanh bound was kept on 3 numbers of -99..99 and on 20 and 60 terms
+# (predcalc.studies.edges.CHOICES), which bracket the 40-term set.
+NEAR_PROBE = {"transformer4_local_bounded": ("terms_40",)}
 
 
 def protocol_scores(record: dict, seeds: list[str]) -> dict:
@@ -335,16 +326,18 @@ def trained_exact_rows(findings) -> list[dict]:
         row[column] = Cell(values=facts["protocol"][test_set]).text()
     onnx = facts["formats"]["onnx"]
     choosing = facts["choosing"]
+    # the column's suite where the record scored it (it does: its fingerprint is the stored suite's), else its own
+    suite = "ONNX files" if facts["heldout_seed"] == THIRD_HELDOUT_SEED else "its own held-out suite, ONNX files"
     if facts["fresh"] is None:
         row[HELD_OUT] = (
-            f"{prose.share(onnx['mean'], 1)} over {facts['sets']} sets of its own held-out suite (ONNX file), "
+            f"{prose.share(onnx['mean'], 1)} over {facts['sets']} of {facts['sets']} sets ({suite}), "
             f"{onnx['exact']}/{facts['seeds']} exact on all, {prose.spread(onnx['per_seed'])} "
             f"(seeds {choosing}, which chose its recipe)"
         )
     else:  # the claim: fresh seeds; the choosing seeds beside it
         fresh = facts["fresh"]["formats"]["onnx"]
         row[HELD_OUT] = (
-            f"{prose.share(fresh['mean'], 1)} over {facts['sets']} sets of its own held-out suite (ONNX file), "
+            f"{prose.share(fresh['mean'], 1)} over {facts['sets']} of {facts['sets']} sets ({suite}), "
             f"{fresh['exact']}/{facts['fresh']['seeds']} fresh seeds exact on all, {prose.spread(fresh['per_seed'])}; "
             f"seeds {choosing}, which chose its recipe: {onnx['exact']}/{facts['seeds']}"
         )
@@ -435,6 +428,7 @@ def facts(findings) -> dict:
         ),
         "best_other": None,
         "held": [],
+        "held_seed": THIRD_HELDOUT_SEED,
         "built": None,
         "calculator": None,
     }
@@ -450,8 +444,8 @@ def facts(findings) -> dict:
             "overlapping": sum(max(findings.accuracy(n, "out")) >= min(values) for n in others if n != best_other),
         }
     out["unscored"], out["keras_held"] = [], []
-    for n in exact:  # no exported file scored on the held-out edge suite: its own Keras scores, if any
-        if heldout_seeds(findings, n):
+    for n in exact:  # no exported file scored on the held-out suite: its own Keras scores, if any
+        if heldout_seeds(findings, n, HELD_OUT_KIND):
             continue
         held_rows = arithmetic_units.heldout_summary(findings.models[n][1].to_json())
         if not held_rows:
@@ -467,7 +461,7 @@ def facts(findings) -> dict:
             }
         )
     for n in exact:
-        seeds = heldout_seeds(findings, n)
+        seeds = heldout_seeds(findings, n, HELD_OUT_KIND)
         if not seeds:
             continue
         sets = {}
@@ -478,17 +472,20 @@ def facts(findings) -> dict:
             {
                 "name": short_name(n),
                 "sets": len(sets),
+                "unread": sorted(not_read(findings, n)),
                 "all_exact": sorted(s for s, v in sets.items() if min(v) >= 1.0),
-                "near_probe": sorted(s for s in NEAR_PROBE.get(n, ()) if s in sets and min(sets[s]) >= 1.0),
-                "digits_3": prose.spread(sets["digits_exactly_3"]) if "digits_exactly_3" in sets else None,
-                "digits_4_max": max(sets["digits_exactly_4"]) if "digits_exactly_4" in sets else None,
+                "near_probe": sorted(s for s in NEAR_PROBE.get(n, ()) if s in sets),
+                "digits_3": prose.spread(sets["digits_3"]) if "digits_3" in sets else None,
+                "digits_4_max": max(sets["digits_4"]) if "digits_4" in sets else None,
+                "digits_6_exact": sum(v >= 1.0 for v in sets["digits_6"]) if "digits_6" in sets else None,
+                "seeds": len(seeds),
                 "terms_80": prose.spread(sets["terms_80"]) if "terms_80" in sets else None,
             }
         )
     out["compared"] = compare_heldout(findings, exact)
     built = [name for name, r in rows if r["kind"] == "partly built" and name in findings.models]
     for n in built:
-        seeds = heldout_seeds(findings, n)
+        seeds = heldout_seeds(findings, n, HELD_OUT_KIND)
         if seeds:
             everything = all(v >= 1.0 for sets in seeds.values() for v in sets.values())
             out["built"] = {
@@ -509,49 +506,13 @@ def _is_built(name: str) -> bool:
     return any(name in built for _, _, built in FAMILIES)
 
 
-def compare_heldout(findings, names: list[str]) -> dict | None:
-    """Two exact models on the held-out sets, set by set: "better" only where every seed of one lies above
-    every seed of the other; otherwise not resolved."""
-    if len(names) != 2:
-        return None
-    a, b = (heldout_seeds(findings, n) for n in names)
-    if not a or not b:
-        return None
-    sets = sorted(set.intersection(*(set(s) for s in a.values()), *(set(s) for s in b.values())))
-    verdicts = {"first_sets": [], "second_sets": [], "unresolved": []}
-    for s in sets:
-        va, vb = [x[s] for x in a.values()], [x[s] for x in b.values()]
-        if min(va) > max(vb):
-            verdicts["first_sets"].append(s)
-        elif min(vb) > max(va):
-            verdicts["second_sets"].append(s)
-        else:
-            verdicts["unresolved"].append(s)
-    return {"first": short_name(names[0]), "second": short_name(names[1]), "sets": len(sets), **verdicts}
-
-
-def retraining_shift(edges: dict) -> dict | None:
-    """The largest change of one seed's exact accuracy on a held-out set between the stored model and its
-    retrained copy (the suite's ``stored_first_seed`` against seed 0), or None."""
-    record = edges.get("heldout_record") or {}
-    worst = None
-    for name, sets in (record.get("stored_first_seed") or {}).items():
-        first = (record.get("models") or {}).get(name, {}).get("0", {})
-        for set_name, score in sets.items():
-            if "accuracy" in score and "accuracy" in first.get(set_name, {}):
-                points = abs(score["accuracy"] - first[set_name]["accuracy"])
-                if worst is None or points > worst["points"]:
-                    worst = {"name": short_name(name), "set": set_name, "points": points}
-    return worst
-
-
 def answer_section(findings) -> Section:
     """The Answer: the families table, what chose each row, and at most five sentences."""
     table = families_table(findings)
     if table.empty:
         return Section("answer", "Answer", [Text("_no runs yet: `predcalc run` first._")])
     values = facts(findings)
-    lead = prose.say("answer_caption.md.j2")
+    lead = prose.say("answer_caption.md.j2", seed=THIRD_HELDOUT_SEED)
     items = prose.bullets("answer.md.j2", **values)[:5]
     return Section("answer", "Answer", [Table(table, cell=plain_cell), *[Text(p) for p in lead], Bullets(items)])
 
@@ -561,11 +522,20 @@ def families_notes(findings) -> Section:
     if families_table(findings).empty:
         return Section("appendix.families", "Reading the families table", [], part="appendix")
     values = facts(findings)
-    suite = (findings.edges.get("heldout_record") or {}).get("suite") or {}
+    record = findings.edges.get(f"{HELD_OUT_KIND}_record") or {}
+    suite = record.get("suite") or {}
+    unread = {short_name(n): not_read(findings, n) for n in record.get("models") or {}}
     notes = prose.say(
         "answer_table.md.j2",
         chosen=CHOSEN_ON,
-        suite={**suite, "retrained": retraining_shift(findings.edges)} if suite else suite,
+        suite={
+            **suite,
+            "retrained": retraining_shift(findings.edges, HELD_OUT_KIND),
+            "unread": {n: sets for n, sets in unread.items() if sets},
+            "lengths": {short_name(n): a["input_length"] for n, a in (record.get("about") or {}).items()},
+        }
+        if suite
+        else suite,
         calculator=values["calculator"],
         exact_family=EXACT_FAMILY if values["trained_exact"] else None,
     )

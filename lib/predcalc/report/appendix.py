@@ -15,11 +15,14 @@ from predcalc import recommended
 from predcalc.calculator.given_study import given_markdown
 from predcalc.data.protocol import reference_protocol
 from predcalc.deploy.bench import deployment_markdown
+from predcalc.readable import percent_number
 from predcalc.report import findings as F
 from predcalc.report.anchors import REFERENCE_ROWS
+from predcalc.report.answer import trained_exact_record
 from predcalc.report.calculator import section
 from predcalc.report.document import Bullets, Figure, Section, Table, Text
 from predcalc.report.edges import edges_lines, seed_facts, suite_blocks
+from predcalc.report.names import short_name
 from predcalc.report.recipe_ablation import peak_probe_lines, recipe_ablation_lines
 from predcalc.report.scoreboard import TEXT as SCOREBOARD_TEXT
 from predcalc.report.scoreboard import exact_signed_long, scoreboard_table
@@ -191,6 +194,10 @@ def development_edges(findings) -> Section:
     blocks = suite_blocks(findings.edges, "development", recommended.headline())
     record = findings.edges.get("heldout_record")
     facts = seed_facts(record) if record else []
+    third = findings.edges.get("third_heldout_record") or {}
+    answer_suite = with_sign_scan(
+        findings, suite_blocks(findings.edges, "third_heldout", list(third.get("models") or {}))
+    )
     return Section(
         "appendix.development_edges",
         "The edge suites in detail",
@@ -200,12 +207,54 @@ def development_edges(findings) -> Section:
                 "completeness, scored like the held-out suite:"
             ),
             *blocks,
-            *([Text("The held-out suite, model by model:"), Bullets(facts)] if facts else []),
+            *(
+                [
+                    Text(
+                        f"The held-out suite {third['suite']['seed']} of the Answer's column, set by set: exact "
+                        "accuracy through each seed's exported ONNX file, mean [min-max] over seeds and the seeds "
+                        "exact on every expression; a set longer than a model's files read is not read (its "
+                        "tokens needed and read are named), not scored as 0. The sign scan's column: its fresh "
+                        "seeds' ONNX files, the seeds of its claim (Results, the trained exact scan)."
+                    ),
+                    *answer_suite,
+                ]
+                if answer_suite
+                else []
+            ),
+            *(
+                [Text(f"The held-out edge suite (seed {record['suite']['seed']}), model by model:"), Bullets(facts)]
+                if facts
+                else []
+            ),
             Text("The first edge probe, as the 06 notebook scored it (first seed, Keras):"),
             *[Text(line) for line in _demote(edges_lines(findings.records))],
         ],
         part="appendix",
     )
+
+
+def with_sign_scan(findings, blocks: list) -> list:
+    """The held-out suite's table with the sign scan's column added where its record scored the same
+    suite (its fingerprint): its fresh seeds' ONNX scores, else its choosing seeds'."""
+    record = trained_exact_record(findings)
+    suite = (findings.edges.get("third_heldout_record") or {}).get("suite") or {}
+    if not blocks or record is None or record["data"]["heldout"].get("fingerprint") != suite.get("fingerprint"):
+        return blocks
+    fresh = ((record.get("fresh") or {}).get("heldout") or {}).get("onnx") or {}
+    by_seed = fresh or record["heldout"]["onnx"]
+    frame = blocks[0].frame.copy()
+    column = short_name("scan_exact") + (" (fresh seeds)" if fresh else "")
+    cells = []
+    for set_name in frame["set"]:
+        values = [by_seed[s][set_name] for s in by_seed if set_name in by_seed[s]]
+        cells.append(
+            f"{percent_number(float(np.mean(values)), 1)} [{percent_number(min(values), 1)}-"
+            f"{percent_number(max(values), 1)}], {sum(v >= 1.0 for v in values)}/{len(values)} exact"
+            if values
+            else "not scored"
+        )
+    frame[column] = cells
+    return [Table(frame, cell=plain_cell), *blocks[1:]]
 
 
 def export(findings) -> Section:

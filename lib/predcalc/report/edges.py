@@ -101,11 +101,12 @@ def suite_summary(record: dict) -> dict:
 
 
 def load_suites(folder) -> dict:
-    """The stored edge suites under ``folder`` (``heldout.json``, ``development.json``): per suite
+    """The stored edge suites under ``folder`` (``heldout.json``, ``development.json``,
+    ``third_heldout.json``): per suite
     and model, each set's exact accuracy over seeds (``suite``), and the stored record
     (``suite_record``); {} where none was stored."""
     out = {}
-    for suite in ("heldout", "development"):
+    for suite in ("heldout", "development", "third_heldout"):
         path = Path(folder) / f"{suite}.json"
         if path.is_file():
             stored = json.loads(path.read_text())
@@ -132,7 +133,9 @@ def suite_blocks(edges: dict, suite: str, models) -> list:
             if found.empty:
                 continue
             cell = found.iloc[0]
-            if cell.note:
+            if cell.note and "tokens" in cell.note:  # longer than its files read: not read, not 0
+                row[short_name(model)] = f"not read ({cell.note})"
+            elif cell.note:
                 row[short_name(model)] = "not in its input language"
             else:
                 row[short_name(model)] = (

@@ -41,7 +41,7 @@ from predcalc.report.edges import load_suites, suite_blocks
 from predcalc.report.lessons import learned_section
 from predcalc.report.names import with_short_names
 from predcalc.report.prose import count
-from predcalc.report.reach import plot_reach, reach_caption, reach_frame
+from predcalc.report.reach import held_out_shift, plot_reach, reach_caption, reach_frame
 from predcalc.report.records import StoredRecord, prints_prior_score
 from predcalc.report.related import related_section
 from predcalc.report.scoreboard import candidates, comparison, matches, summary_table
@@ -368,7 +368,10 @@ class Findings:
             plot_reach(frame, path)
         facts = trained_exact_facts(self)
         caption = reach_caption(
-            frame, self.heldout_seeds, retraining_shift(self.edges), facts["protocol_seeds"] if facts else ""
+            frame,
+            self.heldout_seeds,
+            held_out_shift(self.edges),
+            facts["protocol_seeds"] if facts else "",
         )
         return Section("results.summary", "Summary", [Figure(path, caption)])
 

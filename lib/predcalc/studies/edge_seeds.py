@@ -27,23 +27,33 @@ from predcalc.deploy.export import SIDECAR, export_directory, write_sidecar
 from predcalc.deploy.predictor import Predictor
 from predcalc.models import get_spec
 from predcalc.paths import RUNS, relative, write_if_changed
-from predcalc.recommended import on_edges
+from predcalc.studies.edge_models import (  # noqa: F401  (RECOMMENDED, FINISHED_FROM: read through this module too)
+    FINISHED_FROM,
+    INPUT_LENGTH,
+    RECOMMENDED,
+    SCORED,
+    at_length,
+    notebook_of,
+)
 from predcalc.studies.edges import (
-    at_input_length,
     development_suite,
     heldout_suite,
     refusal,
     spacing_check,
     suite_record,
+    third_heldout_suite,
     tokens_needed,
 )
-from predcalc.training.fit import evaluate, run_record, train
+from predcalc.training.fit import builder_arguments, evaluate, run_record, train
 from predcalc.training.metrics import exact_accuracy, regression_metrics
 
-# the recommended models the edge study scores, and the notebook whose stored parameters train them
-RECOMMENDED = on_edges()
-# a partly built model -> the trained model whose fit it finishes (same builder, seed and parameters)
-FINISHED_FROM = {"scan_typed_solved": "scan_typed", "scan_typed_readout_solved": "scan_typed"}
+# the suites every seed's files are scored on: kind -> the function that draws it
+SUITES = {"development": development_suite, "heldout": heldout_suite, "third_heldout": third_heldout_suite}
+
+
+def draw_suites(kinds=tuple(SUITES)) -> dict:
+    """``{kind: {set: Split}}`` of the suites named (each drawn once, frozen by its seed)."""
+    return {kind: SUITES[kind]() for kind in kinds}
 
 
 def stored_metrics(notebook: str, runs=RUNS) -> dict:
@@ -120,7 +130,7 @@ def finish_seeds(
     from predcalc.data import reference_protocol
     from predcalc.training.fit import TrainedModel, build, evaluate, run_record
 
-    notebook = notebook or RECOMMENDED[name]
+    notebook = notebook or notebook_of(name)
     parameters = training_parameters(name, notebook, runs)
     if training_parameters(fitted, notebook, runs) != parameters:
         raise ValueError(f"{name} and {fitted} were trained with different parameters in {notebook}")
@@ -200,13 +210,12 @@ def _relative(before: float, after: float) -> float:
     return 0.0 if scale == 0 else abs(after - before) / scale
 
 
-INPUT_LENGTH = 159  # tokens: 80 numbers and 79 operators, the held-out suite's longest expressions
 RUNTIME_FILES = {"onnx": "model.onnx", "litert": "model_float32.tflite"}
 
 
 def seeds_folder(name: str, runs=RUNS) -> Path:
-    """Where each seed's exported files of a recommended model are kept in git."""
-    return Path(runs) / RECOMMENDED[name] / "export" / name / "seeds"
+    """Where each seed's exported files of a scored model are written (git keeps their scores)."""
+    return Path(runs) / notebook_of(name) / "export" / name / "seeds"
 
 
 def export_at_length(
@@ -218,9 +227,11 @@ def export_at_length(
     data_seed: int = 0,
     label: dict | None = None,
     source=None,
+    model_kwargs: dict | None = None,
 ) -> dict:
     """Write ``model_float32.tflite`` and ``model.onnx`` of ``model`` rebuilt for ``length`` tokens
-    (:func:`predcalc.studies.edges.at_input_length`) with their ``predcalc.json``, and check each file,
+    (:func:`predcalc.studies.edge_models.at_length`: at its trained length where a weight depends on
+    the length; ``model_kwargs`` go to its builder) with their ``predcalc.json``, and check each file,
     read through :class:`predcalc.deploy.predictor.Predictor`, against the Keras model at its trained
     length on the reference protocol's test sets. Writes and returns ``export.json``'s record; raises
     RuntimeError where a file does not match Keras (the export limits of
@@ -228,7 +239,7 @@ def export_at_length(
 
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
-    resized = at_input_length(model, length)
+    resized, length = at_length(model, spec, tokenizer, length, model_kwargs)
     longer = type(tokenizer)(**{**tokenizer.get_config(), "length": length})
     E.write_sidecar(directory, spec, longer, {"trained_length": tokenizer.length})
     sets = reference_protocol(data_seed).test_sets()
@@ -289,6 +300,7 @@ def export_seeds(
     from predcalc.training.fit import make_tokenizer
 
     spec = get_spec(name)
+    model_kwargs, _ = builder_arguments(training_parameters(name, notebook_of(name), runs)["model_kwargs"])
     records = {}
     for seed in tqdm(list(seeds), desc=f"export {name}", disable=not progress):
         target = seeds_folder(name, runs) / f"seed_{seed}"
@@ -304,6 +316,7 @@ def export_seeds(
             length,
             label={"seed": seed},
             source=source,
+            model_kwargs=model_kwargs,
         )
     return records
 
@@ -356,7 +369,7 @@ def suite_scores(kind: str, suite: dict, scores: dict, models, runs=RUNS) -> dic
     record = {"suite": suite_record(kind, suite), "description": _description(kind, suite), "models": {}, "about": {}}
     for name, by_seed in scores.items():
         spec = get_spec(name)
-        tokenizer = get_tokenizer(spec.tokenizer, **{**spec.tokenizer_config, "length": INPUT_LENGTH})
+        tokenizer = get_tokenizer(spec.tokenizer, **{**spec.tokenizer_config, "length": files_length(by_seed)})
         expressions = [e for split in suite.values() for e in split.expressions]
         record["models"][name] = {
             int(seed): by_kind[kind] for seed, by_kind in sorted(by_seed.items(), key=lambda item: int(item[0]))
@@ -364,13 +377,28 @@ def suite_scores(kind: str, suite: dict, scores: dict, models, runs=RUNS) -> dic
         record["about"][name] = {
             "label": spec.label,
             "kind": "partly built" if spec.finish is not None else "trained",
-            "notebook": RECOMMENDED[name],
+            "notebook": notebook_of(name),
             "files": f"{relative(seeds_folder(name, runs))}/seed_N",
-            "input_length": INPUT_LENGTH,
+            "input_length": files_length(by_seed),
             "unspaced_forms": spacing_check(tokenizer, expressions),
-            "reproduction": reproduction(name, RECOMMENDED[name], models, runs),
+            "reproduction": reproduction(name, notebook_of(name), models, runs),
         }
     return record
+
+
+def files_length(by_seed: dict) -> int:
+    """The input length (tokens) a model's exported files read, from their stored scores
+    (``{seed: {kind: {set: score}}}``); :data:`INPUT_LENGTH` where no set was read."""
+    lengths = {
+        score["input_length"]
+        for by_kind in by_seed.values()
+        for sets in by_kind.values()
+        for score in sets.values()
+        if "input_length" in score
+    }
+    if len(lengths) > 1:
+        raise ValueError(f"the seeds' files read different input lengths: {sorted(lengths)}")
+    return lengths.pop() if lengths else INPUT_LENGTH
 
 
 # the formats a first seed is re-exported in: full-integer int8 was unsuitable for every recommended
@@ -391,7 +419,7 @@ def reexport_first_seed(name: str, runs=RUNS, length: int = INPUT_LENGTH, format
     from predcalc.models import get_spec
     from predcalc.studies.edges import at_input_length
 
-    folder = Path(runs) / RECOMMENDED[name] / "export" / name
+    folder = Path(runs) / notebook_of(name) / "export" / name
     info = json.loads((folder / SIDECAR).read_text())
     tokenizer = get_tokenizer(info["tokenizer"], **info["tokenizer_config"])
     if tokenizer.length != length:
@@ -411,16 +439,18 @@ MODELS = Path("build") / "edges" / "models"  # each retrained seed's model.keras
 EDGES = Path("reports") / "edges"  # development.json and heldout.json
 
 
-def score_seed(name: str, seed: int | None, suites: dict, runs=RUNS) -> dict:
+def score_seed(name: str, seed: int | None, suites: dict, runs=RUNS, refresh: bool = False) -> dict:
     """:func:`score_exported` of one seed's exported files on each suite (``{kind: {set: Split}}``),
-    written to ``scores.json`` beside them (kept if it exists); ``seed`` None: the notebook's stored
+    written to ``scores.json`` beside them; a suite it already holds is kept unless ``refresh`` (files
+    written again: every suite is scored through the new files). ``seed`` None: the notebook's stored
     first seed, re-exported by :func:`reexport_first_seed`. Returns ``{kind: scores}``."""
     folder = seeds_folder(name, runs).parent if seed is None else seeds_folder(name, runs) / f"seed_{seed}"
     path = folder / SCORES_FILE
-    if path.is_file():
-        return json.loads(path.read_text())
-    scores = {kind: score_exported(path.parent, suite) for kind, suite in suites.items()}
-    write_if_changed(path, json.dumps(scores, indent=1))
+    scores = {} if refresh or not path.is_file() else json.loads(path.read_text())
+    missing = [kind for kind in suites if kind not in scores]
+    if missing:
+        scores.update({kind: score_exported(folder, suites[kind]) for kind in missing})
+        write_if_changed(path, json.dumps(scores, indent=1))
     return scores
 
 
@@ -429,15 +459,18 @@ def _description(kind: str, suite: dict) -> str:
 
     about = suite_record(kind)
     boxes = "; ".join(f"`{name}` {box}" for name, box in about["sets"].items())
-    role = (
-        "the probe that helped choose the recommended variants (its scores are not claims)"
-        if kind == "development"
-        else "never used to choose the models it scores (it was development data for the trained exact "
+    role = {
+        "development": "the probe that helped choose the recommended variants (its scores are not claims)",
+        "heldout": "never used to choose the models it scores (it was development data for the trained exact "
         "scan's recipe, which is claimed on a later suite); no expression is in the development "
-        "suite or the reference protocol's training and validation splits"
-    )
+        "suite or the reference protocol's training and validation splits",
+        "third_heldout": "the one held-out suite every model of the Answer is scored on, through its exported "
+        "files: drawn after the trained exact scan's final design froze, never used to choose any model; no "
+        "expression is in the development suite, the first or second held-out suite or the reference "
+        "protocol's training and validation splits",
+    }[kind]
     return (
-        f"The {kind} suite (seed {about['seed']}, {len(next(iter(suite.values())))} expressions a set) is "
+        f"The {kind.replace('_', ' ')} suite (seed {about['seed']}, {len(next(iter(suite.values())))} expressions a set) is "
         f"{role}: {boxes}."
     )
 
@@ -453,12 +486,13 @@ def _keep_reproduction(record: dict, path: Path) -> None:
             about["reproduction"] = before[name]["reproduction"]
 
 
-def write_suite_records(names=tuple(RECOMMENDED), models=MODELS, out=EDGES, runs=RUNS) -> list[Path]:
-    """``development.json`` and ``heldout.json`` in ``out``: :func:`suite_scores` of every seed of
-    ``names`` whose ``scores.json`` exists, and under ``stored_first_seed`` the scores of each
-    notebook's stored first seed (the model its metrics describe) through its re-exported files."""
+def write_suite_records(names=tuple(SCORED), models=MODELS, out=EDGES, runs=RUNS, suites=None) -> list[Path]:
+    """``development.json``, ``heldout.json`` and ``third_heldout.json`` in ``out`` (one per suite of
+    ``suites``, default :func:`draw_suites`): :func:`suite_scores` of every seed of ``names`` whose
+    ``scores.json`` exists, and under ``stored_first_seed`` the scores of each notebook's stored first
+    seed (the model its metrics describe) through its re-exported files, where they were scored."""
 
-    suites = {"development": development_suite(), "heldout": heldout_suite()}
+    suites = suites or draw_suites()
     scores = {}
     for name in names:
         found = sorted(seeds_folder(name, runs).glob(f"seed_*/{SCORES_FILE}"))
@@ -473,9 +507,10 @@ def write_suite_records(names=tuple(RECOMMENDED), models=MODELS, out=EDGES, runs
     for kind, suite in suites.items():
         path = Path(out) / f"{kind}.json"
         path.parent.mkdir(parents=True, exist_ok=True)
-        record = suite_scores(kind, suite, scores, models, runs)
+        scored = {name: by_seed for name, by_seed in scores.items() if all(kind in k for k in by_seed.values())}
+        record = suite_scores(kind, suite, scored, models, runs)
         _keep_reproduction(record, path)
-        record["stored_first_seed"] = {name: by_kind[kind] for name, by_kind in first.items()}
+        record["stored_first_seed"] = {name: by_kind[kind] for name, by_kind in first.items() if kind in by_kind}
         write_if_changed(path, json.dumps(record, indent=1))
         paths.append(path)
     return paths
@@ -484,14 +519,16 @@ def write_suite_records(names=tuple(RECOMMENDED), models=MODELS, out=EDGES, runs
 def main(argv=None) -> int:
     """``python -m predcalc.studies.edge_seeds STEP NAME [SEEDS]``: ``train`` (retrain, or finish a
     partly built model from its fitted seeds), ``export`` (files at 159 tokens, then their scores),
-    ``first`` (re-export the notebook's stored first seed at 159 tokens) or ``write`` (the two suite
-    records). SEEDS: comma-separated, default 0,1,2,3,4."""
+    ``first`` (re-export the notebook's stored first seed at 159 tokens, or only score its files on a
+    suite they miss with ``--score-only``) or ``write`` (the suite records). SEEDS: comma-separated,
+    default 0,1,2,3,4."""
 
     parser = argparse.ArgumentParser(prog="python -m predcalc.studies.edge_seeds")
     parser.add_argument("step", choices=["train", "export", "first", "write"])
-    parser.add_argument("names", nargs="*", default=list(RECOMMENDED))
+    parser.add_argument("names", nargs="*", default=list(SCORED))
     parser.add_argument("--seeds", default="0,1,2,3,4")
-    args = parser.parse_args(argv)
+    parser.add_argument("--score-only", action="store_true", help="first: score the stored files, no re-export")
+    args = parser.parse_intermixed_args(argv)  # options before or after the names
     seeds = [int(s) for s in args.seeds.split(",")]
     if args.step == "write":
         for path in write_suite_records(args.names):
@@ -504,21 +541,20 @@ def main(argv=None) -> int:
             if fitted:
                 finish_seeds(name, fitted, MODELS, seeds=seeds)
             else:
-                retrain_seeds(name, RECOMMENDED[name], MODELS, seeds=seeds)
+                retrain_seeds(name, notebook_of(name), MODELS, seeds=seeds)
         elif args.step == "first":
-            from predcalc.studies.edges import development_suite, heldout_suite
-
-            record = reexport_first_seed(name)
-            print(name, {fmt: r.get("verdict") for fmt, r in record["formats"].items()})
-            suites = suites or {"development": development_suite(), "heldout": heldout_suite()}
+            if not args.score_only:
+                record = reexport_first_seed(name)
+                print(name, {fmt: r.get("verdict") for fmt, r in record["formats"].items()})
+            suites = suites or draw_suites()
             score_seed(name, None, suites)
         else:
-            from predcalc.studies.edges import development_suite, heldout_suite
-
-            suites = suites or {"development": development_suite(), "heldout": heldout_suite()}
-            export_seeds(name, MODELS, seeds=seeds)
-            for seed in seeds:
-                score_seed(name, seed, suites)
+            suites = suites or draw_suites()
+            for seed in seeds:  # files written now: every suite is scored through them again
+                fresh = not (seeds_folder(name) / f"seed_{seed}" / "export.json").is_file()
+                export_seeds(name, MODELS, seeds=[seed], progress=False)
+                score_seed(name, seed, suites, refresh=fresh)
+                print(f"{name} seed {seed}: exported" if fresh else f"{name} seed {seed}: scored")
     return 0
 
 

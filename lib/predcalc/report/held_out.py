@@ -1,0 +1,92 @@
+"""The stored edge suites as the Answer reads them: each model's seeds on a suite, the sets its
+exported files could not read, a held-out cell's text, two models compared set by set, and how far
+retraining moved a stored seed.
+
+The Answer's held-out column is one suite for every model (:data:`HELD_OUT_KIND`, the third held-out
+suite, seed 5151), scored through each seed's exported files; the first held-out edge suite (seed
+31) stays the default elsewhere in the report.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from predcalc.report import prose
+from predcalc.report.names import short_name
+
+# the one held-out suite every model of the Answer's column is scored on, through its exported files
+HELD_OUT_KIND = "third_heldout"
+
+
+def heldout_seeds(findings, name: str, kind: str = "heldout") -> dict[str, dict[str, float]] | None:
+    """``{seed: {set: exact accuracy}}`` on a stored edge suite (``kind``: the held-out edge suite, or
+    :data:`HELD_OUT_KIND`, the Answer's), sets the model can read, or None."""
+    record = findings.edges.get(f"{kind}_record") or {}
+    by_seed = (record.get("models") or {}).get(name)
+    if not by_seed:
+        return None
+    return {
+        seed: {s: score["accuracy"] for s, score in sets.items() if "accuracy" in score}
+        for seed, sets in by_seed.items()
+    }
+
+
+def not_read(findings, name: str, kind: str = HELD_OUT_KIND) -> dict[str, str]:
+    """``{set: why}`` of the sets of a stored suite the model's exported files cannot read (longer
+    than their input length, or outside the tokeniser's language): not scores of 0."""
+    by_seed = ((findings.edges.get(f"{kind}_record") or {}).get("models") or {}).get(name) or {}
+    first = next(iter(by_seed.values()), {})
+    return {
+        s: score.get("too_long") or score.get("not_in_input_language", "")
+        for s, score in first.items()
+        if "accuracy" not in score
+    }
+
+
+def suite_cell(seeds: dict[str, dict[str, float]], unread: int = 0) -> str:
+    """A held-out cell of ``{seed: {set: accuracy}}``: the mean over seeds of each seed's mean over the
+    sets read, the seeds exact on every one of them, the lowest-highest seed, and the sets not read."""
+    per_seed = [float(np.mean(list(sets.values()))) for sets in seeds.values()]
+    exact = sum(all(v >= 1.0 for v in sets.values()) for sets in seeds.values())
+    read = len(next(iter(seeds.values())))
+    text = (
+        f"{prose.share(float(np.mean(per_seed)), 1)} over {read} of {read + unread} sets, "
+        f"{exact}/{len(seeds)} exact on all, {prose.spread(per_seed)}"
+    )
+    return text + (f"; {unread} not read" if unread else "")
+
+
+def compare_heldout(findings, names: list[str]) -> dict | None:
+    """Two exact models on the held-out sets, set by set: "better" only where every seed of one lies above
+    every seed of the other; otherwise not resolved."""
+    if len(names) != 2:
+        return None
+    a, b = (heldout_seeds(findings, n, HELD_OUT_KIND) for n in names)
+    if not a or not b:
+        return None
+    sets = sorted(set.intersection(*(set(s) for s in a.values()), *(set(s) for s in b.values())))
+    verdicts = {"first_sets": [], "second_sets": [], "unresolved": []}
+    for s in sets:
+        va, vb = [x[s] for x in a.values()], [x[s] for x in b.values()]
+        if min(va) > max(vb):
+            verdicts["first_sets"].append(s)
+        elif min(vb) > max(va):
+            verdicts["second_sets"].append(s)
+        else:
+            verdicts["unresolved"].append(s)
+    return {"first": short_name(names[0]), "second": short_name(names[1]), "sets": len(sets), **verdicts}
+
+
+def retraining_shift(edges: dict, kind: str = "heldout") -> dict | None:
+    """The largest change of one seed's exact accuracy on a held-out set between the stored model and its
+    retrained copy (the suite's ``stored_first_seed`` against seed 0), or None."""
+    record = edges.get(f"{kind}_record") or {}
+    worst = None
+    for name, sets in (record.get("stored_first_seed") or {}).items():
+        first = (record.get("models") or {}).get(name, {}).get("0", {})
+        for set_name, score in sets.items():
+            if "accuracy" in score and "accuracy" in first.get(set_name, {}):
+                points = abs(score["accuracy"] - first[set_name]["accuracy"])
+                if worst is None or points > worst["points"]:
+                    worst = {"name": short_name(name), "set": set_name, "points": points}
+    return worst
