@@ -32,7 +32,7 @@ from predcalc.report.names import short_name
 from predcalc.report.sign_scan import ablation_exact, breaking_ablations, rounded_probe
 from predcalc.report.studies import FINISHES
 from predcalc.report.tables import plain_cell
-from predcalc.studies import arithmetic_units, exact_scan
+from predcalc.studies import arithmetic_units, exact_scan, sign_scan_search
 from predcalc.studies.edges import THIRD_HELDOUT_SEED
 
 # Families of the main text: (family, trained candidates, partly built candidates), registry names.
@@ -495,11 +495,27 @@ def facts(findings) -> dict:
                 "sets": len(next(iter(seeds.values()))),
             }
             break
+    out["search"] = search_facts(findings)
     records = findings.study("calculator")
     if records:
         out["calculator"] = calculator_facts(records[0].to_json())
     out["trained_exact"] = trained_exact_facts(findings)
     return out
+
+
+def search_facts(findings) -> dict | None:
+    """The sign scan's discrete patterns (notebook 34's record): how many, how many fit the training
+    split and are exact on the held-out suite, a blind search's expected draws, gradient descent's steps."""
+    record = next((r for r in (x.to_json() for x in findings.notebooks) if sign_scan_search.is_record(r)), None)
+    if record is None:
+        return None
+    descent = ((record.get("descent") or {}).get("summary")) or None
+    return {
+        "count": record["count"],
+        "exact": record["exact"],
+        "draws": record["search"]["expected_draws"],
+        "descent": descent,
+    }
 
 
 def _is_built(name: str) -> bool:
