@@ -19,6 +19,7 @@ import pandas as pd
 from predcalc.calculator.prose import error_bound
 from predcalc.report import prose
 from predcalc.report.calculator import calculator_facts, fresh_rule_seeds
+from predcalc.report.data_seeds import data_seed_facts
 from predcalc.report.document import Bullets, Section, Table, Text
 from predcalc.report.held_out import (  # noqa: F401  (the report's other sections read them through here)
     HELD_OUT_KIND,
@@ -496,6 +497,7 @@ def facts(findings) -> dict:
             }
             break
     out["search"] = search_facts(findings)
+    out["data_seeds"] = data_seed_facts()
     records = findings.study("calculator")
     if records:
         out["calculator"] = calculator_facts(records[0].to_json())
