@@ -48,9 +48,10 @@ def test_unknown_model_is_refused_in_one_line(tmp_path):
 
 def test_limitations_give_each_draws_exact_seeds(tmp_path):
     assert data_seed_facts(tmp_path) is None
+    out = tmp_path / "data_seeds"
     for seed in range(2):
-        _write(tmp_path, "scan_typed", 1, seed, EXACT)
-        _write(tmp_path, "scan_typed", 2, seed, {"in": 1.0, "out": 0.5, "long": 1.0} if seed else EXACT)
+        _write(out, "scan_typed", 1, seed, EXACT)
+        _write(out, "scan_typed", 2, seed, {"in": 1.0, "out": 0.5, "long": 1.0} if seed else EXACT)
     facts = data_seed_facts(tmp_path)
     items = prose.bullets(
         "limitations.md.j2", seeds=5, data_seeds=facts, scored=[], calculator=None, sign_scan=None, retrained=None

@@ -496,8 +496,8 @@ def facts(findings) -> dict:
                 "sets": len(next(iter(seeds.values()))),
             }
             break
-    out["search"] = search_facts(findings)
-    out["data_seeds"] = data_seed_facts()
+    out["search"] = sign_scan_search_facts(findings)
+    out["data_seeds"] = data_seed_facts(findings.reports)
     records = findings.study("calculator")
     if records:
         out["calculator"] = calculator_facts(records[0].to_json())
@@ -505,7 +505,7 @@ def facts(findings) -> dict:
     return out
 
 
-def search_facts(findings) -> dict | None:
+def sign_scan_search_facts(findings) -> dict | None:
     """The sign scan's discrete patterns (notebook 34's record): how many, how many fit the training
     split and are exact on the held-out suite, a blind search's expected draws, gradient descent's steps."""
     record = next((r for r in (x.to_json() for x in findings.notebooks) if sign_scan_search.is_record(r)), None)

@@ -3,16 +3,19 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from predcalc.paths import DATA_SEEDS
 from predcalc.report.names import short_name
 from predcalc.studies.data_seeds import NOT_RETRAINED, TEST_SETS, summary
 
 
-def data_seed_facts(out=DATA_SEEDS) -> dict | None:
+def data_seed_facts(reports=DATA_SEEDS.parent) -> dict | None:
     """``{"models": [{"name", "label", "draws": [{"data_seed", "exact", "seeds", "low"}]}], "not_retrained",
     "sets"}``: per model and data seed, the training seeds exact on every test set, how many ran,
-    and the lowest per-seed accuracy over the sets; None before the study has run."""
-    stored = summary(out)
+    and the lowest per-seed accuracy over the sets, from ``reports``' ``data_seeds`` folder; None before the
+    study has run."""
+    stored = summary(Path(reports) / DATA_SEEDS.name)
     if not stored:
         return None
     models = []
