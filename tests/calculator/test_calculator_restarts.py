@@ -1,0 +1,117 @@
+"""The rule rung's restart recipe: selection by training rows only, its defaults, its errors, its records."""
+
+import json
+
+import pytest
+
+from predcalc.calculator import fresh
+from predcalc.calculator.restarts import RECIPE, RULE_CAP, Restarts, best_try, fits, train_with_restarts
+
+
+def test_recipe_defaults():
+    assert RECIPE == Restarts(tries=10, stride=1000)
+    assert Restarts(tries=3, stride=1000).seeds(7) == [7, 1007, 2007]
+    assert Restarts(tries=1).seeds(5) == [5]  # one start: the shipped recipe
+    assert (fresh.DRAW_SEED, fresh.DRAW_N) == (7777, 500)  # notebook 40's held-out draw
+    assert not set(fresh.FRESH_SEEDS) & set(fresh.DEVELOPMENT_SEEDS)
+    assert not set(fresh.FRESH_SEEDS) & (set(range(0, 25)) | set(range(100, 105)))  # used before
+
+
+@pytest.mark.parametrize("tries", [0, -1, 2.5])
+def test_bad_tries_is_a_clear_error(tries):
+    with pytest.raises(ValueError, match="tries must be a positive integer") as error:
+        Restarts(tries=tries)
+    assert "\n" not in str(error.value)
+
+
+def test_fits_needs_every_row_before_the_cap():
+    assert fits({"train_exact": 1.0, "epochs": 1500}, cap=4000)
+    assert not fits({"train_exact": 1.0, "epochs": 4000}, cap=4000)  # ran to the cap: not stopped by its rule
+    assert not fits({"train_exact": 0.99, "epochs": 1500}, cap=4000)
+
+
+def test_best_try_first_fit_else_most_rows_right():
+    infos = [
+        {"train_exact": 0.12, "epochs": 4000},
+        {"train_exact": 1.0, "epochs": 4000},
+        {"train_exact": 1.0, "epochs": 2000},
+        {"train_exact": 1.0, "epochs": 1500},
+    ]
+    assert best_try(infos, cap=4000) == 2  # the first that fits, not a later faster one
+    assert best_try(infos[:2], cap=4000) == 1  # none fits: the most training rows right
+    assert best_try([{"train_exact": 0.5, "epochs": 4000}] * 3, cap=4000) == 0  # a tie: the earliest
+    with pytest.raises(ValueError, match="at least one start"):
+        best_try([], cap=4000)
+
+
+def test_restarts_select_by_training_rows_only():
+    """A stub trainer: each start's model carries a held-out score the selection must never see. The start
+    kept is the first to fit its training rows, though a later start would be better on held-out rows."""
+    outcomes = {
+        3: (0.13, 4000, 0.0),  # seed's own start: stuck
+        1003: (0.99, 4000, 1.0),  # nearly fits, perfect on held-out rows (unseen by the selection)
+        2003: (1.0, 1750, 0.5),  # fits its training rows
+        3003: (1.0, 1500, 1.0),  # never trained: the loop stopped at the first fit
+    }
+    called = []
+
+    def train(start):
+        called.append(start)
+        exact, epochs, held_out = outcomes[start]
+        return {"start": start, "held_out": held_out}, {"train_exact": exact, "epochs": epochs, "beta": -0.5}
+
+    model, info = train_with_restarts(train, 3, RULE_CAP, Restarts(tries=4))
+    assert called == [3, 1003, 2003]
+    assert model["start"] == 2003 and info["chosen"] == 2
+    assert [t["seed"] for t in info["tries"]] == called
+    assert [t["train_exact"] for t in info["tries"]] == [0.13, 0.99, 1.0]
+
+    called.clear()
+    model, info = train_with_restarts(train, 3, RULE_CAP, Restarts(tries=2))  # none fits: most rows right
+    assert called == [3, 1003] and model["start"] == 1003 and info["chosen"] == 1
+
+
+def _part(seed, wrong, exact, n=10):
+    step = {"reachable": 5, "trained_on": 2, "held_out_wrong": wrong, "wrong": wrong, "train_exact": 1.0}
+    tries = [{"seed": seed, "train_exact": 0.1}, {"seed": seed + 1000, "train_exact": 1.0}]
+    return {
+        "seed": seed,
+        "steps": {"muldigit": {**step, "tries": tries, "chosen": 1}},
+        "end_to_end": {"exact": exact, "n": n, "families": {}},
+    }
+
+
+def test_summary_and_rows_count_exact_seeds():
+    parts = {"300": _part(300, 0, 10), "301": _part(301, 2, 7)}
+    summary = fresh.summary(parts)
+    assert summary["complete"] == [300]
+    assert summary["end_to_end"] == {"n": 10, "exact": [10, 7], "exact_seeds": 1, "min": 0.7, "max": 1.0}
+    (row,) = fresh.step_rows(parts)
+    assert row["starts"] == [2, 2] and row["exact_seeds"] == 1 and row["held_out"] == 3
+    (first,) = fresh.first_start_rows(parts)
+    assert (first["first_start_fits"], first["recipe_fits"], first["failed_starts"]) == (0, 2, 2)
+
+
+def test_cli_bad_seeds_is_a_clear_error(capsys):
+    with pytest.raises(SystemExit) as stop:
+        fresh.main(["fresh", "--seeds", "3x,4"])
+    assert stop.value.code == 2
+    assert "--seeds must be comma-separated integers" in capsys.readouterr().err
+
+
+def test_cli_unknown_variant_is_a_clear_error(capsys):
+    with pytest.raises(SystemExit):
+        fresh.main(["develop", "--variants", "bigger"])
+    assert "unknown --variants ['bigger']" in capsys.readouterr().err
+
+
+def test_stored_fresh_record_is_consistent():
+    """The committed record: every seed fresh, its summary recomputed from its own parts."""
+    path = fresh.RECORD / "calculator_fresh.json"
+    if not path.is_file():
+        pytest.skip("the fresh-seed record has not been written")
+    record = json.loads(path.read_text())
+    assert record["summary"] == fresh.summary(record["seeds"])
+    assert len(record["seeds"]) >= 10
+    assert not {int(s) for s in record["seeds"]} & set(fresh.DEVELOPMENT_SEEDS)
+    assert record["summary"]["end_to_end"]["n"] == 8500
