@@ -4,7 +4,7 @@ import json
 
 import pytest
 
-from predcalc.calculator import fresh
+from predcalc.calculator import fresh, restarts
 from predcalc.calculator.restarts import RECIPE, RULE_CAP, Restarts, best_try, fits, train_with_restarts
 
 
@@ -115,3 +115,32 @@ def test_stored_fresh_record_is_consistent():
     assert len(record["seeds"]) >= 10
     assert not {int(s) for s in record["seeds"]} & set(fresh.DEVELOPMENT_SEEDS)
     assert record["summary"]["end_to_end"]["n"] == 8500
+
+
+def test_staircase_regions_of_compare_and_muldigit():
+    import numpy as np
+
+    compare = np.array([[0, 3, 5], [0, 4, 4], [0, 7, 2], [1, 9, 0], [2, 0, 9]])
+    assert restarts.staircase_regions("compare", compare) == {(0, 1), (0, 0), (1, 0)}  # <, =, >
+    muldigit = np.array([[0, 9, 9], [8, 9, 9], [0, 1, 2]])  # a x d + carry: 81, 89, 2
+    assert restarts.staircase_regions("muldigit", muldigit) == {(8, 0), (0, 0)}  # the carry passed above
+
+
+def test_rows_are_drawn_again_only_where_a_region_is_missing(monkeypatch):
+    """A stub shipped draw: compare's rows miss a = b; the other steps' rows cover. Only compare is
+    drawn again, to the same number of rows, now with a = b; the rest are kept as drawn."""
+    import numpy as np
+
+    from predcalc.calculator.rules import RULES
+    from predcalc.calculator.steps import STEPS
+
+    data = {name: STEPS[name].reachable() for name in RULES}
+    compare = data["compare"]
+    unequal = compare[~((compare[:, 0] == 0) & (compare[:, 1] == compare[:, 2]))][:100]
+    shipped = {**data, "compare": unequal}
+    monkeypatch.setattr(restarts, "rule_training_rows", lambda d, seed: dict(shipped))
+    rows, draws = restarts.covering_rows(data, seed=5)
+    assert draws["compare"] > 1 and {draws[n] for n in RULES if n != "compare"} == {1}
+    assert len(rows["compare"]) == len(unequal) == 100
+    assert (0, 0) in restarts.staircase_regions("compare", rows["compare"])
+    assert all(np.array_equal(rows[n], data[n]) for n in RULES if n != "compare")

@@ -1,5 +1,8 @@
 """Training the rule rung's steps with restarts selected by their training rows, and scoring a seed.
 
+The training rows (:func:`covering_rows`): the shipped draw of a third of each step's traced inputs,
+drawn again only where a rule step's rows miss a region of its staircase that the traces show.
+
 :class:`Restarts` (the recipe, :data:`RECIPE`): each step trained from a random start is trained
 from the seed's own start first (so a seed whose first start fits is unchanged); where that start
 does not meet the step's own stopping rule within its budget (every training row right, the trainer
@@ -22,9 +25,9 @@ import numpy as np
 from predcalc.calculator.engine import Engine, answer_text
 from predcalc.calculator.given_ablations import RULE_STEPS, held_out_check
 from predcalc.calculator.nets import numpy_step, train_step
-from predcalc.calculator.rules import train_control, train_rule
+from predcalc.calculator.rules import RULES, train_control, train_rule
 from predcalc.calculator.steps import STEPS
-from predcalc.calculator.train import engine_from, rule_training_rows, trace
+from predcalc.calculator.train import SHARE, engine_from, rule_training_rows, trace
 from predcalc.data.calculator_families import TRAINING_WORLD
 from predcalc.data.exact_answers import score_answers
 
@@ -124,6 +127,43 @@ def score_draw(networks: dict, draw: dict) -> dict:
     return {"exact": right, "n": total, "families": out}
 
 
+def staircase_regions(name: str, rows: np.ndarray) -> set[tuple[int, int]]:
+    """The regions of rule step ``name``'s staircase its ``rows`` fall in: (thresholds passed above, below)
+    of each row's value target (for ``compare``: ``a < b``, ``a = b``, ``a > b``; for ``muldigit``: each carry)."""
+    rule = RULES[name]
+    value = rule.value(np.asarray(rows, np.int64))
+    above = sum((value >= rule.period * k).astype(np.int64) for k in range(1, rule.above + 1))
+    below = sum((value < -rule.period * k).astype(np.int64) for k in range(rule.below))
+    above, below = np.broadcast_to(above, value.shape), np.broadcast_to(below, value.shape)
+    return set(zip(above.tolist(), below.tolist()))
+
+
+def covering_rows(data: dict, seed: int, draws: int = 1000) -> tuple[dict, dict]:
+    """:func:`~predcalc.calculator.train.rule_training_rows` (the same share of each step's traced inputs),
+    redrawn for a rule step whose drawn rows miss a region of its staircase that its traced rows show
+    (:func:`staircase_regions`): a region no training row falls in is never fitted (``compare`` never
+    trained on ``a = b`` cannot write "equal"). A draw that covers is kept as it is, so such seeds are
+    unchanged. Returns the rows and, per rule step, the draws taken (1: the shipped draw)."""
+    rows = rule_training_rows(data, seed)
+    taken = {}
+    for name in RULES:
+        step = STEPS[name]
+        reachable = step.reachable()
+        seen = data.get(name, np.zeros((0, len(step.inputs)), np.int64))
+        seen = seen[np.isin(step.index(seen), step.index(reachable))]
+        keep = min(len(seen), int(len(reachable) * SHARE))
+        wanted = staircase_regions(name, seen)
+        draw = 1
+        while not wanted <= staircase_regions(name, rows[name]):
+            if draw == draws:
+                raise RuntimeError(f"{name}: no draw of {keep} training rows covers its staircase after {draws} draws")
+            rng = np.random.default_rng([seed, draw])
+            rows[name] = seen[np.sort(rng.choice(len(seen), keep, replace=False))]
+            draw += 1
+        taken[name] = draw
+    return rows, taken
+
+
 def _answers(engine: Engine, expressions: list[str]) -> list[str]:
     """The engine's answers; where a wrong step breaks the loop itself (an output outside its class range
     indexes past a table), each expression alone, and one that breaks answers nothing (counted wrong)."""
@@ -149,7 +189,7 @@ def seed_part(
 ):
     """Every step (or those in ``names``) at ``seed`` on the rows :func:`~predcalc.calculator.train.train_rules`
     uses, each checked on every reachable input; with a ``draw`` and every step, the calculator end to end."""
-    rows = rule_training_rows(trace(TRAINING_WORLD, expressions, seed), seed)
+    rows, draws = covering_rows(trace(TRAINING_WORLD, expressions, seed), seed)
     networks, steps = {}, {}
     for name in names or STEPS:
         began = time.perf_counter()
@@ -160,6 +200,7 @@ def seed_part(
             "train_exact": round(float(info["train_exact"]), 4),
             "tries": info["tries"],
             "chosen": info["chosen"],
+            **({"draws": draws[name]} if name in draws else {}),
             **({"margin": round(float(info["margin"]), 3)} if "margin" in info else {}),
             "seconds": round(time.perf_counter() - began, 1),
         }

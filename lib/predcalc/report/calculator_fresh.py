@@ -45,6 +45,11 @@ def restart_facts(record: dict) -> dict | None:
         for row in fresh["steps"]
         if max(row["starts"]) > 1
     ]
+    redrawn = [
+        {"step": row["step"], "seeds": sum(d > 1 for d in row.get("draws", []))}
+        for row in fresh["steps"]
+        if any(d > 1 for d in row.get("draws", []))
+    ]
     given = (record.get("given") or {}).get("fresh_steps") or []
     rules = [row for row in given if row.get("step") != "control" and row.get("train_exact")]
     one_start = {int(s) for row in rules for s in row["seeds"]}
@@ -60,6 +65,7 @@ def restart_facts(record: dict) -> dict | None:
         "spread": prose.spread([e / scored["n"] for e in scored["exact"]]),
         "complete": len(fresh["summary"]["complete"]),
         "restarted": restarted,
+        "redrawn": redrawn,
         "tries": fresh["recipe"]["tries"],
         "one_start": prose.seeds_list(one_start) if one_start else None,
         "optimisation": bool(failures) and all(t < 1.0 for t in failures),
