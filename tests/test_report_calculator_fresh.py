@@ -20,7 +20,7 @@ def _parts():
         step = {"reachable": 460, "trained_on": 153, "held_out_wrong": 0, "wrong": 0, "train_exact": 1.0}
         return {
             "seed": seed,
-            "steps": {"muldigit": {**step, "tries": tries, "chosen": starts - 1}},
+            "steps": {"muldigit": {**step, "tries": tries, "chosen": starts - 1, "draws": 2 if seed == 302 else 1}},
             "end_to_end": {"exact": exact, "n": 8500, "families": {}},
         }
 
@@ -30,6 +30,7 @@ def _parts():
 def _record(tmp_path):
     parts = _parts()
     restarts = {
+        "seeds": parts,
         "recipe": {"tries": 10, "stride": 1000},
         "steps": fresh.step_rows(parts),
         "summary": fresh.summary(parts),
@@ -63,3 +64,16 @@ def test_cell_quotes_exact_seeds_and_range(tmp_path):
     assert "99.0-100.0 %" in text
     assert "one start a step, fresh seeds 100, 101: 1/2 with every rule step exact on every input" in text
     assert "down to 27.5 % exact" in text
+
+
+def test_results_table_shows_every_seed(tmp_path):
+    from predcalc.report.calculator_fresh import fresh_blocks, seed_frame
+
+    frame = seed_frame(_record(tmp_path))
+    assert frame["seed"].tolist() == [300, 301, 302]
+    assert frame["muldigit starts"].tolist() == [1, 3, 1]
+    assert frame["rows drawn again"].tolist() == ["-", "-", "muldigit"]
+    assert frame["exact end to end"].tolist() == ["8,500 of 8,500", "8,500 of 8,500", "8,415 of 8,500"]
+    text, table = fresh_blocks(_record(tmp_path))
+    assert "2 of 3 seeds answer every expression exactly (lowest-highest seed 99.0-100.0 %" in text.text
+    assert fresh_blocks({"given": GIVEN}) == []

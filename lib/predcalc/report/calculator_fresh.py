@@ -11,8 +11,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pandas as pd
+
 from predcalc.calculator.prose import error_bound
 from predcalc.report import prose
+from predcalc.report.document import Table, Text
+from predcalc.report.tables import plain_cell
 
 #: The fresh-seed record's file name, beside the calculator study's metrics.json.
 FRESH_RECORD = "calculator_fresh.json"
@@ -79,3 +83,33 @@ def cell_lead(record: dict, one_start: dict | None = None) -> str | None:
     facts = restart_facts(record)
     one = one_start if one_start and one_start.get("fresh_seeds") and facts and facts["one_start"] else None
     return " ".join(prose.say("calculator_cell.md.j2", r=facts, one=one)) if facts else None
+
+
+def seed_frame(record: dict) -> pd.DataFrame:
+    """One row per fresh seed of the restart recipe: the starts each rule step took, the rule steps whose
+    rows were drawn again, the wrong decisions of all steps on every reachable input, and the exact answers
+    on the untouched draw."""
+    fresh = record.get("restarts") or {}
+    rows = []
+    for seed, part in sorted((fresh.get("seeds") or {}).items(), key=lambda kv: int(kv[0])):
+        steps = part["steps"]
+        row = {"seed": int(seed)}
+        row.update({f"{name} starts": len(step["tries"]) for name, step in steps.items() if step.get("draws")})
+        row["rows drawn again"] = ", ".join(n for n, s in steps.items() if s.get("draws", 1) > 1) or "-"
+        row["wrong decisions (all steps)"] = sum(step["wrong"] for step in steps.values())
+        scored = part.get("end_to_end")
+        row["exact end to end"] = f"{scored['exact']:,} of {scored['n']:,}" if scored else "-"
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def fresh_blocks(record: dict) -> list:
+    """The Results' block of the restart recipe on its fresh seeds (``calculator_fresh.md.j2`` and a table
+    of every seed), where its record is present."""
+    facts = restart_facts(record)
+    if facts is None:
+        return []
+    return [
+        Text(" ".join(prose.say("calculator_fresh.md.j2", r=facts))),
+        Table(seed_frame(record), cell=plain_cell),
+    ]

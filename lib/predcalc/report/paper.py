@@ -34,7 +34,7 @@ from predcalc.report.answer import (
 )
 from predcalc.report.appendix import appendix_sections
 from predcalc.report.calculator import calculator_facts, calculator_lesson, mechanism, results_blocks
-from predcalc.report.calculator_fresh import calculator_payload
+from predcalc.report.calculator_fresh import calculator_payload, fresh_blocks
 from predcalc.report.document import Bullets, Document, Figure, Section, Table, Text
 from predcalc.report.edges import load_suites, suite_blocks
 from predcalc.report.lessons import learned_section
@@ -501,7 +501,9 @@ class Findings:
 
         records = self.study("calculator")
         return Section(
-            "results.calculator", "The learned calculator", results_blocks(records[0].to_json()) if records else []
+            "results.calculator",
+            "The learned calculator",
+            results_blocks(records[0].to_json()) + fresh_blocks(calculator_payload(records[0])) if records else [],
         )
 
     def learned(self) -> Section:
