@@ -20,6 +20,15 @@ from predcalc.report.tables import plain_cell
 
 #: The fresh-seed record's file name, beside the calculator study's metrics.json.
 FRESH_RECORD = "calculator_fresh.json"
+#: Method's row of what chose the restarts and the row check (:data:`predcalc.calculator.fresh.CHOICES`).
+RESTART_CHOICE = (
+    "the calculator's restarts (a step retrained from another start where its start does not fit its own "
+    "training rows, up to 10 starts) and row check (rows drawn again where they miss a region of a staircase)",
+    "the training rows and step checks of development seeds 200-219 (and the failures seen on the given "
+    "study's fresh seeds 100-104)",
+    "each start's training-row exactness and development seed 202's compare; the claim uses fresh seeds "
+    "300-309 on family seed 7777",
+)
 
 
 def calculator_payload(stored) -> dict:

@@ -34,7 +34,7 @@ from predcalc.report.answer import (
 )
 from predcalc.report.appendix import appendix_sections
 from predcalc.report.calculator import calculator_facts, calculator_lesson, mechanism, results_blocks
-from predcalc.report.calculator_fresh import calculator_payload, fresh_blocks
+from predcalc.report.calculator_fresh import RESTART_CHOICE, calculator_payload, fresh_blocks
 from predcalc.report.document import Bullets, Document, Figure, Section, Table, Text
 from predcalc.report.edges import load_suites, suite_blocks
 from predcalc.report.lessons import learned_section
@@ -120,14 +120,7 @@ SELECTION = [
         "the development draw's family scores and the control's held-out windows on seeds 0-14 (the claims use "
         "family seed 7777 and control seeds 15-24)",
     ),
-    (
-        "the calculator's restarts (a step retrained from another start where its start does not fit its own "
-        "training rows, up to 10 starts) and row check (rows drawn again where they miss a region of a staircase)",
-        "the training rows and step checks of development seeds 200-219 (and the failures seen on the given "
-        "study's fresh seeds 100-104)",
-        "each start's training-row exactness and development seed 202's compare; the claim uses fresh seeds "
-        "300-309 on family seed 7777",
-    ),
+    RESTART_CHOICE,
 ]
 
 # One line per family of the main tables: the registry names shown, faithful replicas first.
@@ -500,11 +493,8 @@ class Findings:
     def _calculator(self) -> Section:
 
         records = self.study("calculator")
-        return Section(
-            "results.calculator",
-            "The learned calculator",
-            results_blocks(records[0].to_json()) + fresh_blocks(calculator_payload(records[0])) if records else [],
-        )
+        blocks = results_blocks(records[0].to_json()) + fresh_blocks(calculator_payload(records[0])) if records else []
+        return Section("results.calculator", "The learned calculator", blocks)
 
     def learned(self) -> Section:
         return learned_section(self, calculator_lesson)
