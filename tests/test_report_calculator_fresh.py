@@ -31,7 +31,7 @@ def _record(tmp_path):
     parts = _parts()
     restarts = {
         "seeds": parts,
-        "recipe": {"tries": 10, "stride": 1000},
+        "recipe": {"tries": 10, "stride": 1000, "value_margin": 0.25},
         "steps": fresh.step_rows(parts),
         "summary": fresh.summary(parts),
     }

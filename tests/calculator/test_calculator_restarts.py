@@ -9,7 +9,7 @@ from predcalc.calculator.restarts import RECIPE, RULE_CAP, Restarts, best_try, f
 
 
 def test_recipe_defaults():
-    assert RECIPE == Restarts(tries=10, stride=1000)
+    assert RECIPE == Restarts(tries=10, stride=1000, value_margin=0.25)
     assert Restarts(tries=3, stride=1000).seeds(7) == [7, 1007, 2007]
     assert Restarts(tries=1).seeds(5) == [5]  # one start: the shipped recipe
     assert (fresh.DRAW_SEED, fresh.DRAW_N) == (7777, 500)  # notebook 40's held-out draw
@@ -22,6 +22,31 @@ def test_bad_tries_is_a_clear_error(tries):
     with pytest.raises(ValueError, match="tries must be a positive integer") as error:
         Restarts(tries=tries)
     assert "\n" not in str(error.value)
+
+
+@pytest.mark.parametrize("margin", [0, -0.1, 0.6])
+def test_bad_value_margin_is_a_clear_error(margin):
+    with pytest.raises(ValueError, match=r"value_margin must lie in \(0, 0.5\]"):
+        Restarts(value_margin=margin)
+
+
+def test_fits_with_a_value_margin():
+    info = {"train_exact": 1.0, "epochs": 1500, "value_error": 0.45}  # rounds right, at the edge of rounding
+    assert fits(info, cap=4000) and not fits(info, cap=4000, margin=0.25)
+    assert fits({**info, "value_error": 0.2}, cap=4000, margin=0.25)
+    assert fits({"train_exact": 1.0, "epochs": 50}, cap=2000, margin=0.25)  # a table step has no value unit
+    infos = [info, {**info, "value_error": 0.1}]
+    assert best_try(infos, cap=4000, margin=0.25) == 1 and best_try(infos, cap=4000) == 0
+
+
+def test_value_error_of_the_rule_weights():
+    import numpy as np
+
+    rows = np.array([[0, 3, 4], [2, 9, 9], [8, 9, 9]])  # muldigit: carry, a, d; value a x d + carry
+    exact = [np.array([[1.0], [0.0], [0.0], [1.0]]), np.array([0.0])]  # features a x d, a, d, carry
+    assert restarts.value_error("muldigit", exact, rows) == 0.0
+    off = [np.array([[1.0], [0.0], [0.0], [1.0]]), np.array([0.3])]
+    assert restarts.value_error("muldigit", off, rows) == pytest.approx(0.3)
 
 
 def test_fits_needs_every_row_before_the_cap():

@@ -41,12 +41,18 @@ class Restarts:
 
     tries: int = 10
     stride: int = 1000
+    #: a rule step's start fits only where its value unit, before rounding, is this close to its integer
+    #: target on every training row (half the rounding's 0.5: a unit at the edge of rounding has not found
+    #: the rule's weights); None: not checked
+    value_margin: float | None = 0.25
 
     def __post_init__(self):
         if not isinstance(self.tries, int) or self.tries < 1:
             raise ValueError(f"Restarts.tries must be a positive integer, got {self.tries!r}")
         if not isinstance(self.stride, int) or self.stride < 1:
             raise ValueError(f"Restarts.stride must be a positive integer, got {self.stride!r}")
+        if self.value_margin is not None and not 0 < self.value_margin <= 0.5:
+            raise ValueError(f"Restarts.value_margin must lie in (0, 0.5] or be None, got {self.value_margin!r}")
 
     def seeds(self, seed: int) -> list[int]:
         return [int(seed) + self.stride * i for i in range(self.tries)]
@@ -56,18 +62,21 @@ class Restarts:
 RECIPE = Restarts()
 
 
-def fits(info: dict, cap: int) -> bool:
-    """A start met its trainer's stopping rule: every training row right, stopped before the step cap."""
-    return info["train_exact"] == 1.0 and info["epochs"] < cap
+def fits(info: dict, cap: int, margin: float | None = None) -> bool:
+    """A start met its trainer's stopping rule (every training row right, stopped before the step cap) and,
+    given a ``margin`` and a rule step's ``value_error`` (the largest distance of its value unit from its
+    target on the training rows), its value unit lies within ``margin`` of the target on every training row."""
+    close = margin is None or info.get("value_error") is None or info["value_error"] <= margin
+    return info["train_exact"] == 1.0 and info["epochs"] < cap and close
 
 
-def best_try(infos: list[dict], cap: int) -> int:
+def best_try(infos: list[dict], cap: int, margin: float | None = None) -> int:
     """The start to keep, from training-row records only: the first that :func:`fits`, else the most
     training rows right (the earliest on a tie)."""
     if not infos:
         raise ValueError("best_try needs at least one start's record")
     for index, info in enumerate(infos):
-        if fits(info, cap):
+        if fits(info, cap, margin):
             return index
     return max(range(len(infos)), key=lambda i: (infos[i]["train_exact"], -i))
 
@@ -81,19 +90,42 @@ def train_with_restarts(train, seed: int, cap: int, recipe: Restarts = RECIPE):
         model, info = train(start)
         models.append(model)
         infos.append(info)
-        if fits(info, cap):
+        if fits(info, cap, recipe.value_margin):
             break
-    chosen = best_try(infos, cap)
+    chosen = best_try(infos, cap, recipe.value_margin)
     tries = [
         {
             "seed": start,
             "train_exact": round(float(info["train_exact"]), 4),
             "epochs": int(info["epochs"]),
             **({"beta": round(float(info["beta"]), 3)} if "beta" in info else {}),
+            **({"value_error": round(float(info["value_error"]), 4)} if "value_error" in info else {}),
         }
         for start, info in zip(recipe.seeds(seed), infos)
     ]
     return models[chosen], {**infos[chosen], "tries": tries, "chosen": chosen}
+
+
+class _NumpyOps:
+    """The few ``keras.ops`` the rule encodings use, in NumPy."""
+
+    cast = staticmethod(lambda x, dtype: np.asarray(x, dtype))
+    stack = staticmethod(np.stack)
+    equal = staticmethod(np.equal)
+
+
+def value_error(name: str, weights: list, rows: np.ndarray) -> float:
+    """The largest distance, before rounding, of rule step ``name``'s value unit (its first two weights)
+    from its integer value target on ``rows``."""
+    rule = RULES[name]
+    w, b = (np.asarray(x, np.float64) for x in weights[:2])
+    rows = np.asarray(rows, np.int64)
+    value = rule.features(_NumpyOps, rows).astype(np.float64) @ w[:, 0] + b[0]
+    return float(np.max(np.abs(value - rule.value(rows))))
+
+
+def _with_value_error(name: str, rows: np.ndarray, model, info: dict):
+    return model, {**info, "value_error": value_error(name, model.get_weights(), rows)}
 
 
 def train_step_with_recipe(
@@ -108,7 +140,10 @@ def train_step_with_recipe(
         return model, {**info, "tries": [{"seed": seed, "train_exact": info["train_exact"]}], "chosen": 0}
     if name in RULE_STEPS:
         options = dict(options or {})
-        train, cap = (lambda start: train_rule(name, rows, seed=start, **options)), options.get("epochs", RULE_CAP)
+        train, cap = (
+            (lambda start: _with_value_error(name, rows, *train_rule(name, rows, seed=start, **options))),
+            (options.get("epochs", RULE_CAP)),
+        )
     else:
         train, cap = (lambda start: train_step(name, rows, seed=start)), TABLE_CAP
     return train_with_restarts(train, seed, cap, recipe or Restarts(tries=1))

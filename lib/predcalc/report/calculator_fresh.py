@@ -23,11 +23,12 @@ FRESH_RECORD = "calculator_fresh.json"
 #: Method's row of what chose the restarts and the row check (:data:`predcalc.calculator.fresh.CHOICES`).
 RESTART_CHOICE = (
     "the calculator's restarts (a step retrained from another start where its start does not fit its own "
-    "training rows, up to 10 starts) and row check (rows drawn again where they miss a region of a staircase)",
+    "training rows, its value unit within 0.25 of its target on each, up to 10 starts) and row check (rows drawn "
+    "again where they miss a region of a staircase)",
     "the training rows and step checks of development seeds 200-219 (and the failures seen on the given "
     "study's fresh seeds 100-104)",
-    "each start's training-row exactness and development seed 202's compare; the claim uses fresh seeds "
-    "300-309 on family seed 7777",
+    "each start's training-row exactness, development seed 212's qdigit and 202's compare; the claim uses "
+    "fresh seeds 300-309 on family seed 7777",
 )
 
 
@@ -80,6 +81,7 @@ def restart_facts(record: dict) -> dict | None:
         "restarted": restarted,
         "redrawn": redrawn,
         "tries": fresh["recipe"]["tries"],
+        "margin": fresh["recipe"].get("value_margin"),
         "one_start": prose.seeds_list(one_start) if one_start else None,
         "optimisation": bool(failures) and all(t < 1.0 for t in failures),
     }
