@@ -57,9 +57,10 @@ DRAW_SEED, DRAW_N = 7777, 500
 #: Where the records and the cached parts go (notebook 40's record folder and its parts' folder).
 RECORD = RUNS / "40_calculator"
 PARTS = REPORTS / "calculator" / "parts" / "fresh"
-#: The recipes compared on the development seeds (recipe, options passed to
+#: The recipes run on the development seeds (recipe, options passed to
 #: :func:`~predcalc.calculator.rules.train_rule`, steps trained): restarts (:data:`RECIPE`) on every rule
-#: step, and one start with a lower learning rate and twice the step budget on the two steps that failed.
+#: step, and, as a comparison run after the claim, one start with a lower learning rate and twice the step
+#: budget on the two steps that failed.
 DEVELOPMENT_VARIANTS = {
     "restarts": (RECIPE, {}, RULE_STEPS),
     "rate_0.01": (None, {"learning_rate": 0.01, "epochs": 8000}, ("muldigit", "qdigit")),
@@ -94,6 +95,11 @@ CHOICES = {
         "development seed 202's compare drew no training row with a = b (a region of its staircase the traces "
         "show) and was wrong on all 10 such held-out rows; the rows are drawn again (same count) only where a "
         "region the traces show is missing: of seeds 0-4, 100-104 and 200-219 this changes seed 202 alone"
+    ),
+    "comparison": (
+        "one start with a lower learning rate (0.01, up to 8,000 steps) on muldigit and qdigit of the development "
+        "seeds was run after the fresh seeds were trained (variant rate_0.01 of the development record): a "
+        "comparison that chose nothing"
     ),
     "claim": (
         "fresh seeds 300-309, never used before, trained with the recipe frozen; every step checked on every "
