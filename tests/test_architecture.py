@@ -48,6 +48,7 @@ PLACED = {
     "cli_commands": "cli",  # what each command does; cli.py parses the command line  # numbers for people (the book's rule for shares): standard library only, under everything
     "recommended": "record",  # reports/recommended.json, the one list of recommended models: beside the record
     "calculator.study": "studies",  # a module that sits at another package's level
+    "calculator.fresh": "studies",  # the restart recipe's study: notebook 40's held-out draw (calculator.study)
     "studies.edge_seeds": "report",
     "studies.exact_scan": "report",
     "studies.data_seeds": "report",

@@ -19,6 +19,7 @@ import pandas as pd
 from predcalc.calculator.prose import error_bound
 from predcalc.report import prose
 from predcalc.report.calculator import calculator_facts, fresh_rule_seeds
+from predcalc.report.calculator_fresh import calculator_payload, cell_lead
 from predcalc.report.data_seeds import data_seed_facts
 from predcalc.report.document import Bullets, Section, Table, Text
 from predcalc.report.held_out import (  # noqa: F401  (the report's other sections read them through here)
@@ -353,7 +354,7 @@ def calculator_rows(findings) -> list[dict]:
     records = findings.study("calculator")
     if not records:
         return []
-    record = records[0].to_json()  # the calculator study's stored payload
+    record = calculator_payload(records[0])  # the calculator study's stored payload, its fresh-seed record beside it
     steps = record.get("steps") or {}
     params = sum(int(step.get("parameters", 0)) for step in steps.values())
     row = {
@@ -372,8 +373,11 @@ def calculator_rows(findings) -> list[dict]:
         exact = f"{seeds}/{seeds} exact on all" if worst >= 1.0 else f"worst seed on a family {prose.share(worst, 1)}"
         fresh = fresh_rule_seeds((record.get("given") or {}).get("fresh_steps") or [])
         swapped = fresh["end_to_end_low"]
+        restarted = cell_lead(record, fresh)  # the restart recipe's fresh seeds, one start a step beside them
         lead = (
-            f"fresh seeds: {fresh['complete']}/{fresh['fresh_seeds']} with every rule step exact on every input"
+            restarted + "; "
+            if restarted
+            else f"fresh seeds: {fresh['complete']}/{fresh['fresh_seeds']} with every rule step exact on every input"
             + (
                 f" (one fresh step in a reference calculator: down to {prose.share(swapped, 1)} exact)"
                 if swapped
@@ -500,7 +504,7 @@ def facts(findings) -> dict:
     out["data_seeds"] = data_seed_facts(findings.reports)
     records = findings.study("calculator")
     if records:
-        out["calculator"] = calculator_facts(records[0].to_json())
+        out["calculator"] = calculator_facts(calculator_payload(records[0]))
     out["trained_exact"] = trained_exact_facts(findings)
     return out
 

@@ -12,6 +12,7 @@ from predcalc.calculator.steps import TARGETS
 from predcalc.calculator.study import ablation_rows, carriers, error_bound, inside_world, order, speed_summary
 from predcalc.readable import percent_number, share
 from predcalc.report import prose
+from predcalc.report.calculator_fresh import restart_facts
 from predcalc.report.document import Bullets, Table, Text
 from predcalc.report.tables import markdown_table, plain_cell
 
@@ -239,6 +240,7 @@ def calculator_lesson(record: dict) -> str:
             fresh=prose.seeds_list(fresh) if fresh else None,
             fresh_exact=fresh_exact,
             rules=fresh_rule_seeds((record.get("given") or {}).get("fresh_steps") or []),
+            restarts=restart_facts(record),
             control=None
             if control is None
             else {
@@ -517,6 +519,7 @@ def calculator_facts(record: dict) -> dict | None:
         "exact": min(f["min"] for f in families.values()) >= 1.0,
         "fresh": fresh,
         **fresh_rule_seeds((record.get("given") or {}).get("fresh_steps") or []),
+        "restarts": restart_facts(record),  # the restart recipe on its own fresh seeds, where its record is
         "families": len(families),
         "seeds": next(iter(families.values()))["seeds"],
         "expressions": (record.get("held_out") or {}).get("expressions"),

@@ -11,6 +11,7 @@ import numpy as np
 
 from predcalc.report import prose
 from predcalc.report.answer import FAMILIES, heldout_seeds, short_name
+from predcalc.report.calculator_fresh import calculator_payload
 from predcalc.report.document import Bullets, Section
 
 # The scan's ablations (the beyond-the-protocol study): what each removes.
@@ -96,7 +97,7 @@ def learned_facts(findings) -> dict:
             "families": len({family for family, _, _ in FAMILIES} - exact_families),
         },
         "held": held,
-        "calculator": calculator[0].to_json() if calculator else None,
+        "calculator": calculator_payload(calculator[0]) if calculator else None,
     }
 
 

@@ -36,6 +36,7 @@ from predcalc.report.answer import (
 from predcalc.report.appendix import answer_suite_blocks, appendix_sections
 from predcalc.report.budget import training_budgets
 from predcalc.report.calculator import calculator_facts, calculator_lesson, mechanism, results_blocks
+from predcalc.report.calculator_fresh import RESTART_CHOICE, calculator_payload, fresh_blocks
 from predcalc.report.data_seeds import data_seed_facts
 from predcalc.report.document import Bullets, Document, Figure, Section, Table, Text
 from predcalc.report.edges import load_suites
@@ -110,6 +111,7 @@ SELECTION = [
         "the development draw's family scores and the control's held-out windows on seeds 0-14 (the claims use "
         "family seed 7777 and control seeds 15-24)",
     ),
+    RESTART_CHOICE,
 ]
 
 # One line per family of the main tables: the registry names shown, faithful replicas first.
@@ -469,9 +471,8 @@ class Findings:
     def _calculator(self) -> Section:
 
         records = self.study("calculator")
-        return Section(
-            "results.calculator", "The learned calculator", results_blocks(records[0].to_json()) if records else []
-        )
+        blocks = results_blocks(records[0].to_json()) + fresh_blocks(calculator_payload(records[0])) if records else []
+        return Section("results.calculator", "The learned calculator", blocks)
 
     def learned(self) -> Section:
         return learned_section(self, calculator_lesson)
@@ -483,7 +484,7 @@ class Findings:
             seeds=self.seeds,
             retrained=retraining_shift(self.edges, HELD_OUT_KIND),
             scored=[short_name(n) for n in self.edges.get(HELD_OUT_KIND) or {}],
-            calculator=calculator_facts(records[0].to_json()) if records else None,
+            calculator=calculator_facts(calculator_payload(records[0])) if records else None,
             sign_scan=trained_exact_facts(self),
             data_seeds=data_seed_facts(self.reports),
         )
