@@ -1,7 +1,7 @@
 """The training budget of the families table's trained models: each one's epoch cap and
 early-stopping patience (its notebook's stored parameters) and the epochs its seeds ran.
 
-The notebooks did not give every family the same budget (06_transformer's final run used patience
+The notebooks did not give every family the same budget (the transformers' final run used patience
 200, so no transformer seed stopped early); :func:`training_budgets` reads what each row had, and
 the Method's statistics say it from ``budget.md.j2``.
 
