@@ -49,6 +49,7 @@ APPENDIX_KEYS = [
     "appendix.recipe",
     "appendix.stability",
     "appendix.development_edges",
+    "appendix.trained_exact",
     "appendix.export",
     "appendix.llm",
     "appendix.bench",

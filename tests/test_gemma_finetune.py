@@ -144,7 +144,9 @@ def test_the_readme_line_states_each_set_beside_the_reference_with_the_seed_coun
     reference = {"accuracy_in": 0.5422, "accuracy_out": 0.0967, "accuracy_long": 0.28}
     record = _record([(0.35, 0.08, 0.18), (0.41, 0.16, 0.17), (0.37, 0.07, 0.18)])
     line = gemma_findings.readme_line(record, reference)
-    assert line.startswith("- **A pre-trained language model on the prior report's test sets:** Gemma 3 270M (test)")
+    assert line.startswith(
+        "- **A pre-trained language model at a small CPU budget (budget-bounded), on the prior report's test sets:** Gemma 3 270M (test)"
+    )
     assert "(3 random seeds; a CPU budget of" in line
     assert (
         "35.00 % - 41.00 % of the in range (3 numbers, -5..4) set against the prior report's 54.22 % (below on all 3 "

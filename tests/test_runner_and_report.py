@@ -288,8 +288,10 @@ def test_answer_opens_with_the_families_table_and_at_most_five_sentences(tmp_pat
     blocks = Findings(findings.typed(records), tmp_path).answer().blocks
     assert isinstance(blocks[0], Table) and isinstance(blocks[-1], Bullets)
     table = blocks[0].frame.set_index(["family", "kind"])
-    assert table.loc[("syntax-gated scan", "trained"), "model"] == "typed scan"
-    assert table.loc[("syntax-gated scan", "trained"), "in range"] == "100.0 %, 5/5 exact, 100.0-100.0"
+    assert table.loc[("syntax-gated scan", "built form, trained weights"), "model"] == "typed scan"
+    assert (
+        table.loc[("syntax-gated scan", "built form, trained weights"), "in range"] == "100.0 %, 5/5 exact, 100.0-100.0"
+    )
     assert table.loc[("syntax-gated scan", "partly built"), "model"].startswith("typed scan, gates set by hand")
     assert table.loc[("LSTM / GRU", "trained"), "out of range"] == "20.0 %, 0/5 exact, 20.0-20.0"
     assert table.loc[("LSTM / GRU", "trained"), answer.HELD_OUT] == "not measured"

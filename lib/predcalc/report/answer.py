@@ -76,7 +76,12 @@ EXACT_FAMILY = "sign scan, discrete gates"
 # Kinds beyond trained / partly built: the arithmetic units' weights are clamped to the solution's range
 # (NAU [-1, 1], NMU [0, 1]); the per-term model's form (pairs, shared units, a fixed sum) is also built.
 CLAMPED = "trained, clamped"
-MODEL_KINDS = {"nau_nmu": "built form, trained units", "nau_nmu_dense": CLAMPED}
+MODEL_KINDS = {
+    "nau_nmu": "built form, trained units",
+    "nau_nmu_dense": CLAMPED,
+    "scan_typed": "built form, trained weights",  # type-only gates, value times a sign state: a signed sum
+    "transformer4_local_bounded": "trained, built gated-sum readout",  # sum of token values times gates
+}
 SIGNS_TRAINED = "built form, trained signs"  # the sign scan: form built, magnitudes clamped, signs learned
 
 
@@ -95,6 +100,11 @@ CHOSEN_ON = {
 }
 # The "chosen by" column: the data that chose the row, and among how many candidates.
 CHOSEN_BY = {"trained": "validation loss", "partly built": "the extended suite"}
+# models whose design was developed on the protocol's test sets before validation loss chose among the family
+DESIGNED_ON = {
+    "transformer4_local_bounded": "design: the out-of-range and long sets and the edge probe",
+    "scan_typed": "design: the protocol's test sets",
+}
 
 PROTOCOL_SETS = (("in", "in range"), ("out", "out of range"), ("long", "long"))
 HELD_OUT = f"held-out suite {THIRD_HELDOUT_SEED}"
@@ -220,6 +230,8 @@ def family_rows(findings) -> list[dict]:
                 row[column] = _protocol_cell(findings, name, test_set)
             row[HELD_OUT] = _heldout_text(findings, name)
             row[CHOSEN] = chosen_by(kind, sum(n in findings.models for n in names))
+            if name in DESIGNED_ON:
+                row[CHOSEN] = f"{DESIGNED_ON[name]}; then {row[CHOSEN]}"
             rows.append((name, row))
     rows += trained_exact_rows(findings)
     rows += calculator_rows(findings)

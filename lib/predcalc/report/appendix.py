@@ -28,7 +28,7 @@ from predcalc.report.scoreboard import TEXT as SCOREBOARD_TEXT
 from predcalc.report.scoreboard import exact_signed_long, scoreboard_table
 from predcalc.report.seed_split import seed_split_lines
 from predcalc.report.studies import is_study, studies_markdown
-from predcalc.report.study_sections import language_model_section
+from predcalc.report.study_sections import language_model_section, trained_exact_details
 from predcalc.report.tables import plain_cell
 from predcalc.training.runner import PROFILES
 from predcalc.training.tune import final_comparison, search_facts
@@ -47,6 +47,7 @@ def appendix_sections(findings) -> list[Section]:
         search(findings),
         stability(findings),
         development_edges(findings),
+        trained_exact_details(findings.notebooks),
         export(findings),
         llm(findings),
         bench(findings),

@@ -26,6 +26,7 @@ def data_seed_facts(reports=DATA_SEEDS.parent) -> dict | None:
                 "exact": len(about["exact_seeds"]),
                 "seeds": len(about["seeds"]),
                 "low": min(about["low"].values()),
+                "failing": [s for s in about["seeds"] if s not in about["exact_seeds"]],
             }
             for data_seed, about in sorted(by_data.items(), key=lambda item: int(item[0]))
         ]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from predcalc.report import prose
-from predcalc.report.answer import FAMILIES, heldout_seeds, short_name
+from predcalc.report.answer import FAMILIES, HELD_OUT_KIND, heldout_seeds, short_name
 from predcalc.report.calculator_fresh import calculator_payload
 from predcalc.report.document import Bullets, Section
 
@@ -69,7 +69,7 @@ def learned_facts(findings) -> dict:
     best_other = max(others, key=lambda n: np.mean(findings.accuracy(n, "out"))) if others else None
     held = []
     for n in sorted(exact):
-        seeds = heldout_seeds(findings, n)
+        seeds = heldout_seeds(findings, n, HELD_OUT_KIND)
         if not seeds:
             continue
         per_set = {}
@@ -79,7 +79,9 @@ def learned_facts(findings) -> dict:
         held.append(
             {
                 "name": short_name(n),
-                "digits_4": max(per_set.get("digits_exactly_4", [np.nan])),
+                "seeds": len(seeds),
+                "digits_4": max(per_set.get("digits_4", [np.nan])),
+                "digits_4_exact": sum(v >= 1.0 for v in per_set.get("digits_4", [])),
                 "terms_40": prose.spread(per_set["terms_40"]) if "terms_40" in per_set else None,
                 "terms_80": prose.spread(per_set["terms_80"]) if "terms_80" in per_set else None,
             }

@@ -90,11 +90,11 @@ def draw_reach(frame: pd.DataFrame):
             y = 100 * rows["mean"].to_numpy()
             err = 100 * np.vstack([rows["mean"] - rows["min"], rows["max"] - rows["mean"]])
             axis.errorbar(x, y, yerr=err, fmt="none", ecolor=colour, elinewidth=1, capsize=2, alpha=0.8)
-            axis.plot(  # the line breaks at a set the model's files cannot read
+            axis.plot(  # joined on the development panel only: the held-out sets are categories, not a scale
                 np.array([positions[s] for s in every["set"]]) + shift,
                 100 * every["mean"].astype(float).where(every["read"]).to_numpy(),
                 color=colour,
-                linestyle=LINESTYLES[k % len(LINESTYLES)],
+                linestyle=LINESTYLES[k % len(LINESTYLES)] if fill == "full" else "none",
                 linewidth=max(WIDEST - WIDTH_STEP * k, 0.8),
                 label=short_name(model),
                 marker=marker,
@@ -129,7 +129,8 @@ def draw_reach(frame: pd.DataFrame):
         "the Answer's models, each picked within its family on data not shown here (validation loss; the extended\n"
         + "suite); their designs were developed on the prior report's sets (left)\n"
         + "\n".join(text for _, text in SOURCES.values())
-        + "; bars from the worst to the best seed; a set a model's files cannot read is not drawn"
+        + "; bars from the worst to the best seed; held-out points are not joined (the sets are kinds, not a scale);\n"
+        + "a set a model's files cannot read is not drawn; models at 100 % are set side by side"
     )
     figure.legend(
         list(handles.values()),
@@ -139,7 +140,7 @@ def draw_reach(frame: pd.DataFrame):
         fontsize=9,
         frameon=False,
         title=key,
-        title_fontsize=8,
+        title_fontsize=9,
     )
     return figure
 

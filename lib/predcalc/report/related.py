@@ -8,7 +8,7 @@ from __future__ import annotations
 import numpy as np
 
 from predcalc.report import prose
-from predcalc.report.answer import heldout_seeds, short_name, trained_exact_facts
+from predcalc.report.answer import HELD_OUT_KIND, heldout_seeds, short_name, trained_exact_facts
 from predcalc.report.calculator import calculator_facts
 from predcalc.report.document import Bullets, Section, Text
 
@@ -19,7 +19,7 @@ PRIOR_CITATION = (
 
 
 def _set_spread(findings, name: str, set_name: str) -> str | None:
-    seeds = heldout_seeds(findings, name)
+    seeds = heldout_seeds(findings, name, HELD_OUT_KIND)
     if not seeds:
         return None
     values = [sets[set_name] for sets in seeds.values() if set_name in sets]
@@ -43,14 +43,16 @@ def related_facts(findings) -> dict:
         }
     if "scan_typed" in findings.models:
         out["scan"] = {
-            "digits_3": _set_spread(findings, "scan_typed", "digits_exactly_3"),
-            "digits_4": _set_spread(findings, "scan_typed", "digits_exactly_4"),
+            "digits_3": _set_spread(findings, "scan_typed", "digits_3"),
+            "digits_4": _set_spread(findings, "scan_typed", "digits_4"),
             "terms_80": _set_spread(findings, "scan_typed", "terms_80"),
             "seeds": len(findings.accuracy("scan_typed", "in")),
         }
-    seeds = heldout_seeds(findings, "scan_typed_solved")
+    seeds = heldout_seeds(findings, "scan_typed_solved", HELD_OUT_KIND)
     if seeds:
-        out["built"] = {"exact": all(v >= 1.0 for s in seeds.values() for v in s.values()), "seeds": len(seeds)}
+        sets = sorted({name for by_set in seeds.values() for name in by_set})
+        missed = [name for name in sets if any(by_set.get(name, 1.0) < 1.0 for by_set in seeds.values())]
+        out["built"] = {"exact": not missed, "seeds": len(seeds), "sets": len(sets), "missed": missed}
     tokens = [n for n in ("transformer_tokens_reversed", "lstm_tokens_reversed") if n in findings.models]
     if tokens:
         best = max(tokens, key=lambda n: np.mean(findings.accuracy(n, "out")))

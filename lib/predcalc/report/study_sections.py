@@ -25,13 +25,37 @@ def study_section(key: str, records: list[dict], render: Callable[[dict], str]) 
     return Section(key, title, [Text(body)])
 
 
-def trained_exact_section(records: list[StoredRecord]) -> Section:
-    """The trained exact scan: an ablation, a held-out suite scored through the exported files, and
-    (where its study ran) how many of its discrete patterns are exact."""
+def _lead_and_details(markdown: str) -> tuple[str, str]:
+    """A study's section split at its first subsection heading: the lead (title and paragraphs) and
+    the subsections (tables, ablations) that the Appendix holds."""
+    lines = markdown.strip().splitlines()
+    cut = next((i for i, line in enumerate(lines) if i and line.startswith("### ")), len(lines))
+    return "\n".join(lines[:cut]), "\n".join(lines[cut:])
+
+
+def _trained_exact_markdown(records: list[StoredRecord]) -> str | None:
     stored = [record.to_json() for record in records]
     found = [r for r in stored if exact_scan.is_record(r)]
     search = next((sign_scan_search.summary_markdown(r) for r in stored if sign_scan_search.is_record(r)), None)
-    return study_section("results.trained_exact", found, lambda r: exact_scan.section_markdown(r, search))
+    return exact_scan.section_markdown(found[0], search) if found else None
+
+
+def trained_exact_section(records: list[StoredRecord]) -> Section:
+    """The trained exact scan's lead in the Results: its result, where exactness is lost, what the
+    model is (with how many of its discrete patterns are exact) and which data chose what."""
+    markdown = _trained_exact_markdown(records)
+    lead = _lead_and_details(markdown)[0] if markdown else ""
+    return study_section("results.trained_exact", [lead] if lead else [], lambda text: text)
+
+
+def trained_exact_details(records: list[StoredRecord]) -> Section:
+    """The trained exact scan's tables (held-out suite, ablation, initialisation, float32, side probe),
+    in the Appendix."""
+    markdown = _trained_exact_markdown(records)
+    details = _lead_and_details(markdown)[1] if markdown else ""
+    if not details:
+        return Section("appendix.trained_exact", "", [], part="appendix")
+    return Section("appendix.trained_exact", "The sign scan in detail", [Text(details)], part="appendix")
 
 
 def language_model_section(records: list[StoredRecord]) -> Section:

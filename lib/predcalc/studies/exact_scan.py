@@ -1,4 +1,4 @@
-"""A trained network exact far beyond its box (issue 40): ``scan_exact``, its ablation, and its
+"""The sign scan, trained signs in a built form (issue 40): ``scan_exact``, its ablation, and its
 exported files scored on a held-out suite drawn after its design was frozen.
 
 Which data chose what (:data:`CHOICES`): the recipe was found in a NumPy probe and fixed on the
@@ -112,7 +112,7 @@ def keras_scores(model, tokenizer, sets: dict[str, Split]) -> dict[str, float]:
 
 def initial_scores(seeds, sets: dict[str, Split], recipe: ExactRecipe | None = None) -> dict[int, dict]:
     """Each seed's model at its random initialisation (built, never trained), scored on ``sets``:
-    exactness is learned, not wired."""
+    whether the exact weights are given at the start (its gates start shut by design)."""
     recipe = recipe or ExactRecipe()
     scores = {}
     for seed in seeds:
