@@ -126,8 +126,8 @@ def draw_reach(frame: pd.DataFrame):
         for handle, label in zip(*axis.get_legend_handles_labels()):
             handles.setdefault(label, handle)
     key = (
-        "the Answer's models, each picked within its family on data not shown here (validation loss; the extended\n"
-        + "suite); their designs were developed on the prior report's sets (left)\n"
+        "the Answer's models, each picked within its family on data not shown here\n"
+        + "(validation loss; the extended suite); their designs were developed on the prior report's sets (left)\n"
         + "\n".join(text for _, text in SOURCES.values())
         + "; bars from the worst to the best seed; held-out points are not joined (the sets are kinds, not a scale);\n"
         + "a set a model's files cannot read is not drawn; models at 100 % are set side by side"
