@@ -360,7 +360,7 @@ def trained_exact_rows(findings) -> list[dict]:
 
 
 def calculator_rows(findings) -> list[dict]:
-    """The learned calculator's row: its untouched family draw only. The protocol's sets lie inside its
+    """The learned calculator's row: its held-out family draw only. The protocol's sets lie inside its
     own training world (where the networks trained on the protocol's split meet them out of range and
     long), so its cells there are left blank: not comparable with the other rows."""
     records = findings.study("calculator")

@@ -210,9 +210,9 @@ def headline(record: dict) -> str:
         if held_out:
             fresh = min(v["min"] for v in held_out.values())
             verdict += (
-                " of two draws, one untouched"
+                " of two draws, one held out"
                 if fresh == 1 and verdict == "exact on every family"
-                else f" of the development draw; on an untouched draw, worst seed {_pct(fresh)}"
+                else f" of the development draw; on a held-out draw, worst seed {_pct(fresh)}"
             )
         return (
             f"Calculator (40): {steps}; quotient digits and zero tests are step outputs; {verdict} "
@@ -500,7 +500,7 @@ def held_out_sentence(held_out: dict) -> str:
 
 
 def calculator_facts(record: dict) -> dict | None:
-    """The calculator's reach on its untouched draw and its training world, from its record."""
+    """The calculator's reach on its held-out draw and its training world, from its record."""
     study = record.get("calculator") or {}
     families = (record.get("held_out") or {}).get("families") or {}
     boxes = (record.get("held_out") or {}).get("boxes") or study.get("boxes") or {}

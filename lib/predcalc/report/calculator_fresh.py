@@ -3,7 +3,7 @@ and the facts the Answer, the families table, the lessons and the limitations qu
 
 The record (:mod:`predcalc.calculator.fresh`, ``calculator_fresh.json`` in the calculator study's run
 folder) holds every fresh seed's steps (training-row and held-out exactness, the starts each took) and
-its calculator end to end on the untouched draw.
+its calculator end to end on the held-out draw.
 """
 
 from __future__ import annotations
@@ -99,7 +99,7 @@ def cell_lead(record: dict, one_start: dict | None = None) -> str | None:
 def seed_frame(record: dict) -> pd.DataFrame:
     """One row per fresh seed of the restart recipe: the starts each rule step took, the rule steps whose
     rows were drawn again, the wrong decisions of all steps on every reachable input, and the exact answers
-    on the untouched draw."""
+    on the held-out draw."""
     fresh = record.get("restarts") or {}
     rows = []
     for seed, part in sorted((fresh.get("seeds") or {}).items(), key=lambda kv: int(kv[0])):

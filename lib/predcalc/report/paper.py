@@ -262,7 +262,9 @@ class Findings:
             "The models the main text discusses, by the names it uses (the Appendix's table gives each one's "
             "registry name, size and notebook, and lists every run). *Trained*: every weight by gradient "
             "descent; *partly built*: trained, then finished in closed form (a gate set by hand, a readout "
-            "solved by least squares). The prior report's rows are rebuilt as faithful replicas: "
+            "solved by least squares); the *built form* kinds (a computation's form built, its weights trained) are "
+            "defined under the Appendix's *Reading the families table*. The prior report's rows are rebuilt as "
+            "faithful replicas: "
             + ", ".join(
                 short_name(n)
                 for n in ("fnn2", "rnn2", "bilstm_attention", "transformer4_reference", "transformer5_reference")
@@ -321,7 +323,7 @@ class Findings:
                     "Every set that chose a variant, a bound or a hyperparameter is a development set, and the numbers "
                     "it produced are development numbers. Claims about reach come only from the held-out suite 5151, "
                     "drawn after every choice below (the sign scan's recipe included) and scored on every seed through "
-                    "the exported files, and for the calculator from its untouched family draw. An earlier held-out "
+                    "the exported files, and for the calculator from its held-out family draw. An earlier held-out "
                     "edge suite (seed 31, Appendix) helped choose the sign scan's recipe; it is shown, not claimed on."
                 ),
                 Table(frame, cell=plain_cell),
@@ -435,7 +437,7 @@ class Findings:
                         {
                             "suite": f"{extended_title(record)} ({record.notebook})",
                             "model": short_name(top["name"]),
-                            "kind": "partly built" if built else "trained",
+                            "kind": "partly built" if built else MODEL_KINDS.get(top["name"], "trained"),
                             "families": len(top["by_family"]),
                             "mean exact over families": f"{_pct(top['mean'])} (seeds {prose.spread(top['per_seed'])})",
                             "worst family": f"{top['worst'][0]} {_pct(top['worst'][1])} "

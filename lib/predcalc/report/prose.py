@@ -43,10 +43,11 @@ def count(n: int, noun: str, plural: str | None = None) -> str:
 
 
 def spread(values: Iterable[float], decimals: int = 1) -> str:
-    """Per-seed minimum and maximum of shares, in percent: ``6.0-98.7`` (one value: itself)."""
-    values = [100 * float(v) for v in values]
-    low, high = min(values), max(values)
-    return f"{low:.{decimals}f}" if len(values) == 1 else f"{low:.{decimals}f}-{high:.{decimals}f}"
+    """Per-seed minimum and maximum of shares, in percent: ``6.0-98.7`` (one value: itself); a share
+    short of 100 % is never written 100.0, nor one above 0 as 0.0 (:func:`predcalc.readable.percent`)."""
+    values = [float(v) for v in values]
+    low, high = percent(min(values), decimals, ""), percent(max(values), decimals, "")
+    return low if len(values) == 1 else f"{low}-{high}"
 
 
 def seeds_list(seeds: Iterable[int]) -> str:

@@ -39,11 +39,7 @@ SOURCES = {  # source -> (marker fill, what the legend says of it)
 }
 PANEL_OF = {"protocol": "development", "heldout": "heldout"}
 MARKERS = "osD^vP*Xh<>p"
-LINESTYLES = ("-", "--", "-.", ":")
 OFFSET = 0.07  # sideways step between models, in tick spacings
-# line width of the first model, and the step down to each next: a line drawn over an earlier one at the
-# same value (two models at 100 %) is thinner, so the earlier one stays visible on both sides of it
-WIDEST, WIDTH_STEP = 2.8, 0.25
 
 
 def plot_reach(frame: pd.DataFrame, path: Path) -> Path:
@@ -90,18 +86,6 @@ def draw_reach(frame: pd.DataFrame):
             y = 100 * rows["mean"].to_numpy()
             err = 100 * np.vstack([rows["mean"] - rows["min"], rows["max"] - rows["mean"]])
             axis.errorbar(x, y, yerr=err, fmt="none", ecolor=colour, elinewidth=1, capsize=2, alpha=0.8)
-            axis.plot(  # joined on the development panel only: the held-out sets are categories, not a scale
-                np.array([positions[s] for s in every["set"]]) + shift,
-                100 * every["mean"].astype(float).where(every["read"]).to_numpy(),
-                color=colour,
-                linestyle=LINESTYLES[k % len(LINESTYLES)] if fill == "full" else "none",
-                linewidth=max(WIDEST - WIDTH_STEP * k, 0.8),
-                label=short_name(model),
-                marker=marker,
-                markersize=6,
-                markevery=[],  # the markers come next, filled by panel; the legend shows the line
-                alpha=0.75,
-            )
             axis.plot(
                 x,
                 y,
@@ -112,6 +96,7 @@ def draw_reach(frame: pd.DataFrame):
                 markerfacecolor=colour if fill == "full" else "white",
                 markeredgewidth=1.3,
                 gid=rows["source"].iloc[0],
+                label=short_name(model),
             )
         axis.set_xticks(range(len(ticks)), list(ticks["label"]), fontsize=8)
         axis.set_xlim(-0.5, max(len(ticks), 1) - 0.5)
@@ -129,7 +114,7 @@ def draw_reach(frame: pd.DataFrame):
         "the Answer's models, each picked within its family on data not shown here\n"
         + "(validation loss; the extended suite); their designs were developed on the prior report's sets (left)\n"
         + "\n".join(text for _, text in SOURCES.values())
-        + "; bars from the worst to the best seed; held-out points are not joined (the sets are kinds, not a scale);\n"
+        + "; bars from the worst to the best seed; points are not joined (the sets are kinds, not a scale);\n"
         + "a set a model's files cannot read is not drawn; models at 100 % are set side by side"
     )
     figure.legend(
