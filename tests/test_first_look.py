@@ -40,3 +40,19 @@ def test_the_stored_first_look_ran_every_notebook_within_ten_minutes_on_an_idle_
     # the measured commit is in this repository's history
     found = subprocess.run(["git", "cat-file", "-e", f"{record['commit']}^{{commit}}"], cwd=ROOT, capture_output=True)
     assert found.returncode == 0 or not (ROOT / ".git").exists()
+
+
+def test_the_longest_notebooks_start_first(tmp_path):
+    from predcalc.training.runner import longest_first
+
+    paths = [tmp_path / f"{name}.ipynb" for name in ("00_a", "01_b", "02_c", "03_d")]
+    seconds = {"01_b": 5.0, "03_d": 50.0, "00_a": 10.0}
+    assert [p.stem for p in longest_first(paths, seconds)] == ["03_d", "00_a", "01_b", "02_c"]
+    assert longest_first(paths, {}) == paths  # nothing stored: name order
+
+
+def test_notebook_seconds_read_the_stored_first_look(tmp_path):
+    assert measuring.notebook_seconds(tmp_path / "missing.json") == {}
+    path = tmp_path / "first_look.json"
+    path.write_text(json.dumps({"notebook_seconds": {"40_calculator": 167.6, "00_a": None}}))
+    assert measuring.notebook_seconds(path) == {"40_calculator": 167.6}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import json
 import os
 import subprocess
 import sys
@@ -64,9 +65,23 @@ def measure(source: Path = ROOT, venv: Path | None = None, log: Path | None = No
             "notebooks": len(list(runs.glob("*/run.json"))),
             "failed": sorted(p.name for p in failed.glob("*") if p.is_dir()) if failed.is_dir() else [],
             "page_written": (clone / "build" / "findings.md").is_file(),
+            # each notebook's own time: the next quick run starts the longest first (runner.longest_first)
+            "notebook_seconds": {
+                path.parent.name: json.loads(path.read_text()).get("seconds")
+                for path in sorted(runs.glob("*/run.json"))
+            },
             "seconds": round(seconds, 1),
             "measured_at": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         }
+
+
+def notebook_seconds(path: Path = FIRST_LOOK_FILE) -> dict[str, float]:
+    """Each notebook's quick-run seconds from the stored first look ({} where none is stored)."""
+    path = Path(path)
+    if not path.is_file():
+        return {}
+    stored = json.loads(path.read_text()).get("notebook_seconds") or {}
+    return {name: float(value) for name, value in stored.items() if value is not None}
 
 
 def main(argv=None) -> int:

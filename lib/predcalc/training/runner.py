@@ -50,6 +50,7 @@ from predcalc.paths import (
     relative,
     runs_for,
 )
+from predcalc.training.first_look import notebook_seconds
 
 # Parameters injected by each profile (only those a notebook declares). A notebook can
 # override them in its metadata: {"predcalc": {"profiles": {"full": {...}}}}.
@@ -387,6 +388,12 @@ def execute(
             shutil.rmtree(temporary, ignore_errors=True)
 
 
+def longest_first(notebooks: list[Path], seconds: dict[str, float]) -> list[Path]:
+    """``notebooks`` with those that took longest before (``seconds`` by run name) first, the others
+    after them in their own order: the order a pool of workers finishes soonest in (greedy scheduling)."""
+    return sorted(notebooks, key=lambda path: -seconds.get(path.stem, 0.0))
+
+
 def as_completed_interruptibly(futures, poll: float = 0.25, tick=None):
     """Like :func:`concurrent.futures.as_completed`, but the waiting thread wakes every ``poll`` seconds.
 
@@ -457,6 +464,8 @@ def run(
     failed, logs = Path(failed).resolve(), Path(logs).resolve()
     kernel_environment()
     notebooks = [path.absolute() for path in discover(only, Path(notebooks_dir).resolve())]
+    if profile == "quick":  # two workers finish sooner when the longest notebooks start first
+        notebooks = longest_first(notebooks, notebook_seconds())
     outcomes: list[Outcome] = []
     children = _Children()
     previous = main_thread_signals()
