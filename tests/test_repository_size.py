@@ -1,4 +1,4 @@
-"""The repository stays lean (issue 33): the files git tracks add up to under 27 MB. Exported
+"""The repository stays lean (issue 33): the files git tracks stay under LIMIT_BYTES. Exported
 artifacts of models the findings do not recommend, and a sweep's executed notebooks and figures,
 are git-ignored and written again by `make exports` / `predcalc sweep`."""
 
@@ -14,7 +14,10 @@ ROOT = Path(__file__).resolve().parents[1]
 # Issue 41 added its ten fresh seeds' ONNX, LiteRT and JSON files (0.4 MB, no model.keras): 26.7 MB,
 # then the arithmetic-unit notebook 11 (its executed copy, record and figure, 0.14 MB, no model files)
 # and the sign scan's rerun: 27.0 MB. The limit leaves 0.5 MB above that.
-LIMIT_BYTES = 27_500_000
+# The fourth session of issue 41 added results, no model files: every seed on held-out suite 5151
+# (reports/edges, 0.3 MB more), the calculator's restart study (its records and cached parts, 0.25 MB),
+# notebook 34 (its executed copy and record, 0.15 MB) and a longer findings page: 28.1 MB.
+LIMIT_BYTES = 28_600_000
 
 
 def test_the_tracked_tree_stays_under_the_limit():

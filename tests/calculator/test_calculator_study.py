@@ -231,7 +231,7 @@ def test_the_held_out_draw_is_fresh_and_scored_on_every_seed(monkeypatch):
     assert sentence in "\n".join(facts)
 
 
-def test_the_findings_headline_states_the_untouched_draw():
+def test_the_findings_headline_states_the_held_out_draw():
     """The Answer's calculator bullet names the fresh draw's verdict next to the development draw's."""
     from predcalc.report.calculator import headline
 
@@ -245,10 +245,10 @@ def test_the_findings_headline_states_the_untouched_draw():
         "held_out": {"family_seed": 7777, "families": fresh},
     }
     text = headline(record)
-    assert "exact on every family of the development draw; on an untouched draw, worst seed 98.0 %" in text
+    assert "exact on every family of the development draw; on a held-out draw, worst seed 98.0 %" in text
     assert "(5 seeds; to 50 digits, 40 operators, depth 10)" in text
     record["held_out"]["families"]["adversarial"] = {"mean": 1.0, "min": 1.0, "seeds": 5}
-    assert "exact on every family of two draws, one untouched" in headline(record)
+    assert "exact on every family of two draws, one held out" in headline(record)
 
 
 def test_code_versions_lists_each_fingerprint_of_the_parts_once(tmp_path):
