@@ -34,7 +34,6 @@ MAIN_KEYS = {
     "method": ["method.protocol", "method.models", "method.mechanisms", "method.selection", "method.statistics"],
     "results": [
         "results.summary",
-        "results.reference_protocol",
         "results.edges",
         "results.calculator",
     ],
@@ -42,6 +41,10 @@ MAIN_KEYS = {
     "limitations": [],
 }
 APPENDIX_KEYS = [
+    "appendix.selection",
+    "appendix.budgets",
+    "appendix.data_seeds",
+    "appendix.reference_protocol",
     "appendix.published",
     "appendix.extended",
     "appendix.all_models",

@@ -280,7 +280,7 @@ def test_answer_sentence_and_row_cite_the_fresh_seeds():
         b for b in prose.bullets("answer.md.j2", **values) if b.startswith("**Trained signs in a built form")
     )
     assert (
-        "it is exact on every set on **1 of 2 fresh seeds** (seeds 10, 11; 1 not exact even inside the training "
+        "it is exact on every set on **1 of 2 fresh seeds** (10, 11; 1 not exact even inside the training "
         "box) through their ONNX files" in sentence
     )  # seed 11 scores 75 % in range
     assert "(2 of 2 through float32 LiteRT)" in sentence
@@ -289,7 +289,7 @@ def test_answer_sentence_and_row_cite_the_fresh_seeds():
     assert "still to be made" not in sentence
     none = dict.fromkeys(("scan", "built", "calculator", "reversed", "efficient"))
     related_text = " ".join(prose.bullets("related_work.md.j2", **none, trained_exact=facts))
-    assert "on 1 of 2 fresh seeds (seeds that did not choose its recipe; 1 of 2 of the seeds that did)" in related_text
+    assert "exact on every held-out set on 1 of 2 fresh seeds (Results)" in related_text
     unfresh = answer.trained_exact_facts(
         types.SimpleNamespace(notebooks=[stored(_record() | {"seeds": _fresh_record()["seeds"]})])
     )

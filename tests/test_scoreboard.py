@@ -93,12 +93,15 @@ def test_the_faithful_replica_comes_first_and_variants_are_labelled():
     pool = candidates([(REPLICAS[T4], replica), ("variant", variant)], BASE)
     summary = summary_table(pool).set_index("published row").loc[T4]
     assert summary["faithful replica"] == f"`{REPLICAS[T4]}` (5 seeds)"
-    assert summary["replica vs published"] == "better on 3, worse on 2 of 5"
-    assert summary["best variant"].startswith("`variant`") and summary["variant vs published"] == "better on 5 of 5"
+    assert summary["replica vs published"] == "every seed better on 3, every seed worse on 2 of 5"
+    assert (
+        summary["best variant"].startswith("`variant`")
+        and summary["variant vs published"] == "every seed better on 5 of 5"
+    )
     board = scoreboard_table(pool)
     rows = board[board["published row"] == T4]
     assert list(rows["column"]) == ["MAE in", "MRE in", "MAE out", "MRE out", "MAE long"]
-    assert rows.iloc[0]["replica: mean [min-max], verdict"] == "0.03 [0.03-0.03]: better (5/5 seeds)"
+    assert rows.iloc[0]["replica: mean [min-max], verdict"] == "0.03 [0.03-0.03]: every seed better (5/5 seeds)"
     fnn3 = summary_table(pool).set_index("published row").loc["FNN3 (+ positional enc.)"]
     assert fnn3["replica vs published"] == "none trained"
 

@@ -17,9 +17,13 @@ from predcalc.data.protocol import reference_protocol
 from predcalc.deploy.bench import deployment_markdown
 from predcalc.readable import percent_number
 from predcalc.report import findings as F
+from predcalc.report import prose
 from predcalc.report.anchors import REFERENCE_ROWS
-from predcalc.report.answer import trained_exact_record
-from predcalc.report.calculator import section
+from predcalc.report.answer import family_rows, trained_exact_record
+from predcalc.report.budget import training_budgets
+from predcalc.report.calculator import detail_blocks, section
+from predcalc.report.calculator_fresh import calculator_payload, fresh_seed_blocks
+from predcalc.report.data_seeds import data_seed_facts
 from predcalc.report.document import Bullets, Figure, Section, Table, Text
 from predcalc.report.edges import edges_lines, seed_facts, suite_blocks
 from predcalc.report.names import short_name
@@ -30,6 +34,7 @@ from predcalc.report.seed_split import seed_split_lines
 from predcalc.report.studies import is_study, studies_markdown
 from predcalc.report.study_sections import language_model_section, trained_exact_details
 from predcalc.report.tables import plain_cell
+from predcalc.studies.edges import THIRD_HELDOUT_SEED as HELD_OUT
 from predcalc.training.runner import PROFILES
 from predcalc.training.tune import final_comparison, search_facts
 
@@ -60,6 +65,19 @@ def appendix_sections(findings) -> list[Section]:
 
 # Shown once, in the exact-accuracy table, not again beside the errors.
 ACCURACY_COLUMNS = ("acc in", "acc out", "acc long")
+
+
+def budgets(findings) -> Section:
+    """The families table's training budgets (the Statistics say only that they differ)."""
+    items = prose.bullets("budget.md.j2", budgets=training_budgets(findings))
+    return Section("appendix.budgets", "Training budgets", [Bullets(items)] if items else [], part="appendix")
+
+
+def data_seeds(findings) -> Section:
+    """The cheapest exact models on two other data draws, seed by seed (the Limitations give the counts)."""
+    facts = data_seed_facts(findings.reports)
+    items = prose.bullets("data_seeds.md.j2", data_seeds=facts) if facts else []
+    return Section("appendix.data_seeds", "Data seeds", [Bullets(items)] if items else [], part="appendix")
 
 
 def all_models(findings) -> Section:
@@ -100,7 +118,7 @@ def reference_way(findings) -> Section:
     blocks = [Text(F.REFERENCE_WAY_TEXT), Table(reference_way)]
     blocks += [Text(line) for line in F.reference_weights_lines(findings.records) if line.strip()]
     blocks += [
-        Text(SCOREBOARD_TEXT.format(perfect=perfect, seeds=findings.seeds, p=2**findings.seeds)),
+        Text(SCOREBOARD_TEXT.format(perfect=perfect, seeds=findings.seeds, p=2 ** (findings.seeds - 1))),
         Table(scoreboard_table(findings.pool), cell=plain_cell),
     ]
     return Section("appendix.reference_way", "The prior report's columns, computed its way", blocks, part="appendix")
@@ -193,6 +211,7 @@ def stability(findings) -> Section:
 
 def development_edges(findings) -> Section:
     blocks = suite_blocks(findings.edges, "development", recommended.headline())
+    every = answer_suite_blocks(findings, every=True)
     record = findings.edges.get("heldout_record")
     facts = seed_facts(record) if record else []
     return Section(
@@ -204,6 +223,7 @@ def development_edges(findings) -> Section:
                 "completeness, scored like the held-out suite:"
             ),
             *blocks,
+            *([Text(f"The held-out suite {HELD_OUT}, every model scored on it:"), *every[1:]] if every else []),
             *first_heldout_blocks(findings),
             *(
                 [Text(f"The held-out edge suite (seed {record['suite']['seed']}), model by model:"), Bullets(facts)]
@@ -217,12 +237,17 @@ def development_edges(findings) -> Section:
     )
 
 
-def answer_suite_blocks(findings) -> list:
-    """The Answer's held-out suite (seed 5151), set by set, every scored model and the sign scan."""
+def answer_suite_blocks(findings, every: bool = False) -> list:
+    """The Answer's held-out suite (seed 5151), set by set: the Answer's models and the sign scan
+    (``every``: every model scored on it, for the Appendix)."""
     third = findings.edges.get("third_heldout_record") or {}
-    blocks = with_sign_scan(findings, suite_blocks(findings.edges, "third_heldout", list(third.get("models") or {})))
+    scored = list(third.get("models") or {})
+    in_answer = {name for name, _ in family_rows(findings)}
+    shown = scored if every else [name for name in scored if name in in_answer]
+    blocks = with_sign_scan(findings, suite_blocks(findings.edges, "third_heldout", shown))
     if not blocks:
         return []
+    left_out = [short_name(name) for name in scored if name not in shown]
     text = (
         f"The held-out suite {third['suite']['seed']} of the Answer's column, drawn after every choice of the models "
         "it scores, set by set: exact accuracy through each seed's exported ONNX file (each seed a retrained copy of "
@@ -230,6 +255,11 @@ def answer_suite_blocks(findings) -> list:
         "the seeds exact on every expression; a set longer than a model's files read is not read (its tokens needed "
         "and read are named), not scored as 0. The sign scan's column: its fresh seeds' ONNX files, the seeds of its "
         "claim (the sign scan's section below)."
+        + (
+            f" Also scored, in the Appendix's *The edge suites in detail*: the {'; the '.join(left_out)}."
+            if left_out
+            else ""
+        )
     )
     return [Text(text), *blocks]
 
@@ -361,10 +391,11 @@ def calculator_detail(findings) -> Section:
     # what the calculator is given, each given piece taken away on fresh seeds, every rule step on
     # fresh seeds and the measured box: the calculator study's own templates
     extra = [Text(given_markdown(given))] if "given" in given and "box" in given else []
+    moved = detail_blocks(given) + fresh_seed_blocks(calculator_payload(records[0]))  # from the Results
     return Section(
         "appendix.calculator",
         "The learned calculator in detail",
-        [Text(line) for line in _demote(lines) if line.strip()] + extra,
+        moved + [Text(line) for line in _demote(lines) if line.strip()] + extra,
         part="appendix",
         notebooks=[records[0].notebook],
     )

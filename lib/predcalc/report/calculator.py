@@ -287,16 +287,26 @@ def mechanism(record: dict) -> str:
 
 
 def results_blocks(record: dict) -> list:
-    """The Results' calculator blocks: what each step saw, the ladder, adversarial digits, speed."""
-
+    """The Results' calculator lead: its training world and the box its test families measured (what
+    code and the step networks decide is in the Method; :func:`detail_blocks` goes to the Appendix)."""
     study = record["calculator"]
-    blocks = [
+    return [
         Text(
             f"Training world: integers of at most {study['training_box']['digits']} digits, 1-"
             f"{study['training_box']['operators']} operators of `+ - * /`, depth at most "
             f"{study['training_box']['depth']}. The test families' box: {box_phrase(record)}. Scored exactly "
-            "(fractions, no float) through the exported LiteRT files with forward passes. " + CODE_DECISIONS
-        ),
+            "(fractions, no float). What code decides and what the step networks decide: Method; what each step saw "
+            "in training, the ladder of structure, adversarial digits and speed: the Appendix's *The learned "
+            "calculator in detail*."
+        )
+    ]
+
+
+def detail_blocks(record: dict) -> list:
+    """The Appendix's calculator blocks: what each step saw, the ladder, adversarial digits, the
+    development seeds on the held-out draw, speed."""
+    study = record["calculator"]
+    blocks = [
         Text(
             "What each step network saw in training, of the inputs it can meet (worst of 5 seeds; a step that saw "
             "every input is a memorised table, and its exactness shows no rule learned):"

@@ -115,12 +115,21 @@ def seed_frame(record: dict) -> pd.DataFrame:
 
 
 def fresh_blocks(record: dict) -> list:
-    """The Results' block of the restart recipe on its fresh seeds (``calculator_fresh.md.j2`` and a table
-    of every seed), where its record is present."""
+    """The Results' paragraph on the restart recipe's fresh seeds (``calculator_fresh.md.j2``), where its
+    record is present."""
     facts = restart_facts(record)
     if facts is None:
         return []
+    return [Text(" ".join(prose.say("calculator_fresh.md.j2", r=facts)))]
+
+
+def fresh_seed_blocks(record: dict) -> list:
+    """The Appendix's table of every fresh seed: its starts per step, rows drawn again, wrong decisions."""
+    if restart_facts(record) is None:
+        return []
     return [
-        Text(" ".join(prose.say("calculator_fresh.md.j2", r=facts))),
+        Text(
+            "The restart recipe's fresh seeds, one row each (written by `python -m predcalc.calculator.fresh fresh`):"
+        ),
         Table(seed_frame(record), cell=plain_cell),
     ]

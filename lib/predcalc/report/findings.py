@@ -202,7 +202,7 @@ def reference_way_table(records) -> pd.DataFrame:
 
     Like for like with the prior report's published rows: MAE out and MRE out over all 2,048 out-of-range expressions,
     the prior report's MRE (divide by |truth|), the signed "MAE long" mean(|y| - prediction) over all 700
-    long expressions, the prior report's score (signed long4 term) and its log t-test p-value.
+    long expressions and the prior report's score (signed long4 term); its t-test of log(score) is left out.
     """
     base_runs = baseline_runs(records)
     if not base_runs or not all(M.has_reference_way(r) for r in base_runs):
@@ -236,11 +236,10 @@ def reference_way_table(records) -> pd.DataFrame:
                     "MAE long": published["mae_long"],
                     "long": long,
                     "score": published["score"],
-                    "p": published["p"],
                 }
             )
     frame = pd.DataFrame(rows)
-    columns = ["model", "source", "MAE in", "MRE in", "MAE out", "MRE out", "MAE long", "long", "score", "p"]
+    columns = ["model", "source", "MAE in", "MRE in", "MAE out", "MRE out", "MAE long", "long", "score"]
     return frame.reindex(columns=[c for c in columns if c in frame.columns])
 
 
@@ -254,11 +253,10 @@ REFERENCE_WAY_TEXT = (
     "over the 700 long expressions as the code behind each published row defines it** (column "
     '"long"): *signed*, mean(|y| - prediction), in the prior report\'s `FNN_FNN2.py` (not an error: it can be '
     "negative or near 0 for a bad model), and *absolute*, the per-run mean of |y - prediction|, in the "
-    "per-run cell of its transformer notebooks (`transformer_transformer4.py`, the cell that also gives "
-    "the p-value). The prior report's score (its long4 term defined the same way, its relative term the reference MRE over "
+    "per-run cell of its transformer notebooks (`transformer_transformer4.py`). The prior report's score (its long4 term defined the same way, its relative term the reference MRE over "
     "all out) is taken against the baseline FNN's runs the "
-    "way the prior report's `FNN1_1.py` takes them, and p the t-test of log(score) against 0 (the prior "
-    "report's `get_p-value.py`). Only "
+    "way the prior report's `FNN1_1.py` takes them; the prior report's t-test of log(score) against 0 is "
+    "not computed here (an unbounded ratio). Only "
     'these columns compare like for like with a "published" row; runs stored before the '
     "prior report's columns were recorded are not listed. The score's baseline here is this project's baseline FNN runs; "
     "the prior report's baseline came from its own `FNN1_1.py` runs, so scores compare only within a table."

@@ -33,7 +33,7 @@ from predcalc.report.answer import (
     short_name,
     trained_exact_facts,
 )
-from predcalc.report.appendix import answer_suite_blocks, appendix_sections
+from predcalc.report.appendix import answer_suite_blocks, appendix_sections, budgets, data_seeds
 from predcalc.report.budget import training_budgets
 from predcalc.report.calculator import calculator_facts, calculator_lesson, mechanism, results_blocks
 from predcalc.report.calculator_fresh import RESTART_CHOICE, calculator_payload, fresh_blocks
@@ -315,6 +315,7 @@ class Findings:
                 for c, on, touched in SELECTION
             ]
         )
+        self.selection_table = Table(frame, cell=plain_cell)
         return Section(
             "method.selection",
             "Development and held-out data",
@@ -322,13 +323,19 @@ class Findings:
                 Text(
                     "Every set that chose a variant, a bound or a hyperparameter is a development set, and the numbers "
                     "it produced are development numbers. Claims about reach come only from the held-out suite 5151, "
-                    "drawn after every choice below (the sign scan's recipe included) and scored on every seed through "
+                    "drawn after every choice (the sign scan's recipe included) and scored on every seed through "
                     "the exported files, and for the calculator from its held-out family draw. An earlier held-out "
-                    "edge suite (seed 31, Appendix) helped choose the sign scan's recipe; it is shown, not claimed on."
+                    "edge suite (seed 31, Appendix) helped choose the sign scan's recipe; it is shown, not claimed on. "
+                    "The Appendix's *Which set chose what* lists every choice and the numbers it touches."
                 ),
-                Table(frame, cell=plain_cell),
             ],
         )
+
+    def _selection_appendix(self) -> Section:
+        """Every choice, the data that made it and the numbers it touches (the table :meth:`_selection` builds)."""
+        if getattr(self, "selection_table", None) is None:
+            self._selection()
+        return Section("appendix.selection", "Which set chose what", [self.selection_table], part="appendix")
 
     def _statistics(self) -> Section:
         counts = verdict_counts(self.pool)
@@ -343,13 +350,13 @@ class Findings:
             chance=chance,
             retrained=retraining_shift(self.edges, HELD_OUT_KIND),
             scored_notebooks=prints_prior_score(self.reports / "runs"),
-        ) + prose.bullets("budget.md.j2", budgets=training_budgets(self))
+            unequal_budgets=len(training_budgets(self)) > 1,
+        )
         return Section("method.statistics", "Statistics", [Bullets(items)])
 
     def results(self) -> Section:
         subsections = [
             self._summary(),
-            self._reference_protocol(),
             self._edges(),
             self._calculator(),
             trained_exact_section(self.notebooks),
@@ -375,7 +382,7 @@ class Findings:
     def _reference_protocol(self) -> Section:
         keep = [n for names in FAMILIES.values() for n in names if n in self.models]
         if not keep:
-            return Section("results.reference_protocol", "The protocol's test sets", [])
+            return Section("appendix.reference_protocol", "The protocol's test sets", [], part="appendix")
         order = [n for n in self.general["name"] if n in keep]  # by out-of-range, then long accuracy
         rows = [
             {
@@ -386,7 +393,7 @@ class Findings:
             for name in order
         ]
         return Section(
-            "results.reference_protocol",
+            "appendix.reference_protocol",
             "The protocol's test sets",
             [
                 Text(
@@ -493,8 +500,16 @@ class Findings:
         return Section("limitations", "Limitations", [Bullets(items)])
 
     def appendix(self) -> list[Section]:
-        moved = [s for s in (self._published(), self._extended()) if not s.empty]
-        return [families_notes(self), self._models_appendix(), *moved, *appendix_sections(self)]
+        moved = [s for s in (self._reference_protocol(), self._published(), self._extended()) if not s.empty]
+        return [
+            families_notes(self),
+            self._models_appendix(),
+            self._selection_appendix(),
+            budgets(self),
+            data_seeds(self),
+            *moved,
+            *appendix_sections(self),
+        ]
 
     def document(self) -> Document:
         main = [

@@ -115,13 +115,20 @@ def matches(pool: list[dict]):
         yield row, published, replica, _best_variant(others, published)
 
 
+# How a sign test's verdict reads in a table: a difference is named only where every seed lies on one side.
+VERDICT_WORDS = {"better": "every seed better", "worse": "every seed worse", "not resolved": "not resolved"}
+
+
 def tally(candidate: dict | None, published: dict) -> str:
-    """ "better on k, not resolved on m, worse on j of n" for a candidate against a published row."""
+    """ "every seed better on k, not resolved on m, every seed worse on j of n" for a candidate against a
+    published row."""
     if candidate is None:
         return "none trained"
     verdicts = [test["verdict"] for test in comparison(candidate, published).values()]
     parts = [
-        f"{word} on {verdicts.count(word)}" for word in ("better", "not resolved", "worse") if verdicts.count(word)
+        f"{VERDICT_WORDS[word]} on {verdicts.count(word)}"
+        for word in ("better", "not resolved", "worse")
+        if verdicts.count(word)
     ]
     return f"{', '.join(parts)} of {len(verdicts)}"
 
@@ -132,7 +139,7 @@ def _cell(candidate: dict | None, column: str, published: dict, key: str) -> str
     values = _values(candidate, column)
     test = M.sign_test(values, published[key])
     return (
-        f"{np.mean(values):.3g} [{min(values):.3g}-{max(values):.3g}]: {test['verdict']} "
+        f"{np.mean(values):.3g} [{min(values):.3g}-{max(values):.3g}]: {VERDICT_WORDS[test['verdict']]} "
         f"({test['better']}/{len(values)} seeds)"
     )
 
@@ -192,8 +199,9 @@ TEXT = (
     "prediction), which is not an error (the exact answers themselves get {perfect:.3g} on this long "
     "set), and the score and its p-value, whose baseline FNN runs differ. The faithful replica is the "
     "rebuild of the row's own model and recipe; the best variant is any other model trained here, "
-    "labelled as such. Verdict per column: the exact one-sided sign test of the {seeds} seeds against the "
-    'published mean ("better" or "worse" when all {seeds} seeds lie on one side, p = 1/{p}); otherwise '
-    '"not resolved": the gap does not exceed the seed-to-seed noise. Models set partly by hand or in '
-    "closed form, and weights not trained here, are left out."
+    "labelled as such. Verdict per column: the exact sign test of the {seeds} seeds against the published "
+    'mean ("every seed better" or "every seed worse" when all {seeds} seeds lie on one side; two-sided '
+    'p = 1/{p}, the direction being read from the data); otherwise "not resolved": the gap does not exceed '
+    "the seed-to-seed noise. Models set partly by hand or in closed form, and weights not trained here, are "
+    "left out."
 )
