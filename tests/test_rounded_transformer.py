@@ -106,6 +106,7 @@ def test_the_answer_facts_of_a_record():
         "n": 3,
     }
     assert fresh["train_seconds"] == [12.0, 14.0, 13.0]
+    assert fresh["not_exact_in_box"] == []
     assert facts["choosing"]["exact_everywhere"] == 0 and facts["choosing"]["per_set"]["terms_300"]["max"] == 0.25
     assert study.is_record(synthetic_record())
 
@@ -126,6 +127,11 @@ def test_the_section_names_the_counts_and_the_failing_sets():
     assert "| terms_300 | 300 numbers | 2 of 3 | 50.0-100.0 % | 83.3 % | 0 of 1 | 25.0 % |" in text
     assert "Given by design: value channel:" in text
     record = synthetic_record()
+    record["heldout"]["fresh"]["22"]["protocol"]["in"] = 0.5
+    assert study.answer_facts(record)["fresh"]["not_exact_in_box"] == ["22"]
+    assert "Fresh seed 22 is not exact even on the protocol's in-range test set (Keras: 50.0 %)" in (
+        study.section_markdown(record)
+    )
     record["heldout"]["fresh"] = {}
     assert "No fresh seed was run" in study.section_markdown(record)
 
