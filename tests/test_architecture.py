@@ -52,6 +52,7 @@ PLACED = {
     "studies.edge_seeds": "report",
     "studies.exact_scan": "report",
     "studies.data_seeds": "report",
+    "studies.rounded_transformer": "report",  # exports and scores its seeds' ONNX files (deploy)
     "studies.sign_scan_search": "report",  # reads exact_scan's sets and record
     "studies.sign_scan_descent": "report",  # rounds with sign_scan_search
 }  # each scores the studies' edge suites through deploy's exported files
