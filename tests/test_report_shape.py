@@ -28,6 +28,8 @@ def test_findings_have_a_papers_sections_a_short_main_body_and_answer():
     assert "# Appendix" in text
     main = text.split("\n# Appendix", 1)[0]
     assert len(main.splitlines()) < 300
+    prose = [line for line in main.splitlines() if not line.startswith("|")]  # tables aside
+    assert sum(len(line.split()) for line in prose) < 5000  # a short main body; the rest is the Appendix
     answer = main.split("## Answer", 1)[1].split("\n## ", 1)[0]
     assert answer.strip().startswith("| family | model | kind |")  # the Answer opens with the families table
     bullets = [line for line in answer.splitlines() if line.startswith("- ")]

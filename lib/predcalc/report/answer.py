@@ -11,8 +11,6 @@ The sentences live in ``templates/answer.md.j2``; this module computes their num
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import numpy as np
 import pandas as pd
 
@@ -20,6 +18,7 @@ from predcalc.calculator.prose import error_bound
 from predcalc.report import prose
 from predcalc.report.calculator import calculator_facts, fresh_rule_seeds
 from predcalc.report.calculator_fresh import calculator_payload, cell_lead
+from predcalc.report.cell import Cell  # noqa: F401  (paper reads it through here)
 from predcalc.report.data_seeds import data_seed_facts
 from predcalc.report.document import Bullets, Section, Table, Text
 from predcalc.report.held_out import (  # noqa: F401  (the report's other sections read them through here)
@@ -31,6 +30,7 @@ from predcalc.report.held_out import (  # noqa: F401  (the report's other sectio
     suite_cell,
 )
 from predcalc.report.names import short_name
+from predcalc.report.rounded import rounded_facts, rounded_row
 from predcalc.report.sign_scan import ablation_exact, breaking_ablations, rounded_probe
 from predcalc.report.studies import FINISHES
 from predcalc.report.tables import plain_cell
@@ -110,41 +110,6 @@ PROTOCOL_SETS = (("in", "in range"), ("out", "out of range"), ("long", "long"))
 HELD_OUT = f"held-out suite {THIRD_HELDOUT_SEED}"
 CHOSEN = "chosen by"
 NOT_COMPARABLE = "-"  # a cell the table leaves blank: not measured like for like (said under the table)
-
-
-@dataclass
-class Cell:
-    """Exact accuracy of one model on one set: per-seed values (or, where only a summary is
-    stored, mean and worst seed with the count of seeds)."""
-
-    values: list[float] | None = None
-    mean: float | None = None
-    worst: float | None = None
-    seeds: int | None = None
-
-    @property
-    def n(self) -> int:
-        return len(self.values) if self.values is not None else int(self.seeds or 0)
-
-    @property
-    def average(self) -> float:
-        return float(np.mean(self.values)) if self.values is not None else float(self.mean)
-
-    @property
-    def exact(self) -> int | None:
-        """Seeds exact on every expression of the set (None where it cannot be told)."""
-        if self.values is not None:
-            return sum(v >= 1.0 for v in self.values)
-        return self.n if self.worst is not None and self.worst >= 1.0 else None
-
-    def text(self) -> str:
-        """ "mean, k/n exact, min-max" (per-seed range in %)."""
-        exact = f"{self.exact}/{self.n} exact" if self.exact is not None else f"n = {self.n}"
-        if self.values is not None:
-            spread = prose.spread(self.values)
-        else:
-            spread = f"worst seed {100 * self.worst:.1f}"
-        return f"{prose.share(self.average, 1)}, {exact}, {spread}"
 
 
 def _mean_val_loss(findings, name: str) -> float:
@@ -233,6 +198,10 @@ def family_rows(findings) -> list[dict]:
             if name in DESIGNED_ON:
                 row[CHOSEN] = f"{DESIGNED_ON[name]}; then {row[CHOSEN]}"
             rows.append((name, row))
+    rounded = rounded_row(findings.notebooks, PROTOCOL_SETS, HELD_OUT, CHOSEN)
+    family = [i for i, (_, row) in enumerate(rows) if rounded and row["family"] == rounded[0][1]["family"]]
+    at = family[-1] + 1 if family else len(rows)  # beside its family's other rows
+    rows[at:at] = rounded
     rows += trained_exact_rows(findings)
     rows += calculator_rows(findings)
     return rows
@@ -518,6 +487,7 @@ def facts(findings) -> dict:
     if records:
         out["calculator"] = calculator_facts(calculator_payload(records[0]))
     out["trained_exact"] = trained_exact_facts(findings)
+    out["rounded"] = rounded_facts(findings.notebooks)
     return out
 
 

@@ -28,6 +28,7 @@ from predcalc.report.document import Bullets, Figure, Section, Table, Text
 from predcalc.report.edges import edges_lines, seed_facts, suite_blocks
 from predcalc.report.names import short_name
 from predcalc.report.recipe_ablation import peak_probe_lines, recipe_ablation_lines
+from predcalc.report.rounded import rounded_details, suite_cells
 from predcalc.report.scoreboard import TEXT as SCOREBOARD_TEXT
 from predcalc.report.scoreboard import exact_signed_long, scoreboard_table
 from predcalc.report.seed_split import seed_split_lines
@@ -53,6 +54,7 @@ def appendix_sections(findings) -> list[Section]:
         stability(findings),
         development_edges(findings),
         trained_exact_details(findings.notebooks),
+        rounded_details(findings.notebooks),
         export(findings),
         llm(findings),
         bench(findings),
@@ -253,8 +255,8 @@ def answer_suite_blocks(findings, every: bool = False) -> list:
         "it scores, set by set: exact accuracy through each seed's exported ONNX file (each seed a retrained copy of "
         "the stored one; LiteRT agrees except where the Appendix's export table says), mean [min-max] over seeds and "
         "the seeds exact on every expression; a set longer than a model's files read is not read (its tokens needed "
-        "and read are named), not scored as 0. The sign scan's column: its fresh seeds' ONNX files, the seeds of its "
-        "claim (the sign scan's section below)."
+        "and read are named), not scored as 0. The sign scan's and the rounded gated-sum transformer's "
+        "columns: their fresh seeds' ONNX files, the seeds of their claims (their sections below)."
         + (
             f" Also scored, in the Appendix's *The edge suites in detail*: the {'; the '.join(left_out)}."
             if left_out
@@ -302,6 +304,9 @@ def with_sign_scan(findings, blocks: list) -> list:
             else "not scored"
         )
     frame[column] = cells
+    rounded = suite_cells(findings.notebooks, list(frame["set"]), suite.get("fingerprint"))
+    if rounded:
+        frame[rounded[0]] = rounded[1]
     return [Table(frame, cell=plain_cell), *blocks[1:]]
 
 

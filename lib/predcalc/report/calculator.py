@@ -295,9 +295,7 @@ def results_blocks(record: dict) -> list:
             f"Training world: integers of at most {study['training_box']['digits']} digits, 1-"
             f"{study['training_box']['operators']} operators of `+ - * /`, depth at most "
             f"{study['training_box']['depth']}. The test families' box: {box_phrase(record)}. Scored exactly "
-            "(fractions, no float). What code decides and what the step networks decide: Method; what each step saw "
-            "in training, the ladder of structure, adversarial digits and speed: the Appendix's *The learned "
-            "calculator in detail*."
+            "(fractions, no float). What each step saw in training, the ladder of structure and speed: Appendix."
         )
     ]
 

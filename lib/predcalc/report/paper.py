@@ -15,18 +15,15 @@ from pathlib import Path
 import pandas as pd
 
 from predcalc import recommended
-from predcalc.calculator.prose import COMPETENT
 from predcalc.paths import relative
 from predcalc.readable import share
 from predcalc.report import findings as F
-from predcalc.report import prose
+from predcalc.report import prose, protocol_appendix
 from predcalc.report.anchors import PRIOR_REPORT
 from predcalc.report.answer import (
     CHOSEN_ON,
     HELD_OUT_KIND,
     MODEL_KINDS,
-    PROTOCOL_SETS,
-    Cell,
     answer_section,
     families_notes,
     retraining_shift,
@@ -42,13 +39,13 @@ from predcalc.report.document import Bullets, Document, Figure, Section, Table, 
 from predcalc.report.edges import load_suites
 from predcalc.report.lessons import learned_section
 from predcalc.report.names import with_short_names
-from predcalc.report.prose import count
 from predcalc.report.reach import held_out_shift, plot_reach, reach_caption, reach_frame
 from predcalc.report.records import StoredRecord, prints_prior_score
 from predcalc.report.related import related_section
-from predcalc.report.scoreboard import candidates, comparison, matches, summary_table
+from predcalc.report.rounded import rounded_facts, rounded_section
+from predcalc.report.scoreboard import candidates
 from predcalc.report.seed_split import not_superseded, seed_split_records
-from predcalc.report.studies import FINISHES, extended_best, extended_title, is_study
+from predcalc.report.studies import FINISHES, extended_title, is_study
 from predcalc.report.study_sections import language_model_line, trained_exact_section
 from predcalc.report.tables import plain_cell
 
@@ -338,16 +335,10 @@ class Findings:
         return Section("appendix.selection", "Which set chose what", [self.selection_table], part="appendix")
 
     def _statistics(self) -> Section:
-        counts = verdict_counts(self.pool)
-        chance = None
-        if counts:
-            replica = counts["replica"]
-            chance = {"total": replica["total"], "found": replica["better"] + replica["worse"]}
         seeds = max((len(model.runs) for _, model in self.models.values()), default=1)
         items = prose.bullets(
             "statistics.md.j2",
             seeds=seeds,
-            chance=chance,
             retrained=retraining_shift(self.edges, HELD_OUT_KIND),
             scored_notebooks=prints_prior_score(self.reports / "runs"),
             unequal_budgets=len(training_budgets(self)) > 1,
@@ -360,6 +351,7 @@ class Findings:
             self._edges(),
             self._calculator(),
             trained_exact_section(self.notebooks),
+            rounded_section(self.notebooks),
         ]
         return Section("results", "Results", [], subsections=[s for s in subsections if not s.empty])
 
@@ -379,103 +371,8 @@ class Findings:
         )
         return Section("results.summary", "Summary", [Figure(path, caption)])
 
-    def _reference_protocol(self) -> Section:
-        keep = [n for names in FAMILIES.values() for n in names if n in self.models]
-        if not keep:
-            return Section("appendix.reference_protocol", "The protocol's test sets", [], part="appendix")
-        order = [n for n in self.general["name"] if n in keep]  # by out-of-range, then long accuracy
-        rows = [
-            {
-                "model": short_name(name),
-                "params": f"{self.models[name][1].params:,}",
-                **{column: Cell(values=self.accuracy(name, test_set)).text() for test_set, column in PROTOCOL_SETS},
-            }
-            for name in order
-        ]
-        return Section(
-            "appendix.reference_protocol",
-            "The protocol's test sets",
-            [
-                Text(
-                    "Exact accuracy on the protocol's three test sets: mean over seeds, the seeds exact on every "
-                    "expression, and the lowest-highest seed (%); ordered by out-of-range, then long accuracy. In range "
-                    "is interpolation; out of range (|n| 5..8) and long (2-8 terms) leave the training box by one "
-                    "step. These sets chose designs (Method): they are development numbers."
-                ),
-                Table(pd.DataFrame(rows), cell=plain_cell),
-            ],
-            part="appendix",
-        )
-
     def _edges(self) -> Section:
         return Section("results.edges", "Held-out suite", answer_suite_blocks(self))
-
-    def _published(self) -> Section:
-        board = summary_table(self.pool)
-        board = board.map(lambda v: with_short_names(v) if isinstance(v, str) else v)  # main text: short names
-        if board.empty:
-            return Section("appendix.published", "The published rows, like for like", [], part="appendix")
-        return Section(
-            "appendix.published",
-            "The published rows, like for like",
-            [
-                Text(
-                    f"Each of the {len(board)} regression rows of {PRIOR_REPORT}, computed its way on the same test "
-                    "sets (Appendix: the reference-way table and every column). The faithful replica comes first; the best "
-                    "variant is another model trained here, picked as best on these same columns from designs "
-                    "developed on these test sets (Method), so its verdicts are development numbers, not held-out "
-                    "ones. Counts are of ranked columns, each decided by the sign "
-                    f"test over {count(self.seeds, 'seed')}."
-                ),
-                Table(board, cell=plain_cell),
-            ],
-            part="appendix",
-        )
-
-    def _extended(self) -> Section:
-        rows, weak = [], set()  # weak: suites whose shown model is not competent inside its own world
-        for record in self.study("extended"):
-            for built in (False, True):
-                top = extended_best(record.entries["extended"], built=built)
-                if top:
-                    if top["by_family"].get("iid", 1.0) < COMPETENT:
-                        weak.add(record.notebook)
-                    rows.append(
-                        {
-                            "suite": f"{extended_title(record)} ({record.notebook})",
-                            "model": short_name(top["name"]),
-                            "kind": "partly built" if built else MODEL_KINDS.get(top["name"], "trained"),
-                            "families": len(top["by_family"]),
-                            "mean exact over families": f"{_pct(top['mean'])} (seeds {prose.spread(top['per_seed'])})",
-                            "worst family": f"{top['worst'][0]} {_pct(top['worst'][1])} "
-                            f"(seeds {prose.spread(top['worst_seeds'])})",
-                            "inside its own world (iid)": _pct(top["by_family"]["iid"])
-                            if "iid" in top["by_family"]
-                            else "-",
-                        }
-                    )
-        if not rows:
-            return Section("appendix.extended", "Extended suites", [], part="appendix")
-        return Section(
-            "appendix.extended",
-            "Extended suites",
-            [
-                Text(
-                    "Beyond the protocol: families that vary digits (up to 6), terms, parentheses and, in 32, all four "
-                    "operators. 31's models were trained on the protocol (3 numbers of -5..4); 32's on the suite's own "
-                    "training world, for the epochs its notebook ran (Appendix: every family). The model shown is the "
-                    "one with the highest mean over these families, chosen on the suite it is shown on, and 31's "
-                    "suite also chose the scan's finish (Method): these are development numbers, not held-out ones. "
-                    "Mean over seeds with the per-seed range (%). A model under "
-                    f"{_pct(COMPETENT)} exact inside its own training world (iid) has not learned that world, so its "
-                    "other families say nothing about extrapolation (the calculator's ladder applies the same rule)"
-                    + (f"; rows of {', '.join(sorted(weak))} are such baselines and are not compared." if weak else ".")
-                    + " A suite trained on the protocol has no iid family here: its world is the protocol (Answer)."
-                ),
-                Table(pd.DataFrame(rows), cell=plain_cell),
-            ],
-            part="appendix",
-        )
 
     def _calculator(self) -> Section:
 
@@ -496,11 +393,21 @@ class Findings:
             calculator=calculator_facts(calculator_payload(records[0])) if records else None,
             sign_scan=trained_exact_facts(self),
             data_seeds=data_seed_facts(self.reports),
+            rounded=rounded_facts(self.notebooks),
         )
         return Section("limitations", "Limitations", [Bullets(items)])
 
     def appendix(self) -> list[Section]:
-        moved = [s for s in (self._reference_protocol(), self._published(), self._extended()) if not s.empty]
+        protocol_names = [n for names in FAMILIES.values() for n in names]
+        moved = [
+            s
+            for s in (
+                protocol_appendix.reference_protocol(self, protocol_names),
+                protocol_appendix.published(self),
+                protocol_appendix.extended(self),
+            )
+            if not s.empty
+        ]
         return [
             families_notes(self),
             self._models_appendix(),
@@ -556,27 +463,6 @@ def _scope_words(record: StoredRecord) -> str:
         "trained on the protocol" if scope.get("trained_on", "protocol") != "extended suite" else "trained on its world"
     )
     return f"{operators}, {trained}"
-
-
-def verdict_counts(pool: list[dict]) -> dict:
-    """Sign-test verdicts summed over the published rows: the faithful replicas', and those of the
-    one variant with the most "better" verdicts; {} without candidates."""
-
-    replica = {"better": 0, "worse": 0, "not resolved": 0, "total": 0}
-    by_variant: dict[str, dict] = {}
-    for _, published, rep, variant in matches(pool):
-        if rep is not None:
-            for test in comparison(rep, published).values():
-                replica[test["verdict"]] += 1
-                replica["total"] += 1
-        if variant is not None:
-            tally = by_variant.setdefault(variant["name"], {"name": variant["name"], "better": 0, "total": 0})
-            verdicts = [t["verdict"] for t in comparison(variant, published).values()]
-            tally["better"] += verdicts.count("better")
-            tally["total"] += len(verdicts)
-    if not by_variant:
-        return {}
-    return {"replica": replica, "variant": max(by_variant.values(), key=lambda t: t["better"])}
 
 
 def load_edges(reports: Path) -> dict:

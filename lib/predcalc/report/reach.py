@@ -27,7 +27,11 @@ import pandas as pd
 from predcalc.paths import save_figure
 from predcalc.report import answer, prose
 from predcalc.report.answer import short_name
+from predcalc.report.rounded import rounded_facts, rounded_record
+from predcalc.studies import rounded_transformer as rounded_study
 from predcalc.studies.edges import THIRD_HELDOUT, THIRD_HELDOUT_SEED
+
+ROUNDED = rounded_study.MODEL
 
 PANELS = (  # panel -> (title, x label)
     ("development", "development: the prior report's test sets", "test set (they chose designs)"),
@@ -38,7 +42,7 @@ SOURCES = {  # source -> (marker fill, what the legend says of it)
     "heldout": ("none", f"open markers (right): held-out suite {THIRD_HELDOUT_SEED}, none chose a model drawn on it"),
 }
 PANEL_OF = {"protocol": "development", "heldout": "heldout"}
-MARKERS = "osD^vP*Xh<>p"
+MARKERS = "osD^vP*Xh<>pd8"
 OFFSET = 0.07  # sideways step between models, in tick spacings
 
 
@@ -64,8 +68,9 @@ def draw_reach(frame: pd.DataFrame):
     import matplotlib.pyplot as plt  # plotting only when a figure is drawn
 
     models = list(dict.fromkeys(frame["model"]))
-    # every model its own hue: tab10, then black and brown-orange (tab20's pairs of shades read as one colour)
-    colours = [plt.get_cmap("tab10")(k) for k in range(10)] + ["black", "#b15928"]
+    # every model its own hue: tab10, then black, brown-orange and two darker shades (tab20's pairs of
+    # shades read as one colour)
+    colours = [plt.get_cmap("tab10")(k) for k in range(10)] + ["black", "#b15928", "#1b4f72", "#6a3d9a"]
     widths = [max(1, frame.loc[frame["panel"] == name, "set"].nunique()) for name, _, _ in PANELS]
     figure, axes = plt.subplots(
         1, 2, figsize=(14, 6.4), sharey=True, layout="constrained", gridspec_kw={"width_ratios": widths}
@@ -201,6 +206,18 @@ def _exact_scan_rows(findings) -> list[dict]:
     return rows + _held_rows("scan_exact", {s: onnx[s] for s in sorted(onnx, key=int)})
 
 
+def _rounded_rows(findings) -> list[dict]:
+    """The rounded gated-sum transformer's fresh seeds: the protocol's sets (Keras) and the held-out
+    suite through their ONNX files."""
+    record, facts = rounded_record(findings.notebooks), rounded_facts(findings.notebooks)
+    if facts is None:
+        return []
+    by_seed = rounded_study.accuracies(record["heldout"]["fresh"])
+    return _protocol_rows(ROUNDED, facts["protocol"]) + _held_rows(
+        ROUNDED, {s: by_seed[s] for s in sorted(by_seed, key=int)}
+    )
+
+
 def _suite_seeds(findings, name: str) -> dict | None:
     """``{seed: {set: accuracy or None}}`` of ``name`` on the held-out suite's stored record, or None."""
     record = findings.edges.get(f"{answer.HELD_OUT_KIND}_record") or {}
@@ -219,6 +236,8 @@ def reach_frame(findings) -> pd.DataFrame:
     for name, _ in answer.family_rows(findings):
         if name == "scan_exact":
             rows += _exact_scan_rows(findings)
+        if name == ROUNDED:
+            rows += _rounded_rows(findings)
         if name not in findings.models:
             continue
         rows += _protocol_rows(name, {t: findings.accuracy(name, t) for t, _ in PROTOCOL_POINTS})
@@ -252,7 +271,12 @@ def reach_caption(frame: pd.DataFrame, seeds: int = 0, retrained: dict | None = 
     drawn = held[held["read"]]
     in_keras = drawn["scored_in"] == "keras"
     keras = list(dict.fromkeys(drawn.loc[in_keras, "model"]))
-    scored = [m for m in dict.fromkeys(drawn["model"]) if m not in ("scan_exact", *keras)]
+    rounded_seeds = drawn.loc[drawn["model"] == ROUNDED, "seeds"]
+    own = {  # trained by their own notebooks, not retrained
+        "scan_exact": exact_seeds,
+        ROUNDED: f"{int(rounded_seeds.max())} fresh seeds" if len(rounded_seeds) else "",
+    }
+    scored = [m for m in dict.fromkeys(drawn["model"]) if m not in (*own, *keras)]
     counts = sorted({int(n) for n in drawn.loc[drawn["model"].isin(scored), "seeds"]}) or [seeds]
     unread = {short_name(m): list(part["set"]) for m, part in held[~held["read"]].groupby("model", sort=False)}
     return " ".join(
@@ -261,8 +285,7 @@ def reach_caption(frame: pd.DataFrame, seeds: int = 0, retrained: dict | None = 
             suite=THIRD_HELDOUT_SEED,
             scored=[short_name(m) for m in scored],
             keras=[short_name(m) for m in keras],
-            exact=short_name("scan_exact") if "scan_exact" in set(drawn["model"]) else None,
-            exact_seeds=exact_seeds,
+            own=[f"the {short_name(m)}" + (f" ({own[m]})" if own[m] else "") for m in own if m in set(drawn["model"])],
             seeds=" or ".join(str(n) for n in counts),
             unread=unread,
             retrained=retrained,

@@ -1,4 +1,4 @@
-"""The rounded-readout transformer followed up (notebook 35): its training budget chosen on
+"""The rounded gated-sum transformer followed up (notebook 35): its training budget chosen on
 development data, then fresh seeds scored on the held-out suite 5151 through exported ONNX files.
 
 ``transformer4_local_rounded`` (:mod:`predcalc.models.exact_scan`) is ``transformer4_local_bounded``
@@ -92,7 +92,11 @@ LEARNED = {
     "gates": "the readout's gate weights w and offset c (g_t = w^T h_t + c)",
 }
 CHOICES = {
-    "budget": "chosen on the development data by the rule above, written down before the held-out suite was drawn",
+    "budget": (
+        "chosen on the development data by the rule above and written down (choices.json) before this model was "
+        "first scored on the held-out suite, which had been drawn for the other models; nothing about this model "
+        "was chosen on it"
+    ),
     "development data": (
         "the protocol's in, out and long test sets and every set of the second held-out suite (seed 4040, "
         "development data since notebook 33), scored in Keras"
@@ -463,7 +467,7 @@ def _spread(row: dict) -> str:
 
 
 def section_markdown(record: dict) -> str:
-    """The findings' section on the rounded-readout transformer, from its notebook's ``metrics.json``."""
+    """The findings' section on the rounded gated-sum transformer, from its notebook's ``metrics.json``."""
     environment = jinja2.Environment(
         loader=jinja2.FileSystemLoader(str(Path(__file__).parent)),
         undefined=jinja2.StrictUndefined,
