@@ -7,14 +7,12 @@ each seed's learned NMU and NAU kernels (``learned_weights``).
 
 from __future__ import annotations
 
-from pathlib import Path
-
-import jinja2
 import numpy as np
 import pandas as pd
 
 from predcalc.data import get_tokenizer
 from predcalc.readable import percent
+from predcalc.studies import study_template
 from predcalc.studies.edges import heldout_suite, third_heldout_suite, tokens_needed
 
 SETS = (("in", "in range"), ("out", "out of range"), ("long", "long"))
@@ -213,13 +211,7 @@ def comparison(record: dict, first: str, second: str, key: str) -> str | None:
 
 def conclusion(record: dict, shared: str = "nau_nmu", dense: str = "nau_nmu_dense") -> str:
     """The notebook's conclusion (Markdown) from its record."""
-    environment = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(Path(__file__).parent)),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
-    )
-    environment.filters["percent"] = percent
+    environment = study_template.environment(percent=percent)
     summaries = {name: model_summary(model) for name, model in record["models"].items()}
     return environment.get_template(TEMPLATE).render(
         summaries=summaries,

@@ -26,7 +26,6 @@ import json
 import multiprocessing
 from pathlib import Path
 
-import jinja2
 import numpy as np
 from tqdm.auto import tqdm
 
@@ -36,6 +35,7 @@ from predcalc.deploy.export import export_trained, write_export_record
 from predcalc.deploy.formats import get_format
 from predcalc.deploy.predictor import Predictor
 from predcalc.paths import RUNS, save_keras_if_changed
+from predcalc.studies import study_template
 from predcalc.studies.edges import edge_scores, heldout_suite, suite_record, third_heldout_suite
 from predcalc.training.exact import ABLATIONS, ELEMENTS, MODEL, ExactRecipe, ablated, signed_sum_weights, train_exact
 from predcalc.training.fit import TrainedModel, build, train
@@ -357,33 +357,14 @@ def recipe_record(recipe: ExactRecipe) -> dict:
 TEMPLATE = "exact_scan.md.j2"
 
 
-def _percent(value) -> str:
-    if value is None:
-        return "n/a"
-    text = f"{100 * value:.1f}"
-    if value < 1.0 and text == "100.0":
-        text = "99.9"
-    return f"{text} %"
-
-
-def _spread(values) -> str:
-    """Lowest and highest seed's share: ``99.0-100.0 %`` (all equal: ``100.0 %``)."""
-    low, high = _percent(min(values)), _percent(max(values))
-    return low if low == high else f"{low[:-2]}-{high}"
-
-
 def section_markdown(record: dict, search: str | None = None) -> str:
     """The findings' section on the trained exact scan, from ``metrics.json`` of 33_trained_exact_scan;
     ``search``: the sentences on its discrete patterns (:mod:`predcalc.studies.sign_scan_search`), if run."""
-    environment = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(Path(__file__).parent)),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
+    environment = study_template.environment(
         keep_trailing_newline=True,
+        percent=study_template.percent,
+        spread=lambda values: study_template.spread(min(values), max(values)),
     )
-    environment.filters["percent"] = _percent
-    environment.filters["spread"] = _spread
     heldout = record["heldout"]
     seeds = sorted(heldout["onnx"], key=int)
     sets = list(record["data"]["heldout"]["sets"])

@@ -30,7 +30,6 @@ import hashlib
 import json
 from pathlib import Path
 
-import jinja2
 import keras
 import numpy as np
 from tqdm.auto import tqdm
@@ -42,6 +41,7 @@ from predcalc.deploy import export as E
 from predcalc.deploy.predictor import Predictor
 from predcalc.models import get_spec
 from predcalc.paths import RUNS, write_if_changed
+from predcalc.studies import study_template
 from predcalc.studies.edge_models import at_length
 from predcalc.studies.edges import (
     edge_scores,
@@ -452,31 +452,13 @@ def is_record(record: dict) -> bool:
 TEMPLATE = "rounded_transformer.md.j2"
 
 
-def _percent(value) -> str:
-    if value is None:
-        return "n/a"
-    text = f"{100 * value:.1f}"
-    if value < 1.0 and text == "100.0":
-        text = "99.9"
-    return f"{text} %"
-
-
-def _spread(row: dict) -> str:
-    low, high = _percent(row["min"]), _percent(row["max"])
-    return low if low == high else f"{low[:-2]}-{high}"
-
-
 def section_markdown(record: dict) -> str:
     """The findings' section on the rounded gated-sum transformer, from its notebook's ``metrics.json``."""
-    environment = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(Path(__file__).parent)),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
+    environment = study_template.environment(
         keep_trailing_newline=True,
+        percent=study_template.percent,
+        spread=lambda row: study_template.spread(row["min"], row["max"]),
     )
-    environment.filters["percent"] = _percent
-    environment.filters["spread"] = _spread
     return environment.get_template(TEMPLATE).render(
         record=record, facts=answer_facts(record), given=GIVEN, learned=LEARNED
     )

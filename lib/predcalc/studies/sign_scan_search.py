@@ -29,7 +29,6 @@ import itertools
 import json
 from pathlib import Path
 
-import jinja2
 import keras
 import numpy as np
 from tqdm.auto import tqdm
@@ -37,6 +36,7 @@ from tqdm.auto import tqdm
 from predcalc.data import Split, TypedTokenizer, signed_terms
 from predcalc.paths import RUNS
 from predcalc.readable import number, share
+from predcalc.studies import study_template
 from predcalc.studies.edges import THIRD_HELDOUT_SEED
 from predcalc.studies.exact_scan import NOTEBOOK as EXACT_NOTEBOOK
 from predcalc.studies.exact_scan import development_sets, encode_any_length, heldout, suite_description
@@ -421,16 +421,12 @@ def is_record(record: dict) -> bool:
 def summary_markdown(record: dict) -> str:
     """The findings' sentences on the patterns, from :data:`TEMPLATE` and ``record`` (:func:`search_record`):
     one paragraph (the template's lines joined by spaces)."""
-    environment = jinja2.Environment(
-        loader=jinja2.FileSystemLoader(str(Path(__file__).parent)),
-        undefined=jinja2.StrictUndefined,
-        trim_blocks=True,
-        lstrip_blocks=True,
+    environment = study_template.environment(
+        share=share,
+        number=number,
+        grouped=lambda value: f"{int(value):,}",
+        draws=lambda value: f"{round(value):,}" if float(value).is_integer() else number(value),
     )
-    environment.filters["share"] = share
-    environment.filters["number"] = number
-    environment.filters["grouped"] = lambda value: f"{int(value):,}"
-    environment.filters["draws"] = lambda value: f"{round(value):,}" if float(value).is_integer() else number(value)
     trained = record.get("trained") or {}
     seeds = {group: list(runs) for group, runs in trained.items()}
     runs = [run for group in trained.values() for run in group.values()]
