@@ -297,7 +297,7 @@ def test_answer_opens_with_the_families_table_and_at_most_five_sentences(tmp_pat
     assert table.loc[("LSTM / GRU", "trained"), answer.HELD_OUT] == "not measured"
     items = blocks[-1].items
     assert 1 <= len(items) <= 5
-    assert "the typed scan (100 weights)" in items[0] and "5 seeds" in items[0]
+    assert "the typed scan (100 parameters)" in items[0] and "5 seeds" in items[0]
     assert "scan_typed" not in " ".join(items)  # registry names stay in the appendix
 
 

@@ -463,6 +463,8 @@ def facts(findings) -> dict:
                 "near_probe": sorted(s for s in NEAR_PROBE.get(n, ()) if s in sets),
                 "digits_3": prose.spread(sets["digits_3"]) if "digits_3" in sets else None,
                 "digits_4_max": max(sets["digits_4"]) if "digits_4" in sets else None,
+                "digits_3_exact": sum(v >= 1.0 for v in sets["digits_3"]) if "digits_3" in sets else None,
+                "digits_4_exact": sum(v >= 1.0 for v in sets["digits_4"]) if "digits_4" in sets else None,
                 "digits_6_exact": sum(v >= 1.0 for v in sets["digits_6"]) if "digits_6" in sets else None,
                 "seeds": len(seeds),
                 "terms_80": prose.spread(sets["terms_80"]) if "terms_80" in sets else None,

@@ -255,7 +255,7 @@ def answer_suite_blocks(findings, every: bool = False) -> list:
         "it scores, set by set: exact accuracy through each seed's exported ONNX file (each seed a retrained copy of "
         "the stored one; LiteRT agrees except where the Appendix's export table says), mean [min-max] over seeds and "
         "the seeds exact on every expression; a set longer than a model's files read is not read (its tokens needed "
-        "and read are named), not scored as 0. The sign scan's and the rounded gated-sum transformer's "
+        "and read are named), not scored as 0. The sign scan's and the gated-sum transformer with rounded gates' "
         "columns: their fresh seeds' ONNX files, the seeds of their claims (their sections below)."
         + (
             f" Also scored, in the Appendix's *The edge suites in detail*: the {'; the '.join(left_out)}."

@@ -8,7 +8,7 @@ import re
 # Names the main text uses: short, and saying what the model is (registry names: the Appendix).
 SHORT_NAMES = {
     "scan_exact": "sign scan, straight-through gates",
-    "transformer4_local_rounded": "rounded gated-sum transformer",
+    "transformer4_local_rounded": "gated-sum transformer with rounded gates",
     "fnn2": "FNN 1 x 345 (prior report's FNN2)",
     "fnn2_cosine": "FNN 1 x 345, cosine schedule",
     "fnn_baseline": "FNN 2 x 30 (baseline)",

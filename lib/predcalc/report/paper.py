@@ -256,8 +256,8 @@ class Findings:
                     }
                 )
         intro = Text(
-            "The models the main text discusses, by the names it uses (the Appendix's table gives each one's "
-            "registry name, size and notebook, and lists every run). *Trained*: every weight by gradient "
+            "The Appendix maps each name used here to its registry name, size and notebook. *Trained*: every weight "
+            "by gradient "
             "descent; *partly built*: trained, then finished in closed form (a gate set by hand, a readout "
             "solved by least squares); the *built form* kinds (a computation's form built, its weights trained) are "
             "defined under the Appendix's *Reading the families table*. The prior report's rows are rebuilt as "
@@ -266,8 +266,8 @@ class Findings:
                 short_name(n)
                 for n in ("fnn2", "rnn2", "bilstm_attention", "transformer4_reference", "transformer5_reference")
             )
-            + ". Where the prior report's code does not fix a size its published parameter count is matched as "
-            "nearly as the layer allows (the RNN2's 470 units: the Appendix gives both counts)."
+            + ". Where the prior report's code does not fix a size, its published parameter count is matched "
+            "(Appendix)."
         )
         self.models_table = Table(pd.DataFrame(rows), cell=plain_cell) if rows else None
         return Section("method.models", "Models", [intro])
@@ -289,9 +289,11 @@ class Findings:
             "the recurrence depends on the magnitude of the numbers or on the length.",
             "**Gated readout with local token features**, the *gated-sum transformer, bounded* "
             f"(`transformer4_local_bounded`, {trains['transformer4_local_bounded']}): a "
-            "transformer encoder whose attention sees each token's neighbours (local features, padding masked); "
-            "the readout is a sum of per-token values, each scaled by a learned gate, instead of one CLS vector. "
-            "*Bounded*: the features see tanh(x) so that large numbers do not saturate the gates.",
+            "transformer encoder (self-attention over every token, padding masked, no positional encoding) whose "
+            "tokens are described by local features: the token, the token before it and its position's parity; "
+            "the readout is a sum of the numbers' values (given), each scaled by a learned gate, instead of one "
+            "CLS vector. *Bounded*: the features see tanh(x) so that large numbers do not saturate the gates. "
+            "With the gates rounded to -1, 0 or 1 it is the *gated-sum transformer with rounded gates*.",
         ]
         if self.study("calculator"):
             items.append(mechanism(self.study("calculator")[0].to_json()))
@@ -339,6 +341,7 @@ class Findings:
         items = prose.bullets(
             "statistics.md.j2",
             seeds=seeds,
+            fresh=fresh_seed_counts(self),
             retrained=retraining_shift(self.edges, HELD_OUT_KIND),
             scored_notebooks=prints_prior_score(self.reports / "runs"),
             unequal_budgets=len(training_budgets(self)) > 1,
@@ -463,6 +466,14 @@ def _scope_words(record: StoredRecord) -> str:
         "trained on the protocol" if scope.get("trained_on", "protocol") != "extended suite" else "trained on its world"
     )
     return f"{operators}, {trained}"
+
+
+def fresh_seed_counts(findings) -> list[dict]:
+    """The models whose claim rests on their own fresh seeds, not the 5 training seeds: name and count."""
+    sign, rounded = trained_exact_facts(findings), rounded_facts(findings.notebooks)
+    counts = [(sign["name"], sign["fresh"]["seeds"]) if sign and sign["fresh"] else None]
+    counts.append((rounded["name"], rounded["n"]) if rounded else None)
+    return [{"name": name, "n": n} for name, n in filter(None, counts)]
 
 
 def load_edges(reports: Path) -> dict:

@@ -207,7 +207,7 @@ def _exact_scan_rows(findings) -> list[dict]:
 
 
 def _rounded_rows(findings) -> list[dict]:
-    """The rounded gated-sum transformer's fresh seeds: the protocol's sets (Keras) and the held-out
+    """The gated-sum transformer with rounded gates's fresh seeds: the protocol's sets (Keras) and the held-out
     suite through their ONNX files."""
     record, facts = rounded_record(findings.notebooks), rounded_facts(findings.notebooks)
     if facts is None:

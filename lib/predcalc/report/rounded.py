@@ -1,4 +1,4 @@
-"""The rounded gated-sum transformer (notebook 35, :mod:`predcalc.studies.rounded_transformer`) in the
+"""The gated-sum transformer with rounded gates (notebook 35, :mod:`predcalc.studies.rounded_transformer`) in the
 findings: its families-table row, its column of the held-out table, its Results lead and Appendix
 detail, and the facts the Answer and the Limitations quote."""
 
@@ -123,4 +123,6 @@ def rounded_details(notebooks) -> Section:
     details = _lead_and_details(notebooks)[1]
     if not details:
         return Section("appendix.rounded", "", [], part="appendix")
-    return Section("appendix.rounded", "The rounded gated-sum transformer in detail", [Text(details)], part="appendix")
+    return Section(
+        "appendix.rounded", "The gated-sum transformer with rounded gates in detail", [Text(details)], part="appendix"
+    )

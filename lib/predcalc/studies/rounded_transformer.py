@@ -1,4 +1,4 @@
-"""The rounded gated-sum transformer followed up (notebook 35): its training budget chosen on
+"""The gated-sum transformer with rounded gates followed up (notebook 35): its training budget chosen on
 development data, then fresh seeds scored on the held-out suite 5151 through exported ONNX files.
 
 ``transformer4_local_rounded`` (:mod:`predcalc.models.exact_scan`) is ``transformer4_local_bounded``
@@ -73,22 +73,16 @@ RULE = (
 )
 # What the architecture gives and what training sets (how to read the result's kind)
 GIVEN = {
-    "value channel": (
-        "v_t, each token's own numeric value (the prior report's numeric tokens: a number is its value), is "
-        "wired straight into the readout; the network never computes a number's value"
-    ),
-    "readout form": (
-        "y = sum_t round(clip(g_t, -1, 1)) * v_t, no output bias: the answer is a signed sum of the token values "
-        "with coefficients in {-1, 0, 1} by construction"
-    ),
+    "value channel": "each number's own value v_t goes straight into the readout; the network never computes it",
+    "readout form": "y = sum_t round(clip(g_t, -1, 1)) * v_t with no output bias, a signed sum by construction",
     "local features": (
-        "each token is described by itself, the token before it and the parity of its position, squashed by "
-        "tanh (no positional encoding): a number's operator is handed to it"
+        "each token is described by itself, the token before it (a number's operator) and its position's parity, "
+        "tanh-squashed, with no positional encoding"
     ),
     "padding mask": "padded steps are masked in the attention and in the readout",
 }
 LEARNED = {
-    "encoder": "the token projection and three post-norm encoder blocks (8-head self-attention over all tokens, FFN 128)",
+    "encoder": "the token projection and three encoder blocks (8-head self-attention over all tokens, FFN 128)",
     "gates": "the readout's gate weights w and offset c (g_t = w^T h_t + c)",
 }
 CHOICES = {
@@ -453,7 +447,7 @@ TEMPLATE = "rounded_transformer.md.j2"
 
 
 def section_markdown(record: dict) -> str:
-    """The findings' section on the rounded gated-sum transformer, from its notebook's ``metrics.json``."""
+    """The findings' section on the gated-sum transformer with rounded gates, from its notebook's ``metrics.json``."""
     environment = study_template.environment(
         keep_trailing_newline=True,
         percent=study_template.percent,
