@@ -303,7 +303,9 @@ def trained_exact_rows(findings) -> list[dict]:
         "family": EXACT_FAMILY,
         "model": f"{facts['name']} ({facts['protocol_seeds']})",
         "kind": SIGNS_TRAINED,
-        "params": str(facts["weights"]),
+        # the caption counts every saved parameter: the gate offset is one, fixed unless the recipe learns it
+        "params": str(facts["weights"])
+        + ("" if (trained_exact_record(findings).get("recipe") or {}).get("learn_offset", True) else " + 1 fixed"),
     }
     for test_set, column in PROTOCOL_SETS:
         row[column] = Cell(values=facts["protocol"][test_set]).text()
@@ -504,6 +506,7 @@ def sign_scan_search_facts(findings) -> dict | None:
         "count": record["count"],
         "exact": record["exact"],
         "draws": record["search"]["expected_draws"],
+        "functions": len(record["functions"]),
         "descent": descent,
     }
 

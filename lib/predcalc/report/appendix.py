@@ -252,10 +252,9 @@ def answer_suite_blocks(findings, every: bool = False) -> list:
     left_out = [short_name(name) for name in scored if name not in shown]
     text = (
         f"The held-out suite {third['suite']['seed']} of the Answer's column, drawn after every choice of the models "
-        "it scores, set by set: exact accuracy through each seed's exported ONNX file (each seed a retrained copy of "
-        "the stored one; LiteRT agrees except where the Appendix's export table says), mean [min-max] over seeds and "
-        "the seeds exact on every expression; a set longer than a model's files read is not read (its tokens needed "
-        "and read are named), not scored as 0. The sign scan's and the gated-sum transformer with rounded gates' "
+        "it scores, set by set: exact accuracy through each seed's exported ONNX file (retrained copies of the "
+        "stored seeds), mean [min-max] over seeds and the seeds exact on every expression; a set longer than a "
+        "model's files read is marked not read, not scored 0. The sign scan's and the gated-sum transformer with rounded gates' "
         "columns: their fresh seeds' ONNX files, the seeds of their claims (their sections below)."
         + (
             f" Also scored, in the Appendix's *The edge suites in detail*: the {'; the '.join(left_out)}."

@@ -325,6 +325,7 @@ class Findings:
                     "drawn after every choice (the sign scan's recipe included) and scored on every seed through "
                     "the exported files, and for the calculator from its held-out family draw. An earlier held-out "
                     "edge suite (seed 31, Appendix) helped choose the sign scan's recipe; it is shown, not claimed on. "
+                    "Suite 5151 served several studies in turn; no choice was made on it. "
                     "The Appendix's *Which set chose what* lists every choice and the numbers it touches."
                 ),
             ],
