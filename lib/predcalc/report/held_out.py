@@ -44,14 +44,17 @@ def not_read(findings, name: str, kind: str = HELD_OUT_KIND) -> dict[str, str]:
 
 
 def suite_cell(seeds: dict[str, dict[str, float]], unread: int = 0) -> str:
-    """A held-out cell of ``{seed: {set: accuracy}}``: the mean over seeds of each seed's mean over the
-    sets read, the seeds exact on every one of them, the lowest-highest seed, and the sets not read."""
+    """A held-out cell of ``{seed: {set: accuracy}}``: the sets every seed answers exactly (of those
+    read), the seeds exact on all of them, the mean over seeds of each seed's mean over the sets read
+    with the lowest-highest seed, and the sets not read."""
     per_seed = [float(np.mean(list(sets.values()))) for sets in seeds.values()]
     exact = sum(all(v >= 1.0 for v in sets.values()) for sets in seeds.values())
-    read = len(next(iter(seeds.values())))
+    names = list(next(iter(seeds.values())))
+    read = len(names)
+    every_seed = sum(all(sets[name] >= 1.0 for sets in seeds.values()) for name in names)
     text = (
-        f"{prose.share(float(np.mean(per_seed)), 1)} over {read} of {read + unread} sets, "
-        f"{exact}/{len(seeds)} exact on all, {prose.spread(per_seed)}"
+        f"{every_seed} of {read} sets exact on every seed, {exact}/{len(seeds)} seeds exact on all; "
+        f"mean {prose.share(float(np.mean(per_seed)), 1)} ({prose.spread(per_seed)})"
     )
     return text + (f"; {unread} not read" if unread else "")
 
