@@ -90,3 +90,43 @@ def test_facts_and_paragraph_quote_the_record():
     assert "Clopper-Pearson: 13.5 %" in text.text and "as NumPy tables" in text.text
     assert "2 of 3 seeds' retrained steps reproduced" in text.text
     assert untouched_facts({}) is None and untouched_blocks(None) == []
+
+
+def _litert(seed, exact, chosen=0, mismatches=0):
+    scored = _part(seed, exact)["end_to_end"]
+    return {
+        "seed": seed,
+        "chosen": {"muldigit": chosen, "control": 0},
+        "parity": {"muldigit": mismatches},
+        "end_to_end": scored,
+    }
+
+
+def test_litert_rows_compare_starts_and_count_mismatches():
+    parts = {"300": _part(300, 1000, chosen=2), "301": _part(301, 1000)}
+    litert = {"300": _litert(300, 1000, chosen=2), "301": _litert(301, 999, chosen=1, mismatches=4)}
+    rows = untouched.litert_rows(litert, parts)
+    assert rows["300"]["same_starts"] is True and rows["301"]["same_starts"] is False
+    assert [rows[s]["mismatches"] for s in ("300", "301")] == [0, 4]
+    summary = untouched.summary(rows)
+    assert summary["exact_seeds"] == 1 and summary["exact"] == [1000, 999] and summary["complete"] == 0
+
+
+def test_facts_quote_the_litert_scores_where_present():
+    parts = {"300": _part(300, 1000, chosen=2), "301": _part(301, 1000), "302": _part(302, 996)}
+    litert = {"300": _litert(300, 1000, chosen=2), "301": _litert(301, 1000), "302": _litert(302, 1000)}
+    summary = untouched.summary(untouched.litert_rows(litert, parts))
+    record = {**_record(), "litert": {"summary": {**summary, "mismatches": 0, "same_starts": 3}}}
+    facts = untouched_facts(record)
+    # 3 of 3 exact: the one-sided 95 % lower bound is 0.05 ** (1 / 3)
+    assert facts["litert"] == {
+        "exact": 3,
+        "spread": "100.0-100.0",
+        "lower_bound": "36.8 %",
+        "mismatches": 0,
+        "same_starts": 3,
+    }
+    (text,) = untouched_blocks(record)
+    assert "decide otherwise than its networks on 0 inputs" in text.text
+    assert "run through that file, 3 of 3 seeds answer every expression exactly" in text.text
+    assert untouched_facts(_record())["litert"] is None

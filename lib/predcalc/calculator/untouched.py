@@ -10,7 +10,9 @@ study trains them, and scored on a draw of a family seed chosen after the recipe
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import tempfile
 import time
 from pathlib import Path
 
@@ -18,7 +20,10 @@ from predcalc.calculator.cache import cached, code_versions
 from predcalc.calculator.fresh import DRAW_N, FRESH_MODULES, FRESH_SEEDS, RECORD, held_out_draw
 from predcalc.calculator.fresh import PARTS as FRESH_PARTS
 from predcalc.calculator.prose import error_bound
-from predcalc.calculator.restarts import RECIPE, seed_part
+from predcalc.calculator.restarts import RECIPE, covering_rows, seed_part, train_step_with_recipe
+from predcalc.calculator.steps import STEPS
+from predcalc.calculator.train import trace
+from predcalc.data.calculator_families import TRAINING_WORLD
 from predcalc.paths import REPORTS, relative
 from predcalc.quiet import quiet_tensorflow
 
@@ -32,6 +37,11 @@ RECORD_PATH = RECORD / "calculator_untouched.json"
 #: What a retrained step must match of its stored fresh part to count as reproduced: the start kept, the
 #: starts taken, the row draws, training-row exactness and the wrong decisions on its reachable inputs.
 MATCHED = ("chosen", "starts", "draws", "train_exact", "wrong", "held_out_wrong")
+
+
+#: What :func:`summary` counts the seeds of where a seed's row says so: every step exact on every input, the
+#: steps reproduced, every start's record identical.
+COUNTED = ("complete", "reproduced", "tries_identical")
 
 
 def stored_fresh(seed: int, folder: Path = FRESH_PARTS) -> dict | None:
@@ -78,8 +88,6 @@ def run_seeds(seeds=FRESH_SEEDS, folder: Path | None = PARTS, family_seed: int =
     """Each seed trained with :data:`~predcalc.calculator.restarts.RECIPE` and scored end to end on the draw
     of ``family_seed`` (:func:`~predcalc.calculator.fresh.held_out_draw`: ``n`` a family), cached as
     ``folder/untouched_SEED-DIGEST.json``, with a progress bar."""
-    import dataclasses
-
     from tqdm.auto import tqdm  # only when seeds are trained
 
     draw = held_out_draw(n, family_seed)
@@ -138,19 +146,104 @@ def summary(rows: dict, confidence: float = 0.95) -> dict:
         "max": max(exact) / n,
         "confidence": confidence,
         "lower_bound": 1 - error_bound(len(seeds) - exact_seeds, len(seeds), confidence),
-        "complete": sum(rows[s]["complete"] for s in seeds),
-        "reproduced": sum(rows[s]["reproduced"] is True for s in seeds),
-        "tries_identical": sum(rows[s]["tries_identical"] is True for s in seeds),
+        **{key: sum(rows[s].get(key) is True for s in seeds) for key in COUNTED},
     }
 
 
-def record(parts: dict, family_seed: int = UNTOUCHED_SEED, n: int = DRAW_N, folder: Path | None = PARTS) -> dict:
-    """The untouched draw's record: the draw, the recipe, per-seed rows, the summary and the parts."""
-    import dataclasses
+def litert_part(seed: int, draw: dict, expressions: int = 200) -> dict:
+    """``seed``'s steps trained again as :func:`~predcalc.calculator.restarts.seed_part` trains them (the same
+    rows and recipe), exported as one LiteRT file (:func:`~predcalc.calculator.export.export_litert`) and its
+    calculator scored through that file on ``draw`` (forward passes, :class:`~predcalc.calculator.runtime.Calculator`,
+    as notebook 40 scores its files): the start kept per step, the inputs each step's signature decides
+    otherwise than its network (:func:`~predcalc.calculator.export.parity`, every input of its domain), and the
+    exact answers per family."""
+    from predcalc.calculator.export import export_litert, parity  # TensorFlow and LiteRT only when files are scored
+    from predcalc.calculator.runtime import Calculator
+    from predcalc.calculator.study import score_families
 
+    began = time.perf_counter()
+    rows, _ = covering_rows(trace(TRAINING_WORLD, expressions, seed), seed)
+    networks, chosen = {}, {}
+    for name in STEPS:
+        networks[name], info = train_step_with_recipe(name, rows[name], seed, RECIPE, None)
+        chosen[name] = info["chosen"]
+    with tempfile.TemporaryDirectory() as folder:
+        path = export_litert(networks, Path(folder) / "calculator.tflite", info={"seed": int(seed)})
+        mismatches = parity(networks, path)
+        scores = score_families(Calculator(path).answers, draw)
+    families = {name: {"exact": round(v["exact"] * v["n"]), "n": v["n"]} for name, v in scores.items()}
+    return {
+        "seed": int(seed),
+        "chosen": chosen,
+        "parity": mismatches,
+        "end_to_end": {
+            "exact": sum(v["exact"] for v in families.values()),
+            "n": sum(v["n"] for v in families.values()),
+            "families": families,
+        },
+        "seconds": round(time.perf_counter() - began, 1),
+    }
+
+
+def run_litert(seeds=FRESH_SEEDS, folder: Path | None = PARTS, family_seed: int = UNTOUCHED_SEED, n: int = DRAW_N):
+    """:func:`litert_part` of each seed on the draw of ``family_seed``, cached as ``folder/litert_SEED-DIGEST.json``."""
+    from tqdm.auto import tqdm  # only when seeds are trained
+
+    draw = held_out_draw(n, family_seed)
+    out = {}
+    for seed in tqdm(list(seeds), desc="calculator untouched seeds, LiteRT", leave=False):
+        parameters = {"seed": int(seed), "recipe": dataclasses.asdict(RECIPE), "draw_n": n, "draw_seed": family_seed}
+        out[str(seed)] = cached(
+            folder,
+            f"litert_{seed}",
+            lambda seed=seed: litert_part(seed, draw),
+            parameters=parameters,
+            modules=FRESH_MODULES,
+        )
+    return out
+
+
+def litert_rows(litert: dict, parts: dict) -> dict:
+    """Per seed scored through its LiteRT file: exact answers, signature mismatches, and whether the starts
+    kept are those of its NumPy-table part."""
+    rows = {}
+    for seed in sorted(litert, key=int):
+        scored = litert[seed]["end_to_end"]
+        part = parts.get(seed)
+        rows[seed] = {
+            "exact": scored["exact"],
+            "n": scored["n"],
+            "families": scored["families"],
+            "mismatches": sum(litert[seed]["parity"].values()),
+            "same_starts": part is not None
+            and litert[seed]["chosen"] == {name: step["chosen"] for name, step in part["steps"].items()},
+            "seconds": litert[seed].get("seconds"),
+        }
+    return rows
+
+
+def record(
+    parts: dict, family_seed: int = UNTOUCHED_SEED, n: int = DRAW_N, folder: Path | None = PARTS, litert=None
+) -> dict:
+    """The untouched draw's record: the draw, the recipe, per-seed rows, the summary and the parts; with
+    ``litert`` (:func:`run_litert` of the same seeds) also the scores through each seed's LiteRT file."""
     import keras  # the backend the parts were trained on
 
     rows = seed_rows(parts, {seed: stored_fresh(int(seed)) for seed in parts})
+    extra = {}
+    if litert and set(litert) == set(parts):
+        through = litert_rows(litert, parts)
+        extra = {
+            "litert": {
+                "per_seed": through,
+                "summary": {
+                    **{k: v for k, v in summary(through).items() if k not in COUNTED},
+                    "mismatches": sum(r["mismatches"] for r in through.values()),
+                    "same_starts": sum(r["same_starts"] for r in through.values()),
+                },
+                "seeds": litert,
+            }
+        }
     return {
         "kind": "untouched",
         "draw": {
@@ -166,6 +259,7 @@ def record(parts: dict, family_seed: int = UNTOUCHED_SEED, n: int = DRAW_N, fold
         "summary": summary(rows),
         "seeds": parts,
         "code_versions": code_versions(folder) if folder and Path(folder).is_dir() else [],
+        **extra,
     }
 
 
@@ -174,13 +268,14 @@ def main(argv=None) -> int:
     on the untouched draw; writes ``reports/runs/40_calculator/calculator_untouched.json``."""
     parser = argparse.ArgumentParser(prog="python -m predcalc.calculator.untouched")
     parser.add_argument("--seeds", default=None, help="comma-separated seeds (default: the fresh seeds 300-309)")
+    parser.add_argument("--litert", action="store_true", help="also score each seed through its exported LiteRT file")
     args = parser.parse_args(argv)
     quiet_tensorflow()  # TensorFlow's start-up lines off, deterministic kernels (as the fresh parts were trained)
     try:
         seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else list(FRESH_SEEDS)
     except ValueError:
         parser.error(f"--seeds must be comma-separated integers, got {args.seeds!r}")
-    payload = record(run_seeds(seeds))
+    payload = record(run_seeds(seeds), litert=run_litert(seeds) if args.litert else None)
     RECORD_PATH.write_text(json.dumps(payload, indent=1, sort_keys=True) + "\n")
     print(f"wrote {relative(RECORD_PATH)}")
     return 0

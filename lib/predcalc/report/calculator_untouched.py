@@ -24,7 +24,8 @@ def untouched_facts(record: dict | None) -> dict | None:
     """What the paragraph quotes of the untouched draw (None without a scored record): the family seed, the
     expressions a seed answers, the seeds and how many answer every expression exactly, the lowest-highest
     seed's share, the one-sided 95 % Clopper-Pearson lower bound on the share of exact seeds, how many have
-    every step exact on every input, how many reproduced their stored fresh steps, and how the steps ran."""
+    every step exact on every input, how many reproduced their stored fresh steps, how the steps ran, and
+    (``litert``, None where not scored) the same seeds through their exported LiteRT files."""
     summary = (record or {}).get("summary")
     if not summary:
         return None
@@ -43,6 +44,23 @@ def untouched_facts(record: dict | None) -> dict | None:
         "complete": summary["complete"],
         "reproduced": summary["reproduced"],
         "runtime": RUNTIMES[record["runtime"]],
+        "litert": _litert_facts(record.get("litert")),
+    }
+
+
+def _litert_facts(litert: dict | None) -> dict | None:
+    """Each seed's steps exported as one LiteRT file and its calculator scored through that file: how many
+    seeds answer every expression exactly, the lowest-highest share, the inputs on which a signature decides
+    otherwise than its network (every input of every step's domain), how many kept the same starts."""
+    summary = (litert or {}).get("summary")
+    if not summary:
+        return None
+    return {
+        "exact": summary["exact_seeds"],
+        "spread": prose.spread([e / summary["n"] for e in summary["exact"]]),
+        "lower_bound": prose.share(summary["lower_bound"], 1),
+        "mismatches": summary["mismatches"],
+        "same_starts": summary["same_starts"],
     }
 
 
