@@ -86,7 +86,10 @@ def test_facts_and_paragraph_quote_the_record():
     assert facts["complete"] == 2 and facts["reproduced"] == 2 and facts["confidence"] == "95 %"
     (text,) = untouched_blocks(_record())
     assert "family seed 8317" in text.text and "1,000 in all" in text.text
-    assert "2 of 3 seeds answer every expression exactly (lowest-highest seed 99.6-100.0 %" in text.text
+    assert (
+        "of fresh seeds 300-302, trained again with the frozen recipe, 2 of 3 answer every expression exactly (lowest-highest seed 99.6-100.0 %"
+        in text.text
+    )
     assert "Clopper-Pearson: 13.5 %" in text.text and "as NumPy tables" in text.text
     assert "2 of 3 seeds' retrained steps reproduced" in text.text
     assert untouched_facts({}) is None and untouched_blocks(None) == []

@@ -9,6 +9,11 @@ study trains them, and scored on a draw of a family seed chosen after the recipe
 
 from __future__ import annotations
 
+if __name__ == "__main__":  # run as a command: TensorFlow's start-up lines off before the imports below load it
+    from predcalc.quiet import quiet_tensorflow
+
+    quiet_tensorflow()
+
 import argparse
 import dataclasses
 import json
@@ -25,11 +30,11 @@ from predcalc.calculator.steps import STEPS
 from predcalc.calculator.train import trace
 from predcalc.data.calculator_families import TRAINING_WORLD
 from predcalc.paths import REPORTS, relative
-from predcalc.quiet import quiet_tensorflow
 
 #: The family seed of the untouched draw: chosen after the restart recipe and the fresh seeds' record were
-#: committed, and before anything was scored on it; no integer from 8317 to 8335 (the seeds its families are
-#: drawn with, ``seed + index``) appears anywhere else in lib/, notebooks/, reports/ or tests/.
+#: committed, and before anything was scored on it; none of 8317 to 8335 (the seeds its families are drawn
+#: with, ``seed + index``) was used as a seed anywhere in lib/, notebooks/, reports/ or tests/ (searched
+#: before: the only match is the digits of a measured error in a report).
 UNTOUCHED_SEED = 8317
 #: Where each seed's part is cached, and the record written.
 PARTS = REPORTS / "calculator" / "parts" / "untouched"
@@ -37,8 +42,6 @@ RECORD_PATH = RECORD / "calculator_untouched.json"
 #: What a retrained step must match of its stored fresh part to count as reproduced: the start kept, the
 #: starts taken, the row draws, training-row exactness and the wrong decisions on its reachable inputs.
 MATCHED = ("chosen", "starts", "draws", "train_exact", "wrong", "held_out_wrong")
-
-
 #: What :func:`summary` counts the seeds of where a seed's row says so: every step exact on every input, the
 #: steps reproduced, every start's record identical.
 COUNTED = ("complete", "reproduced", "tries_identical")
@@ -270,7 +273,6 @@ def main(argv=None) -> int:
     parser.add_argument("--seeds", default=None, help="comma-separated seeds (default: the fresh seeds 300-309)")
     parser.add_argument("--litert", action="store_true", help="also score each seed through its exported LiteRT file")
     args = parser.parse_args(argv)
-    quiet_tensorflow()  # TensorFlow's start-up lines off, deterministic kernels (as the fresh parts were trained)
     try:
         seeds = [int(s) for s in args.seeds.split(",")] if args.seeds else list(FRESH_SEEDS)
     except ValueError:
