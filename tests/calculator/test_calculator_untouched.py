@@ -133,3 +133,11 @@ def test_facts_quote_the_litert_scores_where_present():
     assert "decide otherwise than its networks on 0 inputs" in text.text
     assert "run through that file, 3 of 3 seeds answer every expression exactly" in text.text
     assert untouched_facts(_record())["litert"] is None
+
+
+def test_paragraph_says_files_were_not_used_only_without_litert_scores():
+    (plain,) = untouched_blocks(_record())
+    assert "run as NumPy tables, not through exported files." in plain.text
+    summary = {**_record()["summary"], "mismatches": 0, "same_starts": 3}
+    (both,) = untouched_blocks({**_record(), "litert": {"summary": summary}})
+    assert "run as NumPy tables." in both.text and "not through exported files" not in both.text

@@ -4,7 +4,11 @@ The fresh study (:mod:`predcalc.calculator.fresh`) scored seeds 300-309 on noteb
 (family seed 7777), a draw scored before on the design seeds and on the one-start seeds whose failures
 prompted the restarts. Here the same seeds are trained again with the frozen recipe, exactly as the fresh
 study trains them, and scored on a draw of a family seed chosen after the recipe was frozen
-(:data:`UNTOUCHED_SEED`).
+(:data:`UNTOUCHED_SEED`). Each retrained seed is checked against its stored fresh part (:func:`reproduction`);
+with ``--litert`` its steps are also exported as one LiteRT file and its calculator scored through that file.
+
+Run: ``python -m predcalc.calculator.untouched [--litert]``, caching each seed's part under
+``reports/calculator/parts/untouched/`` (:data:`PARTS`) and writing :data:`RECORD_PATH`.
 """
 
 from __future__ import annotations

@@ -15,7 +15,7 @@ from predcalc.report.document import Text
 UNTOUCHED_RECORD = "calculator_untouched.json"
 #: How the record's ``runtime`` is written in the sentences.
 RUNTIMES = {
-    "numpy tables": "as NumPy tables, not through exported files",
+    "numpy tables": "as NumPy tables",
     "litert": "through their exported LiteRT files",
 }
 
