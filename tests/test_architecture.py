@@ -49,6 +49,7 @@ PLACED = {
     "recommended": "record",  # reports/recommended.json, the one list of recommended models: beside the record
     "calculator.study": "studies",  # a module that sits at another package's level
     "calculator.fresh": "studies",  # the restart recipe's study: notebook 40's held-out draw (calculator.study)
+    "calculator.untouched": "studies",  # the restart recipe on an untouched draw (calculator.fresh)
     "studies.edge_seeds": "report",
     "studies.exact_scan": "report",
     "studies.data_seeds": "report",
