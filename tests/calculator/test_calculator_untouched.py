@@ -29,7 +29,7 @@ def _part(seed, exact, chosen=0, wrong=0, beta=-1.0):
 def _record():
     parts = {"300": _part(300, 1000, chosen=2), "301": _part(301, 1000), "302": _part(302, 996, wrong=3)}
     stored = {"300": _part(300, 1000, chosen=2), "301": _part(301, 1000, beta=-1.5), "302": _part(302, 1000)}
-    rows = untouched.seed_rows(parts, stored)
+    rows = untouched.per_seed_rows(parts, stored)
     return {
         "draw": {"family_seed": 8317, "n": 500, "families": ["adversarial", "iid"]},
         "runtime": "numpy tables",

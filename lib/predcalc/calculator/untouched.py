@@ -117,7 +117,7 @@ def run_seeds(seeds=FRESH_SEEDS, folder: Path | None = PARTS, family_seed: int =
     return out
 
 
-def seed_rows(parts: dict, stored: dict) -> dict:
+def per_seed_rows(parts: dict, stored: dict) -> dict:
     """Per seed: the exact answers per family and over the draw, seconds taken, and :func:`reproduction`
     against ``stored`` (``{seed: fresh part or None}``)."""
     rows = {}
@@ -236,7 +236,7 @@ def record(
     ``litert`` (:func:`run_litert` of the same seeds) also the scores through each seed's LiteRT file."""
     import keras  # the backend the parts were trained on
 
-    rows = seed_rows(parts, {seed: stored_fresh(int(seed)) for seed in parts})
+    rows = per_seed_rows(parts, {seed: stored_fresh(int(seed)) for seed in parts})
     extra = {}
     if litert and set(litert) == set(parts):
         through = litert_rows(litert, parts)

@@ -18,6 +18,7 @@ from predcalc.calculator.prose import error_bound
 from predcalc.report import prose
 from predcalc.report.calculator import calculator_facts, fresh_rule_seeds
 from predcalc.report.calculator_fresh import calculator_payload, cell_lead
+from predcalc.report.calculator_untouched import untouched_facts
 from predcalc.report.cell import Cell  # noqa: F401  (paper reads it through here)
 from predcalc.report.data_seeds import data_seed_facts
 from predcalc.report.document import Bullets, Section, Table, Text
@@ -489,7 +490,10 @@ def facts(findings) -> dict:
     out["data_seeds"] = data_seed_facts(findings.reports)
     records = findings.study("calculator")
     if records:
-        out["calculator"] = calculator_facts(calculator_payload(records[0]))
+        payload = calculator_payload(records[0])
+        out["calculator"] = calculator_facts(payload)
+        if out["calculator"]:
+            out["calculator"]["untouched"] = untouched_facts(payload.get("untouched"))
     out["trained_exact"] = trained_exact_facts(findings)
     out["rounded"] = rounded_facts(findings.notebooks)
     return out

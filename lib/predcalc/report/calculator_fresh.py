@@ -15,6 +15,7 @@ import pandas as pd
 
 from predcalc.calculator.prose import error_bound
 from predcalc.report import prose
+from predcalc.report.calculator_untouched import UNTOUCHED_RECORD, untouched_facts
 from predcalc.report.document import Table, Text
 from predcalc.report.tables import plain_cell
 
@@ -28,7 +29,7 @@ RESTART_CHOICE = (
     "the training rows and step checks of development seeds 200-219 (and the failures seen on the given "
     "study's fresh seeds 100-104)",
     "each start's training-row exactness, development seed 212's qdigit and 202's compare; the claim uses "
-    "fresh seeds 300-309 on family seed 7777",
+    "fresh seeds 300-309 on family seed 7777 and on family seed 8317, drawn after the recipe froze",
 )
 
 
@@ -40,6 +41,9 @@ def calculator_payload(stored) -> dict:
     path = Path(folder) / FRESH_RECORD if folder else None
     if path is not None and path.is_file():
         record["restarts"] = json.loads(path.read_text())
+    untouched = Path(folder) / UNTOUCHED_RECORD if folder else None
+    if untouched is not None and untouched.is_file():
+        record["untouched"] = json.loads(untouched.read_text())
     return record
 
 
@@ -93,7 +97,8 @@ def cell_lead(record: dict, one_start: dict | None = None) -> str | None:
     step, on the given study's fresh seeds) beside them."""
     facts = restart_facts(record)
     one = one_start if one_start and one_start.get("fresh_seeds") and facts and facts["one_start"] else None
-    return " ".join(prose.say("calculator_cell.md.j2", r=facts, one=one)) if facts else None
+    untouched = untouched_facts(record.get("untouched"))
+    return " ".join(prose.say("calculator_cell.md.j2", r=facts, one=one, u=untouched)) if facts else None
 
 
 def seed_frame(record: dict) -> pd.DataFrame:

@@ -34,6 +34,7 @@ from predcalc.report.appendix import answer_suite_blocks, appendix_sections, bud
 from predcalc.report.budget import training_budgets
 from predcalc.report.calculator import calculator_facts, calculator_lesson, mechanism, results_blocks
 from predcalc.report.calculator_fresh import RESTART_CHOICE, calculator_payload, fresh_blocks
+from predcalc.report.calculator_untouched import untouched_blocks
 from predcalc.report.data_seeds import data_seed_facts
 from predcalc.report.document import Bullets, Document, Figure, Section, Table, Text
 from predcalc.report.edges import load_suites
@@ -381,7 +382,12 @@ class Findings:
     def _calculator(self) -> Section:
 
         records = self.study("calculator")
-        blocks = results_blocks(records[0].to_json()) + fresh_blocks(calculator_payload(records[0])) if records else []
+        payload = calculator_payload(records[0]) if records else {}
+        blocks = (
+            results_blocks(records[0].to_json()) + fresh_blocks(payload) + untouched_blocks(payload.get("untouched"))
+            if records
+            else []
+        )
         return Section("results.calculator", "The learned calculator", blocks)
 
     def learned(self) -> Section:
