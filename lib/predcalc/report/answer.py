@@ -463,6 +463,7 @@ def facts(findings) -> dict:
                 "sets": len(sets),
                 "unread": sorted(not_read(findings, n)),
                 "all_exact": sorted(s for s, v in sets.items() if min(v) >= 1.0),
+                "length_exact": sorted(s for s, v in sets.items() if min(v) >= 1.0 and s.startswith("terms_")),
                 "near_probe": sorted(s for s in NEAR_PROBE.get(n, ()) if s in sets),
                 "digits_3": prose.spread(sets["digits_3"]) if "digits_3" in sets else None,
                 "digits_4_max": max(sets["digits_4"]) if "digits_4" in sets else None,

@@ -29,7 +29,8 @@ RESTART_CHOICE = (
     "the training rows and step checks of development seeds 200-219 (and the failures seen on the given "
     "study's fresh seeds 100-104)",
     "each start's training-row exactness, development seed 212's qdigit and 202's compare; the claim uses "
-    "fresh seeds 300-309 on family seed 7777 and on family seed 8317, drawn after the recipe froze",
+    "fresh seeds 300-309 on family seed 8317, drawn after the recipe froze (family seed 7777, scored "
+    "before, is shown beside it)",
 )
 
 

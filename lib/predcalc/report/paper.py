@@ -325,7 +325,8 @@ class Findings:
                     "it produced are development numbers. Claims about reach come only from the held-out suite 5151, "
                     "drawn after every choice (the sign scan's recipe included) and scored on every seed through "
                     "the exported files, and for the calculator from its held-out family draw. An earlier held-out "
-                    "edge suite (seed 31, Appendix) helped choose the sign scan's recipe; it is shown, not claimed on. "
+                    "edge suite (seed 31) and a second (seed 4040), drawn as held out, then helped choose the sign "
+                    "scan's recipe: they are development suites here, shown in the Appendix, not claimed on. "
                     "Suite 5151 served several studies in turn; no choice was made on it. "
                     "The Appendix's *Which set chose what* lists every choice and the numbers it touches."
                 ),
