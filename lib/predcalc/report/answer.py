@@ -344,7 +344,7 @@ def calculator_rows(findings) -> list[dict]:
     row = {
         "family": "learned calculator",
         "model": short_name("calculator"),
-        "kind": "partly built",
+        "kind": "built loop, given features and targets, trained steps",
         "params": f"{params:,}" if params else "",
     }
     for _, column in PROTOCOL_SETS:
@@ -377,7 +377,7 @@ def calculator_rows(findings) -> list[dict]:
         )
     else:
         row[HELD_OUT] = "not measured"
-    row[CHOSEN] = chosen_by("partly built", 1)
+    row[CHOSEN] = "its family's only model"
     return [("calculator", row)]
 
 

@@ -84,7 +84,7 @@ def section(record: dict, folder: str) -> list[str]:
         "",
         "This section is rung 1 of the ladder, the memorised build (every arithmetic step trained on every "
         "input it can meet, the control on the windows of its traces and top-ups), and its ablations; the "
-        "shipped rule build (rungs 2 and 3 of the ladder, defined in the Results) is in the Results. Trained on integers of at most 5 digits, 1-4 "
+        "shipped rule build (rungs 2 and 3 of the ladder, defined above) is above and in the Results. Trained on integers of at most 5 digits, 1-4 "
         "operators of `+ - * /`, parenthesis depth at most 2; scored exactly (integers and fractions, no "
         "float) through its exported LiteRT files (`reports/calculator/memorised/model.tflite` for seed 0; "
         "seeds 1-4 are not committed, their scores are in `reports/calculator/parts/`) with the look-up cache. "

@@ -116,7 +116,7 @@ SELECTION = [
 FAMILIES = {
     "FNN": ("fnn2", "fnn2_cosine", "fnn_baseline"),
     "RNN": ("rnn2",),
-    "LSTM / GRU": ("lstm", "gru"),
+    "LSTM / GRU": ("lstm", "gru", "lstm_typed"),
     "BiLSTM + attention": ("bilstm_attention",),
     "transformer (regression)": ("transformer4_reference", "transformer5_reference", "transformer4_local_bounded"),
     "efficient RNN": ("min_gru", "min_lstm", "slstm", "mlstm_stable", "mamba_bounded"),
