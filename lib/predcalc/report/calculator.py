@@ -295,7 +295,9 @@ def results_blocks(record: dict) -> list:
             f"Training world: integers of at most {study['training_box']['digits']} digits, 1-"
             f"{study['training_box']['operators']} operators of `+ - * /`, depth at most "
             f"{study['training_box']['depth']}. The test families' box: {box_phrase(record)}. Scored exactly "
-            "(fractions, no float). What each step saw in training, the ladder of structure and speed: Appendix."
+            "(fractions, no float). The loop is code and every step is checked on every input it can meet, so a "
+            "seed whose steps are all exact is exact on every expression by construction, as is a build of "
+            "memorised steps (Appendix, with the ladder and speed)."
         )
     ]
 
