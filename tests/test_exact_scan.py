@@ -251,7 +251,7 @@ def test_section_gives_the_fresh_count_as_the_claim():
     text = study.section_markdown(_fresh_record())
     assert "on **1 of 2 fresh seeds through their exported ONNX files** and on 2 of 2 through their" in text
     assert "On seeds 0, 1, the seeds its last two changes" in text
-    assert "on 1 of 2 (ONNX) and 1 of 2 (LiteRT); that count rests on the choosing seeds and is not the claim" in text
+    assert "on 1 of 2 (ONNX) and 1 of 2 (LiteRT), not the claim." in text
     # one row per set: the fresh seeds' counts and spread, then the choosing seeds'
     assert "| terms_300 | 300 numbers | 1 of 2 | 2 of 2 | 99.0-100.0 % | 1 of 2 | 1 of 2 | 50.0-100.0 % |" in text
     assert "| digits_3 | 3 numbers of 3 digits | 2 of 2 | 2 of 2 | 100.0 % | 1 of 2 |" in text
