@@ -283,9 +283,9 @@ def test_answer_sentence_and_row_cite_the_fresh_seeds():
         "it is exact on every set on **1 of 2 fresh seeds** (10, 11; 1 not exact even inside the training "
         "box) through their ONNX files" in sentence
     )  # seed 11 scores 75 % in range
-    assert "(2 of 2 through float32 LiteRT)" in sentence
+    assert "(LiteRT: 2 of 2)" in sentence
     assert "one-sided 95 % lower bound on the recipe's share of exact seeds: 2.5 %" in sentence
-    assert "Seeds 0, 1, which chose its recipe: 1 of 2. The bound is on data seed 0." in sentence
+    assert "Seeds 0, 1, which chose its recipe: 1 of 2 (so 2 of 4 on data seed 0). The bound covers the fresh" in sentence
     assert "still to be made" not in sentence
     none = dict.fromkeys(("scan", "built", "calculator", "reversed", "efficient"))
     related_text = " ".join(prose.bullets("related_work.md.j2", **none, trained_exact=facts))
