@@ -285,7 +285,9 @@ def test_answer_sentence_and_row_cite_the_fresh_seeds():
     )  # seed 11 scores 75 % in range
     assert "(LiteRT: 2 of 2)" in sentence
     assert "one-sided 95 % lower bound on the recipe's share of exact seeds: 2.5 %" in sentence
-    assert "Seeds 0, 1, which chose its recipe: 1 of 2 (so 2 of 4 on data seed 0). The bound covers the fresh" in sentence
+    assert (
+        "Seeds 0, 1, which chose its recipe: 1 of 2 (so 2 of 4 on data seed 0). The bound covers the fresh" in sentence
+    )
     assert "still to be made" not in sentence
     none = dict.fromkeys(("scan", "built", "calculator", "reversed", "efficient"))
     related_text = " ".join(prose.bullets("related_work.md.j2", **none, trained_exact=facts))

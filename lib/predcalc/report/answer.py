@@ -105,6 +105,8 @@ CHOSEN_BY = {"trained": "validation loss", "partly built": "the extended suite"}
 DESIGNED_ON = {
     "transformer4_local_bounded": "design: the out-of-range and long sets and the edge probe",
     "scan_typed": "design: the protocol's test sets",
+    "scan_exact": "design: the development suites (seeds 31, 4040) and the protocol's in and long sets",
+    "calculator": "design: the development draws (family seeds 1000, 2000) on seeds 0-14 and 200-219",
 }
 
 PROTOCOL_SETS = (("in", "in range"), ("out", "out of range"), ("long", "long"))
@@ -327,7 +329,7 @@ def trained_exact_rows(findings) -> list[dict]:
             f"{fresh['exact']}/{facts['fresh']['seeds']} fresh seeds exact on all, {prose.spread(fresh['per_seed'])}; "
             f"seeds {choosing}, which chose its recipe: {onnx['exact']}/{facts['seeds']}"
         )
-    row[CHOSEN] = chosen_by("trained", 1)
+    row[CHOSEN] = f"{DESIGNED_ON['scan_exact']}; {chosen_by('trained', 1)}"
     return [("scan_exact", row)]
 
 
@@ -377,7 +379,7 @@ def calculator_rows(findings) -> list[dict]:
         )
     else:
         row[HELD_OUT] = "not measured"
-    row[CHOSEN] = "its family's only model"
+    row[CHOSEN] = f"{DESIGNED_ON['calculator']}; its family's only model"
     return [("calculator", row)]
 
 

@@ -64,7 +64,11 @@ def related_facts(findings) -> dict:
         out["reversed"] = None
     efficient = [n for n in ("min_gru", "min_lstm", "slstm", "mlstm_stable", "mamba_bounded") if n in findings.models]
     out["efficient"] = (
-        {"highest_out": max(max(findings.accuracy(n, "out")) for n in efficient), "count": len(efficient)}
+        {
+            "highest_out": max(max(findings.accuracy(n, "out")) for n in efficient),
+            "count": len(efficient),
+            "names": [short_name(n) for n in efficient],
+        }
         if efficient
         else None
     )
