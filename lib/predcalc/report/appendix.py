@@ -15,7 +15,6 @@ from predcalc import recommended
 from predcalc.calculator.given_study import given_markdown
 from predcalc.data.protocol import reference_protocol
 from predcalc.deploy.bench import deployment_markdown
-from predcalc.readable import percent_number
 from predcalc.report import findings as F
 from predcalc.report import prose
 from predcalc.report.anchors import REFERENCE_ROWS
@@ -23,6 +22,7 @@ from predcalc.report.answer import family_rows, trained_exact_record
 from predcalc.report.budget import training_budgets
 from predcalc.report.calculator import detail_blocks, section
 from predcalc.report.calculator_fresh import calculator_payload, fresh_seed_blocks
+from predcalc.report.cell import set_cell
 from predcalc.report.data_seeds import data_seed_facts
 from predcalc.report.document import Bullets, Figure, Section, Table, Text
 from predcalc.report.edges import edges_lines, seed_facts, suite_blocks
@@ -297,8 +297,7 @@ def with_sign_scan(findings, blocks: list) -> list:
     for set_name in frame["set"]:
         values = [by_seed[s][set_name] for s in by_seed if set_name in by_seed[s]]
         cells.append(
-            f"{percent_number(float(np.mean(values)), 1)} [{percent_number(min(values), 1)}-"
-            f"{percent_number(max(values), 1)}], {sum(v >= 1.0 for v in values)}/{len(values)} exact"
+            set_cell(float(np.mean(values)), min(values), max(values), sum(v >= 1.0 for v in values), len(values))
             if values
             else "not scored"
         )

@@ -6,6 +6,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from predcalc.readable import percent_number
 from predcalc.report import prose
 
 
@@ -42,3 +43,11 @@ class Cell:
         else:
             spread = f"worst seed {100 * self.worst:.1f}"
         return f"{prose.share(self.average, 1)}, {exact}, {spread}"
+
+
+def set_cell(mean: float, low: float, high: float, exact: int, seeds: int) -> str:
+    """A held-out table's cell for one set: ``"mean [lowest-highest], k/n exact"`` (%)."""
+    return (
+        f"{percent_number(mean, 1)} [{percent_number(low, 1)}-{percent_number(high, 1)}], "
+        f"{int(exact)}/{int(seeds)} exact"
+    )

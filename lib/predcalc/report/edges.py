@@ -11,6 +11,7 @@ import pandas as pd
 
 from predcalc.readable import percent_number, share
 from predcalc.report.answer import short_name
+from predcalc.report.cell import set_cell
 from predcalc.report.document import Table
 from predcalc.report.records import StoredRecord
 from predcalc.report.studies import shown_label
@@ -138,10 +139,7 @@ def suite_blocks(edges: dict, suite: str, models) -> list:
             elif cell.note:
                 row[short_name(model)] = "not in its input language"
             else:
-                row[short_name(model)] = (
-                    f"{percent_number(cell.accuracy, 1)} [{percent_number(cell['min'], 1)}-{percent_number(cell['max'], 1)}], "
-                    f"{int(cell.exact_seeds)}/{int(cell.seeds)} exact"
-                )
+                row[short_name(model)] = set_cell(cell.accuracy, cell["min"], cell["max"], cell.exact_seeds, cell.seeds)
         rows.append(row)
     return [Table(pd.DataFrame(rows), cell=plain_cell)]
 

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from predcalc.readable import percent_number
 from predcalc.report import prose
-from predcalc.report.cell import Cell
+from predcalc.report.cell import Cell, set_cell
 from predcalc.report.document import Section, Text
 from predcalc.report.names import short_name
+from predcalc.report.study_sections import lead_and_details
 from predcalc.studies import rounded_transformer as study
 
 # The families table's words for what is built and what is trained (the readout's form and its value
@@ -93,21 +93,14 @@ def suite_cells(notebooks, sets, fingerprint: str | None) -> tuple[str, list[str
     for name in sets:
         row = facts["per_set"].get(name)
         cells.append(
-            f"{percent_number(row['mean'], 1)} [{percent_number(row['min'], 1)}-{percent_number(row['max'], 1)}], "
-            f"{row['exact']}/{row['n']} exact"
-            if row and row["n"]
-            else "not scored"
+            set_cell(row["mean"], row["min"], row["max"], row["exact"], row["n"]) if row and row["n"] else "not scored"
         )
     return f"{facts['name']} (fresh seeds)", cells
 
 
 def _lead_and_details(notebooks) -> tuple[str, str]:
     record = rounded_record(notebooks)
-    if record is None:
-        return "", ""
-    lines = study.section_markdown(record).strip().splitlines()
-    cut = next((i for i, line in enumerate(lines) if i and line.startswith("### ")), len(lines))
-    return "\n".join(lines[:cut]), "\n".join(lines[cut:])
+    return lead_and_details(study.section_markdown(record)) if record else ("", "")
 
 
 def rounded_section(notebooks) -> Section:

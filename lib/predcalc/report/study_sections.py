@@ -25,7 +25,7 @@ def study_section(key: str, records: list[dict], render: Callable[[dict], str]) 
     return Section(key, title, [Text(body)])
 
 
-def _lead_and_details(markdown: str) -> tuple[str, str]:
+def lead_and_details(markdown: str) -> tuple[str, str]:
     """A study's section split at its first subsection heading: the lead (title and paragraphs) and
     the subsections (tables, ablations) that the Appendix holds."""
     lines = markdown.strip().splitlines()
@@ -44,7 +44,7 @@ def trained_exact_section(records: list[StoredRecord]) -> Section:
     """The trained exact scan's lead in the Results: its result, where exactness is lost, what the
     model is (with how many of its discrete patterns are exact) and which data chose what."""
     markdown = _trained_exact_markdown(records)
-    lead = _lead_and_details(markdown)[0] if markdown else ""
+    lead = lead_and_details(markdown)[0] if markdown else ""
     return study_section("results.trained_exact", [lead] if lead else [], lambda text: text)
 
 
@@ -52,7 +52,7 @@ def trained_exact_details(records: list[StoredRecord]) -> Section:
     """The trained exact scan's tables (held-out suite, ablation, initialisation, float32, side probe),
     in the Appendix."""
     markdown = _trained_exact_markdown(records)
-    details = _lead_and_details(markdown)[1] if markdown else ""
+    details = lead_and_details(markdown)[1] if markdown else ""
     if not details:
         return Section("appendix.trained_exact", "", [], part="appendix")
     return Section("appendix.trained_exact", "The sign scan in detail", [Text(details)], part="appendix")
