@@ -30,7 +30,7 @@ def test_evaluate_rebuilds_the_fine_tune_and_answers_as_recorded(tmp_path, capsy
         ["evaluate", "--model", str(RUN), "--file", str(tmp_path / "test.tsv"), "--output", str(tmp_path / "out.tsv")]
     )
     assert code == 0
-    assert f"n {len(recorded)}" in capsys.readouterr().out
+    assert f"answered {len(recorded):,} of {len(recorded):,} lines" in capsys.readouterr().out
     right = [int(line.split("\t")[3]) for line in (tmp_path / "out.tsv").read_text().splitlines()[1:]]
     # decoding through the command line agrees with the run's one-pass scores, expression by expression
     assert np.mean(np.array(right) == np.array(recorded)) >= 0.95, (right, recorded)

@@ -11,7 +11,9 @@
 
 User errors (bad expressions, missing files, unknown names) print one line and exit 2; anything
 else (a bug, a missing optional package) prints one line and exits 1 (``PREDCALC_DEBUG=1`` shows
-the traceback).
+the traceback). ``evaluate`` scores every line it can and lists each line it refuses, with its
+number and reason: exit 0 when every line was answered, 1 when some were refused, 2 when none was
+(or on a usage error).
 """
 
 from __future__ import annotations
@@ -120,18 +122,32 @@ def parser() -> argparse.ArgumentParser:
     predict.add_argument("--cache", action="store_true", help=CACHE_HELP)
     predict.set_defaults(handler=cli_commands.predict_command)
 
-    evaluate = commands.add_parser("evaluate", help="metrics of a model on a file of expression<TAB>answer lines")
+    evaluate = commands.add_parser(
+        "evaluate",
+        help="metrics of a model on a file of expression<TAB>answer lines",
+        description="Score every line the model can answer. A line it cannot answer (malformed, too "
+        "long for the model, past the model file's exact range, an answer the model cannot write) is "
+        "refused: listed with its line number and reason, and counted as wrong in the accuracy over "
+        "all lines. Exit status 0: every line answered; 1: some lines refused, the others scored; 2: "
+        "a usage error (a missing or empty file, a missing model) or no line answered.",
+    )
     evaluate.add_argument(
         "--model",
         required=True,
         help="a .tflite, .onnx or .keras file or a SavedModel directory, with predcalc.json beside it",
     )
     evaluate.add_argument("--file", required=True, help="one expression per line, optionally <TAB> answer")
-    evaluate.add_argument("--json", action="store_true", help="print the metrics as JSON")
+    evaluate.add_argument(
+        "--json",
+        action="store_true",
+        help="print the metrics as JSON: lines, n (answered), exact and lowest_terms (of the answered), "
+        "mae, exact_of_all, refused_count and refused ([{line, reason}])",
+    )
     evaluate.add_argument(
         "--output",
         metavar="FILE",
-        help="write expression, answer, truth and right (1/0), one tab-separated line per expression",
+        help="write expression, answer, truth and right (1/0), one tab-separated line per expression "
+        "(a refused line: answer 'refused: REASON', right 0)",
     )
     evaluate.add_argument("--cache", action="store_true", help=CACHE_HELP)
     evaluate.set_defaults(handler=cli_commands.evaluate_command)

@@ -15,7 +15,7 @@ from predcalc.calculator import bench as calculator_bench
 from predcalc.calculator.runtime import Calculator, is_calculator
 from predcalc.data import canonical, evaluate
 from predcalc.data.exact_answers import score_answers, value_answer
-from predcalc.data.files import load_exact_pairs
+from predcalc.data.files import ExpressionFileError, read_expression_lines
 from predcalc.deploy.bench import bench, bench_table
 from predcalc.deploy.export import FORMATS, export_directory, find_keras_models
 from predcalc.deploy.predictor import CALCULATOR_MODEL, DEFAULT_MODEL, Predictor
@@ -25,8 +25,10 @@ from predcalc.readable import percent
 from predcalc.studies.gemma_adapter import GemmaAdapter, is_gemma_adapter
 
 EXIT_FAILURE = 1  # a bug, or something this machine lacks
+EXIT_REFUSED = 1  # evaluate: some lines refused, the others scored (as export, run and sweep: part failed)
 EXIT_USAGE = 2  # bad input only
 EXIT_INTERRUPTED = 130  # 128 + SIGINT, as a shell reports Ctrl-C
+ERROR = "error: "  # how the calculator's answers write an expression it refuses (calculator.engine.answer_text)
 
 
 def run_command(args) -> int:
@@ -169,35 +171,102 @@ def predict_command(args) -> int:
     return 0
 
 
+def refusal(model, expression: str, truth) -> str | None:
+    """Why ``model`` cannot answer a line (one line), or None: an answer it cannot write (a
+    token-output model's digits, the fine-tuned Gemma's integers), and for an exported file an
+    expression past its exact range or one its tokeniser cannot encode (too long, an operator it lacks)."""
+    try:
+        model.check_answer(truth)
+        if isinstance(model, Predictor):
+            model.check_input(expression)
+    except ValueError as error:  # TokenizerError and GemmaAdapterError are ValueErrors
+        return one_line(str(error))
+    return None
+
+
 def evaluate_command(args) -> int:
+    """Score every line the model answers; each line it cannot answer (malformed, past what the model
+    reads or writes) is refused, with its number and reason. Exit 0: every line answered;
+    :data:`EXIT_REFUSED`: some refused, the others scored; 2: a usage error, or no line answered."""
     model = model_for(args)
-    pairs = load_exact_pairs(args.file)
-    expressions = [e for e, _ in pairs]
-    truths = [str(v) for _, v in pairs]
+    lines = read_expression_lines(args.file)
+    reasons = {line.number: line.refused for line in lines if line.refused}
     result = {"model": str(args.model), "file": str(args.file)}
+    errors = None  # a value model's |prediction - truth| on the answered lines
     if isinstance(model, Calculator):
-        answers = model.answers(expressions)
+        readable = [line for line in lines if not line.refused]
         result["path"] = "cache" if model.cache else "forward"
+        answers = dict(zip((line.number for line in readable), model.answers([line.expression for line in readable])))
+        reasons |= {n: one_line(a.removeprefix(ERROR)) for n, a in answers.items() if a.startswith(ERROR)}
     else:
-        predictions = np.asarray(model.predict(expressions), dtype=np.float64)
-        answers = [value_answer(p) or "" for p in predictions]
-        errors = np.abs(predictions - np.array([float(v) for _, v in pairs]))
+        reasons |= {
+            line.number: reason
+            for line in lines
+            if not line.refused and (reason := refusal(model, line.expression, line.truth))
+        }
+        answered = [line for line in lines if line.number not in reasons]
+        answers = {}
+        if answered:
+            predictions = np.asarray(model.predict([line.expression for line in answered]), dtype=np.float64)
+            answers = {line.number: value_answer(p) or "" for line, p in zip(answered, predictions)}
+            errors = np.abs(predictions - np.array([float(line.truth) for line in answered]))
+    answered = [line for line in lines if line.number not in reasons]
+    scored = score_answers([str(line.truth) for line in answered], [answers[line.number] for line in answered])
+    right = dict(zip((line.number for line in answered), scored["right"]))
+    result.update(
+        lines=len(lines),
+        n=len(answered),  # the answered lines: exact, lowest_terms and mae are of them
+        exact=scored["exact"] if answered else None,
+        lowest_terms=scored["lowest_terms"] if answered else None,
+    )
+    if errors is not None:
         result["mae"] = float(np.mean(errors))
-    scored = score_answers(truths, answers)
-    result.update(n=scored["n"], exact=scored["exact"], lowest_terms=scored["lowest_terms"])
+    result.update(
+        exact_of_all=sum(scored["right"]) / len(lines),
+        refused_count=len(reasons),
+        refused=[{"line": number, "reason": reason} for number, reason in sorted(reasons.items())],
+    )
     if args.output:
-        lines = ["expression\tanswer\ttruth\tright"]
-        lines += [f"{e}\t{a}\t{t}\t{int(r)}" for e, a, t, r in zip(expressions, answers, truths, scored["right"])]
-        Path(args.output).write_text("\n".join(lines) + "\n")
+        rows = ["expression\tanswer\ttruth\tright"]
+        for line in lines:
+            truth = "" if line.truth is None else str(line.truth)
+            if line.number in reasons:
+                rows.append(f"{line.expression}\trefused: {reasons[line.number]}\t{truth}\t0")
+            else:
+                rows.append(f"{line.expression}\t{answers[line.number]}\t{truth}\t{int(right[line.number])}")
+        Path(args.output).write_text("\n".join(rows) + "\n")
     if args.json:
         print(json.dumps(result, indent=1))
     else:
-        mae = f", MAE {result['mae']:.4g}" if "mae" in result else ""
-        print(
-            f"{model.name} on {args.file}: n {result['n']}, exact {percent(result['exact'], 2)} "
-            f"(lowest terms {percent(result['lowest_terms'], 2)}){mae}"
+        print(evaluate_summary(model.name, args.file, result))
+    if not answered:
+        first = result["refused"][0]
+        raise ExpressionFileError(
+            f"{args.file}: no line could be answered ({len(lines)} refused; line {first['line']}: {first['reason']})"
         )
-    return 0
+    return EXIT_REFUSED if reasons else 0
+
+
+def evaluate_summary(name: str, file, result: dict) -> str:
+    """``predcalc evaluate``'s text: the shares of the answered lines and of all lines, then each
+    refused line with its number and reason."""
+    lines, n, refused = result["lines"], result["n"], result["refused"]
+    head = f"{name} on {file}: answered {n:,} of {lines:,} line{'s' * (lines != 1)}"
+    if not n:
+        scores = ""
+    elif not refused:
+        scores = f"; exact {percent(result['exact'], 2)} (lowest terms {percent(result['lowest_terms'], 2)})"
+    else:
+        scores = (
+            f"; exact {percent(result['exact'], 2)} of the answered, {percent(result['exact_of_all'], 2)} of all "
+            f"lines (lowest terms {percent(result['lowest_terms'], 2)} of the answered)"
+        )
+    mae = f", MAE {result['mae']:.4g}{' of the answered' if refused else ''}" if "mae" in result else ""
+    out = [head + scores + mae]
+    if refused:
+        out.append(f"refused {len(refused):,} line{'s' * (len(refused) != 1)}:")
+        out += [f"  line {r['line']}: {r['reason']}" for r in refused]
+    return "\n".join(out)
 
 
 def export_command(args) -> int:

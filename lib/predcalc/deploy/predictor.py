@@ -91,20 +91,57 @@ class Predictor:
         return self.tokenizer.encode_batch(expressions)
 
     def check_magnitude(self, expressions) -> None:
-        """Refuse, in one line, an expression past the bound where the file's float32 arithmetic stays
-        exact (``float32_exact_below`` in ``predcalc.json``: every partial sum is at most the sum of
-        the numbers' sizes, exact in float32 up to 2^24)."""
+        """Refuse, in one line, an expression past the bound where the model's float32 arithmetic
+        stays exact (``float32_exact_below`` in ``predcalc.json``: every partial sum is at most the sum
+        of the numbers' sizes, exact in float32 up to 2^24). The message names the arithmetic this
+        file declares (:meth:`arithmetic`): a file that reads float32 and answers in float64 (the sign
+        scan's ONNX file) is refused at the same bound, and says so."""
         bound = self.info.get("float32_exact_below")
         if not bound:
             return
+        name, limit = self.info.get("model", "this model"), f"2^{int(bound).bit_length() - 1} = {int(bound):,}"
         for expression in expressions:
             size = sum(abs(int(t)) for t in signed_terms(expression) if t.lstrip("-").isdigit())
             if size >= bound:
-                raise ValueError(
-                    f"{self.info.get('model', 'this model')} answers in float32, exact while the numbers' sizes "
-                    f"sum to less than 2^{int(bound).bit_length() - 1} = {int(bound):,}; "
-                    f"{quoted_expression(expression)!r} sums to {size:,}"
-                )
+                arithmetic = self.arithmetic()
+                if arithmetic == ("float32", "float32"):
+                    head = f"{name} answers in float32, exact while the numbers' sizes sum to less than {limit}"
+                else:
+                    declared = (
+                        f" reads its numbers in {arithmetic[0]} and answers in {arithmetic[1]};" if arithmetic else ":"
+                    )
+                    head = (
+                        f"{name} ({self.path.name}){declared} predcalc answers it only while the numbers' sizes "
+                        f"sum to less than {limit}, where the model's float32 files are exact"
+                    )
+                raise ValueError(f"{head}; {quoted_expression(expression)!r} sums to {size:,}")
+
+    def arithmetic(self) -> tuple[str, str] | None:
+        """The dtypes this file reads its input in and writes its output in, as the file declares
+        them (ONNX Runtime's and LiteRT's tensor types), e.g. ``("float32", "float64")``; None where
+        its runner does not say (a ``.keras`` file, a SavedModel)."""
+        return getattr(self._run, "dtypes", None)
+
+    def check_input(self, expression) -> None:
+        """Raise, in one line, where this file cannot answer ``expression``: a ``ValueError`` past its
+        exact range (:meth:`check_magnitude`), a ``TokenizerError`` where no file of it encodes it
+        (too long, an operator its tokeniser lacks)."""
+        self.check_magnitude([expression])
+        if self._longer:
+            self._shortest(expression)
+        else:
+            self.encode([expression])
+
+    def _shortest(self, expression) -> tuple[int, np.ndarray]:
+        """The index of the shortest file that holds ``expression`` (0: the trained length; i: the
+        i-th of ``_longer``) and its encoded row; the TokenizerError of the longest where none does."""
+        for index, tokenizer in enumerate([self.tokenizer, *(t for t, _ in self._longer)]):
+            try:
+                return index, tokenizer.encode(expression)
+            except TokenizerError as error:
+                if index == len(self._longer) or "at most" not in str(error):
+                    raise
+        raise AssertionError("unreachable: the longest tokenizer raised or returned")
 
     def predict(self, expressions) -> np.ndarray:
         """Predicted values, one per expression (raises TokenizerError on what it cannot encode)."""
@@ -114,17 +151,10 @@ class Predictor:
             return self._values(self._run(self.encode(expressions)), len(expressions))
         groups: dict = {}  # runner index -> (positions, encoded rows); 0 is the trained length
         for position, expression in enumerate(expressions):
-            for index, tokenizer in enumerate([self.tokenizer, *(t for t, _ in self._longer)]):
-                try:
-                    row = tokenizer.encode(expression)
-                except TokenizerError as error:
-                    if index == len(self._longer) or "at most" not in str(error):
-                        raise
-                    continue
-                groups.setdefault(index, ([], []))
-                groups[index][0].append(position)
-                groups[index][1].append(row)
-                break
+            index, row = self._shortest(expression)
+            groups.setdefault(index, ([], []))
+            groups[index][0].append(position)
+            groups[index][1].append(row)
         values = np.full(len(expressions), np.nan)
         for index, (positions, rows) in groups.items():
             if index == 0:

@@ -167,6 +167,11 @@ class LiteRTModel:
         self.input = self.interpreter.get_input_details()[0]
         self.output = self.interpreter.get_output_details()[0]
 
+    @property
+    def dtypes(self) -> tuple[str, str]:
+        """The dtypes the file declares it reads and answers in (the predictor's refusals name them)."""
+        return np.dtype(self.input["dtype"]).name, np.dtype(self.output["dtype"]).name
+
     def __call__(self, inputs: np.ndarray) -> np.ndarray:
         """Outputs for a batch of encoded inputs, shape (n, ...)."""
         rows = []

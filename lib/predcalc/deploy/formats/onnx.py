@@ -153,6 +153,12 @@ class ONNXModel:
         )
         self.input = self.session.get_inputs()[0]
         self.dtype = _ONNX_TYPES.get(self.input.type, np.float32)
+        # what the file declares it reads and answers in (the predictor's refusals name it)
+        output = self.session.get_outputs()[0].type
+        self.dtypes = (
+            np.dtype(self.dtype).name,
+            np.dtype(_ONNX_TYPES[output]).name if output in _ONNX_TYPES else output,
+        )
         self.fixed_batch = self.input.shape[0] if isinstance(self.input.shape[0], int) else None
 
     def __call__(self, inputs: np.ndarray) -> np.ndarray:
