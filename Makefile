@@ -99,6 +99,8 @@ lint: venv
 	$(BIN)/ruff format --check lib tests
 	$(BIN)/python -m pytest -q -p no:cacheprovider tests/test_architecture.py
 
+# Its last line counts the passed and the deselected (slow) tests: pytest-xdist drops the deselected
+# count, which tests/conftest.py gathers from the workers.
 test-fast: venv
 	$(BIN)/python -m pytest -q $(PARALLEL) -m "not slow" tests
 

@@ -39,6 +39,31 @@ def pytest_collection_modifyitems(config, items):
     items.sort(key=lambda item: (rank.get(f := item.nodeid.split("::")[0], len(rank)), -files[f], f))
 
 
+# Under pytest-xdist the summary line lost its "N deselected" (`make test-fast`'s -m "not slow"): the
+# workers collect and deselect, the controller prints and never hears of it. Each worker reports its
+# count (every worker collects the whole suite, so each holds the same count); the controller adds it
+# to the summary, as a run without workers (-n 0) prints it itself.
+DESELECTED = []  # the sizes of this process's deselections
+
+
+def pytest_deselected(items):
+    DESELECTED.append(len(items))
+
+
+def pytest_sessionfinish(session):
+    output = getattr(session.config, "workeroutput", None)  # a pytest-xdist worker's report to the controller
+    if output is not None:
+        output["deselected"] = sum(DESELECTED)
+
+
+@pytest.hookimpl(optionalhook=True)  # a pytest-xdist hook: absent without it
+def pytest_testnodedown(node, error):
+    count = getattr(node, "workeroutput", {}).get("deselected", 0)
+    reporter = node.config.pluginmanager.get_plugin("terminalreporter")
+    if count and reporter is not None and not reporter.stats.get("deselected"):
+        reporter.stats["deselected"] = [None] * count  # the summary counts the entries
+
+
 @pytest.fixture(scope="session")
 def exported_fnn2(tmp_path_factory):
     """An FNN2 trained for 3 epochs and exported in every format (with model.keras).

@@ -171,6 +171,9 @@ PLACEHOLDER = re.compile(r"[*{}<>]|\bNN_|_N\b|/N\b|NAME|/x/|\.partial")
 GENERATED = re.compile(r"^reports/runs/[^/]+/export/|^reports/runs/[^/]+/outputs?/")
 
 
+TEXT_SUFFIXES = (".md", ".py", ".j2", ".yaml", ".yml", ".toml", ".cfg")
+
+
 def _texts():
     """(path, text) of every tracked text a reader or a developer reads: markdown, notebook cells,
     Python (docstrings, strings, comments), templates, configuration."""
@@ -178,7 +181,7 @@ def _texts():
         if path.endswith(".ipynb"):
             cells = json.loads((ROOT / path).read_text())["cells"]
             yield path, "\n".join("".join(cell["source"]) for cell in cells)
-        elif path.endswith((".md", ".py", ".j2", ".yaml", ".yml", ".toml", ".cfg")) or path == "Makefile":
+        elif path.endswith(TEXT_SUFFIXES) or path in ("Makefile", "requirements.txt"):
             if path.startswith("tests/"):
                 continue  # tests build paths of their own in temporary folders
             yield path, (ROOT / path).read_text()

@@ -26,6 +26,9 @@ RUNS = REPORTS / "runs"  # the committed results: only a full run (``--profile f
 DATA_SEEDS = REPORTS / "data_seeds"  # the data-seed study: each (model, data seed, seed) run's scores
 SCRATCH = ROOT / "build"  # git-ignored
 SCRATCH_RUNS = SCRATCH / "runs"  # where a quick run writes its notebooks, and its findings page beside
+# a notebook run directly (papermill, nbval, Jupyter): its default output_dir, build/notebooks/NAME, read from
+# the repository root (notebooks.steps.output_folder), not the working directory
+NOTEBOOK_OUTPUTS = SCRATCH / "notebooks"
 LOGS = SCRATCH / "logs"  # each notebook's kernel and runtime output (kept out of the terminal)
 FAILED = SCRATCH / "failed"  # a failed notebook's outputs, to read; never over a complete result
 CHECKPOINTS_VARIABLE = "PREDCALC_CHECKPOINTS"  # where run_seeds keeps finished seeds (predcalc run sets it)

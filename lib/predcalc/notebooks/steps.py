@@ -12,12 +12,12 @@ import numpy as np
 import pandas as pd
 from IPython.display import Markdown, display
 
-from predcalc.readable import percent
 from predcalc.data import NumericTokenizer, TypedTokenizer
 from predcalc.deploy.export import export_results
 from predcalc.models import MODELS
 from predcalc.models.recurrent import term_weights
-from predcalc.paths import write_json_if_changed
+from predcalc.paths import ROOT, write_json_if_changed
+from predcalc.readable import percent
 from predcalc.record import write_study as write_record
 from predcalc.report.anchors import REFERENCE_ROWS
 from predcalc.report.edges import edge_cell
@@ -28,8 +28,11 @@ from predcalc.training.metrics import exact_accuracy
 
 
 def output_folder(output_dir) -> Path:
-    """The notebook's output folder, created."""
-    output = Path(output_dir)
+    """The notebook's output folder, created: a relative ``output_dir`` (the notebooks' default,
+    ``build/notebooks/NAME``, git-ignored) is read from the repository root, so papermill run from the
+    root, nbval (whose kernel starts in notebooks/) and Jupyter all write to the same folder; the
+    absolute one ``predcalc run`` passes is kept as given."""
+    output = ROOT / output_dir
     output.mkdir(parents=True, exist_ok=True)
     return output
 
