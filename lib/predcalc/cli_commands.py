@@ -13,10 +13,11 @@ import numpy as np
 
 from predcalc.calculator import bench as calculator_bench
 from predcalc.calculator.runtime import Calculator, is_calculator
-from predcalc.data import canonical, evaluate
+from predcalc.data import canonical, digits, evaluate
 from predcalc.data.exact_answers import score_answers, value_answer
 from predcalc.data.files import ExpressionFileError, read_expression_lines
 from predcalc.deploy.bench import bench, bench_table
+from predcalc.deploy.digit_files import DigitFile, is_digit_model
 from predcalc.deploy.export import FORMATS, export_directory, find_keras_models
 from predcalc.deploy.predictor import CALCULATOR_MODEL, DEFAULT_MODEL, Predictor
 from predcalc.errors import one_line
@@ -148,11 +149,21 @@ def model_for(args):
     path = args.model if args.model is not None else default_model()
     if is_gemma_adapter(path):  # the fine-tuned Gemma 3 270M: base weights + LoRA adapter
         return GemmaAdapter(path)
+    if is_digit_model(path):  # a model that reads digits: ONNX file and the decoding loop
+        return DigitFile(path)
     return Calculator(path, cache=args.cache) if is_calculator(path) else Predictor(path)
 
 
 def predict_command(args) -> int:
     model = model_for(args)
+    if isinstance(model, DigitFile):
+        expression = digits.parse(args.expression)
+        if reason := model.refusal(expression):
+            raise ValueError(reason)
+        (answer,) = model.answers([expression])
+        shown = "(no valid answer written)" if answer is None else str(answer)
+        print(f"{expression.text()} = {shown}  (predicted by {model.name}; exact {expression.value})")
+        return 0
     if isinstance(model, Calculator):
         (result,) = model.evaluate([args.expression])
         if isinstance(result, ValueError):
@@ -193,7 +204,23 @@ def evaluate_command(args) -> int:
     reasons = {line.number: line.refused for line in lines if line.refused}
     result = {"model": str(args.model), "file": str(args.file)}
     errors = None  # a value model's |prediction - truth| on the answered lines
-    if isinstance(model, Calculator):
+    if isinstance(model, DigitFile):
+        readable = {}
+        for line in lines:
+            if line.refused:
+                continue
+            try:
+                expression = digits.parse(line.expression)
+            except digits.DigitExpressionError as error:
+                reasons[line.number] = str(error)
+                continue
+            if reason := model.refusal(expression):
+                reasons[line.number] = reason
+            else:
+                readable[line.number] = expression
+        predicted = model.answers(list(readable.values()))
+        answers = {n: "" if p is None else str(p) for n, p in zip(readable, predicted, strict=True)}
+    elif isinstance(model, Calculator):
         readable = [line for line in lines if not line.refused]
         result["path"] = "cache" if model.cache else "forward"
         answers = dict(zip((line.number for line in readable), model.answers([line.expression for line in readable])))

@@ -24,7 +24,10 @@ class Recommended:
     """One recommended model: its registry ``name``, its ``kind`` (:data:`KINDS`), the ``notebook``
     that trains it, its ``export`` folder (relative to ``reports/runs/``), whether the held-out edge
     study scores it (``edges``), whether the findings lead with it (``headline``), ``why``, and
-    ``chosen_on``: the data or rule that chose it (:data:`FAMILY_RULE` for a families-table choice)."""
+    ``chosen_on``: the data or rule that chose it (:data:`FAMILY_RULE` for a families-table choice).
+    ``input``: what the model reads, ``value`` (each number as one float) or ``digits`` (a token a
+    digit); a digit model's ``export`` is the folder of its seeds' folders and ``box`` its training
+    box (``{"digits": [lo, hi], "terms": [lo, hi]}``)."""
 
     name: str
     kind: str
@@ -34,6 +37,8 @@ class Recommended:
     headline: bool = False
     why: str = ""
     chosen_on: str = ""
+    input: str = "value"
+    box: dict | None = None
 
 
 def read(path: Path | str = RECOMMENDED_FILE) -> tuple[Recommended, ...]:
@@ -45,6 +50,8 @@ def read(path: Path | str = RECOMMENDED_FILE) -> tuple[Recommended, ...]:
             model = Recommended(**entry)
         except TypeError as error:
             raise ValueError(f"{path}: entry {number} is malformed ({error})") from None
+        if model.input not in ("value", "digits") or (model.input == "digits") != (model.box is not None):
+            raise ValueError(f"{path}: {model.name} needs input value, or input digits with its box")
         if model.kind not in KINDS:
             raise ValueError(f"{path}: {model.name} has kind {model.kind!r}; expected one of {', '.join(KINDS)}")
         entries.append(model)
@@ -71,8 +78,14 @@ def on_edges() -> dict[str, str]:
 
 
 def exports() -> dict[str, str]:
-    """``{export folder: why}`` of every recommended model (relative to ``reports/runs/``)."""
-    return {model.export: model.why for model in recommended()}
+    """``{export folder: why}`` of every recommended model that reads values (relative to
+    ``reports/runs/``): the files ``predcalc predict`` and the Jetson check open."""
+    return {model.export: model.why for model in recommended() if model.input == "value"}
+
+
+def digit_models() -> tuple[Recommended, ...]:
+    """The recommended models that read digits (their seeds' folders under ``reports/runs/``)."""
+    return tuple(model for model in recommended() if model.input == "digits")
 
 
 def family_choices() -> tuple[str, ...]:

@@ -30,7 +30,7 @@ from predcalc.paths import write_json_if_changed
 SCHEMA = 1
 KINDS = ("models", "study", "llm")
 # The named entries a study record holds (one each); anything else at the top level is kept as is.
-ENTRIES = ("speed", "timeseries", "explain", "extended", "calculator", "study", "llm", "tune")
+ENTRIES = ("speed", "timeseries", "explain", "extended", "calculator", "study", "llm", "tune", "digits")
 _TOP = ("schema", "notebook", "kind", "created", "backend", "keras", "parameters", "data", "models")
 
 

@@ -16,8 +16,8 @@ notebook's Method; no part of it adds, carries or compares:
 - the answer: its sign (``+`` or ``-``; zero is ``+``) and the magnitude over ``W + 1`` digits;
 - position ids (``positions``): ``absolute`` (the token's index), ``abacus`` (a digit's index
   within its own number, from the first digit written) or ``coupled`` (a digit's significance, with
-  a second id for its row: term ``j`` and scratch row ``j`` share level ``j``, the answer is level
-  ``T + 1``). The decoder's attention is rotated by these ids (rotary embedding), so only their
+  a second id for its row: term ``j`` is level ``2j``, scratch row ``j`` level ``2j + 1``, the
+  answer level ``2T + 2``). The decoder's attention is rotated by these ids (rotary embedding), so only their
   differences matter; the literature's random id offset in training would change nothing and is
   not used.
 
@@ -152,8 +152,9 @@ def encode(expression: Expression, fmt: Format, answer=True) -> Encoded:
     Ids: a digit's significance plus 1 (``coupled``) or its index within its number plus 1
     (``abacus``); the operator, sign and ``=`` tokens before a number continue its ids backwards,
     so the token before a digit always has the id one step before the digit's. ``absolute``: every
-    token's index. Levels (``coupled`` only): term ``j`` and scratch row ``j`` are level ``j``, the
-    answer ``T + 1``; 0 elsewhere."""
+    token's index. Levels (``coupled`` only): term ``j`` is level ``2j`` and scratch row ``j`` level
+    ``2j + 1``, so a row finds its term one level below and the row before it two below; the
+    answer is level ``2T + 2``; 0 elsewhere."""
     tokens, ids, levels, written = [BOS], [0], [0], [False]
 
     def number(lead, magnitude, row_width, level, write):
@@ -176,13 +177,12 @@ def encode(expression: Expression, fmt: Format, answer=True) -> Encoded:
             written.append(write)
 
     width = expression.width
-    for level, (op, value) in enumerate(expression.terms, start=1):
-        number([PLUS if op > 0 else MINUS, PLUS if value >= 0 else MINUS], abs(value), width, level, False)
+    for index, (op, value) in enumerate(expression.terms, start=1):
+        number([PLUS if op > 0 else MINUS, PLUS if value >= 0 else MINUS], abs(value), width, 2 * index, False)
     prompt_length = len(tokens)
     if answer:
-        for level, (sign, magnitude, row_width) in enumerate(rows(expression, fmt), start=1):
-            if sign is not None:
-                level = len(expression.terms) + 1
+        for index, (sign, magnitude, row_width) in enumerate(rows(expression, fmt), start=1):
+            level = 2 * len(expression.terms) + 2 if sign is not None else 2 * index + 1
             number([SEP] + ([sign] if sign is not None else []), magnitude, row_width, level, True)
     if fmt.positions == "absolute":
         ids = list(range(len(tokens)))
@@ -323,8 +323,9 @@ def padded(length: int, multiple: int = 32) -> int:
 def greedy(expressions, fmt: Format, logits_at, batch_size: int = 256) -> list[int | None]:
     """Each expression's answer, decoded greedily: the loop writes the layout (separators, row
     widths, the ids) and asks ``logits_at(tokens, ids, levels, position)`` for the logits
-    ``(batch, vocabulary)`` of the token at ``position``, given the whole padded sequence with
-    nothing written yet at ``position`` or after it (a causal network reads only what is before).
+    ``(batch, vocabulary)`` of the token at ``position``, given the sequence up to ``position``
+    padded to a multiple of 32, with nothing written yet at ``position`` or after it (a causal
+    network reads only what comes before).
     None where a written token is not what its place allows (a digit, or the answer's sign)."""
     answers: list[int | None] = [None] * len(expressions)
     groups: dict[tuple[int, int], list[int]] = {}
@@ -340,7 +341,9 @@ def greedy(expressions, fmt: Format, logits_at, batch_size: int = 256) -> list[i
             tokens, ids, levels = (np.pad(a, pad) for a in (tokens, ids, levels))
             for position in range(prompt_length, length):
                 if written[0, position]:
-                    tokens[:, position] = np.argmax(np.asarray(logits_at(tokens, ids, levels, position)), axis=-1)
+                    cut = padded(position)  # the network reads only what comes before: a shorter pass
+                    logits = logits_at(tokens[:, :cut], ids[:, :cut], levels[:, :cut], position)
+                    tokens[:, position] = np.argmax(np.asarray(logits), axis=-1)
             for i, row in zip(chunk, tokens[:, :length], strict=True):
                 answers[i] = read_rows(row, expressions[i], fmt)
     return answers

@@ -16,6 +16,8 @@ import keras
 import numpy as np
 from keras import ops
 
+from predcalc.layers._common import positive_int, positive_ints
+
 
 def rotary_frequencies(pairs: int, slowest: float) -> np.ndarray:
     """``pairs`` angular frequencies from 1 down to ``slowest`` radians per id, geometrically."""
@@ -62,18 +64,20 @@ class DigitDecoder(keras.layers.Layer):
         **kwargs,
     ):
         super().__init__(**kwargs)
-        for name, value in (("vocabulary", vocabulary), ("dim", dim), ("heads", heads), ("depth", depth)):
-            if int(value) < 1:
-                raise ValueError(f"DigitDecoder: {name} must be at least 1, got {value}")
-        if dim % heads or (dim // heads) % 2:
-            raise ValueError(f"DigitDecoder: dim ({dim}) must split into {heads} heads of an even size")
-        self.vocabulary, self.dim, self.heads, self.depth = int(vocabulary), int(dim), int(heads), int(depth)
+        self.vocabulary, self.dim, self.heads, self.depth = positive_ints(
+            vocabulary=vocabulary, dim=dim, heads=heads, depth=depth
+        )
+        if self.dim % self.heads or (self.dim // self.heads) % 2:
+            raise ValueError(
+                f"DigitDecoder: dim must split into heads of an even size. Received: dim={dim}, heads={heads}"
+            )
         self.head_dim = self.dim // self.heads
         pairs = self.head_dim // 2
-        self.id_pairs = int(id_pairs if id_pairs is not None else max(1, (3 * pairs) // 4))
+        id_pairs = positive_int("id_pairs", id_pairs, allow_none=True)
+        self.id_pairs = id_pairs if id_pairs is not None else pairs - (3 * pairs) // 8
         if not 1 <= self.id_pairs <= pairs:
-            raise ValueError(f"DigitDecoder: id_pairs must lie in 1..{pairs}, got {id_pairs}")
-        self.intermediate = int(intermediate or 4 * dim)
+            raise ValueError(f"DigitDecoder: id_pairs must lie in 1..{pairs}. Received: id_pairs={id_pairs}")
+        self.intermediate = positive_int("intermediate", intermediate, allow_none=True) or 4 * self.dim
         self.id_frequencies = rotary_frequencies(self.id_pairs, 1 / 64)
         self.level_frequencies = rotary_frequencies(max(pairs - self.id_pairs, 1), 1 / 8)[: pairs - self.id_pairs]
         self.token_embedding = keras.layers.Embedding(self.vocabulary, self.dim, name="token_embedding")
@@ -95,7 +99,15 @@ class DigitDecoder(keras.layers.Layer):
         self.logits = keras.layers.Dense(self.vocabulary, name="logits")
 
     def build(self, input_shape):
-        shape = tuple(input_shape[0])
+        # the inputs' checks here, where Keras passes a ValueError on as it is (from call it adds lines)
+        if len(input_shape) != 3 or not all(isinstance(shape, (list, tuple)) for shape in input_shape):
+            raise ValueError(f"DigitDecoder expects [tokens, ids, levels]. Received: input_shape={input_shape}")
+        shapes = [tuple(shape) for shape in input_shape]
+        if any(len(shape) != 2 for shape in shapes):
+            raise ValueError(f"DigitDecoder expects [tokens, ids, levels] of shape (batch, length). Received: {shapes}")
+        if len({shape[1] for shape in shapes} - {None}) > 1:
+            raise ValueError(f"DigitDecoder: tokens, ids and levels must have one length. Received: {shapes}")
+        shape = shapes[0]
         self.token_embedding.build(shape)
         hidden = shape + (self.dim,)
         for block in self.blocks:
@@ -105,9 +117,8 @@ class DigitDecoder(keras.layers.Layer):
         self.logits.build(hidden)
         super().build(input_shape)
 
-    def _split(self, x):
-        batch, length = ops.shape(x)[0], ops.shape(x)[1]
-        return ops.reshape(x, (batch, length, self.heads, self.head_dim))
+    def _split(self, x, length):
+        return ops.reshape(x, (-1, length, self.heads, self.head_dim))
 
     def _rotate(self, x, rotations):
         cut = 2 * self.id_pairs
@@ -128,13 +139,13 @@ class DigitDecoder(keras.layers.Layer):
         rotations = [angles(ids, self.id_frequencies, x.dtype), angles(levels, self.level_frequencies, x.dtype)]
         for block in self.blocks:
             h = block["norm1"](x)
-            q = self._rotate(self._split(block["query"](h)), rotations)
-            k = self._rotate(self._split(block["key"](h)), rotations)
-            v = self._split(block["value"](h))
+            q = self._rotate(self._split(block["query"](h), length), rotations)
+            k = self._rotate(self._split(block["key"](h), length), rotations)
+            v = self._split(block["value"](h), length)
             scores = ops.einsum("blhd,bmhd->bhlm", q, k) * scale
             scores = ops.where(causal[None, None], scores, ops.cast(-1e9, scores.dtype))
             attended = ops.einsum("bhlm,bmhd->blhd", ops.softmax(scores, axis=-1), v)
-            x = x + block["out"](ops.reshape(attended, ops.shape(h)))
+            x = x + block["out"](ops.reshape(attended, (-1, length, self.dim)))
             x = x + block["down"](block["up"](block["norm2"](x)))
         return self.logits(self.norm(x))
 

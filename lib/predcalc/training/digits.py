@@ -116,6 +116,19 @@ def development_sets(size: int = 100) -> dict:
     }
 
 
+LADDER_SEED = 9002
+
+
+def ladder_sets(size: int = 100) -> dict:
+    """Development sets inside the box, to see where a model stops (seed 9002; never a claim):
+    3 signed terms of 1, 2, 3, 5, 7 and 10 digits, and the rungs ``a + b`` and ``a ± b`` at 10."""
+    rng = np.random.default_rng(LADDER_SEED)
+    sets = {f"in_box_digits_{w}": digits.draw(rng, size, terms=(3, 3), digits=(w, w)) for w in (1, 2, 3, 5, 7, 10)}
+    sets["in_box_rung1_digits_10"] = digits.draw(rng, size, terms=(2, 2), digits=(10, 10), signed=False, operators="+")
+    sets["in_box_rung2_digits_10"] = digits.draw(rng, size, terms=(2, 2), digits=(10, 10), signed=False)
+    return sets
+
+
 def hardware() -> str:
     """What ran a stretch of training: the Keras backend and its device."""
     import keras  # the backend's name
@@ -140,8 +153,12 @@ def train(
     evaluate_every: int = 1000,
     learning_rate: float = 1e-3,
     progress: bool = True,
+    log: bool = False,
 ) -> dict:
-    """Train (or resume) one seed of digit model ``name`` to ``steps`` steps; returns its state."""
+    """Train (or resume) one seed of digit model ``name`` to ``steps`` steps; returns its state.
+
+    ``progress``: a progress bar (with each development evaluation); else ``log``: each evaluation
+    printed as a line."""
     import keras  # the training stack, kept out of the NumPy-only data helpers above
 
     from predcalc.models.digits import DIGIT_MODELS  # imports Keras (see above)
@@ -216,7 +233,7 @@ def train(
             )
             if bar is not None:
                 bar.write(line)
-            else:
+            elif log:
                 print(line, flush=True)
     if bar is not None:
         bar.close()
@@ -243,6 +260,7 @@ def main(argv=None):
         args.evaluate_every,
         args.learning_rate,
         progress=not args.no_progress,
+        log=args.no_progress,
     )
 
 

@@ -211,3 +211,18 @@ class ONNX(ExportFormat):
 
 
 register(ONNX())
+
+
+def export_onnx_signature(model, path, signature, opset: int | None = None) -> dict:
+    """Write ``model.onnx`` with Keras' ONNX export for a model of several inputs, given their
+    ``tf.TensorSpec`` signature (batch and length flexible where the specs say None)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with _converter_log() as logged, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        model.export(str(path), format="onnx", input_signature=signature, opset_version=opset, verbose=False)
+    unsupported = [message for message in logged if message.startswith("Unsupported ops")]
+    if unsupported:
+        path.unlink(missing_ok=True)
+        raise UnsupportedOpsError(f"tf2onnx: {unsupported[0]}")
+    return {"path": str(path), "bytes": path.stat().st_size}
