@@ -84,6 +84,9 @@ class LayerCase:
     inputs); ``bad_arguments`` are ``(kwargs, message regex)`` the constructor must refuse with a
     ValueError; ``bad_shapes`` are ``(input shape(s) with batch, message regex)`` it must refuse
     when called. A ``cell`` is tested inside ``keras.layers.RNN(cell, return_sequences=True)``.
+    ``integers``: per input, ``None`` for float32 N(0, 1) values or ``high`` for int32 values in
+    ``[0, high)`` (tokens, ids); empty: every input float. ``train_every_output``: the training
+    step fits every output, not the first only (a layer whose outputs read weights of their own).
     """
 
     layer: type
@@ -93,6 +96,8 @@ class LayerCase:
     bad_shapes: tuple = ()
     cell: bool = False
     name: str = ""
+    integers: tuple = ()
+    train_every_output: bool = False
 
     @property
     def id(self):
@@ -107,13 +112,24 @@ class LayerCase:
         """A batch of random float32 inputs (a list for several inputs)."""
         rng = np.random.default_rng(seed)
         shapes = self.input_shape if isinstance(self.input_shape, list) else [self.input_shape]
-        arrays = [rng.normal(size=(BATCH, *shape)).astype("float32") for shape in shapes]
+        arrays = [
+            rng.normal(size=(BATCH, *shape)).astype("float32")
+            if high is None
+            else rng.integers(0, high, size=(BATCH, *shape)).astype("int32")
+            for shape, high in zip(shapes, self._integers(shapes))
+        ]
         return arrays if isinstance(self.input_shape, list) else arrays[0]
+
+    def _integers(self, shapes):
+        return self.integers or (None,) * len(shapes)
 
     def model(self):
         """``Input(s) -> layer`` as a functional model, and the layer (the cell, for a cell)."""
         shapes = self.input_shape if isinstance(self.input_shape, list) else [self.input_shape]
-        inputs = [keras.Input(shape) for shape in shapes]
+        inputs = [
+            keras.Input(shape, dtype="float32" if high is None else "int32")
+            for shape, high in zip(shapes, self._integers(shapes))
+        ]
         wrapped = self.make()
         outputs = wrapped(inputs if isinstance(self.input_shape, list) else inputs[0])
         model = keras.Model(inputs if isinstance(self.input_shape, list) else inputs[0], outputs)
@@ -161,14 +177,17 @@ def check_keras_file_reload(case, directory):
 
 
 def check_training_step(case, steps=5):
-    """``fit`` for a few steps on one batch (the layer's first output, then ``Dense(1)``, towards
-    zeros): the loss stays finite and falls, and every trainable weight of the layer moves."""
+    """``fit`` for a few steps on one batch (the layer's first output, or each output where
+    ``case.train_every_output``, then ``Dense(1)``, towards zeros): the loss stays finite and
+    falls, and every trainable weight of the layer moves."""
     keras.utils.set_random_seed(0)
     inner, layer = case.model()
-    model = keras.Model(inner.input, keras.layers.Dense(1)(inner.outputs[0]))
+    trained = inner.outputs if case.train_every_output else inner.outputs[:1]
+    outputs = [keras.layers.Dense(1)(output) for output in trained]
+    model = keras.Model(inner.input, outputs if case.train_every_output else outputs[0])
     model.compile(optimizer=keras.optimizers.Adam(0.01), loss="mse")
     x = case.inputs(seed=2)
-    y = np.zeros(to_numpy(model(x)).shape, "float32")
+    y = keras.tree.map_structure(lambda output: np.zeros(output.shape, "float32"), to_numpy(model(x)))
     before = [to_numpy(w).copy() for w in layer.trainable_weights]
     losses = model.fit(x, y, epochs=steps, batch_size=BATCH, verbose=0).history["loss"]
     assert np.all(np.isfinite(losses)) and losses[-1] < losses[0], losses

@@ -21,8 +21,10 @@ from predcalc.layers import (
     MLSTM,
     SLSTM,
     AdditiveAttentionPooling,
+    AlignedColumnGRU,
     BidirectionalLSTMAttention,
     ClsToken,
+    DigitDecoder,
     DigitReadout,
     FeatureSlice,
     GatedValueSum,
@@ -94,6 +96,14 @@ CASES = [
         bad_shapes=RANK_TWO,
     ),
     LayerCase(
+        AlignedColumnGRU,
+        dict(units=3),
+        (5, 6),
+        train_every_output=True,  # the digits and the sign read heads of their own
+        bad_arguments=UNITS_ERRORS,
+        bad_shapes=(((2, 4), r"expects \(batch, columns, features\)"),),
+    ),
+    LayerCase(
         BidirectionalLSTMAttention,
         dict(units=3, attention_units=5, dropout=0.1, seed=3),
         SEQUENCE,
@@ -114,6 +124,29 @@ CASES = [
             ({"value": "15"}, "value must be a finite number"),
             ({"value": True}, "Received: value=True"),
             ({"value": float("nan")}, "Received: value=nan"),
+        ),
+    ),
+    LayerCase(
+        DigitDecoder,
+        dict(vocabulary=15, dim=8, heads=2, depth=2, id_pairs=1, intermediate=12),
+        [(5,), (5,), (5,)],  # tokens, ids, levels
+        integers=(15, 9, 5),
+        bad_arguments=(
+            ({"vocabulary": 0}, "vocabulary must be a positive integer. Received: vocabulary=0"),
+            ({"vocabulary": 15, "dim": 2.5}, "Received: dim=2.5"),
+            ({"vocabulary": 15, "heads": True}, "Received: heads=True"),
+            ({"vocabulary": 15, "depth": -1}, "Received: depth=-1"),
+            ({"vocabulary": 15, "dim": 8, "heads": 3}, "split into heads of an even size. Received: dim=8, heads=3"),
+            ({"vocabulary": 15, "dim": 6, "heads": 2}, "split into heads of an even size"),  # heads of 3
+            ({"vocabulary": 15, "dim": 8, "heads": 2, "id_pairs": 3}, r"id_pairs must lie in 1\.\.2"),
+            ({"vocabulary": 15, "id_pairs": 0}, "Received: id_pairs=0"),
+            ({"vocabulary": 15, "intermediate": -4}, "Received: intermediate=-4"),
+        ),
+        bad_shapes=(
+            ([(2, 5, 3), (2, 5), (2, 5)], r"of shape \(batch, length\)"),
+            ([(2, 5), (2, 5)], r"expects \[tokens, ids, levels\]"),
+            ((2, 5), r"expects \[tokens, ids, levels\]"),  # the tokens alone
+            ([(2, 5), (2, 4), (2, 5)], "one length"),
         ),
     ),
     LayerCase(

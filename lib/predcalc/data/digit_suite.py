@@ -4,8 +4,10 @@ Its seed, :data:`SUITE_SEED`, was committed before any model was scored on it (t
 notebook's Method says so with the commit). The training box is numbers of 1-10 digits and 2-3
 terms (``predcalc.training.digits.TRAIN_DIGITS`` and ``TRAIN_TERMS``); the sets reach 1x, 2x, 3x,
 5x and 10x its digits, 2x and 3x its terms, and the edges where a carry or a borrow runs the whole
-width, where close numbers cancel, and where an answer's leading digits cancel to zero. Every set
-but the rung sets has signed numbers and both operators (the prior report's form, ``a ± b ± c``).
+width, where close numbers cancel, and where an answer's leading digits cancel to zero. The reach
+sets (``digits_*``, ``terms_*``) have signed numbers and both operators (the prior report's form,
+``a ± b ± c``); the rung sets are ``a + b`` and ``a ± b`` of non-negative numbers; the edge sets
+have non-negative numbers (the carry chains ``+`` only), and a few carry-chain draws carry little.
 """
 
 from __future__ import annotations

@@ -41,8 +41,8 @@ DIGIT0 = 1
 
 POSITIONS = ("absolute", "abacus", "coupled")
 
-_TERM = re.compile(r"\s*([+-])\s*([+-]?)\s*(\d+)\s*")
-_FIRST = re.compile(r"\s*([+-]?)\s*(\d+)\s*")
+_TERM = re.compile(r"\s*([+-])\s*([+-]?)\s*([0-9]+)\s*")
+_FIRST = re.compile(r"\s*([+-]?)\s*([0-9]+)\s*")
 
 
 class DigitExpressionError(ValueError):
@@ -73,18 +73,27 @@ class Expression:
         return " ".join(parts)
 
 
+def _integer(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:  # past Python's limit on converting digit strings (4300 digits)
+        raise DigitExpressionError(
+            f"a number of {len(text.lstrip('+-'))} digits is more than this reader takes"
+        ) from None
+
+
 def parse(text: str) -> Expression:
     """``"17 - -250 + 3"`` as an :class:`Expression`; a one-line error for anything else."""
     first = _FIRST.match(text)
     if not first:
         raise DigitExpressionError(f"not an expression of integers joined by + and -: {text[:40]!r}")
-    terms = [(1, int(first.group(1) + first.group(2)))]
+    terms = [(1, _integer(first.group(1) + first.group(2)))]
     position = first.end()
     while position < len(text):
         term = _TERM.match(text, position)
         if not term:
             raise DigitExpressionError(f"not an expression of integers joined by + and -: {text[:40]!r}")
-        terms.append((1 if term.group(1) == "+" else -1, int(term.group(2) + term.group(3))))
+        terms.append((1 if term.group(1) == "+" else -1, _integer(term.group(2) + term.group(3))))
         position = term.end()
     if len(terms) < 2:
         raise DigitExpressionError(f"an expression needs two terms or more: {text[:40]!r}")

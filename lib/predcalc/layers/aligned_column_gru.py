@@ -4,7 +4,7 @@ Example:
     >>> import numpy as np
     >>> layer = AlignedColumnGRU(units=8)
     >>> digits, sign = layer(np.zeros((2, 5, 42), "float32"))
-    >>> digits.shape, sign.shape
+    >>> tuple(digits.shape), tuple(sign.shape)
     ((2, 5, 10), (2, 2))
 """
 
@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import keras
 from keras import ops
+
+from predcalc.layers._common import positive_int
 
 
 @keras.saving.register_keras_serializable(package="predcalc")
@@ -28,9 +30,7 @@ class AlignedColumnGRU(keras.layers.Layer):
 
     def __init__(self, units: int = 64, **kwargs):
         super().__init__(**kwargs)
-        if int(units) < 1:
-            raise ValueError(f"AlignedColumnGRU: units must be at least 1, got {units}")
-        self.units = int(units)
+        self.units = positive_int("units", units)
         self.read = keras.layers.Dense(self.units, activation="gelu", name="read")
         self.up = keras.layers.GRU(self.units, return_sequences=True, name="up")
         self.down = keras.layers.GRU(self.units, return_sequences=True, go_backwards=True, name="down")
@@ -39,6 +39,11 @@ class AlignedColumnGRU(keras.layers.Layer):
         self.sign_head = keras.layers.Dense(2, name="sign_head")
 
     def build(self, input_shape):
+        # the input's check here, where Keras passes a ValueError on as it is (from call it adds lines)
+        if len(input_shape) != 3:
+            raise ValueError(
+                f"AlignedColumnGRU expects (batch, columns, features). Received: input_shape={input_shape}"
+            )
         batch, columns, _ = input_shape
         self.read.build(input_shape)
         hidden = (batch, columns, self.units)

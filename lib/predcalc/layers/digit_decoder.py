@@ -4,7 +4,7 @@ Example:
     >>> import numpy as np
     >>> layer = DigitDecoder(vocabulary=15, dim=16, heads=2, depth=1)
     >>> tokens = np.array([[14, 11, 3, 13]], "int32")
-    >>> layer([tokens, np.arange(4)[None], np.zeros_like(tokens)]).shape
+    >>> tuple(layer([tokens, np.arange(4)[None], np.zeros_like(tokens)]).shape)
     (1, 4, 15)
 """
 

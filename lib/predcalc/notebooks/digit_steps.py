@@ -5,6 +5,7 @@ it shows. The numbers come from each seed's folder (``state.json``, ``digits.jso
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -75,7 +76,7 @@ def export_all(root, models: dict) -> pd.DataFrame:
                 not checkpoint.is_file() or onnx.stat().st_mtime >= checkpoint.stat().st_mtime
             )
             if not fresh:
-                env = {**__import__("os").environ, **ENVIRONMENT, "KERAS_BACKEND": "tensorflow"}
+                env = {**os.environ, **ENVIRONMENT, "KERAS_BACKEND": "tensorflow"}
                 done = subprocess.run(
                     [sys.executable, "-m", "predcalc.deploy.digit_files", str(folder)],
                     capture_output=True,
@@ -98,7 +99,7 @@ def export_all(root, models: dict) -> pd.DataFrame:
 
 def score_all(root, models: dict, sets: dict, suite_seed: int, keras_check: int, cache_name: str = SCORES) -> dict:
     """``{model: {seed: scores}}`` through each seed's ONNX file (cached per seed in ``cache_name``)."""
-    from tqdm.auto import tqdm
+    from tqdm.auto import tqdm  # the progress bar, only where scoring runs
 
     out: dict = {}
     bar = tqdm(total=sum(map(len, models.values())) * len(sets), desc="scoring", leave=False)

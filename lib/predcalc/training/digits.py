@@ -184,6 +184,10 @@ def train(
     )
     if state["steps"] >= steps:
         return state
+    if state.get("budget", steps) != steps:  # the schedule stored in the checkpoint is the first budget's
+        raise ValueError(
+            f"{folder}: trained for a budget of {state['budget']} steps; a budget of {steps} needs a new folder"
+        )
     keras.utils.set_random_seed(seed)
     if checkpoint.exists():
         model = keras.saving.load_model(checkpoint)
