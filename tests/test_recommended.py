@@ -19,12 +19,24 @@ def test_every_entry_names_an_existing_notebook_run_and_export_folder():
         assert model.kind in recommended.KINDS
         assert (RUNS / model.notebook).is_dir(), model.notebook
         assert (RUNS / model.export).is_dir(), model.export
-        assert model.export.startswith(f"{model.notebook}/export/"), model.export
+        # a digit model's export is its seeds' folder beside the run's (a run is replaced whole)
+        prefix = f"{model.notebook}/export/" if model.input == "value" else f"{model.notebook}_seeds/"
+        assert model.export.startswith(prefix), model.export
+
+
+def test_every_digit_model_is_trained_reads_digits_and_names_its_box():
+    from predcalc.models.digits import DIGIT_MODELS
+
+    digit_models = recommended.digit_models()
+    assert digit_models, "no digit model is recommended"
+    for model in digit_models:
+        assert model.name in DIGIT_MODELS and model.kind == "trained"
+        assert set(model.box) == {"digits", "terms"} and model.box["digits"][1] >= model.box["digits"][0]
 
 
 def test_readers_agree_with_the_file():
     data = json.loads(recommended.RECOMMENDED_FILE.read_text())["models"]
-    assert set(recommended.exports()) == {entry["export"] for entry in data}
+    assert set(recommended.exports()) == {entry["export"] for entry in data if entry.get("input", "value") == "value"}
     assert set(recommended.headline()) == {entry["name"] for entry in data if entry["headline"]}
     assert recommended.on_edges() == {entry["name"]: entry["notebook"] for entry in data if entry["edges"]}
 

@@ -86,6 +86,15 @@ METHOD_NUMBERS = {
         "88 %": "minGRU paper: extra training memory",
     },
     "22_timeseries": {"70 %": "the chronological split", "15 %": "the chronological split"},
+    "41_digits": {
+        "1x": "the suite's reach, in multiples of the box",
+        "2x": "the suite's reach",
+        "3x": "the suite's reach",
+        "10x": "the suite's reach",
+        "99 %": "the issue's bar",
+        "6.7x": "position coupling's reach (Cho et al. 2024)",
+        "6x": "Abacus ids' reach (McLeish et al. 2024)",
+    },
 }
 
 

@@ -17,7 +17,10 @@ ROOT = Path(__file__).resolve().parents[1]
 # The fourth session of issue 41 added results, no model files: every seed on held-out suite 5151
 # (reports/edges, 0.3 MB more), the calculator's restart study (its records and cached parts, 0.25 MB),
 # notebook 34 (its executed copy and record, 0.15 MB) and a longer findings page: 28.1 MB.
-LIMIT_BYTES = 28_600_000
+# Issue 50 added the digit models: every seed's ONNX file of the three digit models the findings
+# recommend (13 files, 5.6 MB; their held-out claims are scored through them), their records, and
+# notebook 41's executed copy: 35.1 MB. Their checkpoints stay out (git-ignored).
+LIMIT_BYTES = 36_000_000
 
 
 def test_the_tracked_tree_stays_under_the_limit():

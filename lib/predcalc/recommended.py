@@ -26,7 +26,8 @@ class Recommended:
     study scores it (``edges``), whether the findings lead with it (``headline``), ``why``, and
     ``chosen_on``: the data or rule that chose it (:data:`FAMILY_RULE` for a families-table choice).
     ``input``: what the model reads, ``value`` (each number as one float) or ``digits`` (a token a
-    digit); a digit model's ``export`` is the folder of its seeds' folders and ``box`` its training
+    digit); a digit model's ``export`` is the folder of its seeds' folders (``NOTEBOOK_seeds/MODEL``,
+    beside the run's folder, which a rerun replaces whole) and ``box`` its training
     box (``{"digits": [lo, hi], "terms": [lo, hi]}``)."""
 
     name: str

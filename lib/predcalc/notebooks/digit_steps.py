@@ -173,3 +173,18 @@ def plot_reach(ax, scores: dict) -> None:
     ax.set_ylabel("exact (%)")
     ax.set_ylim(-3, 103)
     ax.legend(fontsize=8, loc="upper right")
+
+
+def others_table(path, sets=("digits_10", "digits_30", "digits_100", "terms_6", "terms_9", "rung2_digits_30")) -> pd.DataFrame:
+    """The value models' and the calculator's files on the digit suite (``digit_suite_others``'
+    record): per set, how many files answer every line and how many are exact on every line."""
+    record = json.loads(Path(path).read_text())
+    rows = {}
+    for entry in record.values():
+        files = len(entry["files"])
+        rows[entry["label"]] = {
+            name: f"{row['files_all_exact']}/{files} exact, {row['files_all_answered']}/{files} answer all"
+            for name, row in entry["sets"].items()
+            if name in sets
+        }
+    return pd.DataFrame(rows).T

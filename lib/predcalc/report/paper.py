@@ -36,6 +36,7 @@ from predcalc.report.calculator import calculator_facts, calculator_lesson, mech
 from predcalc.report.calculator_fresh import RESTART_CHOICE, calculator_payload, fresh_blocks
 from predcalc.report.calculator_untouched import untouched_blocks
 from predcalc.report.data_seeds import data_seed_facts
+from predcalc.report.digits import digits_section
 from predcalc.report.document import Bullets, Document, Figure, Section, Table, Text
 from predcalc.report.edges import load_suites
 from predcalc.report.lessons import learned_section
@@ -421,6 +422,7 @@ class Findings:
         ]
         return [
             families_notes(self),
+            digits_section(self.study("digits"), self.relative),
             self._models_appendix(),
             self._selection_appendix(),
             budgets(self),

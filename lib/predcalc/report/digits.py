@@ -1,0 +1,46 @@
+"""The findings' section on the networks that read digits: notebook 41's record as a table.
+
+The notebook's executed copy is the chapter (its markdown states the method and conclusion, with
+numbers glued from its run); this section shows its held-out table, every seed's exact share on
+each set, and links the notebook. Its words hold no number.
+"""
+
+from __future__ import annotations
+
+import pandas as pd
+
+from predcalc.report.document import Section, Table
+
+SETS = ("digits_10", "digits_20", "digits_30", "digits_50", "digits_100", "terms_6", "terms_9")
+
+
+def cell(values) -> str:
+    """Every seed's exact share (%) and how many seeds are exact on every expression."""
+    values = list(values)
+    exact = sum(v >= 1.0 for v in values)
+    return " / ".join(f"{100 * v:.1f}" for v in values) + f" ({exact}/{len(values)} exact)"
+
+
+def digits_table(payload: dict) -> pd.DataFrame:
+    """Models by rows, the suite's reach sets by columns."""
+    rows = {}
+    for model, by_seed in payload["scores"].items():
+        label = payload["models"][model]["label"]
+        row = {"model": label}
+        for name in SETS:
+            values = [sets[name]["exact"] for sets in by_seed.values() if name in sets]
+            if values:
+                row[name] = cell(values)
+        rows[label] = row
+    return pd.DataFrame(list(rows.values()))
+
+
+def digits_section(records, relative) -> Section:
+    """The section, from the record of notebook 41 (empty without one)."""
+    if not records:
+        return Section("appendix.digits", "Networks that read digits", [], part="appendix")
+    record = records[0]
+    payload = record.entries["digits"]
+    link = f"[{record.notebook}]({relative(record)}/{record.notebook}.ipynb)"
+    blocks = [Table(digits_table(payload), caption=f"Digit readers ({link}): each seed's exact share (%)")]
+    return Section("appendix.digits", "Networks that read digits", blocks, part="appendix", notebooks=[record.notebook])
