@@ -188,3 +188,9 @@ def others_table(path, sets=("digits_10", "digits_30", "digits_100", "terms_6", 
             if name in sets
         }
     return pd.DataFrame(rows).T
+
+
+def percent_range(values) -> str:
+    """The lowest and highest seed as ``22-82 %``, or one number where they agree (``0 %``)."""
+    low, high = round(100 * min(values)), round(100 * max(values))
+    return f"{low} %" if low == high else f"{low}-{high} %"
