@@ -116,3 +116,10 @@ def exact_table(scores: dict) -> dict:
 def exact_seeds(values, threshold: float = 1.0) -> int:
     """How many seeds reach ``threshold`` (1.0: every expression exact)."""
     return int(np.sum(np.asarray(values) >= threshold - 1e-12))
+
+
+def seeds_cell(values) -> str:
+    """One table cell over seeds: every seed's exact share (%), and how many are exact on all."""
+    values = list(values)
+    shown = " / ".join(f"{100 * v:.1f}" for v in values)
+    return f"{shown} ({exact_seeds(values)}/{len(values)} exact)"

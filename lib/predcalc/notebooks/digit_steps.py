@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from predcalc.deploy.digit_files import ONNX_FILE, SIDECAR
-from predcalc.deploy.digit_scores import SCORES, exact_seeds, score_seed
+from predcalc.deploy.digit_scores import SCORES, score_seed, seeds_cell
 from predcalc.models.digits import DIGIT_MODELS
 from predcalc.quiet import ENVIRONMENT
 from predcalc.training import digits as training
@@ -113,19 +113,12 @@ def score_all(root, models: dict, sets: dict, suite_seed: int, keras_check: int,
     return out
 
 
-def cell(values) -> str:
-    """One table cell over seeds: every seed's exact share (%), and how many are exact on all."""
-    values = list(values)
-    shown = " / ".join(f"{100 * v:.1f}" for v in values)
-    return f"{shown} ({exact_seeds(values)}/{len(values)} exact)"
-
-
 def suite_table(scores: dict, sets) -> pd.DataFrame:
     """Models by rows, sets by columns, each cell :func:`cell`."""
     rows = {}
     for model, seeds in scores.items():
         label = DIGIT_MODELS.named(model).label
-        rows[label] = {name: cell(seeds[s]["sets"][name]["exact"] for s in sorted(seeds)) for name in sets}
+        rows[label] = {name: seeds_cell(seeds[s]["sets"][name]["exact"] for s in sorted(seeds)) for name in sets}
     return pd.DataFrame(rows).T
 
 

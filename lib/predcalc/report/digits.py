@@ -9,16 +9,10 @@ from __future__ import annotations
 
 import pandas as pd
 
+from predcalc.deploy.digit_scores import seeds_cell
 from predcalc.report.document import Section, Table
 
 SETS = ("digits_10", "digits_20", "digits_30", "digits_50", "digits_100", "terms_6", "terms_9")
-
-
-def cell(values) -> str:
-    """Every seed's exact share (%) and how many seeds are exact on every expression."""
-    values = list(values)
-    exact = sum(v >= 1.0 for v in values)
-    return " / ".join(f"{100 * v:.1f}" for v in values) + f" ({exact}/{len(values)} exact)"
 
 
 def digits_table(payload: dict) -> pd.DataFrame:
@@ -30,7 +24,7 @@ def digits_table(payload: dict) -> pd.DataFrame:
         for name in SETS:
             values = [sets[name]["exact"] for sets in by_seed.values() if name in sets]
             if values:
-                row[name] = cell(values)
+                row[name] = seeds_cell(values)
         rows[label] = row
     return pd.DataFrame(list(rows.values()))
 
