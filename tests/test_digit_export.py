@@ -19,7 +19,11 @@ from predcalc.models.digits import DIGIT_MODELS
 from predcalc.training.digits import answers
 
 LIB = Path(__file__).resolve().parents[1] / "lib"
-MODELS = {"digits_coupled_scratch": dict(dim=16, heads=2, depth=1), "digits_column_gru": dict(units=8)}
+MODELS = {
+    "digits_coupled_scratch": dict(dim=16, heads=2, depth=1),
+    "digits_coupled_learned": dict(dim=16, heads=2, depth=1),  # learned id tables
+    "digits_column_gru": dict(units=8),
+}
 
 
 @pytest.fixture(scope="module")
@@ -69,15 +73,17 @@ def test_the_sidecar_says_what_the_file_is_and_its_parity(exported, name):
     spec = DIGIT_MODELS.named(name)
     assert (info["model"], info["label"], info["family"], info["kind"]) == (name, spec.label, spec.family, "trained")
     assert info["format"] == (None if spec.format is None else vars(spec.format))
+    assert info["tables"] == (None if spec.tables is None else list(spec.tables))
     assert info["box"] == {"digits": [1, 10], "terms": [2, 3]} and (info["seed"], info["steps"]) == (0, 0)
     assert 0 <= info["parity_max_logit_difference"] < 1e-4
     assert DigitFile(folder).format == spec.format
 
 
 @pytest.mark.slow
-def test_the_decoder_file_writes_the_tokens_keras_writes(exported):
-    folder, model = exported["digits_coupled_scratch"]
-    file, spec = DigitFile(folder), DIGIT_MODELS.named("digits_coupled_scratch")
+@pytest.mark.parametrize("name", ["digits_coupled_scratch", "digits_coupled_learned"])
+def test_the_decoder_file_writes_the_tokens_keras_writes(exported, name):
+    folder, model = exported[name]
+    file, spec = DigitFile(folder), DIGIT_MODELS.named(name)
     batch = _expressions()
     encoded = [digits.encode(e, spec.format) for e in batch[5:]]  # one shape: 3 terms of 11 digits
     arrays = [np.stack([getattr(x, n) for x in encoded]) for n in ("tokens", "ids", "levels")]
@@ -98,6 +104,20 @@ def test_the_decoder_file_writes_the_tokens_keras_writes(exported):
     for a, b in zip(written["file"], written["keras"], strict=True):
         np.testing.assert_array_equal(a, b)
     assert from_file == from_keras == file.answers(batch) == answers(model, spec, batch)
+
+
+@pytest.mark.slow
+def test_a_learned_table_file_refuses_what_its_tables_cannot_index(exported):
+    file = DigitFile(exported["digits_coupled_learned"][0])
+    id_table, level_table = DIGIT_MODELS.named("digits_coupled_learned").tables
+    longest = id_table + digits.ID_FLOOR - 3  # scratch rows of W + 2 digits take ids 1..W + 2
+    fits, too_long = (digits.parse(f"{'9' * w} + 1") for w in (longest, longest + 1))
+    too_many = digits.parse(" + ".join(["1"] * ((level_table - 2) // 2 + 1)))  # answer level 2T + 2
+    assert file.refusal(fits) is None
+    for expression in (too_long, too_many):
+        assert "learned tables" in file.refusal(expression)
+    readable = digits.parse("12 - 3")
+    assert file.answers([too_long, readable, too_many]) == [None, file.answers([readable])[0], None]
 
 
 @pytest.mark.slow

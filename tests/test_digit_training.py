@@ -51,6 +51,24 @@ def test_decoder_batch_predicts_each_next_token_where_the_network_writes():
         assert not weights[row, n - 1 :].any() and not targets[row, n - 1 :].any()
 
 
+def test_learned_tables_get_one_random_offset_a_sequence_inside_the_tables():
+    fmt, tables = digits.Format(), DIGIT_MODELS.named("digits_coupled_learned").tables
+    batch = training.draw_batch(np.random.default_rng([0, 5]), 64)
+    (tokens, ids, levels), targets, weights = training.decoder_batch(fmt, batch)
+    (shifted_tokens, shifted_ids, shifted_levels), shifted_targets, shifted_weights = training.decoder_batch(
+        fmt, batch, np.random.default_rng(1), tables
+    )
+    for same, other in ((tokens, shifted_tokens), (targets, shifted_targets), (weights, shifted_weights)):
+        np.testing.assert_array_equal(same, other)
+    id_offsets, level_offsets = shifted_ids - ids, shifted_levels - levels
+    assert (id_offsets == id_offsets[:, :1]).all() and (level_offsets == level_offsets[:, :1]).all()
+    assert len(set(id_offsets[:, 0])) > 20 and len(set(level_offsets[:, 0])) > 10  # drawn for each sequence
+    assert shifted_ids.min() >= digits.ID_FLOOR and shifted_ids.max() - digits.ID_FLOOR < tables[0]
+    assert shifted_levels.min() >= 0 and shifted_levels.max() < tables[1]
+    again = training.decoder_batch(fmt, batch, np.random.default_rng(1), tables)[0][1]
+    np.testing.assert_array_equal(again, shifted_ids)
+
+
 def test_column_batch():
     batch = training.draw_batch(np.random.default_rng([1, 2]), 5)
     columns, targets = training.column_batch(batch)

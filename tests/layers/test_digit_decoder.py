@@ -1,4 +1,5 @@
-"""Tests for `DigitDecoder`: rotary attention over given ids and levels, against NumPy.
+"""Tests for `DigitDecoder`: rotary attention over given ids and levels (or learned id and level
+tables), against NumPy.
 
 The rotation against a NumPy rotation of complex numbers, one whole forward pass against a NumPy
 reference that reads the layer's weights, the invariance rotary attention promises (only id and
@@ -15,6 +16,7 @@ import pytest
 from layer_helpers import layer_norm, patterned_weights, to_numpy
 
 from predcalc.data import digits
+from predcalc.data.digits import ID_FLOOR
 from predcalc.layers.digit_decoder import DigitDecoder, angles, rotary_frequencies, rotate
 
 VOCAB, BATCH, LENGTH = 15, 2, 9
@@ -43,10 +45,13 @@ def numpy_decoder(layer, w, tokens, ids, levels):
     """The layer's forward pass in float64: embedding, pre-norm blocks of causal rotary attention
     and a GELU MLP, final LayerNorm, logits."""
     heads, head_dim, cut = layer.heads, layer.head_dim, 2 * layer.id_pairs
+    learned = layer.id_table is not None
     id_theta = ids[:, :, None, None] * layer.id_frequencies.astype("float64")
     level_theta = levels[:, :, None, None] * layer.level_frequencies.astype("float64")
 
     def rotated(y):
+        if learned:  # learned tables: nothing turns
+            return y
         parts = [numpy_rotate(y[..., :cut], id_theta)]
         if cut < head_dim:
             parts.append(numpy_rotate(y[..., cut:], level_theta))
@@ -58,6 +63,8 @@ def numpy_decoder(layer, w, tokens, ids, levels):
     length = tokens.shape[1]
     causal = np.tril(np.ones((length, length), bool))
     x = w["token_embedding/embeddings"][tokens]
+    if learned:
+        x = x + w["id_embedding/embeddings"][ids - ID_FLOOR] + w["level_embedding/embeddings"][levels]
     for i in range(layer.depth):
         b = f"block{i}_"
         h = layer_norm(x, w[b + "norm1/gamma"], w[b + "norm1/beta"])
@@ -72,8 +79,17 @@ def numpy_decoder(layer, w, tokens, ids, levels):
     return x @ w["logits/kernel"] + w["logits/bias"]
 
 
-def _decoder(dim, heads, depth, id_pairs):
-    layer = DigitDecoder(VOCAB, dim=dim, heads=heads, depth=depth, id_pairs=id_pairs, name="decoder")
+def _decoder(dim, heads, depth, id_pairs, tables=(None, None)):
+    layer = DigitDecoder(
+        VOCAB,
+        dim=dim,
+        heads=heads,
+        depth=depth,
+        id_pairs=id_pairs,
+        id_table=tables[0],
+        level_table=tables[1],
+        name="decoder",
+    )
     return layer, patterned_weights(layer, [(None, None)] * 3, scale=0.8, offset=1.0, step=3)
 
 
@@ -209,3 +225,43 @@ def test_greedy_gets_the_prefix_logits_from_the_padded_sequence():
 
     answers = digits.greedy(expressions, fmt, logits_at)
     assert len(answers) == len(expressions) and asked == [8, 9, 10, 12, 13, 14, 16, 17, 18]
+
+
+LEARNED = (16, 2, 2, None, (16, 8))  # ids -1..14 and levels 0..7
+
+
+def _learned_inputs(seed=0):
+    tokens, _, _ = _inputs(seed)
+    rng = np.random.default_rng(seed + 100)
+    ids = rng.integers(ID_FLOOR, 15, size=tokens.shape).astype("int32")
+    return tokens, ids, rng.integers(0, 8, size=tokens.shape).astype("int32")
+
+
+def test_learned_tables_forward_pass_matches_numpy_reference():
+    layer, weights = _decoder(*LEARNED)
+    tokens, ids, levels = _learned_inputs()
+    expected = numpy_decoder(layer, weights, tokens, ids, levels)
+    np.testing.assert_allclose(_logits(layer, tokens, ids, levels), expected, atol=1e-5)
+
+
+def test_learned_tables_read_the_ids_themselves_not_their_differences():
+    layer, _ = _decoder(*LEARNED)
+    tokens, ids, levels = _learned_inputs(seed=1)
+    logits = _logits(layer, tokens, ids, levels)
+    assert np.max(np.abs(_logits(layer, tokens, ids - 1 + (ids == ID_FLOOR), levels) - logits)) > 1e-3  # a shift
+    assert np.max(np.abs(_logits(layer, tokens, ids, levels // 2) - logits)) > 1e-3
+
+
+@pytest.mark.filterwarnings("ignore:You are using a softmax")
+def test_learned_tables_stay_causal():
+    layer, _ = _decoder(*LEARNED)
+    tokens, ids, levels = _learned_inputs(seed=2)
+    logits = _logits(layer, tokens, ids, levels)
+    for t in (0, 4, LENGTH - 1):
+        prefix = _logits(layer, tokens[:, : t + 1], ids[:, : t + 1], levels[:, : t + 1])
+        np.testing.assert_allclose(prefix, logits[:, : t + 1], atol=1e-5)
+
+
+def test_one_table_without_the_other_is_refused_in_one_line():
+    with pytest.raises(ValueError, match="give both id_table and level_table, or neither"):
+        DigitDecoder(VOCAB, dim=16, heads=2, id_table=16)

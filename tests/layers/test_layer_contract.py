@@ -150,6 +150,17 @@ CASES = [
         ),
     ),
     LayerCase(
+        DigitDecoder,
+        dict(vocabulary=15, dim=8, heads=2, depth=1, intermediate=12, id_table=10, level_table=5),
+        [(5,), (5,), (5,)],  # tokens, ids (0..8: rows 1..9 of the id table), levels
+        integers=(15, 9, 5),
+        bad_arguments=(
+            ({"vocabulary": 15, "id_table": 0, "level_table": 4}, "Received: id_table=0"),
+            ({"vocabulary": 15, "id_table": 8}, "give both id_table and level_table, or neither"),
+        ),
+        name="DigitDecoder-learned-ids",
+    ),
+    LayerCase(
         DigitReadout,
         dict(slots=3, num_heads=2, ffn_units=5, dropout=0.1, activation="gelu"),
         (6, 4),

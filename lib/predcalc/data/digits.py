@@ -40,6 +40,9 @@ VOCAB = 15  # 0 pad, 1-10 the digits 0-9, 11 "+", 12 "-", 13 "=", 14 start
 DIGIT0 = 1
 
 POSITIONS = ("absolute", "abacus", "coupled")
+ID_FLOOR = -1
+"""The lowest id a format writes (the operator before a number's first digit); a learned id table
+is indexed from it."""
 
 _TERM = re.compile(r"\s*([+-])\s*([+-]?)\s*([0-9]+)\s*")
 _FIRST = re.compile(r"\s*([+-]?)\s*([0-9]+)\s*")

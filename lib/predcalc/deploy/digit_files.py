@@ -60,6 +60,14 @@ class DigitFile:
         """Why this file cannot answer ``expression`` (None: it can)."""
         if self.format is None and len(expression.terms) > digits.COLUMN_SLOTS:
             return f"{len(expression.terms)} terms; {self.info['model']} reads {digits.COLUMN_SLOTS} term slots"
+        if self.format is not None and self.info.get("tables"):
+            encoded = digits.encode(expression, self.format)
+            id_table, level_table = self.info["tables"]
+            if int(encoded.ids.max()) - digits.ID_FLOOR >= id_table or int(encoded.levels.max()) >= level_table:
+                return (
+                    f"{expression.width} digits and {len(expression.terms)} terms need ids or levels past "
+                    f"{self.info['model']}'s learned tables ({id_table} ids, {level_table} levels)"
+                )
         return None
 
     def logits(self, tokens, ids, levels) -> np.ndarray:
@@ -74,10 +82,20 @@ class DigitFile:
         return {"digits": named[digit_key], "sign": named[sign_key]}
 
     def answers(self, expressions, batch_size: int = 128) -> list:
+        """Each expression's answer; None where :meth:`refusal` gives a reason or the written tokens
+        do not read as a number."""
         if self.format is not None:
-            return digits.greedy(
-                expressions, self.format, lambda t, i, lv, p: self.logits(t, i, lv)[:, p - 1, :], batch_size
+            readable = [i for i, e in enumerate(expressions) if self.refusal(e) is None]
+            out: list = [None] * len(expressions)
+            found = digits.greedy(
+                [expressions[i] for i in readable],
+                self.format,
+                lambda t, i, lv, p: self.logits(t, i, lv)[:, p - 1, :],
+                batch_size,
             )
+            for index, answer in zip(readable, found, strict=True):
+                out[index] = answer
+            return out
         from predcalc.training.digits import column_answers  # NumPy-only helper beside the training code
 
         return column_answers(self.columns, expressions, batch_size)
@@ -109,6 +127,7 @@ def export(seed_folder) -> dict:
         "kind": spec.kind,
         "input": spec.input,
         "format": None if spec.format is None else vars(spec.format),
+        "tables": None if spec.tables is None else list(spec.tables),
         "box": {"digits": [1, 10], "terms": [2, 3]},
         "seed": state["seed"],
         "steps": state["steps"],

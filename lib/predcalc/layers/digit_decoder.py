@@ -6,6 +6,9 @@ Example:
     >>> tokens = np.array([[14, 11, 3, 13]], "int32")
     >>> tuple(layer([tokens, np.arange(4)[None], np.zeros_like(tokens)]).shape)
     (1, 4, 15)
+    >>> learned = DigitDecoder(vocabulary=15, dim=16, heads=2, depth=1, id_table=8, level_table=4)
+    >>> tuple(learned([tokens, np.arange(4)[None], np.zeros_like(tokens)]).shape)
+    (1, 4, 15)
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import keras
 import numpy as np
 from keras import ops
 
+from predcalc.data.digits import ID_FLOOR
 from predcalc.layers._common import positive_int, positive_ints
 
 
@@ -48,7 +52,14 @@ class DigitDecoder(keras.layers.Layer):
     ``ids`` (a position, an index within a number, or a significance) rotate ``id_pairs`` feature
     pairs of each head, ``levels`` (a row; 0 where unused) the remaining pairs; attention scores
     therefore depend only on the differences of ids and of levels, never on their values, and no
-    other part of the network sees them. Inputs: ``[tokens, ids, levels]``, int ``(batch, length)``.
+    other part of the network sees them.
+
+    With ``id_table`` and ``level_table`` (sizes) the ids are read instead as learned embeddings
+    added to the token embedding (ids from :data:`predcalc.data.digits.ID_FLOOR`, levels from 0), and nothing is rotated:
+    the literature's position coupling, which is trained with random id offsets so that every
+    row of the tables is learned. An id past its table cannot be read; callers refuse such inputs.
+
+    Inputs: ``[tokens, ids, levels]``, int ``(batch, length)``.
     Output: logits ``(batch, length, vocabulary)``; position ``t``'s logits predict token ``t + 1``.
     Nothing in it adds or carries: every weight is learned.
     """
@@ -61,6 +72,8 @@ class DigitDecoder(keras.layers.Layer):
         depth: int = 2,
         id_pairs: int | None = None,
         intermediate: int | None = None,
+        id_table: int | None = None,
+        level_table: int | None = None,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -80,7 +93,17 @@ class DigitDecoder(keras.layers.Layer):
         self.intermediate = positive_int("intermediate", intermediate, allow_none=True) or 4 * self.dim
         self.id_frequencies = rotary_frequencies(self.id_pairs, 1 / 64)
         self.level_frequencies = rotary_frequencies(max(pairs - self.id_pairs, 1), 1 / 8)[: pairs - self.id_pairs]
+        self.id_table = positive_int("id_table", id_table, allow_none=True)
+        self.level_table = positive_int("level_table", level_table, allow_none=True)
+        if (self.id_table is None) != (self.level_table is None):
+            raise ValueError(
+                f"DigitDecoder: give both id_table and level_table, or neither. "
+                f"Received: id_table={id_table}, level_table={level_table}"
+            )
         self.token_embedding = keras.layers.Embedding(self.vocabulary, self.dim, name="token_embedding")
+        if self.learned_ids:
+            self.id_embedding = keras.layers.Embedding(self.id_table, self.dim, name="id_embedding")
+            self.level_embedding = keras.layers.Embedding(self.level_table, self.dim, name="level_embedding")
         self.blocks = []
         for i in range(self.depth):
             self.blocks.append(
@@ -98,6 +121,11 @@ class DigitDecoder(keras.layers.Layer):
         self.norm = keras.layers.LayerNormalization(epsilon=1e-5, name="final_norm")
         self.logits = keras.layers.Dense(self.vocabulary, name="logits")
 
+    @property
+    def learned_ids(self) -> bool:
+        """Whether ids and levels are learned embeddings (else they rotate attention)."""
+        return self.id_table is not None
+
     def build(self, input_shape):
         # the inputs' checks here, where Keras passes a ValueError on as it is (from call it adds lines)
         if len(input_shape) != 3 or not all(isinstance(shape, (list, tuple)) for shape in input_shape):
@@ -109,6 +137,9 @@ class DigitDecoder(keras.layers.Layer):
             raise ValueError(f"DigitDecoder: tokens, ids and levels must have one length. Received: {shapes}")
         shape = shapes[0]
         self.token_embedding.build(shape)
+        if self.learned_ids:
+            self.id_embedding.build(shape)
+            self.level_embedding.build(shape)
         hidden = shape + (self.dim,)
         for block in self.blocks:
             for name, layer in block.items():
@@ -133,14 +164,19 @@ class DigitDecoder(keras.layers.Layer):
         if len(tokens.shape) != 2:
             raise ValueError(f"DigitDecoder expects tokens of shape (batch, length), got {tuple(tokens.shape)}")
         x = self.token_embedding(tokens)
+        if self.learned_ids:
+            x = x + self.id_embedding(ids - ID_FLOOR) + self.level_embedding(levels)
         length = ops.shape(tokens)[1]
         causal = ops.tril(ops.ones((length, length), dtype="bool"))
         scale = 1.0 / math.sqrt(self.head_dim)
-        rotations = [angles(ids, self.id_frequencies, x.dtype), angles(levels, self.level_frequencies, x.dtype)]
+        rotations = None
+        if not self.learned_ids:
+            rotations = [angles(ids, self.id_frequencies, x.dtype), angles(levels, self.level_frequencies, x.dtype)]
         for block in self.blocks:
             h = block["norm1"](x)
-            q = self._rotate(self._split(block["query"](h), length), rotations)
-            k = self._rotate(self._split(block["key"](h), length), rotations)
+            q, k = self._split(block["query"](h), length), self._split(block["key"](h), length)
+            if not self.learned_ids:
+                q, k = self._rotate(q, rotations), self._rotate(k, rotations)
             v = self._split(block["value"](h), length)
             scores = ops.einsum("blhd,bmhd->bhlm", q, k) * scale
             scores = ops.where(causal[None, None], scores, ops.cast(-1e9, scores.dtype))
@@ -161,5 +197,7 @@ class DigitDecoder(keras.layers.Layer):
             depth=self.depth,
             id_pairs=self.id_pairs,
             intermediate=self.intermediate,
+            id_table=self.id_table,
+            level_table=self.level_table,
         )
         return config

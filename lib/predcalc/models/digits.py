@@ -28,6 +28,7 @@ class DigitSpec:
     format: digits.Format | None  # None: the aligned columns
     kind: str = "trained"
     input: str = "digits"
+    tables: tuple[int, int] | None = None  # learned id and level tables (None: rotary ids)
 
     @property
     def is_decoder(self) -> bool:
@@ -37,11 +38,18 @@ class DigitSpec:
 DIGIT_MODELS: Registry = Registry("digit model")
 
 
-def build_decoder(fmt: digits.Format, dim: int = 64, heads: int = 4, depth: int = 2) -> keras.Model:
-    """A causal decoder reading ``fmt``'s tokens and ids; outputs next-token logits."""
+def build_decoder(
+    fmt: digits.Format, dim: int = 64, heads: int = 4, depth: int = 2, tables: tuple[int, int] | None = None
+) -> keras.Model:
+    """A causal decoder reading ``fmt``'s tokens and ids (rotary, or learned ``tables``: the id and
+    level tables' sizes); outputs next-token logits."""
     names = ("tokens", "ids", "levels")
     inputs = [keras.Input((None,), dtype="int32", name=n) for n in names]
-    out = DigitDecoder(digits.VOCAB, dim=dim, heads=heads, depth=depth, name="decoder")(inputs)
+    id_table, level_table = tables or (None, None)
+    decoder = DigitDecoder(
+        digits.VOCAB, dim=dim, heads=heads, depth=depth, id_table=id_table, level_table=level_table, name="decoder"
+    )
+    out = decoder(inputs)
     return keras.Model(inputs, out, name="digit_decoder")
 
 
@@ -52,16 +60,29 @@ def build_column_gru(units: int = 64) -> keras.Model:
     return keras.Model(columns, {"digits": digit_logits, "sign": sign_logits}, name="column_gru")
 
 
-def register(name: str, label: str, family: str, fmt: digits.Format | None, **arguments) -> DigitSpec:
+def register(
+    name: str, label: str, family: str, fmt: digits.Format | None, tables: tuple[int, int] | None = None, **arguments
+) -> DigitSpec:
     if fmt is None:
         build = lambda **kw: build_column_gru(**{**arguments, **kw})  # noqa: E731
     else:
-        build = lambda **kw: build_decoder(fmt, **{**arguments, **kw})  # noqa: E731
-    return DIGIT_MODELS.add(name, DigitSpec(name, label, family, build, fmt))
+        build = lambda **kw: build_decoder(fmt, tables=tables, **{**arguments, **kw})  # noqa: E731
+    return DIGIT_MODELS.add(name, DigitSpec(name, label, family, build, fmt, tables=tables))
 
 
 DECODER = "causal decoder over digits"
+LEARNED_TABLES = (128, 32)
+"""The learned id and level tables' sizes (design): ids to 126 (numbers of up to 124 digits) and
+levels to 31 (up to 14 terms). Training draws a random offset for each expression's ids and levels, so
+that every row is learned although the box writes ids to 12 and levels to 8."""
 register("digits_coupled_scratch", "decoder, coupled ids, scratchpad", DECODER, digits.Format("coupled", True, True))
+register(
+    "digits_coupled_learned",
+    "decoder, learned coupled ids, scratchpad",
+    DECODER,
+    digits.Format("coupled", True, True),
+    tables=LEARNED_TABLES,
+)
 register("digits_abacus", "decoder, Abacus ids", DECODER, digits.Format("abacus", True, False))
 register("digits_absolute", "decoder, absolute positions", DECODER, digits.Format("absolute", True, True))
 register("digits_column_gru", "aligned column GRU", "aligned recurrence", None)

@@ -41,13 +41,22 @@ def draw_batch(rng: np.random.Generator, size: int) -> list:
     return out
 
 
-def decoder_batch(fmt: digits.Format, expressions):
-    """Inputs, targets and weights of a decoder batch."""
+def decoder_batch(fmt: digits.Format, expressions, rng: np.random.Generator | None = None, tables=None):
+    """Inputs, targets and weights of a decoder batch. With learned ``tables`` (the id and level
+    tables' sizes) and ``rng``, each expression's ids and levels are shifted by a random offset that
+    keeps them inside the tables (the literature's random offset for position coupling)."""
     encoded = [digits.encode(expression, fmt) for expression in expressions]
     length = len(encoded[0].tokens) - 1
     pad = (0, digits.padded(length) - length)
     stack = lambda name: np.stack([np.pad(getattr(x, name), pad) for x in encoded])  # noqa: E731
     tokens, ids, levels, written = stack("tokens"), stack("ids"), stack("levels"), stack("written")
+    if tables is not None and rng is not None:
+        id_room = tables[0] - (int(ids.max()) - digits.ID_FLOOR + 1)
+        level_room = tables[1] - (int(levels.max()) + 1)
+        if id_room < 0 or level_room < 0:
+            raise ValueError(f"a training batch's ids or levels do not fit tables of {tables}")
+        ids = ids + rng.integers(0, id_room + 1, size=(len(expressions), 1))
+        levels = levels + rng.integers(0, level_room + 1, size=(len(expressions), 1))
     x = [tokens[:, :-1], ids[:, :-1], levels[:, :-1]]
     return x, tokens[:, 1:], written[:, 1:].astype(np.float32)
 
@@ -217,7 +226,7 @@ def train(
         rng = np.random.default_rng([seed, step])
         expressions = draw_batch(rng, batch_size)
         if spec.is_decoder:
-            x, y, w = decoder_batch(spec.format, expressions)
+            x, y, w = decoder_batch(spec.format, expressions, rng, spec.tables)
             loss = model.train_on_batch(x, y, sample_weight=w)
         else:
             x, y = column_batch(expressions)
