@@ -5,6 +5,7 @@ Keras, and the parity the sidecar records."""
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ import numpy as np
 import pytest
 
 from predcalc.data import digits
-from predcalc.deploy.digit_files import ONNX_FILE, SIDECAR, DigitFile
+from predcalc.deploy.digit_files import LITERT_FILE, ONNX_FILE, SIDECAR, DigitFile
 from predcalc.models.digits import DIGIT_MODELS
 from predcalc.training.digits import answers
 
@@ -57,6 +58,7 @@ def exported(tmp_path_factory):
     )
     assert result.returncode == 0, result.stderr[-3000:]
     assert all(f"{folder}: {ONNX_FILE}, parity" in result.stdout for folder in folders), result.stdout
+    assert all(f"{LITERT_FILE}, parity" in line for line in result.stdout.splitlines()), result.stdout
     return out
 
 
@@ -77,6 +79,23 @@ def test_the_sidecar_says_what_the_file_is_and_its_parity(exported, name):
     assert info["box"] == {"digits": [1, 10], "terms": [2, 3]} and (info["seed"], info["steps"]) == (0, 0)
     assert 0 <= info["parity_max_logit_difference"] < 1e-4
     assert DigitFile(folder).format == spec.format
+    assert info["litert"]["bytes"] == (folder / LITERT_FILE).stat().st_size  # builtin kernels only
+    assert 0 <= info["litert"]["parity_max_logit_difference"] < 1e-4
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("name", MODELS)
+def test_the_litert_file_gives_the_answers_the_onnx_file_gives(exported, name):
+    folder, _ = exported[name]
+    litert = DigitFile(folder, runtime="litert")
+    assert litert.name.endswith(f"({LITERT_FILE})") and DigitFile(folder / LITERT_FILE).runtime == "litert"
+    batch = _expressions()
+    assert litert.answers(batch) == DigitFile(folder).answers(batch)
+
+
+def test_an_unknown_runtime_is_refused_in_one_line(tmp_path):
+    with pytest.raises(ValueError, match="runtime must be one of onnx, litert, not 'trt'"):
+        DigitFile(tmp_path, runtime="trt")
 
 
 @pytest.mark.slow
@@ -142,3 +161,29 @@ def test_a_folder_without_a_file_is_refused_in_one_line(tmp_path):
     (tmp_path / ONNX_FILE).write_bytes(b"")  # a file without its sidecar
     with pytest.raises(FileNotFoundError, match=SIDECAR):
         DigitFile(tmp_path)
+
+
+@pytest.mark.slow
+def test_a_seed_is_scored_once_through_its_file_with_the_skip_rule_and_litert_checked(exported, tmp_path):
+    from predcalc.deploy.digit_scores import LITERT_CHECK, SCORES, litert_check, score_seed
+
+    folder = tmp_path / "seed"
+    shutil.copytree(exported["digits_coupled_scratch"][0], folder)
+    rng = np.random.default_rng(5)
+    sets = {
+        "digits_30": digits.draw(rng, 2, terms=(3, 3), digits=(30, 30)),
+        "digits_50": digits.draw(rng, 2, terms=(3, 3), digits=(50, 50)),
+    }
+    scores = score_seed(folder, sets, suite_seed=1, keras_check=1)
+    assert scores["sets"]["digits_30"]["exact"] == 0.0  # untrained
+    assert scores["sets"]["digits_50"]["skipped"] == "0 % on digits_30"
+    assert scores["parity"] == {"digits_30": {"checked": 1, "differing": 0}}
+    stored = json.loads((folder / SCORES).read_text())
+    stored["sets"]["digits_30"]["marker"] = True  # a rerun with the same file and sets reads the cache
+    (folder / SCORES).write_text(json.dumps(stored))
+    assert score_seed(folder, sets, suite_seed=1, keras_check=1)["sets"]["digits_30"]["marker"]
+    assert "marker" not in score_seed(folder, sets, suite_seed=2, keras_check=1)["sets"]["digits_30"]
+    checked = litert_check(folder, sets, 1, 2, scores)
+    assert checked["sets"] == {"digits_30": {"checked": 2, "differing": 0}} and (folder / LITERT_CHECK).is_file()
+    (folder / LITERT_FILE).unlink()
+    assert litert_check(folder, sets, 1, 2, scores) is None

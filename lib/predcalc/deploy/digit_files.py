@@ -1,10 +1,13 @@
-"""The digit models' exported files: ONNX written from Keras, run by ONNX Runtime with the
-decoding loop of :mod:`predcalc.data.digits` (NumPy), so a Jetson needs NumPy and ONNX Runtime.
+"""The digit models' exported files: ONNX and LiteRT written from Keras, run by ONNX Runtime or
+the LiteRT interpreter with the decoding loop of :mod:`predcalc.data.digits` (NumPy), so a Jetson
+needs NumPy and one runtime.
 
-A model's folder holds ``model.onnx`` and ``digits.json`` (its registered name, how it reads an
-expression, its kind and training box, and the parity measured against Keras at export)::
+A model's folder holds ``model.onnx``, ``model.tflite`` (LiteRT's builtin kernels only; the column
+GRU's file reads one expression at a time, as LiteRT converts a recurrence only at a fixed batch)
+and ``digits.json`` (its registered name, how it reads an expression, its kind and training box,
+and the parity of each file measured against Keras at export)::
 
-    python -m predcalc.deploy.digit_files SEED_FOLDER   # checkpoint.keras -> model.onnx, digits.json
+    python -m predcalc.deploy.digit_files SEED_FOLDER   # checkpoint.keras -> the files, digits.json
 """
 
 from __future__ import annotations
@@ -19,6 +22,8 @@ from predcalc.data import digits
 
 SIDECAR = "digits.json"
 ONNX_FILE = "model.onnx"
+LITERT_FILE = "model.tflite"
+RUNTIMES = {"onnx": ONNX_FILE, "litert": LITERT_FILE}
 
 
 def is_digit_model(path) -> bool:
@@ -32,29 +37,48 @@ def _format_of(info: dict) -> digits.Format | None:
 
 
 class DigitFile:
-    """A digit model's ONNX file and its sidecar: :meth:`answers` of expressions (None where the
-    model cannot answer: an invalid written token, or more terms than its columns hold)."""
+    """A digit model's exported file (``runtime``: ``onnx`` or ``litert``; a file's own path picks
+    by its suffix) and its sidecar: :meth:`answers` of expressions (None where the model cannot
+    answer: an invalid written token, or more terms than its columns hold)."""
 
-    def __init__(self, folder, threads: int | None = None):
-        import onnxruntime  # the runtime, imported here so that the data helpers stay NumPy-only
-
+    def __init__(self, folder, threads: int | None = None, runtime: str = "onnx"):
         folder = Path(folder)
-        path = folder / ONNX_FILE if folder.is_dir() else folder
+        given_file = folder.suffix in (".onnx", ".tflite")  # else a folder
+        if given_file:
+            runtime = "litert" if folder.suffix == ".tflite" else "onnx"
+        if runtime not in RUNTIMES:
+            raise ValueError(f"runtime must be one of {', '.join(RUNTIMES)}, not {runtime!r}")
+        path = folder if given_file else folder / RUNTIMES[runtime]
         sidecar = path.parent / SIDECAR
         if not path.is_file() or not sidecar.is_file():
-            raise FileNotFoundError(f"{path.parent} holds no {ONNX_FILE} with its {SIDECAR}")
-        self.path, self.info = path, json.loads(sidecar.read_text())
+            raise FileNotFoundError(f"{path.parent} holds no {path.name} with its {SIDECAR}")
+        self.path, self.runtime, self.info = path, runtime, json.loads(sidecar.read_text())
         self.format = _format_of(self.info)
-        options = onnxruntime.SessionOptions()
-        if threads:
-            options.intra_op_num_threads = threads
-        self.session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-        self.input_names = [i.name for i in self.session.get_inputs()]
-        self.output_names = [o.name for o in self.session.get_outputs()]
+        if runtime == "onnx":
+            import onnxruntime  # the runtime, imported here so that the data helpers stay NumPy-only
+
+            options = onnxruntime.SessionOptions()
+            if threads:
+                options.intra_op_num_threads = threads
+            self.session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+            self.input_names = [i.name for i in self.session.get_inputs()]
+            self.output_names = [o.name for o in self.session.get_outputs()]
+        else:
+            from ai_edge_litert.interpreter import Interpreter  # the other runtime, only where it is used
+
+            self.session = Interpreter(model_path=str(path), num_threads=threads or 1).get_signature_runner()
 
     @property
     def name(self) -> str:
-        return f"{self.info['model']} seed {self.info['seed']} ({ONNX_FILE})"
+        return f"{self.info['model']} seed {self.info['seed']} ({self.path.name})"
+
+    def _run(self, feed: dict) -> dict:
+        """The file's outputs by name for inputs by name."""
+        if self.runtime == "onnx":
+            names = self.input_names if len(feed) > 1 else self.input_names[:1]
+            ordered = [feed[n] for n in ("tokens", "ids", "levels")] if len(feed) > 1 else list(feed.values())
+            return dict(zip(self.output_names, self.session.run(None, dict(zip(names, ordered))), strict=True))
+        return self.session(**feed)
 
     def refusal(self, expression: digits.Expression) -> str | None:
         """Why this file cannot answer ``expression`` (None: it can)."""
@@ -71,12 +95,18 @@ class DigitFile:
         return None
 
     def logits(self, tokens, ids, levels) -> np.ndarray:
-        feed = dict(zip(self.input_names, (a.astype(np.int32) for a in (tokens, ids, levels)), strict=True))
-        return self.session.run(None, feed)[0]
+        feed = {n: a.astype(np.int32) for n, a in zip(("tokens", "ids", "levels"), (tokens, ids, levels), strict=True)}
+        return next(iter(self._run(feed).values()))
 
     def columns(self, columns) -> dict:
-        outputs = self.session.run(None, {self.input_names[0]: columns.astype(np.float32)})
-        named = dict(zip(self.output_names, outputs, strict=True))
+        columns = columns.astype(np.float32)
+        if self.runtime == "litert":  # the file reads one expression at a time
+            rows = [self._columns(columns[i : i + 1]) for i in range(len(columns))]
+            return {k: np.concatenate([row[k] for row in rows]) for k in ("digits", "sign")}
+        return self._columns(columns)
+
+    def _columns(self, columns) -> dict:
+        named = self._run({"columns": columns})
         digit_key = next(k for k in named if named[k].ndim == 3)
         sign_key = next(k for k in named if named[k].ndim == 2)
         return {"digits": named[digit_key], "sign": named[sign_key]}
@@ -102,8 +132,10 @@ class DigitFile:
 
 
 def export(seed_folder) -> dict:
-    """Write ``model.onnx`` and ``digits.json`` beside a seed's ``checkpoint.keras`` (TensorFlow
-    backend: Keras' ONNX export through tf2onnx) and check the file against Keras on a fixed batch."""
+    """Write ``model.onnx``, ``model.tflite`` and ``digits.json`` beside a seed's ``checkpoint.keras``
+    (TensorFlow backend: Keras' ONNX export through tf2onnx, and LiteRT's converter) and check each
+    file against Keras on a fixed batch. An ONNX file newer than its checkpoint is kept, with the
+    parity its sidecar records (its scores are cached by its hash)."""
     import keras  # the exporting machine only (TensorFlow backend)
     import tensorflow as tf  # for the input signature
 
@@ -113,13 +145,17 @@ def export(seed_folder) -> dict:
     folder = Path(seed_folder)
     state = json.loads((folder / "state.json").read_text())
     spec = DIGIT_MODELS.named(state["model"])
-    model = keras.saving.load_model(folder / "checkpoint.keras", compile=False)
+    checkpoint, onnx, sidecar = folder / "checkpoint.keras", folder / ONNX_FILE, folder / SIDECAR
+    model = keras.saving.load_model(checkpoint, compile=False)
     gelu_through_erf(model)
-    if spec.is_decoder:
-        signature = [[tf.TensorSpec((None, None), tf.int32, name=n) for n in ("tokens", "ids", "levels")]]
-    else:
-        signature = [tf.TensorSpec((None, None, digits.COLUMN_FEATURES), tf.float32, name="columns")]
-    export_onnx_signature(model, folder / ONNX_FILE, signature)
+    kept = onnx.is_file() and sidecar.is_file() and onnx.stat().st_mtime >= checkpoint.stat().st_mtime
+    if not kept:
+        if spec.is_decoder:
+            signature = [[tf.TensorSpec((None, None), tf.int32, name=n) for n in ("tokens", "ids", "levels")]]
+        else:
+            signature = [tf.TensorSpec((None, None, digits.COLUMN_FEATURES), tf.float32, name="columns")]
+        export_onnx_signature(model, onnx, signature)
+    litert = export_litert(model, spec, folder / LITERT_FILE)
     info = {
         "model": spec.name,
         "label": spec.label,
@@ -132,11 +168,41 @@ def export(seed_folder) -> dict:
         "seed": state["seed"],
         "steps": state["steps"],
     }
-    (folder / SIDECAR).write_text(json.dumps(info, indent=1) + "\n")
-    original = keras.saving.load_model(folder / "checkpoint.keras", compile=False)
-    info["parity_max_logit_difference"] = parity(original, spec, folder)
-    (folder / SIDECAR).write_text(json.dumps(info, indent=1) + "\n")
+    previous = json.loads(sidecar.read_text()) if kept else {}
+    sidecar.write_text(json.dumps(info, indent=1) + "\n")
+    original = keras.saving.load_model(checkpoint, compile=False)
+    info["parity_max_logit_difference"] = (
+        previous["parity_max_logit_difference"] if kept else parity(original, spec, folder)
+    )
+    if "error" not in litert:
+        litert["parity_max_logit_difference"] = parity(original, spec, folder, "litert")
+    info["litert"] = litert
+    sidecar.write_text(json.dumps(info, indent=1) + "\n")
     return info
+
+
+def export_litert(model, spec, path) -> dict:
+    """``model.tflite`` from the (GELU-through-erf) model with LiteRT's builtin kernels only:
+    ``{"bytes"}``, or ``{"error"}`` with the converter's first line where it does not convert."""
+    import tensorflow as tf  # the exporting machine only
+
+    if spec.is_decoder:
+        signature = [[tf.TensorSpec((None, None), tf.int32, name=n) for n in ("tokens", "ids", "levels")]]
+    else:  # LiteRT lowers a recurrence's loop only at a fixed batch
+        signature = [tf.TensorSpec((1, None, digits.COLUMN_FEATURES), tf.float32, name="columns")]
+    path = Path(path)
+    try:
+        model.export(
+            str(path),
+            format="litert",
+            input_signature=signature,
+            verbose=False,
+            target_spec={"supported_ops": [tf.lite.OpsSet.TFLITE_BUILTINS]},
+        )
+    except Exception as error:  # noqa: BLE001  the converter's message says which op has no builtin kernel
+        path.unlink(missing_ok=True)
+        return {"error": str(error).strip().splitlines()[0][:300]}
+    return {"bytes": path.stat().st_size}
 
 
 def gelu_through_erf(model) -> None:
@@ -153,10 +219,10 @@ def gelu_through_erf(model) -> None:
             layer.activation = gelu
 
 
-def parity(model, spec, folder) -> float:
+def parity(model, spec, folder, runtime: str = "onnx") -> float:
     """The largest difference between Keras' and the file's outputs on a batch of 3-term, 12-digit
     expressions (with their rows written, for a decoder)."""
-    file = DigitFile(folder)
+    file = DigitFile(folder, runtime=runtime)
     expressions = digits.draw(np.random.default_rng(7), 16, terms=(3, 3), digits=(12, 12))
     if spec.is_decoder:
         encoded = [digits.encode(e, spec.format) for e in expressions]
@@ -171,4 +237,8 @@ def parity(model, spec, folder) -> float:
 if __name__ == "__main__":
     for argument in sys.argv[1:]:
         result = export(argument)
-        print(f"{argument}: {ONNX_FILE}, parity {result['parity_max_logit_difference']:.2e}")
+        litert = result["litert"]
+        litert_text = litert.get("error") or f"parity {litert['parity_max_logit_difference']:.2e}"
+        print(
+            f"{argument}: {ONNX_FILE}, parity {result['parity_max_logit_difference']:.2e}; {LITERT_FILE}, {litert_text}"
+        )

@@ -15,9 +15,10 @@ from pathlib import Path
 import numpy as np
 
 from predcalc.data import digit_suite
-from predcalc.deploy.digit_files import ONNX_FILE, DigitFile
+from predcalc.deploy.digit_files import LITERT_FILE, ONNX_FILE, DigitFile
 
 SCORES = "scores.json"
+LITERT_CHECK = "litert.json"
 # A decoder reads a whole sequence for every digit it writes, so a long set costs far more than a
 # short one: a decoder seed that answers no expression of the set on the right exactly is not run on
 # the set on the left (recorded as skipped, counted as not exact).
@@ -85,6 +86,35 @@ def score_seed(
             }
         if progress is not None:
             progress(name)
+    cache.write_text(json.dumps(result, indent=1) + "\n")
+    return result
+
+
+def litert_check(folder, sets: dict, suite_seed: int, count: int, scores: dict) -> dict | None:
+    """The LiteRT file's answers against the ONNX file's on the first ``count`` expressions of each
+    set that ``scores`` (the ONNX file's) did not skip: ``{set: {"checked", "differing"}}``, cached
+    in ``litert.json``; None where the folder has no LiteRT file."""
+    folder = Path(folder)
+    if not (folder / LITERT_FILE).is_file():
+        return None
+    key = {
+        "suite_seed": suite_seed,
+        "sizes": {k: min(count, len(v)) for k, v in sets.items()},
+        "litert_sha256": _sha256(folder / LITERT_FILE),
+        "onnx_sha256": _sha256(folder / ONNX_FILE),
+    }
+    cache = folder / LITERT_CHECK
+    stored = json.loads(cache.read_text()) if cache.is_file() else {}
+    if stored and {k: stored.get(k) for k in key} == key:
+        return stored
+    onnx, litert = DigitFile(folder), DigitFile(folder, runtime="litert")
+    result = {**key, "sets": {}}
+    for name, expressions in sets.items():
+        if "skipped" in scores["sets"].get(name, {}):
+            continue
+        head = expressions[:count]
+        differing = sum(a != b for a, b in zip(onnx.answers(head), litert.answers(head), strict=True))
+        result["sets"][name] = {"checked": len(head), "differing": int(differing)}
     cache.write_text(json.dumps(result, indent=1) + "\n")
     return result
 

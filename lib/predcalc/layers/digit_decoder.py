@@ -32,7 +32,9 @@ def rotary_frequencies(pairs: int, slowest: float) -> np.ndarray:
 
 def angles(positions, frequencies, dtype):
     """``cos`` and ``sin`` of ``positions * frequencies``, shaped ``(batch, length, 1, pairs)``."""
-    theta = ops.cast(positions, dtype)[:, :, None, None] * ops.cast(frequencies, dtype)
+    # expand_dims, not [:, :, None, None]: LiteRT has a builtin kernel for it, not for a strided
+    # slice that adds axes
+    theta = ops.expand_dims(ops.expand_dims(ops.cast(positions, dtype), -1), -1) * ops.cast(frequencies, dtype)
     return ops.cos(theta), ops.sin(theta)
 
 

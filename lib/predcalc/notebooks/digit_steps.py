@@ -64,7 +64,7 @@ def development_curves(root, models: dict) -> pd.DataFrame:
 
 
 def export_all(root, models: dict) -> pd.DataFrame:
-    """ONNX files of every seed (TensorFlow backend, in a child process), with their parity."""
+    """ONNX and LiteRT files of every seed (TensorFlow backend, in a child process), with their parity."""
     rows = []
     for model, seeds in models.items():
         for seed in seeds:
@@ -73,7 +73,8 @@ def export_all(root, models: dict) -> pd.DataFrame:
             checkpoint, onnx = folder / "checkpoint.keras", folder / ONNX_FILE
             # an ONNX file newer than its checkpoint (or a clone's, whose checkpoint stayed behind) is kept
             fresh = sidecar.is_file() and onnx.is_file() and (
-                not checkpoint.is_file() or onnx.stat().st_mtime >= checkpoint.stat().st_mtime
+                not checkpoint.is_file()
+                or (onnx.stat().st_mtime >= checkpoint.stat().st_mtime and "litert" in json.loads(sidecar.read_text()))
             )
             if not fresh:
                 env = {**os.environ, **ENVIRONMENT, "KERAS_BACKEND": "tensorflow"}
@@ -92,6 +93,9 @@ def export_all(root, models: dict) -> pd.DataFrame:
                     "seed": seed,
                     "ONNX bytes": (folder / ONNX_FILE).stat().st_size,
                     "largest logit difference": info["parity_max_logit_difference"],
+                    "LiteRT bytes": info.get("litert", {}).get("bytes"),
+                    "LiteRT largest logit difference": info.get("litert", {}).get("parity_max_logit_difference"),
+                    "LiteRT error": info.get("litert", {}).get("error"),
                 }
             )
     return pd.DataFrame(rows)
