@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from predcalc.deploy.digit_files import ONNX_FILE, SIDECAR
-from predcalc.deploy.digit_scores import SCORES, score_seed, seeds_cell
+from predcalc.deploy.digit_scores import SCORES, litert_check, score_seed, seeds_cell
 from predcalc.models.digits import DIGIT_MODELS
 from predcalc.quiet import ENVIRONMENT
 from predcalc.training import digits as training
@@ -72,9 +72,16 @@ def export_all(root, models: dict) -> pd.DataFrame:
             sidecar = folder / SIDECAR
             checkpoint, onnx = folder / "checkpoint.keras", folder / ONNX_FILE
             # an ONNX file newer than its checkpoint (or a clone's, whose checkpoint stayed behind) is kept
-            fresh = sidecar.is_file() and onnx.is_file() and (
-                not checkpoint.is_file()
-                or (onnx.stat().st_mtime >= checkpoint.stat().st_mtime and "litert" in json.loads(sidecar.read_text()))
+            fresh = (
+                sidecar.is_file()
+                and onnx.is_file()
+                and (
+                    not checkpoint.is_file()
+                    or (
+                        onnx.stat().st_mtime >= checkpoint.stat().st_mtime
+                        and "litert" in json.loads(sidecar.read_text())
+                    )
+                )
             )
             if not fresh:
                 env = {**os.environ, **ENVIRONMENT, "KERAS_BACKEND": "tensorflow"}
@@ -110,11 +117,34 @@ def score_all(root, models: dict, sets: dict, suite_seed: int, keras_check: int,
     for model, seeds in models.items():
         for seed in seeds:
             out.setdefault(model, {})[seed] = score_seed(
-                seed_folder(root, model, seed), sets, suite_seed, keras_check, progress=lambda _: bar.update(1),
+                seed_folder(root, model, seed),
+                sets,
+                suite_seed,
+                keras_check,
+                progress=lambda _: bar.update(1),
                 cache_name=cache_name,
             )
     bar.close()
     return out
+
+
+def litert_all(root, scores: dict, sets: dict, suite_seed: int, count: int) -> pd.DataFrame:
+    """Each seed's LiteRT answers against its ONNX answers on the first ``count`` expressions of
+    every set the ONNX file was scored on (cached per seed); one row a seed with a LiteRT file."""
+    rows = []
+    for model, seeds in scores.items():
+        for seed, result in sorted(seeds.items()):
+            checked = litert_check(seed_folder(root, model, seed), sets, suite_seed, count, result)
+            if checked is not None:
+                rows.append(
+                    {
+                        "model": model,
+                        "seed": seed,
+                        "checked": sum(r["checked"] for r in checked["sets"].values()),
+                        "differing": sum(r["differing"] for r in checked["sets"].values()),
+                    }
+                )
+    return pd.DataFrame(rows, columns=["model", "seed", "checked", "differing"])
 
 
 def suite_table(scores: dict, sets) -> pd.DataFrame:
@@ -172,7 +202,9 @@ def plot_reach(ax, scores: dict) -> None:
     ax.legend(fontsize=8, loc="upper right")
 
 
-def others_table(path, sets=("digits_10", "digits_30", "digits_100", "terms_6", "terms_9", "rung2_digits_30")) -> pd.DataFrame:
+def others_table(
+    path, sets=("digits_10", "digits_30", "digits_100", "terms_6", "terms_9", "rung2_digits_30")
+) -> pd.DataFrame:
     """The value models' and the calculator's files on the digit suite (``digit_suite_others``'
     record): per set, how many files answer every line and how many are exact on every line."""
     record = json.loads(Path(path).read_text())
