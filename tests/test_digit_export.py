@@ -80,6 +80,7 @@ def test_the_sidecar_says_what_the_file_is_and_its_parity(exported, name):
     assert 0 <= info["parity_max_logit_difference"] < 1e-4
     assert DigitFile(folder).format == spec.format
     assert info["litert"]["bytes"] == (folder / LITERT_FILE).stat().st_size  # builtin kernels only
+    assert info["bytes"] == (folder / ONNX_FILE).stat().st_size
     assert 0 <= info["litert"]["parity_max_logit_difference"] < 1e-4
 
 
@@ -185,5 +186,12 @@ def test_a_seed_is_scored_once_through_its_file_with_the_skip_rule_and_litert_ch
     assert "marker" not in score_seed(folder, sets, suite_seed=2, keras_check=1)["sets"]["digits_30"]
     checked = litert_check(folder, sets, 1, 2, scores)
     assert checked["sets"] == {"digits_30": {"checked": 2, "differing": 0}} and (folder / LITERT_CHECK).is_file()
-    (folder / LITERT_FILE).unlink()
+    (folder / LITERT_FILE).unlink()  # a clone: the files of models the findings do not carry stay out
+    (folder / ONNX_FILE).unlink()
+    assert litert_check(folder, sets, 1, 2, scores) == checked
+    assert score_seed(folder, sets, suite_seed=1, keras_check=1) == json.loads((folder / SCORES).read_text())
+    (folder / LITERT_CHECK).unlink()
     assert litert_check(folder, sets, 1, 2, scores) is None
+    (folder / SCORES).unlink()
+    with pytest.raises(FileNotFoundError, match=f"holds no {ONNX_FILE} and no {SCORES}"):
+        score_seed(folder, sets, suite_seed=1)

@@ -176,6 +176,7 @@ def export(seed_folder) -> dict:
     )
     if "error" not in litert:
         litert["parity_max_logit_difference"] = parity(original, spec, folder, "litert")
+    info["bytes"] = onnx.stat().st_size
     info["litert"] = litert
     sidecar.write_text(json.dumps(info, indent=1) + "\n")
     return info

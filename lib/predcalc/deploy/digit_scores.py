@@ -42,9 +42,13 @@ def score_seed(
     ``keras_check``: the first so many expressions of each set are also answered by the Keras
     checkpoint, and the answers that differ from the file's are counted (``parity``)."""
     folder = Path(folder)
-    digest = _sha256(folder / ONNX_FILE)
     cache = folder / cache_name
     stored = json.loads(cache.read_text()) if cache.is_file() else {}
+    if not (folder / ONNX_FILE).is_file():
+        if stored:  # a clone: only the recommended models' files are committed; the others' scores are
+            return stored
+        raise FileNotFoundError(f"{folder} holds no {ONNX_FILE} and no {cache_name}")
+    digest = _sha256(folder / ONNX_FILE)
     key = {
         "suite_seed": suite_seed,
         "sizes": {k: len(v) for k, v in sets.items()},
@@ -95,15 +99,16 @@ def litert_check(folder, sets: dict, suite_seed: int, count: int, scores: dict) 
     set that ``scores`` (the ONNX file's) did not skip: ``{set: {"checked", "differing"}}``, cached
     in ``litert.json``; None where the folder has no LiteRT file."""
     folder = Path(folder)
-    if not (folder / LITERT_FILE).is_file():
-        return None
+    cache = folder / LITERT_CHECK
+    if not (folder / LITERT_FILE).is_file() or not (folder / ONNX_FILE).is_file():
+        # a clone: the files of models the findings do not carry are not committed, their checks are
+        return json.loads(cache.read_text()) if cache.is_file() else None
     key = {
         "suite_seed": suite_seed,
         "sizes": {k: min(count, len(v)) for k, v in sets.items()},
         "litert_sha256": _sha256(folder / LITERT_FILE),
         "onnx_sha256": _sha256(folder / ONNX_FILE),
     }
-    cache = folder / LITERT_CHECK
     stored = json.loads(cache.read_text()) if cache.is_file() else {}
     if stored and {k: stored.get(k) for k in key} == key:
         return stored

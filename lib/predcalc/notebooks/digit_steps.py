@@ -71,16 +71,14 @@ def export_all(root, models: dict) -> pd.DataFrame:
             folder = seed_folder(root, model, seed)
             sidecar = folder / SIDECAR
             checkpoint, onnx = folder / "checkpoint.keras", folder / ONNX_FILE
-            # an ONNX file newer than its checkpoint (or a clone's, whose checkpoint stayed behind) is kept
-            fresh = (
-                sidecar.is_file()
-                and onnx.is_file()
-                and (
-                    not checkpoint.is_file()
-                    or (
-                        onnx.stat().st_mtime >= checkpoint.stat().st_mtime
-                        and "litert" in json.loads(sidecar.read_text())
-                    )
+            # kept: files newer than their checkpoint, or a clone's (its checkpoint stayed behind, and
+            # only the recommended models' files are committed)
+            fresh = sidecar.is_file() and (
+                not checkpoint.is_file()
+                or (
+                    onnx.is_file()
+                    and onnx.stat().st_mtime >= checkpoint.stat().st_mtime
+                    and "litert" in json.loads(sidecar.read_text())
                 )
             )
             if not fresh:
@@ -98,7 +96,7 @@ def export_all(root, models: dict) -> pd.DataFrame:
                 {
                     "model": model,
                     "seed": seed,
-                    "ONNX bytes": (folder / ONNX_FILE).stat().st_size,
+                    "ONNX bytes": info.get("bytes", onnx.stat().st_size if onnx.is_file() else None),
                     "largest logit difference": info["parity_max_logit_difference"],
                     "LiteRT bytes": info.get("litert", {}).get("bytes"),
                     "LiteRT largest logit difference": info.get("litert", {}).get("parity_max_logit_difference"),
