@@ -172,7 +172,7 @@ def _model(label, mae_in, seeds=2, reference_row=None):
     }
 
 
-def test_report_builds_findings_readme_table_and_figure(tmp_path):
+def test_report_builds_findings_and_figure_and_leaves_the_readme_but_its_first_look(tmp_path):
     runs, reports = tmp_path / "runs", tmp_path / "reports"
     (runs / "01_fnn").mkdir(parents=True)
     (runs / "02_rnn").mkdir(parents=True)
@@ -189,7 +189,7 @@ def test_report_builds_findings_readme_table_and_figure(tmp_path):
     )
     (runs / "02_rnn" / "metrics.json").write_text(json.dumps(_record("02_rnn", {"rnn": _model("RNN", 0.8)})))
     readme = tmp_path / "README.md"
-    readme.write_text("intro\n<!-- findings:start -->\nstale block\n<!-- findings:end -->\noutro\n")
+    readme.write_text("intro\n<!-- first-look:start -->\nstale block\n<!-- first-look:end -->\noutro\n")
     written = findings.build(runs=runs, reports=reports, readme=readme)
     text = (reports / "findings.md").read_text()
     assert "| FNN2 (1 x 345 PReLU) | published | 6,211 | 0.0269" in text
@@ -204,7 +204,6 @@ def test_report_builds_findings_readme_table_and_figure(tmp_path):
     )  # scored against 01_fnn's baseline
     readme_text = readme.read_text()
     assert "stale block" not in readme_text and readme_text.startswith("intro\n") and readme_text.endswith("outro\n")
-    assert "[reports/findings.md](reports/findings.md)" in readme_text and "\n- " in readme_text
     assert "| RNN | 02_rnn (notebook defaults, 2 seeds)" in text
     for first, second in (
         ("## Question", "## Answer"),
@@ -231,7 +230,7 @@ def test_a_model_reproduced_by_a_later_notebook_is_listed_once():
 
 def test_report_without_runs_says_so(tmp_path):
     written = findings.build(runs=tmp_path / "none", reports=tmp_path, readme=tmp_path / "README.md")
-    assert "no runs yet" in (tmp_path / "findings.md").read_text() and written["readme"] is False
+    assert "no runs yet" in (tmp_path / "findings.md").read_text() and written["first_look"] is False
 
 
 def test_ablation_lines_set_each_ablation_beside_the_full_model():

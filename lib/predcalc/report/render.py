@@ -1,5 +1,5 @@
 """Render a :class:`~predcalc.report.document.Document` through the Jinja2 templates beside this
-module: ``findings.md`` (markdown), ``findings.html`` and the README block.
+module: ``findings.md`` (markdown) and ``findings.html``.
 
 Example:
     >>> from predcalc.report.document import Document, Section, Text
@@ -16,7 +16,7 @@ from pathlib import Path
 import jinja2
 import markdown as markdown_lib
 
-from predcalc.report.document import Bullets, Document, Section, Table
+from predcalc.report.document import Document, Section
 from predcalc.report.tables import markdown_table
 
 TEMPLATES = Path(__file__).with_name("templates")
@@ -61,20 +61,6 @@ def section_markdown(section: Section, base: Path, level: int = 1) -> str:
         '{% from "blocks.md.j2" import section with context %}{{ section(s, level) }}'
     )
     return tidy(template.render(s=section, level=level))
-
-
-def readme_block(doc: Document) -> str:
-    """The README's findings block: the Answer's families table and its sentences, the fine-tuned
-    language model beside the prior report's row, and a pointer to the full page (the table's
-    explanation stays there)."""
-    blocks = doc.section("answer").blocks
-    table = next((b for b in blocks if isinstance(b, Table)), None)
-    bullets = next((b for b in blocks if isinstance(b, Bullets)), None)
-    return tidy(
-        _environment(Path("."))
-        .get_template("readme.md.j2")
-        .render(table=table, bullets=bullets, language_model=doc.facts.get("language_model"))
-    )
 
 
 def template_text(name: str, **values) -> str:

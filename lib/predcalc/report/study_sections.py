@@ -65,9 +65,3 @@ def language_model_section(records: list[StoredRecord]) -> Section:
     return study_section(
         "results.language_model", found, lambda record: gemma_findings.render_section(record, reference)
     )
-
-
-def language_model_line(records) -> str | None:
-    """The README's bullet on the fine-tuned Gemma 3 270M (None where no stored run has the study)."""
-    found = [r.extra["gemma3_270m"] for r in records if r.extra.get("gemma3_270m")]
-    return gemma_findings.readme_line(found[0], REFERENCE_LLM_ROWS["Gemma 3 270M"]) if found else None
