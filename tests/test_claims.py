@@ -63,5 +63,6 @@ def test_checks_read_as_documented():
     assert claims.check([0.21, 0.1978, 0.187], "mean == 0.198")
     assert not claims.check([0.21, 0.1978, 0.187], "mean == 0.197")
     assert claims.check([572.6], "mean == 573")
+    assert claims.check([0.9367, 0.03], "max ~ 0.937") and not claims.check([0.9367, 0.03], "max == 0.937")
     with pytest.raises(claims.ClaimError):
         claims.check([1], "about 1")

@@ -18,7 +18,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from predcalc.paths import REPORTS, ROOT, RUNS, write_if_changed
+from predcalc.data.protocol import protocol_record
+from predcalc.paths import REPORTS, ROOT, RUNS, write_if_changed, write_json_if_changed
 from predcalc.record import ModelRecord, SeedRun
 from predcalc.report import first_look, render
 from predcalc.report.anchors import REFERENCE_LLM_ROWS, REFERENCE_ROWS
@@ -541,6 +542,7 @@ def build(runs: Path = RUNS, reports: Path = REPORTS, readme: Path | None = ROOT
     text = render.markdown(doc, reports)
     write_if_changed(reports / "findings.md", text)
     write_if_changed(reports / "findings.html", render.html(text))
+    write_json_if_changed(reports / "protocol.json", protocol_record())
     figure = reports / "figures" / "reach.png"
     return {
         "findings": reports / "findings.md",

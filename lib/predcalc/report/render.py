@@ -3,9 +3,9 @@ module: ``findings.md`` (markdown) and ``findings.html``.
 
 Example:
     >>> from predcalc.report.document import Document, Section, Text
-    >>> doc = Document("Findings", [Section("question", "Question", [Text("Which model?")])], "built")
+    >>> doc = Document("Findings", [Section("runs", "Runs", [Text("Every run.")], "appendix")], "built")
     >>> print(markdown(doc, Path("reports")).splitlines()[0])
-    # Findings
+    # Appendix
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ import markdown as markdown_lib
 
 from predcalc.report.document import Document, Section
 from predcalc.report.tables import markdown_table
+from predcalc.report.written import MARKER
 
 TEMPLATES = Path(__file__).with_name("templates")
 
@@ -51,8 +52,11 @@ def tidy(text: str) -> str:
 
 
 def markdown(doc: Document, base: Path) -> str:
-    """The findings page in markdown; figure links relative to ``base``."""
-    return tidy(_environment(Path(base)).get_template("findings.md.j2").render(doc=doc))
+    """The findings page in markdown: the hand-written part (``doc.facts["prose"]``) as it is, the
+    Appendix marker, then the generated Appendix; figure links relative to ``base``."""
+    appendix = tidy(_environment(Path(base)).get_template("findings.md.j2").render(doc=doc))
+    prose = doc.facts.get("prose", "")
+    return f"{prose}\n{MARKER}\n\n{appendix}" if prose else appendix
 
 
 def section_markdown(section: Section, base: Path, level: int = 1) -> str:
