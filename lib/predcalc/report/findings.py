@@ -440,10 +440,6 @@ def _finish_lines(models: dict[str, ModelRecord], reference: str) -> list[str]:
     return lines
 
 
-# The project's goal on the protocol (issue 8): exact accuracy in / out / long, parameters, training seconds.
-GOAL = {"in": 0.999, "out": 0.99, "long": 0.99, "params": 100_000, "train_seconds": 600}
-
-
 def export_table(records, test_sets=("in", "out", "long")) -> pd.DataFrame:
     """One row per exported artifact of the records' models (:func:`export_frame`)."""
     exports = [(name, model.label, model.export) for record in typed(records) for name, model in record.models.items()]

@@ -16,7 +16,6 @@ import pandas as pd
 
 from predcalc import recommended
 from predcalc.paths import relative
-from predcalc.readable import share
 from predcalc.report import findings as F
 from predcalc.report import protocol_appendix, written
 from predcalc.report.answer import (
@@ -37,9 +36,6 @@ from predcalc.report.scoreboard import candidates
 from predcalc.report.seed_split import not_superseded, seed_split_records
 from predcalc.report.studies import FINISHES, extended_title
 from predcalc.report.tables import plain_cell
-
-# The project's goal on the protocol: exact accuracy in / out / long, parameters, training seconds.
-GOAL = F.GOAL
 
 # Which choice was made on which data (the development side of the protocol). A set that chose
 # something is a development set: the claims about reach come from the held-out edge suite.
@@ -127,10 +123,6 @@ SMOKE_NOTE = (
 )
 
 
-def _pct(value: float) -> str:
-    return share(value, 1)
-
-
 class Findings:
     """The stored runs, indexed once; each ``*_section`` method returns one Section."""
 
@@ -150,10 +142,8 @@ class Findings:
         self.edges = edges or {}
         pool = [(name, model) for name, (_, model) in self.models.items() if name not in FINISHES]
         self.pool = candidates(pool, F.baseline_runs(records))
-        # counts the sentences quote, from the data: training seeds per model, seeds of the held-out suite
+        # the most training seeds of any model, which the Appendix's scoreboard quotes
         self.seeds = max((len(model.runs) for _, model in self.models.values()), default=0)
-        held = (self.edges.get("heldout_record") or {}).get("models") or {}
-        self.heldout_seeds = max((len(by_seed) for by_seed in held.values()), default=0)
 
     # ---- helpers
 
@@ -169,17 +159,6 @@ class Findings:
 
     def relative(self, record: StoredRecord) -> str:
         return Path(os.path.relpath(record.folder, self.reports)).as_posix()
-
-    def exact_everywhere(self) -> list[str]:
-        """Trained models exact on the three protocol test sets on every seed (the goal's accuracy)."""
-        out = []
-        for name in self.general.get("name", []):
-            if name in FINISHES or name not in self.models:
-                continue
-            runs = self.models[name][1].runs
-            if len(runs) >= 5 and all(min(self.accuracy(name, t)) >= GOAL[t] for t in ("in", "out", "long")):
-                out.append(name)
-        return out
 
     def _models_table(self) -> Table | None:
         """The names used in the text beside the registry names, sizes, kinds and notebooks."""
