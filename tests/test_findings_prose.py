@@ -89,3 +89,24 @@ def test_every_number_in_the_hand_written_prose_is_one_a_claim_states(page):
     text = re.sub(r"```.*?```|`[^`]*`|\]\([^)]*\)|<!--.*?-->", " ", text, flags=re.S)  # code, link targets
     missing = sorted(set(NUMBER.findall(text)) - _claim_numbers() - CITATION)
     assert not missing, f"{page}: numbers that no row of reports/claims.csv states: {missing}"
+
+
+def test_a_rebuild_keeps_the_hand_written_part_as_it_is(prose, tmp_path):
+    from predcalc.report import render
+    from predcalc.report.document import Document, Section, Text
+
+    appendix = Section("appendix.runs", "Runs", [Text("Every run.")], "appendix")
+    doc = Document("Findings", written.sections(prose) + [appendix], "Generated.", {"prose": prose})
+    page = tmp_path / "findings.md"
+    page.write_text(render.markdown(doc, tmp_path))
+    assert written.read(page) == prose
+    assert page.read_text().split(written.MARKER, 1)[1].lstrip().startswith("# Appendix\n")
+    assert [s.key for s in doc.part("main")] == ["question", "answer", "method", "results", "limitations"]
+    assert "method.protocol_and_test_sets" in [s.key for s in doc.section("method").subsections]
+
+
+def test_a_page_without_the_marker_is_refused_in_one_line(tmp_path):
+    page = tmp_path / "findings.md"
+    page.write_text("# Findings\n\n## Question\n\nWhich?\n")
+    with pytest.raises(written.MissingProse, match="no Appendix marker"):
+        written.read(page)
