@@ -158,58 +158,6 @@ def step_rows(record: dict) -> list[dict]:
     return rows
 
 
-def _rung(record: dict, name: str) -> dict | None:
-    """A ladder rung's per-family summary (``{family: {"mean", "min", "n", "seeds"}}``), or None."""
-    return (record.get("ladder") or {}).get(name)
-
-
-def headline(record: dict) -> str:
-    """The Answer's bullet on the calculator: how exact each rung is, and what it is made of."""
-    rows = step_rows(record)
-    exact_learned = [
-        r["step"] for r in rows if r["share"] != "100 %" and not r["wrong on held-out inputs (worst development seed)"]
-    ]
-    rules = _rung(record, "rules")
-    if rules:
-        worst = min(rules, key=lambda f: rules[f]["mean"])
-        inexact = [
-            r["step"] for r in rows if r["share"] != "100 %" and r["wrong on held-out inputs (worst development seed)"]
-        ]
-        steps = (
-            f"{len(exact_learned)} partly built steps fit a third of their inputs, exact on the rest"
-            if not inexact
-            else f"{', '.join(exact_learned)} are exact on the inputs they never saw, {', '.join(inexact)} not"
-        )
-        verdict = (
-            "exact on every family"
-            if min(v["min"] for v in rules.values()) == 1
-            else f"at least {_pct(rules[worst]['mean'])} exact on every family"
-            if rules[worst]["mean"] >= 0.999
-            else f"worst family {worst} {_pct(rules[worst]['mean'])}"
-        )
-        seeds = next(iter(rules.values()))["seeds"]
-        boxes = [b for f, b in record["calculator"]["boxes"].items() if f in rules]
-        most = {key: max(b[key][1] for b in boxes) for key in ("digits", "operators", "depth")}
-        reach = f"to {most['digits']} digits, {most['operators']} operators, depth {most['depth']}"
-        held_out = (record.get("held_out") or {}).get("families")
-        if held_out:
-            fresh = min(v["min"] for v in held_out.values())
-            verdict += (
-                " of two draws, one held out"
-                if fresh == 1 and verdict == "exact on every family"
-                else f" of the development draw; on a held-out draw, worst seed {_pct(fresh)}"
-            )
-        return (
-            f"Calculator (40): {steps}; quotient digits and zero tests are step outputs; {verdict} "
-            f"({seeds} seeds; {reach})."
-        )
-    main = record["calculator"]["summary"]["calculator"]
-    return (
-        f"The calculator (40) is exact on all {sum(v['n'] for v in main.values()):,} expressions of its "
-        f"{len(main)} families, by code and memorised tables."
-    )
-
-
 def _from(record: dict) -> str:
     """`` (the notebook)`` that wrote ``record``, or nothing if it does not say."""
     return f" ({record['notebook']})" if record.get("notebook") else ""
