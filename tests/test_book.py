@@ -37,7 +37,6 @@ MAIN_KEYS = {
         "results.edges",
         "results.calculator",
     ],
-    "learned": [],
     "limitations": [],
 }
 APPENDIX_KEYS = [
@@ -273,7 +272,7 @@ def test_pages_take_their_content_from_the_document(small_book):
         "index",
         "method",
         "results",
-        "learned",
+        "limitations",
         "appendix",
         "calculator",
         "llm",
@@ -283,7 +282,7 @@ def test_pages_take_their_content_from_the_document(small_book):
         "reproduce",
     }
     assert written["deployment"] == ["appendix.export", "appendix.bench"]
-    assert written["learned"] == ["learned", "limitations"]
+    assert written["limitations"] == ["limitations"]
 
 
 def test_the_export_table_is_a_grid_of_models_and_formats(small_book):

@@ -59,5 +59,10 @@ def test_checks_read_as_documented():
     assert claims.check([1.0, 0.2, 0.99], "count >= 0.99 == 2")
     assert claims.check([1.0, 0.2, 0.99], "count >= 0.99 >= 1")
     assert claims.check(["trained"], "equals trained")
+    assert claims.check(["3 numbers of 3 digits"], "equals 3 numbers of 3 digits")
+    assert claims.check([0.21, 0.1978, 0.187], "mean == 0.198")
+    assert not claims.check([0.21, 0.1978, 0.187], "mean == 0.197")
+    assert claims.check([572.6], "mean == 573")
+    assert claims.check([0.9367, 0.03], "max ~ 0.937") and not claims.check([0.9367, 0.03], "max == 0.937")
     with pytest.raises(claims.ClaimError):
         claims.check([1], "about 1")

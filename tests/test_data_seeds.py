@@ -1,4 +1,4 @@
-"""The data-seed study: resumable per-run files, their summary, and what the Limitations say."""
+"""The data-seed study: resumable per-run files, their summary, and what the Appendix says."""
 
 import json
 
@@ -46,20 +46,12 @@ def test_unknown_model_is_refused_in_one_line(tmp_path):
         D.run_study(("transformer4_local_bounded",), out=tmp_path)
 
 
-def test_limitations_give_each_draws_exact_seeds(tmp_path):
+def test_the_appendix_gives_each_draws_exact_seeds(tmp_path):
     assert data_seed_facts(tmp_path) is None
     out = tmp_path / "data_seeds"
     for seed in range(2):
         _write(out, "scan_typed", 1, seed, EXACT)
         _write(out, "scan_typed", 2, seed, {"in": 1.0, "out": 0.5, "long": 1.0} if seed else EXACT)
     facts = data_seed_facts(tmp_path)
-    items = prose.bullets(
-        "limitations.md.j2", seeds=5, data_seeds=facts, scored=[], calculator=None, sign_scan=None, retrained=None
-    )
-    text = items[0]
-    assert items[1].startswith("The prior report's numbers")
-    assert "data seeds 1 and 2" in text
-    assert "exact on all three sets on 2 and 1 of 2 seeds (the typed scan)" in text
-    assert "bounded gated-sum transformer and the other families were not retrained" in text
     detail = " ".join(prose.bullets("data_seeds.md.j2", data_seeds=facts))  # the Appendix's seed by seed
     assert "not exact: training seed 1 on data seed 2; lowest seed on any set: 50.0 %" in detail

@@ -140,26 +140,6 @@ def test_findings_section_compares_every_seed_with_the_reference():
     assert gemma_findings.side([0.1, 0.2], 0.3) == "below"
 
 
-def test_the_readme_line_states_each_set_beside_the_reference_with_the_seed_count():
-    reference = {"accuracy_in": 0.5422, "accuracy_out": 0.0967, "accuracy_long": 0.28}
-    record = _record([(0.35, 0.08, 0.18), (0.41, 0.16, 0.17), (0.37, 0.07, 0.18)])
-    line = gemma_findings.readme_line(record, reference)
-    assert line.startswith(
-        "- **A pre-trained language model at a small CPU budget (budget-bounded), on the prior report's test sets:** Gemma 3 270M (test)"
-    )
-    assert "(3 random seeds; a CPU budget of" in line
-    assert (
-        "35.00 % - 41.00 % of the in range (3 numbers, -5..4) set against the prior report's 54.22 % (below on all 3 "
-        "seeds at this budget)" in line
-    )
-    assert (
-        "7.00 % - 16.00 % of the out of range (3 numbers, ±5..8) set against the prior report's 9.67 % (not resolved)"
-        in line
-    )
-    assert "\n" not in line
-    assert gemma_findings.readme_line(_record([]), reference) is None
-
-
 def test_the_loss_trend_says_whether_the_budget_ended_while_the_loss_fell():
     falling, flat = [3.0] * 20 + [2.0] * 20, [1.0] * 40
     assert gemma_findings.loss_trend([{"losses": falling}, {"losses": flat}]) == {
@@ -172,7 +152,6 @@ def test_the_loss_trend_says_whether_the_budget_ended_while_the_loss_fell():
     record = _record([(0.35, 0.08, 0.18), (0.41, 0.16, 0.17)])
     for seed in record["seeds"]:
         seed["losses"] = falling
-    assert "still falling at the end on 2 of 2 seeds" in gemma_findings.readme_line(record, reference)
     assert "fell on 2 of 2 seeds\n(3.000 to 2.000; 3.000 to 2.000)" in gemma_findings.render_section(record, reference)
 
 

@@ -316,18 +316,3 @@ def test_long_by_terms_gives_each_models_mae_per_count():
     table = notes.long_by_terms(types.SimpleNamespace(models={"m": result}), split)
     assert list(table.columns) == ["model", "2 terms", "3 terms", "4 terms"]
     assert table.iloc[0].tolist() == ["M", 0.5, 0.0, 4.0]
-
-
-def test_the_findings_find_executed_notebooks_that_still_print_the_prior_score(tmp_path):
-    import json
-
-    from predcalc.report.records import prints_prior_score
-
-    def write(name, text):
-        (tmp_path / name).mkdir()
-        cell = {"cell_type": "code", "outputs": [{"output_type": "display_data", "data": {"text/markdown": text}}]}
-        (tmp_path / name / f"{name}.ipynb").write_text(json.dumps({"cells": [cell]}))
-
-    write("01_fnn", "| model | acc out | score | p | epochs |\n|---|---|---|---|---|")
-    write("02_rnn", "| model | acc out | epochs |\n|---|---|---|")
-    assert prints_prior_score(tmp_path) == ["01_fnn"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from predcalc.record import ModelRecord
-from predcalc.report import answer, calculator, sign_scan
+from predcalc.report import answer, calculator
 
 
 def _model(label, out_accuracy, val_loss, mae_out=0.1, seeds=3):
@@ -109,24 +109,6 @@ def test_fresh_rule_seeds_count_complete_calculators_and_training_failures():
         "end_to_end_low": None,
     }
     assert calculator.fresh_rule_seeds([]) == {"fresh_seeds": 0, "complete": 0, "failing": [], "end_to_end_low": None}
-
-
-def test_the_sign_scans_ablations_and_probe_are_read_from_its_record():
-    record = {
-        "ablation": {"runs": {"wide_clamp": {"0": {"in": 1.0, "out": 1.0}, "1": {"in": 1.0, "out": 0.5}}}},
-        "transformer": {
-            "epochs": 8,
-            "runs": {sign_scan.ROUNDED_PROBE: {"0": {"out": 1.0, "long": 0.8}, "1": {"out": 1.0, "long": 1.0}}},
-        },
-    }
-    assert sign_scan.ablation_exact(record, "wide_clamp") == {"exact": 1, "seeds": 2, "worst": "50.0 %"}
-    assert sign_scan.ablation_exact(record, "no_clamp") is None
-    assert sign_scan.rounded_probe(record) == {
-        "seeds": 2,
-        "epochs": 8,
-        "exact": ["out"],
-        "not_exact": ["long 80.0-100.0 %"],
-    }
 
 
 def test_the_sign_scans_protocol_cells_come_from_its_fresh_seeds_where_they_ran():

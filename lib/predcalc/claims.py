@@ -8,8 +8,10 @@ in the record's order), ``check`` (see :func:`check`), ``box`` (the box the clai
 ``kind`` (trained, partly built, memorised, code) and ``chosen_by`` (the data that chose it).
 
 Checks: ``all >= X``, ``all <= X``, ``count >= X == N`` (exactly N values at least X),
-``count >= X >= N`` (at least N values at least X), ``min == X``, ``max == X``, ``equals X``
-(every value equal to X, numbers or strings).
+``count >= X >= N`` (at least N values at least X), ``min == X``, ``max == X`` (exactly X),
+``mean == X``, ``min ~ X``, ``max ~ X`` (the mean, least or largest value rounds to X: within half
+a unit of X's last decimal, so ``mean == 0.198`` is the 19.8 % a page prints) and ``equals X`` (every value equal to X, numbers or strings; X is the rest
+of the rule, spaces included).
 """
 
 from __future__ import annotations
@@ -63,10 +65,15 @@ def check(values: list, rule: str) -> bool:
     if words[:2] == ["count", ">="] and len(words) == 5 and words[3] in ("==", ">="):
         count = sum(v >= float(words[2]) - 1e-12 for v in values)
         return count == int(words[4]) if words[3] == "==" else count >= int(words[4])
-    if words[:1] in (["min"], ["max"]) and len(words) == 3 and words[1] == "==":
+    if words[:1] in (["min"], ["max"]) and len(words) == 3 and words[1] == "==":  # exactly X
         return close(min(values) if words[0] == "min" else max(values), float(words[2]))
-    if words[:1] == ["equals"] and len(words) == 2:
-        return all(close(v, _number(words[1])) for v in values)
+    if words[:1] in (["mean"], ["min"], ["max"]) and len(words) == 3 and words[1] in ("==", "~"):
+        numbers = [float(v) for v in values]
+        value = {"mean": sum(numbers) / len(numbers), "min": min(numbers), "max": max(numbers)}[words[0]]
+        return abs(value - float(words[2])) <= 0.5 * 10 ** -len(words[2].partition(".")[2]) + 1e-12
+    if words[:1] == ["equals"] and len(words) >= 2:
+        expected = rule.split(None, 1)[1]
+        return all(close(v, _number(expected)) for v in values)
     raise ClaimError(f"unknown check {rule!r}")
 
 

@@ -99,8 +99,7 @@ def parser() -> argparse.ArgumentParser:
 
     report = commands.add_parser(
         "report",
-        help="rebuild the findings page from stored metrics (full: "
-        "reports/findings.md and the README table; quick: build/findings.md)",
+        help="rebuild the findings page from stored metrics (full: reports/findings.md; quick: build/findings.md)",
     )
     report.add_argument(
         "--profile",

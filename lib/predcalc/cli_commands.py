@@ -118,10 +118,7 @@ def report_command(args) -> int:
     written = findings.build(
         runs=runs, reports=reports_for("full" if full else "quick"), readme=ROOT / "README.md" if full else None
     )
-    print(
-        f"wrote {relative(written['findings'])} and {relative(written['html'])} ({written['models']} table rows)"
-        + ("; README table updated" if written["readme"] else "" if not full else "; README has no findings markers")
-    )
+    print(f"wrote {relative(written['findings'])} and {relative(written['html'])} ({written['models']} table rows)")
     return 0
 
 

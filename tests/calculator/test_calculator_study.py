@@ -231,26 +231,6 @@ def test_the_held_out_draw_is_fresh_and_scored_on_every_seed(monkeypatch):
     assert sentence in "\n".join(facts)
 
 
-def test_the_findings_headline_states_the_held_out_draw():
-    """The Answer's calculator bullet names the fresh draw's verdict next to the development draw's."""
-    from predcalc.report.calculator import headline
-
-    steps = {"addsub": {"trained_on": 133, "reachable": 400, "held_out_wrong": 0}}
-    box = {"digits": [1, 50], "operators": [1, 40], "depth": [0, 10]}
-    fresh = {"iid": {"mean": 1.0, "min": 1.0, "seeds": 5}, "adversarial": {"mean": 0.99, "min": 0.98, "seeds": 5}}
-    record = {
-        "calculator": {"boxes": {"iid": box}},
-        "steps": steps,
-        "ladder": {"rules": {"iid": {"mean": 1.0, "min": 1.0, "seeds": 5}}},
-        "held_out": {"family_seed": 7777, "families": fresh},
-    }
-    text = headline(record)
-    assert "exact on every family of the development draw; on a held-out draw, worst seed 98.0 %" in text
-    assert "(5 seeds; to 50 digits, 40 operators, depth 10)" in text
-    record["held_out"]["families"]["adversarial"] = {"mean": 1.0, "min": 1.0, "seeds": 5}
-    assert "exact on every family of two draws, one held out" in headline(record)
-
-
 def test_code_versions_lists_each_fingerprint_of_the_parts_once(tmp_path):
     for name, code in (("a", "1"), ("b", "1"), ("c", "2")):
         (tmp_path / f"{name}.json").write_text(json.dumps({"code": code, "result": {}}))

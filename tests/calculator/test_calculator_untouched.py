@@ -6,7 +6,7 @@ import json
 import pytest
 
 from predcalc.calculator import untouched
-from predcalc.report.calculator_untouched import untouched_blocks, untouched_facts
+from predcalc.report.calculator_untouched import untouched_facts
 
 
 def _step(chosen=0, wrong=0, beta=-1.0):
@@ -84,15 +84,7 @@ def test_facts_and_paragraph_quote_the_record():
     assert facts["n"] == 1000 and facts["seeds"] == 3 and facts["list"] == "300-302"
     assert facts["exact"] == 2 and facts["spread"] == "99.6-100.0" and facts["lower_bound"] == "13.5 %"
     assert facts["complete"] == 2 and facts["reproduced"] == 2 and facts["confidence"] == "95 %"
-    (text,) = untouched_blocks(_record())
-    assert "family seed 8317" in text.text and "1,000 in all" in text.text
-    assert (
-        "of fresh seeds 300-302, trained again with the frozen recipe, 2 of 3 answer every expression exactly (lowest-highest seed 99.6-100.0 %"
-        in text.text
-    )
-    assert "Clopper-Pearson: 13.5 %" in text.text and "as NumPy tables" in text.text
-    assert "2 of 3 seeds' retrained steps reproduced" in text.text
-    assert untouched_facts({}) is None and untouched_blocks(None) == []
+    assert untouched_facts({}) is None
 
 
 def _litert(seed, exact, chosen=0, mismatches=0):
@@ -129,15 +121,4 @@ def test_facts_quote_the_litert_scores_where_present():
         "mismatches": 0,
         "same_starts": 3,
     }
-    (text,) = untouched_blocks(record)
-    assert "decide otherwise than its networks on 0 inputs" in text.text
-    assert "run through that file, 3 of 3 seeds answer every expression exactly" in text.text
     assert untouched_facts(_record())["litert"] is None
-
-
-def test_paragraph_says_files_were_not_used_only_without_litert_scores():
-    (plain,) = untouched_blocks(_record())
-    assert "run as NumPy tables, not through exported files." in plain.text
-    summary = {**_record()["summary"], "mismatches": 0, "same_starts": 3}
-    (both,) = untouched_blocks({**_record(), "litert": {"summary": summary}})
-    assert "run as NumPy tables." in both.text and "not through exported files" not in both.text

@@ -47,6 +47,18 @@ class Split:
         )
 
 
+def protocol_record() -> dict:
+    """The protocol's ranges and operators as a record (``predcalc report`` writes it to
+    ``reports/protocol.json``, where the findings' claims read them)."""
+    return {
+        "in_range": list(IN_RANGE),
+        "out_of_range": list(OUT_OF_RANGE),
+        "long_range": list(LONG_RANGE),
+        "long_lengths": list(LONG_LENGTHS),
+        "operators": list(REFERENCE_OPERATORS),
+    }
+
+
 def make_split(name: str, expressions) -> Split:
     expressions = tuple(expressions)
     values = np.array([float(evaluate(e)) for e in expressions], dtype=np.float64)

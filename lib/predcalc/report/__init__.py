@@ -1,6 +1,6 @@
-"""Report: the findings and README table built from ``reports/runs/*/metrics.json``.
+"""Report: the findings' generated tables, built from ``reports/runs/*/metrics.json``.
 
-- :mod:`~predcalc.report.findings`: ``predcalc report`` (findings.md, findings.html, the README block).
+- :mod:`~predcalc.report.findings`: ``predcalc report`` (findings.md, findings.html).
 - :mod:`~predcalc.report.tables`: markdown tables and number formatting.
 - :mod:`~predcalc.report.records`: the typed records the report passes around (folder, profile, kind).
 - :mod:`~predcalc.report.studies`: the studies' sections of the findings.

@@ -16,26 +16,19 @@ import pandas as pd
 
 from predcalc.calculator.prose import error_bound
 from predcalc.report import prose
-from predcalc.report.calculator import calculator_facts, fresh_rule_seeds
+from predcalc.report.calculator import fresh_rule_seeds
 from predcalc.report.calculator_fresh import calculator_payload, cell_lead
-from predcalc.report.calculator_untouched import untouched_facts
 from predcalc.report.cell import Cell  # noqa: F401  (paper reads it through here)
-from predcalc.report.data_seeds import data_seed_facts
-from predcalc.report.document import Bullets, Section, Table, Text
 from predcalc.report.held_out import (  # noqa: F401  (the report's other sections read them through here)
     HELD_OUT_KIND,
-    compare_heldout,
     heldout_seeds,
     not_read,
-    retraining_shift,
     suite_cell,
 )
 from predcalc.report.names import short_name
-from predcalc.report.rounded import rounded_facts, rounded_row
-from predcalc.report.sign_scan import ablation_exact, breaking_ablations, rounded_probe
+from predcalc.report.rounded import rounded_row
 from predcalc.report.studies import FINISHES
-from predcalc.report.tables import plain_cell
-from predcalc.studies import arithmetic_units, exact_scan, sign_scan_search
+from predcalc.studies import arithmetic_units, exact_scan
 from predcalc.studies.edges import THIRD_HELDOUT_SEED
 
 # Families of the main text: (family, trained candidates, partly built candidates), registry names.
@@ -247,18 +240,7 @@ def trained_exact_facts(findings) -> dict | None:
         else None
     )
     weights = record["seeds"][seeds[0]]["weights"]
-    initial = record.get("initial") or {}
     return {
-        "learned_offset": ablation_exact(record, "learned_offset"),
-        "wide_clamp": ablation_exact(record, "wide_clamp"),
-        "rounded_probe": rounded_probe(record),
-        "breaks": breaking_ablations(record),
-        # every seed's start with the initial state equal to the readout: one draw shared between them
-        "shared_start": bool(initial)
-        and all(
-            "weights" in row and row["weights"]["initial_state"] == row["weights"]["readout"]
-            for row in initial.values()
-        ),
         "name": short_name("scan_exact"),
         "seeds": len(seeds),
         # the protocol's sets on the fresh seeds (through their ONNX files) where they ran, else the choosing seeds
@@ -271,12 +253,6 @@ def trained_exact_facts(findings) -> dict | None:
         "bound": record["float32_bound"]["bound"],
         "heldout_seed": record["data"]["heldout"]["seed"],
     }
-
-
-# Held-out sets of the Answer's suite between the axes of the development probe that chose a model's
-# design: the bounded transformer's tanh bound was kept on 3 numbers of -99..99 and on 20 and 60 terms
-# (predcalc.studies.edges.CHOICES), which bracket the 40-term set.
-NEAR_PROBE = {"transformer4_local_bounded": ("terms_40",)}
 
 
 def protocol_scores(record: dict, seeds: list[str]) -> dict:
@@ -386,173 +362,3 @@ def calculator_rows(findings) -> list[dict]:
 def families_table(findings) -> pd.DataFrame:
     rows = family_rows(findings)
     return pd.DataFrame([row for _, row in rows]) if rows else pd.DataFrame()
-
-
-def facts(findings) -> dict:
-    """The numbers the Answer's sentences quote, computed from the stored runs and suites."""
-    rows = family_rows(findings)
-    names = [name for name, _ in rows]
-    exact = [
-        n
-        for n in names
-        if n in findings.models
-        and len(findings.accuracy(n, "in")) >= 2
-        and all(min(findings.accuracy(n, t)) >= 1.0 for t, _ in PROTOCOL_SETS)
-        and n not in dict.fromkeys(b for _, _, built in FAMILIES for b in built)
-    ]
-    # every trained candidate of the families without an exact model (not only each family's chosen one)
-    exact_families = {family for family, trained, _ in FAMILIES if set(trained) & set(exact)}
-    others = [
-        n for family, trained, _ in FAMILIES if family not in exact_families for n in trained if n in findings.models
-    ]
-    best_other = max(others, key=lambda n: np.mean(findings.accuracy(n, "out"))) if others else None
-    out = {
-        "exact": [
-            {"name": short_name(n), "params": findings.models[n][1].params, "seeds": len(findings.accuracy(n, "in"))}
-            for n in exact
-        ],
-        "families": len({r["family"] for _, r in rows if r["family"] != "learned calculator"}),
-        "trained_exact": None,
-        "other_families": len(
-            {r["family"] for _, r in rows if r["family"] not in ("learned calculator", EXACT_FAMILY)}
-            - {r["family"] for name, r in rows if name in exact}
-        ),
-        "best_other": None,
-        "held": [],
-        "held_seed": THIRD_HELDOUT_SEED,
-        "built": None,
-        "calculator": None,
-    }
-    if best_other:
-        values = findings.accuracy(best_other, "out")
-        out["best_other"] = {
-            "name": short_name(best_other),
-            "mean": float(np.mean(values)),
-            "spread": prose.spread(values),
-            "count": len(others),
-            "highest_seed": max(max(findings.accuracy(n, "out")) for n in others),
-            # the other candidates with a seed at or above its lowest seed: its lead over them is not resolved
-            "overlapping": sum(max(findings.accuracy(n, "out")) >= min(values) for n in others if n != best_other),
-        }
-    out["unscored"], out["keras_held"] = [], []
-    for n in exact:  # no exported file scored on the held-out suite: its own Keras scores, if any
-        if heldout_seeds(findings, n, HELD_OUT_KIND):
-            continue
-        held_rows = arithmetic_units.heldout_summary(findings.models[n][1].to_json())
-        if not held_rows:
-            out["unscored"].append(short_name(n))
-            continue
-        out["keras_held"].append(
-            {
-                "name": short_name(n),
-                "sets": len(held_rows),
-                "exact": sum(r["exact_seeds"] == r["n"] for r in held_rows),
-                # the set fewest seeds are exact on (the lowest seed breaking ties)
-                "worst": min(held_rows, key=lambda r: (r["exact_seeds"], r["low"])),
-            }
-        )
-    for n in exact:
-        seeds = heldout_seeds(findings, n, HELD_OUT_KIND)
-        if not seeds:
-            continue
-        sets = {}
-        for sets_of_seed in seeds.values():
-            for s, v in sets_of_seed.items():
-                sets.setdefault(s, []).append(v)
-        out["held"].append(
-            {
-                "name": short_name(n),
-                "sets": len(sets),
-                "unread": sorted(not_read(findings, n)),
-                "all_exact": sorted(s for s, v in sets.items() if min(v) >= 1.0),
-                "length_exact": sorted(s for s, v in sets.items() if min(v) >= 1.0 and s.startswith("terms_")),
-                "near_probe": sorted(s for s in NEAR_PROBE.get(n, ()) if s in sets),
-                "digits_3": prose.spread(sets["digits_3"]) if "digits_3" in sets else None,
-                "digits_4_max": max(sets["digits_4"]) if "digits_4" in sets else None,
-                "digits_3_exact": sum(v >= 1.0 for v in sets["digits_3"]) if "digits_3" in sets else None,
-                "digits_4_exact": sum(v >= 1.0 for v in sets["digits_4"]) if "digits_4" in sets else None,
-                "digits_6_exact": sum(v >= 1.0 for v in sets["digits_6"]) if "digits_6" in sets else None,
-                "seeds": len(seeds),
-                "terms_80": prose.spread(sets["terms_80"]) if "terms_80" in sets else None,
-            }
-        )
-    out["compared"] = compare_heldout(findings, exact)
-    built = [name for name, r in rows if r["kind"] == "partly built" and name in findings.models]
-    for n in built:
-        seeds = heldout_seeds(findings, n, HELD_OUT_KIND)
-        if seeds:
-            everything = all(v >= 1.0 for sets in seeds.values() for v in sets.values())
-            out["built"] = {
-                "name": short_name(n),
-                "seeds": len(seeds),
-                "all_exact": everything,
-                "sets": len(next(iter(seeds.values()))),
-            }
-            break
-    out["search"] = sign_scan_search_facts(findings)
-    out["data_seeds"] = data_seed_facts(findings.reports)
-    records = findings.study("calculator")
-    if records:
-        payload = calculator_payload(records[0])
-        out["calculator"] = calculator_facts(payload)
-        if out["calculator"]:
-            out["calculator"]["untouched"] = untouched_facts(payload.get("untouched"))
-    out["trained_exact"] = trained_exact_facts(findings)
-    out["rounded"] = rounded_facts(findings.notebooks)
-    return out
-
-
-def sign_scan_search_facts(findings) -> dict | None:
-    """The sign scan's discrete patterns (notebook 34's record): how many, how many fit the training
-    split and are exact on the held-out suite, a blind search's expected draws, gradient descent's steps."""
-    record = next((r for r in (x.to_json() for x in findings.notebooks) if sign_scan_search.is_record(r)), None)
-    if record is None:
-        return None
-    descent = ((record.get("descent") or {}).get("summary")) or None
-    return {
-        "count": record["count"],
-        "exact": record["exact"],
-        "draws": record["search"]["expected_draws"],
-        "functions": len(record["functions"]),
-        "descent": descent,
-    }
-
-
-def _is_built(name: str) -> bool:
-    return any(name in built for _, _, built in FAMILIES)
-
-
-def answer_section(findings) -> Section:
-    """The Answer: the families table, what chose each row, and at most five sentences."""
-    table = families_table(findings)
-    if table.empty:
-        return Section("answer", "Answer", [Text("_no runs yet: `predcalc run` first._")])
-    values = facts(findings)
-    lead = prose.say("answer_caption.md.j2", seed=THIRD_HELDOUT_SEED)
-    items = prose.bullets("answer.md.j2", **values)[:5]
-    return Section("answer", "Answer", [Table(table, cell=plain_cell), *[Text(p) for p in lead], Bullets(items)])
-
-
-def families_notes(findings) -> Section:
-    """The Appendix's notes on the families table: what each set, kind and choice is."""
-    if families_table(findings).empty:
-        return Section("appendix.families", "Reading the families table", [], part="appendix")
-    values = facts(findings)
-    record = findings.edges.get(f"{HELD_OUT_KIND}_record") or {}
-    suite = record.get("suite") or {}
-    unread = {short_name(n): not_read(findings, n) for n in record.get("models") or {}}
-    notes = prose.say(
-        "answer_table.md.j2",
-        chosen=CHOSEN_ON,
-        suite={
-            **suite,
-            "retrained": retraining_shift(findings.edges, HELD_OUT_KIND),
-            "unread": {n: sets for n, sets in unread.items() if sets},
-            "lengths": {short_name(n): a["input_length"] for n, a in (record.get("about") or {}).items()},
-        }
-        if suite
-        else suite,
-        calculator=values["calculator"],
-        exact_family=EXACT_FAMILY if values["trained_exact"] else None,
-    )
-    return Section("appendix.families", "Reading the families table", [Text(p) for p in notes], part="appendix")

@@ -8,8 +8,8 @@ heading changes a title, never a page's content. Nothing is executed. The pages 
 ``build/book_src/`` (with ``book/conf.py`` and ``book/_static/``), the site into ``build/book/``
 (``index.html`` at its root).
 
-Pages: the question and the answer (``index``), the method, the results, what we learned and
-its limits, the appendix, deployment, one page per notebook (a notebook without an executed copy
+Pages: the question and the answer (``index``), the method, the results, the limitations (the
+hand-written findings, :mod:`~predcalc.report.written`), the appendix, deployment, one page per notebook (a notebook without an executed copy
 falls back to its source in ``notebooks/``, with a note saying so), and how to reproduce. The
 book's source mirrors ``reports/`` (notebook pages at ``runs/NAME/NAME.ipynb``), so the
 Document's links, written relative to ``reports/``, work unchanged. Numbers are formatted for
@@ -72,22 +72,16 @@ PAGES = (
     Page(
         "method",
         ("method",),
-        "the protocol, the models (what each is, its size, whether it is trained, "
-        "memorised or code), how the scan, the gated readout and the calculator work, and which probe "
-        "chose which variant.",
+        "the protocol and test sets, the development and held-out data, the models and their kinds, "
+        "seeds and statistics.",
     ),
     Page(
         "results",
         ("results",),
-        "the summary figure, the held-out edge suite over 5 seeds, the scoreboard "
-        "against the published rows, and the calculator.",
+        "the prior report's architectures, the built forms, the sign scan, the rounded transformer, the "
+        "learned calculator and the like-for-like comparison with the prior report.",
     ),
-    Page(
-        "learned",
-        ("learned", "limitations"),
-        "what the runs show, and what they do not.",
-        title="What we learned, and its limits",
-    ),
+    Page("limitations", ("limitations",), "what the runs do not show."),
     Page(
         "appendix",
         (
@@ -110,7 +104,7 @@ PAGES = (
         title="Deployment",
     ),
 )
-MAIN_PAGES = ("method", "results", "learned")  # the report's body; the rest is its appendix
+MAIN_PAGES = ("method", "results", "limitations")  # the report's body; the rest is its appendix
 STUDIES = "appendix.studies"  # its subsections open their notebooks' pages
 RUNS_KEY = "appendix.runs"  # on the page that says how to reproduce every run
 

@@ -6,13 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from predcalc.calculator.box import ADVERSARIAL, box_phrase
 from predcalc.calculator.prose import COMPETENT
 from predcalc.calculator.steps import TARGETS
 from predcalc.calculator.study import ablation_rows, carriers, error_bound, inside_world, order, speed_summary
 from predcalc.readable import percent_number, share
 from predcalc.report import prose
-from predcalc.report.calculator_fresh import restart_facts
 from predcalc.report.document import Bullets, Table, Text
 from predcalc.report.tables import markdown_table, plain_cell
 
@@ -160,146 +158,9 @@ def step_rows(record: dict) -> list[dict]:
     return rows
 
 
-def inference_path(record: dict) -> str:
-    """What runs when the calculator answers by default, and the optional cache."""
-    if "forward" in (record.get("speed") or {}):
-        return (
-            "batched LiteRT forward passes of the step networks (default); `--cache` instead looks answers up "
-            "in tables the networks fill once at load"
-        )
-    return (
-        "NumPy look-ups in tables that the LiteRT file's networks fill once at load (one pass over each "
-        "step's finite input domain); no network runs while an expression is answered"
-    )
-
-
-def _rung(record: dict, name: str) -> dict | None:
-    """A ladder rung's per-family summary (``{family: {"mean", "min", "n", "seeds"}}``), or None."""
-    return (record.get("ladder") or {}).get(name)
-
-
-def headline(record: dict) -> str:
-    """The Answer's bullet on the calculator: how exact each rung is, and what it is made of."""
-    rows = step_rows(record)
-    exact_learned = [
-        r["step"] for r in rows if r["share"] != "100 %" and not r["wrong on held-out inputs (worst development seed)"]
-    ]
-    rules = _rung(record, "rules")
-    if rules:
-        worst = min(rules, key=lambda f: rules[f]["mean"])
-        inexact = [
-            r["step"] for r in rows if r["share"] != "100 %" and r["wrong on held-out inputs (worst development seed)"]
-        ]
-        steps = (
-            f"{len(exact_learned)} partly built steps fit a third of their inputs, exact on the rest"
-            if not inexact
-            else f"{', '.join(exact_learned)} are exact on the inputs they never saw, {', '.join(inexact)} not"
-        )
-        verdict = (
-            "exact on every family"
-            if min(v["min"] for v in rules.values()) == 1
-            else f"at least {_pct(rules[worst]['mean'])} exact on every family"
-            if rules[worst]["mean"] >= 0.999
-            else f"worst family {worst} {_pct(rules[worst]['mean'])}"
-        )
-        seeds = next(iter(rules.values()))["seeds"]
-        boxes = [b for f, b in record["calculator"]["boxes"].items() if f in rules]
-        most = {key: max(b[key][1] for b in boxes) for key in ("digits", "operators", "depth")}
-        reach = f"to {most['digits']} digits, {most['operators']} operators, depth {most['depth']}"
-        held_out = (record.get("held_out") or {}).get("families")
-        if held_out:
-            fresh = min(v["min"] for v in held_out.values())
-            verdict += (
-                " of two draws, one held out"
-                if fresh == 1 and verdict == "exact on every family"
-                else f" of the development draw; on a held-out draw, worst seed {_pct(fresh)}"
-            )
-        return (
-            f"Calculator (40): {steps}; quotient digits and zero tests are step outputs; {verdict} "
-            f"({seeds} seeds; {reach})."
-        )
-    main = record["calculator"]["summary"]["calculator"]
-    return (
-        f"The calculator (40) is exact on all {sum(v['n'] for v in main.values()):,} expressions of its "
-        f"{len(main)} families, by code and memorised tables."
-    )
-
-
-def calculator_lesson(record: dict) -> str:
-    """What the calculator taught, for "What we learned": which steps learned a rule from a third of
-    their inputs, on which seeds, and what made the control one of them (or that it is not)."""
-    rows = {r["step"]: r for r in step_rows(record)}
-    control = rows.get("control")
-    seeds = [int(s) for s in record["calculator"]["parameters"].get("seeds", [])]
-    fresh = sorted(int(s) for s in (record.get("control_fresh_seeds") or {}))
-    fresh_exact = all(v.get("held_out_wrong", 1) == 0 for v in (record.get("control_fresh_seeds") or {}).values())
-    return " ".join(
-        prose.say(
-            "calculator_lesson.md.j2",
-            seeds=prose.seeds_list(seeds) if seeds else None,
-            fresh=prose.seeds_list(fresh) if fresh else None,
-            fresh_exact=fresh_exact,
-            rules=fresh_rule_seeds((record.get("given") or {}).get("fresh_steps") or []),
-            restarts=restart_facts(record),
-            control=None
-            if control is None
-            else {
-                "memorised": control["share"] == "100 %",
-                "exact": not control["wrong on held-out inputs (worst development seed)"],
-            },
-        )
-    )
-
-
-#: What the calculator's code decides (engine.py, tokens.py), stated wherever the report says what is learned.
-CODE_DECISIONS = (
-    "Code decides: the lexing (a literal's leading zeros dropped); which of the ready reductions run in a "
-    "round (every other one in a run of adjacent ready operators, so none overlap); that the loop ends at one "
-    "token; how many quotient positions long division visits (the difference of the operands' lengths, each "
-    "counted from `lead`'s flags); a cap on Euclid's rounds (Lamé's bound; reaching it is reported as an "
-    "error); and the refusal of operands whose digit counts multiply to more than 10^8. Learned step outputs "
-    "decide every digit, carry, comparison, sign, quotient digit, where a number ends and whether it is zero. "
-    "The rule steps are partly built: their input encodings (digit values as numbers, the product a x d given "
-    "as a feature), an intermediate value target and a threshold period initialised at 10 are design; `lead`, "
-    "`sign` and `xor` are tiny tables trained on every row (memorised)."
-)
-
-
 def _from(record: dict) -> str:
     """`` (the notebook)`` that wrote ``record``, or nothing if it does not say."""
     return f" ({record['notebook']})" if record.get("notebook") else ""
-
-
-def mechanism(record: dict) -> str:
-    """How the calculator works, for the Method: code, networks, and what runs at inference."""
-    rows = step_rows(record)
-    return (
-        f"**Learned calculator**{_from(record)}: code lexes the expression into signed numbers and operators "
-        "and repeats a loop; a control network marks which operators may be reduced in this round (every "
-        "independent one at once) and whether to apply one inverted (`x - y - z = x - (y + z)`); step networks "
-        f"({', '.join(r['step'] for r in rows)}) map small discrete inputs (digits as numbers, carries, signs) to "
-        "outputs, and code runs schoolbook addition, multiplication, long division and Euclid's algorithm over "
-        "digit arrays with them (each quotient digit, where a number ends and whether it is zero are the `qdigit` and `lead` steps' outputs), and splices each result into the token list. The rule steps are a rounded "
-        "linear unit over digit values followed by a staircase of thresholds that share one period "
-        f"(initialised at 10, then trained), so every row shares a dozen parameters. {CODE_DECISIONS} At "
-        f"inference: {inference_path(record)}."
-    )
-
-
-def results_blocks(record: dict) -> list:
-    """The Results' calculator lead: its training world and the box its test families measured (what
-    code and the step networks decide is in the Method; :func:`detail_blocks` goes to the Appendix)."""
-    study = record["calculator"]
-    return [
-        Text(
-            f"Training world: integers of at most {study['training_box']['digits']} digits, 1-"
-            f"{study['training_box']['operators']} operators of `+ - * /`, depth at most "
-            f"{study['training_box']['depth']}. The test families' box: {box_phrase(record)}. Scored exactly "
-            "(fractions, no float). The loop is code and every step is checked on every input it can meet, so a "
-            "seed whose steps are all exact is exact on every expression by construction, as is a build of "
-            "memorised steps (Appendix, with the ladder and speed)."
-        )
-    ]
 
 
 def detail_blocks(record: dict) -> list:
@@ -507,38 +368,6 @@ def held_out_sentence(held_out: dict) -> str:
             worst_seed=scores[worst]["min"],
         )
     )
-
-
-def calculator_facts(record: dict) -> dict | None:
-    """The calculator's reach on its held-out draw and its training world, from its record."""
-    study = record.get("calculator") or {}
-    families = (record.get("held_out") or {}).get("families") or {}
-    boxes = (record.get("held_out") or {}).get("boxes") or study.get("boxes") or {}
-    if not families or not boxes:
-        return None
-    # the drawn families' reach (the adversarial family's fixed patterns are stated apart, in the box phrase)
-    boxes = {f: b for f, b in boxes.items() if f != ADVERSARIAL} or boxes
-    most = {key: max(int(np.max(b[key])) for b in boxes.values()) for key in ("digits", "operators", "depth")}
-    # the recipe rerun on seeds no choice saw: the steps not exact on every such seed
-    fresh = [
-        {"step": row["step"], "exact": row["exact_seeds"], "seeds": len(row["seeds"])}
-        for row in (record.get("given") or {}).get("fresh_steps") or []
-        if row["exact_seeds"] < len(row["seeds"])
-    ]
-    return {
-        "exact": min(f["min"] for f in families.values()) >= 1.0,
-        "fresh": fresh,
-        **fresh_rule_seeds((record.get("given") or {}).get("fresh_steps") or []),
-        "restarts": restart_facts(record),  # the restart recipe on its own fresh seeds, where its record is
-        "families": len(families),
-        "seeds": next(iter(families.values()))["seeds"],
-        "expressions": (record.get("held_out") or {}).get("expressions"),
-        "shared": (record.get("held_out") or {}).get("shared_with_development"),
-        "most": most,
-        "box": box_phrase(record) if "calculator" in record else None,
-        "box_short": box_phrase(record, short=True) if "calculator" in record else None,
-        "world": study.get("training_box") or {},
-    }
 
 
 def fresh_rule_seeds(rows: list[dict], competent: float = 0.9) -> dict:

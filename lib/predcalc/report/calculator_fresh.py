@@ -120,15 +120,6 @@ def seed_frame(record: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def fresh_blocks(record: dict) -> list:
-    """The Results' paragraph on the restart recipe's fresh seeds (``calculator_fresh.md.j2``), where its
-    record is present."""
-    facts = restart_facts(record)
-    if facts is None:
-        return []
-    return [Text(" ".join(prose.say("calculator_fresh.md.j2", r=facts)))]
-
-
 def fresh_seed_blocks(record: dict) -> list:
     """The Appendix's table of every fresh seed: its starts per step, rows drawn again, wrong decisions."""
     if restart_facts(record) is None:

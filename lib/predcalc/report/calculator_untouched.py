@@ -9,7 +9,6 @@ stored ones, and its calculator's exact answers per family on the draw of the un
 from __future__ import annotations
 
 from predcalc.report import prose
-from predcalc.report.document import Text
 
 #: The untouched draw's record file name, beside the calculator study's metrics.json.
 UNTOUCHED_RECORD = "calculator_untouched.json"
@@ -62,11 +61,3 @@ def _litert_facts(litert: dict | None) -> dict | None:
         "mismatches": summary["mismatches"],
         "same_starts": summary["same_starts"],
     }
-
-
-def untouched_blocks(record: dict | None) -> list:
-    """The Results' paragraph on the untouched draw (``calculator_untouched.md.j2``), where its record is scored."""
-    facts = untouched_facts(record)
-    if facts is None:
-        return []
-    return [Text(" ".join(prose.say("calculator_untouched.md.j2", u=facts)))]

@@ -1,7 +1,7 @@
 """The findings as data: sections of text, bullet lists, tables and figures.
 
 :mod:`predcalc.report.findings` builds one :class:`Document` from the stored runs;
-:mod:`predcalc.report.render` turns it into ``findings.md``, ``findings.html`` and the README block
+:mod:`predcalc.report.render` turns it into ``findings.md`` and ``findings.html``
 through Jinja2 templates, and :mod:`predcalc.report.book` writes the book's pages from the same
 object. Nothing reads a rendered page back: a renamed heading changes only its ``title``, never
 which blocks a page receives, because pages find sections by their ``key``.

@@ -2,9 +2,8 @@
 
 Reads every ``reports/runs/*/metrics.json`` (and the sweeps and edge suites), builds the findings
 as data (:mod:`predcalc.report.paper`, a :class:`~predcalc.report.document.Document`) and renders
-``reports/findings.md``, its HTML, the figures in ``reports/figures/`` and the findings block in
-``README.md`` (between the ``findings:start``/``findings:end`` markers) through Jinja2 templates
-(:mod:`predcalc.report.render`). No number is typed by hand: each comes from a run's metrics, or,
+``reports/findings.md``, its HTML, the figures in ``reports/figures/`` and the README's first-look
+sentence (between the ``first-look:start``/``first-look:end`` markers). No number is typed by hand: each comes from a run's metrics, or,
 in the rows marked "published", from :mod:`predcalc.report.anchors`. This module holds the
 tables the document is made of.
 """
@@ -19,7 +18,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from predcalc.paths import REPORTS, ROOT, RUNS, write_if_changed
+from predcalc.data.protocol import protocol_record
+from predcalc.paths import REPORTS, ROOT, RUNS, write_if_changed, write_json_if_changed
 from predcalc.record import ModelRecord, SeedRun
 from predcalc.report import first_look, render
 from predcalc.report.anchors import REFERENCE_LLM_ROWS, REFERENCE_ROWS
@@ -29,8 +29,6 @@ from predcalc.report.studies import FINISHES, shown_label
 from predcalc.report.tables import markdown_table  # noqa: F401 (notebooks import it from here)
 from predcalc.training import metrics as M
 from predcalc.training.experiment import BASELINE
-
-README_START, README_END = "<!-- findings:start -->", "<!-- findings:end -->"
 
 
 def load_runs(runs: Path = RUNS) -> list[StoredRecord]:
@@ -442,10 +440,6 @@ def _finish_lines(models: dict[str, ModelRecord], reference: str) -> list[str]:
     return lines
 
 
-# The project's goal on the protocol (issue 8): exact accuracy in / out / long, parameters, training seconds.
-GOAL = {"in": 0.999, "out": 0.99, "long": 0.99, "params": 100_000, "train_seconds": 600}
-
-
 def export_table(records, test_sets=("in", "out", "long")) -> pd.DataFrame:
     """One row per exported artifact of the records' models (:func:`export_frame`)."""
     exports = [(name, model.label, model.export) for record in typed(records) for name, model in record.models.items()]
@@ -518,9 +512,8 @@ def llm_table(records) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def update_readme(table: str, readme: Path = ROOT / "README.md", start=README_START, end=README_END) -> bool:
-    """Replace the README's block between ``start`` and ``end`` (default: the findings block); False
-    if the markers are missing."""
+def update_readme(block: str, readme: Path, start: str, end: str) -> bool:
+    """Replace the README's block between the markers ``start`` and ``end``; False if they are missing."""
     if not readme.is_file():
         return False
     text = readme.read_text()
@@ -528,14 +521,14 @@ def update_readme(table: str, readme: Path = ROOT / "README.md", start=README_ST
         return False
     head, rest = text.split(start, 1)
     _, tail = rest.split(end, 1)
-    write_if_changed(readme, f"{head}{start}\n{table}\n{end}{tail}")
+    write_if_changed(readme, f"{head}{start}\n{block}\n{end}{tail}")
     return True
 
 
 def build(runs: Path = RUNS, reports: Path = REPORTS, readme: Path | None = ROOT / "README.md") -> dict:
     """Rebuild the findings from stored metrics: ``findings.md`` and ``findings.html`` in ``reports``
-    and the README block (``readme=None``: leave the README alone, as a quick run's page in build/
-    does). Returns the paths written and the document's size."""
+    and the README's first-look sentence (``readme=None``: leave the README alone, as a quick run's
+    page in build/ does). Returns the paths written and the document's size."""
     # paper builds the document from this module's tables: imported here, not at the top, to avoid a cycle
     from predcalc.report.paper import build_document
 
@@ -545,13 +538,13 @@ def build(runs: Path = RUNS, reports: Path = REPORTS, readme: Path | None = ROOT
     text = render.markdown(doc, reports)
     write_if_changed(reports / "findings.md", text)
     write_if_changed(reports / "findings.html", render.html(text))
+    write_json_if_changed(reports / "protocol.json", protocol_record())
     figure = reports / "figures" / "reach.png"
     return {
         "findings": reports / "findings.md",
         "html": reports / "findings.html",
         "figure": figure if figure.is_file() else None,
         "document": doc,
-        "readme": update_readme(render.readme_block(doc), readme) if readme is not None else False,
         "first_look": (
             update_readme(first_look.sentence(first_look.read()), readme, first_look.START, first_look.END)
             if readme is not None

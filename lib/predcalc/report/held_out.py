@@ -12,7 +12,6 @@ from __future__ import annotations
 import numpy as np
 
 from predcalc.report import prose
-from predcalc.report.names import short_name
 
 # the one held-out suite every model of the Answer's column is scored on, through its exported files
 HELD_OUT_KIND = "third_heldout"
@@ -57,39 +56,3 @@ def suite_cell(seeds: dict[str, dict[str, float]], unread: int = 0) -> str:
         f"mean {prose.share(float(np.mean(per_seed)), 1)} ({prose.spread(per_seed)})"
     )
     return text + (f"; {unread} not read" if unread else "")
-
-
-def compare_heldout(findings, names: list[str]) -> dict | None:
-    """Two exact models on the held-out sets, set by set: "better" only where every seed of one lies above
-    every seed of the other; otherwise not resolved."""
-    if len(names) != 2:
-        return None
-    a, b = (heldout_seeds(findings, n, HELD_OUT_KIND) for n in names)
-    if not a or not b:
-        return None
-    sets = sorted(set.intersection(*(set(s) for s in a.values()), *(set(s) for s in b.values())))
-    verdicts = {"first_sets": [], "second_sets": [], "unresolved": []}
-    for s in sets:
-        va, vb = [x[s] for x in a.values()], [x[s] for x in b.values()]
-        if min(va) > max(vb):
-            verdicts["first_sets"].append(s)
-        elif min(vb) > max(va):
-            verdicts["second_sets"].append(s)
-        else:
-            verdicts["unresolved"].append(s)
-    return {"first": short_name(names[0]), "second": short_name(names[1]), "sets": len(sets), **verdicts}
-
-
-def retraining_shift(edges: dict, kind: str = "heldout") -> dict | None:
-    """The largest change of one seed's exact accuracy on a held-out set between the stored model and its
-    retrained copy (the suite's ``stored_first_seed`` against seed 0), or None."""
-    record = edges.get(f"{kind}_record") or {}
-    worst = None
-    for name, sets in (record.get("stored_first_seed") or {}).items():
-        first = (record.get("models") or {}).get(name, {}).get("0", {})
-        for set_name, score in sets.items():
-            if "accuracy" in score and "accuracy" in first.get(set_name, {}):
-                points = abs(score["accuracy"] - first[set_name]["accuracy"])
-                if worst is None or points > worst["points"]:
-                    worst = {"name": short_name(name), "set": set_name, "points": points}
-    return worst

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from predcalc.paths import save_figure
-from predcalc.report import answer, prose
+from predcalc.report import answer
 from predcalc.report.answer import short_name
 from predcalc.report.rounded import rounded_facts, rounded_record
 from predcalc.studies import rounded_transformer as rounded_study
@@ -41,7 +41,6 @@ SOURCES = {  # source -> (marker fill, what the legend says of it)
     "protocol": ("full", "filled markers (left): the protocol's test sets (development: they chose designs)"),
     "heldout": ("none", f"open markers (right): held-out suite {THIRD_HELDOUT_SEED}, none chose a model drawn on it"),
 }
-PANEL_OF = {"protocol": "development", "heldout": "heldout"}
 MARKERS = "osD^vP*Xh<>pd8"
 OFFSET = 0.07  # sideways step between models, in tick spacings
 
@@ -257,41 +256,4 @@ def reach_frame(findings) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def held_out_shift(edges: dict) -> dict | None:
-    """The largest shift of one seed between a stored model and its retrained copy on the right panel's
-    suite (:func:`predcalc.report.held_out.retraining_shift`)."""
-    return answer.retraining_shift(edges, answer.HELD_OUT_KIND)
-
-
-def reach_caption(frame: pd.DataFrame, seeds: int = 0, retrained: dict | None = None, exact_seeds: str = "") -> str:
-    """The figure's caption (``templates/reach_caption.md.j2``); ``retrained``: the largest shift of one
-    seed between a stored model and its retrained copy (:func:`predcalc.report.answer.retraining_shift`);
-    ``seeds``: the retrained seeds per model where the frame does not say."""
-    held = frame[frame["source"] == "heldout"]
-    drawn = held[held["read"]]
-    in_keras = drawn["scored_in"] == "keras"
-    keras = list(dict.fromkeys(drawn.loc[in_keras, "model"]))
-    rounded_seeds = drawn.loc[drawn["model"] == ROUNDED, "seeds"]
-    own = {  # trained by their own notebooks, not retrained
-        "scan_exact": exact_seeds,
-        ROUNDED: f"{int(rounded_seeds.max())} fresh seeds" if len(rounded_seeds) else "",
-    }
-    scored = [m for m in dict.fromkeys(drawn["model"]) if m not in (*own, *keras)]
-    counts = sorted({int(n) for n in drawn.loc[drawn["model"].isin(scored), "seeds"]}) or [seeds]
-    unread = {short_name(m): list(part["set"]) for m, part in held[~held["read"]].groupby("model", sort=False)}
-    return " ".join(
-        prose.say(
-            "reach_caption.md.j2",
-            suite=THIRD_HELDOUT_SEED,
-            scored=[short_name(m) for m in scored],
-            keras=[short_name(m) for m in keras],
-            own=[f"the {short_name(m)}" + (f" ({own[m]})" if own[m] else "") for m in own if m in set(drawn["model"])],
-            seeds=" or ".join(str(n) for n in counts),
-            unread=unread,
-            retrained=retrained,
-        )
-    )
-
-
-# the prefix of the held-out suite's sets a notebook scored itself, in Keras (its runs' extra test sets)
 KERAS_PREFIX = f"heldout_{THIRD_HELDOUT_SEED}"

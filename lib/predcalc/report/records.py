@@ -10,7 +10,6 @@ passes these objects around; which section renders a record is decided by its ki
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
@@ -52,20 +51,3 @@ class StoredRecord(RunRecord):
             record = RunRecord.from_json(record)
         fields = {name: getattr(record, name) for name in RunRecord.__dataclass_fields__}
         return cls(**fields, **where)
-
-
-def prints_prior_score(runs: Path) -> list[str]:
-    """The executed notebooks under ``runs`` whose outputs print a table with the prior report's score
-    and p columns (run before the notebooks' comparison tables dropped them)."""
-    header = re.compile(r"\| score \| p \|")
-    found = []
-    for path in sorted(Path(runs).glob("*/*.ipynb")):
-        cells = json.loads(path.read_text()).get("cells", [])
-        outputs = (
-            "".join(o.get("text", "")) + "".join(o.get("data", {}).get("text/markdown", ""))
-            for c in cells
-            for o in c.get("outputs", [])
-        )
-        if any(header.search(text) for text in outputs):
-            found.append(path.stem)
-    return found

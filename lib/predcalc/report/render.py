@@ -1,11 +1,11 @@
 """Render a :class:`~predcalc.report.document.Document` through the Jinja2 templates beside this
-module: ``findings.md`` (markdown), ``findings.html`` and the README block.
+module: ``findings.md`` (markdown) and ``findings.html``.
 
 Example:
     >>> from predcalc.report.document import Document, Section, Text
-    >>> doc = Document("Findings", [Section("question", "Question", [Text("Which model?")])], "built")
+    >>> doc = Document("Findings", [Section("runs", "Runs", [Text("Every run.")], "appendix")], "built")
     >>> print(markdown(doc, Path("reports")).splitlines()[0])
-    # Findings
+    # Appendix
 """
 
 from __future__ import annotations
@@ -16,8 +16,9 @@ from pathlib import Path
 import jinja2
 import markdown as markdown_lib
 
-from predcalc.report.document import Bullets, Document, Section, Table
+from predcalc.report.document import Document, Section
 from predcalc.report.tables import markdown_table
+from predcalc.report.written import MARKER
 
 TEMPLATES = Path(__file__).with_name("templates")
 
@@ -51,8 +52,11 @@ def tidy(text: str) -> str:
 
 
 def markdown(doc: Document, base: Path) -> str:
-    """The findings page in markdown; figure links relative to ``base``."""
-    return tidy(_environment(Path(base)).get_template("findings.md.j2").render(doc=doc))
+    """The findings page in markdown: the hand-written part (``doc.facts["prose"]``) as it is, the
+    Appendix marker, then the generated Appendix; figure links relative to ``base``."""
+    appendix = tidy(_environment(Path(base)).get_template("findings.md.j2").render(doc=doc))
+    prose = doc.facts.get("prose", "")
+    return f"{prose}\n{MARKER}\n\n{appendix}" if prose else appendix
 
 
 def section_markdown(section: Section, base: Path, level: int = 1) -> str:
@@ -61,20 +65,6 @@ def section_markdown(section: Section, base: Path, level: int = 1) -> str:
         '{% from "blocks.md.j2" import section with context %}{{ section(s, level) }}'
     )
     return tidy(template.render(s=section, level=level))
-
-
-def readme_block(doc: Document) -> str:
-    """The README's findings block: the Answer's families table and its sentences, the fine-tuned
-    language model beside the prior report's row, and a pointer to the full page (the table's
-    explanation stays there)."""
-    blocks = doc.section("answer").blocks
-    table = next((b for b in blocks if isinstance(b, Table)), None)
-    bullets = next((b for b in blocks if isinstance(b, Bullets)), None)
-    return tidy(
-        _environment(Path("."))
-        .get_template("readme.md.j2")
-        .render(table=table, bullets=bullets, language_model=doc.facts.get("language_model"))
-    )
 
 
 def template_text(name: str, **values) -> str:

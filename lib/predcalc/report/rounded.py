@@ -103,15 +103,6 @@ def _lead_and_details(notebooks) -> tuple[str, str]:
     return lead_and_details(study.section_markdown(record)) if record else ("", "")
 
 
-def rounded_section(notebooks) -> Section:
-    """The Results' subsection: the result, what is given and what is learned."""
-    lead = _lead_and_details(notebooks)[0]
-    if not lead:
-        return Section("results.rounded", "", [])
-    title, _, body = lead.partition("\n")
-    return Section("results.rounded", title.lstrip("#").strip(), [Text(body.strip())])
-
-
 def rounded_details(notebooks) -> Section:
     """The Appendix's part: which data chose the budget, and the held-out suite set by set."""
     details = _lead_and_details(notebooks)[1]

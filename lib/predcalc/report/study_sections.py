@@ -40,14 +40,6 @@ def _trained_exact_markdown(records: list[StoredRecord]) -> str | None:
     return exact_scan.section_markdown(found[0], search) if found else None
 
 
-def trained_exact_section(records: list[StoredRecord]) -> Section:
-    """The trained exact scan's lead in the Results: its result, where exactness is lost, what the
-    model is (with how many of its discrete patterns are exact) and which data chose what."""
-    markdown = _trained_exact_markdown(records)
-    lead = lead_and_details(markdown)[0] if markdown else ""
-    return study_section("results.trained_exact", [lead] if lead else [], lambda text: text)
-
-
 def trained_exact_details(records: list[StoredRecord]) -> Section:
     """The trained exact scan's tables (held-out suite, ablation, initialisation, float32, side probe),
     in the Appendix."""
@@ -65,9 +57,3 @@ def language_model_section(records: list[StoredRecord]) -> Section:
     return study_section(
         "results.language_model", found, lambda record: gemma_findings.render_section(record, reference)
     )
-
-
-def language_model_line(records) -> str | None:
-    """The README's bullet on the fine-tuned Gemma 3 270M (None where no stored run has the study)."""
-    found = [r.extra["gemma3_270m"] for r in records if r.extra.get("gemma3_270m")]
-    return gemma_findings.readme_line(found[0], REFERENCE_LLM_ROWS["Gemma 3 270M"]) if found else None

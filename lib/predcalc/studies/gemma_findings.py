@@ -16,7 +16,6 @@ from predcalc.studies.gemma_study import EDGE_SETS, PREFERRED_ORDER
 
 TEMPLATES = Path(__file__).parent / "templates"
 TEMPLATE = "gemma_finetune.md.j2"
-README_TEMPLATE = "gemma_readme.md.j2"
 SET_LABELS = {
     "in": "in range (3 numbers, -5..4)",
     "out": "out of range (3 numbers, ±5..8)",
@@ -152,14 +151,3 @@ def _environment() -> jinja2.Environment:
 def render_section(record: dict, reference: dict, reference_name: str = "Gemma 3 270M") -> str:
     """The Gemma section of the findings, as Markdown."""
     return _environment().get_template(TEMPLATE).render(**section_context(record, reference, reference_name))
-
-
-def readme_line(record: dict, reference: dict, reference_name: str = "Gemma 3 270M") -> str | None:
-    """The README's one bullet on the fine-tuned model beside the prior report's row (per set the
-    per-seed range, the published value and the side every seed lies on), or None before any seed
-    has finished. Its numbers are the section's, formatted the same way."""
-    context = section_context(record, reference, reference_name)
-    if not context["seeds"]:
-        return None
-    text = _environment().get_template(README_TEMPLATE).render(**context)
-    return " ".join(text.split())
