@@ -64,7 +64,7 @@ def numpy_decoder(layer, w, tokens, ids, levels):
     causal = np.tril(np.ones((length, length), bool))
     x = w["token_embedding/embeddings"][tokens]
     if learned:
-        x = x + w["id_embedding/embeddings"][ids - ID_FLOOR] + w["level_embedding/embeddings"][levels]
+        x = x + w["id_embedding/embeddings"][ids - layer.id_floor] + w["level_embedding/embeddings"][levels]
     for i in range(layer.depth):
         b = f"block{i}_"
         h = layer_norm(x, w[b + "norm1/gamma"], w[b + "norm1/beta"])

@@ -151,12 +151,13 @@ CASES = [
     ),
     LayerCase(
         DigitDecoder,
-        dict(vocabulary=15, dim=8, heads=2, depth=1, intermediate=12, id_table=10, level_table=5),
-        [(5,), (5,), (5,)],  # tokens, ids (0..8: rows 1..9 of the id table), levels
+        dict(vocabulary=15, dim=8, heads=2, depth=1, intermediate=12, id_table=10, level_table=5, id_floor=0),
+        [(5,), (5,), (5,)],  # tokens, ids (0..8: rows 0..8 of the id table), levels
         integers=(15, 9, 5),
         bad_arguments=(
             ({"vocabulary": 15, "id_table": 0, "level_table": 4}, "Received: id_table=0"),
             ({"vocabulary": 15, "id_table": 8}, "give both id_table and level_table, or neither"),
+            ({"vocabulary": 15, "id_floor": 0.5}, "id_floor must be an integer. Received: id_floor=0.5"),
         ),
         name="DigitDecoder-learned-ids",
     ),

@@ -19,7 +19,6 @@ import keras
 import numpy as np
 from keras import ops
 
-from predcalc.data.digits import ID_FLOOR
 from predcalc.layers._common import positive_int, positive_ints
 
 
@@ -57,7 +56,7 @@ class DigitDecoder(keras.layers.Layer):
     other part of the network sees them.
 
     With ``id_table`` and ``level_table`` (sizes) the ids are read instead as learned embeddings
-    added to the token embedding (ids from :data:`predcalc.data.digits.ID_FLOOR`, levels from 0), and nothing is rotated:
+    added to the token embedding (ids from ``id_floor``, levels from 0), and nothing is rotated:
     the literature's position coupling, which is trained with random id offsets so that every
     row of the tables is learned. An id past its table cannot be read; callers refuse such inputs.
 
@@ -76,6 +75,7 @@ class DigitDecoder(keras.layers.Layer):
         intermediate: int | None = None,
         id_table: int | None = None,
         level_table: int | None = None,
+        id_floor: int = -1,
         **kwargs,
     ):
         super().__init__(**kwargs)
@@ -95,6 +95,9 @@ class DigitDecoder(keras.layers.Layer):
         self.intermediate = positive_int("intermediate", intermediate, allow_none=True) or 4 * self.dim
         self.id_frequencies = rotary_frequencies(self.id_pairs, 1 / 64)
         self.level_frequencies = rotary_frequencies(max(pairs - self.id_pairs, 1), 1 / 8)[: pairs - self.id_pairs]
+        if isinstance(id_floor, bool) or not isinstance(id_floor, int | np.integer):
+            raise ValueError(f"DigitDecoder: id_floor must be an integer. Received: id_floor={id_floor!r}")
+        self.id_floor = int(id_floor)  # the lowest id the inputs hold (the formats' ID_FLOOR)
         self.id_table = positive_int("id_table", id_table, allow_none=True)
         self.level_table = positive_int("level_table", level_table, allow_none=True)
         if (self.id_table is None) != (self.level_table is None):
@@ -167,7 +170,7 @@ class DigitDecoder(keras.layers.Layer):
             raise ValueError(f"DigitDecoder expects tokens of shape (batch, length), got {tuple(tokens.shape)}")
         x = self.token_embedding(tokens)
         if self.learned_ids:
-            x = x + self.id_embedding(ids - ID_FLOOR) + self.level_embedding(levels)
+            x = x + self.id_embedding(ids - self.id_floor) + self.level_embedding(levels)
         length = ops.shape(tokens)[1]
         causal = ops.tril(ops.ones((length, length), dtype="bool"))
         scale = 1.0 / math.sqrt(self.head_dim)
@@ -201,5 +204,6 @@ class DigitDecoder(keras.layers.Layer):
             intermediate=self.intermediate,
             id_table=self.id_table,
             level_table=self.level_table,
+            id_floor=self.id_floor,
         )
         return config

@@ -47,7 +47,14 @@ def build_decoder(
     inputs = [keras.Input((None,), dtype="int32", name=n) for n in names]
     id_table, level_table = tables or (None, None)
     decoder = DigitDecoder(
-        digits.VOCAB, dim=dim, heads=heads, depth=depth, id_table=id_table, level_table=level_table, name="decoder"
+        digits.VOCAB,
+        dim=dim,
+        heads=heads,
+        depth=depth,
+        id_table=id_table,
+        level_table=level_table,
+        id_floor=digits.ID_FLOOR,
+        name="decoder",
     )
     out = decoder(inputs)
     return keras.Model(inputs, out, name="digit_decoder")
