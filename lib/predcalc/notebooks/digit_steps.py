@@ -63,8 +63,10 @@ def development_curves(root, models: dict) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def export_all(root, models: dict) -> pd.DataFrame:
-    """ONNX and LiteRT files of every seed (TensorFlow backend, in a child process), with their parity."""
+def export_all(root, models: dict, litert_models=()) -> pd.DataFrame:
+    """ONNX and LiteRT files of every seed (TensorFlow backend, in a child process), with their
+    parity; a seed exported before LiteRT files were written is exported again only for
+    ``litert_models``."""
     rows = []
     for model, seeds in models.items():
         for seed in seeds:
@@ -78,7 +80,7 @@ def export_all(root, models: dict) -> pd.DataFrame:
                 or (
                     onnx.is_file()
                     and onnx.stat().st_mtime >= checkpoint.stat().st_mtime
-                    and "litert" in json.loads(sidecar.read_text())
+                    and ("litert" in json.loads(sidecar.read_text()) or model not in litert_models)
                 )
             )
             if not fresh:
