@@ -14,22 +14,28 @@ import pytest
 # next test file in collection order. The files that take longest (about 15 to 80 s each in the
 # clean-clone CI log of 2026-11-26, on two cores) go first, so that no worker is left alone with a
 # long file at the end while the other core idles; the rest follow in xdist's own default order
-# (most tests first). Tests inside a file keep their order.
+# (most tests first). Tests inside a file keep their order. The calculator's learned parts and given
+# variants, the Gemma weights and the exact scan were added from per-file times of 2026-12-02 (one
+# process a file, beside training runs: test_calculator_learned.py took as long as test_book.py).
 LONGEST_FIRST = [
     "tests/test_jetson.py",
     "tests/test_deploy.py",
     "tests/test_token_head.py",
     "tests/test_tune.py",
+    "tests/calculator/test_calculator_learned.py",
     "tests/test_cli.py",
     "tests/test_runner_and_report.py",
     "tests/test_book.py",
     "tests/test_runtime_install.py",
     "tests/test_transformer.py",
     "tests/test_edges.py",
+    "tests/test_exact_scan.py",
     "tests/calculator/test_calculator_engine.py",
+    "tests/test_gemma_weights.py",
     "tests/test_experiment.py",
     "tests/test_difficulty.py",
     "tests/test_export_formats.py",
+    "tests/calculator/test_calculator_given.py",
 ]
 
 

@@ -1,7 +1,8 @@
 """The real Gemma 3 270M from the GGUF package: mapping, tokenizer, next tokens, a broken mapping.
 
-The model is converted once into the cache (shared by sessions and workers, under a lock) and
-loaded once per session; together these tests take well under two minutes on two cores.
+The model is converted once into the cache (shared by sessions and workers, under a lock; the
+session that converts keeps the model it converted) and loaded once per session; the GGUF file is
+read once per process (``gemma_weights.reader``), by the conversion and these tests alike.
 """
 
 import sys
@@ -26,9 +27,7 @@ NEXT_TOKENS = {
 
 @pytest.fixture(scope="module")
 def reader():
-    import gguf
-
-    return gguf.GGUFReader(str(gemma_weights.gguf_path()))
+    return gemma_weights.reader(gemma_weights.gguf_path())
 
 
 @pytest.fixture(scope="module")

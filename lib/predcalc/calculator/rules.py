@@ -315,8 +315,13 @@ def train_control(
     step = STEPS["control"]
     model = build_control_rule(seed, l2)
     targets = step.reference(inputs)
-    model.compile(optimizer=keras.optimizers.SGD(learning_rate), loss=[_margin_loss] * targets.shape[1])
     repeats = 50  # full-batch steps per Keras epoch (an epoch has a fixed cost)
+    # one compiled call runs an epoch's steps (the same steps and weights as one call a step)
+    model.compile(
+        optimizer=keras.optimizers.SGD(learning_rate),
+        loss=[_margin_loss] * targets.shape[1],
+        steps_per_execution=repeats,
+    )
     x, y = np.tile(inputs, (repeats, 1)), [np.tile(targets[:, j], repeats) for j in range(targets.shape[1])]
     model.fit(x, y, batch_size=len(inputs), epochs=steps // repeats, verbose=0, shuffle=False)
     scores = np.stack([np.asarray(h)[:, 1] for h in model(inputs, training=False)], axis=1)
@@ -376,12 +381,13 @@ def train_rule(
     y = [value[:, None], steps.astype("float32")] + [
         targets[:, j : j + 1].astype("float32") for j in range(targets.shape[1])
     ]
-    model.compile(
+    repeats = 50  # full-batch steps per Keras epoch (an epoch has a fixed cost)
+    model.compile(  # one compiled call an epoch, as train_control
         optimizer=keras.optimizers.Adam(learning_rate),
         loss=["mse", keras.losses.BinaryCrossentropy()] + ["mse"] * targets.shape[1],
+        steps_per_execution=repeats,
     )
     done, streak, right = 0, 0, 0.0
-    repeats = 50  # full-batch steps per Keras epoch (an epoch has a fixed cost)
     x, y = np.tile(inputs, (repeats, 1)), [np.tile(t, (repeats, 1)) for t in y]
     while done < epochs and (streak < 2 or done < minimum):
         model.fit(x, y, batch_size=len(inputs), epochs=chunk // repeats, verbose=0, shuffle=False)

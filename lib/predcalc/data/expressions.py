@@ -156,6 +156,14 @@ def parse(text: str):
     return _Parser(text).parse()
 
 
+def parsed_tokens(text: str) -> list[Token]:
+    """The tokens of ``text`` once it parses (:func:`parse`'s errors otherwise): one tokenisation
+    for both, where a caller needs the expression checked and its tokens."""
+    parser = _Parser(text)
+    parser.parse()
+    return parser.tokens
+
+
 def _children(tree) -> tuple:
     return () if isinstance(tree, int) else tree[1:]
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from predcalc.data.expressions import ExpressionError, parse, quoted_expression, tokenize
+from predcalc.data.expressions import ExpressionError, parsed_tokens, quoted_expression
 
 
 class TokenizerError(ValueError):
@@ -26,11 +26,10 @@ def signed_terms(text: str) -> list[str]:
         >>> signed_terms("3- -2+4")
         ['3', '-', '-2', '+', '4']
     """
-    parse(text)  # raises ExpressionError on anything malformed
     items: list[str] = []
     sign = 1
     expect_number = True
-    for token in tokenize(text):
+    for token in parsed_tokens(text):  # raises ExpressionError on anything malformed
         if expect_number and token.kind == "op" and token.text in "+-":
             sign = -sign if token.text == "-" else sign
         elif token.kind == "int":

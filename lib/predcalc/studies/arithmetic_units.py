@@ -13,7 +13,7 @@ import pandas as pd
 from predcalc.data import get_tokenizer
 from predcalc.readable import percent
 from predcalc.studies import study_template
-from predcalc.studies.edges import heldout_suite, third_heldout_suite, tokens_needed
+from predcalc.studies.edges import heldout_suite, holds, third_heldout_suite
 
 SETS = (("in", "in range"), ("out", "out of range"), ("long", "long"))
 GRID = np.array([-1.0, 0.0, 1.0])  # the values the regulariser pulls every weight to (NMU: 0 and 1)
@@ -81,7 +81,7 @@ def heldout_sets(length: int = 15) -> dict:
         f"{prefix}/{name}": split
         for prefix, suite in suites.items()
         for name, split in suite.items()
-        if (tokens_needed(tokenizer, split.expressions) or length + 1) <= length
+        if holds(tokenizer, split.expressions)
     }
 
 

@@ -288,7 +288,7 @@ def edge_sets(seed: int = DEVELOPMENT_SEED, count: int = SET_SIZE) -> dict[str, 
 def heldout_suite(seed: int = HELDOUT_SEED, count: int = SET_SIZE, data_seed: int = 0) -> dict[str, Split]:
     """The held-out edge suite: ``count`` expressions per set of :data:`HELDOUT`, none in the
     development suite nor in the reference protocol's (``data_seed``) training and validation splits."""
-    return _suite(HELDOUT, seed, count, exclude=_excluded(data_seed))
+    return dict(_heldout_suite(seed, count, data_seed))
 
 
 def second_heldout_suite(
@@ -298,8 +298,7 @@ def second_heldout_suite(
     development suite, the first held-out suite nor the reference protocol's (``data_seed``) training and
     validation splits. Drawn after the trained exact scan (``scan_exact``) was frozen; the first
     held-out suite was development data for it."""
-    first = [canonical(e) for split in heldout_suite(data_seed=data_seed).values() for e in split.expressions]
-    return _suite(SECOND_HELDOUT, seed, count, exclude=_excluded(data_seed) | frozenset(first))
+    return dict(_second_heldout_suite(seed, count, data_seed))
 
 
 def third_heldout_suite(seed: int = THIRD_HELDOUT_SEED, count: int = SET_SIZE, data_seed: int = 0) -> dict[str, Split]:
@@ -307,6 +306,24 @@ def third_heldout_suite(seed: int = THIRD_HELDOUT_SEED, count: int = SET_SIZE, d
     development suite, the first or second held-out suite (at ``count``) nor the reference protocol's
     (``data_seed``) training and validation splits. Drawn after ``scan_exact``'s final design was
     frozen; the second held-out suite was development data for that design."""
+    return dict(_third_heldout_suite(seed, count, data_seed))
+
+
+# Each suite is drawn once per process and arguments (the draws are deterministic; the third suite's
+# exclusions draw the first and second again): the callers get their own dict of the same frozen Splits.
+@functools.lru_cache(maxsize=16)
+def _heldout_suite(seed: int, count: int, data_seed: int) -> dict[str, Split]:
+    return _suite(HELDOUT, seed, count, exclude=_excluded(data_seed))
+
+
+@functools.lru_cache(maxsize=16)
+def _second_heldout_suite(seed: int, count: int, data_seed: int) -> dict[str, Split]:
+    first = [canonical(e) for split in heldout_suite(data_seed=data_seed).values() for e in split.expressions]
+    return _suite(SECOND_HELDOUT, seed, count, exclude=_excluded(data_seed) | frozenset(first))
+
+
+@functools.lru_cache(maxsize=16)
+def _third_heldout_suite(seed: int, count: int, data_seed: int) -> dict[str, Split]:
     earlier = [
         *heldout_suite(data_seed=data_seed).values(),
         *second_heldout_suite(count=count, data_seed=data_seed).values(),
@@ -431,6 +448,16 @@ def tokens_needed(tokenizer, expressions, longest: int = 4096) -> int | None:
         middle = (short + long) // 2
         short, long = (short, middle) if fits(middle) else (middle, long)
     return long
+
+
+def holds(tokenizer, expressions) -> bool:
+    """Whether ``tokenizer`` encodes every expression at its own length: ``tokens_needed`` is at
+    most ``tokenizer.length`` (not None), found with one encoding of the set instead of a search."""
+    try:
+        tokenizer.encode_batch(list(expressions))
+    except TokenizerError:
+        return False
+    return True
 
 
 def refusal(tokenizer, expressions) -> str | None:

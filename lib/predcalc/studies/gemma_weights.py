@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import contextlib
 import fcntl
+import functools
 import json
 import os
 from pathlib import Path
@@ -95,6 +96,32 @@ def gguf_path(directory: Path | None = None) -> Path:
 
 # ---------------------------------------------------------------------------------------------
 # Reading the GGUF
+
+
+def reader(path: str | Path):
+    """llama.cpp's ``GGUFReader`` over the file at ``path``, opened once per process.
+
+    It reads the file through a plain array view of its memory map: the reader's fields (262,144
+    vocabulary strings, a million small slices) then take a fifth of the time they take through
+    ``np.memmap`` slices (12 s instead of 61 s here); the fields and tensors are the same arrays."""
+    return _reader(str(Path(path).resolve()))
+
+
+@functools.lru_cache(maxsize=1)
+def _reader(path: str):
+    _require_packages()
+    import gguf  # llama.cpp's reader (checked above)
+
+    class _PlainViewReader(gguf.GGUFReader):
+        @property
+        def data(self):
+            return self._plain
+
+        @data.setter
+        def data(self, mapped):  # set once, by GGUFReader.__init__, to the file's np.memmap
+            self._plain = mapped.view(np.ndarray)  # the same bytes; keeps the map open
+
+    return _PlainViewReader(path)
 
 
 def _field(reader, key):
@@ -278,15 +305,13 @@ def assign(backbone, tensors: dict, norm_offset: float = NORM_OFFSET, partial: b
 
 def build_from_gguf(path, norm_offset: float = NORM_OFFSET):
     """A ``Gemma3CausalLM`` with the GGUF's weights and tokenizer, and the conversion report."""
-    _require_packages()
-    import gguf  # llama.cpp's reader (checked above)
     import keras_hub  # the model library, only where a model is built
 
-    reader = gguf.GGUFReader(str(path))
-    meta = metadata(reader)
-    tokenizer = keras_hub.models.Gemma3Tokenizer(proto=sentencepiece_proto(reader), has_vision_tokens=False)
+    file = reader(path)
+    meta = metadata(file)
+    tokenizer = keras_hub.models.Gemma3Tokenizer(proto=sentencepiece_proto(file), has_vision_tokens=False)
     backbone = keras_hub.models.Gemma3Backbone(**backbone_config(meta))
-    report = assign(backbone, dequantised(reader), norm_offset)
+    report = assign(backbone, dequantised(file), norm_offset)
     preprocessor = keras_hub.models.Gemma3CausalLMPreprocessor(tokenizer=tokenizer, sequence_length=64)
     model = keras_hub.models.Gemma3CausalLM(backbone=backbone, preprocessor=preprocessor)
     return model, {**report, "metadata": meta}
@@ -298,28 +323,37 @@ def preset_dir(directory: Path | None = None) -> Path:
 
 def ensure_preset(directory: Path | None = None) -> Path:
     """Convert the GGUF into a keras-hub preset folder once; later calls return the folder."""
+    return _converted(directory)[0]
+
+
+def _converted(directory: Path | None = None):
+    """The preset folder, and the converted model where this call converted it (else None)."""
     target = preset_dir(directory)
     done = target / "conversion.json"
     if done.is_file():
-        return target
+        return target, None
     source = gguf_path(directory)
     with _locked(target.parent):
         if done.is_file():  # another process converted it while this one waited
-            return target
+            return target, None
         model, report = build_from_gguf(source)
         staging = target.with_name(target.name + ".partial")
         model.save_to_preset(str(staging))
         (staging / "conversion.json").write_text(json.dumps({**report, "source": source.name}, indent=1))
         staging.rename(target)
-    return target
+    return target, model
 
 
 def load(directory: Path | None = None, sequence_length: int = 64):
-    """The pre-trained Gemma 3 270M as a ``Gemma3CausalLM`` (converted once, then ``from_preset``)."""
+    """The pre-trained Gemma 3 270M as a ``Gemma3CausalLM`` (converted once, then ``from_preset``).
+
+    The call that converts returns the model it has just converted and saved: reading the 1.1 GB
+    preset back took longer than the conversion itself."""
     import keras_hub  # the model library, only where a model is loaded
 
-    path = ensure_preset(directory)
-    model = keras_hub.models.Gemma3CausalLM.from_preset(str(path))
+    path, model = _converted(directory)
+    if model is None:
+        model = keras_hub.models.Gemma3CausalLM.from_preset(str(path))
     model.preprocessor.sequence_length = int(sequence_length)
     return model
 
