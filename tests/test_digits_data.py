@@ -423,3 +423,9 @@ def test_every_set_of_the_suite_is_what_its_name_says():
         assert all(abs(e.value) < 1100 for e in sets[f"cancellation_{width}"])
         assert all(abs(e.value) < 100 for e in sets[f"leading_cancel_{width}"])
         assert digit_suite.box(sets[f"leading_cancel_{width}"])["digits"][1] == width
+
+
+def test_table_room_is_how_far_ids_and_levels_may_move_inside_the_tables():
+    ids, levels = np.array([[digits.ID_FLOOR, 0, 5]]), np.array([[0, 2, 7]])
+    assert digits.table_room(ids, levels, (8, 8)) == (1, 0)  # ids -1..5 take rows 0..6 of 8
+    assert digits.table_room(ids, levels, (7, 7)) == (0, -1)  # level 7 has no row in 7

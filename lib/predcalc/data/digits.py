@@ -17,9 +17,9 @@ notebook's Method; no part of it adds, carries or compares:
 - position ids (``positions``): ``absolute`` (the token's index), ``abacus`` (a digit's index
   within its own number, from the first digit written) or ``coupled`` (a digit's significance, with
   a second id for its row: term ``j`` is level ``2j``, scratch row ``j`` level ``2j + 1``, the
-  answer level ``2T + 2``). The decoder's attention is rotated by these ids (rotary embedding), so only their
-  differences matter; the literature's random id offset in training would change nothing and is
-  not used.
+  answer level ``2T + 2``). A rotary decoder's attention is rotated by these ids, so only their
+  differences matter; a decoder with learned id tables reads the ids themselves, and trains with
+  a random offset added to them (:func:`table_room` says how far they may move).
 
 The decoding loop (:func:`decode_rows`' caller in :mod:`predcalc.models.digit_decoder`) writes the
 layout: the separators, how many digits a row has and how many rows there are. The network writes
@@ -43,6 +43,13 @@ POSITIONS = ("absolute", "abacus", "coupled")
 ID_FLOOR = -1
 """The lowest id a format writes (the operator before a number's first digit); a learned id table
 is indexed from it."""
+
+
+def table_room(ids, levels, tables: tuple[int, int]) -> tuple[int, int]:
+    """How far ``ids`` and ``levels`` may be shifted up and stay inside learned tables of
+    ``tables`` (ids from :data:`ID_FLOOR`, levels from 0); negative where they do not fit at all."""
+    return tables[0] - (int(np.max(ids)) - ID_FLOOR + 1), tables[1] - (int(np.max(levels)) + 1)
+
 
 _TERM = re.compile(r"\s*([+-])\s*([+-]?)\s*([0-9]+)\s*")
 _FIRST = re.compile(r"\s*([+-]?)\s*([0-9]+)\s*")

@@ -61,7 +61,6 @@ class DigitFile:
             if threads:
                 options.intra_op_num_threads = threads
             self.session = onnxruntime.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
-            self.input_names = [i.name for i in self.session.get_inputs()]
             self.output_names = [o.name for o in self.session.get_outputs()]
         else:
             from ai_edge_litert.interpreter import Interpreter  # the other runtime, only where it is used
@@ -73,11 +72,10 @@ class DigitFile:
         return f"{self.info['model']} seed {self.info['seed']} ({self.path.name})"
 
     def _run(self, feed: dict) -> dict:
-        """The file's outputs by name for inputs by name."""
+        """The file's outputs by name for inputs by name (both files name their inputs as
+        :func:`signature` does)."""
         if self.runtime == "onnx":
-            names = self.input_names if len(feed) > 1 else self.input_names[:1]
-            ordered = [feed[n] for n in ("tokens", "ids", "levels")] if len(feed) > 1 else list(feed.values())
-            return dict(zip(self.output_names, self.session.run(None, dict(zip(names, ordered))), strict=True))
+            return dict(zip(self.output_names, self.session.run(None, feed), strict=True))
         return self.session(**feed)
 
     def refusal(self, expression: digits.Expression) -> str | None:
@@ -87,7 +85,7 @@ class DigitFile:
         if self.format is not None and self.info.get("tables"):
             encoded = digits.encode(expression, self.format)
             id_table, level_table = self.info["tables"]
-            if int(encoded.ids.max()) - digits.ID_FLOOR >= id_table or int(encoded.levels.max()) >= level_table:
+            if min(digits.table_room(encoded.ids, encoded.levels, (id_table, level_table))) < 0:
                 return (
                     f"{expression.width} digits and {len(expression.terms)} terms need ids or levels past "
                     f"{self.info['model']}'s learned tables ({id_table} ids, {level_table} levels)"
@@ -137,7 +135,6 @@ def export(seed_folder) -> dict:
     file against Keras on a fixed batch. An ONNX file newer than its checkpoint is kept, with the
     parity its sidecar records (its scores are cached by its hash)."""
     import keras  # the exporting machine only (TensorFlow backend)
-    import tensorflow as tf  # for the input signature
 
     from predcalc.deploy.formats.onnx import export_onnx_signature
     from predcalc.models.digits import DIGIT_MODELS  # registers the layers before loading
@@ -150,11 +147,7 @@ def export(seed_folder) -> dict:
     gelu_through_erf(model)
     kept = onnx.is_file() and sidecar.is_file() and onnx.stat().st_mtime >= checkpoint.stat().st_mtime
     if not kept:
-        if spec.is_decoder:
-            signature = [[tf.TensorSpec((None, None), tf.int32, name=n) for n in ("tokens", "ids", "levels")]]
-        else:
-            signature = [tf.TensorSpec((None, None, digits.COLUMN_FEATURES), tf.float32, name="columns")]
-        export_onnx_signature(model, onnx, signature)
+        export_onnx_signature(model, onnx, signature(spec))
     litert = export_litert(model, spec, folder / LITERT_FILE)
     info = {
         "model": spec.name,
@@ -182,21 +175,28 @@ def export(seed_folder) -> dict:
     return info
 
 
+def signature(spec, batch: int | None = None) -> list:
+    """The input signature of a digit model's files, its inputs named ``tokens``, ``ids`` and
+    ``levels`` (a decoder) or ``columns`` (the column GRU); any length, and any batch or ``batch``."""
+    import tensorflow as tf  # the exporting machine only
+
+    if spec.is_decoder:
+        return [[tf.TensorSpec((batch, None), tf.int32, name=n) for n in ("tokens", "ids", "levels")]]
+    return [tf.TensorSpec((batch, None, digits.COLUMN_FEATURES), tf.float32, name="columns")]
+
+
 def export_litert(model, spec, path) -> dict:
     """``model.tflite`` from the (GELU-through-erf) model with LiteRT's builtin kernels only:
     ``{"bytes"}``, or ``{"error"}`` with the converter's first line where it does not convert."""
     import tensorflow as tf  # the exporting machine only
 
-    if spec.is_decoder:
-        signature = [[tf.TensorSpec((None, None), tf.int32, name=n) for n in ("tokens", "ids", "levels")]]
-    else:  # LiteRT lowers a recurrence's loop only at a fixed batch
-        signature = [tf.TensorSpec((1, None, digits.COLUMN_FEATURES), tf.float32, name="columns")]
     path = Path(path)
+    batch = None if spec.is_decoder else 1  # LiteRT lowers a recurrence's loop only at a fixed batch
     try:
         model.export(
             str(path),
             format="litert",
-            input_signature=signature,
+            input_signature=signature(spec, batch),
             verbose=False,
             target_spec={"supported_ops": [tf.lite.OpsSet.TFLITE_BUILTINS]},
         )

@@ -34,6 +34,16 @@ def _sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def _stored(cache: Path) -> dict:
+    """A cached record (empty where there is none)."""
+    return json.loads(cache.read_text()) if cache.is_file() else {}
+
+
+def _matches(stored: dict, key: dict) -> bool:
+    """Whether a cached record was made for ``key`` (its files' hashes, the sets and their sizes)."""
+    return bool(stored) and {k: stored.get(k) for k in key} == key
+
+
 def score_seed(
     folder, sets: dict, suite_seed: int, keras_check: int = 0, progress=None, cache_name: str = SCORES
 ) -> dict:
@@ -43,7 +53,7 @@ def score_seed(
     checkpoint, and the answers that differ from the file's are counted (``parity``)."""
     folder = Path(folder)
     cache = folder / cache_name
-    stored = json.loads(cache.read_text()) if cache.is_file() else {}
+    stored = _stored(cache)
     if not (folder / ONNX_FILE).is_file():
         if stored:  # a clone: only the recommended models' files are committed; the others' scores are
             return stored
@@ -55,7 +65,7 @@ def score_seed(
         "onnx_sha256": digest,
         "keras_check": keras_check,
     }
-    if stored and {k: stored.get(k) for k in key} == key:
+    if _matches(stored, key):
         return stored
     file = DigitFile(folder)
     if keras_check and not (folder / "checkpoint.keras").is_file():  # a clone: the file alone is scored
@@ -102,15 +112,15 @@ def litert_check(folder, sets: dict, suite_seed: int, count: int, scores: dict) 
     cache = folder / LITERT_CHECK
     if not (folder / LITERT_FILE).is_file() or not (folder / ONNX_FILE).is_file():
         # a clone: the files of models the findings do not carry are not committed, their checks are
-        return json.loads(cache.read_text()) if cache.is_file() else None
+        return _stored(cache) or None
     key = {
         "suite_seed": suite_seed,
         "sizes": {k: min(count, len(v)) for k, v in sets.items()},
         "litert_sha256": _sha256(folder / LITERT_FILE),
         "onnx_sha256": _sha256(folder / ONNX_FILE),
     }
-    stored = json.loads(cache.read_text()) if cache.is_file() else {}
-    if stored and {k: stored.get(k) for k in key} == key:
+    stored = _stored(cache)
+    if _matches(stored, key):
         return stored
     onnx, litert = DigitFile(folder), DigitFile(folder, runtime="litert")
     result = {**key, "sets": {}}

@@ -51,8 +51,7 @@ def decoder_batch(fmt: digits.Format, expressions, rng: np.random.Generator | No
     stack = lambda name: np.stack([np.pad(getattr(x, name), pad) for x in encoded])  # noqa: E731
     tokens, ids, levels, written = stack("tokens"), stack("ids"), stack("levels"), stack("written")
     if tables is not None and rng is not None:
-        id_room = tables[0] - (int(ids.max()) - digits.ID_FLOOR + 1)
-        level_room = tables[1] - (int(levels.max()) + 1)
+        id_room, level_room = digits.table_room(ids, levels, tables)
         if id_room < 0 or level_room < 0:
             raise ValueError(f"a training batch's ids or levels do not fit tables of {tables}")
         ids = ids + rng.integers(0, id_room + 1, size=(len(expressions), 1))
