@@ -197,3 +197,43 @@ def test_published_adapter_is_float16_and_loads_back(protocol, tmp_path):
     for a, b in zip(model.backbone.trainable_variables, again.backbone.trainable_variables):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-3, atol=1e-4)
         assert np.asarray(b).dtype == np.float32
+
+
+PLATEAU = gemma_finetune.Plateau(every=3, patience=2, validation=16)
+CAPPED = gemma_finetune.Recipe(rank=2, steps=30, batch_size=8, learning_rate=3e-2, warmup_steps=1, schedule="constant")
+
+
+def test_the_stopping_rule_keeps_the_best_weights_and_resumes(protocol, tmp_path):
+    validation = llm.subsample(protocol.validation, PLATEAU.validation, 0)
+    model = _tiny(protocol)
+    kwargs = dict(every=2, progress=False, plateau=PLATEAU, validation=validation)
+    straight = gemma_finetune.train(model, protocol.train, CAPPED, 1, tmp_path / "a.npz", **kwargs)
+    scores = [v["accuracy"] for v in straight.validation]
+    assert [v["step"] for v in straight.validation] == list(range(3, straight.steps + 1, 3))
+    best = int(np.argmax(scores))  # the first best score
+    assert straight.best_step == straight.validation[best]["step"]
+    if straight.stopped_by == "plateau":
+        assert len(scores) - 1 - best == PLATEAU.patience and max(scores[best + 1 :]) <= scores[best]
+    else:
+        assert straight.stopped_by == "cap" and straight.steps == CAPPED.steps
+    # the model ends with the best score's weights
+    assert gemma_finetune.exact_correct(model, validation).mean() == scores[best]
+    assert straight.passes == straight.steps * 8 / len(protocol.train) and straight.tokens > straight.steps * 8
+    assert straight.cpu_seconds > 0 and len(straight.stretches) == 1
+    # interrupted after 4 steps, then resumed: the same scores, the same stop, two stretches
+    gemma_finetune.train(_tiny(protocol), protocol.train, CAPPED, 1, tmp_path / "b.npz", until=4, **kwargs)
+    again = _tiny(protocol)
+    resumed = gemma_finetune.train(again, protocol.train, CAPPED, 1, tmp_path / "b.npz", **kwargs)
+    assert resumed.resumed_from == 4 and len(resumed.stretches) == 2
+    assert (resumed.steps, resumed.best_step, resumed.stopped_by) == (straight.steps, straight.best_step, straight.stopped_by)
+    np.testing.assert_allclose([v["accuracy"] for v in resumed.validation], scores)
+    assert gemma_finetune.finished(tmp_path / "b.npz", CAPPED)
+
+
+def test_the_stopping_rule_needs_a_validation_split(protocol, tmp_path):
+    with pytest.raises(gemma_finetune.FineTuneError, match="validation"):
+        gemma_finetune.train(_tiny(protocol), protocol.train, CAPPED, 1, tmp_path / "c.npz", plateau=PLATEAU)
+    with pytest.raises(gemma_finetune.FineTuneError, match="patience"):
+        gemma_finetune.Plateau(patience=0)
+    with pytest.raises(gemma_finetune.FineTuneError, match="schedule"):
+        gemma_finetune.Recipe(schedule="linear")

@@ -21,7 +21,10 @@ against ``studies.llm.generate`` on a sample.
 from __future__ import annotations
 
 import dataclasses
+import json
 import math
+import os
+import platform
 import time
 from pathlib import Path
 
@@ -50,6 +53,7 @@ class Recipe:
     batch_size: int = 16
     learning_rate: float = 1e-3
     warmup_steps: int = 10
+    schedule: str = "cosine"  # "cosine": decay to zero at ``steps``; "constant": flat after the warm-up
 
     def __post_init__(self):
         for name in ("rank", "steps", "batch_size"):
@@ -60,10 +64,12 @@ class Recipe:
             raise FineTuneError(f"learning_rate must be positive. Received: learning_rate={self.learning_rate}")
         if not self.targets:
             raise FineTuneError("targets must name at least one layer (e.g. 'query', 'value')")
+        if self.schedule not in ("cosine", "constant"):
+            raise FineTuneError(f"schedule must be 'cosine' or 'constant'. Received: schedule={self.schedule!r}")
 
     @property
     def name(self) -> str:
-        return f"r{self.rank}_{'-'.join(self.targets)}"
+        return f"r{self.rank}_{'-'.join(self.targets)}_lr{self.learning_rate:g}"
 
     def as_dict(self) -> dict:
         return {**dataclasses.asdict(self), "targets": list(self.targets), "name": self.name}
@@ -142,8 +148,11 @@ def batch_order(n: int, steps: int, batch_size: int, seed: int) -> np.ndarray:
 
 
 def learning_rate(recipe: Recipe):
-    """Linear warm-up to the peak rate, then cosine decay to zero at the last step."""
+    """Linear warm-up to the peak rate, then cosine decay to zero at the last step, or flat
+    (``schedule="constant"``, for a run whose length the stopping rule decides)."""
     warmup = min(recipe.warmup_steps, recipe.steps - 1)
+    if recipe.schedule == "constant":
+        return WarmupConstant(recipe.learning_rate, warmup)
     return keras.optimizers.schedules.CosineDecay(
         initial_learning_rate=0.0 if warmup else recipe.learning_rate,
         decay_steps=max(recipe.steps - warmup, 1),
@@ -152,23 +161,55 @@ def learning_rate(recipe: Recipe):
     )
 
 
+class WarmupConstant(keras.optimizers.schedules.LearningRateSchedule):
+    """A linear warm-up over ``warmup`` steps to ``peak``, then ``peak``."""
+
+    def __init__(self, peak: float, warmup: int):
+        self.peak, self.warmup = float(peak), int(warmup)
+
+    def __call__(self, step):
+        ramp = (keras.ops.cast(step, "float32") + 1.0) / float(self.warmup + 1)
+        return self.peak * keras.ops.minimum(1.0, ramp)
+
+    def get_config(self):
+        return {"peak": self.peak, "warmup": self.warmup}
+
+
+@dataclasses.dataclass(frozen=True)
+class Plateau:
+    """The stopping rule: score ``validation`` expressions every ``every`` steps, stop after
+    ``patience`` scores in a row with no gain over the best, or at the recipe's ``steps`` (the
+    cap). The run keeps the weights of its best score."""
+
+    every: int = 100
+    patience: int = 3
+    validation: int = 200
+
+    def __post_init__(self):
+        for name in ("every", "patience", "validation"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise FineTuneError(f"{name} must be a positive integer. Received: {name}={value!r}")
+
+
 class _Checkpoint:
     """LoRA weights, optimizer state and the step reached, in one ``.npz`` (written atomically)."""
 
     def __init__(self, path: Path, variables, optimizer):
         self.path, self.variables, self.optimizer = Path(path), list(variables), optimizer
 
-    def save(self, step: int, losses: list) -> None:
+    def save(self, step: int, losses: list, state: dict | None = None) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         arrays = {f"w{i}": np.asarray(v) for i, v in enumerate(self.variables)}
         arrays.update({f"o{i}": np.asarray(v) for i, v in enumerate(self.optimizer.variables)})
         tmp = self.path.with_name(self.path.name + ".tmp.npz")
-        np.savez(tmp, step=step, losses=np.asarray(losses, dtype="float32"), **arrays)
+        state = json.dumps(state or {})
+        np.savez(tmp, step=step, losses=np.asarray(losses, dtype="float32"), state=np.asarray(state), **arrays)
         tmp.replace(self.path)
 
-    def restore(self) -> tuple[int, list]:
+    def restore(self) -> tuple[int, list, dict]:
         if not self.path.is_file():
-            return 0, []
+            return 0, [], {}
         with np.load(self.path) as data:
             for i, v in enumerate(self.variables):
                 if tuple(data[f"w{i}"].shape) != tuple(v.shape):
@@ -176,18 +217,46 @@ class _Checkpoint:
                 v.assign(data[f"w{i}"])
             for i, v in enumerate(self.optimizer.variables):
                 v.assign(data[f"o{i}"])
-            return int(data["step"]), [float(x) for x in data["losses"]]
+            state = json.loads(str(data["state"])) if "state" in data.files else {}
+            return int(data["step"]), [float(x) for x in data["losses"]], state
+
+
+def _best_path(checkpoint: Path) -> Path:
+    return Path(checkpoint).with_name(Path(checkpoint).stem + ".best.npz")
+
+
+def _save_weights(path: Path, variables) -> None:
+    tmp = path.with_name(path.name + ".tmp.npz")
+    np.savez(tmp, **{f"w{i}": np.asarray(v) for i, v in enumerate(variables)})
+    tmp.replace(path)
+
+
+def _load_weights(path: Path, variables) -> None:
+    with np.load(path) as data:
+        for i, v in enumerate(variables):
+            v.assign(data[f"w{i}"])
 
 
 @dataclasses.dataclass
 class Training:
     recipe: dict
     seed: int
-    steps: int
+    steps: int  # the steps trained (at most the recipe's cap)
     trainable_params: int
     losses: list  # mean answer-token loss of each step
     seconds: float  # training time of this process (a resumed run counts only its own steps)
     resumed_from: int
+    passes: float = 0.0  # steps x batch / training expressions
+    tokens: int = 0  # input tokens (padding excluded) of every batch trained
+    cpu_seconds: float = 0.0  # process CPU time over every stretch of the run
+    stretches: list = dataclasses.field(default_factory=list)  # one per process that trained it
+    validation: list = dataclasses.field(default_factory=list)  # the stopping rule's scores
+    best_step: int | None = None  # the weights kept (the best validation score's step)
+    stopped_by: str = "steps"  # "steps", "plateau" or "cap"
+
+
+def _hardware() -> str:
+    return f"{keras.backend.backend()} on {platform.machine()} CPU, {os.cpu_count()} cores"
 
 
 def train(
@@ -200,12 +269,19 @@ def train(
     template: str = TEMPLATE,
     progress: bool = True,
     until: int | None = None,
+    plateau: Plateau | None = None,
+    validation: Split | None = None,
 ) -> Training:
     """LoRA fine-tuning of ``model`` on ``train_split``; resumes from ``checkpoint`` if present.
 
     ``model`` is the base model; LoRA is enabled here (rank and targets from ``recipe``).
     ``until`` stops (checkpointed) after that step, as an interrupted run would.
+    With ``plateau`` (and a ``validation`` split), the run is scored every ``plateau.every``
+    steps and stops by that rule (``recipe.steps`` is then the cap); the model ends with the
+    weights of the best score. Without it, the run trains ``recipe.steps`` steps.
     """
+    if plateau is not None and validation is None:
+        raise FineTuneError("the stopping rule needs a validation split")
     keras.utils.set_random_seed(int(seed))  # the LoRA A matrices' initialisation
     trainable = llm.enable_lora(model, recipe.rank, list(recipe.targets))
     backbone = model.backbone
@@ -213,9 +289,11 @@ def train(
     optimizer = keras.optimizers.Adam(learning_rate(recipe))
     optimizer.build(variables)
     saver = _Checkpoint(checkpoint, variables, optimizer)
-    start_step, losses = saver.restore()
+    start_step, losses, state = saver.restore()
+    state = {"cpu_seconds": 0.0, "stretches": [], "validation": [], "best": None, "stopped_by": None, **state}
     data = pack(model.preprocessor.tokenizer, train_split, template)
     order = batch_order(len(train_split), recipe.steps, recipe.batch_size, seed)
+    best_file = _best_path(checkpoint)
 
     @tf.function(reduce_retracing=True)
     def step(token_ids, padding_mask, positions, targets, weights):
@@ -227,7 +305,19 @@ def train(
         optimizer.apply_gradients(zip(gradients, variables))
         return loss
 
-    began = time.perf_counter()
+    def score(at: int) -> bool:
+        """Score validation at step ``at``; True when the rule says stop."""
+        accuracy = float(exact_correct(model, validation).mean())
+        state["validation"].append({"step": at, "accuracy": accuracy, "loss": float(np.mean(losses[-plateau.every :]))})
+        if state["best"] is None or accuracy > state["best"]["accuracy"]:
+            state["best"] = {"step": at, "accuracy": accuracy}
+            _save_weights(best_file, variables)
+        since = sum(1 for v in state["validation"] if v["step"] > state["best"]["step"])
+        return since >= plateau.patience
+
+    began, cpu_began = time.perf_counter(), time.process_time()
+    if state["stopped_by"] is None and start_step < recipe.steps:
+        state["stretches"].append({"from_step": start_step, "hardware": _hardware()})
     bar = tqdm(
         total=recipe.steps,
         initial=start_step,
@@ -235,34 +325,57 @@ def train(
         unit="step",
         disable=not progress,
     )
-    for s in range(start_step, min(recipe.steps, until or recipe.steps)):
+    s = start_step
+    while state["stopped_by"] is None and s < min(recipe.steps, until or recipe.steps):
         idx = order[s]
         loss = step(
             data.token_ids[idx], data.padding_mask[idx], data.positions[idx], data.targets[idx], data.weights[idx]
         )
         losses.append(float(loss))
+        s += 1
         bar.update(1)
         bar.set_postfix(loss=f"{losses[-1]:.3f}")
-        if (s + 1) % every == 0 or s + 1 in (recipe.steps, until):
-            saver.save(s + 1, losses)
+        stop = False
+        if plateau is not None and (s % plateau.every == 0 or s == recipe.steps):
+            stop = score(s)
+            bar.set_postfix(loss=f"{losses[-1]:.3f}", validation=f"{state['validation'][-1]['accuracy']:.1%}")
+        if stop or s == recipe.steps:
+            state["stopped_by"] = "plateau" if stop else ("cap" if plateau is not None else "steps")
+        if state["stopped_by"] or s % every == 0 or s == until:
+            state["cpu_seconds"] += time.process_time() - cpu_began
+            cpu_began = time.process_time()
+            saver.save(s, losses, state)
     bar.close()
+    if state["stopped_by"] is None and s == start_step and start_step >= recipe.steps:
+        state["stopped_by"] = "steps"
+    if plateau is not None and state["stopped_by"] and best_file.is_file():
+        _load_weights(best_file, variables)
+    tokens = int(data.padding_mask[order[:s].ravel()].sum()) if s else 0
     return Training(
         recipe=recipe.as_dict(),
         seed=int(seed),
-        steps=recipe.steps,
+        steps=s,
         trainable_params=int(trainable),
         losses=losses,
         seconds=time.perf_counter() - began,
         resumed_from=start_step,
+        passes=s * recipe.batch_size / len(train_split),
+        tokens=tokens,
+        cpu_seconds=float(state["cpu_seconds"]),
+        stretches=state["stretches"],
+        validation=state["validation"],
+        best_step=state["best"]["step"] if state["best"] else None,
+        stopped_by=state["stopped_by"] or "interrupted",
     )
 
 
 def finished(checkpoint: Path, recipe: Recipe) -> bool:
-    """Whether ``checkpoint`` holds a run of ``recipe`` that reached its last step."""
+    """Whether ``checkpoint`` holds a run of ``recipe`` that stopped (its rule, or its last step)."""
     if not Path(checkpoint).is_file():
         return False
     with np.load(checkpoint) as data:
-        return int(data["step"]) >= recipe.steps
+        state = json.loads(str(data["state"])) if "state" in data.files else {}
+        return bool(state.get("stopped_by")) or int(data["step"]) >= recipe.steps
 
 
 # ---------------------------------------------------------------------------------------------

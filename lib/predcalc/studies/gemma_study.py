@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import gc
 import json
+import math
 import time
 from pathlib import Path
 
@@ -29,10 +30,14 @@ from predcalc.data import Protocol, Split
 from predcalc.studies import edges, gemma_adapter, gemma_export, gemma_finetune, gemma_weights, llm
 
 FEW_SHOT = 5
-SEARCH = (
-    gemma_finetune.Recipe(rank=4, targets=("query", "value")),
-    gemma_finetune.Recipe(rank=8, targets=("query", "value")),
-    gemma_finetune.Recipe(rank=4, targets=("query", "key", "value", "attention_output")),
+ATTENTION = ("query", "key", "value", "attention_output")
+ATTENTION_MLP = ATTENTION + ("ffw_gating", "ffw_gating_2", "ffw_linear")
+BASE_RECIPE = gemma_finetune.Recipe(rank=4, targets=("query", "value"), learning_rate=1e-3, schedule="constant")
+# The search changes one field at a time from the best recipe so far (its stage's winner carries on).
+SEARCH_STAGES = (
+    ("rank", ({"rank": 4}, {"rank": 8}, {"rank": 16})),
+    ("targets", ({"targets": ATTENTION}, {"targets": ATTENTION_MLP})),
+    ("learning_rate", ({"learning_rate": 3e-4}, {"learning_rate": 3e-3})),
 )
 EDGE_SETS = ("digits_exactly_2", "digits_exactly_3", "terms_9_14")
 PREFERRED_ORDER = ("in", "out", "long")
@@ -43,22 +48,29 @@ PROBE = 32  # the first in-range test expressions, recorded one by one for each 
 class Settings:
     """What a run does; the full profile's values are the defaults."""
 
-    seeds: tuple[int, ...] = (0, 1, 2)
-    steps: int = 160
-    search_steps: int = 50
-    search_validation: int = 200  # validation expressions scoring each search recipe
-    base_sample: int = 100  # expressions per test set for the base model's controls
+    seeds: tuple[int, ...] = (0, 1, 2, 3, 4)
+    max_passes: float = 10.0  # the cap of every run, in passes over the training split
+    every: int = 100  # steps between the stopping rule's validation scores
+    patience: int = 3  # scores in a row with no gain that stop a run
+    stop_validation: int = 200  # validation expressions the stopping rule scores
+    base_sample: int | None = None  # expressions per test set for the base model's controls (None: all)
     edge_sample: int = 100  # expressions per held-out edge set
     agreement_sample: int = 30  # per test set: decoding vs the one-pass score (first seed)
     batch_size: int = 16
-    learning_rate: float = 1e-3
     data_seed: int = 0
     sample_seed: int = 0
-    search: tuple = SEARCH
+    search: tuple = SEARCH_STAGES
     checkpoint_every: int = 25
 
-    def recipe(self, base: gemma_finetune.Recipe, steps: int) -> gemma_finetune.Recipe:
-        return dataclasses.replace(base, steps=steps, batch_size=self.batch_size, learning_rate=self.learning_rate)
+    @property
+    def plateau(self) -> gemma_finetune.Plateau:
+        return gemma_finetune.Plateau(every=self.every, patience=self.patience, validation=self.stop_validation)
+
+    def cap(self, n_train: int) -> int:
+        return math.ceil(self.max_passes * n_train / self.batch_size)
+
+    def recipe(self, base: gemma_finetune.Recipe, n_train: int, **changes) -> gemma_finetune.Recipe:
+        return dataclasses.replace(base, steps=self.cap(n_train), batch_size=self.batch_size, **changes)
 
 
 def _load(path: Path):
@@ -122,50 +134,87 @@ def base_controls(model, protocol: Protocol, sample: int, seed: int) -> dict:
 # Search and seeds
 
 
-def _train_and_score(recipe, seed, protocol, checkpoint, sets, every, progress):
+def _train(recipe, seed, protocol, settings, work, progress):
+    """A fresh base model, LoRA-trained by the stopping rule (resuming its checkpoint)."""
     model = _fresh_model()
-    training = gemma_finetune.train(model, protocol.train, recipe, seed, checkpoint, every=every, progress=progress)
-    started = time.perf_counter()
-    scores = gemma_finetune.exact_accuracy(model, sets, progress=progress)
-    return model, training, scores, time.perf_counter() - started
+    stop_set = llm.subsample(protocol.validation, settings.stop_validation, settings.sample_seed)
+    training = gemma_finetune.train(
+        model,
+        protocol.train,
+        recipe,
+        seed,
+        work / "runs" / f"{recipe.name}_seed{seed}.npz",
+        every=settings.checkpoint_every,
+        progress=progress,
+        plateau=settings.plateau,
+        validation=stop_set,
+    )
+    return model, training
+
+
+def _training_record(training: gemma_finetune.Training) -> dict:
+    return {
+        "trainable_params": training.trainable_params,
+        "steps": training.steps,
+        "best_step": training.best_step,
+        "stopped_by": training.stopped_by,
+        "passes": round(training.passes, 3),
+        "tokens": training.tokens,
+        "cpu_minutes": round(training.cpu_seconds / 60, 2),
+        "stretches": training.stretches,
+        "stopping_scores": training.validation,
+        "losses": training.losses,
+    }
 
 
 def search(protocol: Protocol, settings: Settings, work: Path, progress: bool = True) -> dict:
-    """Each search recipe trained for ``search_steps`` and scored on a validation sample."""
-    validation = {"validation": llm.subsample(protocol.validation, settings.search_validation, settings.sample_seed)}
-    rows = []
-    for base in settings.search:
-        recipe = settings.recipe(base, settings.search_steps)
-        stored = work / "search" / f"{recipe.name}.json"
-        row = _load(stored)
-        if row is not None:
-            _same_recipe(row, recipe, stored)
-        else:
-            model, training, scores, seconds = _train_and_score(
-                recipe,
-                0,
-                protocol,
-                work / "search" / f"{recipe.name}.npz",
-                validation,
-                settings.checkpoint_every,
-                progress,
-            )
-            del model
-            row = _store(
-                stored,
-                {
-                    "recipe": recipe.as_dict(),
-                    "seed": 0,
-                    "trainable_params": training.trainable_params,
-                    "validation": scores["validation"],
-                    "final_loss": float(np.mean(training.losses[-10:])),
-                    "train_seconds": training.seconds,
-                    "score_seconds": seconds,
-                },
-            )
-        rows.append(row)
-    best = max(rows, key=lambda r: (r["validation"]["accuracy"], -r["trainable_params"]))
-    return {"rows": rows, "chosen": best["recipe"]["name"], "chosen_by": "validation exact accuracy"}
+    """The staged search on seed 0: each candidate trained to its plateau, then scored on the
+    whole validation split; a stage keeps the best recipe so far (ties: fewer trainable weights)."""
+    n = len(protocol.train)
+    best = settings.recipe(BASE_RECIPE, n)
+    rows, stages = {}, []
+    for stage, changes in settings.search:
+        candidates = [best] + [dataclasses.replace(best, **c) for c in changes]
+        for recipe in dict.fromkeys(candidates):  # the carried recipe may equal a candidate
+            if recipe.name in rows:
+                continue
+            stored = work / "search" / f"{recipe.name}.json"
+            row = _load(stored)
+            if row is not None:
+                _same_recipe(row, recipe, stored)
+            else:
+                model, training = _train(recipe, 0, protocol, settings, work, progress)
+                started = time.perf_counter()
+                scores = gemma_finetune.exact_accuracy(model, {"validation": protocol.validation}, progress=progress)
+                del model
+                row = _store(
+                    stored,
+                    {
+                        "recipe": recipe.as_dict(),
+                        "seed": 0,
+                        "validation": scores["validation"],
+                        "score_seconds": time.perf_counter() - started,
+                        **_training_record(training),
+                    },
+                )
+            rows[recipe.name] = row
+        ranked = [rows[r.name] for r in dict.fromkeys(candidates)]
+        winner = max(ranked, key=lambda r: (r["validation"]["accuracy"], -r["trainable_params"]))
+        best = next(r for r in candidates if r.name == winner["recipe"]["name"])
+        stages.append({"stage": stage, "candidates": [r["recipe"]["name"] for r in ranked], "chosen": best.name})
+    return {
+        "rows": list(rows.values()),
+        "stages": stages,
+        "chosen": best.name,
+        "chosen_recipe": best.as_dict(),
+        "chosen_by": "exact accuracy on the whole validation split, each candidate at its plateau (seed 0)",
+    }
+
+
+def chosen_recipe(record: dict) -> gemma_finetune.Recipe:
+    fields = dict(record["chosen_recipe"])
+    fields.pop("name")
+    return gemma_finetune.Recipe(**{**fields, "targets": tuple(fields["targets"])})
 
 
 def heldout_edges(protocol: Protocol, sample: int, seed: int) -> dict[str, Split]:
@@ -179,10 +228,11 @@ def run_seed(protocol, recipe, seed, settings, work, adapters: Path, progress=Tr
     if record is not None:
         _same_recipe(record, recipe, stored)
         return record
+    model, training = _train(recipe, seed, protocol, settings, work, progress)
     sets = {name: protocol.test_sets()[name] for name in PREFERRED_ORDER}
-    model, training, scores, seconds = _train_and_score(
-        recipe, seed, protocol, work / f"seed_{seed}.npz", sets, settings.checkpoint_every, progress
-    )
+    started = time.perf_counter()
+    scores = gemma_finetune.exact_accuracy(model, sets, progress=progress)
+    seconds = time.perf_counter() - started
     adapters.mkdir(parents=True, exist_ok=True)
     adapter = adapters / f"seed_{seed}.lora.h5"
     model.backbone.save_lora_weights(str(adapter))
@@ -206,26 +256,37 @@ def run_seed(protocol, recipe, seed, settings, work, adapters: Path, progress=Tr
         {
             "seed": seed,
             "recipe": recipe.as_dict(),
-            "trainable_params": training.trainable_params,
             "scores": scores,
             "edges": edge_scores,
             "greedy_agreement": agreement,
             "probe_in_correct": probe_correct,
-            "losses": training.losses,
-            "train_seconds": training.seconds,
-            "resumed_from": training.resumed_from,
             "score_seconds": seconds,
             "edge_seconds": edge_seconds,
             "adapter": adapter.name,
+            **_training_record(training),
         },
     )
 
 
 def run(protocol: Protocol, settings: Settings, work, adapters, progress: bool = True, stages=None) -> dict:
-    """Every stage, resuming from ``work``; returns the study's record (see ``study_record``)."""
+    """Every stage, resuming from ``work``; returns the study's record (see ``study_record``).
+
+    The search's choice is written to ``work/choices.json`` before any seed is trained or any
+    test set scored; the seeds stage reads the recipe from there.
+    """
     work, adapters = Path(work), Path(adapters)
-    stages = set(stages or ("base", "search", "seeds"))
+    stages = set(stages or ("search", "seeds", "base"))
     out = {}
+    choices = work / "choices.json"
+    if "search" in stages:
+        out["search"] = search(protocol, settings, work, progress)
+        if not choices.is_file():
+            _store(choices, {k: out["search"][k] for k in ("chosen", "chosen_recipe", "chosen_by", "stages")})
+    if "seeds" in stages:
+        if not choices.is_file():
+            raise gemma_finetune.FineTuneError(f"{choices} is missing: run the search stage first")
+        recipe = chosen_recipe(_load(choices))
+        out["seeds"] = [run_seed(protocol, recipe, s, settings, work, adapters, progress) for s in settings.seeds]
     if "base" in stages:
         stored = work / "base.json"
         base = _load(stored)
@@ -234,12 +295,6 @@ def run(protocol: Protocol, settings: Settings, work, adapters, progress: bool =
             base = _store(stored, base_controls(model, protocol, settings.base_sample, settings.sample_seed))
             del model
         out["base"] = base
-    if "search" in stages:
-        out["search"] = search(protocol, settings, work, progress)
-    if "seeds" in stages:
-        chosen = next(r for r in settings.search if r.name == out["search"]["chosen"]) if "search" in out else SEARCH[0]
-        recipe = settings.recipe(chosen, settings.steps)
-        out["seeds"] = [run_seed(protocol, recipe, s, settings, work, adapters, progress) for s in settings.seeds]
     return study_record(out, settings, protocol)
 
 
@@ -249,9 +304,10 @@ def study_record(parts: dict, settings: Settings, protocol: Protocol) -> dict:
         "label": gemma_weights.LABEL,
         "weights": "google/gemma-3-270m, llama.cpp GGUF Q4_K_M, dequantised to float32 (not the bf16 original)",
         "settings": {k: v for k, v in dataclasses.asdict(settings).items() if k != "search"},
-        "search_recipes": [settings.recipe(r, settings.search_steps).as_dict() for r in settings.search],  # as searched
+        "search_stages": [[stage, [dict(c) for c in changes]] for stage, changes in settings.search],
         "test_counts": {name: len(protocol.test_sets()[name]) for name in PREFERRED_ORDER},
         "train_count": len(protocol.train),
+        "cap_steps": settings.cap(len(protocol.train)),
         "scoring": "exact answer under greedy decoding, one teacher-forced pass (gemma_finetune.exact_correct)",
         **parts,
     }
@@ -259,6 +315,30 @@ def study_record(parts: dict, settings: Settings, protocol: Protocol) -> dict:
         record["per_seed"] = {name: [s["scores"][name]["accuracy"] for s in parts["seeds"]] for name in PREFERRED_ORDER}
         record["edges_per_seed"] = {name: [s["edges"][name]["accuracy"] for s in parts["seeds"]] for name in EDGE_SETS}
     return json.loads(json.dumps(record, default=float))
+
+
+if __name__ == "__main__":
+    import argparse
+
+    from predcalc.data import reference_protocol
+    from predcalc.paths import SCRATCH
+
+    parser = argparse.ArgumentParser(description="The Gemma 3 270M study's long stages, resumable.")
+    parser.add_argument("--stages", nargs="+", default=["search", "seeds"], choices=["search", "seeds", "base"])
+    parser.add_argument("--seeds", nargs="+", type=int, default=list(Settings.seeds))
+    parser.add_argument("--work", default=str(SCRATCH / "gemma3_270m"))
+    parser.add_argument("--no-progress", action="store_true")
+    arguments = parser.parse_args()
+    settings = Settings(seeds=tuple(arguments.seeds))
+    work = Path(arguments.work)
+    run(
+        reference_protocol(settings.data_seed),
+        settings,
+        work,
+        work / "adapters",
+        not arguments.no_progress,
+        arguments.stages,
+    )
 
 
 # ---------------------------------------------------------------------------------------------
