@@ -23,7 +23,7 @@ from predcalc.deploy.predictor import CALCULATOR_MODEL, DEFAULT_MODEL, Predictor
 from predcalc.errors import one_line
 from predcalc.paths import BENCH_FILE, ROOT, relative, reports_for, runs_for
 from predcalc.readable import percent
-from predcalc.studies.gemma_adapter import GemmaAdapter, is_gemma_adapter
+from predcalc.studies.gemma_adapter import GemmaAdapter, GGUFGemma, is_gemma_adapter
 
 EXIT_FAILURE = 1  # a bug, or something this machine lacks
 EXIT_REFUSED = 1  # evaluate: some lines refused, the others scored (as export, run and sweep: part failed)
@@ -146,6 +146,8 @@ def model_for(args):
     path = args.model if args.model is not None else default_model()
     if is_gemma_adapter(path):  # the fine-tuned Gemma 3 270M: base weights + LoRA adapter
         return GemmaAdapter(path)
+    if str(path).endswith(".gguf"):  # the same, merged into one GGUF file, run by llama.cpp
+        return GGUFGemma(path)
     if is_digit_model(path):  # a model that reads digits: ONNX file and the decoding loop
         return DigitFile(path)
     return Calculator(path, cache=args.cache) if is_calculator(path) else Predictor(path)

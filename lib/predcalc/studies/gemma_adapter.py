@@ -99,3 +99,67 @@ class GemmaAdapter:
 
         parsed = [llm.parse_answer(text) for text in self.answers(list(expressions))]
         return np.array([np.nan if p is None else float(p) for p in parsed], dtype=np.float64)
+
+
+class GGUFGemma:
+    """The Predictor interface over a GGUF file run by llama.cpp (``llama-cpp-python``): the merged
+    fine-tuned model as a Jetson runs small language models. Greedy decoding, ``threads`` threads.
+
+    The file must be one this project wrote (``gemma_weights.write_gguf``), or any Gemma GGUF
+    trained on the same prompt, ``"3 - -2 + 4 ="`` -> ``" 9"``."""
+
+    def __init__(self, path, threads: int = 2, template: str | None = None, context: int = 128):
+        try:
+            from llama_cpp import Llama  # llama.cpp's Python binding: the optional extra
+        except ImportError as error:
+            raise GemmaAdapterError("running a .gguf file needs llama-cpp-python: pip install '.[llama]'") from error
+        import time
+
+        from predcalc.studies import llm  # the prompt and answer text (no Keras needed)
+
+        self.path, self.threads = Path(str(path)), int(threads)
+        if not self.path.is_file():
+            raise GemmaAdapterError(f"no GGUF file at {self.path}")
+        self.template = template or llm.DEFAULT_TEMPLATE
+        started = time.perf_counter()
+        self.llama = Llama(
+            model_path=str(self.path),
+            n_ctx=context,
+            n_threads=self.threads,
+            n_threads_batch=self.threads,
+            verbose=False,
+        )
+        self.load_seconds = time.perf_counter() - started
+        self.generated_tokens = 0
+        self.decode_seconds = 0.0
+
+    @property
+    def name(self) -> str:
+        return f"Gemma 3 270M + LoRA, merged ({self.path.name}, llama.cpp)"
+
+    def check_answer(self, exact) -> None:
+        if getattr(exact, "denominator", 1) != 1:
+            raise GemmaAdapterError(f"the fine-tuned Gemma writes integers only; the exact value is {exact}")
+
+    def answers(self, expressions, max_new_tokens: int = 8) -> list[str]:
+        """The generated text of each expression: greedy, up to ``max_new_tokens`` tokens."""
+        import time
+
+        from predcalc.studies import llm
+
+        texts = []
+        for expression in expressions:
+            started = time.perf_counter()
+            result = self.llama.create_completion(
+                llm.prompt_text(expression, self.template), max_tokens=max_new_tokens, temperature=0.0, top_k=1
+            )
+            self.decode_seconds += time.perf_counter() - started
+            self.generated_tokens += int(result["usage"]["completion_tokens"])
+            texts.append(result["choices"][0]["text"])
+        return texts
+
+    def predict(self, expressions) -> np.ndarray:
+        from predcalc.studies import llm
+
+        parsed = [llm.parse_answer(text) for text in self.answers(list(expressions))]
+        return np.array([np.nan if p is None else float(p) for p in parsed], dtype=np.float64)

@@ -361,3 +361,86 @@ def load(directory: Path | None = None, sequence_length: int = 64):
 def conversion_report(directory: Path | None = None) -> dict:
     """What the conversion mapped (tensor and weight counts, parameters, metadata)."""
     return json.loads((ensure_preset(directory) / "conversion.json").read_text())
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing a GGUF: the fine-tuned model, merged, for llama.cpp
+
+GGUF_KINDS = ("F16", "Q8_0")  # what gguf-py can write; llama.cpp's own quantiser makes Q4_K_M from F16
+
+
+def untransform(value: np.ndarray, kind: str, norm_offset: float = NORM_OFFSET) -> np.ndarray:
+    """The inverse of :func:`transform`: a keras-hub weight in llama.cpp's (out, in) layout."""
+    if kind == "norm":
+        return value + norm_offset
+    if kind == "heads_in":  # (heads, hidden, head_dim) -> (heads * head_dim, hidden)
+        heads, hidden, head_dim = value.shape
+        return value.transpose(0, 2, 1).reshape(heads * head_dim, hidden)
+    if kind == "heads_out":  # (heads, head_dim, hidden) -> (hidden, heads * head_dim)
+        heads, head_dim, hidden = value.shape
+        return value.transpose(2, 0, 1).reshape(hidden, heads * head_dim)
+    if kind == "dense":
+        return value.T
+    if kind == "embedding":
+        return value
+    raise GemmaWeightsError(f"unknown tensor kind {kind!r}")
+
+
+def merged_tensors(backbone, names, norm_offset: float = NORM_OFFSET) -> dict:
+    """Every GGUF tensor in ``names`` read back from ``backbone``, LoRA updates merged into their
+    kernels (``W + alpha / rank * A @ B``, what the adapted layer computes), float32, (out, in)."""
+    merged = {}
+    for layer in backbone._flatten_layers(include_self=False):
+        if getattr(layer, "lora_enabled", False):
+            merged[layer._kernel.path] = np.asarray(layer.kernel, dtype=np.float32)  # the merged kernel
+    variables = _variables_by_path(backbone)
+    out = {}
+    for name, key, kind in tensor_plan(backbone, names):
+        value = merged.get(key)
+        out[name] = untransform(np.asarray(variables[key]) if value is None else value, kind, norm_offset)
+    return out
+
+
+def write_gguf(source, tensors: dict, path, kind: str = "F16") -> dict:
+    """A GGUF at ``path`` with ``source``'s metadata (architecture, tokenizer) and ``tensors``
+    (float32, (out, in), by name: exactly ``source``'s tensor names) stored as ``kind``: every
+    matrix as F16 or Q8_0, every vector (the norms) as F32, as llama.cpp's converter stores them."""
+    import gguf  # llama.cpp's writer, only where a GGUF is written
+
+    if kind not in GGUF_KINDS:
+        raise GemmaWeightsError(f"kind must be one of {', '.join(GGUF_KINDS)}. Received: kind={kind!r}")
+    names = [t.name for t in source.tensors]
+    if sorted(names) != sorted(tensors):
+        extra, missing = sorted(set(tensors) - set(names)), sorted(set(names) - set(tensors))
+        raise GemmaWeightsError(f"the tensors do not match the source GGUF: extra {extra[:3]}, missing {missing[:3]}")
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    file_type = {"F16": gguf.LlamaFileType.MOSTLY_F16, "Q8_0": gguf.LlamaFileType.MOSTLY_Q8_0}[kind]
+    arch = source.fields["general.architecture"].contents()
+    tmp = path.with_name(path.name + ".partial")
+    writer = gguf.GGUFWriter(str(tmp), arch=arch)
+    for field in source.fields.values():
+        if field.name in ("general.architecture", "general.file_type") or field.name.startswith("GGUF."):
+            continue
+        value_type = field.types[0]
+        sub_type = field.types[-1] if value_type == gguf.GGUFValueType.ARRAY else None
+        writer.add_key_value(field.name, field.contents(), value_type, sub_type=sub_type)
+    writer.add_file_type(int(file_type))
+    counts: dict[str, int] = {}
+    for name in names:
+        array = np.ascontiguousarray(tensors[name], dtype=np.float32)
+        if array.ndim == 1:
+            stored, raw = array, None
+        elif kind == "F16":
+            stored, raw = array.astype(np.float16), None
+        else:
+            stored, raw = gguf.quants.quantize(array, gguf.GGMLQuantizationType.Q8_0), gguf.GGMLQuantizationType.Q8_0
+        writer.add_tensor(name, stored, raw_dtype=raw)
+        label = "F32" if array.ndim == 1 else kind
+        counts[label] = counts.get(label, 0) + 1
+    writer.write_header_to_file()
+    writer.write_kv_data_to_file()
+    writer.write_tensors_to_file()
+    writer.close()
+    tmp.replace(path)
+    return {"path": path.name, "kind": kind, "size_mb": round(path.stat().st_size / 1e6, 1), "tensor_types": counts}
