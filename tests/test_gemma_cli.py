@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 pytest.importorskip("keras_hub")
-pytestmark = pytest.mark.slow  # rebuilds the 268M-parameter model (about 40 s)
+pytestmark = [pytest.mark.slow, pytest.mark.real_gemma]  # rebuilds the 268M-parameter model (about 40 s)
 
 from predcalc import cli  # noqa: E402
 from predcalc.data import reference_protocol  # noqa: E402

@@ -5,6 +5,8 @@ the LoRA-adapted model is then merged and written over it as F16 and Q8_0, read 
 llama.cpp's reader, and put into a fresh backbone, whose logits must match the adapted model's.
 """
 
+import sys
+
 import numpy as np
 import pytest
 
@@ -104,3 +106,11 @@ def test_a_gguf_needs_every_tensor_and_a_known_kind(tiny, tmp_path):
         gemma_weights.write_gguf(source, {k: v for k, v in tensors.items() if k != names[0]}, tmp_path / "a.gguf")
     with pytest.raises(gemma_weights.GemmaWeightsError, match="kind"):
         gemma_weights.write_gguf(source, tensors, tmp_path / "b.gguf", "Q4_K_M")
+
+
+def test_missing_package_says_how_to_install(monkeypatch):
+    monkeypatch.setitem(sys.modules, "gguf", None)
+    with pytest.raises(gemma_weights.GemmaWeightsError) as error:
+        gemma_weights.gguf_path()
+    assert gemma_weights.INSTALL_HINT in str(error.value)
+    assert "\n" not in str(error.value)

@@ -5,13 +5,11 @@ session that converts keeps the model it converted) and loaded once per session;
 read once per process (``gemma_weights.reader``), by the conversion and these tests alike.
 """
 
-import sys
-
 import numpy as np
 import pytest
 
 pytest.importorskip("keras_hub")
-pytestmark = pytest.mark.slow  # loads a 268M-parameter model (about 30 s)
+pytestmark = [pytest.mark.slow, pytest.mark.real_gemma]  # loads a 268M-parameter model (about 30 s)
 
 from predcalc.studies import gemma_weights  # noqa: E402
 
@@ -129,11 +127,3 @@ def test_a_wrong_mapping_fails_the_next_token_check(gemma, reader):
     finally:
         gemma_weights.assign(gemma.backbone, norms, partial=True)
     assert _next_tokens(gemma, prompts) == _expected(prompts)
-
-
-def test_missing_package_says_how_to_install(monkeypatch):
-    monkeypatch.setitem(sys.modules, "gguf", None)
-    with pytest.raises(gemma_weights.GemmaWeightsError) as error:
-        gemma_weights.gguf_path()
-    assert gemma_weights.INSTALL_HINT in str(error.value)
-    assert "\n" not in str(error.value)
