@@ -134,3 +134,15 @@ def test_errors_on_a_huge_expression_quote_it_short():
     with pytest.raises(ExpressionError, match="'\\(' at position 4999 is never closed") as info:
         parse("(" * 5_000 + "1")
     assert len(str(info.value)) < 200
+
+
+def test_running_totals_follow_the_terms_left_to_right():
+    from predcalc.data.expressions import running_totals
+
+    assert running_totals("-3 + 4 - 2") == [1, -1]
+    assert running_totals("3 - -2 + 4") == [5, 9]
+    assert running_totals("7 - 8") == [-1]
+    assert running_totals("5") == []
+    for bad in ("(1 + 2) - 3", "2 * 3 + 1"):
+        with pytest.raises(ExpressionError, match="flat sum"):
+            running_totals(bad)

@@ -246,3 +246,14 @@ def format_expression(numbers, operators) -> str:
     for op, number in zip(operators, numbers[1:]):
         parts += [op, str(number)]
     return " ".join(parts)
+
+
+def running_totals(text: str) -> list[Fraction]:
+    """The value after each term from the second on, left to right, of a flat sum of signed
+    integers: ``"-3 + 4 - 2"`` -> ``[1, -1]`` (the scratchpad a language model writes; the last
+    is the answer). Parentheses, ``*`` and ``/`` fail: a running total is left to right only."""
+    tokens = parsed_tokens(text)
+    if any(t.kind in "()" or t.text in "*/" for t in tokens):
+        raise ExpressionError(f"running totals need a flat sum of + and - terms: {quoted_expression(text)!r}")
+    ends = [t.position + len(t.text) for t in tokens if t.kind == "int"]
+    return [evaluate(text[:end]) for end in ends[1:]]
