@@ -23,6 +23,8 @@ import numpy as np
 from predcalc.layers import ClsToken, NeuralAdditionUnit, NeuralMultiplicationUnit
 from predcalc.models.registry import register_model
 
+UNITS = "arithmetic units (NAU / NMU)"  # the families table's row
+
 IMPLICIT_PLUS = 1.0  # the numeric tokeniser's "+": the first number's operator, put in by the model
 
 
@@ -54,6 +56,9 @@ def _pairs(tokenizer, inputs):
     label="NMU + NAU per term (arithmetic units)",
     family="arithmetic units",
     tokenizer="numeric",
+    findings_family=UNITS,
+    short_name="NMU + NAU per term (arithmetic units)",
+    kind="built form, trained units",  # pairs, shared units and a fixed sum: the form is built
     learned_weights=unit_weights,
 )
 def nau_nmu(
@@ -83,6 +88,9 @@ def nau_nmu(
     label="NMU + NAU on all tokens (arithmetic units)",
     family="arithmetic units",
     tokenizer="numeric",
+    findings_family=UNITS,
+    short_name="NMU + NAU on all tokens (arithmetic units)",
+    kind="trained, clamped",  # NAU weights in [-1, 1], NMU in [0, 1]
     learned_weights=unit_weights,
 )
 def nau_nmu_dense(

@@ -63,6 +63,7 @@ def char_transformer_tokens(
     label="char LSTM 80 + digit readout (reversed, 8 digits)",
     family="RNN",
     variable_length=True,
+    short_name="character LSTM",
     **CHAR_TOKENS,
 )
 def char_lstm_tokens(

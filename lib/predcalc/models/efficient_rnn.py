@@ -29,6 +29,8 @@ from predcalc.layers import MLSTM, SLSTM, Mamba, MinGRU, MinLSTM
 from predcalc.models.registry import register_model, register_preset
 
 FAMILY = "efficient RNN"
+# the families table's rows
+MIN_RNN, XLSTM, MAMBA = "minGRU / minLSTM", "xLSTM (sLSTM, mLSTM)", "Mamba"
 
 
 def sequence_model(tokenizer, make_layers, embedding: int, name: str) -> keras.Model:
@@ -64,19 +66,43 @@ def stacked_model(
     )
 
 
-@register_model("min_gru", label="MinGRU (2 x 64)", family=FAMILY, variable_length=True, tokenizer="numeric")
+@register_model(
+    "min_gru",
+    label="MinGRU (2 x 64)",
+    family=FAMILY,
+    variable_length=True,
+    tokenizer="numeric",
+    findings_family=MIN_RNN,
+    short_name="minGRU",
+)
 def min_gru(tokenizer, units: int = 64, layers: int = 2, embedding: int = 64, parallel: bool = True) -> keras.Model:
     """Stacked minGRU layers (16,833 parameters with the defaults)."""
     return stacked_model(tokenizer, MinGRU, "min_gru", units, layers, embedding, "min_gru", parallel=parallel)
 
 
-@register_model("min_lstm", label="MinLSTM (2 x 64)", family=FAMILY, variable_length=True, tokenizer="numeric")
+@register_model(
+    "min_lstm",
+    label="MinLSTM (2 x 64)",
+    family=FAMILY,
+    variable_length=True,
+    tokenizer="numeric",
+    findings_family=MIN_RNN,
+    short_name="minLSTM",
+)
 def min_lstm(tokenizer, units: int = 64, layers: int = 2, embedding: int = 64, parallel: bool = True) -> keras.Model:
     """Stacked minLSTM layers (25,153 parameters with the defaults)."""
     return stacked_model(tokenizer, MinLSTM, "min_lstm", units, layers, embedding, "min_lstm", parallel=parallel)
 
 
-@register_model("slstm", label="sLSTM (64, 4 heads)", family=FAMILY, variable_length=True, tokenizer="numeric")
+@register_model(
+    "slstm",
+    label="sLSTM (64, 4 heads)",
+    family=FAMILY,
+    variable_length=True,
+    tokenizer="numeric",
+    findings_family=XLSTM,
+    short_name="sLSTM",
+)
 def slstm(
     tokenizer, units: int = 64, num_heads: int = 4, forget_gate: str = "sigmoid", layers: int = 1, embedding: int = 64
 ) -> keras.Model:
@@ -86,7 +112,15 @@ def slstm(
     )
 
 
-@register_model("mlstm", label="mLSTM (2 x 64, 4 heads)", family=FAMILY, variable_length=True, tokenizer="numeric")
+@register_model(
+    "mlstm",
+    label="mLSTM (2 x 64, 4 heads)",
+    family=FAMILY,
+    variable_length=True,
+    tokenizer="numeric",
+    findings_family=XLSTM,
+    short_name="mLSTM",
+)
 def mlstm(
     tokenizer,
     units: int = 64,
@@ -105,11 +139,24 @@ def mlstm(
 
 # ``mlstm`` with ``stabilized=True``: xLSTM gate-bias init and per-head norm (same parameters).
 register_preset(
-    "mlstm_stable", "mlstm", label="mLSTM, xLSTM stabilisers", arguments={"stabilized": True, "name": "mlstm_stable"}
+    "mlstm_stable",
+    "mlstm",
+    label="mLSTM, xLSTM stabilisers",
+    arguments={"stabilized": True, "name": "mlstm_stable"},
+    findings_family=XLSTM,
+    short_name="mLSTM, stabilised",
 )
 
 
-@register_model("mamba", label="Mamba (2 x 32, N 16)", family=FAMILY, variable_length=True, tokenizer="numeric")
+@register_model(
+    "mamba",
+    label="Mamba (2 x 32, N 16)",
+    family=FAMILY,
+    variable_length=True,
+    tokenizer="numeric",
+    findings_family=MAMBA,
+    short_name="Mamba",
+)
 def mamba(
     tokenizer,
     units: int = 32,
@@ -135,4 +182,6 @@ register_preset(
     "mamba",
     label="Mamba, bounded state (2 x 32, N 16)",
     arguments={"bounded_state": True, "name": "mamba_bounded"},
+    findings_family=MAMBA,
+    short_name="Mamba, bounded state",
 )

@@ -31,6 +31,10 @@ FLOAT32_EXACT_BELOW = 2**24  # float32 holds every integer up to 2^24 = 16,777,2
     family="gated linear recurrence",
     tokenizer="typed",
     float32_exact_below=FLOAT32_EXACT_BELOW,
+    findings_family="sign scan, discrete gates",
+    short_name="sign scan, straight-through gates",
+    kind="built form, trained signs",
+    designed_on="the development suites (seeds 31, 4040) and the protocol's in and long sets",
 )
 def scan_exact(tokenizer, units: int = 1, dtype: str = "float64", name: str = "scan_exact", **elements) -> keras.Model:
     """The trained exact scan: typed tokens ``(batch, any length, 4)`` -> the value ``(batch, 1)``.
@@ -54,6 +58,9 @@ def scan_exact(tokenizer, units: int = 1, dtype: str = "float64", name: str = "s
     family="transformer",
     tokenizer="numeric",
     optimizer="adamw_reference",
+    findings_family="transformer encoder",
+    short_name="gated-sum transformer with rounded gates",
+    kind="trained, built rounded gated-sum readout",
 )
 def transformer4_local_rounded(
     tokenizer, d_model: int = 32, num_heads: int = 8, num_layers: int = 3, ffn_units: int = 128

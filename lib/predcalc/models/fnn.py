@@ -10,6 +10,8 @@ import numpy as np
 
 from predcalc.models.registry import register_model, register_preset
 
+FEED_FORWARD = "feed-forward network"  # the families table's row
+
 
 def dense_prelu_stack(tokenizer, hidden_units, name: str) -> keras.Model:
     """Dense layers each followed by a per-unit PReLU, and a linear output neuron."""
@@ -22,14 +24,27 @@ def dense_prelu_stack(tokenizer, hidden_units, name: str) -> keras.Model:
     return keras.Model(inputs, outputs, name=name)
 
 
-@register_model("fnn_baseline", label="FNN baseline (2 x 30 PReLU)", family="FNN", tokenizer="numeric")
+@register_model(
+    "fnn_baseline",
+    label="FNN baseline (2 x 30 PReLU)",
+    family="FNN",
+    tokenizer="numeric",
+    findings_family=FEED_FORWARD,
+    short_name="FNN 2 x 30 (baseline)",
+)
 def fnn_baseline(tokenizer, units: int = 30) -> keras.Model:
     """The prior report's baseline: two Dense layers of 30 units with PReLU (score 1 by definition)."""
     return dense_prelu_stack(tokenizer, (units, units), name="fnn_baseline")
 
 
 @register_model(
-    "fnn2", label="FNN2 (1 x 345 PReLU)", family="FNN", tokenizer="numeric", reference_row="FNN2 (1 x 345 PReLU)"
+    "fnn2",
+    label="FNN2 (1 x 345 PReLU)",
+    family="FNN",
+    tokenizer="numeric",
+    reference_row="FNN2 (1 x 345 PReLU)",
+    findings_family=FEED_FORWARD,
+    short_name="FNN 1 x 345 (prior report's FNN2)",
 )
 def fnn2(tokenizer, units: int = 345, name: str = "fnn2") -> keras.Model:
     """The prior report's FNN2: one hidden layer of 345 units with PReLU (6,211 parameters)."""
@@ -44,6 +59,8 @@ register_preset(
     label="FNN2, Adam with cosine decay (1 x 345 PReLU)",
     optimizer="adam_cosine",
     arguments={"name": "fnn2_cosine"},
+    findings_family=FEED_FORWARD,
+    short_name="FNN 1 x 345, cosine schedule",
 )
 
 

@@ -41,6 +41,8 @@ from predcalc.models.attention import attention_scores
 from predcalc.models.registry import register_model
 from predcalc.models.token_heads import numeric_sequence
 
+LSTM_GRU = "LSTM / GRU"  # the families table's row of the gated recurrent networks
+
 
 def _check_positive(**values) -> None:
     for name, value in values.items():
@@ -55,6 +57,8 @@ def _check_positive(**values) -> None:
     variable_length=True,
     tokenizer="numeric",
     reference_row="RNN2 (SimpleRNN + PReLU)",
+    findings_family="simple recurrent network",
+    short_name="RNN 470 units (prior report's RNN2)",
 )
 def rnn2(
     tokenizer, units: int = 470, num_layers: int = 1, unroll: bool = True, mask_padding: bool = False
@@ -82,7 +86,15 @@ def _last_state_to_value(tokenizer, mask_padding: bool, make_layer, name: str) -
     return keras.Model(inputs, outputs, name=name)
 
 
-@register_model("lstm", label="LSTM (64 units)", family="LSTM", variable_length=True, tokenizer="numeric")
+@register_model(
+    "lstm",
+    label="LSTM (64 units)",
+    family="LSTM",
+    variable_length=True,
+    tokenizer="numeric",
+    findings_family=LSTM_GRU,
+    short_name="LSTM 64",
+)
 def lstm(tokenizer, units: int = 64, unroll: bool = True, mask_padding: bool = False) -> keras.Model:
     """Keras LSTM (seed 000 equations (1)-(6)) over the numeric tokens, last state to one neuron."""
     _check_positive(units=units)
@@ -91,7 +103,15 @@ def lstm(tokenizer, units: int = 64, unroll: bool = True, mask_padding: bool = F
     )
 
 
-@register_model("gru", label="GRU (64 units)", family="GRU", variable_length=True, tokenizer="numeric")
+@register_model(
+    "gru",
+    label="GRU (64 units)",
+    family="GRU",
+    variable_length=True,
+    tokenizer="numeric",
+    findings_family=LSTM_GRU,
+    short_name="GRU 64",
+)
 def gru(tokenizer, units: int = 64, unroll: bool = True, mask_padding: bool = False) -> keras.Model:
     """Keras GRU with the reset gate before the product (seed 000 eq. (7)-(10)), last state to one neuron."""
     _check_positive(units=units)
@@ -109,6 +129,8 @@ def gru(tokenizer, units: int = 64, unroll: bool = True, mask_padding: bool = Fa
     family="BiLSTM + attention",
     tokenizer="numeric",
     reference_row="BiLSTM + attention",
+    findings_family="BiLSTM with attention",
+    short_name="BiLSTM + attention (prior report's)",
 )
 def bilstm_attention(tokenizer, units: int = 19, attention_units: int = 82, mask_padding: bool = False) -> keras.Model:
     """Bidirectional LSTM pooled by additive attention (seed 000, 2.3), context to one neuron: 6,511 parameters."""

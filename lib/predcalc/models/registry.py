@@ -1,8 +1,10 @@
 """The model registry: every architecture the notebooks train, by name.
 
 A model is registered with the tokeniser it reads and, where the prior report published a row for
-it, the name of that row in :mod:`predcalc.report.anchors`. Later architectures plug in with the
-same decorator; nothing else in the pipeline needs to change.
+it, the name of that row in :mod:`predcalc.report.anchors`. A model that competes for a row of the
+findings' families table also names that row's family (``findings_family``), its short name and its
+kind: the table reads them from here. Later architectures plug in with the same decorator; nothing
+else in the pipeline needs to change.
 """
 
 from __future__ import annotations
@@ -52,6 +54,13 @@ class ModelSpec:
     stays below this bound (2^24); ``predcalc predict`` refuses past it. ``learned_weights(model)``, where
     given, returns the trained weights worth reading (plain JSON: lists of numbers by name), kept in every
     seed's run record.
+
+    The findings' families table (:mod:`predcalc.report.families`) reads four more fields:
+    ``findings_family`` (the row's family this model competes for; None: no row), ``short_name``
+    (the name the findings give it; None: its registry name), ``kind`` (what is learned, e.g.
+    "trained" or "built form, trained units"; None: "trained", or "partly built" for a model with a
+    ``finish``) and ``designed_on`` (the development data its design was chosen on, where that was
+    not only validation loss).
     """
 
     name: str
@@ -70,11 +79,25 @@ class ModelSpec:
     variable_length: bool = False
     float32_exact_below: int | None = None  # |answers| a float32 file is exact for (its exports refuse past it)
     learned_weights: Callable | None = None  # model -> {name: nested lists}, kept in each run's record
+    findings_family: str | None = None  # the families table's row it competes for (None: not a candidate)
+    short_name: str | None = None  # the findings' name of it (None: the registry name)
+    kind: str | None = None  # what is learned (None: "trained", or "partly built" with a finish)
+    designed_on: str | None = None  # the development data that chose its design, beyond validation loss
 
     @property
     def shown_label(self) -> str:
         """The label as figures and tables show it (:func:`display_label`)."""
         return display_label(self.label, partly_built=self.finish is not None)
+
+    @property
+    def shown_kind(self) -> str:
+        """The kind the findings show: ``kind``, else trained or (with a ``finish``) partly built."""
+        return self.kind or ("partly built" if self.finish is not None else "trained")
+
+    @property
+    def shown_name(self) -> str:
+        """The name the findings show: ``short_name``, else the registry name."""
+        return self.short_name or self.name
 
 
 def display_label(label: str, partly_built: bool = False) -> str:
@@ -124,10 +147,17 @@ def register_model(name: str, *, label: str, family: str, tokenizer: str, **fiel
 def register_preset(name: str, base: str, *, label: str, arguments: dict, **fields) -> ModelSpec:
     """Register a variant of the registered model ``base``: its builder with ``arguments`` preset
     (a caller's own keyword arguments still win), its spec with ``fields`` changed (``label`` and
-    any of :class:`ModelSpec`'s, e.g. ``optimizer``)."""
+    any of :class:`ModelSpec`'s, e.g. ``optimizer``). The findings' fields (:data:`OWN_FIELDS`) are
+    the variant's own: not taken from ``base``."""
     spec = get_spec(base)
     build = functools.partial(spec.build, **arguments)
-    return MODELS.add(name, dataclasses.replace(spec, name=name, label=label, build=build, **_spec_fields(fields)))
+    own = {field: fields.pop(field, None) for field in OWN_FIELDS}
+    fields = _spec_fields(fields)
+    return MODELS.add(name, dataclasses.replace(spec, name=name, label=label, build=build, **own, **fields))
+
+
+#: The fields a preset does not inherit from its base: where the findings show it and as what.
+OWN_FIELDS = ("findings_family", "short_name", "kind", "designed_on")
 
 
 def get_spec(name: str) -> ModelSpec:

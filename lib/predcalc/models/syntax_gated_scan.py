@@ -25,6 +25,8 @@ import numpy as np
 from predcalc.layers import FeatureSlice, MinGRU
 from predcalc.models.registry import register_model, register_preset
 
+SCAN = "syntax-gated scan"  # the families table's row
+
 
 def gated_scan(
     tokenizer, units: int = 4, gates: str = "type", multiplicative: bool = True, name: str = "syntax_gated_scan"
@@ -66,6 +68,10 @@ def gated_scan(
     family="gated linear recurrence",
     variable_length=True,
     tokenizer="typed",
+    findings_family=SCAN,
+    short_name="typed scan",
+    kind="built form, trained weights",  # type-only gates, value times a sign state: a signed sum
+    designed_on="the protocol's test sets",
 )
 def scan_typed(
     tokenizer, units: int = 4, gates: str = "type", multiplicative: bool = True, name: str = "scan_typed"
@@ -117,15 +123,22 @@ def overwrite_and_solve(model: keras.Model, x_train, y_train) -> keras.Model:
 
 
 def _scan_typed_variant(name: str, label: str, arguments: dict | None = None, **fields) -> None:
+    fields.setdefault("findings_family", SCAN)
     register_preset(name, "scan_typed", label=label, arguments={**(arguments or {}), "name": name}, **fields)
 
 
 # The scan of scan_typed, finished after fitting by overwrite_and_solve (or only its readout solved).
 _scan_typed_variant(
-    "scan_typed_solved", "Syntax-gated scan, operators overwrite + solved readout", finish=overwrite_and_solve
+    "scan_typed_solved",
+    "Syntax-gated scan, operators overwrite + solved readout",
+    finish=overwrite_and_solve,
+    short_name="typed scan, gates set by hand, readout solved",
 )
 _scan_typed_variant(
-    "scan_typed_readout_solved", "Ablation: solved readout, operator gates as fitted", finish=solve_readout
+    "scan_typed_readout_solved",
+    "Ablation: solved readout, operator gates as fitted",
+    finish=solve_readout,
+    short_name="typed scan, readout solved",
 )
 # Ablations: the gates also read the value; the prior report's numeric tokens; no multiplicative path.
 _scan_typed_variant("scan_typed_value_gates", "Ablation: gates also read the value", {"gates": "all"})
@@ -153,7 +166,13 @@ def readout_for_length(model: keras.Model, trained_length: int) -> keras.Model:
 
 
 @register_model(
-    "lstm_typed", label="Keras LSTM(32) (typed tokens)", family="LSTM", variable_length=True, tokenizer="typed"
+    "lstm_typed",
+    label="Keras LSTM(32) (typed tokens)",
+    family="LSTM",
+    variable_length=True,
+    tokenizer="typed",
+    findings_family="LSTM / GRU",
+    short_name="LSTM 32, typed tokens",
 )
 def lstm_typed(tokenizer, units: int = 32) -> keras.Model:
     inputs = keras.Input((tokenizer.length, 4), name="tokens")

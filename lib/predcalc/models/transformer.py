@@ -34,6 +34,8 @@ from predcalc.models.attention import attention_scores
 from predcalc.models.registry import Optimizer, register_model, register_preset
 from predcalc.models.token_heads import PLAIN, REVERSED, AnswerFormat, numeric_sequence, token_head, token_loss
 
+ENCODER = "transformer encoder"  # the families table's row of the regression transformers
+
 
 def encoder_stack(x, num_layers: int, num_heads: int, ffn_units: int, dropout: float = 0.0):
     """``num_layers`` post-norm :class:`TransformerEncoderBlock` layers, named ``encoder_1`` on."""
@@ -106,6 +108,8 @@ def reference_recipe_encoder(
     tokenizer="numeric",
     reference_row="transformer4 (encoder, regression)",
     optimizer="adamw_reference",
+    findings_family=ENCODER,
+    short_name="transformer, prior report's recipe",
 )
 def transformer4_reference(
     tokenizer,
@@ -151,6 +155,8 @@ register_preset(
     reference_row="transformer5",
     optimizer=Optimizer("adamw_reference", peak_learning_rate=2e-4),
     arguments={"d_model": 64, "num_layers": 6, "ffn_units": 512, "name": "transformer5_reference"},
+    findings_family=ENCODER,
+    short_name="large transformer, prior report's recipe",
 )
 
 
@@ -161,6 +167,8 @@ register_preset(
     tokenizer="numeric",
     reference_row="transformer4 (encoder, regression)",
     optimizer="adamw_reference",
+    findings_family=ENCODER,
+    short_name="transformer, gated-sum readout only",
 )
 def transformer4_gated(
     tokenizer,
@@ -188,6 +196,8 @@ def transformer4_gated(
     tokenizer="numeric",
     reference_row="transformer4 (encoder, regression)",
     optimizer="adamw_reference",
+    findings_family=ENCODER,
+    short_name="gated-sum transformer",
 )
 def transformer4_local(
     tokenizer,
@@ -220,6 +230,10 @@ register_preset(
     "transformer4_local",
     label="transformer4, local tanh-bounded token features, padding masked, gated readout",
     arguments={"squash_features": True},
+    findings_family=ENCODER,
+    short_name="bounded gated-sum transformer",
+    kind="trained, built gated-sum readout",  # the sum of the given token values times learned gates
+    designed_on="the out-of-range and long sets and the edge probe",
 )
 
 
@@ -230,6 +244,8 @@ register_preset(
     tokenizer="numeric",
     reference_row="transformer4 (encoder, regression)",
     optimizer="adamw_cosine",
+    findings_family=ENCODER,
+    short_name="transformer, this project's recipe",
 )
 def transformer4(
     tokenizer,
@@ -264,6 +280,8 @@ register_preset(
     label="transformer5 (6 x d64 encoder, regression)",
     reference_row="transformer5",
     arguments={"d_model": 64, "num_heads": 8, "num_layers": 6, "ffn_units": 512, "name": "transformer5"},
+    findings_family=ENCODER,
+    short_name="large transformer, this project's recipe",
 )
 # The transformer4 encoder writing the answer as sign and digits (most significant first), and
 # least significant digit first.
