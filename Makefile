@@ -72,7 +72,7 @@ report: run
 	$(BIN)/predcalc report --profile $(PROFILE)
 
 # A first look timed: `make report` on a fresh clone of HEAD with this environment, into
-# reports/first_look.json (the README's sentence on it is written from that record by `predcalc report`).
+# reports/first_look.json (the README's numbers on it are rows of reports/claims.csv, checked against it).
 first-look: venv
 	$(BIN)/python -m predcalc.training.first_look --log build/first_look.log
 	$(BIN)/predcalc report --profile full

@@ -4,8 +4,6 @@ import json
 
 import pytest
 
-from predcalc.report import prose
-from predcalc.report.data_seeds import data_seed_facts
 from predcalc.studies import data_seeds as D
 
 
@@ -44,14 +42,3 @@ def test_finished_runs_are_not_run_again(tmp_path, monkeypatch):
 def test_unknown_model_is_refused_in_one_line(tmp_path):
     with pytest.raises(ValueError, match="model must be one of"):
         D.run_study(("transformer4_local_bounded",), out=tmp_path)
-
-
-def test_the_appendix_gives_each_draws_exact_seeds(tmp_path):
-    assert data_seed_facts(tmp_path) is None
-    out = tmp_path / "data_seeds"
-    for seed in range(2):
-        _write(out, "scan_typed", 1, seed, EXACT)
-        _write(out, "scan_typed", 2, seed, {"in": 1.0, "out": 0.5, "long": 1.0} if seed else EXACT)
-    facts = data_seed_facts(tmp_path)
-    detail = " ".join(prose.bullets("data_seeds.md.j2", data_seeds=facts))  # the Appendix's seed by seed
-    assert "not exact: training seed 1 on data seed 2; lowest seed on any set: 50.0 %" in detail

@@ -247,13 +247,11 @@ def _scores_file(accuracy, too_long=True):
 def test_the_third_heldout_record_is_the_sign_scans_suite_and_keeps_unread_sets_unread(tmp_path):
     """write_suite_records on the third held-out suite: the record's fingerprint is the suite the sign
     scan's record was scored on, a set longer than the files read stays not read (not 0), and the
-    Answer's cell counts it apart from the sets read."""
+    families table's cell counts it apart from the sets read."""
     import json
-    import types
 
     from predcalc.paths import RUNS
-    from predcalc.report import answer
-    from predcalc.report.edges import load_suites
+    from predcalc.report import families
     from predcalc.studies import edge_seeds
     from predcalc.studies.edges import fingerprint, third_heldout_suite
 
@@ -275,13 +273,8 @@ def test_the_third_heldout_record_is_the_sign_scans_suite_and_keeps_unread_sets_
     assert record["models"]["scan_typed"]["0"]["terms_300"] == {"too_long": "needs 599 tokens; the files read 159"}
     assert record["about"]["scan_typed"]["input_length"] == 159
 
-    findings = types.SimpleNamespace(edges=load_suites(tmp_path / "edges"))
-    assert answer.not_read(findings, "scan_typed") == {"terms_300": "needs 599 tokens; the files read 159"}
-    seeds = answer.heldout_seeds(findings, "scan_typed", answer.HELD_OUT_KIND)
-    cell = answer.suite_cell(seeds, 1)
-    assert "of 9 sets exact on every seed, 1/2 seeds exact on all; mean" in cell and "(50.0-100.0)" in cell
-    assert cell.endswith("; 1 not read")
-    assert "terms_300" not in seeds["0"] and len(seeds["1"]) == 9
+    cell = families.held_out_cell(record, "scan_typed")  # the families table's held-out cell
+    assert cell == "75.0 %, 1/2 exact on all, 50.0-100.0 (9 of 10 sets read)"
 
 
 def test_the_stored_third_heldout_scores_belong_to_the_suite_drawn_today():

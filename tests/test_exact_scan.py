@@ -263,24 +263,6 @@ def test_section_gives_the_fresh_count_as_the_claim():
     assert "fresh seeds through" not in plain
 
 
-def test_the_families_row_cites_the_fresh_seeds():
-    from predcalc.report import answer
-
-    def stored(record):  # a stored record as the report reads it (its JSON form)
-        return types.SimpleNamespace(to_json=lambda: record)
-
-    findings = types.SimpleNamespace(notebooks=[stored(_fresh_record())])
-    facts = answer.trained_exact_facts(findings)
-    assert facts["fresh"]["formats"]["onnx"]["exact"] == 1 and facts["fresh"]["list"] == "10, 11"
-    assert facts["choosing"] == "0, 1" and facts["formats"]["onnx"]["exact"] == 1
-    row = answer.trained_exact_rows(findings)[0][1][answer.HELD_OUT]
-    assert "1/2 fresh seeds exact on all, 99.5-100.0; seeds 0, 1, which chose its recipe: 1/2" in row
-    unfresh = answer.trained_exact_facts(
-        types.SimpleNamespace(notebooks=[stored(_record() | {"seeds": _fresh_record()["seeds"]})])
-    )
-    assert unfresh["fresh"] is None
-
-
 @pytest.mark.slow
 def test_fresh_seed_run_scores_through_the_files_as_keras_does(protocol, tmp_path):
     sets = {n: s.subset(np.arange(len(s)) < 30, s.name) for n, s in protocol.test_sets().items()}

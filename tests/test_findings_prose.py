@@ -92,17 +92,15 @@ def test_every_number_in_the_hand_written_prose_is_one_a_claim_states(page):
 
 
 def test_a_rebuild_keeps_the_hand_written_part_as_it_is(prose, tmp_path):
-    from predcalc.report import render
-    from predcalc.report.document import Document, Section, Text
+    from predcalc.paths import RUNS
+    from predcalc.report import appendix
 
-    appendix = Section("appendix.runs", "Runs", [Text("Every run.")], "appendix")
-    doc = Document("Findings", written.sections(prose) + [appendix], "Generated.", {"prose": prose})
     page = tmp_path / "findings.md"
-    page.write_text(render.markdown(doc, tmp_path))
+    page.write_text(appendix.page([], tmp_path, RUNS))
     assert written.read(page) == prose
     assert page.read_text().split(written.MARKER, 1)[1].lstrip().startswith("# Appendix\n")
-    assert [s.key for s in doc.part("main")] == ["question", "answer", "method", "results", "limitations"]
-    assert "method.protocol_and_test_sets" in [s.key for s in doc.section("method").subsections]
+    assert [s.key for s in written.sections(prose)] == ["question", "answer", "method", "results", "limitations"]
+    assert "method.protocol_and_test_sets" in [s.key for s in written.sections(prose)[2].subsections]
 
 
 def test_a_page_without_the_marker_is_refused_in_one_line(tmp_path):

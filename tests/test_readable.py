@@ -3,7 +3,6 @@
 import pytest
 
 from predcalc.readable import percent, percent_number, share
-from predcalc.report import prose
 
 
 @pytest.mark.parametrize(
@@ -21,4 +20,3 @@ def test_every_form_keeps_the_rule(fraction, decimals, text):
     assert percent_number(fraction, decimals) == text
     assert share(fraction, decimals) == f"{text} %"
     assert percent(fraction, decimals) == f"{text}\u00a0%"
-    assert prose.share(fraction, decimals) == f"{text} %"

@@ -1,7 +1,5 @@
 """The report's table of fine-tuned language models (a notebook's "llm" entry)."""
 
-import json
-
 from predcalc.report import findings
 
 
@@ -57,20 +55,3 @@ def test_llm_table_puts_this_projects_rows_beside_the_references():
     ) in text
     assert "| Gemma 3 1B | published | yes | 1 B |  |  | 93.41 % | 63.33 % | 39.57 % |" in text
     assert "| Gemma 3 270M | published | yes | 270 M |  |  | 54.22 % | 9.67 % | 28.00 % |" in text
-
-
-def test_findings_show_the_llm_table_only_when_a_run_has_one(tmp_path):
-    runs, reports = tmp_path / "runs", tmp_path / "reports"
-    (runs / "07_gemma_finetune").mkdir(parents=True)
-    (runs / "07_gemma_finetune" / "metrics.json").write_text(json.dumps(_llm_record()))
-    readme = tmp_path / "README.md"
-    written = findings.build(runs=runs, reports=reports, readme=readme)
-    assert written["models"] == 0
-    text = (reports / "findings.md").read_text()
-    assert "## Fine-tuned language models\n" in text
-    assert "| tiny Gemma 3 (not pre-trained, 71,488 params) | 07_gemma_finetune (notebook defaults) | no |" in text
-    assert "| Gemma 3 1B | published | yes | 1 B |" in text
-    assert "not results of Gemma itself" in text
-    (runs / "07_gemma_finetune" / "metrics.json").write_text(json.dumps({**_llm_record(), "llm": None}))
-    findings.build(runs=runs, reports=reports, readme=readme)
-    assert "Fine-tuned language models" not in (reports / "findings.md").read_text()

@@ -1,15 +1,72 @@
 """The report's typed records: where a record lies and how it ran are attributes, never ``_`` keys, and a
-study record's kind picks the section that renders it."""
+study record's kind names its study."""
 
 import json
 
 import pytest
 from test_runner_and_report import _model, _record
-from test_studies_report import _speed_record, _timeseries_record
 
 from predcalc.record import RunRecord
-from predcalc.report import findings, studies
+from predcalc.report import findings
 from predcalc.report.records import StoredRecord
+
+
+def _speed_record():
+    speedups = [
+        {
+            "length": length,
+            "family": family,
+            "phase": phase,
+            "parallel_vs_keras": 2.0 * length / 64,
+            "scan_vs_keras": length / 64,
+            "step_vs_keras": 1.5,
+            "parallel_vs_step": 1.0,
+        }
+        for length in (64, 256)
+        for family in ("min_gru", "min_lstm")
+        for phase in ("train_step", "inference")
+    ]
+    return {
+        "notebook": "21_parallel_scan",
+        "kind": "study",
+        "models": {},
+        "backend": "tensorflow",
+        "parameters": {"batch": 8, "units": 32, "repeats": 3, "lengths": [64, 256]},
+        "speed": {"records": [], "speedups": speedups, "paper_speedup_t4_gpu": {"min_gru": {"512": 175}}},
+    }
+
+
+def _timeseries_record():
+    summary = [
+        {
+            "series": "co2",
+            "model": "Keras GRU",
+            "MAE": 0.5,
+            "MAE_std": 0.1,
+            "RMSE": 0.6,
+            "RMSE_std": 0.1,
+            "epochs": 30.0,
+            "params": 3297,
+        },
+        {
+            "series": "co2",
+            "model": "Mamba",
+            "MAE": 2.0,
+            "MAE_std": 0.0,
+            "RMSE": 2.5,
+            "RMSE_std": 0.0,
+            "epochs": 12.0,
+            "params": 1000,
+        },
+    ]
+    return {
+        "notebook": "22_timeseries",
+        "kind": "study",
+        "models": {},
+        "backend": "tensorflow",
+        "parameters": {"k": 12, "seeds": [0, 1], "epochs": 200, "patience": 20},
+        "timeseries": {"naive": {"co2": {"mae": 1.0, "rmse": 1.2}}, "runs": [], "summary": summary},
+    }
 
 
 def _write(runs, record, run_info=None):
@@ -49,30 +106,3 @@ def test_a_study_records_kind_names_its_study():
     both = {**_speed_record(), "notebook": "40_calculator", "calculator": {"summary": {}}}
     assert StoredRecord.of(both).study == "calculator"  # the calculator's record also stores its speed
     assert StoredRecord.of(_record("02_rnn", {"rnn": _model("RNN", 0.8)})).study is None
-
-
-def test_the_kind_not_the_keys_picks_the_section(monkeypatch, tmp_path):
-    rendered = []
-    for name in studies.SECTIONS:
-        monkeypatch.setitem(studies.SECTIONS, name, lambda record, folder, name=name: rendered.append(name) or [name])
-    both = StoredRecord.of({**_speed_record(), "notebook": "40_calculator", "calculator": {}}, folder=tmp_path)
-    records = [
-        StoredRecord.of(_speed_record(), folder=tmp_path),
-        StoredRecord.of(_timeseries_record(), folder=tmp_path),
-        both,
-        StoredRecord.of(_record("02_rnn", {"rnn": _model("RNN", 0.8)}), folder=tmp_path),  # not a study
-    ]
-    lines = studies.studies_markdown(records, {r.notebook: "runs/" + r.notebook for r in records})
-    assert rendered == ["speed", "timeseries", "calculator"]
-    assert lines == ["## Studies", "", "speed", "timeseries", "calculator"]
-
-
-def test_the_real_sections_render_from_typed_records(tmp_path):
-    records = [
-        StoredRecord.of(_speed_record(), folder=tmp_path, profile="full"),
-        StoredRecord.of(_timeseries_record(), folder=tmp_path, profile="quick"),
-    ]
-    text = "\n".join(studies.studies_markdown(records, {r.notebook: r.notebook for r in records}))
-    assert "### Parallel scan vs step loop vs Keras (21_parallel_scan, full)" in text
-    assert "### One-step-ahead forecasting of real series (22_timeseries, quick)" in text
-    assert "(tensorflow backend)" in text

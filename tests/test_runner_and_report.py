@@ -3,7 +3,8 @@ import json
 import nbformat
 import pytest
 
-from predcalc.report import answer, findings
+from predcalc.report import appendix, families, findings
+from predcalc.report import written as written_module
 from predcalc.training import runner
 
 
@@ -172,7 +173,7 @@ def _model(label, mae_in, seeds=2, reference_row=None):
     }
 
 
-def test_report_builds_findings_and_figure_and_leaves_the_readme_but_its_first_look(tmp_path):
+def test_report_builds_the_findings_page_from_the_runs(tmp_path):
     runs, reports = tmp_path / "runs", tmp_path / "reports"
     (runs / "01_fnn").mkdir(parents=True)
     (runs / "02_rnn").mkdir(parents=True)
@@ -188,32 +189,29 @@ def test_report_builds_findings_and_figure_and_leaves_the_readme_but_its_first_l
         )
     )
     (runs / "02_rnn" / "metrics.json").write_text(json.dumps(_record("02_rnn", {"rnn": _model("RNN", 0.8)})))
-    readme = tmp_path / "README.md"
-    readme.write_text("intro\n<!-- first-look:start -->\nstale block\n<!-- first-look:end -->\noutro\n")
-    written = findings.build(runs=runs, reports=reports, readme=readme)
+    written = appendix.build(runs=runs, reports=reports)
     text = (reports / "findings.md").read_text()
-    assert "| FNN2 (1 x 345 PReLU) | published | 6,211 | 0.0269" in text
     table = findings.model_table(findings.load_runs(runs), score=True)
     scores = dict(zip(table["model"] + "/" + table["source"], table["score"]))
     assert scores["baseline/01_fnn (notebook defaults, 2 seeds)"] == pytest.approx(1.0, rel=0.01)
-    assert scores["FNN2/01_fnn (notebook defaults, 2 seeds)"] == pytest.approx(
-        4.0, rel=0.01
-    )  # half the errors of the baseline
-    assert scores["RNN/02_rnn (notebook defaults, 2 seeds)"] == pytest.approx(
-        0.25, rel=0.01
-    )  # scored against 01_fnn's baseline
-    readme_text = readme.read_text()
-    assert "stale block" not in readme_text and readme_text.startswith("intro\n") and readme_text.endswith("outro\n")
-    assert "| RNN | 02_rnn (notebook defaults, 2 seeds)" in text
+    assert scores["FNN2/01_fnn (notebook defaults, 2 seeds)"] == pytest.approx(4.0, rel=0.01)  # half the errors
+    assert scores["RNN/02_rnn (notebook defaults, 2 seeds)"] == pytest.approx(0.25, rel=0.01)  # against 01's baseline
     for first, second in (
         ("## Question", "## Answer"),
         ("## Answer", "## Method"),
         ("## Method", "## Results"),
         ("## Results", "## Limitations"),
-        ("## Limitations", "# Appendix"),
+        ("## Limitations", written_module.MARKER),
+        (written_module.MARKER, "# Appendix"),
+        ("## The families table", "## The models by name"),
+        ("## The models by name", "## The claims"),
+        ("## The claims", "## The notebooks"),
     ):
         assert text.index(first) < text.index(second)
-    assert written["figure"].is_file() and (reports / "findings.html").read_text().startswith("<!doctype html>")
+    assert "| feed-forward network | FNN 2 x 30 (baseline) | trained | 100 |" in text  # no loss stored: the first
+    assert "| FNN 1 x 345 (prior report's FNN2) | `fnn2` | feed-forward network |" in text
+    assert "[01_fnn](runs/01_fnn/01_fnn.ipynb)" not in text  # no executed copy: not linked
+    assert written["models"] == 3 and (reports / "findings.html").read_text().startswith("<!doctype html>")
 
 
 def test_a_model_reproduced_by_a_later_notebook_is_listed_once():
@@ -223,39 +221,12 @@ def test_a_model_reproduced_by_a_later_notebook_is_listed_once():
     table = findings.model_table([first, again, other])
     sources = list(table[table.model == "GRU"].source)
     assert sources == ["04_gru (this run, 2 seeds; 08_min_rnn reproduced it)", "09_other (this run, 2 seeds)"]
-    accuracy = findings.generalisation_table([first, again, other])
-    assert list(accuracy.model).count("GRU") == 2 and list(accuracy.model).count("MinGRU") == 1
 
 
-def test_report_without_runs_says_so(tmp_path):
-    written = findings.build(runs=tmp_path / "none", reports=tmp_path, readme=tmp_path / "README.md")
-    assert "no runs yet" in (tmp_path / "findings.md").read_text() and written["first_look"] is False
-
-
-def test_ablation_lines_set_each_ablation_beside_the_full_model():
-    full, ablation = _model("Scan", 0.01), _model("Ablated", 0.5)
-    for run in ablation["runs"]:
-        run["metrics"]["out"]["accuracy"] = 0.25
-    lines = findings.ablation_lines(
-        [_record("30_beyond_reference", {"scan_typed": full, "scan_typed_additive": ablation})]
-    )
-    assert "the full model 50.0 / 50.0 / 50.0 %" in lines[0]
-    assert (
-        "- the state is concatenated with the value instead of multiplying it: 50.0 / 25.0 / 50.0 % (100 parameters)."
-        in lines
-    )
-    assert findings.ablation_lines([_record("01_fnn", {"fnn2": full})]) == []
-    assert not any("closed form" in line for line in lines)
-    solved = _model("Solved", 1e-6)
-    lines = findings.ablation_lines([_record("30_beyond_reference", {"scan_typed": full, "scan_typed_solved": solved})])
-    assert (
-        "Finished in closed form after the same training (exact in / out / long, and the mean absolute "
-        "error out of range, 0.1 for the fitted scan):" in lines
-    )
-    assert (
-        "- operators overwrite the sign state and the readout is solved by least squares: 50.0 / 50.0 / 50.0 %, "
-        "MAE out 1e-05." in lines
-    )
+def test_report_without_runs_writes_only_what_needs_none(tmp_path):
+    appendix.build(runs=tmp_path / "none", reports=tmp_path, full=False)
+    text = (tmp_path / "findings.md").read_text()
+    assert "# Appendix" in text and "## The notebooks" in text and "## The families table" not in text
 
 
 def _seeded(label, accuracy, params=100, seeds=5, val_loss=0.1):
@@ -268,10 +239,7 @@ def _seeded(label, accuracy, params=100, seeds=5, val_loss=0.1):
     return {**built, "params": params}
 
 
-def test_the_families_table_shows_each_familys_model_on_every_set(tmp_path):
-    from predcalc.report.document import Table
-    from predcalc.report.paper import Findings
-
+def test_the_families_table_shows_each_familys_model_on_every_set():
     exact = {"in": 1.0, "out": 1.0, "long": 1.0}
     records = [
         _record(
@@ -283,21 +251,17 @@ def test_the_families_table_shows_each_familys_model_on_every_set(tmp_path):
             },
         )
     ]
-    blocks = Findings(findings.typed(records), tmp_path).families().blocks
-    table = next(b for b in blocks if isinstance(b, Table)).frame.set_index(["family", "kind"])
+    table = families.families_table(findings.typed(records)).set_index(["family", "kind"])
     assert table.loc[("syntax-gated scan", "built form, trained weights"), "model"] == "typed scan"
     assert (
         table.loc[("syntax-gated scan", "built form, trained weights"), "in range"] == "100.0 %, 5/5 exact, 100.0-100.0"
     )
     assert table.loc[("syntax-gated scan", "partly built"), "model"].startswith("typed scan, gates set by hand")
     assert table.loc[("LSTM / GRU", "trained"), "out of range"] == "20.0 %, 0/5 exact, 20.0-20.0"
-    assert table.loc[("LSTM / GRU", "trained"), answer.HELD_OUT] == "not measured"
+    assert table.loc[("LSTM / GRU", "trained"), families.HELD_OUT] == "-"  # not scored on the held-out suite
 
 
-def test_each_family_is_represented_by_its_lowest_validation_loss_not_its_test_accuracy(tmp_path):
-    from predcalc.report.answer import best_trained
-    from predcalc.report.paper import Findings
-
+def test_each_family_is_represented_by_its_lowest_validation_loss_not_its_test_accuracy():
     records = [
         _record(
             "04_gru",
@@ -307,21 +271,16 @@ def test_each_family_is_represented_by_its_lowest_validation_loss_not_its_test_a
             },
         )
     ]
-    assert best_trained(Findings(findings.typed(records), tmp_path), ("lstm", "gru")) == "gru"
+    assert families.choices(findings.typed(records)) == [("LSTM / GRU", False, "gru", 2)]
 
 
-def test_the_quick_page_says_it_is_a_smoke_result(tmp_path):
-    from predcalc.report.paper import Findings
-    from predcalc.report.records import StoredRecord
-
+def test_the_quick_page_is_a_run_check_without_the_hand_written_findings(tmp_path):
     record = _record(
         "30_beyond_reference", {"scan_typed": _seeded("Scan", {"in": 1.0, "out": 1.0, "long": 1.0}, seeds=1)}
     )
-    record = StoredRecord.of(record, profile="quick", folder=tmp_path / "30_beyond_reference")
-    doc = Findings([record], tmp_path).document()
-    assert "Smoke result" in doc.source_note
-    full = Findings([StoredRecord.of(record, profile="full", folder=tmp_path / "30_beyond_reference")], tmp_path)
-    assert "Smoke result" not in full.document().source_note
+    quick = appendix.page(findings.typed([record]), tmp_path, tmp_path, full=False)
+    assert quick.startswith("# Findings of a quick run") and written_module.MARKER not in quick
+    assert "## The claims" not in quick and "## The families table" in quick
 
 
 def test_one_template_runs_as_03_lstm_and_04_gru():

@@ -21,7 +21,7 @@ from predcalc.deploy.digit_files import DigitFile, is_digit_model
 from predcalc.deploy.export import FORMATS, export_directory, find_keras_models
 from predcalc.deploy.predictor import CALCULATOR_MODEL, DEFAULT_MODEL, Predictor
 from predcalc.errors import one_line
-from predcalc.paths import BENCH_FILE, ROOT, relative, reports_for, runs_for
+from predcalc.paths import BENCH_FILE, relative, reports_for, runs_for
 from predcalc.readable import percent
 from predcalc.studies.gemma_adapter import GemmaAdapter, GGUFGemma, is_gemma_adapter
 
@@ -103,7 +103,7 @@ def resume_hint(runs: Path) -> None:
 
 
 def report_command(args) -> int:
-    from predcalc.report import findings  # pandas: not in the runtime-only install
+    from predcalc.report import appendix  # pandas: not in the runtime-only install
 
     runs = Path(args.runs) if args.runs else runs_for(args.profile)
     if not runs.is_dir():
@@ -115,10 +115,8 @@ def report_command(args) -> int:
         print(f"no metrics.json in {relative(runs)}/: the notebooks run there tabulate nothing; no page written")
         return 0
     full = args.profile == "full" and not args.runs
-    written = findings.build(
-        runs=runs, reports=reports_for("full" if full else "quick"), readme=ROOT / "README.md" if full else None
-    )
-    print(f"wrote {relative(written['findings'])} and {relative(written['html'])} ({written['models']} table rows)")
+    written = appendix.build(runs=runs, reports=reports_for("full" if full else "quick"), full=full)
+    print(f"wrote {relative(written['findings'])} and {relative(written['html'])} ({written['models']} models)")
     return 0
 
 

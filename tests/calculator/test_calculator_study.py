@@ -286,34 +286,3 @@ def test_the_axis_figure_gives_every_model_its_own_cell_with_its_worst_seed(tmp_
     assert cells == ["100", "100", "100", "100", "80.0\n(min 50)", "80.0\n(min 50)"]
     assert first.images[0].get_array().shape == (3, 2)
     assert (tmp_path / "axes.png").is_file()
-
-
-def test_the_ladder_does_not_compare_a_rung_below_90_percent_inside_and_states_its_budget():
-    from predcalc.report.calculator import NOT_COMPARED, budget, ladder_blocks
-    from predcalc.report.document import Table, Text
-
-    runs = [
-        {"epochs": 60, "parameters": 5772, "training_sequences": n, "train_seconds": t}
-        for n, t in ((4419, 21.4), (7584, 35.8))
-    ]
-    assert budget({"ablations": {"answers_only": runs}}, "answers_only") == {
-        "seeds": 2,
-        "epochs": "60",
-        "weights": "5,772",
-        "examples": "4,419-7,584",
-        "seconds": "21-36",
-    }
-    record = _record()
-    record["calculator"]["summary"]["end_to_end"] = record["calculator"]["summary"].pop("answers_only")
-    record["calculator"]["ablations"] = {"end_to_end": runs}
-    record["calculator"]["parameters"] = {}
-    record["ladder"] = {"rules": record["calculator"]["summary"]["calculator"]}
-    blocks = ladder_blocks(record)
-    table = next(b for b in blocks if isinstance(b, Table)).frame
-    row = table[table["rung"].str.startswith("5.")].iloc[0]
-    assert row["beyond it"] == NOT_COMPARED and row["inside the training world"].startswith("50.0 %")
-    text = " ".join(b.text for b in blocks if isinstance(b, Text))
-    assert "Rung 5 did not reach the 90 % exactness inside its own training world" in text
-    assert "rung 5 reaches 50.0 % with the budget" in text
-    assert "(60 epochs, 5,772 weights, 4,419-7,584 training examples, 21-36 s a seed" in text
-    assert "No larger budget is recorded" in text

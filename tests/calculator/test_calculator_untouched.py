@@ -6,7 +6,6 @@ import json
 import pytest
 
 from predcalc.calculator import untouched
-from predcalc.report.calculator_untouched import untouched_facts
 
 
 def _step(chosen=0, wrong=0, beta=-1.0):
@@ -78,15 +77,6 @@ def test_stored_fresh_reads_one_part_per_seed(tmp_path):
     assert untouched.stored_fresh(301, tmp_path) is None
 
 
-def test_facts_and_paragraph_quote_the_record():
-    facts = untouched_facts(_record())
-    assert facts["family_seed"] == 8317 and facts["families"] == 2 and facts["per_family"] == 500
-    assert facts["n"] == 1000 and facts["seeds"] == 3 and facts["list"] == "300-302"
-    assert facts["exact"] == 2 and facts["spread"] == "99.6-100.0" and facts["lower_bound"] == "13.5 %"
-    assert facts["complete"] == 2 and facts["reproduced"] == 2 and facts["confidence"] == "95 %"
-    assert untouched_facts({}) is None
-
-
 def _litert(seed, exact, chosen=0, mismatches=0):
     scored = _part(seed, exact)["end_to_end"]
     return {
@@ -105,20 +95,3 @@ def test_litert_rows_compare_starts_and_count_mismatches():
     assert [rows[s]["mismatches"] for s in ("300", "301")] == [0, 4]
     summary = untouched.summary(rows)
     assert summary["exact_seeds"] == 1 and summary["exact"] == [1000, 999] and summary["complete"] == 0
-
-
-def test_facts_quote_the_litert_scores_where_present():
-    parts = {"300": _part(300, 1000, chosen=2), "301": _part(301, 1000), "302": _part(302, 996)}
-    litert = {"300": _litert(300, 1000, chosen=2), "301": _litert(301, 1000), "302": _litert(302, 1000)}
-    summary = untouched.summary(untouched.litert_rows(litert, parts))
-    record = {**_record(), "litert": {"summary": {**summary, "mismatches": 0, "same_starts": 3}}}
-    facts = untouched_facts(record)
-    # 3 of 3 exact: the one-sided 95 % lower bound is 0.05 ** (1 / 3)
-    assert facts["litert"] == {
-        "exact": 3,
-        "spread": "100.0-100.0",
-        "lower_bound": "36.8 %",
-        "mismatches": 0,
-        "same_starts": 3,
-    }
-    assert untouched_facts(_record())["litert"] is None

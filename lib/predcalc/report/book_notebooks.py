@@ -1,5 +1,5 @@
 """The book's notebook pages: which notebooks there are, in which group and order
-(``notebooks/index.json``), their titles and questions, and each executed copy as a reader sees it
+(``notebooks/index.json``), their titles, and each executed copy as a reader sees it
 (progress bars, stderr, runtime warnings, object reprs and nbval markers left out; figures scaled
 to fit)."""
 
@@ -8,18 +8,70 @@ from __future__ import annotations
 import base64
 import dataclasses
 import functools
+import io
 import json
+import math
 import re
 from pathlib import Path
 
 import nbformat
 import pandas as pd
+from PIL import Image
 
 from predcalc.models.registry import display_label
 from predcalc.paths import ROOT
-from predcalc.report.book_cells import EXPORT_COLUMNS, WIDE_FIGURE, export_grid, fit, png_size
+from predcalc.readable import number, points
 from predcalc.report.tables import markdown_table, plain_cell
 from predcalc.training.runner import discover, notebook_groups, source_of
+
+WIDE_FIGURE = 900  # pixels: a figure wider than the text column spans the margin too
+MAX_SIDE = 2400  # pixels: a larger figure is shown scaled down to this on its longer side
+
+
+def png_size(data: bytes) -> tuple[int, int]:
+    """(width, height) of a PNG, from its header; (0, 0) for anything else."""
+    if data[:8] != b"\x89PNG\r\n\x1a\n":
+        return 0, 0
+    return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
+
+
+def fit(data: bytes, side: int = MAX_SIDE) -> bytes:
+    """The PNG as it is when its longer side is at most ``side`` pixels, else scaled down to it."""
+    width, height = png_size(data)
+    if max(width, height) <= side:
+        return data
+
+    image = Image.open(io.BytesIO(data))
+    scale = side / max(width, height)
+    image = image.resize((max(1, round(width * scale)), max(1, round(height * scale))), Image.LANCZOS)
+    out = io.BytesIO()
+    image.save(out, format="PNG", optimize=True)
+    return out.getvalue()
+
+
+EXPORT_COLUMNS = {"model", "format", "KB", "acc change in", "acc change out", "acc change long", "verdict"}
+
+
+def export_grid(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """The export table as a model x format grid, each cell the file's size and its largest loss
+    of exact accuracy against Keras (worst test set); and a table of why files are unsuitable, with
+    how many files each reason holds."""
+    cells, why = {}, {}
+    for row in frame.to_dict("records"):
+        changes = [row[f"acc change {t}"] for t in ("in", "out", "long")]
+        changes = [c for c in changes if c is not None and math.isfinite(c)]
+        parts = ([f"{number(row['KB'])}\u00a0KB"] if row["KB"] is not None and math.isfinite(row["KB"]) else []) + (
+            [points(min(changes))] if changes else []
+        )
+        text = ", ".join(parts) or "no file"
+        if row["verdict"] != "use":
+            text += f" ({row['verdict']})"
+            why.setdefault(row.get("why") or row["verdict"], []).append(f"{row['model']} {row['format']}")
+        cells.setdefault(row["model"], {})[row["format"]] = text
+    formats = list(dict.fromkeys(frame["format"]))
+    grid = pd.DataFrame([{"model": model, **{f: by.get(f, "") for f in formats}} for model, by in cells.items()])
+    notes = pd.DataFrame({"why a file is not to be used": list(why), "files": [len(f) for f in why.values()]})
+    return grid, notes
 
 
 @dataclasses.dataclass
@@ -45,24 +97,6 @@ class Notebook:
     def architecture(self) -> bool:
         return self.group == "architectures"
 
-    @functools.cached_property
-    def reexported(self) -> list[dict]:
-        """The exports remade after the executed copy ran (``export/*/export.json`` created after its
-        papermill end time, e.g. by ``edge_seeds``), each ``{"model", "created"}``: the copy's export
-        lines predate them. (``run.json`` keeps the time its numbers were first written, not this.)"""
-        if not self.executed:
-            return []
-        executed = json.loads(self.path.read_text()).get("metadata", {}).get("papermill", {})
-        finished = str(executed.get("end_time") or "")
-        if not finished:
-            return []
-        later = []
-        for path in sorted(self.path.parent.glob("export/*/export.json")):
-            created = str(json.loads(path.read_text()).get("created") or "")
-            if created > finished:
-                later.append({"model": path.parent.name, "created": created[:10]})
-        return later
-
 
 def _cells(path: Path) -> list[dict]:
     return json.loads(path.read_text())["cells"]
@@ -78,34 +112,16 @@ def _title(path: Path) -> str:
     return path.stem
 
 
-def question(path: Path) -> str:
-    """The notebook's ``**Question.**`` paragraph, without the label and display formulas."""
-    for c in _cells(path):
-        if c["cell_type"] != "markdown":
-            continue
-        paragraphs = "".join(c["source"]).split("\n\n")
-        start = next((i for i, p in enumerate(paragraphs) if p.startswith("**Question.**")), None)
-        if start is None:
-            continue
-        kept = []
-        for paragraph in paragraphs[start : start + 4]:
-            if not paragraph.lstrip().startswith("$$"):
-                kept.append(" ".join(paragraph.split()))
-            if paragraph.rstrip().endswith("?"):
-                break
-        return " ".join(kept).removeprefix("**Question.**").strip()
-    return ""
+def notebooks(root: Path = ROOT, runs: Path | None = None) -> list[Notebook]:
+    """Every notebook in ``root/notebooks/``, paired with its executed copy in ``runs`` (default
+    ``root/reports/runs``) when there is one, in the groups and order of ``notebooks/index.json``."""
 
-
-def notebooks(root: Path = ROOT) -> list[Notebook]:
-    """Every notebook in ``notebooks/``, paired with its executed copy when there is one, in the
-    groups and order of ``notebooks/index.json``."""
-
+    runs = root / "reports" / "runs" if runs is None else Path(runs)
     listed = {p.stem: p for p in discover(directory=root / "notebooks")}
     found = []
     for group, names in notebook_groups(root / "notebooks").items():
         for name in names:  # an alias runs its template under its own name
-            executed = root / "reports" / "runs" / name / f"{name}.ipynb"
+            executed = runs / name / f"{name}.ipynb"
             path = executed if executed.exists() else source_of(listed[name])[0]
             run_json = executed.parent / "run.json"
             run = json.loads(run_json.read_text()) if run_json.exists() else {}
@@ -179,10 +195,7 @@ def compact_export_table(markdown: str) -> str:
     if not EXPORT_COLUMNS <= set(frame.columns):
         return markdown
     grid, notes = export_grid(frame.astype(object).where(frame.notna(), None))
-    text = markdown_table(grid, plain_cell)
-    if notes:
-        text += "\n\nWhy a file is not to be used: " + "; ".join(notes) + "."
-    return text
+    return "\n\n".join(markdown_table(table, plain_cell) for table in (grid, notes) if not table.empty)
 
 
 def _shown(output: dict) -> dict | None:

@@ -115,93 +115,28 @@ def matches(pool: list[dict]):
         yield row, published, replica, _best_variant(others, published)
 
 
-# How a sign test's verdict reads in a table: a difference is named only where every seed lies on one side.
-VERDICT_WORDS = {"better": "every seed better", "worse": "every seed worse", "not resolved": "not resolved"}
+VERDICTS = ("better", "not resolved", "worse")  # the sign test's verdicts, as the table's columns count them
 
 
-def tally(candidate: dict | None, published: dict) -> str:
-    """ "every seed better on k, not resolved on m, every seed worse on j of n" for a candidate against a
-    published row."""
+def tally(candidate: dict | None, published: dict) -> dict[str, int | str]:
+    """How many of a published row's ranked columns the candidate is better on (every seed), not
+    resolved on, and worse on (every seed); "-" for each where there is no candidate."""
     if candidate is None:
-        return "none trained"
+        return dict.fromkeys(VERDICTS, "-")
     verdicts = [test["verdict"] for test in comparison(candidate, published).values()]
-    parts = [
-        f"{VERDICT_WORDS[word]} on {verdicts.count(word)}"
-        for word in ("better", "not resolved", "worse")
-        if verdicts.count(word)
-    ]
-    return f"{', '.join(parts)} of {len(verdicts)}"
+    return {word: verdicts.count(word) for word in VERDICTS}
 
 
-def _cell(candidate: dict | None, column: str, published: dict, key: str) -> str:
-    if candidate is None:
-        return ""
-    values = _values(candidate, column)
-    test = M.sign_test(values, published[key])
-    return (
-        f"{np.mean(values):.3g} [{min(values):.3g}-{max(values):.3g}]: {VERDICT_WORDS[test['verdict']]} "
-        f"({test['better']}/{len(values)} seeds)"
-    )
-
-
-def scoreboard_table(pool: list[dict]) -> pd.DataFrame:
-    """One row per (published row, ranked column): the published value, the faithful replica's and
-    the best variant's mean [min-max over seeds] and sign-test verdict."""
+def summary_table(pool: list[dict]) -> pd.DataFrame:
+    """One row per published row: the faithful replica and the best variant, each with its counts of
+    ranked columns by verdict."""
     if not pool:
         return pd.DataFrame()
     rows = []
     for row, published, replica, variant in matches(pool):
-        for column, key in compared_metrics(published):
-            rows.append(
-                {
-                    "published row": row,
-                    "column": column,
-                    "published": published[key],
-                    "replica": replica["name"] if replica else "none trained",
-                    "replica: mean [min-max], verdict": _cell(replica, column, published, key),
-                    "best variant": variant["name"] if variant else "",
-                    "variant: mean [min-max], verdict": _cell(variant, column, published, key),
-                }
-            )
+        line = {"published row": row, "faithful replica": f"`{replica['name']}`" if replica else "none"}
+        line.update({f"replica {word}": n for word, n in tally(replica, published).items()})
+        line["best variant"] = f"`{variant['name']}`" if variant else "none"
+        line.update({f"variant {word}": n for word, n in tally(variant, published).items()})
+        rows.append(line)
     return pd.DataFrame(rows)
-
-
-def summary_table(pool: list[dict]) -> pd.DataFrame:
-    """One row per published row: the replica's and the best variant's tally of verdicts."""
-    if not pool:
-        return pd.DataFrame()
-    return pd.DataFrame(
-        [
-            {
-                "published row": row,
-                "faithful replica": f"`{replica['name']}` ({replica['seeds']} seeds)" if replica else "none",
-                "replica vs published": tally(replica, published),
-                "best variant": f"`{variant['name']}` ({variant['params']:,} params)" if variant else "",
-                "variant vs published": tally(variant, published),
-            }
-            for row, published, replica, variant in matches(pool)
-        ]
-    )
-
-
-def exact_signed_long(long_values) -> float:
-    """The prior report's signed "MAE long" of the exact answers: mean(|y| - y), what a perfect model gets."""
-    values = np.asarray(long_values, dtype=np.float64)
-    return float(np.mean(np.abs(values) - values))
-
-
-TEXT = (
-    "Each published row of the prior report against this project's runs, on the columns it publishes "
-    "that rank a model, computed the prior report's way on the protocol's test sets (out of range: the "
-    "same 2,048 expressions; in range and long: drawn its way from this project's data seed, not its own "
-    "draw). Ranked: MAE and MRE in and out of range, and MAE long where the code behind the row computes "
-    "it as an absolute error (the transformer rows). Not ranked: a *signed* MAE long, mean(|y| - "
-    "prediction), which is not an error (the exact answers themselves get {perfect:.3g} on this long "
-    "set), and the score and its p-value, whose baseline FNN runs differ. The faithful replica is the "
-    "rebuild of the row's own model and recipe; the best variant is any other model trained here, "
-    "labelled as such. Verdict per column: the exact sign test of the {seeds} seeds against the published "
-    'mean ("every seed better" or "every seed worse" when all {seeds} seeds lie on one side; two-sided '
-    'p = 1/{p}, the direction being read from the data); otherwise "not resolved": the gap does not exceed '
-    "the seed-to-seed noise. Models set partly by hand or in closed form, and weights not trained here, are "
-    "left out."
-)

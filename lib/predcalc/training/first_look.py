@@ -1,8 +1,8 @@
 """How long a newcomer's first look takes, measured: ``make report`` (the quick profile) on a fresh
 clone of this repository, with the virtual environment already installed.
 
-``make first-look`` runs it and writes ``reports/first_look.json``; the README states the time
-from that record (``predcalc report`` writes the sentence), never typed. Measure on an idle
+``make first-look`` runs it and writes ``reports/first_look.json``; the README's numbers on it are
+rows of ``reports/claims.csv``, checked against that record. Measure on an idle
 machine: the record keeps the load average at the start, so a reader can tell.
 """
 
