@@ -1,7 +1,6 @@
 # Sphinx configuration of the book (``make book``). predcalc.report.book copies this folder into
-# build/book_src/, writes the pages beside it and runs Sphinx there: which section goes on which
-# page is PAGES in lib/predcalc/report/book.py, the pages' text the book_*.md.j2 templates in
-# lib/predcalc/report/templates/, the look here and in _static/predcalc.css.
+# build/book_src/, writes the pages beside it (the findings, the Appendix, every notebook, docs/)
+# and runs Sphinx there; the look is here and in _static/predcalc.css.
 from pathlib import Path
 
 project = "predcalc"
