@@ -12,16 +12,16 @@ pytestmark = [pytest.mark.slow, pytest.mark.real_gemma]  # rebuilds the 268M-par
 from predcalc import cli  # noqa: E402
 from predcalc.data import reference_protocol  # noqa: E402
 from predcalc.paths import RUNS  # noqa: E402
-from predcalc.studies import gemma_adapter  # noqa: E402
+from predcalc.studies import llm_deploy  # noqa: E402
 
 RUN = RUNS / "07_gemma_finetune"
 
 
 def test_evaluate_rebuilds_the_fine_tune_and_answers_as_recorded(tmp_path, capsys):
-    if not gemma_adapter.is_gemma_adapter(RUN):
+    if not llm_deploy.is_gemma_adapter(RUN):
         pytest.skip("no committed Gemma adapter in reports/runs/07_gemma_finetune")
     record = json.loads((RUN / "metrics.json").read_text())["gemma3_270m"]
-    chosen = json.loads((RUN / gemma_adapter.RUN_INFO).read_text())["seed"]
+    chosen = json.loads((RUN / llm_deploy.RUN_INFO).read_text())["seed"]
     recorded = next(s for s in record["seeds"] if s["seed"] == chosen)["probe_in_correct"]
     split = reference_protocol(record["settings"]["data_seed"]).test_in
     lines = [f"{e}\t{int(v)}" for e, v in zip(split.expressions[: len(recorded)], split.values)]

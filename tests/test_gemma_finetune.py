@@ -1,5 +1,5 @@
 """The real-Gemma study's machinery on the tiny Gemma 3: packing, resumable training, scoring,
-the adapter description and the findings section."""
+the adapter description, the LiteRT file and the published adapter."""
 
 import json
 
@@ -9,9 +9,9 @@ import pytest
 pytest.importorskip("keras_hub")
 
 from predcalc.data import reference_protocol  # noqa: E402
-from predcalc.studies import gemma_adapter, gemma_findings, gemma_finetune, llm  # noqa: E402
+from predcalc.studies import gemma_study, llm, llm_deploy  # noqa: E402
 
-RECIPE = gemma_finetune.Recipe(rank=2, steps=6, batch_size=8, learning_rate=1e-2, warmup_steps=1)
+RECIPE = gemma_study.Recipe(rank=2, steps=6, batch_size=8, learning_rate=1e-2, warmup_steps=1)
 
 
 @pytest.fixture(scope="module")
@@ -21,7 +21,7 @@ def protocol():
 
 def _tiny(protocol):
     texts = [
-        f"{llm.prompt_text(e)}{gemma_finetune.answer_response(v)}"
+        f"{llm.prompt_text(e)}{llm_deploy.answer_response(v)}"
         for e, v in zip(protocol.train.expressions, protocol.train.values)
     ]
     return llm.build_tiny_model(texts + ["0 1 2 3 4 5 6 7 8 9 + - ="], seed=0)
@@ -31,10 +31,10 @@ def test_pack_marks_the_answer_positions(protocol):
     model = _tiny(protocol)
     tokenizer = model.preprocessor.tokenizer
     split = protocol.train.subset(np.arange(len(protocol.train)) < 5, "five")
-    packed = gemma_finetune.pack(tokenizer, split)
+    packed = llm_deploy.pack(tokenizer, split)
     for i, (expression, value) in enumerate(zip(split.expressions, split.values)):
         prompt = llm.token_lists(tokenizer, [llm.prompt_text(expression)])[0]
-        answer = llm.token_lists(tokenizer, [gemma_finetune.answer_response(value)])[0]
+        answer = llm.token_lists(tokenizer, [llm_deploy.answer_response(value)])[0]
         full = [tokenizer.start_token_id, *prompt, *answer, tokenizer.end_token_id]
         k = len(answer) + 1
         np.testing.assert_array_equal(packed.targets[i, :k], answer + [tokenizer.end_token_id])
@@ -45,30 +45,30 @@ def test_pack_marks_the_answer_positions(protocol):
 
 
 def test_batch_order_is_seeded_epochs_of_permutations():
-    order = gemma_finetune.batch_order(10, steps=5, batch_size=4, seed=3)
+    order = gemma_study.batch_order(10, steps=5, batch_size=4, seed=3)
     assert order.shape == (5, 4)
     flat = order.reshape(-1)
     assert sorted(flat[:10]) == list(range(10)) and sorted(flat[10:20]) == list(range(10))
-    np.testing.assert_array_equal(order, gemma_finetune.batch_order(10, 5, 4, 3))
-    assert not np.array_equal(order, gemma_finetune.batch_order(10, 5, 4, 4))
+    np.testing.assert_array_equal(order, gemma_study.batch_order(10, 5, 4, 3))
+    assert not np.array_equal(order, gemma_study.batch_order(10, 5, 4, 4))
 
 
 def test_bad_recipes_fail():
-    with pytest.raises(gemma_finetune.FineTuneError, match="rank"):
-        gemma_finetune.Recipe(rank=0)
-    with pytest.raises(gemma_finetune.FineTuneError, match="targets"):
-        gemma_finetune.Recipe(targets=())
+    with pytest.raises(gemma_study.FineTuneError, match="rank"):
+        gemma_study.Recipe(rank=0)
+    with pytest.raises(gemma_study.FineTuneError, match="targets"):
+        gemma_study.Recipe(targets=())
 
 
 def test_a_stopped_run_resumes_where_it_stopped(protocol, tmp_path):
     whole = _tiny(protocol)
-    straight = gemma_finetune.train(whole, protocol.train, RECIPE, 1, tmp_path / "a.npz", every=2, progress=False)
+    straight = gemma_study.train(whole, protocol.train, RECIPE, 1, tmp_path / "a.npz", every=2, progress=False)
     first = _tiny(protocol)
-    gemma_finetune.train(first, protocol.train, RECIPE, 1, tmp_path / "b.npz", every=2, progress=False, until=3)
-    assert not gemma_finetune.finished(tmp_path / "b.npz", RECIPE)
+    gemma_study.train(first, protocol.train, RECIPE, 1, tmp_path / "b.npz", every=2, progress=False, until=3)
+    assert not gemma_study.finished(tmp_path / "b.npz", RECIPE)
     second = _tiny(protocol)
-    resumed = gemma_finetune.train(second, protocol.train, RECIPE, 1, tmp_path / "b.npz", every=2, progress=False)
-    assert resumed.resumed_from == 3 and gemma_finetune.finished(tmp_path / "b.npz", RECIPE)
+    resumed = gemma_study.train(second, protocol.train, RECIPE, 1, tmp_path / "b.npz", every=2, progress=False)
+    assert resumed.resumed_from == 3 and gemma_study.finished(tmp_path / "b.npz", RECIPE)
     np.testing.assert_allclose(resumed.losses, straight.losses, rtol=1e-4)
     for a, b in zip(whole.backbone.trainable_variables, second.backbone.trainable_variables):
         np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-4, atol=1e-6)
@@ -77,112 +77,60 @@ def test_a_stopped_run_resumes_where_it_stopped(protocol, tmp_path):
 
 def test_one_pass_score_equals_greedy_decoding(protocol, tmp_path):
     model = _tiny(protocol)
-    recipe = gemma_finetune.Recipe(rank=4, steps=150, batch_size=32, learning_rate=3e-2, warmup_steps=5)
-    gemma_finetune.train(model, protocol.train, recipe, 0, tmp_path / "c.npz", progress=False)
+    recipe = gemma_study.Recipe(rank=4, steps=150, batch_size=32, learning_rate=3e-2, warmup_steps=5)
+    gemma_study.train(model, protocol.train, recipe, 0, tmp_path / "c.npz", progress=False)
     split = llm.subsample(protocol.train, 48, 0)
-    agreement = gemma_finetune.greedy_agreement(model, split)
+    agreement = llm.greedy_agreement(model, split)
     assert agreement["agree"] == agreement["n"] == 48
     assert agreement["decoding_accuracy"] == agreement["pass_accuracy"] > 0  # some answers right, some wrong
     assert agreement["pass_accuracy"] < 1
     # a wrong truth is never counted right
     shifted = type(split)(split.name, split.expressions, split.values + 1, split.terms)
-    right = gemma_finetune.exact_correct(model, split)
-    assert not np.any(gemma_finetune.exact_correct(model, shifted) & right)  # one answer, not two
-    assert gemma_finetune.exact_accuracy(model, {"s": split}, progress=False)["s"]["correct"] == int(right.sum())
+    right = llm.exact_correct(model, split)
+    assert not np.any(llm.exact_correct(model, shifted) & right)  # one answer, not two
+    assert llm.exact_accuracy(model, {"s": split}, progress=False)["s"]["correct"] == int(right.sum())
 
 
 def test_adapter_paths_and_description(tmp_path):
     adapter = tmp_path / "adapters" / "seed_0.lora.h5"
     adapter.parent.mkdir()
     adapter.write_bytes(b"")
-    assert gemma_adapter.is_gemma_adapter(adapter) and not gemma_adapter.is_gemma_adapter(tmp_path)
-    with pytest.raises(gemma_adapter.GemmaAdapterError, match="seed_0.json"):
-        gemma_adapter.description(adapter)
-    gemma_adapter.write_description(adapter, 4, ["query", "value"], "{expression} =", seed=0)
-    (tmp_path / gemma_adapter.RUN_INFO).write_text(json.dumps({"adapter": "adapters/seed_0.lora.h5"}))
-    assert gemma_adapter.is_gemma_adapter(tmp_path)
-    assert gemma_adapter.adapter_file(tmp_path) == adapter
-    assert gemma_adapter.description(adapter)["targets"] == ["query", "value"]
+    assert llm_deploy.is_gemma_adapter(adapter) and not llm_deploy.is_gemma_adapter(tmp_path)
+    with pytest.raises(llm_deploy.GemmaAdapterError, match="seed_0.json"):
+        llm_deploy.description(adapter)
+    llm_deploy.write_description(adapter, 4, ["query", "value"], "{expression} =", seed=0)
+    (tmp_path / llm_deploy.RUN_INFO).write_text(json.dumps({"adapter": "adapters/seed_0.lora.h5"}))
+    assert llm_deploy.is_gemma_adapter(tmp_path)
+    assert llm_deploy.adapter_file(tmp_path) == adapter
+    assert llm_deploy.description(adapter)["targets"] == ["query", "value"]
     with pytest.raises(FileNotFoundError):
-        gemma_adapter.adapter_file(tmp_path / "missing.lora.h5")
-
-
-def _record(values):
-    scores = lambda v: {k: {"accuracy": v[i], "correct": 0, "n": 10} for i, k in enumerate(("in", "out", "long"))}  # noqa: E731
-    recipe = RECIPE.as_dict()
-    return {
-        "label": "Gemma 3 270M (test)",
-        "test_counts": {"in": 1478, "out": 2048, "long": 700},
-        "seeds": [
-            {
-                "seed": s,
-                "scores": scores(v),
-                "recipe": recipe,
-                "trainable_params": 1234,
-                "edges": {},
-                "greedy_agreement": None,
-            }
-            for s, v in enumerate(values)
-        ],
-        "base": {"zero_shot": {"scores": scores((0.01, 0.0, 0.02))}, "few_shot": {"scores": scores((0.3, 0.1, 0.2))}},
-        "search": {"rows": [], "chosen": None},
-    }
-
-
-def test_findings_section_compares_every_seed_with_the_reference():
-    reference = {"accuracy_in": 0.5422, "accuracy_out": 0.0967, "accuracy_long": 0.28}
-    text = gemma_findings.render_section(_record([(0.6, 0.05, 0.3), (0.7, 0.2, 0.25)]), reference)
-    assert "Not like for like" in text and "dequantised" in text and "did not publish" in text
-    assert "| in range (3 numbers, -5..4) | 1478 | 60.00 % / 70.00 % | 60.00 % - 70.00 % | 54.22 % | above |" in text
-    assert "| 9.67 % | not resolved |" in text  # out of range: the seeds straddle the reference
-    assert "| 28.00 % | not resolved |" in text
-    assert "| zero-shot | 1.00 % | 0.00 % | 2.00 % |" in text
-    assert gemma_findings.side([0.1, 0.2], 0.3) == "below"
-
-
-def test_the_loss_trend_says_whether_the_budget_ended_while_the_loss_fell():
-    falling, flat = [3.0] * 20 + [2.0] * 20, [1.0] * 40
-    assert gemma_findings.loss_trend([{"losses": falling}, {"losses": flat}]) == {
-        "window": 20,
-        "pairs": ["3.000 to 2.000", "1.000 to 1.000"],
-        "falling": 1,
-    }
-    assert gemma_findings.loss_trend([{"losses": falling[:39]}]) is None  # too short for two windows
-    reference = {"accuracy_in": 0.5422, "accuracy_out": 0.0967, "accuracy_long": 0.28}
-    record = _record([(0.35, 0.08, 0.18), (0.41, 0.16, 0.17)])
-    for seed in record["seeds"]:
-        seed["losses"] = falling
-    assert "fell on 2 of 2 seeds\n(3.000 to 2.000; 3.000 to 2.000)" in gemma_findings.render_section(record, reference)
+        llm_deploy.adapter_file(tmp_path / "missing.lora.h5")
 
 
 @pytest.mark.slow  # converts a model to LiteRT (about 20 s)
 def test_litert_file_answers_like_keras(protocol, tmp_path):
     pytest.importorskip("ai_edge_litert")
-    from predcalc.studies import gemma_export
-
     model = _tiny(protocol)
-    recipe = gemma_finetune.Recipe(rank=4, steps=40, batch_size=32, learning_rate=3e-2, warmup_steps=5)
-    gemma_finetune.train(model, protocol.train, recipe, 0, tmp_path / "d.npz", progress=False)
+    recipe = gemma_study.Recipe(rank=4, steps=40, batch_size=32, learning_rate=3e-2, warmup_steps=5)
+    gemma_study.train(model, protocol.train, recipe, 0, tmp_path / "d.npz", progress=False)
     path = tmp_path / "tiny.tflite"
-    gemma_export.export_litert(model, path, sequence_length=32)
+    llm_deploy.export_litert(model, path, sequence_length=32)
     expressions = list(protocol.test_in.expressions[:6]) + list(protocol.test_long.expressions[-4:])
-    result = gemma_export.check(model, path, expressions)
+    result = llm_deploy.check_litert(model, path, expressions)
     assert result["n"] == 10 and result["same_text"] == result["same"] == 10, result["differing"]
     assert result["size_mb"] > 0 and result["tokens_per_second"] > 0
-    with pytest.raises(gemma_export.GemmaExportError, match="positions"):
-        gemma_export.LiteRTGemma(path, model.preprocessor.tokenizer).generate([" + ".join(["1"] * 40) + " ="])
+    with pytest.raises(llm.LLMError, match="positions"):
+        llm_deploy.LiteRTGreedy(path, model.preprocessor.tokenizer).generate([" + ".join(["1"] * 40) + " ="])
 
 
 def test_published_adapter_is_float16_and_loads_back(protocol, tmp_path):
-    from predcalc.studies import gemma_study
-
     model = _tiny(protocol)
-    gemma_finetune.train(model, protocol.train, RECIPE, 0, tmp_path / "e.npz", progress=False)
+    gemma_study.train(model, protocol.train, RECIPE, 0, tmp_path / "e.npz", progress=False)
     (tmp_path / "work" / "adapters").mkdir(parents=True)
     model.backbone.save_lora_weights(str(tmp_path / "work" / "adapters" / "seed_7.lora.h5"))
     record = {"seeds": [{"seed": 7, "adapter": "seed_7.lora.h5", "recipe": RECIPE.as_dict()}]}
-    info = gemma_study.publish(record, tmp_path / "work", tmp_path / "run")
-    published = gemma_adapter.adapter_file(tmp_path / "run")
+    info = llm_deploy.publish(record, tmp_path / "work", tmp_path / "run")
+    published = llm_deploy.adapter_file(tmp_path / "run")
     assert info["seed"] == 7 and published.name == "seed_7.lora.h5"
     import h5py
 
@@ -190,7 +138,7 @@ def test_published_adapter_is_float16_and_loads_back(protocol, tmp_path):
         kinds = []
         store.visititems(lambda n, item: kinds.append(item.dtype) if isinstance(item, h5py.Dataset) else None)
     assert np.dtype(np.float16) in kinds and np.dtype(np.float32) not in kinds
-    assert gemma_adapter.description(published)["rank"] == RECIPE.rank
+    assert llm_deploy.description(published)["rank"] == RECIPE.rank
     again = _tiny(protocol)
     llm.enable_lora(again, RECIPE.rank, list(RECIPE.targets))
     again.backbone.load_lora_weights(str(published))
@@ -199,15 +147,15 @@ def test_published_adapter_is_float16_and_loads_back(protocol, tmp_path):
         assert np.asarray(b).dtype == np.float32
 
 
-PLATEAU = gemma_finetune.Plateau(every=3, patience=2, validation=16)
-CAPPED = gemma_finetune.Recipe(rank=2, steps=30, batch_size=8, learning_rate=3e-2, warmup_steps=1, schedule="constant")
+PLATEAU = gemma_study.Plateau(every=3, patience=2, validation=16)
+CAPPED = gemma_study.Recipe(rank=2, steps=30, batch_size=8, learning_rate=3e-2, warmup_steps=1, schedule="constant")
 
 
 def test_the_stopping_rule_keeps_the_best_weights_and_resumes(protocol, tmp_path):
     validation = llm.subsample(protocol.validation, PLATEAU.validation, 0)
     model = _tiny(protocol)
     kwargs = dict(every=2, progress=False, plateau=PLATEAU, validation=validation)
-    straight = gemma_finetune.train(model, protocol.train, CAPPED, 1, tmp_path / "a.npz", **kwargs)
+    straight = gemma_study.train(model, protocol.train, CAPPED, 1, tmp_path / "a.npz", **kwargs)
     scores = [v["accuracy"] for v in straight.validation]
     assert [v["step"] for v in straight.validation] == list(range(3, straight.steps + 1, 3))
     best = int(np.argmax(scores))  # the first best score
@@ -217,23 +165,27 @@ def test_the_stopping_rule_keeps_the_best_weights_and_resumes(protocol, tmp_path
     else:
         assert straight.stopped_by == "cap" and straight.steps == CAPPED.steps
     # the model ends with the best score's weights
-    assert gemma_finetune.exact_correct(model, validation).mean() == scores[best]
+    assert llm.exact_correct(model, validation).mean() == scores[best]
     assert straight.passes == straight.steps * 8 / len(protocol.train) and straight.tokens > straight.steps * 8
     assert straight.cpu_seconds > 0 and len(straight.stretches) == 1
     # interrupted after 4 steps, then resumed: the same scores, the same stop, two stretches
-    gemma_finetune.train(_tiny(protocol), protocol.train, CAPPED, 1, tmp_path / "b.npz", until=4, **kwargs)
+    gemma_study.train(_tiny(protocol), protocol.train, CAPPED, 1, tmp_path / "b.npz", until=4, **kwargs)
     again = _tiny(protocol)
-    resumed = gemma_finetune.train(again, protocol.train, CAPPED, 1, tmp_path / "b.npz", **kwargs)
+    resumed = gemma_study.train(again, protocol.train, CAPPED, 1, tmp_path / "b.npz", **kwargs)
     assert resumed.resumed_from == 4 and len(resumed.stretches) == 2
-    assert (resumed.steps, resumed.best_step, resumed.stopped_by) == (straight.steps, straight.best_step, straight.stopped_by)
+    assert (resumed.steps, resumed.best_step, resumed.stopped_by) == (
+        straight.steps,
+        straight.best_step,
+        straight.stopped_by,
+    )
     np.testing.assert_allclose([v["accuracy"] for v in resumed.validation], scores)
-    assert gemma_finetune.finished(tmp_path / "b.npz", CAPPED)
+    assert gemma_study.finished(tmp_path / "b.npz", CAPPED)
 
 
 def test_the_stopping_rule_needs_a_validation_split(protocol, tmp_path):
-    with pytest.raises(gemma_finetune.FineTuneError, match="validation"):
-        gemma_finetune.train(_tiny(protocol), protocol.train, CAPPED, 1, tmp_path / "c.npz", plateau=PLATEAU)
-    with pytest.raises(gemma_finetune.FineTuneError, match="patience"):
-        gemma_finetune.Plateau(patience=0)
-    with pytest.raises(gemma_finetune.FineTuneError, match="schedule"):
-        gemma_finetune.Recipe(schedule="linear")
+    with pytest.raises(gemma_study.FineTuneError, match="validation"):
+        gemma_study.train(_tiny(protocol), protocol.train, CAPPED, 1, tmp_path / "c.npz", plateau=PLATEAU)
+    with pytest.raises(gemma_study.FineTuneError, match="patience"):
+        gemma_study.Plateau(patience=0)
+    with pytest.raises(gemma_study.FineTuneError, match="schedule"):
+        gemma_study.Recipe(schedule="linear")

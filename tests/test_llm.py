@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from predcalc.data import reference_protocol
-from predcalc.studies import llm
+from predcalc.studies import llm, llm_deploy
 
 RANK = 4
 
@@ -176,9 +176,9 @@ def test_evaluate_on_a_seeded_subsample(tuned):
 def test_litert_greedy_generation_matches_keras(tuned, tmp_path):
     protocol, model = tuned[0], tuned[1]
     prompts = [llm.prompt_text(e) for e in protocol.test_in.expressions[:12]]
-    exported = llm.export_litert(model, tmp_path / "lm.tflite", sequence_length=18)
+    exported = llm_deploy.export_litert(model, tmp_path / "lm.tflite", sequence_length=18)
     assert exported["bytes"] > 0
-    generator = llm.LiteRTGreedy(exported["path"], model.preprocessor.tokenizer)
+    generator = llm_deploy.LiteRTGreedy(exported["path"], model.preprocessor.tokenizer)
     assert generator.generate(prompts) == llm.generate(model, prompts, batch_size=16)
 
 

@@ -8,7 +8,7 @@ import numpy as np
 from predcalc.data import NumericTokenizer, reference_protocol
 from predcalc.models.token_heads import PLAIN, REVERSED
 from predcalc.notebooks import transformer_steps as notes
-from predcalc.studies import llm_steps
+from predcalc.studies import llm
 
 matplotlib.use("Agg")
 
@@ -30,38 +30,8 @@ def test_token_labels_and_unparseable_markdown():
     assert "- T: in 0.0\u00a0%, out 12.5\u00a0%, long 50.0\u00a0%" in text
 
 
-def test_llm_steps_markdown():
-    evaluation = types.SimpleNamespace(
-        examples=lambda name, correct, k: [
-            {"expression": "1 + 2", "truth": 3, "generated": " 3", "answer": 3 if correct else None, "correct": correct}
-        ]
-    )
-    table = llm_steps.examples_markdown(evaluation, ["in"])
-    assert table.count("\n") == 3 and "| in | `1 + 2` | 3 | `' 3'` | 3 | yes |" in table
-    exports = {
-        "float32": {"bytes": 2048, "same_generation": {"in": 1.0}, "accuracy": {"in": 0.5}},
-        "int8_dynamic": {"error": "RuntimeError: no"},
-        "not_exported": llm_steps.NOT_EXPORTED,
-    }
-    text = llm_steps.exports_markdown(exports, ["in"])
-    assert "| float32 | 2 | 100 % | 50.0 % |" in text and "failed: RuntimeError: no" in text
-    assert text.endswith(llm_steps.NOT_EXPORTED + ".")
-    entry = {
-        "label": "tiny",
-        "trainable_params": 10,
-        "train_seconds": 2.0,
-        "accuracy": {"in": 1, "out": 0.5, "long": 0},
-        "unparseable": {"in": 0, "out": 1, "long": 2},
-    }
-    reference_rows = {
-        n: {"accuracy_in": 0.9, "accuracy_out": 0.5, "accuracy_long": 0.3} for n in ("Gemma 3 1B", "Gemma 3 270M")
-    }
-    text = llm_steps.conclusion(
-        entry, {"trainable_params": 20, "accuracy": entry["accuracy"]}, False, 4, 3, reference_rows
-    )
-    assert "100.00 % / 50.00 % / 0.00 %" in text and "unparseable answers 0 / 1 / 2" in text
-    assert "20 weights" in text and "not a measurement of Gemma" in text
-    figure, axis = llm_steps.plot_loss({"loss": [2.0, 1.0], "val_loss": [2.5, 1.5]}, "t")
+def test_llm_loss_figure():
+    figure, axis = llm.plot_loss({"loss": [2.0, 1.0], "val_loss": [2.5, 1.5]}, "t")
     assert len(axis.lines) == 2
 
 

@@ -23,7 +23,7 @@ from predcalc.deploy.predictor import CALCULATOR_MODEL, DEFAULT_MODEL, Predictor
 from predcalc.errors import one_line
 from predcalc.paths import BENCH_FILE, relative, reports_for, runs_for
 from predcalc.readable import percent
-from predcalc.studies.gemma_adapter import GemmaAdapter, GGUFGemma, is_gemma_adapter
+from predcalc.studies.llm_deploy import GemmaAdapter, GGUFGemma, is_gemma_adapter
 
 EXIT_FAILURE = 1  # a bug, or something this machine lacks
 EXIT_REFUSED = 1  # evaluate: some lines refused, the others scored (as export, run and sweep: part failed)

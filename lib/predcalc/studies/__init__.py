@@ -8,8 +8,8 @@
 - :mod:`~predcalc.studies.explain`: integrated gradients, attention and gate statistics (23_explain);
   :mod:`~predcalc.studies.explain_text`: its figures and prose.
 - :mod:`~predcalc.studies.difficulty`: accuracy by difficulty on the extended suite (31, 32).
-- :mod:`~predcalc.studies.llm`: LoRA fine-tuning of a small Gemma (07_gemma_finetune), gathered from
-  ``llm_text`` (prompts, answers, scoring), ``llm_models`` (models, LoRA, saving), ``llm_training``
-  and ``llm_generation`` (decoding, evaluation, LiteRT file);
-  :mod:`~predcalc.studies.llm_steps`: its control run, export check, figure and prose.
+- :mod:`~predcalc.studies.llm`: LoRA fine-tuning of a keras-hub Gemma (07_gemma_finetune);
+  :mod:`~predcalc.studies.llm_deploy`: its text, adapter files, predictors and LiteRT file (light at import);
+  :mod:`~predcalc.studies.gemma_weights`: the pre-trained Gemma 3 270M's GGUF, in and out (light at import);
+  :mod:`~predcalc.studies.gemma_study`: its resumable LoRA study.
 """

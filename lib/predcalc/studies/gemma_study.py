@@ -1,18 +1,16 @@
-"""The real Gemma 3 270M on the reference protocol: controls, a small LoRA search, seeds, edges.
+"""LoRA fine-tuning of the real Gemma 3 270M on the reference protocol: a resumable study.
 
-Stages, each stored as JSON in a work folder as it finishes so that a stopped run resumes
-(``run`` skips what is stored; a seed's training resumes from its checkpoint):
+The training loop is written out rather than ``fit``: the output head (262,144 x 640) runs only at
+the answer positions (``llm.answer_logits``; the prompt is masked, so the loss and its gradient are
+the same), a run is checkpointed every few steps (``runs/<recipe>_seed<k>.npz``) and resumes where
+it stopped with the same batches, and a stopping rule on validation ends it. Stages, each stored as
+JSON in a work folder as it finishes (``run`` skips what is stored): ``base`` (the model before
+fine-tuning, zero-shot and few-shot), ``search`` (``SEARCH_STAGES`` on seed 0, chosen on the whole
+validation split into ``choices.json``), ``seed_K`` (the chosen recipe per seed, scored on the full
+test sets and on samples of three held-out edge sets, its adapter kept), and the model outside
+Keras (``llm_deploy.export_stage``, ``gemma_weights.gguf_stage``).
 
-1. ``base``: the pre-trained model before fine-tuning, zero-shot (``"3 - -2 + 4 ="``) and
-   few-shot (``FEW_SHOT`` solved training expressions, one a line, before the question), greedy
-   decoding with ``studies.llm.generate`` on a seeded sample of each test set; the answer is the
-   text up to the first newline, which must be one integer.
-2. ``search``: LoRA rank and targets (``SEARCH``), each trained for fewer steps and scored on a
-   sample of the **validation** split only; the best validation score picks the recipe.
-3. ``seed_K``: the chosen recipe trained with each seed on the whole training split, scored with
-   exact answers under greedy decoding on the **full** in-range, out-of-range and long test sets,
-   and on samples of three held-out edge sets (2- and 3-digit numbers, 9-14 terms); the adapter
-   (``save_lora_weights``) is kept per seed.
+Run the long stages with ``python -m predcalc.studies.gemma_study --stages search seeds``.
 """
 
 from __future__ import annotations
@@ -21,18 +19,299 @@ import dataclasses
 import gc
 import json
 import math
+import os
+import platform
 import time
 from pathlib import Path
 
+import keras
 import numpy as np
+import tensorflow as tf
+from tqdm.auto import tqdm
 
 from predcalc.data import Protocol, Split
-from predcalc.studies import edges, gemma_adapter, gemma_export, gemma_finetune, gemma_weights, llm
+from predcalc.studies import edges, gemma_weights, llm, llm_deploy
+from predcalc.studies.llm_deploy import load_stage, store_stage
+
+
+class FineTuneError(llm.LLMError):
+    """A bad recipe or a checkpoint that does not fit the run."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Recipe:
+    """One LoRA fine-tuning recipe (what the validation search varies: rank and targets)."""
+
+    rank: int = 4
+    targets: tuple[str, ...] = ("query", "value")
+    steps: int = 300
+    batch_size: int = 16
+    learning_rate: float = 1e-3
+    warmup_steps: int = 10
+    schedule: str = "cosine"  # "cosine": decay to zero at ``steps``; "constant": flat after the warm-up
+
+    def __post_init__(self):
+        for name in ("rank", "steps", "batch_size"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise FineTuneError(f"{name} must be a positive integer. Received: {name}={value!r}")
+        if not self.learning_rate > 0:
+            raise FineTuneError(f"learning_rate must be positive. Received: learning_rate={self.learning_rate}")
+        if not self.targets:
+            raise FineTuneError("targets must name at least one layer (e.g. 'query', 'value')")
+        if self.schedule not in ("cosine", "constant"):
+            raise FineTuneError(f"schedule must be 'cosine' or 'constant'. Received: schedule={self.schedule!r}")
+
+    @property
+    def name(self) -> str:
+        return f"r{self.rank}_{'-'.join(self.targets)}_lr{self.learning_rate:g}"
+
+    def as_dict(self) -> dict:
+        return {**dataclasses.asdict(self), "targets": list(self.targets), "name": self.name}
+
+
+# ---------------------------------------------------------------------------------------------
+# Training
+
+
+def batch_order(n: int, steps: int, batch_size: int, seed: int) -> np.ndarray:
+    """The example indices of every step, (steps, batch_size): epochs of seeded permutations."""
+    rng = np.random.default_rng(seed)
+    needed = steps * batch_size
+    stream = np.concatenate([rng.permutation(n) for _ in range(math.ceil(needed / n))])
+    return stream[:needed].reshape(steps, batch_size)
+
+
+def learning_rate(recipe: Recipe):
+    """Linear warm-up to the peak rate, then cosine decay to zero at the last step, or flat
+    (``schedule="constant"``, for a run whose length the stopping rule decides)."""
+    warmup = min(recipe.warmup_steps, recipe.steps - 1)
+    if recipe.schedule == "constant":
+        return WarmupConstant(recipe.learning_rate, warmup)
+    return keras.optimizers.schedules.CosineDecay(
+        initial_learning_rate=0.0 if warmup else recipe.learning_rate,
+        decay_steps=max(recipe.steps - warmup, 1),
+        warmup_target=recipe.learning_rate if warmup else None,
+        warmup_steps=warmup,
+    )
+
+
+class WarmupConstant(keras.optimizers.schedules.LearningRateSchedule):
+    """A linear warm-up over ``warmup`` steps to ``peak``, then ``peak``."""
+
+    def __init__(self, peak: float, warmup: int):
+        self.peak, self.warmup = float(peak), int(warmup)
+
+    def __call__(self, step):
+        ramp = (keras.ops.cast(step, "float32") + 1.0) / float(self.warmup + 1)
+        return self.peak * keras.ops.minimum(1.0, ramp)
+
+    def get_config(self):
+        return {"peak": self.peak, "warmup": self.warmup}
+
+
+@dataclasses.dataclass(frozen=True)
+class Plateau:
+    """The stopping rule: score ``validation`` expressions every ``every`` steps, stop after
+    ``patience`` scores in a row with no gain over the best, or at the recipe's ``steps`` (the
+    cap). The run keeps the weights of its best score."""
+
+    every: int = 100
+    patience: int = 3
+    validation: int = 200
+
+    def __post_init__(self):
+        for name in ("every", "patience", "validation"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+                raise FineTuneError(f"{name} must be a positive integer. Received: {name}={value!r}")
+
+
+class _Checkpoint:
+    """LoRA weights, optimizer state and the step reached, in one ``.npz`` (written atomically)."""
+
+    def __init__(self, path: Path, variables, optimizer):
+        self.path, self.variables, self.optimizer = Path(path), list(variables), optimizer
+
+    def save(self, step: int, losses: list, state: dict | None = None) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        arrays = {f"w{i}": np.asarray(v) for i, v in enumerate(self.variables)}
+        arrays.update({f"o{i}": np.asarray(v) for i, v in enumerate(self.optimizer.variables)})
+        tmp = self.path.with_name(self.path.name + ".tmp.npz")
+        state = json.dumps(state or {})
+        np.savez(tmp, step=step, losses=np.asarray(losses, dtype="float32"), state=np.asarray(state), **arrays)
+        tmp.replace(self.path)
+
+    def restore(self) -> tuple[int, list, dict]:
+        if not self.path.is_file():
+            return 0, [], {}
+        with np.load(self.path) as data:
+            for i, v in enumerate(self.variables):
+                if tuple(data[f"w{i}"].shape) != tuple(v.shape):
+                    raise FineTuneError(f"checkpoint {self.path} does not fit this recipe (weight {i})")
+                v.assign(data[f"w{i}"])
+            for i, v in enumerate(self.optimizer.variables):
+                v.assign(data[f"o{i}"])
+            state = json.loads(str(data["state"])) if "state" in data.files else {}
+            return int(data["step"]), [float(x) for x in data["losses"]], state
+
+
+def _best_path(checkpoint: Path) -> Path:
+    return Path(checkpoint).with_name(Path(checkpoint).stem + ".best.npz")
+
+
+def _save_weights(path: Path, variables) -> None:
+    tmp = path.with_name(path.name + ".tmp.npz")
+    np.savez(tmp, **{f"w{i}": np.asarray(v) for i, v in enumerate(variables)})
+    tmp.replace(path)
+
+
+def _load_weights(path: Path, variables) -> None:
+    with np.load(path) as data:
+        for i, v in enumerate(variables):
+            v.assign(data[f"w{i}"])
+
+
+@dataclasses.dataclass
+class Training:
+    recipe: dict
+    seed: int
+    steps: int  # the steps trained (at most the recipe's cap)
+    trainable_params: int
+    losses: list  # mean answer-token loss of each step
+    seconds: float  # training time of this process (a resumed run counts only its own steps)
+    resumed_from: int
+    passes: float = 0.0  # steps x batch / training expressions
+    tokens: int = 0  # input tokens (padding excluded) of every batch trained
+    cpu_seconds: float = 0.0  # process CPU time over every stretch of the run
+    stretches: list = dataclasses.field(default_factory=list)  # one per process that trained it
+    validation: list = dataclasses.field(default_factory=list)  # the stopping rule's scores
+    best_step: int | None = None  # the weights kept (the best validation score's step)
+    stopped_by: str = "steps"  # "steps", "plateau" or "cap"
+
+
+def train(
+    model,
+    train_split: Split,
+    recipe: Recipe,
+    seed: int,
+    checkpoint: Path,
+    every: int = 25,
+    template: str = llm.DEFAULT_TEMPLATE,
+    progress: bool = True,
+    until: int | None = None,
+    plateau: Plateau | None = None,
+    validation: Split | None = None,
+) -> Training:
+    """LoRA fine-tuning of ``model`` on ``train_split``; resumes from ``checkpoint`` if present.
+
+    ``model`` is the base model; LoRA is enabled here (rank and targets from ``recipe``).
+    ``until`` stops (checkpointed) after that step, as an interrupted run would.
+    With ``plateau`` (and a ``validation`` split), the run is scored every ``plateau.every``
+    steps and stops by that rule (``recipe.steps`` is then the cap); the model ends with the
+    weights of the best score. Without it, the run trains ``recipe.steps`` steps.
+    """
+    if plateau is not None and validation is None:
+        raise FineTuneError("the stopping rule needs a validation split")
+    keras.utils.set_random_seed(int(seed))  # the LoRA A matrices' initialisation
+    trainable = llm.enable_lora(model, recipe.rank, list(recipe.targets))
+    backbone = model.backbone
+    variables = backbone.trainable_variables
+    optimizer = keras.optimizers.Adam(learning_rate(recipe))
+    optimizer.build(variables)
+    saver = _Checkpoint(checkpoint, variables, optimizer)
+    start_step, losses, state = saver.restore()
+    state = {"cpu_seconds": 0.0, "stretches": [], "validation": [], "best": None, "stopped_by": None, **state}
+    data = llm_deploy.pack(model.preprocessor.tokenizer, train_split, template)
+    order = batch_order(len(train_split), recipe.steps, recipe.batch_size, seed)
+    best_file = _best_path(checkpoint)
+
+    @tf.function(reduce_retracing=True)
+    def step(token_ids, padding_mask, positions, targets, weights):
+        with tf.GradientTape() as tape:
+            logits = llm.answer_logits(backbone, token_ids, padding_mask, positions)
+            losses_ = keras.losses.sparse_categorical_crossentropy(targets, logits, from_logits=True)
+            loss = tf.reduce_sum(losses_ * weights) / tf.reduce_sum(weights)
+        gradients = tape.gradient(loss, variables)
+        optimizer.apply_gradients(zip(gradients, variables))
+        return loss
+
+    def score(at: int) -> bool:
+        """Score validation at step ``at``; True when the rule says stop."""
+        accuracy = float(llm.exact_correct(model, validation).mean())
+        state["validation"].append({"step": at, "accuracy": accuracy, "loss": float(np.mean(losses[-plateau.every :]))})
+        if state["best"] is None or accuracy > state["best"]["accuracy"]:
+            state["best"] = {"step": at, "accuracy": accuracy}
+            _save_weights(best_file, variables)
+        since = sum(1 for v in state["validation"] if v["step"] > state["best"]["step"])
+        return since >= plateau.patience
+
+    began, cpu_began = time.perf_counter(), time.process_time()
+    if state["stopped_by"] is None and start_step < recipe.steps:
+        hardware = f"{keras.backend.backend()} on {platform.machine()} CPU, {os.cpu_count()} cores"
+        state["stretches"].append({"from_step": start_step, "hardware": hardware})
+    desc = f"LoRA {recipe.name} seed {seed}"
+    bar = tqdm(total=recipe.steps, initial=start_step, desc=desc, unit="step", disable=not progress)
+    s = start_step
+    while state["stopped_by"] is None and s < min(recipe.steps, until or recipe.steps):
+        idx = order[s]
+        loss = step(
+            data.token_ids[idx], data.padding_mask[idx], data.positions[idx], data.targets[idx], data.weights[idx]
+        )
+        losses.append(float(loss))
+        s += 1
+        bar.update(1)
+        bar.set_postfix(loss=f"{losses[-1]:.3f}")
+        stop = False
+        if plateau is not None and (s % plateau.every == 0 or s == recipe.steps):
+            stop = score(s)
+            bar.set_postfix(loss=f"{losses[-1]:.3f}", validation=f"{state['validation'][-1]['accuracy']:.1%}")
+        if stop or s == recipe.steps:
+            state["stopped_by"] = "plateau" if stop else ("cap" if plateau is not None else "steps")
+        if state["stopped_by"] or s % every == 0 or s == until:
+            state["cpu_seconds"] += time.process_time() - cpu_began
+            cpu_began = time.process_time()
+            saver.save(s, losses, state)
+    bar.close()
+    if state["stopped_by"] is None and s == start_step and start_step >= recipe.steps:
+        state["stopped_by"] = "steps"
+    if plateau is not None and state["stopped_by"] and best_file.is_file():
+        _load_weights(best_file, variables)
+    tokens = int(data.padding_mask[order[:s].ravel()].sum()) if s else 0
+    return Training(
+        recipe=recipe.as_dict(),
+        seed=int(seed),
+        steps=s,
+        trainable_params=int(trainable),
+        losses=losses,
+        seconds=time.perf_counter() - began,
+        resumed_from=start_step,
+        passes=s * recipe.batch_size / len(train_split),
+        tokens=tokens,
+        cpu_seconds=float(state["cpu_seconds"]),
+        stretches=state["stretches"],
+        validation=state["validation"],
+        best_step=state["best"]["step"] if state["best"] else None,
+        stopped_by=state["stopped_by"] or "interrupted",
+    )
+
+
+def finished(checkpoint: Path, recipe: Recipe) -> bool:
+    """Whether ``checkpoint`` holds a run of ``recipe`` that stopped (its rule, or its last step)."""
+    if not Path(checkpoint).is_file():
+        return False
+    with np.load(checkpoint) as data:
+        state = json.loads(str(data["state"])) if "state" in data.files else {}
+        return bool(state.get("stopped_by")) or int(data["step"]) >= recipe.steps
+
+
+# ---------------------------------------------------------------------------------------------
+# The study
 
 FEW_SHOT = 5
 ATTENTION = ("query", "key", "value", "attention_output")
 ATTENTION_MLP = ATTENTION + ("ffw_gating", "ffw_gating_2", "ffw_linear")
-BASE_RECIPE = gemma_finetune.Recipe(rank=4, targets=("query", "value"), learning_rate=1e-3, schedule="constant")
+BASE_RECIPE = Recipe(rank=4, targets=("query", "value"), learning_rate=1e-3, schedule="constant")
 # The search changes one field at a time from the best recipe so far (its stage's winner carries on).
 SEARCH_STAGES = (
     ("rank", ({"rank": 4}, {"rank": 8}, {"rank": 16})),
@@ -63,31 +342,19 @@ class Settings:
     checkpoint_every: int = 25
 
     @property
-    def plateau(self) -> gemma_finetune.Plateau:
-        return gemma_finetune.Plateau(every=self.every, patience=self.patience, validation=self.stop_validation)
+    def plateau(self) -> Plateau:
+        return Plateau(every=self.every, patience=self.patience, validation=self.stop_validation)
 
     def cap(self, n_train: int) -> int:
         return math.ceil(self.max_passes * n_train / self.batch_size)
 
-    def recipe(self, base: gemma_finetune.Recipe, n_train: int, **changes) -> gemma_finetune.Recipe:
+    def recipe(self, base: Recipe, n_train: int, **changes) -> Recipe:
         return dataclasses.replace(base, steps=self.cap(n_train), batch_size=self.batch_size, **changes)
-
-
-def _load(path: Path):
-    return json.loads(path.read_text()) if path.is_file() else None
-
-
-def _store(path: Path, record: dict) -> dict:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(record, indent=1, default=float))
-    tmp.replace(path)
-    return record
 
 
 def _same_recipe(record: dict, recipe, stored: Path) -> None:
     if record["recipe"] != recipe.as_dict():
-        raise gemma_finetune.FineTuneError(
+        raise FineTuneError(
             f"{stored.name} holds a run of {record['recipe']}, not {recipe.as_dict()}: move it away to rerun"
         )
 
@@ -97,13 +364,9 @@ def _fresh_model():
     return gemma_weights.load()
 
 
-# ---------------------------------------------------------------------------------------------
-# Base model controls
-
-
 def few_shot_prefix(train: Split, k: int = FEW_SHOT) -> str:
     """``k`` solved training expressions, one a line: ``"3 - -2 + 4 = 9\\n..."``."""
-    return "".join(f"{e} ={gemma_finetune.answer_response(v)}\n" for e, v in zip(train.expressions[:k], train.values))
+    return "".join(f"{e} ={llm_deploy.answer_response(v)}\n" for e, v in zip(train.expressions[:k], train.values))
 
 
 def first_line_answer(text: str) -> int | None:
@@ -138,21 +401,12 @@ def _train(recipe, seed, protocol, settings, work, progress):
     """A fresh base model, LoRA-trained by the stopping rule (resuming its checkpoint)."""
     model = _fresh_model()
     stop_set = llm.subsample(protocol.validation, settings.stop_validation, settings.sample_seed)
-    training = gemma_finetune.train(
-        model,
-        protocol.train,
-        recipe,
-        seed,
-        work / "runs" / f"{recipe.name}_seed{seed}.npz",
-        every=settings.checkpoint_every,
-        progress=progress,
-        plateau=settings.plateau,
-        validation=stop_set,
-    )
-    return model, training
+    checkpoint = work / "runs" / f"{recipe.name}_seed{seed}.npz"
+    kwargs = dict(every=settings.checkpoint_every, progress=progress, plateau=settings.plateau, validation=stop_set)
+    return model, train(model, protocol.train, recipe, seed, checkpoint, **kwargs)
 
 
-def _training_record(training: gemma_finetune.Training) -> dict:
+def _training_record(training: Training) -> dict:
     return {
         "trainable_params": training.trainable_params,
         "steps": training.steps,
@@ -179,15 +433,15 @@ def search(protocol: Protocol, settings: Settings, work: Path, progress: bool = 
             if recipe.name in rows:
                 continue
             stored = work / "search" / f"{recipe.name}.json"
-            row = _load(stored)
+            row = load_stage(stored)
             if row is not None:
                 _same_recipe(row, recipe, stored)
             else:
                 model, training = _train(recipe, 0, protocol, settings, work, progress)
                 started = time.perf_counter()
-                scores = gemma_finetune.exact_accuracy(model, {"validation": protocol.validation}, progress=progress)
+                scores = llm.exact_accuracy(model, {"validation": protocol.validation}, progress=progress)
                 del model
-                row = _store(
+                row = store_stage(
                     stored,
                     {
                         "recipe": recipe.as_dict(),
@@ -211,10 +465,10 @@ def search(protocol: Protocol, settings: Settings, work: Path, progress: bool = 
     }
 
 
-def chosen_recipe(record: dict) -> gemma_finetune.Recipe:
+def chosen_recipe(record: dict) -> Recipe:
     fields = dict(record["chosen_recipe"])
     fields.pop("name")
-    return gemma_finetune.Recipe(**{**fields, "targets": tuple(fields["targets"])})
+    return Recipe(**{**fields, "targets": tuple(fields["targets"])})
 
 
 def heldout_edges(protocol: Protocol, sample: int, seed: int) -> dict[str, Split]:
@@ -224,34 +478,34 @@ def heldout_edges(protocol: Protocol, sample: int, seed: int) -> dict[str, Split
 
 def run_seed(protocol, recipe, seed, settings, work, adapters: Path, progress=True) -> dict:
     stored = work / f"seed_{seed}.json"
-    record = _load(stored)
+    record = load_stage(stored)
     if record is not None:
         _same_recipe(record, recipe, stored)
         return record
     model, training = _train(recipe, seed, protocol, settings, work, progress)
     sets = {name: protocol.test_sets()[name] for name in PREFERRED_ORDER}
     started = time.perf_counter()
-    scores = gemma_finetune.exact_accuracy(model, sets, progress=progress)
+    scores = llm.exact_accuracy(model, sets, progress=progress)
     seconds = time.perf_counter() - started
     adapters.mkdir(parents=True, exist_ok=True)
     adapter = adapters / f"seed_{seed}.lora.h5"
     model.backbone.save_lora_weights(str(adapter))
     started = time.perf_counter()
-    edge_scores = gemma_finetune.exact_accuracy(
+    edge_scores = llm.exact_accuracy(
         model, heldout_edges(protocol, settings.edge_sample, settings.sample_seed), progress=progress
     )
     edge_seconds = time.perf_counter() - started
     # per expression, for the command line's regression test (tests/test_gemma_cli.py)
     probe = protocol.test_in.subset(np.arange(len(protocol.test_in)) < PROBE, "probe")
-    probe_correct = [int(c) for c in gemma_finetune.exact_correct(model, probe)]
+    probe_correct = [int(c) for c in llm.exact_correct(model, probe)]
     agreement = None
     if seed == settings.seeds[0] and settings.agreement_sample:
         agreement = {
-            name: gemma_finetune.greedy_agreement(model, llm.subsample(split, settings.agreement_sample, seed))
+            name: llm.greedy_agreement(model, llm.subsample(split, settings.agreement_sample, seed))
             for name, split in sets.items()
         }
     del model
-    return _store(
+    return store_stage(
         stored,
         {
             "seed": seed,
@@ -281,18 +535,18 @@ def run(protocol: Protocol, settings: Settings, work, adapters, progress: bool =
     if "search" in stages:
         out["search"] = search(protocol, settings, work, progress)
         if not choices.is_file():
-            _store(choices, {k: out["search"][k] for k in ("chosen", "chosen_recipe", "chosen_by", "stages")})
+            store_stage(choices, {k: out["search"][k] for k in ("chosen", "chosen_recipe", "chosen_by", "stages")})
     if "seeds" in stages:
         if not choices.is_file():
-            raise gemma_finetune.FineTuneError(f"{choices} is missing: run the search stage first")
-        recipe = chosen_recipe(_load(choices))
+            raise FineTuneError(f"{choices} is missing: run the search stage first")
+        recipe = chosen_recipe(load_stage(choices))
         out["seeds"] = [run_seed(protocol, recipe, s, settings, work, adapters, progress) for s in settings.seeds]
     if "base" in stages:
         stored = work / "base.json"
-        base = _load(stored)
+        base = load_stage(stored)
         if base is None:
             model = _fresh_model()
-            base = _store(stored, base_controls(model, protocol, settings.base_sample, settings.sample_seed))
+            base = store_stage(stored, base_controls(model, protocol, settings.base_sample, settings.sample_seed))
             del model
         out["base"] = base
     return study_record(out, settings, protocol)
@@ -308,7 +562,7 @@ def study_record(parts: dict, settings: Settings, protocol: Protocol) -> dict:
         "test_counts": {name: len(protocol.test_sets()[name]) for name in PREFERRED_ORDER},
         "train_count": len(protocol.train),
         "cap_steps": settings.cap(len(protocol.train)),
-        "scoring": "exact answer under greedy decoding, one teacher-forced pass (gemma_finetune.exact_correct)",
+        "scoring": "exact answer under greedy decoding, one teacher-forced pass (gemma_study.exact_correct)",
         **parts,
     }
     if parts.get("seeds"):
@@ -339,158 +593,3 @@ if __name__ == "__main__":
         not arguments.no_progress,
         arguments.stages,
     )
-
-
-# ---------------------------------------------------------------------------------------------
-# What the run folder keeps, and the export
-
-
-def publish(record: dict, work, output, chosen_seed: int | None = None) -> dict:
-    """Keep the LoRA adapter of ``chosen_seed`` (default the first seed: chosen before any score)
-    in ``output/adapters``, stored as float16 to keep the repository small, with its description;
-    ``gemma_adapter.json`` names it for ``predcalc --model <output>``."""
-    import h5py  # the adapter's file format, only where one is written
-
-    work, output = Path(work), Path(output)
-    chosen = record["seeds"][0] if chosen_seed is None else next(s for s in record["seeds"] if s["seed"] == chosen_seed)
-    folder = output / "adapters"
-    folder.mkdir(parents=True, exist_ok=True)
-    target = folder / chosen["adapter"]
-    with h5py.File(work / "adapters" / chosen["adapter"], "r") as source, h5py.File(target, "w") as store:
-
-        def copy(name, item):
-            if isinstance(item, h5py.Group):
-                store.require_group(name)
-            else:
-                values = item[()]
-                store.create_dataset(name, data=values.astype(np.float16) if values.dtype == np.float32 else values)
-            store[name].attrs.update(dict(item.attrs))
-
-        store.attrs.update(dict(source.attrs))
-        source.visititems(copy)
-    gemma_adapter.write_description(
-        target,
-        chosen["recipe"]["rank"],
-        chosen["recipe"]["targets"],
-        llm.DEFAULT_TEMPLATE,
-        seed=chosen["seed"],
-        base=gemma_weights.LABEL,
-        stored_as="float16 (trained in float32)",
-    )
-    info = {"adapter": f"adapters/{chosen['adapter']}", "seed": chosen["seed"], "base": gemma_weights.LABEL}
-    (output / gemma_adapter.RUN_INFO).write_text(json.dumps(info, indent=1) + "\n")
-    return info
-
-
-def export_expressions(protocol: Protocol, n: int = 200, seed: int = 0) -> list[str]:
-    """``n`` expressions for the export check: about a third from each test set (seeded)."""
-    parts = [n - 2 * (n // 3), n // 3, n // 3]
-    return [
-        e
-        for name, k in zip(PREFERRED_ORDER, parts)
-        for e in llm.subsample(protocol.test_sets()[name], k, seed).expressions
-    ]
-
-
-def export_stage(protocol: Protocol, work, adapter, n: int = 200) -> dict:
-    """The fine-tuned model as a LiteRT file, checked against Keras on ``n`` expressions (stored)."""
-    work = Path(work)
-    stored = work / "export.json"
-    record = _load(stored)
-    if record is not None:
-        return record
-    model, _ = gemma_adapter.rebuild(adapter)
-    path = work / "export" / "gemma3_270m_lora.tflite"
-    started = time.perf_counter()
-    gemma_export.export_litert(model, path, sequence_length=32)
-    convert_seconds = time.perf_counter() - started
-    result = gemma_export.check(model, path, export_expressions(protocol, n))
-    return _store(stored, {**result, "convert_seconds": round(convert_seconds, 1), "adapter": Path(adapter).name})
-
-
-def quantise_q4_k_m(f16: Path, target: Path) -> dict | None:
-    """llama.cpp's own quantiser (through llama-cpp-python) makes Q4_K_M from the F16 file;
-    None where llama-cpp-python is not installed (gguf-py cannot write k-quants)."""
-    try:
-        import llama_cpp  # the optional extra
-    except ImportError:
-        return None
-    params = llama_cpp.llama_model_quantize_default_params()
-    params.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_Q4_K_M
-    params.nthread = 2
-    status = llama_cpp.llama_model_quantize(str(f16).encode(), str(target).encode(), params)
-    if status != 0:
-        raise gemma_weights.GemmaWeightsError(f"llama.cpp could not quantise {f16.name} to Q4_K_M (status {status})")
-    return {"path": target.name, "kind": "Q4_K_M", "size_mb": round(target.stat().st_size / 1e6, 1)}
-
-
-def gguf_stage(protocol: Protocol, work, adapter, n: int = 200, threads: int = 2) -> dict:
-    """The fine-tuned model merged and written as GGUF files (F16, Q8_0, Q4_K_M where llama.cpp's
-    quantiser is at hand), each run by llama.cpp on ``n`` test expressions against Keras' greedy
-    answers; sizes and tokens per second on ``threads`` threads (stored)."""
-    work = Path(work)
-    stored = work / "gguf.json"
-    record = _load(stored)
-    if record is not None:
-        return record
-    model, info = gemma_adapter.rebuild(adapter)
-    expressions = export_expressions(protocol, n)
-    prompts = [llm.prompt_text(e) for e in expressions]
-    started = time.perf_counter()
-    keras_texts = llm.generate(model, prompts, max_new_tokens=8, batch_size=16)
-    keras_seconds = time.perf_counter() - started
-    source = gemma_weights.reader(gemma_weights.gguf_path())
-    tensors = gemma_weights.merged_tensors(model.backbone, [t.name for t in source.tensors])
-    del model
-    folder = work / "gguf"
-    files = [
-        gemma_weights.write_gguf(source, tensors, folder / f"gemma3_270m_lora_{k}.gguf", k) for k in ("F16", "Q8_0")
-    ]
-    del tensors
-    q4 = quantise_q4_k_m(folder / "gemma3_270m_lora_F16.gguf", folder / "gemma3_270m_lora_Q4_K_M.gguf")
-    files += [q4] if q4 else []
-    keras_answers = [llm.parse_answer(t) for t in keras_texts]
-    truths = [int(round(v)) for v in _values(protocol, expressions)]
-    rows = []
-    for file in files:
-        runner = gemma_adapter.GGUFGemma(folder / file["path"], threads=threads)
-        texts = runner.answers(expressions)
-        answers = [llm.parse_answer(t) for t in texts]
-        rows.append(
-            {
-                **file,
-                "n": len(expressions),
-                "same_answer_as_keras": int(sum(a == b for a, b in zip(answers, keras_answers))),
-                "same_text_as_keras": int(sum(a.strip() == b.strip() for a, b in zip(texts, keras_texts))),
-                "exact": int(sum(a == t for a, t in zip(answers, truths))),
-                "differing": [
-                    {"expression": e, "keras": k, "gguf": g}
-                    for e, k, g, a, b in zip(expressions, keras_texts, texts, keras_answers, answers)
-                    if a != b
-                ][:10],
-                "load_seconds": round(runner.load_seconds, 2),
-                "generated_tokens": runner.generated_tokens,
-                "tokens_per_second": round(runner.generated_tokens / runner.decode_seconds, 1),
-                "threads": threads,
-            }
-        )
-        del runner
-    return _store(
-        stored,
-        {
-            "adapter": Path(adapter).name,
-            "n": len(expressions),
-            "keras_exact": int(sum(a == t for a, t in zip(keras_answers, truths))),
-            "keras_seconds_batched": round(keras_seconds, 1),
-            "files": rows,
-            "runtime": "llama.cpp through llama-cpp-python, greedy (temperature 0, top_k 1), CPU",
-        },
-    )
-
-
-def _values(protocol: Protocol, expressions) -> list[float]:
-    values = {}
-    for name in PREFERRED_ORDER:
-        split = protocol.test_sets()[name]
-        values.update(zip(split.expressions, split.values))
-    return [values[e] for e in expressions]

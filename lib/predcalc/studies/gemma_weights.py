@@ -18,6 +18,10 @@ loads it with ``from_preset`` afterwards:
 
 The weights are *dequantised Q4_K_M*, not the original bf16 checkpoint: results from them are
 labelled so. The preset folder (about 1.1 GB of float32) is cached outside the repository.
+
+The way back: :func:`write_gguf` writes the fine-tuned model, LoRA merged, as a GGUF with the source
+file's metadata, and :func:`gguf_stage` (the study's ``gguf.json``) runs each file with llama.cpp.
+Light at import (standard library and NumPy).
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ import fcntl
 import functools
 import json
 import os
+import time
 from pathlib import Path
 
 import numpy as np
@@ -444,3 +449,96 @@ def write_gguf(source, tensors: dict, path, kind: str = "F16") -> dict:
     writer.close()
     tmp.replace(path)
     return {"path": path.name, "kind": kind, "size_mb": round(path.stat().st_size / 1e6, 1), "tensor_types": counts}
+
+
+# ---------------------------------------------------------------------------------------------
+# The study's GGUF stage: the fine-tuned model merged, written and run by llama.cpp
+
+
+def quantise_q4_k_m(f16: Path, target: Path) -> dict | None:
+    """llama.cpp's own quantiser (through llama-cpp-python) makes Q4_K_M from the F16 file;
+    None where llama-cpp-python is not installed (gguf-py cannot write k-quants)."""
+    try:
+        import llama_cpp  # the optional extra
+    except ImportError:
+        return None
+    params = llama_cpp.llama_model_quantize_default_params()
+    params.ftype = llama_cpp.LLAMA_FTYPE_MOSTLY_Q4_K_M
+    params.nthread = 2
+    status = llama_cpp.llama_model_quantize(str(f16).encode(), str(target).encode(), params)
+    if status != 0:
+        raise GemmaWeightsError(f"llama.cpp could not quantise {f16.name} to Q4_K_M (status {status})")
+    return {"path": target.name, "kind": "Q4_K_M", "size_mb": round(target.stat().st_size / 1e6, 1)}
+
+
+def gguf_stage(protocol, work, adapter, n: int = 200, threads: int = 2) -> dict:
+    """The fine-tuned model merged and written as GGUF files (F16, Q8_0, Q4_K_M where llama.cpp's
+    quantiser is at hand), each run by llama.cpp on ``n`` test expressions against Keras' greedy
+    answers; sizes and tokens per second on ``threads`` threads (stored)."""
+    from predcalc.studies import llm, llm_deploy  # Keras and llama.cpp: only where the stage runs
+    from predcalc.studies.llm_deploy import export_expressions, load_stage, store_stage
+
+    work = Path(work)
+    stored = work / "gguf.json"
+    record = load_stage(stored)
+    if record is not None:
+        return record
+    model, info = llm_deploy.rebuild(adapter)
+    expressions = export_expressions(protocol, n)
+    prompts = [llm.prompt_text(e) for e in expressions]
+    started = time.perf_counter()
+    keras_texts = llm.generate(model, prompts, max_new_tokens=8, batch_size=16)
+    keras_seconds = time.perf_counter() - started
+    source = reader(gguf_path())
+    tensors = merged_tensors(model.backbone, [t.name for t in source.tensors])
+    del model
+    folder = work / "gguf"
+    files = [write_gguf(source, tensors, folder / f"gemma3_270m_lora_{k}.gguf", k) for k in ("F16", "Q8_0")]
+    del tensors
+    q4 = quantise_q4_k_m(folder / "gemma3_270m_lora_F16.gguf", folder / "gemma3_270m_lora_Q4_K_M.gguf")
+    files += [q4] if q4 else []
+    keras_answers = [llm.parse_answer(t) for t in keras_texts]
+    truths = [int(round(v)) for v in _values(protocol, expressions)]
+    rows = []
+    for file in files:
+        runner = llm_deploy.GGUFGemma(folder / file["path"], threads=threads)
+        texts = runner.answers(expressions)
+        answers = [llm.parse_answer(t) for t in texts]
+        rows.append(
+            {
+                **file,
+                "n": len(expressions),
+                "same_answer_as_keras": int(sum(a == b for a, b in zip(answers, keras_answers))),
+                "same_text_as_keras": int(sum(a.strip() == b.strip() for a, b in zip(texts, keras_texts))),
+                "exact": int(sum(a == t for a, t in zip(answers, truths))),
+                "differing": [
+                    {"expression": e, "keras": k, "gguf": g}
+                    for e, k, g, a, b in zip(expressions, keras_texts, texts, keras_answers, answers)
+                    if a != b
+                ][:10],
+                "load_seconds": round(runner.load_seconds, 2),
+                "generated_tokens": runner.generated_tokens,
+                "tokens_per_second": round(runner.generated_tokens / runner.decode_seconds, 1),
+                "threads": threads,
+            }
+        )
+        del runner
+    return store_stage(
+        stored,
+        {
+            "adapter": Path(adapter).name,
+            "n": len(expressions),
+            "keras_exact": int(sum(a == t for a, t in zip(keras_answers, truths))),
+            "keras_seconds_batched": round(keras_seconds, 1),
+            "files": rows,
+            "runtime": "llama.cpp through llama-cpp-python, greedy (temperature 0, top_k 1), CPU",
+        },
+    )
+
+
+def _values(protocol, expressions) -> list[float]:
+    values = {}
+    for name in ("in", "out", "long"):
+        split = protocol.test_sets()[name]
+        values.update(zip(split.expressions, split.values))
+    return [values[e] for e in expressions]
