@@ -562,7 +562,7 @@ def study_record(parts: dict, settings: Settings, protocol: Protocol) -> dict:
         "test_counts": {name: len(protocol.test_sets()[name]) for name in PREFERRED_ORDER},
         "train_count": len(protocol.train),
         "cap_steps": settings.cap(len(protocol.train)),
-        "scoring": "exact answer under greedy decoding, one teacher-forced pass (gemma_study.exact_correct)",
+        "scoring": "exact answer under greedy decoding, one teacher-forced pass (llm.exact_correct)",
         **parts,
     }
     if parts.get("seeds"):
