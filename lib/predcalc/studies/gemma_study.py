@@ -578,18 +578,17 @@ if __name__ == "__main__":
     from predcalc.paths import SCRATCH
 
     parser = argparse.ArgumentParser(description="The Gemma 3 270M study's long stages, resumable.")
-    parser.add_argument("--stages", nargs="+", default=["search", "seeds"], choices=["search", "seeds", "base"])
+    stages = ["search", "seeds", "base", "gguf"]
+    parser.add_argument("--stages", nargs="+", default=["search", "seeds"], choices=stages)
     parser.add_argument("--seeds", nargs="+", type=int, default=list(Settings.seeds))
     parser.add_argument("--work", default=str(SCRATCH / "gemma3_270m"))
+    parser.add_argument("--adapter", help="the adapter the gguf stage merges (default: the first seed's)")
     parser.add_argument("--no-progress", action="store_true")
     arguments = parser.parse_args()
-    settings = Settings(seeds=tuple(arguments.seeds))
-    work = Path(arguments.work)
-    run(
-        reference_protocol(settings.data_seed),
-        settings,
-        work,
-        work / "adapters",
-        not arguments.no_progress,
-        arguments.stages,
-    )
+    settings, work = Settings(seeds=tuple(arguments.seeds)), Path(arguments.work)
+    protocol = reference_protocol(settings.data_seed)
+    if trained := [s for s in arguments.stages if s != "gguf"]:
+        run(protocol, settings, work, work / "adapters", not arguments.no_progress, trained)
+    if "gguf" in arguments.stages:
+        adapter = arguments.adapter or work / "adapters" / f"seed_{settings.seeds[0]}.lora.h5"
+        gemma_weights.gguf_stage(protocol, work, Path(adapter))
