@@ -114,3 +114,11 @@ def test_missing_package_says_how_to_install(monkeypatch):
         gemma_weights.gguf_path()
     assert gemma_weights.INSTALL_HINT in str(error.value)
     assert "\n" not in str(error.value)
+
+
+def test_a_gguf_file_without_llama_cpp_says_how_to_install(monkeypatch, tmp_path):
+    from predcalc.studies import llm_deploy
+
+    monkeypatch.setitem(sys.modules, "llama_cpp", None)
+    with pytest.raises(llm_deploy.GemmaAdapterError, match=r"pip install '\.\[llama\]'"):
+        llm_deploy.GGUFGemma(tmp_path / "model.gguf")

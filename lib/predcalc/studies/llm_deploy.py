@@ -252,21 +252,32 @@ class GemmaAdapter(_Predictor):
         return llm.generate(self.model, prompts, max_new_tokens=8, batch_size=self.batch_size)
 
 
+_LOG_CALLBACKS = []  # llama.cpp keeps a pointer to the callback: it must outlive every call
+
+
+def _quiet_llama_cpp(llama_cpp) -> None:
+    """llama.cpp's C log (its loader, its caches) off: the terminal shows answers only."""
+    if not _LOG_CALLBACKS:
+        _LOG_CALLBACKS.append(llama_cpp.llama_log_callback(lambda level, text, data: None))
+        llama_cpp.llama_log_set(_LOG_CALLBACKS[0], None)
+
+
 class GGUFGemma(_Predictor):
     """A GGUF file run by llama.cpp (``llama-cpp-python``), greedy, on ``threads`` threads: one this
     project wrote (``gemma_weights.write_gguf``), or any Gemma GGUF trained on the same prompt."""
 
     def __init__(self, path, threads: int = 2, template: str | None = None, context: int = 128):
         try:
-            from llama_cpp import Llama  # llama.cpp's Python binding: the optional extra
+            import llama_cpp  # llama.cpp's Python binding: the optional extra
         except ImportError as error:
             raise GemmaAdapterError("running a .gguf file needs llama-cpp-python: pip install '.[llama]'") from error
+        _quiet_llama_cpp(llama_cpp)
         self.path, self.threads = Path(str(path)), int(threads)
         if not self.path.is_file():
             raise GemmaAdapterError(f"no GGUF file at {self.path}")
         self.template = template or DEFAULT_TEMPLATE
         started = time.perf_counter()
-        self.llama = Llama(
+        self.llama = llama_cpp.Llama(
             model_path=str(self.path),
             n_ctx=context,
             n_threads=self.threads,
