@@ -225,7 +225,11 @@ def test_the_stopping_rule_keeps_the_best_weights_and_resumes(protocol, tmp_path
     again = _tiny(protocol)
     resumed = gemma_finetune.train(again, protocol.train, CAPPED, 1, tmp_path / "b.npz", **kwargs)
     assert resumed.resumed_from == 4 and len(resumed.stretches) == 2
-    assert (resumed.steps, resumed.best_step, resumed.stopped_by) == (straight.steps, straight.best_step, straight.stopped_by)
+    assert (resumed.steps, resumed.best_step, resumed.stopped_by) == (
+        straight.steps,
+        straight.best_step,
+        straight.stopped_by,
+    )
     np.testing.assert_allclose([v["accuracy"] for v in resumed.validation], scores)
     assert gemma_finetune.finished(tmp_path / "b.npz", CAPPED)
 
