@@ -153,7 +153,7 @@ def _series_runs():
     ]
 
 
-def test_timeseries_summary_table_and_conclusion_count_a_win_only_when_every_seed_wins():
+def test_timeseries_summary_table_and_result_count_a_win_only_when_every_seed_wins():
     summary = ts.summarise(_series_runs())
     assert summary.model.tolist() == ["Keras LSTM", "Keras GRU"]
     assert summary.MAE.tolist() == pytest.approx([1.1, 2.0])
@@ -172,13 +172,12 @@ def test_timeseries_summary_table_and_conclusion_count_a_win_only_when_every_see
     ]
     assert table["MAE / naive"].iloc[0] == pytest.approx(1.1 / 4.0)
     data = {"s": ts.chronological_split(np.arange(40, dtype=float), k=3)}  # a trend: test above training
-    text = ts.conclusion(table, baselines, data, "change", [0, 1], 200)
+    result = ts.series_result(table, baselines, "s")
     # the GRU's mean (2.0) is below the AR's 2.1, but one of its seeds (2.2) is above it: not resolved
-    assert "1 of 2 networks beat every baseline on every seed (Keras LSTM)." in text
-    assert "MAE 1.100 (seeds 1.000-1.200)" in text and "Every test value of s lies above every training target" in text
-    assert "Means over 2 seeds with the lowest and highest seed, at most 200 epochs" in text and "quick" not in text
-    one = ts.conclusion(table, baselines, data, "change", [0], 15)
-    assert "One seed and at most 15 epochs: this shows that every model trains" in one
+    assert result["beat"] == ["Keras LSTM"] and result["networks"] == 2
+    assert result["strongest"] == "AR on changes (p=1)" and result["strongest_mae"] == 2.1 and result["naive"] == 4.0
+    assert result["best"] == "Keras LSTM" and (result["best_min"], result["best_max"]) == pytest.approx((1.0, 1.2))
+    assert ts.extrapolated(data) == ["s"]
 
 
 def test_bilstm_attention_helpers():
