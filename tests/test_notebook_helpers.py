@@ -258,6 +258,10 @@ def test_the_conclusion_table_sets_each_model_beside_the_prior_reports_row_and_n
     assert fresh["prior report MAE long"] == 3.886  # the prior report's transformer4 long MAE is an absolute error
     assert tokens["unparseable out %"] == 25.0 and pd.isna(tokens["prior report params"])
     assert notes.best_token_head(table, record) == "transformer_tokens"
+    unseen = {"plain": {"out": 0.125}, "reversed": {"out": 0.0}}
+    texts = notes.digit_texts(table, record, unseen, np.array([-14, 13]))
+    assert texts["digits_verdict"] == "more" and texts["best_head_out"] == "20.0\u00a0%"  # t4: 10.0 %
+    assert (texts["train_min"], texts["train_max"], texts["unseen_reversed"]) == ("-14", "13", "0.0\u00a0%")
 
 
 def test_unparseable_shares_and_token_models_read_a_record():

@@ -7,6 +7,7 @@ import numpy as np
 import pandas as pd
 
 from predcalc.data import NumericTokenizer
+from predcalc.readable import percent
 from predcalc.models import get_spec, regression_values
 from predcalc.models.registry import display_label
 from predcalc.models.token_heads import PLAIN, REVERSED
@@ -258,6 +259,29 @@ def conclusion_table(table, record: dict) -> pd.DataFrame:
             }
         )
     return pd.DataFrame(out)
+
+
+def digit_texts(table, record: dict, unseen: dict, train_values) -> dict[str, str]:
+    """The texts the conclusion glues on writing digits: the best token head (:func:`best_token_head`)
+    and its exact share out of range beside transformer4's (``best_head``, ``best_head_out``,
+    ``transformer4_out``), the verdict ``digits_verdict`` ("more" where the head's share is higher,
+    else "no more"), the training answers' span (``train_min``, ``train_max``) and the out-of-range
+    answers that need a token a slot never held in training, written plainly and reversed
+    (``unseen_plain``, ``unseen_reversed``)."""
+    rows, models = ours(table), record["models"]
+    best = best_token_head(table, record)
+    best_out = rows.loc[shown_label(best, models[best]["label"])]["acc out"]
+    regression_out = rows.loc[shown_label("transformer4", models["transformer4"]["label"])]["acc out"]
+    return {
+        "best_head": best,
+        "best_head_out": percent(best_out),
+        "transformer4_out": percent(regression_out),
+        "digits_verdict": "more" if best_out > regression_out else "no more",
+        "train_min": f"{np.min(train_values):g}",
+        "train_max": f"{np.max(train_values):g}",
+        "unseen_plain": percent(unseen["plain"]["out"]),
+        "unseen_reversed": percent(unseen["reversed"]["out"]),
+    }
 
 
 def best_token_head(table, record: dict) -> str:
