@@ -1,4 +1,4 @@
-"""The conclusions and figures the notebooks (01, 02-05, 22, 30, 31) draw from their runs, and the
+"""The values and figures the notebooks (01, 02-05, 22, 30, 31) draw from their runs, and the
 reloading of a stored run that redraws them without training."""
 
 import json
@@ -35,51 +35,30 @@ def _table(rows):
     return pd.DataFrame([{"source": "01_fnn (full, 5 seeds)", **ROW, **row} for row in rows])
 
 
-def test_fnn_summary_sets_the_prior_reports_row_beside_ours_without_its_signed_long_figure():
-    table = _table(
-        [
-            {"model": "FNN2 (1 x 345 PReLU)"},
-            {"model": "FNN2 (1 x 345 PReLU)", "source": "published", "MAE long": np.nan},
-            {"model": "FNN2, Adam with cosine decay (1 x 345 PReLU)", "MAE in": 0.0259, "MAE out": 2.169},
-        ]
-    )
-    text = steps.fnn_summary(table, [0, 1])
-    assert text.startswith(
-        "FNN2 over 2 seed(s): in-range MAE **0.0314** (prior report 0.0269), out-of-range MAE "
-        "**2.213** (prior report 2.178), long MAE **3.403** (not compared: the prior report's long "
-        "figure is a signed mean(|y| - prediction), not an error;"
-    )
-    assert "70 times the in-range error" in text and "nan" not in text
-    assert text.endswith(
-        "in-range MAE **0.0259** against the constant rate's 0.0314 and the prior report's 0.0269; "
-        "out of range 2.169 against 2.213."
-    )
-    assert steps.fnn_summary(_table([{"model": "other"}]), [0]) == ""
+def test_row_texts_format_a_comparison_row_for_the_glue():
+    row = _table([{"model": "FNN2 (1 x 345 PReLU)"}]).iloc[0]
+    texts = steps.row_texts(row, "fnn2_")
+    assert set(texts) == {f"fnn2_{name}" for name in steps.ROW_TEXTS}
+    assert texts["fnn2_params"] == "6,211" and texts["fnn2_mae_in"] == "0.0314"
+    assert texts["fnn2_mae_out"] == "2.213" and texts["fnn2_mae_long"] == "3.403"
+    assert texts["fnn2_acc_in"] == "100.0\u00a0%" and texts["fnn2_acc_out"] == "19.4\u00a0%"  # 0.1935
+    assert texts["fnn2_out_ratio"] == "70"  # 2.213 / 0.0314
 
 
-def test_beyond_summary_heads_with_a_trained_model_and_compares_like_for_like():
+def test_best_trained_heads_with_a_trained_model_not_a_partly_built_one():
     solved = get_spec("scan_typed_solved").shown_label
     table = _table(
         [
             {"model": solved, "params": 46},  # as accurate, listed first, but partly built
             {"model": "Syntax-gated scan (typed tokens)", "params": 46, "MAE out": 0.025, "MAE long": 0.03},
             {"model": "Keras LSTM(32) (typed tokens)", "acc out": 0.248},
+            {"model": "Keras LSTM(32) (typed tokens)", "source": "published", "acc out": 1.0},
         ]
     )
     table[["acc in", "acc out"]] = table[["acc in", "acc out"]].where(
         table.model == "Keras LSTM(32) (typed tokens)", 1.0
     )
-    text = steps.beyond_summary(table, [0])
-    first, *rest = text.split("\n")
-    assert first.startswith("Best trained model here: **Syntax-gated scan (typed tokens)** (46 parameters, 1 seed(s))")
-    assert (
-        "MAE out 0.025 against 2.178 for the prior report's best regression model (FNN2), long 0.030 (not compared"
-        in first
-    )
-    assert "6.156" not in text
-    assert rest[0] == f"- {solved}: 100.0\u00a0% / 100.0\u00a0% / 27.3\u00a0% (in / out / long)" and solved.endswith(
-        "(partly built)"
-    )
+    assert steps.best_trained(table) == "Syntax-gated scan (typed tokens)"
 
 
 def _extended_record():
@@ -104,18 +83,16 @@ def _extended_record():
     }
 
 
-def test_extended_summary_tags_the_partly_built_scan_wherever_it_names_it():
-    text = steps.extended_summary(_extended_record())
-    assert (
-        "- **Solved (partly built)**: 1 digits 100.0 %, 3 digits 100.0 %, 6 digits 100.0 %; 8 terms 100.0 %; at least "
-        "99 % on 13 of 13 families" in text
-    )
-    assert "- **Syntax-gated scan (typed tokens)**: 1 digits 100.0 %, 3 digits 50.0 %" in text
-    assert "Mean over 2 seed(s), at most 300 epochs." in text
-    assert (
-        "The trained model with the highest mean accuracy over the 13 families is **Syntax-gated scan (typed tokens)** "
-        "(53.8\u00a0%). Partly built, **Solved (partly built)** reaches 100.0\u00a0%." in text
-    )
+def test_extended_table_tags_the_partly_built_scan_and_counts_its_exact_families():
+    table = steps.extended_table(_extended_record()).set_index("model")
+    assert table.index.tolist() == ["Syntax-gated scan (typed tokens)", "Solved (partly built)"]
+    solved = table.loc["Solved (partly built)"]
+    assert solved["6 digits %"] == 100 and solved["8 terms %"] == 100
+    assert solved["families at least 99 %"] == "13 of 13"
+    scan = table.loc["Syntax-gated scan (typed tokens)"]
+    assert scan["1 digits %"] == 100 and scan["3 digits %"] == 50
+    assert scan["families at least 99 %"] == "1 of 13" and scan["worst family"] == "digits_2"
+    assert scan["relative error, 6-digit numbers"] == pytest.approx(0.01)
 
 
 def test_a_spec_with_a_closed_form_finish_is_shown_partly_built():
@@ -176,7 +153,7 @@ def _series_runs():
     ]
 
 
-def test_timeseries_summary_table_and_conclusion_count_a_win_only_when_every_seed_wins():
+def test_timeseries_summary_table_and_result_count_a_win_only_when_every_seed_wins():
     summary = ts.summarise(_series_runs())
     assert summary.model.tolist() == ["Keras LSTM", "Keras GRU"]
     assert summary.MAE.tolist() == pytest.approx([1.1, 2.0])
@@ -195,33 +172,17 @@ def test_timeseries_summary_table_and_conclusion_count_a_win_only_when_every_see
     ]
     assert table["MAE / naive"].iloc[0] == pytest.approx(1.1 / 4.0)
     data = {"s": ts.chronological_split(np.arange(40, dtype=float), k=3)}  # a trend: test above training
-    text = ts.conclusion(table, baselines, data, "change", [0, 1], 200)
+    result = ts.series_result(table, baselines, "s")
     # the GRU's mean (2.0) is below the AR's 2.1, but one of its seeds (2.2) is above it: not resolved
-    assert "1 of 2 networks beat every baseline on every seed (Keras LSTM)." in text
-    assert "MAE 1.100 (seeds 1.000-1.200)" in text and "Every test value of s lies above every training target" in text
-    assert "Means over 2 seeds with the lowest and highest seed, at most 200 epochs" in text and "quick" not in text
-    one = ts.conclusion(table, baselines, data, "change", [0], 15)
-    assert "One seed and at most 15 epochs: this shows that every model trains" in one
+    assert result["beat"] == ["Keras LSTM"] and result["networks"] == 2
+    assert result["strongest"] == "AR on changes (p=1)" and result["strongest_mae"] == 2.1 and result["naive"] == 4.0
+    assert result["best"] == "Keras LSTM" and (result["best_min"], result["best_max"]) == pytest.approx((1.0, 1.2))
+    assert ts.extrapolated(data) == ["s"]
 
 
 def test_bilstm_attention_helpers():
     assert attention.token_labels("3 - -2 + 4", 7) == ["3", "-", "-2", "+", "4", "pad", "pad"]
     assert [attention.token_kind(t) for t in ("-2", "-", "pad")] == ["number", "operator", "pad"]
-    shares = pd.DataFrame(
-        [
-            {"test set": t, "on numbers": 0.2, "on operators": 0.3, "on pads": 0.5, "share of tokens that are pad": 0.6}
-            for t in ("in", "long")
-        ]
-    )
-    assert attention.attention_sentence(shares).startswith(
-        " In range the attention puts 20\u00a0% of its weight on numbers, "
-        "30\u00a0% on operators and 50\u00a0% on padding (padding is 60\u00a0%"
-    )
-    assert (
-        attention.int8_sentence({"int8": {"error": "E"}})
-        == " Full-integer int8 export failed (E); the other formats work."
-    )
-    assert attention.int8_sentence(None) == attention.int8_sentence({"int8": {"max_abs_diff": 0}}) == ""
 
 
 def test_bilstm_attention_figure_and_shares_of_an_untrained_model():

@@ -22,12 +22,12 @@ def test_unseen_share_counts_new_slot_tokens():
     assert shares["plain"]["out"] > 0
 
 
-def test_token_labels_and_unparseable_markdown():
+def test_token_labels_and_unparseable_table():
     tokenizer = NumericTokenizer()
     labels = notes.token_labels(tokenizer.encode("3 - -2 + 4"), tokenizer)
     assert labels[:6] == ["3", "-", "-2", "+", "4", "pad"] and len(labels) == tokenizer.length
-    text = notes.unparseable_markdown({"T": {"in": 0.0, "out": 0.125, "long": 0.5}})
-    assert "- T: in 0.0\u00a0%, out 12.5\u00a0%, long 50.0\u00a0%" in text
+    shares = notes.unparseable_table({"T": {"in": 0.0, "out": 0.125, "long": 0.5}})
+    assert shares.iloc[0].tolist() == ["T", 0.0, 12.5, 50.0]
 
 
 def test_llm_loss_figure():
@@ -82,12 +82,8 @@ def test_shared_model_notebook_steps(tmp_path, capsys):
     )
     rows = steps.ours(table)
     assert len(rows) == 1
-    assert steps.model_summary(results, rows, "m", {"m": 2.5}) == (
-        "**M** (1,200 parameters, 2.50 s per epoch): MAE 0.100 in range, 2.00 out of range, 3.00 long; "
-        "exact 50.0\u00a0% / 25.0\u00a0% / 0.0\u00a0%"
-    )
-    assert steps.export_summary(results, "m") == " Export of m: float32 (max diff 1e-07); failed: int8."
-    assert steps.export_summary(results, "other") == ""
+    assert steps.row_texts(rows.loc["M"])["acc_out"] == "25.0\u00a0%"
+    assert steps.failed_exports(results, "m") == ["int8"] and steps.failed_exports(results, "other") == []
 
 
 def _fake_results(protocol):
@@ -134,9 +130,11 @@ def test_term_weights_speed_and_summary(capsys, tmp_path):
             }
         ]
     )
-    text = steps.recurrent_summary(results, table, weights, "exact", [0])
-    assert "EXACT (10 parameters) over 1 seed(s): in-range MAE **0.5000**" in text
-    assert "(the rule: 1, 1, 1)" in text and text.endswith("2 times the in-range error.")
+    assert steps.term_weight_texts(weights, "EXACT") == {
+        "weights_in": "1.00, 1.00, 1.00",
+        "weights_long4": "1.00, 1.00, 1.00, 1.00",
+    }
+    assert steps.row_texts(table.iloc[0])["out_ratio"] == "2"
     figure = steps.plot_accuracy_by_length(results, protocol)
     exact, off = figure.axes[0].lines[:2]
     assert [exact.get_label(), off.get_label()] == ["EXACT", "OFF"]
@@ -182,7 +180,7 @@ def test_reference_recipe_lines_score_the_reference_way_beside_the_published_row
     assert notes.reference_recipe_lines(types.SimpleNamespace(models={}), baseline_runs(load_runs()), 40) == []
 
 
-def test_the_conclusion_reports_each_model_beside_the_prior_reports_row_and_names_kept_runs():
+def test_the_conclusion_table_sets_each_model_beside_the_prior_reports_row_and_names_kept_runs():
     import pandas as pd
 
     row = {
@@ -220,32 +218,20 @@ def test_the_conclusion_reports_each_model_beside_the_prior_reports_row_and_name
             "transformer_tokens": {"label": "tokens", "reference_row": None, "runs": runs},
         },
     }
-    unseen = {"plain": {"out": 0.125}, "reversed": {"out": 0.125}}
-    text = notes.conclusion(table, record, unseen, np.array([-14, 13]))
-    assert text.startswith(
-        "- **transformer4** (38,209 parameters, prior report 38,209; 2 seed(s), 150 epochs at "
-        "most, kept from the run of 2026-11-23)"
-    )
-    assert (
-        "- **transformer4_reference** (38,209 parameters, prior report 38,209; 2 seed(s), 200 epochs at most, this run)"
-        in text
-    )
-    assert "MAE in range **0.0389** (prior report 0.0393)" in text and "long **3.915** (3.886)" in text
-    assert "nan" not in text
-    assert "- **transformer_tokens** (2 seed(s), 200 epochs at most, this run): exact answers" in text
-    assert "unparseable 25.0\u00a0% out of range" in text
-    assert "writing digits gives more exact answers out of range" in text and "span -14 to 13" in text
-
-
-def test_prior_long_compares_only_an_absolute_error():
-    from predcalc.notebooks.steps import prior_long
-    from predcalc.report.anchors import REFERENCE_ROWS
-
-    assert prior_long(REFERENCE_ROWS["transformer5"]) == "3.802"
-    assert prior_long(REFERENCE_ROWS["FNN2 (1 x 345 PReLU)"]).startswith(
-        "not compared: the prior report's long figure is a signed"
-    )
-    assert prior_long(REFERENCE_ROWS["RNN2 (SimpleRNN + PReLU)"]).startswith("not compared: the code behind")
+    frame = notes.conclusion_table(table, record).set_index("model")
+    assert frame.index.tolist() == ["transformer4", "transformer4_reference", "transformer_tokens"]
+    kept, fresh, tokens = (frame.loc[name] for name in frame.index)
+    assert kept["run"] == "kept from 2026-11-23" and kept["epochs at most"] == 150 and kept["seeds"] == 2
+    assert fresh["run"] == "this run" and fresh["epochs at most"] == 200
+    assert fresh["params"] == fresh["prior report params"] == 38209
+    assert fresh["MAE in"] == 0.0389 and fresh["prior report MAE in"] == 0.0393
+    assert fresh["prior report MAE long"] == 3.886  # the prior report's transformer4 long MAE is an absolute error
+    assert tokens["unparseable out %"] == 25.0 and pd.isna(tokens["prior report params"])
+    assert notes.best_token_head(table, record) == "transformer_tokens"
+    unseen = {"plain": {"out": 0.125}, "reversed": {"out": 0.0}}
+    texts = notes.digit_texts(table, record, unseen, np.array([-14, 13]))
+    assert texts["digits_verdict"] == "more" and texts["best_head_out"] == "20.0\u00a0%"  # t4: 10.0 %
+    assert (texts["train_min"], texts["train_max"], texts["unseen_reversed"]) == ("-14", "13", "0.0\u00a0%")
 
 
 def test_unparseable_shares_and_token_models_read_a_record():

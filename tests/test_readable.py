@@ -2,7 +2,7 @@
 
 import pytest
 
-from predcalc.readable import percent, percent_number, share
+from predcalc.readable import percent, percent_number, percent_range, share
 
 
 @pytest.mark.parametrize(
@@ -20,3 +20,9 @@ def test_every_form_keeps_the_rule(fraction, decimals, text):
     assert percent_number(fraction, decimals) == text
     assert share(fraction, decimals) == f"{text} %"
     assert percent(fraction, decimals) == f"{text}\u00a0%"
+
+
+def test_a_range_of_seeds_is_one_share_where_they_agree():
+    assert percent_range(0.983, 1.0) == "98.3-100.0\u00a0%"
+    assert percent_range(1.0, 1.0) == "100.0\u00a0%" and percent_range(0.99999, 1.0) == "99.999-100.0\u00a0%"
+    assert percent_range(0.0, 0.5) == "0.0-50.0\u00a0%"

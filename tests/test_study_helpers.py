@@ -117,6 +117,12 @@ def test_vanishing_gradient_ratios_and_lstm_jacobian():
     assert carousel > 0 and total > 0
 
 
+def test_states_where_the_gradient_shrinks_or_grows():
+    measured = {"LSTM": {"h": {14: 0.5}, "c": {14: 2.0}}, "GRU": {"h": {14: 1.0}}}
+    assert vanishing.states_where(measured) == ["LSTM (h)"]
+    assert vanishing.states_where(measured, above=True) == ["LSTM (c)"]
+
+
 def test_checker_records_verdicts(capsys):
     check = backprop_check.Checker(0.005)
     check("a", [0.123], [0.12])

@@ -57,6 +57,13 @@ def percent(fraction: float, decimals: int = 1, unit: str = NBSP + "%") -> str:
     return f"{text}{unit}"
 
 
+def percent_range(low: float, high: float, decimals: int = 1) -> str:
+    """The lowest and highest seed's share as ``98.3-100.0 %``, or one :func:`percent` where the
+    two read the same."""
+    low_text, high_text = percent_number(low, decimals), percent(high, decimals)
+    return high_text if f"{low_text}{NBSP}%" == high_text else f"{low_text}-{high_text}"
+
+
 def share(fraction: float, decimals: int = 1) -> str:
     """:func:`percent` with a plain space before ``%``, for markdown prose and table cells."""
     return percent(fraction, decimals, " %")

@@ -1,4 +1,4 @@
-"""What the notebooks call: each notebook's steps, tables, figures and conclusions.
+"""What the notebooks call: each notebook's steps, tables, figures and the values its conclusion glues.
 
 Above :mod:`predcalc.report` and the studies, below the command line: a module here may name a
 notebook, the report package names none. :mod:`~predcalc.notebooks.steps` holds what the

@@ -1,4 +1,4 @@
-"""Figures, tables and prose of notebook 05 (bidirectional LSTM with additive attention): where
+"""Figures and tables of notebook 05 (bidirectional LSTM with additive attention): where
 the attention looks, by example and by kind of token."""
 
 from __future__ import annotations
@@ -7,7 +7,6 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from predcalc.readable import percent
 from predcalc.data import evaluate
 from predcalc.data.tokenizers import signed_terms
 from predcalc.models.recurrent import attention_weights
@@ -77,22 +76,3 @@ def attention_by_kind(trained, test_sets: dict, names=("in", "out", "long")):
             }
         )
     return pd.DataFrame(rows)
-
-
-def attention_sentence(attention_table) -> str:
-    """Where the attention goes in range and on long expressions, in one sentence."""
-    in_range = attention_table[attention_table["test set"] == "in"].iloc[0]
-    long_set = attention_table[attention_table["test set"] == "long"].iloc[0]
-    return (
-        f" In range the attention puts {percent(in_range['on numbers'], 0)} of its weight on numbers, "
-        f"{percent(in_range['on operators'], 0)} on operators and {percent(in_range['on pads'], 0)} on padding "
-        f"(padding is {percent(in_range['share of tokens that are pad'], 0)} of the tokens); on long expressions "
-        f"{percent(long_set['on numbers'], 0)}, {percent(long_set['on operators'], 0)} and "
-        f"{percent(long_set['on pads'], 0)}."
-    )
-
-
-def int8_sentence(export: dict | None) -> str:
-    """Why full-integer int8 export failed, where it did."""
-    int8 = (export or {}).get("int8") or {}
-    return f" Full-integer int8 export failed ({int8['error']}); the other formats work." if "error" in int8 else ""

@@ -1,6 +1,6 @@
 """The steps every model notebook shares (01-10, 30-32): the output folder, the data summary,
-the comparison and export tables, the metrics file and the one-line summaries of a model and
-its exports. Each ``show_*`` displays its table (IPython) and returns it."""
+the comparison and export tables, the metrics file and the texts of a table's row that a
+conclusion glues. Each ``show_*`` displays its table (IPython) and returns it."""
 
 from __future__ import annotations
 
@@ -19,10 +19,9 @@ from predcalc.models.recurrent import term_weights
 from predcalc.paths import ROOT, write_json_if_changed
 from predcalc.readable import percent
 from predcalc.record import write_study as write_record
-from predcalc.report.anchors import REFERENCE_ROWS
 from predcalc.report.edges import edge_cell
 from predcalc.report.findings import comparison_table, export_table, markdown_table
-from predcalc.report.studies import extended_best, shown_label
+from predcalc.report.studies import shown_label
 from predcalc.studies.edges import edge_scores
 from predcalc.training.metrics import exact_accuracy
 
@@ -101,28 +100,79 @@ def ours(table):
     return table[table.source != "published"].set_index("model")
 
 
-def model_summary(results, rows, name: str, seconds: dict) -> str:
-    """One Markdown sentence: parameters, speed, MAE and exact accuracy of ``name``."""
-    spec = results.models[name].spec
-    row = rows.loc[spec.shown_label]
-    return (
-        f"**{spec.shown_label}** ({row['params']:,} parameters, {seconds[name]:.2f} s per epoch): MAE "
-        f"{row['MAE in']:.3f} in range, {row['MAE out']:.2f} out of range, {row['MAE long']:.2f} long; exact "
-        f"{percent(row['acc in'])} / {percent(row['acc out'])} / {percent(row['acc long'])}"
-    )
+#: The names :func:`row_texts` returns, each after its prefix.
+ROW_TEXTS = ("params", "mae_in", "mae_out", "mae_long", "acc_in", "acc_out", "acc_long", "out_ratio")
 
 
-def export_summary(results, name: str) -> str:
-    """One sentence on the exported files of ``name``: the formats that match Keras and those that failed."""
-    report = results.exports.get(name) or {}
-    fine = [fmt for fmt, info in report.items() if "max_abs_diff" in info]
-    failed = [fmt for fmt, info in report.items() if "error" in info]
-    if not report:
-        return ""
-    text = f" Export of {name}: " + (
-        ", ".join(f"{fmt} (max diff {report[fmt]['max_abs_diff']:.1g})" for fmt in fine) or "no converted format"
-    )
-    return text + (f"; failed: {', '.join(failed)}." if failed else ".")
+def row_texts(row, prefix: str = "") -> dict[str, str]:
+    """A comparison table's row as the texts a conclusion glues, each named ``prefix`` + one of
+    :data:`ROW_TEXTS`: parameters, MAE and exact accuracy in range, out of range and on long
+    expressions, and ``out_ratio``, the out-of-range MAE over the in-range MAE."""
+    texts = {
+        "params": f"{int(row['params']):,}",
+        "mae_in": f"{row['MAE in']:.4f}",
+        "mae_out": f"{row['MAE out']:.3f}",
+        "mae_long": f"{row['MAE long']:.3f}",
+        **{f"acc_{test_set}": percent(row[f"acc {test_set}"]) for test_set in ("in", "out", "long")},
+        "out_ratio": f"{row['MAE out'] / row['MAE in']:.0f}",
+    }
+    return {prefix + name: text for name, text in texts.items()}
+
+
+def term_weight_texts(weights_table, label: str) -> dict[str, str]:
+    """The term weights of ``label`` (:func:`show_term_weights`) as the texts a conclusion glues:
+    ``weights_in`` (3 terms, in range) and ``weights_long4`` (4-number expressions), each a list
+    of two-decimal weights."""
+    rows = weights_table[weights_table.model == label].set_index("test set")
+    return {
+        "weights_in": ", ".join(f"{rows.loc['in', c]:.2f}" for c in ("w1", "w2", "w3")),
+        "weights_long4": ", ".join(f"{rows.loc['long4', c]:.2f}" for c in ("w1", "w2", "w3", "w4")),
+    }
+
+
+def best_trained(table) -> str:
+    """The label of this run's trained model (not one with a closed-form finish, which is partly
+    built) with the best exact accuracy out of range, then on long expressions, then in range."""
+    rows = ours(table)
+    built = {spec.shown_label for spec in MODELS.values() if spec.finish is not None}
+    trained = rows[[label not in built for label in rows.index]]
+    return trained.sort_values(["acc out", "acc long", "acc in"], ascending=False).index[0]
+
+
+def extended_table(record: dict) -> pd.DataFrame:
+    """Per model of a 31_extended_suite record (its ``metrics.json``), the mean exact accuracy over
+    seeds (%) on 1-, 3- and 6-digit numbers and on the most terms, how many families it gets at
+    least 99 % right, its worst family, and its mean relative error with 1- and 6-digit numbers."""
+    entry = record["extended"]
+    families = entry["families"]
+    terms = max(int(f.removeprefix("terms_")) for f in families if f.startswith("terms_"))
+    rows = []
+    for name, model in entry["models"].items():
+        runs = model["runs"]
+        by = {f: float(np.mean([r["metrics"][f]["accuracy"] for r in runs])) for f in families}
+        worst = min(by, key=by.get)
+        rows.append(
+            {
+                "model": shown_label(name, model["label"]),
+                **{f"{d} digits %": 100 * by[f"digits_{d}"] for d in (1, 3, 6)},
+                f"{terms} terms %": 100 * by[f"terms_{terms}"],
+                "families at least 99 %": f"{sum(a >= 0.99 for a in by.values())} of {len(by)}",
+                "worst family": worst,
+                "worst %": 100 * by[worst],
+                **{
+                    f"relative error, {d}-digit numbers": float(
+                        np.mean([r["metrics"][f"digits_{d}"]["mre"] for r in runs])
+                    )
+                    for d in (1, 6)
+                },
+            }
+        )
+    return pd.DataFrame(rows)
+
+
+def failed_exports(results, name: str) -> list[str]:
+    """The formats of ``name``'s export that failed to convert or run."""
+    return [fmt for fmt, info in (results.exports.get(name) or {}).items() if "error" in info]
 
 
 def show_speed(results) -> None:
@@ -156,139 +206,6 @@ def show_term_weights(results, protocol, test_sets=("in", "long4")):
     table = table[["model", "test set", *sorted(c for c in table if c.startswith("w")), "b"]]
     _display_markdown(markdown_table(table))
     return table
-
-
-def prior_long(published: dict) -> str:
-    """The prior report's long-expression MAE where it is an absolute error, as this project's is;
-    otherwise why it is not compared."""
-    if published.get("long") == "absolute":
-        return f"{published['mae_long']:g}"
-    if published.get("long") == "signed":
-        return "not compared: the prior report's long figure is a signed mean(|y| - prediction), not an error"
-    return "not compared: the code behind the prior report's long figure is not published"
-
-
-def recurrent_summary(results, table, weights_table, name: str, seeds) -> str:
-    """The conclusion of a recurrent model notebook (02-05): errors and accuracy beside the prior
-    report's published row, the term weights in range and on 4-number expressions, and the
-    out-of-range ratio."""
-    result = results.models[name]
-    label = result.spec.label
-    ours_row = table[(table.model == result.spec.shown_label) & (table.source != "published")].iloc[0]
-    published = REFERENCE_ROWS.get(result.spec.reference_row or "")
-    in_weights = weights_table[(weights_table.model == label) & (weights_table["test set"] == "in")].iloc[0]
-    long_weights = weights_table[(weights_table.model == label) & (weights_table["test set"] == "long4")].iloc[0]
-    text = (
-        f"{result.spec.shown_label} ({result.first.params:,} parameters) over {len(seeds)} seed(s): in-range MAE "
-        f"**{ours_row['MAE in']:.4f}**, out-of-range MAE **{ours_row['MAE out']:.3f}**, long MAE "
-        f"**{ours_row['MAE long']:.3f}**; exact accuracy {percent(ours_row['acc in'])} in range, "
-        f"{percent(ours_row['acc out'])} out of range, {percent(ours_row['acc long'])} on long expressions. "
-    )
-    if published:
-        text += (
-            f"The prior report published {published['params']:,} parameters, in-range MAE {published['mae_in']}, "
-            f"out-of-range {published['mae_out']}, long {prior_long(published)}. "
-        )
-    return text + (
-        f"Weights of the signed terms in range: "
-        f"{', '.join(f'{in_weights[c]:.2f}' for c in ('w1', 'w2', 'w3'))} (the rule: 1, 1, 1); on 4-number "
-        f"expressions {', '.join(f'{long_weights[c]:.2f}' for c in ('w1', 'w2', 'w3', 'w4'))}. "
-        f"Out of range the error is {ours_row['MAE out'] / ours_row['MAE in']:.0f} times the in-range error."
-    )
-
-
-def fnn_summary(table, seeds) -> str:
-    """The conclusion of 01_fnn: FNN2 beside the prior report's row, and FNN2 with a cosine-decayed rate."""
-    label = "FNN2 (1 x 345 PReLU)"
-    rows, published = ours(table), REFERENCE_ROWS[label]
-    if label not in rows.index:
-        return ""
-    row = rows.loc[label]
-    text = (
-        f"FNN2 over {len(seeds)} seed(s): in-range MAE **{row['MAE in']:.4f}** (prior report {published['mae_in']}), "
-        f"out-of-range MAE **{row['MAE out']:.3f}** (prior report {published['mae_out']}), long MAE "
-        f"**{row['MAE long']:.3f}** ({prior_long(published)}; the findings' table in the prior report's own "
-        "definitions compares it like for like); "
-        f"exact accuracy {percent(row['acc in'])} in range, {percent(row['acc out'])} out of range, "
-        f"{percent(row['acc long'])} on long expressions. Out of range its error is "
-        f"{row['MAE out'] / row['MAE in']:.0f} times the in-range error: the network interpolates between the "
-        "numbers it was trained on and does not extrapolate the rule."
-    )
-    cosine = "FNN2, Adam with cosine decay (1 x 345 PReLU)"
-    if cosine in rows.index:
-        text += (
-            f"\n\nThe same network with Adam's rate decayed along a cosine over the epochs: in-range MAE "
-            f"**{rows.loc[cosine, 'MAE in']:.4f}** against the constant rate's {row['MAE in']:.4f} and the prior "
-            f"report's {published['mae_in']}; out of range {rows.loc[cosine, 'MAE out']:.3f} against "
-            f"{row['MAE out']:.3f}."
-        )
-    return text
-
-
-def beyond_summary(table, seeds) -> str:
-    """The conclusion of 30_beyond_reference: the trained model with the best exact accuracy out of range
-    (then long, then in range) beside the prior report's best regression row (FNN2), then every other
-    model (a closed-form finish tagged partly built, as the comparison table labels it)."""
-    rows = ours(table)
-    built = {spec.shown_label for spec in MODELS.values() if spec.finish is not None}
-    trained = rows[[label not in built for label in rows.index]]
-    best = trained.sort_values(["acc out", "acc long", "acc in"], ascending=False).iloc[0]
-    published = REFERENCE_ROWS["FNN2 (1 x 345 PReLU)"]
-    lines = [
-        f"Best trained model here: **{best.name}** ({int(best['params'])} parameters, {len(seeds)} seed(s)): exact accuracy "
-        f"{percent(best['acc in'], 2)} in range, {percent(best['acc out'], 2)} out of range, "
-        f"{percent(best['acc long'], 2)} on long expressions; MAE out {best['MAE out']:.3f} against "
-        f"{published['mae_out']} for the prior report's best regression model (FNN2), long {best['MAE long']:.3f} "
-        f"({prior_long(published)})."
-    ]
-    lines += [
-        f"- {label}: {percent(row['acc in'])} / {percent(row['acc out'])} / {percent(row['acc long'])} "
-        "(in / out / long)"
-        for label, row in rows.iterrows()
-        if label != best.name
-    ]
-    return "\n".join(lines)
-
-
-def extended_summary(record: dict) -> str:
-    """The conclusion of 31_extended_suite from its ``metrics.json`` record: per model the exact
-    accuracy on 1-, 3- and 6-digit numbers and the most terms, the families at least 99 % right,
-    the worst one and the relative error; then the best trained and the best partly built model."""
-    entry = record["extended"]
-    families = entry["families"]
-    terms = max(int(f.removeprefix("terms_")) for f in families if f.startswith("terms_"))
-    lines = []
-    for name, model in entry["models"].items():
-        runs = model["runs"]
-        by = {f: float(np.mean([r["metrics"][f]["accuracy"] for r in runs])) for f in families}
-        mre = {f: float(np.mean([r["metrics"][f]["mre"] for r in runs])) for f in ("digits_1", "digits_6")}
-        worst = min(by, key=by.get)
-        digits = ", ".join(f"{d} digits {100 * by[f'digits_{d}']:.1f} %" for d in (1, 3, 6))
-        lines.append(
-            f"- **{shown_label(name, model['label'])}**: {digits}; {terms} terms "
-            f"{100 * by[f'terms_{terms}']:.1f} %; at least 99 % on {sum(a >= 0.99 for a in by.values())} of "
-            f"{len(by)} families (worst: {worst} {percent(by[worst])}); relative error "
-            f"{mre['digits_1']:.2g} with 1-digit and {mre['digits_6']:.2g} with 6-digit numbers."
-        )
-    trained, built = extended_best(entry), extended_best(entry, built=True)
-    seeds = max(len(model["runs"]) for model in entry["models"].values())
-    text = f"\n\nMean over {seeds} seed(s), at most {record['parameters']['epochs']} epochs."
-    if trained:
-        text += (
-            f" The trained model with the highest mean accuracy over the {len(families)} families is "
-            f"**{trained['label']}** ({percent(trained['mean'])})."
-        )
-    if built:
-        text += f" Partly built, **{built['label']}** reaches {percent(built['mean'])}."
-    return (
-        "\n".join(lines)
-        + text
-        + (
-            " Trained on one-digit numbers and three terms only, a model that computes the signed sum should stay "
-            "exact as numbers grow to six digits, with float32 as its only limit (integers up to 2^24 are exact); a "
-            "model that interpolates should fall off as soon as the numbers leave the training range."
-        )
-    )
 
 
 MARKERS = "osD^vPX*<>"

@@ -1,4 +1,4 @@
-"""Figures, tables and prose of notebook 06 (transformer encoders, answers written as digits)."""
+"""Figures and tables of notebook 06 (transformer encoders, answers written as digits)."""
 
 from __future__ import annotations
 
@@ -6,14 +6,14 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from predcalc.readable import percent
 from predcalc.data import NumericTokenizer
+from predcalc.readable import percent
 from predcalc.models import get_spec, regression_values
 from predcalc.models.registry import display_label
 from predcalc.models.token_heads import PLAIN, REVERSED
 from predcalc.models.transformer import attention_maps
+from predcalc.notebooks.steps import ours
 from predcalc.report.anchors import REFERENCE_ROWS
-from predcalc.notebooks.steps import ours, prior_long
 from predcalc.report.studies import shown_label
 from predcalc.training import fit
 from predcalc.training import metrics as M
@@ -97,10 +97,11 @@ def token_models(names) -> list[str]:
     return [name for name in names if get_spec(name).predict_values is not regression_values]
 
 
-def unparseable_markdown(unparseable: dict) -> str:
-    return "Unparseable answers of the token heads (share of each test set, all seeds):\n\n" + "\n".join(
-        f"- {label}: " + ", ".join(f"{k} {percent(v)}" for k, v in shares.items())
-        for label, shares in unparseable.items()
+def unparseable_table(unparseable: dict) -> pd.DataFrame:
+    """:func:`unparseable_shares` as a table: a row per token head, its share (%) of unparseable
+    answers on each test set."""
+    return pd.DataFrame(
+        [{"model": label, **{f"{k} %": 100 * v for k, v in shares.items()}} for label, shares in unparseable.items()]
     )
 
 
@@ -222,55 +223,68 @@ def reference_recipe_lines(results, base_runs, epochs) -> list[str]:
     return lines
 
 
-def conclusion(table, record: dict, unseen: dict, train_values) -> str:
-    """The notebook's conclusion from its comparison ``table`` and ``metrics.json`` ``record``: the
-    regression models beside the prior report's rows, the token heads, and whether writing digits
-    gives more exact answers out of range. A model kept from an earlier run says so, with its date."""
+def conclusion_table(table, record: dict) -> pd.DataFrame:
+    """The notebook's models from its comparison ``table`` and ``metrics.json`` ``record``, one row
+    each (the regression models, then the token heads): parameters, seeds, the epoch budget and the
+    run it comes from (this run, or one kept from an earlier run, by date), MAE and exact accuracy
+    (%) in range, out of range and long, the prior report's published row beside it where it has
+    one (its long MAE only where that is an absolute error), and a token head's unparseable share
+    (%) out of range."""
     rows, models = ours(table), record["models"]
-    labels = {name: shown_label(name, model["label"]) for name, model in models.items()}
     tokens = token_models(models)
     unparseable = unparseable_shares(models, tokens)
-
-    def source(model) -> str:
+    regression = [name for name in ("transformer4", "transformer5", *REFERENCE_RECIPE_MODELS) if name in models]
+    out = []
+    for name in regression + tokens:
+        model, label = models[name], shown_label(name, models[name]["label"])
+        row = rows.loc[label]
+        published = REFERENCE_ROWS.get(model.get("reference_row") or "") if name in regression else None
         kept = model.get("kept_from")
-        parameters = (kept or record)["parameters"]
-        run = f"kept from the run of {kept['created'][:10]}" if kept else "this run"
-        return f"{len(model['runs'])} seed(s), {parameters['epochs']} epochs at most, {run}"
+        out.append(
+            {
+                "model": name,
+                "params": int(row["params"]),
+                "seeds": len(model["runs"]),
+                "epochs at most": (kept or record)["parameters"]["epochs"],
+                "run": f"kept from {kept['created'][:10]}" if kept else "this run",
+                **{f"MAE {t}": row[f"MAE {t}"] for t in TEST_SETS},
+                **{f"exact {t} %": 100 * row[f"acc {t}"] for t in TEST_SETS},
+                "unparseable out %": 100 * unparseable[label]["out"] if label in unparseable else None,
+                "prior report params": published["params"] if published else None,
+                "prior report MAE in": published["mae_in"] if published else None,
+                "prior report MAE out": published["mae_out"] if published else None,
+                "prior report MAE long": published["mae_long"]
+                if published and published.get("long") == "absolute"
+                else None,
+            }
+        )
+    return pd.DataFrame(out)
 
-    lines = []
-    for name in ("transformer4", "transformer5", *REFERENCE_RECIPE_MODELS):
-        if name not in models:
-            continue
-        model, published = models[name], REFERENCE_ROWS[models[name]["reference_row"]]
-        row = rows.loc[labels[name]]
-        lines.append(
-            f"- **{name}** ({row['params']:,} parameters, prior report {published['params']:,}; {source(model)}): "
-            f"MAE in range **{row['MAE in']:.4f}** (prior report {published['mae_in']}), out of range "
-            f"**{row['MAE out']:.3f}** ({published['mae_out']}), long **{row['MAE long']:.3f}** "
-            f"({prior_long(published)}); exact {percent(row['acc in'])} / {percent(row['acc out'])} / "
-            f"{percent(row['acc long'])} (in / out / long)."
-        )
-    for name in tokens:
-        model = models[name]
-        row = rows.loc[labels[name]]
-        lines.append(
-            f"- **{name}** ({source(model)}): exact answers {percent(row['acc in'])} in range, "
-            f"{percent(row['acc out'])} out of range, {percent(row['acc long'])} long; unparseable "
-            f"{percent(unparseable[labels[name]]['out'])} out of range; "
-            f"MAE {row['MAE in']:.3f} / {row['MAE out']:.3f} / {row['MAE long']:.3f}."
-        )
-    if "transformer4" in models and tokens:
-        regression = rows.loc[labels["transformer4"]]
-        best = max(tokens, key=lambda n: rows.loc[labels[n]]["acc out"])
-        best_row = rows.loc[labels[best]]
-        verdict = "more" if best_row["acc out"] > regression["acc out"] else "no more"
-        lines.append(
-            f"\nOut of range the best token head ({best}) answers {percent(best_row['acc out'])} exactly against "
-            f"{percent(regression['acc out'])} for transformer4's rounded value: writing digits gives {verdict} exact "
-            f"answers out of range. The training answers span {np.min(train_values):g} to "
-            f"{np.max(train_values):g}: {percent(unseen['plain']['out'])} of the out-of-range answers need a "
-            f"token in a slot that never held it in training when written plainly, {percent(unseen['reversed']['out'])} "
-            "reversed, which bounds what a slot-wise head can "
-            "write without generalising across slots."
-        )
-    return "\n".join(lines) if lines else "_no model of this notebook was trained_"
+
+def digit_texts(table, record: dict, unseen: dict, train_values) -> dict[str, str]:
+    """The texts the conclusion glues on writing digits: the best token head (:func:`best_token_head`)
+    and its exact share out of range beside transformer4's (``best_head``, ``best_head_out``,
+    ``transformer4_out``), the verdict ``digits_verdict`` ("more" where the head's share is higher,
+    else "no more"), the training answers' span (``train_min``, ``train_max``) and the out-of-range
+    answers that need a token a slot never held in training, written plainly and reversed
+    (``unseen_plain``, ``unseen_reversed``)."""
+    rows, models = ours(table), record["models"]
+    best = best_token_head(table, record)
+    best_out = rows.loc[shown_label(best, models[best]["label"])]["acc out"]
+    regression_out = rows.loc[shown_label("transformer4", models["transformer4"]["label"])]["acc out"]
+    return {
+        "best_head": best,
+        "best_head_out": percent(best_out),
+        "transformer4_out": percent(regression_out),
+        "digits_verdict": "more" if best_out > regression_out else "no more",
+        "train_min": f"{np.min(train_values):g}",
+        "train_max": f"{np.max(train_values):g}",
+        "unseen_plain": percent(unseen["plain"]["out"]),
+        "unseen_reversed": percent(unseen["reversed"]["out"]),
+    }
+
+
+def best_token_head(table, record: dict) -> str:
+    """The token head of ``record`` with the most exact answers out of range in ``table``."""
+    rows, models = ours(table), record["models"]
+    return max(token_models(models), key=lambda n: rows.loc[shown_label(n, models[n]["label"])]["acc out"])

@@ -1,5 +1,5 @@
 """The arithmetic units' notebook (11): every seed's scores, the learned weights against the grid
-{-1, 0, 1}, and the conclusion from the template ``arithmetic_units.md.j2`` beside this module.
+{-1, 0, 1}, and the counts its conclusion glues (:func:`model_summary`, :func:`comparison`).
 
 Everything here reads the record ``Results.to_json`` writes (``metrics.json``), whose runs carry
 each seed's learned NMU and NAU kernels (``learned_weights``).
@@ -12,13 +12,11 @@ import pandas as pd
 
 from predcalc.data import get_tokenizer
 from predcalc.readable import percent
-from predcalc.studies import study_template
 from predcalc.studies.edges import heldout_suite, holds, third_heldout_suite
 
 SETS = (("in", "in range"), ("out", "out of range"), ("long", "long"))
 GRID = np.array([-1.0, 0.0, 1.0])  # the values the regulariser pulls every weight to (NMU: 0 and 1)
 ON_GRID = 1e-3  # a weight within this of -1, 0 or 1 counts as on the grid
-TEMPLATE = "arithmetic_units.md.j2"
 # A per-term model computes, on each (operator o, number x) pair, c_ox o x + c_x x + c_o o + c_1; the rule
 # (2 o - 1) x, with o = 1 for +, 0 for - and 0.5 for padding, is:
 RULE = {"o x": 2.0, "x": -1.0, "o": 0.0, "1": 0.0}
@@ -207,17 +205,3 @@ def comparison(record: dict, first: str, second: str, key: str) -> str | None:
     if max(a) < min(b):
         return "below"
     return "not resolved"
-
-
-def conclusion(record: dict, shared: str = "nau_nmu", dense: str = "nau_nmu_dense") -> str:
-    """The notebook's conclusion (Markdown) from its record."""
-    environment = study_template.environment(percent=percent)
-    summaries = {name: model_summary(model) for name, model in record["models"].items()}
-    return environment.get_template(TEMPLATE).render(
-        summaries=summaries,
-        epochs=record["parameters"]["epochs"],
-        on_grid=ON_GRID,
-        long_comparison=comparison(record, shared, dense, "long"),
-        shared=summaries.get(shared),
-        dense=summaries.get(dense),
-    )

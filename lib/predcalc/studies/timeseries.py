@@ -347,52 +347,30 @@ def plot_forecasts(data: dict, summary, runs: list[dict]):
     return figure
 
 
-def conclusion(table, baselines: dict, data: dict, target: str, seeds, epochs: int) -> str:
-    """What the study shows: per series the naive forecast, the strongest baseline, the best network
-    and the networks that beat every baseline on every seed; which series must
-    be extrapolated; and how far the run's seeds and epochs carry the comparison."""
-    parts = []
-    for name in data:
-        rows = table[table.series == name]
-        naive = baselines[name]["naive (last value)"]["mae"]
-        strongest_label, strongest = min(baselines[name].items(), key=lambda item: item[1]["mae"])
-        networks = rows[~rows.model.str.startswith("baseline: ")]
-        beat = networks[networks.MAE_max < strongest["mae"]]  # every seed below the baseline, else not resolved
-        top = networks.iloc[0]
-        spread = f" (seeds {top.MAE_min:.3f}-{top.MAE_max:.3f})" if len(seeds) > 1 else ""
-        parts.append(
-            f"**{name}** (networks forecast the {target}): the naive last-value forecast has test MAE {naive:.3f}; the "
-            f"strongest baseline is {strongest_label} with MAE {strongest['mae']:.3f}; the best network is {top.model} "
-            f"with MAE {top.MAE:.3f}{spread}; {len(beat)} of {len(networks)} networks beat every baseline"
-            + (" on every seed" if len(seeds) > 1 else "")
-            + (
-                f" ({', '.join(beat.model)})."
-                if len(beat)
-                else f": none does, so on this series the {strongest_label} is the better forecaster at this data size "
-                "(a few hundred training windows) and training budget."
-            )
-        )
-    extrapolate = [name for name, w in data.items() if w.truth("test").min() > w.truth("train").max()]
-    if extrapolate:
-        parts.append(
-            f"Every test value of {', '.join(extrapolate)} lies above every training target, so a model "
-            "must extrapolate the trend beyond the values it was fitted on."
-        )
-    if len(seeds) > 1:
-        parts.append(
-            f"Means over {len(seeds)} seeds with the lowest and highest seed, at most {epochs} epochs with early "
-            "stopping; a network beats a baseline only where every seed does, otherwise the difference is not resolved."
-        )
-    else:
-        parts.append(
-            f"One seed and at most {epochs} epochs: this shows that every model trains and is scored in "
-            "the same frame, not which is best; the full profile (5 seeds, 200 epochs with early stopping) "
-            "gives the means and spreads to compare."
-        )
-    return " ".join(parts) + (
-        " The last-value forecast is hard to beat one step ahead on a series that moves little per step relative to "
-        "its level; on a cycle such as the sunspots' a model can learn the turning points."
-    )
+def series_result(table, baselines: dict, name: str) -> dict:
+    """What the study shows on series ``name``: the naive forecast's test MAE, the strongest baseline
+    (label and MAE), the best network (label, mean MAE and its lowest and highest seed), the number of
+    networks, and those that beat every baseline on every seed (otherwise not resolved)."""
+    rows = table[table.series == name]
+    strongest_label, strongest = min(baselines[name].items(), key=lambda item: item[1]["mae"])
+    networks = rows[~rows.model.str.startswith("baseline: ")]
+    top = networks.iloc[0]
+    return {
+        "naive": baselines[name]["naive (last value)"]["mae"],
+        "strongest": strongest_label,
+        "strongest_mae": strongest["mae"],
+        "best": top.model,
+        "best_mae": top.MAE,
+        "best_min": top.MAE_min,
+        "best_max": top.MAE_max,
+        "networks": len(networks),
+        "beat": networks[networks.MAE_max < strongest["mae"]].model.tolist(),
+    }
+
+
+def extrapolated(data: dict) -> list[str]:
+    """The series every test value of which lies above every training target."""
+    return [name for name, w in data.items() if w.truth("test").min() > w.truth("train").max()]
 
 
 def study_entry(data: dict, baselines: dict, target: str, runs: list[dict], summary) -> tuple[dict, dict]:

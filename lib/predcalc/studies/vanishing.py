@@ -170,42 +170,12 @@ def plot_cell_path(paths: dict, ks, probe_text: str):
     return figure
 
 
-def conclusion(at_init: dict, trained: dict, jacobians: dict, paths: dict, train_epochs: int) -> str:
-    """The notebook's conclusion in Markdown."""
-
-    def at(measured, name, state, k):
-        return measured[name][state][k]
-
-    n_states = sum(len(v) for v in at_init.values())
-    lines = [
-        f"Median gradient ratio $\\lVert \\partial L/\\partial s_{{T-k}} \\rVert / \\lVert \\partial L/\\partial s_T \\rVert$ "
-        f"at $k = 10$ and $k = 14$ (where a 3-number expression's first tokens are), at initialisation -> after "
-        f"{train_epochs} epochs:"
+def states_where(measured: dict, k: int = 14, above: bool = False) -> list[str]:
+    """The states (``"cell (state)"``) whose median gradient ratio at ``k`` (:func:`ratios`) is below
+    1 (the gradient shrinks with ``k``), or with ``above`` above 1 (it grows)."""
+    return [
+        f"{name} ({state})"
+        for name in measured
+        for state in measured[name]
+        if (measured[name][state][k] > 1 if above else measured[name][state][k] < 1)
     ]
-    for name in at_init:
-        for state in at_init[name]:
-            lines.append(
-                f"- {name}, {state}: {at(at_init, name, state, 10):.2g} / {at(at_init, name, state, 14):.2g} -> "
-                f"{at(trained, name, state, 10):.2g} / {at(trained, name, state, 14):.2g}"
-            )
-    vanish_init = [f"{n} ({s})" for n in at_init for s in at_init[n] if at(at_init, n, s, 14) < 1]
-    grow_trained = [f"{n} ({s})" for n in trained for s in trained[n] if at(trained, n, s, 14) > 1]
-    lines.append(
-        f"\nAt initialisation the gradient shrinks with $k$ for {len(vanish_init)} of {n_states} states "
-        f"({', '.join(vanish_init) or 'none'}); after {train_epochs} epochs it is *larger* at $k = 14$ than at "
-        f"$k = 0$ for {len(grow_trained)} of {n_states} ({', '.join(grow_trained) or 'none'}). On these 15 tokens "
-        f"training moves the networks away from vanishing, so a vanishing gradient alone does not explain a "
-        f"model that under-weights the first numbers: compare the measured term weights in 02-05."
-    )
-    init_path, trained_path = paths["at initialisation"], paths[f"after {train_epochs} epochs"]
-    total_offdiag = jacobians["total_offdiag"]
-    lines.append(
-        f"\nFor one LSTM step, the partial Jacobian $\\partial c_t/\\partial c_{{t-1}}$ with $h_{{t-1}}$ held fixed is "
-        f"diag($f_t$) exactly ({'checked at every step' if max(jacobians['partial_gap']) == 0 else 'NOT exactly'}); "
-        f"with the path through "
-        f"$h_{{t-1}}$ the total derivative differs from it by {np.min(total_offdiag):.2g} to {np.max(total_offdiag):.2g} "
-        f"(relative). Over $k = 14$ steps the forget-gate product has norm {init_path[-1][0]:.2g} at initialisation "
-        f"and {trained_path[-1][0]:.2g} after training, against {init_path[-1][1]:.2g} and {trained_path[-1][1]:.2g} for "
-        f"the full $d c_T / d c_{{T-k}}$."
-    )
-    return "\n".join(lines)
