@@ -503,19 +503,12 @@ def gguf_stage(protocol, work, adapter, n: int = 200, threads: int = 2) -> dict:
     for file in files:
         runner = llm_deploy.GGUFGemma(folder / file["path"], threads=threads)
         texts = runner.answers(expressions)
-        answers = [llm.parse_answer(t) for t in texts]
         rows.append(
             {
                 **file,
                 "n": len(expressions),
-                "same_answer_as_keras": int(sum(a == b for a, b in zip(answers, keras_answers))),
-                "same_text_as_keras": int(sum(a.strip() == b.strip() for a, b in zip(texts, keras_texts))),
-                "exact": int(sum(a == t for a, t in zip(answers, truths))),
-                "differing": [
-                    {"expression": e, "keras": k, "gguf": g}
-                    for e, k, g, a, b in zip(expressions, keras_texts, texts, keras_answers, answers)
-                    if a != b
-                ][:10],
+                **llm_deploy.agreement(expressions, keras_texts, texts, strip=True),
+                "exact": int(sum(llm.parse_answer(g) == v for g, v in zip(texts, truths))),
                 "load_seconds": round(runner.load_seconds, 2),
                 "generated_tokens": runner.generated_tokens,
                 "tokens_per_second": round(runner.generated_tokens / runner.decode_seconds, 1),

@@ -477,6 +477,24 @@ class LiteRTGreedy:
         return texts
 
 
+def agreement(expressions, keras_texts, file_texts, strip: bool = False) -> dict:
+    """How a file's generated texts agree with Keras' on the same expressions: the parsed answers
+    that are the same, the texts that are the same (``strip``: ignoring surrounding whitespace),
+    and the first 10 expressions whose answers differ."""
+    keras_answers = [parse_answer(t) for t in keras_texts]
+    file_answers = [parse_answer(t) for t in file_texts]
+    same_text = [(k.strip() == f.strip()) if strip else k == f for k, f in zip(keras_texts, file_texts)]
+    return {
+        "same": int(sum(a == b for a, b in zip(keras_answers, file_answers))),
+        "same_text": int(sum(same_text)),
+        "differing": [
+            {"expression": e, "keras": k, "file": f}
+            for e, k, f, a, b in zip(expressions, keras_texts, file_texts, keras_answers, file_answers)
+            if a != b
+        ][:10],
+    }
+
+
 def check_litert(model, path, expressions, template: str = DEFAULT_TEMPLATE, max_new_tokens: int = 6) -> dict:
     """The file's answers against Keras' on ``expressions``; size, load time, tokens per second."""
     prompts = [prompt_text(e, template) for e in expressions]
@@ -489,18 +507,10 @@ def check_litert(model, path, expressions, template: str = DEFAULT_TEMPLATE, max
     started = time.perf_counter()
     file_texts = runner.generate(prompts, max_new_tokens=max_new_tokens)
     seconds = time.perf_counter() - started
-    keras_answers = [parse_answer(t) for t in keras_texts]
-    file_answers = [parse_answer(t) for t in file_texts]
     return {
         "format": "LiteRT (float32)",
         "n": len(expressions),
-        "same": int(sum(a == b for a, b in zip(keras_answers, file_answers))),
-        "same_text": int(sum(a == b for a, b in zip(keras_texts, file_texts))),
-        "differing": [
-            {"expression": e, "keras": k, "file": f}
-            for e, k, f, a, b in zip(expressions, keras_texts, file_texts, keras_answers, file_answers)
-            if a != b
-        ][:10],
+        **agreement(expressions, keras_texts, file_texts),
         "size_mb": round(Path(path).stat().st_size / 1e6, 1),
         "load_seconds": round(runner.load_seconds, 2),
         "generated_tokens": runner.generated_tokens,
