@@ -575,13 +575,14 @@ if __name__ == "__main__":
     import argparse
 
     from predcalc.data import reference_protocol
-    from predcalc.paths import SCRATCH
+    from predcalc.paths import REPORTS
 
     parser = argparse.ArgumentParser(description="The Gemma 3 270M study's long stages, resumable.")
     stages = ["search", "seeds", "base", "gguf"]
     parser.add_argument("--stages", nargs="+", default=["search", "seeds"], choices=stages)
     parser.add_argument("--seeds", nargs="+", type=int, default=list(Settings.seeds))
-    parser.add_argument("--work", default=str(SCRATCH / "gemma3_270m"))
+    # tracked: a session's machine keeps no build folder, so checkpoints live in git until a run ends
+    parser.add_argument("--work", default=str(REPORTS / "gemma_study"))
     parser.add_argument("--adapter", help="the adapter the gguf stage merges (default: the first seed's)")
     parser.add_argument("--no-progress", action="store_true")
     arguments = parser.parse_args()
