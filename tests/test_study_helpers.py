@@ -4,7 +4,8 @@ import keras
 import numpy as np
 import pytest
 
-from predcalc.studies import backprop, backprop_check, explain, explain_text, vanishing
+from predcalc.notebooks import explain_steps
+from predcalc.studies import backprop, backprop_check, explain, vanishing
 
 needs_tf = pytest.mark.skipif(keras.backend.backend() != "tensorflow", reason="tf.GradientTape")
 
@@ -20,7 +21,6 @@ def test_gate_statistics_and_retention():
     assert retention["LSTM"] == {"median_unit": 1.0, "max_unit": 1.0}
     assert retention["GRU"]["max_unit"] == pytest.approx(0.9**10)
     assert retention["GRU"]["median_unit"] == pytest.approx(0.9**10)
-    assert "GRU's update gate" in explain_text.gate_summary(stats, retention, {"gru": 0.0})
 
 
 def test_figures_of_23_keep_legends_off_the_data_and_drop_an_always_zero_share():
@@ -35,7 +35,7 @@ def test_figures_of_23_keep_legends_off_the_data_and_drop_an_always_zero_share()
         index=labels,
     )
     example = np.linspace(-1, 1, 4 * 7).reshape(4, 7)
-    figure = explain_text.plot_integrated_gradients(example, labels, "3 - -2 + 4", shares, 200)
+    figure = explain_steps.plot_integrated_gradients(example, labels, "3 - -2 + 4", shares, 200)
     figure.canvas.draw()
     bars = figure.axes[1]
     assert [t.get_text() for t in bars.get_legend().get_texts()] == ["numbers", "operators"]
@@ -48,7 +48,7 @@ def test_figures_of_23_keep_legends_off_the_data_and_drop_an_always_zero_share()
         "GRU": {"update z": np.full((2, 15, 3), 0.5)},
         "minGRU": {"update z": np.full((2, 15, 3), 0.2)},
     }
-    figure = explain_text.plot_gates(gates, np.full((15, 3), 0.5), "3 - -2 + 4")
+    figure = explain_steps.plot_gates(gates, np.full((15, 3), 0.5), "3 - -2 + 4")
     figure.canvas.draw()
     width, height = figure.get_size_inches()
     assert width / height < 2  # two panels a row: legible at page width (was 4 in a row, 5.6 : 1)
@@ -65,7 +65,6 @@ def test_attention_statistics():
     s = explain.attention_statistics(alpha)
     assert s["mass_expression"] == pytest.approx(5 / 15)
     assert s["top_position"] == 2 and s["uniform_weight"] == pytest.approx(1 / 15)
-    assert "On average 33 % of the attention" in explain_text.attention_summary(s)
 
 
 @needs_tf

@@ -5,11 +5,8 @@
 - :mod:`~predcalc.studies.vanishing`: gradients reaching earlier states (20_vanishing_gradients).
 - :mod:`~predcalc.studies.speed`: parallel scan vs sequential RNNs (21_parallel_scan).
 - :mod:`~predcalc.studies.timeseries`: the efficient RNNs on real series (22_timeseries).
-- :mod:`~predcalc.studies.explain`: integrated gradients, attention and gate statistics (23_explain);
-  :mod:`~predcalc.studies.explain_text`: its figures and prose.
+- :mod:`~predcalc.studies.explain`: integrated gradients, attention and gate statistics (23_explain).
 - :mod:`~predcalc.studies.difficulty`: accuracy by difficulty on the extended suite (31, 32).
-- :mod:`~predcalc.studies.llm`: LoRA fine-tuning of a keras-hub Gemma (07_gemma_finetune);
-  :mod:`~predcalc.studies.llm_deploy`: its text, adapter files, predictors and LiteRT file (light at import);
-  :mod:`~predcalc.studies.gemma_weights`: the pre-trained Gemma 3 270M's GGUF, in and out (light at import);
-  :mod:`~predcalc.studies.gemma_study`: its resumable LoRA study.
+
+The language model (Gemma, notebook 07) has its own package, :mod:`predcalc.llm`.
 """

@@ -59,13 +59,13 @@ from predcalc.training.tune_config import (
     load_config,
     split_hyperparameters,
 )
-from predcalc.training.tune_results import (  # final_comparison, search_facts: read here by the report
+from predcalc.training.tune_results import (  # final_comparison, repeated_trials: read by notebook 24
     best_trial,
     final_comparison,  # noqa: F401
     finished_trials,
     hyperparameter_effects,
     plot_trials,
-    search_facts,  # noqa: F401
+    repeated_trials,  # noqa: F401
     short_value,
     trial_table,
 )

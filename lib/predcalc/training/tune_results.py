@@ -108,66 +108,6 @@ def repeated_trials(folder, config: dict, tolerance: float = 0.1) -> list[tuple[
     return pairs
 
 
-def search_facts(folder, published: float | None = None, published_label: str = "published") -> list[str]:
-    """A search's results as sentences (from its ``tune.json``, and ``probe_metrics.json`` or
-    ``metrics.json`` where written), for a report: trials, time, the best trial, the
-    hyperparameters' rank correlations, the final stage's in-range MAE over seeds against
-    ``published`` where given (its verdict by :func:`final_comparison`)."""
-    folder = Path(folder)
-    summary = json.loads((folder / "tune.json").read_text())
-    config, best = summary["config"], summary["best"]
-    objective = config["objective"]
-    wall = sum(s["seconds"] for s in summary["sessions"])
-    facts = [
-        f"{config['tuner']} search of {config['model']}: {summary['trials_finished']} of "
-        f"{config.get('trials', 'hyperband')} trials finished ({summary['trials_failed']} failed), "
-        f"{config['epochs']} epochs each on seed(s) {config['seeds']}, {wall / 60:.0f} min of wall time "
-        f"in {len(summary['sessions'])} call(s) ({summary['trial_seconds'] / 60:.0f} min of trial training)"
-    ]
-    if best is not None:
-        facts.append(
-            f"best trial {best['trial']}: {objective} {best[objective]:.4g} with "
-            + ", ".join(f"{k} {short_value(v)}" for k, v in best["hyperparameters"].items())
-        )
-    effects = {k: v for k, v in (summary.get("effects") or {}).items() if v is not None}
-    if effects:
-        ranked = sorted(effects.items(), key=lambda item: -abs(item[1]))
-        facts.append(
-            f"rank correlation with {objective} (Spearman, {summary['trials_finished']} trials): "
-            + ", ".join(f"{k} {v:+.2f}" for k, v in ranked)
-        )
-    repeats = repeated_trials(folder, config)
-    if repeats:
-        facts.append(
-            "trials the tuner drew almost alike (the same choices, rates within 10 %) scored "
-            + "; ".join(
-                f"{' and '.join(trials)}: {' vs '.join(f'{v:.3g}' for v in values)}" for trials, values in repeats
-            )
-            + f" ({objective}): one trial's objective moves that much between near-identical settings (noise or a "
-            "sharp optimum; one run each cannot tell), so the ranking of close trials is weak evidence"
-        )
-    final = final_comparison(folder, published) if published is not None else None
-    if final is not None:
-        mean, low, high = final["spread"]
-        test = final["test"]
-        words = {"better": "below it on every seed", "worse": "above it on every seed"}
-        facts.append(
-            f"final: the best trial trained on {len(final['mae'])} seeds ({min(final['epochs'])}-"
-            f"{max(final['epochs'])} epochs, {final['train_minutes']:.0f} min): in-range MAE {mean:.4g} "
-            f"[{low:.4g}-{high:.4g}] against {published_label} {published}: "
-            + words.get(test["verdict"], f"not resolved ({test['better']} of {len(final['mae'])} seeds below it)")
-        )
-    probe = folder / "probe_metrics.json"
-    if final is None and probe.is_file():
-        runs = json.loads(probe.read_text())["models"][config["model"]]["runs"]
-        maes = [r["metrics"]["in"]["mae"] for r in runs]
-        facts.append(
-            f"probe: best trial trained on {len(runs)} seed(s), {runs[0]['epochs']} epochs: in-range MAE "
-            f"{sum(maes) / len(maes):.4g} (a probe at trial length, not like for like with {published_label})"
-        )
-    return facts
-
-
 def best_trial(oracle):
     trials = oracle.get_best_trials(1)
     return trials[0] if trials else None
