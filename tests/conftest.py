@@ -44,7 +44,7 @@ def _real_gemma_at_hand() -> bool:
     PREDCALC_REAL_GEMMA=1 asks for the conversion."""
     if os.environ.get("PREDCALC_REAL_GEMMA") == "1":
         return True
-    from predcalc.studies import gemma_weights
+    from predcalc.llm import weights as gemma_weights
 
     return (gemma_weights.preset_dir() / "conversion.json").is_file()
 

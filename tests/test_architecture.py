@@ -22,9 +22,10 @@ BELOW = {  # what each package may import, besides itself (record: the metrics.j
     "calculator": {"paths", "data", "layers"},
     "training": {"paths", "record", "data", "layers", "models"},
     "studies": {"paths", "record", "data", "layers", "models", "training"},
+    "llm": {"paths", "record", "data", "layers", "models", "training", "studies"},  # the edge suites
     "deploy": {"paths", "record", "data", "layers", "models", "training"},
     "jetson": {"paths", "record", "data", "layers", "models", "training", "deploy"},  # the emulated Jetson check
-    "report": {"paths", "record", "data", "layers", "models", "calculator", "training", "studies", "deploy"},
+    "report": {"paths", "record", "data", "layers", "models", "calculator", "training", "studies", "deploy", "llm"},
     # the notebooks' steps: over the report, which names no notebook
     "notebooks": {
         "paths",
@@ -35,10 +36,23 @@ BELOW = {  # what each package may import, besides itself (record: the metrics.j
         "calculator",
         "training",
         "studies",
+        "llm",
         "deploy",
         "report",
     },
-    "cli": {"paths", "record", "data", "layers", "models", "calculator", "training", "studies", "deploy", "report"},
+    "cli": {
+        "paths",
+        "record",
+        "data",
+        "layers",
+        "models",
+        "calculator",
+        "training",
+        "studies",
+        "deploy",
+        "report",
+        "llm",
+    },
 }
 PLACED = {
     "registry": "paths",  # the table of things by unique name: standard library only, under everything

@@ -11,8 +11,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.real_gemma]  # rebuilds the 268M-par
 
 from predcalc import cli  # noqa: E402
 from predcalc.data import reference_protocol  # noqa: E402
+from predcalc.llm import deploy as llm_deploy  # noqa: E402
 from predcalc.paths import RUNS  # noqa: E402
-from predcalc.studies import llm_deploy  # noqa: E402
 
 RUN = RUNS / "07_gemma_finetune"
 

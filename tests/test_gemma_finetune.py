@@ -9,7 +9,9 @@ import pytest
 pytest.importorskip("keras_hub")
 
 from predcalc.data import reference_protocol  # noqa: E402
-from predcalc.studies import gemma_study, llm, llm_deploy  # noqa: E402
+from predcalc.llm import deploy as llm_deploy
+from predcalc.llm import finetune as llm
+from predcalc.llm import study as gemma_study  # noqa: E402
 
 RECIPE = gemma_study.Recipe(rank=2, steps=6, batch_size=8, learning_rate=1e-2, warmup_steps=1)
 

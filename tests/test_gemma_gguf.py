@@ -14,7 +14,8 @@ pytest.importorskip("keras_hub")
 gguf = pytest.importorskip("gguf")
 
 from predcalc.data import reference_protocol  # noqa: E402
-from predcalc.studies import gemma_weights, llm  # noqa: E402
+from predcalc.llm import finetune as llm  # noqa: E402
+from predcalc.llm import weights as gemma_weights  # noqa: E402
 
 
 def _names(backbone) -> list[str]:
@@ -117,7 +118,7 @@ def test_missing_package_says_how_to_install(monkeypatch):
 
 
 def test_a_gguf_file_without_llama_cpp_says_how_to_install(monkeypatch, tmp_path):
-    from predcalc.studies import llm_deploy
+    from predcalc.llm import deploy as llm_deploy
 
     monkeypatch.setitem(sys.modules, "llama_cpp", None)
     with pytest.raises(llm_deploy.GemmaAdapterError, match=r"pip install '\.\[llama\]'"):

@@ -11,7 +11,7 @@ import pytest
 pytest.importorskip("keras_hub")
 pytestmark = [pytest.mark.slow, pytest.mark.real_gemma]  # loads a 268M-parameter model (about 30 s)
 
-from predcalc.studies import gemma_weights  # noqa: E402
+from predcalc.llm import weights as gemma_weights  # noqa: E402
 
 # Prompt -> the next token greedy decoding must write (read off the correctly mapped model).
 NEXT_TOKENS = {

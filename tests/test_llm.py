@@ -1,4 +1,4 @@
-"""LoRA fine-tuning of a tiny keras-hub Gemma 3 on the reference protocol (predcalc.studies.llm).
+"""LoRA fine-tuning of a tiny keras-hub Gemma 3 on the reference protocol (predcalc.llm.finetune).
 
 One tiny model is built, adapted and trained for a few steps once per module; the tests read it.
 """
@@ -9,7 +9,8 @@ import numpy as np
 import pytest
 
 from predcalc.data import reference_protocol
-from predcalc.studies import llm, llm_deploy
+from predcalc.llm import deploy as llm_deploy
+from predcalc.llm import finetune as llm
 
 RANK = 4
 

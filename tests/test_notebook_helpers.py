@@ -6,9 +6,9 @@ import matplotlib
 import numpy as np
 
 from predcalc.data import NumericTokenizer, reference_protocol
+from predcalc.llm import finetune as llm
 from predcalc.models.token_heads import PLAIN, REVERSED
 from predcalc.notebooks import transformer_steps as notes
-from predcalc.studies import llm
 
 matplotlib.use("Agg")
 

@@ -21,9 +21,9 @@ from predcalc.deploy.digit_files import DigitFile, is_digit_model
 from predcalc.deploy.export import FORMATS, export_directory, find_keras_models
 from predcalc.deploy.predictor import CALCULATOR_MODEL, DEFAULT_MODEL, Predictor
 from predcalc.errors import one_line
+from predcalc.llm.deploy import GemmaAdapter, GGUFGemma, is_gemma_adapter
 from predcalc.paths import BENCH_FILE, relative, reports_for, runs_for
 from predcalc.readable import percent
-from predcalc.studies.llm_deploy import GemmaAdapter, GGUFGemma, is_gemma_adapter
 
 EXIT_FAILURE = 1  # a bug, or something this machine lacks
 EXIT_REFUSED = 1  # evaluate: some lines refused, the others scored (as export, run and sweep: part failed)

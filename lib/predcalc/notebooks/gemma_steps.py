@@ -7,7 +7,7 @@ import numpy as np
 import pandas as pd
 
 from predcalc.report.anchors import REFERENCE_LLM_ROWS
-from predcalc.studies import gemma_weights
+from predcalc.llm import weights as gemma_weights
 
 SETS = ("in", "out", "long")
 
@@ -132,7 +132,7 @@ def glue_texts(tiny: dict, control: dict, lora_rank: int, record: dict | None) -
 def jetson_frame(protocol, work, output, record: dict, n_export: int = 200, n_cli: int = 20) -> pd.DataFrame:
     """The published adapter's LiteRT file against Keras (stored in the record), and what the
     command line's rebuilt model answers on ``n_cli`` in-range expressions."""
-    from predcalc.studies import llm, llm_deploy  # Keras and keras-hub: only where a model is built
+    from predcalc.llm import finetune as llm, deploy as llm_deploy  # Keras and keras-hub: only where a model is built
 
     adapter = output / record["run_folder"]["adapter"]
     export = record["export"] = llm_deploy.export_stage(protocol, work, adapter, n=n_export)

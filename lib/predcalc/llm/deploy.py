@@ -208,12 +208,12 @@ def write_description(adapter: Path, rank: int, targets, template: str, **extra)
 
 def rebuild(path):
     """The fine-tuned model: the base Gemma 3 270M with the adapter put back on; and its description."""
-    from predcalc.studies import gemma_weights, llm  # Keras and keras-hub: only where a model is built
+    from predcalc.llm import finetune, weights  # Keras and keras-hub: only where a model is built
 
     adapter = adapter_file(path)
     info = description(adapter)
-    model = gemma_weights.load()
-    llm.enable_lora(model, int(info["rank"]), list(info["targets"]))
+    model = weights.load()
+    finetune.enable_lora(model, int(info["rank"]), list(info["targets"]))
     model.backbone.load_lora_weights(str(adapter))
     return model, info
 
@@ -246,10 +246,10 @@ class GemmaAdapter(_Predictor):
 
     def answers(self, expressions) -> list[str]:
         """The generated answer text of each expression (greedy decoding)."""
-        from predcalc.studies import llm  # Keras and keras-hub: only where a model runs
+        from predcalc.llm import finetune  # Keras and keras-hub: only where a model runs
 
         prompts = [prompt_text(e, self.info.get("template", DEFAULT_TEMPLATE)) for e in expressions]
-        return llm.generate(self.model, prompts, max_new_tokens=8, batch_size=self.batch_size)
+        return finetune.generate(self.model, prompts, max_new_tokens=8, batch_size=self.batch_size)
 
 
 _LOG_CALLBACKS = []  # llama.cpp keeps a pointer to the callback: it must outlive every call
@@ -264,7 +264,7 @@ def _quiet_llama_cpp(llama_cpp) -> None:
 
 class GGUFGemma(_Predictor):
     """A GGUF file run by llama.cpp (``llama-cpp-python``), greedy, on ``threads`` threads: one this
-    project wrote (``gemma_weights.write_gguf``), or any Gemma GGUF trained on the same prompt."""
+    project wrote (``weights.write_gguf``), or any Gemma GGUF trained on the same prompt."""
 
     def __init__(self, path, threads: int = 2, template: str | None = None, context: int = 128):
         try:
@@ -312,7 +312,7 @@ def publish(record: dict, work, output, chosen_seed: int | None = None) -> dict:
     ``gemma_adapter.json`` names it for ``predcalc --model <output>``."""
     import h5py  # the adapter's file format, only where one is written
 
-    from predcalc.studies.gemma_weights import LABEL
+    from predcalc.llm.weights import LABEL
 
     work, output = Path(work), Path(output)
     chosen = record["seeds"][0] if chosen_seed is None else next(s for s in record["seeds"] if s["seed"] == chosen_seed)
@@ -499,7 +499,7 @@ def check_litert(model, path, expressions, template: str = DEFAULT_TEMPLATE, max
     """The file's answers against Keras' on ``expressions``; size, load time, tokens per second."""
     prompts = [prompt_text(e, template) for e in expressions]
     started = time.perf_counter()
-    from predcalc.studies.llm import generate  # Keras: only where a model runs
+    from predcalc.llm.finetune import generate  # Keras: only where a model runs
 
     keras_texts = generate(model, prompts, max_new_tokens=max_new_tokens, batch_size=16)
     keras_seconds = time.perf_counter() - started

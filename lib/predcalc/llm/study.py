@@ -1,16 +1,16 @@
 """LoRA fine-tuning of the real Gemma 3 270M on the reference protocol: a resumable study.
 
 The training loop is written out rather than ``fit``: the output head (262,144 x 640) runs only at
-the answer positions (``llm.answer_logits``; the prompt is masked, so the loss and its gradient are
+the answer positions (``finetune.answer_logits``; the prompt is masked, so the loss and its gradient are
 the same), a run is checkpointed every few steps (``runs/<recipe>_seed<k>.npz``) and resumes where
 it stopped with the same batches, and a stopping rule on validation ends it. Stages, each stored as
 JSON in a work folder as it finishes (``run`` skips what is stored): ``base`` (the model before
 fine-tuning, zero-shot and few-shot), ``search`` (``SEARCH_STAGES`` on seed 0, chosen on the whole
 validation split into ``choices.json``), ``seed_K`` (the chosen recipe per seed, scored on the full
 test sets and on samples of three held-out edge sets, its adapter kept), and the model outside
-Keras (``llm_deploy.export_stage``, ``gemma_weights.gguf_stage``).
+Keras (``deploy.export_stage``, ``weights.gguf_stage``).
 
-Run the long stages with ``python -m predcalc.studies.gemma_study --stages search seeds``.
+Run the long stages with ``python -m predcalc.llm.study --stages search seeds``.
 """
 
 from __future__ import annotations
@@ -30,11 +30,12 @@ import tensorflow as tf
 from tqdm.auto import tqdm
 
 from predcalc.data import Protocol, Split
-from predcalc.studies import edges, gemma_weights, llm, llm_deploy
-from predcalc.studies.llm_deploy import load_stage, store_stage
+from predcalc.llm import deploy, finetune, weights
+from predcalc.llm.deploy import load_stage, store_stage
+from predcalc.studies import edges
 
 
-class FineTuneError(llm.LLMError):
+class FineTuneError(finetune.LLMError):
     """A bad recipe or a checkpoint that does not fit the run."""
 
 
@@ -197,7 +198,7 @@ def train(
     seed: int,
     checkpoint: Path,
     every: int = 25,
-    template: str = llm.DEFAULT_TEMPLATE,
+    template: str = finetune.DEFAULT_TEMPLATE,
     progress: bool = True,
     until: int | None = None,
     plateau: Plateau | None = None,
@@ -214,7 +215,7 @@ def train(
     if plateau is not None and validation is None:
         raise FineTuneError("the stopping rule needs a validation split")
     keras.utils.set_random_seed(int(seed))  # the LoRA A matrices' initialisation
-    trainable = llm.enable_lora(model, recipe.rank, list(recipe.targets))
+    trainable = finetune.enable_lora(model, recipe.rank, list(recipe.targets))
     backbone = model.backbone
     variables = backbone.trainable_variables
     optimizer = keras.optimizers.Adam(learning_rate(recipe))
@@ -222,14 +223,14 @@ def train(
     saver = _Checkpoint(checkpoint, variables, optimizer)
     start_step, losses, state = saver.restore()
     state = {"cpu_seconds": 0.0, "stretches": [], "validation": [], "best": None, "stopped_by": None, **state}
-    data = llm_deploy.pack(model.preprocessor.tokenizer, train_split, template)
+    data = deploy.pack(model.preprocessor.tokenizer, train_split, template)
     order = batch_order(len(train_split), recipe.steps, recipe.batch_size, seed)
     best_file = _best_path(checkpoint)
 
     @tf.function(reduce_retracing=True)
     def step(token_ids, padding_mask, positions, targets, weights):
         with tf.GradientTape() as tape:
-            logits = llm.answer_logits(backbone, token_ids, padding_mask, positions)
+            logits = finetune.answer_logits(backbone, token_ids, padding_mask, positions)
             losses_ = keras.losses.sparse_categorical_crossentropy(targets, logits, from_logits=True)
             loss = tf.reduce_sum(losses_ * weights) / tf.reduce_sum(weights)
         gradients = tape.gradient(loss, variables)
@@ -238,7 +239,7 @@ def train(
 
     def score(at: int) -> bool:
         """Score validation at step ``at``; True when the rule says stop."""
-        accuracy = float(llm.exact_correct(model, validation).mean())
+        accuracy = float(finetune.exact_correct(model, validation).mean())
         state["validation"].append({"step": at, "accuracy": accuracy, "loss": float(np.mean(losses[-plateau.every :]))})
         if state["best"] is None or accuracy > state["best"]["accuracy"]:
             state["best"] = {"step": at, "accuracy": accuracy}
@@ -361,17 +362,17 @@ def _same_recipe(record: dict, recipe, stored: Path) -> None:
 
 def _fresh_model():
     gc.collect()
-    return gemma_weights.load()
+    return weights.load()
 
 
 def few_shot_prefix(train: Split, k: int = FEW_SHOT) -> str:
     """``k`` solved training expressions, one a line: ``"3 - -2 + 4 = 9\\n..."``."""
-    return "".join(f"{e} ={llm_deploy.answer_response(v)}\n" for e, v in zip(train.expressions[:k], train.values))
+    return "".join(f"{e} ={deploy.answer_response(v)}\n" for e, v in zip(train.expressions[:k], train.values))
 
 
 def first_line_answer(text: str) -> int | None:
     """The integer stated before the first newline, or None."""
-    return llm.parse_answer(str(text).split("\n", 1)[0])
+    return finetune.parse_answer(str(text).split("\n", 1)[0])
 
 
 def base_controls(model, protocol: Protocol, sample: int, seed: int) -> dict:
@@ -382,9 +383,9 @@ def base_controls(model, protocol: Protocol, sample: int, seed: int) -> dict:
         started = time.perf_counter()
         scores, examples = {}, {}
         for name in PREFERRED_ORDER:
-            split = llm.subsample(protocol.test_sets()[name], sample, seed)
-            prompts = [lead + llm.prompt_text(e) for e in split.expressions]
-            texts = llm.generate(model, prompts, max_new_tokens=6, batch_size=16)
+            split = finetune.subsample(protocol.test_sets()[name], sample, seed)
+            prompts = [lead + finetune.prompt_text(e) for e in split.expressions]
+            texts = finetune.generate(model, prompts, max_new_tokens=6, batch_size=16)
             answers = [first_line_answer(t) for t in texts]
             right = [a is not None and a == int(round(v)) for a, v in zip(answers, split.values)]
             scores[name] = {"accuracy": float(np.mean(right)), "correct": int(sum(right)), "n": len(split)}
@@ -400,7 +401,7 @@ def base_controls(model, protocol: Protocol, sample: int, seed: int) -> dict:
 def _train(recipe, seed, protocol, settings, work, progress):
     """A fresh base model, LoRA-trained by the stopping rule (resuming its checkpoint)."""
     model = _fresh_model()
-    stop_set = llm.subsample(protocol.validation, settings.stop_validation, settings.sample_seed)
+    stop_set = finetune.subsample(protocol.validation, settings.stop_validation, settings.sample_seed)
     checkpoint = work / "runs" / f"{recipe.name}_seed{seed}.npz"
     kwargs = dict(every=settings.checkpoint_every, progress=progress, plateau=settings.plateau, validation=stop_set)
     return model, train(model, protocol.train, recipe, seed, checkpoint, **kwargs)
@@ -439,7 +440,7 @@ def search(protocol: Protocol, settings: Settings, work: Path, progress: bool = 
             else:
                 model, training = _train(recipe, 0, protocol, settings, work, progress)
                 started = time.perf_counter()
-                scores = llm.exact_accuracy(model, {"validation": protocol.validation}, progress=progress)
+                scores = finetune.exact_accuracy(model, {"validation": protocol.validation}, progress=progress)
                 del model
                 row = store_stage(
                     stored,
@@ -473,7 +474,7 @@ def chosen_recipe(record: dict) -> Recipe:
 
 def heldout_edges(protocol: Protocol, sample: int, seed: int) -> dict[str, Split]:
     suite = edges.heldout_suite(data_seed=protocol.seed)
-    return {name: llm.subsample(suite[name], sample, seed) for name in EDGE_SETS}
+    return {name: finetune.subsample(suite[name], sample, seed) for name in EDGE_SETS}
 
 
 def run_seed(protocol, recipe, seed, settings, work, adapters: Path, progress=True) -> dict:
@@ -485,23 +486,23 @@ def run_seed(protocol, recipe, seed, settings, work, adapters: Path, progress=Tr
     model, training = _train(recipe, seed, protocol, settings, work, progress)
     sets = {name: protocol.test_sets()[name] for name in PREFERRED_ORDER}
     started = time.perf_counter()
-    scores = llm.exact_accuracy(model, sets, progress=progress)
+    scores = finetune.exact_accuracy(model, sets, progress=progress)
     seconds = time.perf_counter() - started
     adapters.mkdir(parents=True, exist_ok=True)
     adapter = adapters / f"seed_{seed}.lora.h5"
     model.backbone.save_lora_weights(str(adapter))
     started = time.perf_counter()
-    edge_scores = llm.exact_accuracy(
+    edge_scores = finetune.exact_accuracy(
         model, heldout_edges(protocol, settings.edge_sample, settings.sample_seed), progress=progress
     )
     edge_seconds = time.perf_counter() - started
     # per expression, for the command line's regression test (tests/test_gemma_cli.py)
     probe = protocol.test_in.subset(np.arange(len(protocol.test_in)) < PROBE, "probe")
-    probe_correct = [int(c) for c in llm.exact_correct(model, probe)]
+    probe_correct = [int(c) for c in finetune.exact_correct(model, probe)]
     agreement = None
     if seed == settings.seeds[0] and settings.agreement_sample:
         agreement = {
-            name: llm.greedy_agreement(model, llm.subsample(split, settings.agreement_sample, seed))
+            name: finetune.greedy_agreement(model, finetune.subsample(split, settings.agreement_sample, seed))
             for name, split in sets.items()
         }
     del model
@@ -555,14 +556,14 @@ def run(protocol: Protocol, settings: Settings, work, adapters, progress: bool =
 def study_record(parts: dict, settings: Settings, protocol: Protocol) -> dict:
     """The ``"gemma3_270m"`` entry of metrics.json."""
     record = {
-        "label": gemma_weights.LABEL,
+        "label": weights.LABEL,
         "weights": "google/gemma-3-270m, llama.cpp GGUF Q4_K_M, dequantised to float32 (not the bf16 original)",
         "settings": {k: v for k, v in dataclasses.asdict(settings).items() if k != "search"},
         "search_stages": [[stage, [dict(c) for c in changes]] for stage, changes in settings.search],
         "test_counts": {name: len(protocol.test_sets()[name]) for name in PREFERRED_ORDER},
         "train_count": len(protocol.train),
         "cap_steps": settings.cap(len(protocol.train)),
-        "scoring": "exact answer under greedy decoding, one teacher-forced pass (llm.exact_correct)",
+        "scoring": "exact answer under greedy decoding, one teacher-forced pass (finetune.exact_correct)",
         **parts,
     }
     if parts.get("seeds"):
@@ -592,4 +593,4 @@ if __name__ == "__main__":
         run(protocol, settings, work, work / "adapters", not arguments.no_progress, trained)
     if "gguf" in arguments.stages:
         adapter = arguments.adapter or work / "adapters" / f"seed_{settings.seeds[0]}.lora.h5"
-        gemma_weights.gguf_stage(protocol, work, Path(adapter))
+        weights.gguf_stage(protocol, work, Path(adapter))

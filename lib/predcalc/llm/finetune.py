@@ -29,7 +29,7 @@ import tensorflow as tf
 from tqdm.auto import tqdm
 
 from predcalc.data import Protocol, Split
-from predcalc.studies.llm_deploy import (
+from predcalc.llm.deploy import (
     DEFAULT_TEMPLATE,
     LLMError,
     answer_accuracy,
@@ -42,7 +42,7 @@ from predcalc.studies.llm_deploy import (
     subsample,
     token_lists,
 )
-from predcalc.studies.llm_deploy import parse_answer as parse_answer  # re-exported: llm.parse_answer
+from predcalc.llm.deploy import parse_answer as parse_answer  # re-exported: finetune.parse_answer
 from predcalc.training.fit import set_seed
 
 TURN_PIECES = ("<start_of_turn>", "<end_of_turn>")
@@ -506,7 +506,7 @@ def plot_loss(history: dict, title: str):
 
 
 # ---------------------------------------------------------------------------------------------
-# The exact score in one teacher-forced pass (the packing: ``llm_deploy.pack``)
+# The exact score in one teacher-forced pass (the packing: ``deploy.pack``)
 
 
 def answer_logits(backbone, token_ids, padding_mask, positions):

@@ -475,19 +475,19 @@ def gguf_stage(protocol, work, adapter, n: int = 200, threads: int = 2) -> dict:
     """The fine-tuned model merged and written as GGUF files (F16, Q8_0, Q4_K_M where llama.cpp's
     quantiser is at hand), each run by llama.cpp on ``n`` test expressions against Keras' greedy
     answers; sizes and tokens per second on ``threads`` threads (stored)."""
-    from predcalc.studies import llm, llm_deploy  # Keras and llama.cpp: only where the stage runs
-    from predcalc.studies.llm_deploy import export_expressions, load_stage, store_stage
+    from predcalc.llm import deploy, finetune  # Keras and llama.cpp: only where the stage runs
+    from predcalc.llm.deploy import export_expressions, load_stage, store_stage
 
     work = Path(work)
     stored = work / "gguf.json"
     record = load_stage(stored)
     if record is not None:
         return record
-    model, info = llm_deploy.rebuild(adapter)
+    model, info = deploy.rebuild(adapter)
     expressions = export_expressions(protocol, n)
-    prompts = [llm.prompt_text(e) for e in expressions]
+    prompts = [finetune.prompt_text(e) for e in expressions]
     started = time.perf_counter()
-    keras_texts = llm.generate(model, prompts, max_new_tokens=8, batch_size=16)
+    keras_texts = finetune.generate(model, prompts, max_new_tokens=8, batch_size=16)
     keras_seconds = time.perf_counter() - started
     source = reader(gguf_path())
     tensors = merged_tensors(model.backbone, [t.name for t in source.tensors])
@@ -497,18 +497,18 @@ def gguf_stage(protocol, work, adapter, n: int = 200, threads: int = 2) -> dict:
     del tensors
     q4 = quantise_q4_k_m(folder / "gemma3_270m_lora_F16.gguf", folder / "gemma3_270m_lora_Q4_K_M.gguf")
     files += [q4] if q4 else []
-    keras_answers = [llm.parse_answer(t) for t in keras_texts]
+    keras_answers = [finetune.parse_answer(t) for t in keras_texts]
     truths = [int(round(v)) for v in _values(protocol, expressions)]
     rows = []
     for file in files:
-        runner = llm_deploy.GGUFGemma(folder / file["path"], threads=threads)
+        runner = deploy.GGUFGemma(folder / file["path"], threads=threads)
         texts = runner.answers(expressions)
         rows.append(
             {
                 **file,
                 "n": len(expressions),
-                **llm_deploy.agreement(expressions, keras_texts, texts, strip=True),
-                "exact": int(sum(llm.parse_answer(g) == v for g, v in zip(texts, truths))),
+                **deploy.agreement(expressions, keras_texts, texts, strip=True),
+                "exact": int(sum(finetune.parse_answer(g) == v for g, v in zip(texts, truths))),
                 "load_seconds": round(runner.load_seconds, 2),
                 "generated_tokens": runner.generated_tokens,
                 "tokens_per_second": round(runner.generated_tokens / runner.decode_seconds, 1),
