@@ -391,6 +391,24 @@ def test_a_keep_stored_run_starts_from_the_stored_folder(tmp_path):
     assert not (runs / "01_ok" / "export").exists()
 
 
+def test_a_rerun_keeps_the_files_other_commands_wrote_into_its_folder(tmp_path):
+    """The edge study's per-seed scores and the digit suite's others.json live in a notebook's run
+    folder; a rerun that does not write them carries them over. Anything else it did not write goes."""
+    notebooks = tmp_path / "notebooks"
+    notebooks.mkdir()
+    _notebook(notebooks / "01_ok.ipynb", "import pathlib\npathlib.Path(output_dir, 'metrics.json').write_text('{}')")
+    runs = tmp_path / "runs"
+    scores = runs / "01_ok" / "export" / "m" / "seeds" / "seed_3" / "scores.json"
+    scores.parent.mkdir(parents=True)
+    scores.write_text('{"exact": 1}')
+    (runs / "01_ok" / "others.json").write_text("{}")
+    (runs / "01_ok" / "stale.png").write_text("old figure")
+    (outcome,) = runner.run(profile="full", runs=runs, notebooks_dir=notebooks, progress=False)
+    assert outcome.error is None
+    assert scores.read_text() == '{"exact": 1}' and (runs / "01_ok" / "others.json").is_file()
+    assert not (runs / "01_ok" / "stale.png").exists()
+
+
 def test_keep_stored_keeps_models_not_retrained(tmp_path):
     from predcalc.data import reference_protocol
     from predcalc.training.experiment import Results

@@ -227,6 +227,22 @@ def name_relative(folder: Path, written_as: str, final: Path) -> None:
     _replace_text(folder, f"{paths.ROOT}{os.sep}", "")
 
 
+# Files other commands write into a run folder (the edge study's per-seed scores, the digit suite's
+# other models): a rerun of the notebook does not write them, so they are carried over, not lost.
+WRITTEN_ELSEWHERE = ("export/*/seeds/*/*", "others.json")
+
+
+def _carry_over(previous: Path, new: Path) -> None:
+    """Copy into ``new`` the files of ``previous`` that other commands wrote (``WRITTEN_ELSEWHERE``)
+    and the new run did not write again."""
+    for pattern in WRITTEN_ELSEWHERE:
+        for path in previous.glob(pattern):
+            target = new / path.relative_to(previous)
+            if path.is_file() and not target.exists():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(path, target)
+
+
 def _replace_folder(source: Path, destination: Path) -> None:
     """Move ``source`` to ``destination`` by renames: ``destination`` is at every moment either
     the previous complete folder or the new one (a hidden ``.<name>.old`` holds the previous
@@ -378,6 +394,8 @@ def execute(
             )
         )
         if not error:  # a file whose numbers did not change stays as it was (bytes and time)
+            if final.is_dir():
+                _carry_over(final, temporary)
             keep_unchanged(temporary, final)
         _replace_folder(temporary, final)
         if not error:
