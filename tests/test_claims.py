@@ -28,20 +28,21 @@ def test_a_perturbed_record_fails_its_claim(row, tmp_path):
     record = json.loads((REPORTS / row["record"]).read_text())
     values = claims.resolve(record, row["values"])
     perturbed = copy.deepcopy(record)
-    # change the first value the claim reads: a number moves far, a string changes
+    # change every value the claim reads: a number moves far, a string changes
     keys = row["values"].split(".")
 
     def change(node, rest):
         key = rest[0]
         if key == "*":
-            key = next(iter(node)) if isinstance(node, dict) else 0
-        elif isinstance(node, list):
-            key = int(key)
-        if len(rest) == 1:
-            old = node[key]
-            node[key] = (-1e9 if old > 0.5 else 1e9) if isinstance(old, int | float) else f"{old}-changed"
+            chosen = list(node) if isinstance(node, dict) else range(len(node))
         else:
-            change(node[key], rest[1:])
+            chosen = [int(key) if isinstance(node, list) else key]
+        for key in chosen:
+            if len(rest) == 1:
+                old = node[key]
+                node[key] = (-1e9 if old > 0.5 else 1e9) if isinstance(old, int | float) else f"{old}-changed"
+            else:
+                change(node[key], rest[1:])
 
     change(perturbed, keys)
     target = tmp_path / row["record"]
