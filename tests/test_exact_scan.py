@@ -12,6 +12,7 @@ import pytest
 
 from predcalc.data import evaluate, make_split, reference_protocol
 from predcalc.deploy.predictor import Predictor
+from predcalc.paths import RUNS
 from predcalc.studies import exact_scan as study
 from predcalc.studies.edges import (
     SECOND_HELDOUT_SEED,
@@ -150,42 +151,6 @@ def test_the_final_recipe_has_the_soft_write_gradient_and_a_fixed_offset(protoco
     )
 
 
-def _record():
-    seeds = {"0": 1.0, "1": 0.5}
-    sets = {"digits_3": "3 numbers of 3 digits", "terms_300": "300 numbers"}
-    heldout = {fmt: {s: {n: v for n in sets} for s, v in seeds.items()} for fmt in ("onnx", "litert")}
-    dev = {"in": 1.0, "nines": 0.25}
-    return {
-        "choices": {"claim": "the second held-out suite"},
-        "data": {"training": 1892, "heldout": {"seed": 4040, "count": 300, "sets": sets}},
-        "seeds": {
-            "0": {"weights": {"readout": [1.0], "gate_bias": [-0.5]}, "scores": {"in": 1.0}},
-            "1": {"weights": {"readout": [0.5], "gate_bias": [2.0]}, "scores": {"in": 0.25}},
-        },
-        "initial": {"0": {"scores": {"in": 0.1, "nines": 0.0}}},
-        "heldout": heldout,
-        "ablation": {"seeds": [0], "runs": {"full": {"0": dev}, "no_clamp": {"0": {"in": 1.0, "nines": 0.0}}}},
-        "long": {"exact": -8.0, "answers": {"onnx": -8.0, "litert": -8.0}},
-        "float32_bound": {
-            "bound": 2**24,
-            "answers": {"16777216 + 1": 16777216.0},
-            "exact": {"16777216 + 1": 16777217.0},
-            "refusal": "refused",
-        },
-        "transformer": {"runs": {}},
-    }
-
-
-def test_section_markdown_from_a_record():
-    text = study.section_markdown(_record())
-    assert "on 1 of 2 seeds through its exported ONNX file and on 1 of 2 through its float32 LiteRT file" in text
-    assert "| digits_3 | 3 numbers of 3 digits | 1 of 2 | 1 of 2 | 100.0 %, 50.0 % |" in text
-    assert "| no_clamp | 1 | 0 |" in text
-    assert "Seed 1 is not exact even inside the training box (the protocol's in-range test set: 25.0 %)" in text
-    assert "Every seed that is exact in the training box is exact on every held-out set." in text
-    assert "`16777216 + 1` gives 16777216 (exact 16777217)" in text
-
-
 @pytest.mark.slow
 def test_training_finds_the_exact_solution(protocol):
     trained = train_exact(protocol, seed=0)
@@ -199,68 +164,26 @@ def test_training_finds_the_exact_solution(protocol):
     assert exact_accuracy(protocol.test_in.values, trained.predict(protocol.test_in.expressions)) == 1.0
 
 
-def test_the_stored_full_run_renders_a_row_per_heldout_set():
-    record = study.RUNS / study.NOTEBOOK / "metrics.json"
+def test_seeds_exact_on_every_set_and_counts_per_set():
+    per_seed = {"10": {"digits_3": 1.0, "terms_300": 1.0}, "11": {"digits_3": 1.0, "terms_300": 0.99}}
+    assert study.exact_on_every_set(per_seed) == ["10"]
+    assert study.exact_counts(per_seed) == {"digits_3": 2, "terms_300": 1}
+    assert study.exact_on_every_set({}) == [] and study.exact_counts({}) == {}
+
+
+def test_the_stored_full_run_has_its_seeds_and_their_files():
+    record = RUNS / study.NOTEBOOK / "metrics.json"
     if not record.is_file():
         pytest.skip("no stored full run of 33_trained_exact_scan")
     stored = json.loads(record.read_text())
-    text = study.stored_section()
     assert len(stored["heldout"]["onnx"]) == 10  # the full profile's ten seeds the recipe was chosen on
     assert stored["fresh"]["seeds"] == list(range(10, 20))  # and its ten fresh seeds, the claim
-    fresh = study.fresh_counts(stored)
-    assert f"**{fresh['everywhere']['onnx']} of 10 fresh seeds through their exported ONNX files**" in text
-    for name, box in stored["data"]["heldout"]["sets"].items():
-        row = f"| {name} | {box} | {fresh['heldout']['onnx'][name]} of 10 | {fresh['heldout']['litert'][name]} of 10 |"
-        assert text.count(row) == 1, name  # one row a set: the fresh seeds' counts first, then seeds 0-9's
+    for fmt, by_seed in stored["fresh"]["heldout"].items():  # every fresh seed scored on every held-out set
+        assert sorted(by_seed, key=int) == [str(s) for s in range(10, 20)], fmt
+        assert all(set(scores) == set(stored["data"]["heldout"]["sets"]) for scores in by_seed.values()), fmt
     for seed in map(str, stored["fresh"]["seeds"]):  # each fresh seed's files are in the repository
-        folder = study.RUNS / study.NOTEBOOK / "export" / f"scan_exact_fresh_seed_{seed}"
+        folder = RUNS / study.NOTEBOOK / "export" / f"scan_exact_fresh_seed_{seed}"
         assert all((folder / name).is_file() for name in study.FILES.values()), folder
-
-
-def _fresh_record():
-    """:func:`_record` with two fresh seeds: 10 exact everywhere, 11 short on terms_300 through ONNX only."""
-    record = _record()
-    sets = record["data"]["heldout"]["sets"]
-    heldout = {fmt: {"10": dict.fromkeys(sets, 1.0), "11": dict.fromkeys(sets, 1.0)} for fmt in ("onnx", "litert")}
-    heldout["onnx"]["11"]["terms_300"] = 0.99
-    development = {fmt: {"10": {"in": 1.0, "nines": 1.0}, "11": {"in": 1.0, "nines": 0.5}} for fmt in heldout}
-    record["fresh"] = {
-        "seeds": [10, 11],
-        "records": {"10": {"scores": {"in": 1.0}}, "11": {"scores": {"in": 0.75}}},
-        "exports": {},
-        "heldout": heldout,
-        "development": development,
-    }
-    for seed in record["seeds"].values():
-        seed["scores"] = {"in": seed["scores"]["in"], "out": 1.0, "long": 1.0}
-    return record
-
-
-def test_fresh_counts_per_set_and_everywhere():
-    counts = study.fresh_counts(_fresh_record())
-    assert counts["n"] == 2 and counts["seeds"] == ["10", "11"]
-    assert counts["heldout"]["onnx"] == {"digits_3": 2, "terms_300": 1}
-    assert counts["heldout"]["litert"] == {"digits_3": 2, "terms_300": 2}
-    assert counts["development"]["onnx"] == {"in": 2, "nines": 1}
-    assert counts["everywhere"] == {"onnx": 1, "litert": 2}
-    assert study.fresh_counts(_record()) is None
-    assert study.fresh_counts({**_record(), "fresh": {"seeds": []}}) is None
-
-
-def test_section_gives_the_fresh_count_as_the_claim():
-    text = study.section_markdown(_fresh_record())
-    assert "on **1 of 2 fresh seeds through their exported ONNX files** and on 2 of 2 through their" in text
-    assert "On seeds 0, 1, the seeds its last two changes" in text
-    assert "on 1 of 2 (ONNX) and 1 of 2 (LiteRT), not the claim." in text
-    # one row per set: the fresh seeds' counts and spread, then the choosing seeds'
-    assert "| terms_300 | 300 numbers | 1 of 2 | 2 of 2 | 99.0-100.0 % | 1 of 2 | 1 of 2 | 50.0-100.0 % |" in text
-    assert "| digits_3 | 3 numbers of 3 digits | 2 of 2 | 2 of 2 | 100.0 % | 1 of 2 |" in text
-    assert "(ONNX / LiteRT): in 2 / 2, nines 1 / 1." in text  # the development sets through the fresh files
-    assert "Fresh seed 11 is not exact on the protocol's in-range test set (Keras: 75.0 %)" in text
-    assert "seeds 0, 1: the seeds the recipe was chosen on" in text
-    plain = study.section_markdown(_record())
-    assert "no fresh seed was run, so this count rests on the choosing seeds" in plain
-    assert "fresh seeds through" not in plain
 
 
 @pytest.mark.slow

@@ -119,21 +119,14 @@ def test_a_set_a_file_did_not_read_is_left_out_not_scored_zero():
     assert facts["exact_everywhere_seeds"] == ["20"]  # a seed missing a set is not exact everywhere
 
 
-def test_the_section_names_the_counts_and_the_failing_sets():
-    text = study.section_markdown(synthetic_record())
-    assert "**1 of 3 fresh seeds**" in text
-    assert "on the sets some seed misses: digits_3 2" in text
-    assert "digits_3 2, terms_300 2 (every seed" in text
-    assert "| terms_300 | 300 numbers | 2 of 3 | 50.0-100.0 % | 83.3 % | 0 of 1 | 25.0 % |" in text
-    assert "Given by design: value channel:" in text
+def test_a_seed_not_exact_in_range_is_named():
     record = synthetic_record()
+    assert study.answer_facts(record)["fresh"]["not_exact_in_box"] == []
     record["heldout"]["fresh"]["22"]["protocol"]["in"] = 0.5
     assert study.answer_facts(record)["fresh"]["not_exact_in_box"] == ["22"]
-    assert "Fresh seed 22 is not exact even on the protocol's in-range test set (Keras: 50.0 %)" in (
-        study.section_markdown(record)
-    )
     record["heldout"]["fresh"] = {}
-    assert "No fresh seed was run" in study.section_markdown(record)
+    fresh = study.answer_facts(record)["fresh"]
+    assert fresh["n"] == 0 and fresh["exact_everywhere"] == 0 and fresh["lower_bound"] is None
 
 
 def test_the_onnx_file_at_a_longer_length_matches_keras(tmp_path):

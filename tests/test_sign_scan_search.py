@@ -1,6 +1,6 @@
 """The sign scan's discrete patterns: the enumeration's count, the Keras scores against a NumPy
 reference of the layer's equations, the known solution exact and wrong patterns not, the search's
-odds, the trained seeds' rounding, the sentences, and one-line errors on bad input."""
+odds, the trained seeds' rounding and their summary, and one-line errors on bad input."""
 
 import dataclasses
 import json
@@ -131,14 +131,28 @@ def synthetic_record(heldout_exact: bool):
     return record
 
 
-def test_the_sentences_follow_the_counts():
-    pinned = study.summary_markdown(synthetic_record(True))
-    assert "2 of them" in pinned and "pins the rule down" in pinned and "2/2" in pinned
-    assert "expects 27 draws" in pinned  # 54 / 2
-    assert "\n" not in pinned  # one paragraph
-    loose = study.summary_markdown(synthetic_record(False))
-    assert "does not pin the rule down" in loose and "0/2" in loose
-    assert study.is_record(synthetic_record(True))
+def test_the_record_says_whether_fitting_the_training_split_pins_the_rule():
+    pinned = synthetic_record(True)
+    assert pinned["exact"]["training"] == 2 and pinned["exact"]["heldout"] == 2
+    assert pinned["heldout_given_training"] == 1.0
+    assert pinned["search"]["expected_draws"] == pytest.approx(27.0)  # 54 / 2
+    loose = synthetic_record(False)
+    assert loose["exact"]["heldout"] == 0 and loose["heldout_given_training"] == 0.0
+    assert study.is_record(pinned)
+
+
+def test_the_trained_seeds_summary_counts_landed_and_off_pattern_seeds():
+    run = {"function": "f", "distance": 0.0, "training_exact": True, "everywhere": True}
+    record = {
+        "trained": {
+            "choosing": {"0": run, "4": {**run, "function": "g", "distance": 0.45, "training_exact": False}},
+            "fresh": {"10": {**run, "distance": 0.25, "everywhere": False}},
+        }
+    }
+    summary = study.trained_summary(record)
+    assert (summary["seeds"], summary["training_exact"], summary["everywhere"]) == (3, 2, 1)
+    assert summary["distance"] == 0.25 and summary["functions"] == ["f"] and summary["off_pattern"] == [4]
+    assert study.trained_summary({})["seeds"] == 0
 
 
 def test_the_stored_record_counts_every_pattern():
@@ -150,7 +164,8 @@ def test_the_stored_record_counts_every_pattern():
     assert record["exact"]["training"] == sum(a == 1.0 for a in record["training_accuracy"])
     assert record["exact"]["everywhere"] <= record["exact"]["training"]
     assert record["exact_per_set"][study.TRAINING] == record["exact"]["training"]
-    assert "patterns" in study.summary_markdown(record)
+    summary = study.trained_summary(record)
+    assert summary["seeds"] == 20 and summary["training_exact"] + len(summary["off_pattern"]) == 20
 
 
 @pytest.mark.slow  # two short training runs

@@ -10,12 +10,13 @@ The claim is made on :func:`predcalc.studies.edges.third_heldout_suite` (seed
 scored through each seed's exported ONNX and LiteRT files by
 :class:`predcalc.deploy.predictor.Predictor`, the same code as ``predcalc predict``.
 
-:func:`section_markdown` renders the findings' section from the stored record with the Jinja2
-template ``exact_scan.md.j2`` beside this module.
+:func:`exact_counts` and :func:`exact_on_every_set` give the counts the notebook's conclusion
+glues.
 
 Example:
     >>> record = json.loads(Path("reports/runs/33_trained_exact_scan/metrics.json").read_text())
-    >>> print(section_markdown(record))
+    >>> exact_on_every_set(record["fresh"]["heldout"]["onnx"])
+    ['10', '11', '12', '13', '14', '15', '16', '17', '18', '19']
 """
 
 from __future__ import annotations
@@ -34,10 +35,9 @@ from predcalc.data.expressions import format_expression
 from predcalc.deploy.export import export_trained, write_export_record
 from predcalc.deploy.formats import get_format
 from predcalc.deploy.predictor import Predictor
-from predcalc.paths import RUNS, save_keras_if_changed
-from predcalc.studies import study_template
+from predcalc.paths import save_keras_if_changed
 from predcalc.studies.edges import edge_scores, heldout_suite, suite_record, third_heldout_suite
-from predcalc.training.exact import ABLATIONS, ELEMENTS, MODEL, ExactRecipe, ablated, signed_sum_weights, train_exact
+from predcalc.training.exact import ABLATIONS, MODEL, ExactRecipe, ablated, signed_sum_weights, train_exact
 from predcalc.training.fit import TrainedModel, build, train
 from predcalc.training.metrics import exact_accuracy
 
@@ -203,10 +203,9 @@ def is_record(record: dict) -> bool:
     return "ablation" in record and "heldout" in record and "float32_bound" in record
 
 
-def exact_everywhere(record: dict) -> dict[str, int]:
-    """Per export format, the seeds exact on every set of the held-out suite."""
-    heldout, sets = record["heldout"], list(record["data"]["heldout"]["sets"])
-    return {fmt: sum(all(by_seed[s][n] == 1.0 for n in sets) for s in by_seed) for fmt, by_seed in heldout.items()}
+def exact_on_every_set(per_seed: dict) -> list:
+    """The seeds of ``{seed: {set: accuracy}}`` that are exact (100 %) on every one of their sets."""
+    return [seed for seed, scores in per_seed.items() if all(v == 1.0 for v in scores.values())]
 
 
 def exact_counts(per_seed: dict) -> dict[str, int]:
@@ -268,26 +267,6 @@ def fresh_seed_run(protocol, seeds, recipe: ExactRecipe, suite, development, out
             for fmt, scores in file_scores(folder, sets).items():
                 record[key][fmt][seed] = scores
     return record
-
-
-def fresh_counts(record: dict) -> dict:
-    """The fresh seeds' exact counts through the files: ``{"n": seeds, "heldout"|"development":
-    {fmt: {set: exact seeds}}, "everywhere": {fmt: seeds exact on every held-out set}}``; None
-    where the record has no fresh seeds."""
-    fresh = record.get("fresh") or {}
-    if not fresh.get("seeds"):
-        return None
-    sets = list(record["data"]["heldout"]["sets"])
-    return {
-        "n": len(fresh["seeds"]),
-        "seeds": [str(s) for s in fresh["seeds"]],
-        "heldout": {fmt: exact_counts(by_seed) for fmt, by_seed in fresh["heldout"].items()},
-        "development": {fmt: exact_counts(by_seed) for fmt, by_seed in fresh["development"].items()},
-        "everywhere": {
-            fmt: sum(all(by_seed[s][n] == 1.0 for n in sets) for s in by_seed)
-            for fmt, by_seed in fresh["heldout"].items()
-        },
-    }
 
 
 def long_expression(terms: int = LONG_TERMS, seed: int = LONG_SEED) -> str:
@@ -354,61 +333,4 @@ def recipe_record(recipe: ExactRecipe) -> dict:
     return dataclasses.asdict(recipe)
 
 
-TEMPLATE = "exact_scan.md.j2"
-
-
-def section_markdown(record: dict, search: str | None = None) -> str:
-    """The findings' section on the trained exact scan, from ``metrics.json`` of 33_trained_exact_scan;
-    ``search``: the sentences on its discrete patterns (:mod:`predcalc.studies.sign_scan_search`), if run."""
-    environment = study_template.environment(
-        keep_trailing_newline=True,
-        percent=study_template.percent,
-        spread=lambda values: study_template.spread(min(values), max(values)),
-    )
-    heldout = record["heldout"]
-    seeds = sorted(heldout["onnx"], key=int)
-    sets = list(record["data"]["heldout"]["sets"])
-    counts = {fmt: exact_counts(heldout[fmt]) for fmt in heldout}
-    ablation = record["ablation"]
-    ablation_counts = {name: exact_counts(runs) for name, runs in ablation["runs"].items()}
-    everywhere = exact_everywhere(record)
-    first_runs = next(iter(ablation["runs"].values()))
-    ablation_sets = list(next(iter(first_runs.values())))
-    stuck = [s for s in seeds if record["seeds"].get(s, {}).get("scores", {}).get("in", 1.0) < 1.0]
-    initial_exact = sum(any(v == 1.0 for v in row["scores"].values()) for row in record["initial"].values())
-    fresh = fresh_counts(record)
-    fresh_records = (record.get("fresh") or {}).get("records") or {}
-    fresh_stuck = [s for s in sorted(fresh_records, key=int) if fresh_records[s]["scores"].get("in", 1.0) < 1.0]
-    groups = {"choosing": heldout["onnx"], "fresh": (record.get("fresh") or {}).get("heldout", {}).get("onnx", {})}
-    per_set = {key: {n: [by_seed[s][n] for s in by_seed] for n in sets} for key, by_seed in groups.items()}
-    return environment.get_template(TEMPLATE).render(
-        # the record's own account, with any step added to CHOICES since it ran
-        choices={
-            **record.get("choices", {}),
-            **{k: v for k, v in CHOICES.items() if k not in record.get("choices", {})},
-        },
-        fresh=fresh,
-        fresh_stuck=fresh_stuck,
-        per_set=per_set,  # {"fresh" | "choosing": {set: each seed's ONNX accuracy}}
-        record=record,
-        seeds=seeds,
-        sets=sets,
-        counts=counts,
-        exact_everywhere=everywhere,
-        ablation_counts=ablation_counts,
-        ablation_sets=ablation_sets,
-        initial_exact=initial_exact,
-        stuck=stuck,
-        elements=ELEMENTS,
-        search=search,
-    )
-
-
 NOTEBOOK = "33_trained_exact_scan"
-
-
-def stored_section(runs=None) -> str | None:
-    """The section rendered from the stored full run (``reports/runs/33_trained_exact_scan/metrics.json``),
-    or None where there is none: what the findings include."""
-    path = Path(runs or RUNS) / NOTEBOOK / "metrics.json"
-    return section_markdown(json.loads(path.read_text())) if path.is_file() else None

@@ -15,9 +15,8 @@ seeds and scored it on development sets only. Here:
    scored through that file on every set of :func:`predcalc.studies.edges.third_heldout_suite`.
 
 Every seed's model, export and scores are kept under a work folder (``build/``), so a stopped run
-resumes at the first unfinished seed. :func:`section_markdown` renders the findings' section from
-the stored record with the Jinja2 template ``rounded_transformer.md.j2`` beside this module;
-:func:`answer_facts` gives the numbers the Answer's table row quotes.
+resumes at the first unfinished seed. :func:`answer_facts` gives the numbers the notebook's
+conclusion glues.
 
 Example:
     >>> record = json.loads(Path("reports/runs/35_rounded_transformer/metrics.json").read_text())
@@ -40,8 +39,7 @@ from predcalc.data.tokenizers import signed_terms
 from predcalc.deploy import export as E
 from predcalc.deploy.predictor import Predictor
 from predcalc.models import get_spec
-from predcalc.paths import RUNS, write_if_changed
-from predcalc.studies import study_template
+from predcalc.paths import write_if_changed
 from predcalc.studies.edge_models import at_length
 from predcalc.studies.edges import (
     edge_scores,
@@ -349,7 +347,7 @@ def heldout_run(
     return results
 
 
-# ---- summaries of a stored record (what the section and the Answer's row quote)
+# ---- summaries of a stored record (what the notebook's conclusion glues)
 
 
 def accuracies(results: dict) -> dict[str, dict[str, float]]:
@@ -422,7 +420,7 @@ def development_row(results: dict) -> dict:
 
 
 def answer_facts(record: dict) -> dict:
-    """The numbers the Answer's table row quotes: the frozen recipe, params, the fresh seeds on each set
+    """The numbers the notebook's conclusion glues: the frozen recipe, params, the fresh seeds on each set
     of suite 5151 (mean, exact seeds of n, min-max) and on every set, the one-sided 95 % lower bound on the
     share of exact seeds, and the development row (the fresh seeds on the protocol's in/out/long sets)."""
     sets = list(record["data"]["heldout"]["sets"])
@@ -441,24 +439,3 @@ def answer_facts(record: dict) -> dict:
 def is_record(record: dict) -> bool:
     """Whether a stored notebook record is this study's (found by its keys)."""
     return record.get("model") == MODEL and "choosing" in record and "heldout" in record
-
-
-TEMPLATE = "rounded_transformer.md.j2"
-
-
-def section_markdown(record: dict) -> str:
-    """The findings' section on the gated-sum transformer with rounded gates, from its notebook's ``metrics.json``."""
-    environment = study_template.environment(
-        keep_trailing_newline=True,
-        percent=study_template.percent,
-        spread=lambda row: study_template.spread(row["min"], row["max"]),
-    )
-    return environment.get_template(TEMPLATE).render(
-        record=record, facts=answer_facts(record), given=GIVEN, learned=LEARNED
-    )
-
-
-def stored_section(runs=None) -> str | None:
-    """The section rendered from the stored full run, or None where there is none."""
-    path = Path(runs or RUNS) / NOTEBOOK / "metrics.json"
-    return section_markdown(json.loads(path.read_text())) if path.is_file() else None

@@ -9,8 +9,7 @@ discrete: which token types open the gate (a type's gate opens iff its logit ``W
 scores it on the given sets; :func:`search_odds` turns the count of exact ones into what a plain
 random search over the patterns costs, in full-batch passes over the training split (the unit
 gradient descent's steps are counted in too); :func:`trained_patterns` rounds each trained seed of
-the sign scan's record to its pattern. :func:`summary_markdown` writes the findings' sentences from
-the Jinja2 template ``sign_scan_search.md.j2`` beside this module.
+the sign scan's record to its pattern.
 
 Example:
     >>> from predcalc.data import reference_protocol
@@ -35,8 +34,6 @@ from tqdm.auto import tqdm
 
 from predcalc.data import Split, TypedTokenizer, signed_terms
 from predcalc.paths import RUNS
-from predcalc.readable import number, share
-from predcalc.studies import study_template
 from predcalc.studies.edges import THIRD_HELDOUT_SEED
 from predcalc.studies.exact_scan import NOTEBOOK as EXACT_NOTEBOOK
 from predcalc.studies.exact_scan import development_sets, encode_any_length, heldout, suite_description
@@ -52,7 +49,6 @@ CALL_COST = 25_000  # token steps of one row that cost about as much as one more
 TRAINING = "training"  # the protocol's training split: the only data gradient descent sees
 DEVELOPMENT = "development/"  # prefix of the development sets' names
 HELDOUT = f"heldout_{THIRD_HELDOUT_SEED}/"  # prefix of the held-out suite's sets (scored in Keras here)
-TEMPLATE = "sign_scan_search.md.j2"
 
 
 @dataclasses.dataclass(frozen=True)
@@ -413,43 +409,28 @@ def seed_table(record: dict) -> list[dict]:
     ]
 
 
+def trained_summary(record: dict) -> dict:
+    """The trained seeds of ``record`` (:func:`search_record`) counted: how many there are, how many
+    round to a training-exact pattern and how many of those are exact on every set, the largest distance
+    of such a seed's read weights from its pattern's signs, the functions they compute, and the seeds
+    that round to a pattern that is not training-exact."""
+    runs = [run for group in (record.get("trained") or {}).values() for run in group.values()]
+    landed = [run for run in runs if run["training_exact"]]
+    return {
+        "seeds": len(runs),
+        "training_exact": len(landed),
+        "everywhere": sum(run["everywhere"] for run in landed),
+        "distance": max((run["distance"] for run in landed), default=0.0),
+        "functions": sorted({run["function"] for run in landed}),
+        "off_pattern": [
+            int(seed)
+            for group in (record.get("trained") or {}).values()
+            for seed, run in group.items()
+            if not run["training_exact"]
+        ],
+    }
+
+
 def is_record(record: dict) -> bool:
     """Whether a stored notebook record is this study's (found by its keys, not a notebook name)."""
     return "training_exact" in record and "search" in record and "functions" in record
-
-
-def summary_markdown(record: dict) -> str:
-    """The findings' sentences on the patterns, from :data:`TEMPLATE` and ``record`` (:func:`search_record`):
-    one paragraph (the template's lines joined by spaces)."""
-    environment = study_template.environment(
-        share=share,
-        number=number,
-        grouped=lambda value: f"{int(value):,}",
-        draws=lambda value: f"{round(value):,}" if float(value).is_integer() else number(value),
-    )
-    trained = record.get("trained") or {}
-    seeds = {group: list(runs) for group, runs in trained.items()}
-    runs = [run for group in trained.values() for run in group.values()]
-    landed: dict[str, list] = {}
-    for group in trained.values():
-        for seed, run in group.items():
-            if run["training_exact"]:
-                landed.setdefault(run["pattern"], []).append(seed)
-    text = environment.get_template(TEMPLATE).render(
-        record=record,
-        exact=record["exact"],
-        odds=record["search"],
-        descent=record.get("descent"),
-        trained=trained,
-        seeds=seeds,
-        landed=landed,
-        landed_functions=sorted({run["function"] for run in runs if run["training_exact"]}),
-        exact_distance=max([run["distance"] for run in runs if run["training_exact"]], default=0.0),
-        rounded_exact=sum(run["training_exact"] for run in runs),
-        rounded_everywhere=sum(run["everywhere"] for run in runs),
-        trained_count=len(runs),
-        off_pattern=[
-            (group, seed, run) for group, r in trained.items() for seed, run in r.items() if not run["training_exact"]
-        ],
-    )
-    return " ".join(line.strip() for line in text.splitlines() if line.strip())  # one paragraph
