@@ -93,6 +93,37 @@ def test_one_pass_score_equals_greedy_decoding(protocol, tmp_path):
     assert llm.exact_accuracy(model, {"s": split}, progress=False)["s"]["correct"] == int(right.sum())
 
 
+def test_the_scratchpad_writes_each_running_total_then_stops_at_the_answer():
+    assert llm_deploy.scratchpad_response("-3 + 4 - 2") == " 1 = -1"
+    assert llm_deploy.response_text("3 - -2", 5.0, "scratchpad") == " 5"  # two terms: the answer alone
+    assert llm_deploy.final_answer(" 1 = -1<eos>", "scratchpad") == -1
+    assert llm_deploy.final_answer(" 1 = -1", "answer") is None  # the answer format states one integer
+    with pytest.raises(llm_deploy.LLMError, match="response must be one of"):
+        llm_deploy.response_text("1 + 2", 3.0, "essay")
+    written = gemma_study.Recipe(response="scratchpad")
+    assert written.name.endswith("_scratchpad") and written.as_dict()["response"] == "scratchpad"
+    assert "response" not in gemma_study.Recipe().as_dict()  # records from before the field still match
+    with pytest.raises(gemma_study.FineTuneError, match="response"):
+        gemma_study.Recipe(response="essay")
+
+
+@pytest.mark.slow
+def test_the_scratchpad_is_packed_trained_and_scored_like_greedy_decoding(protocol, tmp_path):
+    model = _tiny(protocol)
+    tokenizer = model.preprocessor.tokenizer
+    split = llm.subsample(protocol.train, 32, 0)
+    packed = llm_deploy.pack(tokenizer, split, response="scratchpad")
+    written = llm.token_lists(tokenizer, [llm_deploy.scratchpad_response(split.expressions[0])])[0]
+    np.testing.assert_array_equal(packed.targets[0, : len(written) + 1], written + [tokenizer.end_token_id])
+    recipe = gemma_study.Recipe(
+        rank=8, steps=300, batch_size=32, learning_rate=3e-2, warmup_steps=5, response="scratchpad"
+    )
+    gemma_study.train(model, protocol.train, recipe, 0, tmp_path / "s.npz", progress=False)
+    agreement = llm.greedy_agreement(model, split, response="scratchpad")
+    assert agreement["agree"] == agreement["n"] == 32
+    assert 0 < agreement["pass_accuracy"] < 1
+
+
 def test_adapter_paths_and_description(tmp_path):
     adapter = tmp_path / "adapters" / "seed_0.lora.h5"
     adapter.parent.mkdir()

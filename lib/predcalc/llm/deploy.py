@@ -66,6 +66,11 @@ def parse_answer(text: str) -> int | None:
     return int(cleaned) if _ANSWER.fullmatch(cleaned) else None
 
 
+def without_special_tokens(texts) -> list[str]:
+    """Each text with ``<eos>``, ``<end_of_turn>`` and the other special tokens removed."""
+    return [_SPECIAL.sub("", str(text)) for text in texts]
+
+
 def arithmetic_corpus(split: Split, template: str = DEFAULT_TEMPLATE) -> list[str]:
     """The tiny tokeniser's training lines: prompt and answer of each example, and a last line
     with every digit and operator (no test answer meets an unknown character)."""
@@ -117,13 +122,41 @@ def stop_ids(tokenizer) -> list[int]:
     return sorted(stops)
 
 
+RESPONSES = ("answer", "scratchpad")  # what the model is trained to write after the prompt
+
+
 def answer_response(value) -> str:
     """The trained answer text: a space, then the integer (" 9", " -12")."""
     return " " + answer_text(value)
 
 
-def prompts_and_answers(split: Split, template: str = DEFAULT_TEMPLATE):
-    return [prompt_text(e, template) for e in split.expressions], [answer_response(v) for v in split.values]
+def scratchpad_response(expression: str) -> str:
+    """The running total after each term from the second on, the last being the answer:
+    ``"-3 + 4 - 2"`` -> ``" 1 = -1"`` (the prompt's ``=`` before it: ``-3 + 4 - 2 = 1 = -1``)."""
+    from predcalc.data.expressions import running_totals
+
+    return " " + " = ".join(answer_text(total) for total in running_totals(expression))
+
+
+def response_text(expression: str, value, response: str = "answer") -> str:
+    """What the model writes after the prompt in the ``response`` format (``RESPONSES``)."""
+    if response == "answer":
+        return answer_response(value)
+    if response == "scratchpad":
+        return scratchpad_response(expression)
+    raise LLMError(f"response must be one of {RESPONSES}. Received: response={response!r}")
+
+
+def final_answer(text: str, response: str = "answer") -> int | None:
+    """The integer a generation states as its answer: the whole text, or after a scratchpad's last ``=``."""
+    return parse_answer(str(text).rsplit("=", 1)[-1] if response == "scratchpad" else text)
+
+
+def prompts_and_answers(split: Split, template: str = DEFAULT_TEMPLATE, response: str = "answer"):
+    return (
+        [prompt_text(e, template) for e in split.expressions],
+        [response_text(e, v, response) for e, v in zip(split.expressions, split.values)],
+    )
 
 
 @dataclasses.dataclass
@@ -137,9 +170,11 @@ class Packed:
     weights: np.ndarray  # (n, k) float32: 1 where a target is real, 0 where padded
 
 
-def pack(tokenizer, split: Split, template: str = DEFAULT_TEMPLATE, length: int | None = None) -> Packed:
+def pack(
+    tokenizer, split: Split, template: str = DEFAULT_TEMPLATE, length: int | None = None, response: str = "answer"
+) -> Packed:
     """The split packed for training or teacher-forced scoring (lengths rounded up to 8)."""
-    prompts, answers = prompts_and_answers(split, template)
+    prompts, answers = prompts_and_answers(split, template, response)
     rows = [
         ([tokenizer.start_token_id] + p, r + [tokenizer.end_token_id])
         for p, r in zip(token_lists(tokenizer, prompts), token_lists(tokenizer, answers))

@@ -41,6 +41,7 @@ from predcalc.llm.deploy import (
     stop_ids,
     subsample,
     token_lists,
+    without_special_tokens,
 )
 from predcalc.llm.deploy import parse_answer as parse_answer  # re-exported: finetune.parse_answer
 from predcalc.training.fit import set_seed
@@ -520,15 +521,23 @@ def answer_logits(backbone, token_ids, padding_mask, positions):
     return logits
 
 
-def exact_correct(model, split: Split, template: str = DEFAULT_TEMPLATE, batch_size: int = 32, progress: bool = False):
+def exact_correct(
+    model,
+    split: Split,
+    template: str = DEFAULT_TEMPLATE,
+    batch_size: int = 32,
+    progress: bool = False,
+    response: str = "answer",
+):
     """For each expression, whether greedy decoding writes exactly its answer and stops (a bool array).
+    In the scratchpad format, every running total must be right as well as the answer.
 
     One teacher-forced pass: greedy decoding writes the answer and stops exactly when, at every answer
     position, the most likely next token is the answer's next token (the last being ``<eos>``, or
     ``<end_of_turn>``, the other token ``generate`` stops on); :func:`greedy_agreement` checks it.
     """
     tokenizer = model.preprocessor.tokenizer
-    data = pack(tokenizer, split, template)
+    data = pack(tokenizer, split, template, response=response)
     stops = np.array(stop_ids(tokenizer))
     eos = int(tokenizer.end_token_id)
     backbone = model.backbone
@@ -552,27 +561,34 @@ def exact_correct(model, split: Split, template: str = DEFAULT_TEMPLATE, batch_s
 
 
 def exact_accuracy(
-    model, sets: dict, template: str = DEFAULT_TEMPLATE, batch_size: int = 32, progress: bool = True
+    model,
+    sets: dict,
+    template: str = DEFAULT_TEMPLATE,
+    batch_size: int = 32,
+    progress: bool = True,
+    response: str = "answer",
 ) -> dict:
     """``{name: {"accuracy", "correct", "n"}}`` for every split in ``sets``."""
     out = {}
     for name, split in sets.items():
-        correct = exact_correct(model, split, template, batch_size, progress)
+        correct = exact_correct(model, split, template, batch_size, progress, response)
         out[name] = {"accuracy": float(correct.mean()), "correct": int(correct.sum()), "n": len(split)}
     return out
 
 
-def greedy_agreement(model, split: Split, template: str = DEFAULT_TEMPLATE, batch_size: int = 16) -> dict:
+def greedy_agreement(
+    model, split: Split, template: str = DEFAULT_TEMPLATE, batch_size: int = 16, response: str = "answer"
+) -> dict:
     """Decode ``split`` with ``generate`` and compare with :func:`exact_correct`."""
-    prompts, _ = prompts_and_answers(split, template)
-    generated = generate(model, prompts, max_new_tokens=6, batch_size=batch_size)
-    decoded, _, _ = answer_accuracy(generated, split.values)
-    parsed = [parse_answer(g) for g in generated]
-    by_decoding = np.array([p is not None and p == int(round(v)) for p, v in zip(parsed, split.values)])
-    by_pass = exact_correct(model, split, template, batch_size)
+    prompts, responses = prompts_and_answers(split, template, response)
+    longest = max(len(r) for r in responses)  # characters: at least as many as tokens
+    generated = generate(model, prompts, max_new_tokens=max(6, longest + 2), batch_size=batch_size)
+    # decoding is right when it writes the whole response (a scratchpad with every total)
+    by_decoding = np.array([g.strip() == r.strip() for g, r in zip(without_special_tokens(generated), responses)])
+    by_pass = exact_correct(model, split, template, batch_size, response=response)
     return {
         "n": len(split),
         "agree": int((by_decoding == by_pass).sum()),
-        "decoding_accuracy": float(decoded),
+        "decoding_accuracy": float(by_decoding.mean()),
         "pass_accuracy": float(by_pass.mean()),
     }

@@ -7,10 +7,12 @@ it stopped with the same batches, and a stopping rule on validation ends it. Sta
 JSON in a work folder as it finishes (``run`` skips what is stored): ``base`` (the model before
 fine-tuning, zero-shot and few-shot), ``search`` (``SEARCH_STAGES`` on seed 0, chosen on the whole
 validation split into ``choices.json``), ``seed_K`` (the chosen recipe per seed, scored on the full
-test sets and on samples of three held-out edge sets, its adapter kept), and the model outside
+test sets and on samples of three held-out edge sets, its adapter kept), ``scratchpad`` (the same,
+with the chosen recipe writing the running total after each term before the answer, in
+``scratchpad/``), and the model outside
 Keras (``deploy.export_stage``, ``weights.gguf_stage``).
 
-Run the long stages with ``python -m predcalc.llm.study --stages search seeds``.
+Run the long stages with ``python -m predcalc.llm.study --stages search seeds scratchpad``.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ class Recipe:
     learning_rate: float = 1e-3
     warmup_steps: int = 10
     schedule: str = "cosine"  # "cosine": decay to zero at ``steps``; "constant": flat after the warm-up
+    response: str = "answer"  # what the model writes: the answer, or the scratchpad (deploy.RESPONSES)
 
     def __post_init__(self):
         for name in ("rank", "steps", "batch_size"):
@@ -62,13 +65,19 @@ class Recipe:
             raise FineTuneError("targets must name at least one layer (e.g. 'query', 'value')")
         if self.schedule not in ("cosine", "constant"):
             raise FineTuneError(f"schedule must be 'cosine' or 'constant'. Received: schedule={self.schedule!r}")
+        if self.response not in deploy.RESPONSES:
+            raise FineTuneError(f"response must be one of {deploy.RESPONSES}. Received: response={self.response!r}")
 
     @property
     def name(self) -> str:
-        return f"r{self.rank}_{'-'.join(self.targets)}_lr{self.learning_rate:g}"
+        written = "" if self.response == "answer" else f"_{self.response}"
+        return f"r{self.rank}_{'-'.join(self.targets)}_lr{self.learning_rate:g}{written}"
 
     def as_dict(self) -> dict:
-        return {**dataclasses.asdict(self), "targets": list(self.targets), "name": self.name}
+        out = {**dataclasses.asdict(self), "targets": list(self.targets), "name": self.name}
+        if self.response == "answer":  # the records written before the scratchpad existed stay valid
+            del out["response"]
+        return out
 
 
 # ---------------------------------------------------------------------------------------------
@@ -223,7 +232,7 @@ def train(
     saver = _Checkpoint(checkpoint, variables, optimizer)
     start_step, losses, state = saver.restore()
     state = {"cpu_seconds": 0.0, "stretches": [], "validation": [], "best": None, "stopped_by": None, **state}
-    data = deploy.pack(model.preprocessor.tokenizer, train_split, template)
+    data = deploy.pack(model.preprocessor.tokenizer, train_split, template, response=recipe.response)
     order = batch_order(len(train_split), recipe.steps, recipe.batch_size, seed)
     best_file = _best_path(checkpoint)
 
@@ -239,7 +248,7 @@ def train(
 
     def score(at: int) -> bool:
         """Score validation at step ``at``; True when the rule says stop."""
-        accuracy = float(finetune.exact_correct(model, validation).mean())
+        accuracy = float(finetune.exact_correct(model, validation, response=recipe.response).mean())
         state["validation"].append({"step": at, "accuracy": accuracy, "loss": float(np.mean(losses[-plateau.every :]))})
         if state["best"] is None or accuracy > state["best"]["accuracy"]:
             state["best"] = {"step": at, "accuracy": accuracy}
@@ -486,23 +495,24 @@ def run_seed(protocol, recipe, seed, settings, work, adapters: Path, progress=Tr
     model, training = _train(recipe, seed, protocol, settings, work, progress)
     sets = {name: protocol.test_sets()[name] for name in PREFERRED_ORDER}
     started = time.perf_counter()
-    scores = finetune.exact_accuracy(model, sets, progress=progress)
+    scores = finetune.exact_accuracy(model, sets, progress=progress, response=recipe.response)
     seconds = time.perf_counter() - started
     adapters.mkdir(parents=True, exist_ok=True)
     adapter = adapters / f"seed_{seed}.lora.h5"
     model.backbone.save_lora_weights(str(adapter))
     started = time.perf_counter()
-    edge_scores = finetune.exact_accuracy(
-        model, heldout_edges(protocol, settings.edge_sample, settings.sample_seed), progress=progress
-    )
+    edge_sets = heldout_edges(protocol, settings.edge_sample, settings.sample_seed)
+    edge_scores = finetune.exact_accuracy(model, edge_sets, progress=progress, response=recipe.response)
     edge_seconds = time.perf_counter() - started
     # per expression, for the command line's regression test (tests/test_gemma_cli.py)
     probe = protocol.test_in.subset(np.arange(len(protocol.test_in)) < PROBE, "probe")
-    probe_correct = [int(c) for c in finetune.exact_correct(model, probe)]
+    probe_correct = [int(c) for c in finetune.exact_correct(model, probe, response=recipe.response)]
     agreement = None
     if seed == settings.seeds[0] and settings.agreement_sample:
         agreement = {
-            name: finetune.greedy_agreement(model, finetune.subsample(split, settings.agreement_sample, seed))
+            name: finetune.greedy_agreement(
+                model, finetune.subsample(split, settings.agreement_sample, seed), response=recipe.response
+            )
             for name, split in sets.items()
         }
     del model
@@ -542,6 +552,14 @@ def run(protocol: Protocol, settings: Settings, work, adapters, progress: bool =
             raise FineTuneError(f"{choices} is missing: run the search stage first")
         recipe = chosen_recipe(load_stage(choices))
         out["seeds"] = [run_seed(protocol, recipe, s, settings, work, adapters, progress) for s in settings.seeds]
+    if "scratchpad" in stages:  # the chosen recipe, writing the running totals before the answer
+        if not choices.is_file():
+            raise FineTuneError(f"{choices} is missing: run the search stage first")
+        recipe = dataclasses.replace(chosen_recipe(load_stage(choices)), response="scratchpad")
+        folder = work / "scratchpad"
+        out["scratchpad"] = [
+            run_seed(protocol, recipe, s, settings, folder, folder / "adapters", progress) for s in settings.seeds
+        ]
     if "base" in stages:
         stored = work / "base.json"
         base = load_stage(stored)
@@ -566,9 +584,11 @@ def study_record(parts: dict, settings: Settings, protocol: Protocol) -> dict:
         "scoring": "exact answer under greedy decoding, one teacher-forced pass (finetune.exact_correct)",
         **parts,
     }
-    if parts.get("seeds"):
-        record["per_seed"] = {name: [s["scores"][name]["accuracy"] for s in parts["seeds"]] for name in PREFERRED_ORDER}
-        record["edges_per_seed"] = {name: [s["edges"][name]["accuracy"] for s in parts["seeds"]] for name in EDGE_SETS}
+    for part, prefix in (("seeds", ""), ("scratchpad", "scratchpad_")):
+        if parts.get(part):
+            runs = parts[part]
+            record[f"{prefix}per_seed"] = {n: [s["scores"][n]["accuracy"] for s in runs] for n in PREFERRED_ORDER}
+            record[f"{prefix}edges_per_seed"] = {n: [s["edges"][n]["accuracy"] for s in runs] for n in EDGE_SETS}
     return json.loads(json.dumps(record, default=float))
 
 
@@ -579,7 +599,7 @@ if __name__ == "__main__":
     from predcalc.paths import REPORTS
 
     parser = argparse.ArgumentParser(description="The Gemma 3 270M study's long stages, resumable.")
-    stages = ["search", "seeds", "base", "gguf"]
+    stages = ["search", "seeds", "scratchpad", "base", "gguf"]
     parser.add_argument("--stages", nargs="+", default=["search", "seeds"], choices=stages)
     parser.add_argument("--seeds", nargs="+", type=int, default=list(Settings.seeds))
     # tracked: a session's machine keeps no build folder, so checkpoints live in git until a run ends
