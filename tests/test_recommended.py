@@ -16,12 +16,19 @@ def test_every_entry_names_an_existing_notebook_run_and_export_folder():
     entries = recommended.read()
     assert entries, "reports/recommended.json lists no model"
     for model in entries:
-        assert model.kind in recommended.KINDS
         assert (RUNS / model.notebook).is_dir(), model.notebook
         assert (RUNS / model.export).is_dir(), model.export
         # a digit model's export is its seeds' folder beside the run's (a run is replaced whole)
         prefix = f"{model.notebook}/export/" if model.input == "value" else f"{model.notebook}_seeds/"
         assert model.export.startswith(prefix), model.export
+
+
+def test_every_value_model_has_the_kind_the_registry_and_the_findings_give_it():
+    from predcalc.models import get_spec
+
+    for model in recommended.read():
+        if model.input == "value":
+            assert model.kind == get_spec(model.name).shown_kind, model.name
 
 
 def test_every_digit_model_is_trained_reads_digits_and_names_its_box():
@@ -44,7 +51,7 @@ def test_readers_agree_with_the_file():
 @pytest.mark.parametrize(
     ("entry", "message"),
     [
-        ({"name": "m", "kind": "magic", "notebook": "n", "export": "n/export/m"}, "has kind 'magic'"),
+        ({"name": "m", "kind": "", "notebook": "n", "export": "n/export/m"}, "has no kind"),
         ({"name": "m", "kind": "trained"}, "entry 1 is malformed"),
     ],
 )
