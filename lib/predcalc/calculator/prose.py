@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import numpy as np
 
-from predcalc.calculator.tables import ABLATION_LABELS, CHOICES, ablation_rows
+from predcalc.calculator.tables import (
+    ABLATION_LABELS,
+    CHOICES,
+    COMPETENT,
+    LOST_INSIDE,
+    SPEED_GOAL,
+    ablation_rows,
+    error_bound,
+    speed_verdicts,
+)
 
 
 def ladder_facts(record: dict) -> list[str]:
@@ -58,13 +67,6 @@ def _worst(scores: dict, worst: str) -> str:
     return f" (worst: {worst})" if scores[worst]["mean"] < 1 else ""
 
 
-def error_bound(wrong: int, n: int, confidence: float = 0.95) -> float:
-    """One-sided exact (Clopper-Pearson) upper bound on the error rate after ``wrong`` of ``n``."""
-    from statsmodels.stats.proportion import proportion_confint  # statsmodels only when a bound is computed
-
-    return float(proportion_confint(wrong, n, alpha=2 * (1 - confidence), method="beta")[1])
-
-
 def held_out_sentence(held_out: dict) -> str:
     """One sentence on the rule calculator's score on the draw no choice touched, with the error rate
     that zero wrong answers still allow (one-sided 95 % confidence) where every seed is exact
@@ -85,14 +87,6 @@ def held_out_sentence(held_out: dict) -> str:
         worst_min=100 * scores[worst]["min"],
         worst=worst,
     ).strip()
-
-
-#: The in-world exact accuracy a model needs before its score beyond the world says anything about
-#: extrapolation (below it, it has not learned its own world).
-COMPETENT = 0.9
-#: A swap that loses at least this much inside the training world fails to learn its step there,
-#: so its loss beyond the world says nothing specific about extrapolation.
-LOST_INSIDE = 0.05
 
 
 def carriers(record: dict) -> str:
@@ -201,24 +195,6 @@ def conclusion(record: dict) -> str:
     if "steps" in full:
         lines += ladder_facts(full)
     return "\n".join(lines)
-
-
-#: The speed goal of the calculator: forward passes within this many times Python's time.
-SPEED_GOAL = 10.0
-
-
-def speed_verdicts(bench_record: dict, goal: float = SPEED_GOAL) -> dict:
-    """Per path and set: ``"met"`` where every round's ratio is at most ``goal``, ``"not met"`` where
-    every one is above it, else ``"not resolved"`` (the rounds straddle the goal)."""
-    out: dict = {}
-    for path in ("forward", "cache"):
-        for label in ("integers", "with_division"):
-            entry = bench_record[label][path]
-            ratios = entry.get("ratios") or [entry["ratio"]]
-            out.setdefault(path, {})[label] = (
-                "met" if max(ratios) <= goal else "not met" if min(ratios) > goal else "not resolved"
-            )
-    return out
 
 
 def speed_summary(speed: dict, goal: float = SPEED_GOAL) -> str:
