@@ -111,12 +111,3 @@ def box_texts(box: dict) -> dict[str, str]:
     out["box_refused_product"] = f"{box['refused']['digit_product']:,}"
     out["box_refused_characters"] = f"{box['refused']['characters']:,}"
     return out
-
-
-def box_phrase(record: dict, short: bool = False) -> str:
-    """The measured box of a calculator claim, in one phrase (``templates/box_claim.md.j2``): the reach
-    of the drawn families, the adversarial family's apart, the joint box and the refusal limits. Every
-    sentence that claims the calculator's reach states it (``short``: the same numbers in fewer words)."""
-    from predcalc.calculator.templates import render  # Jinja2 only when text is rendered
-
-    return " ".join(render("box_claim.md.j2", box=record_box(record), short=short).split())

@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from predcalc.calculator import given_ablations
-from predcalc.calculator.box import box_phrase, record_box
+from predcalc.calculator.box import record_box
 from predcalc.calculator.cache import FINGERPRINTED, cached
 from predcalc.calculator.given import given_table, kind_features, schedule
 
@@ -218,34 +218,3 @@ def given_texts(given: dict) -> dict[str, str]:
         "given_backends": ", ".join(given["backends"]) or "none",
         "given_code_versions": ", ".join(given.get("code_versions", [])) or "none",
     }
-
-
-def given_markdown(record: dict) -> str:
-    """The tables of what the calculator is given, the ablations of each given piece on fresh seeds,
-    every rule step on fresh seeds and the box of its claims, from a metrics.json that has the
-    ``"given"`` and ``"box"`` fields (``templates/given.md.j2`` and ``templates/given_ablations.md.j2``)."""
-    from predcalc.calculator.templates import render  # Jinja2 only when text is rendered
-
-    given = record["given"]
-    return (
-        render("given.md.j2", steps=given["table"], kinds=given["kinds"], schedule=given["schedule"])
-        + render(
-            "given_ablations.md.j2",
-            ablations=given["ablations"],
-            fresh=given["fresh_steps"],
-            labels=given["labels"],
-            parameters=given["parameters"],
-            backends=given["backends"],
-            code_versions=given.get("code_versions", []),
-        )
-        + "\n"
-        + box_markdown(record)
-    )
-
-
-def box_markdown(record: dict) -> str:
-    """The box the calculator's claims were measured in and its refusal limits, from the record's
-    ``"box"`` field (``templates/box.md.j2``): the sentence to state wherever a claim of reach is made."""
-    from predcalc.calculator.templates import render  # Jinja2 only when text is rendered
-
-    return render("box.md.j2", phrase=box_phrase(record))

@@ -4,7 +4,7 @@ Every function returns plain JSON-able records; :func:`predcalc.calculator.cache
 one under the run's ``parts/`` folder so a long study resumes where it stopped. The study's other jobs
 live beside it: the cache (:mod:`~predcalc.calculator.cache`), its tables
 (:mod:`~predcalc.calculator.tables`: also the values the notebook glues into its markdown), figure
-(:mod:`~predcalc.calculator.plots`), sentences (:mod:`~predcalc.calculator.prose`) and the given pieces (:mod:`~predcalc.calculator.given_study`);
+(:mod:`~predcalc.calculator.plots`) and the given pieces (:mod:`~predcalc.calculator.given_study`);
 their names are re-exported here, where the notebook and the report find them.
 """
 
@@ -22,7 +22,6 @@ from predcalc.calculator.cache import FINGERPRINTED, cached, code_fingerprint, c
 from predcalc.calculator.engine import Engine, answer_text
 from predcalc.calculator.nets import DenseStep, build_step, check_step, numpy_step
 from predcalc.calculator.plots import plot_axes
-from predcalc.calculator.prose import carriers, conclusion, held_out_sentence, ladder_facts, speed_summary
 from predcalc.calculator.rules import train_control
 from predcalc.calculator.steps import STEPS
 from predcalc.calculator.tables import (
@@ -499,26 +498,21 @@ __all__ = [
     "carrier_frame",
     "carrier_rows",
     "carrier_texts",
-    "carriers",
     "check_frame",
     "code_fingerprint",
     "code_versions",
     "comparison_frame",
-    "conclusion",
     "end_to_end",
     "error_bound",
     "families",
     "family_boxes",
     "family_frame",
     "family_texts",
-    "held_out_sentence",
     "inside_world",
-    "ladder_facts",
     "order",
     "plot_axes",
     "speed_frame",
     "speed_record",
-    "speed_summary",
     "speed_texts",
     "speed_verdicts",
     "summary",
