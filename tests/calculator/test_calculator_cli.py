@@ -95,7 +95,7 @@ def test_the_shipped_calculator_is_exact_past_its_test_families():
 
 
 def test_the_shipped_calculator_is_exact_at_the_edges_of_its_claimed_box_and_refuses_past_its_limits():
-    """The box the findings state (box.box_phrase): leading zeros, exactly 50 digits with each operator,
+    """The box the findings state (box.claim_box): leading zeros, exactly 50 digits with each operator,
     65-digit adversarial quotients, depth 10, 40 operators, and the two refusal limits, in one line each."""
     from predcalc.calculator.runtime import Calculator
     from predcalc.data.calculator_families import answer

@@ -3,7 +3,7 @@
 import numpy as np
 import pytest
 
-from predcalc.calculator import engine, given, given_ablations, given_study, rules, tokens
+from predcalc.calculator import box, engine, given, given_ablations, given_study, rules, tokens
 from predcalc.calculator.box import claim_box
 from predcalc.calculator.steps import STEPS
 
@@ -37,8 +37,6 @@ def test_the_given_table_names_each_steps_learned_weights():
     assert table["muldigit"]["learned_parameters"] == 15 and "staircase/alpha" in table["muldigit"]["learned"]
     assert table["muldigit"]["trained_on"] == "153 of 460"
     assert table["sign"]["kind"].startswith("memorised")
-    text = given.given_markdown()
-    assert "| `muldigit` | rule network |" in text and "| `/` | 0 | 0 | 0 | 1 | 2 | 1 |" in text
 
 
 def test_without_the_product_feature_muldigit_reads_a_d_and_the_carry_only():
@@ -134,14 +132,19 @@ def test_the_given_fields_put_every_seed_and_the_exact_seed_count_in_the_tables(
     assert rows[("control", "learned_levels")]["held_out_wrong"] == [0, 21]
     fresh = {r["step"]: r for r in record["given"]["fresh_steps"]}
     assert fresh["control"]["seeds"] == [15, 16, 17] and fresh["addsub"]["exact_seeds"] == 2
-    text = given_study.given_markdown(record)
-    assert (
-        "| `muldigit` | muldigit without the a x d feature | 100, 101, 102 | 0 / 0 of 3 | 300 | 250, 250, 250 |" in text
-    )
-    assert (
-        "| `control` | control with learned precedence levels (not given) | 15, 16 | 1 / 0 of 2 | 446 | 0, 21 |" in text
-    )
-    assert "up to 40 operators of `+ - * /` and parenthesis depth up to 10" in text and "100,000,000" in text
+    frame = given_study.variant_frame(record["given"]["ablations"], record["given"]["labels"])
+    shown = {(r["step"], r["variant"]): r for r in frame.to_dict("records")}
+    taken = shown[("muldigit", given_ablations.VARIANT_LABELS["no_product"])]
+    assert (taken["seeds"], taken["exact seeds (held-out)"], taken["of"]) == ("100, 101, 102", 0, 3)
+    assert taken["held-out inputs"] == 300 and taken["wrong on held-out (per seed)"] == "250, 250, 250"
+    levels = shown[("control", given_ablations.VARIANT_LABELS["learned_levels"])]
+    assert (levels["exact seeds (held-out)"], levels["exact seeds (all inputs)"], levels["of"]) == (1, 0, 2)
+    assert levels["wrong on held-out (per seed)"] == "0, 21" and levels["end to end % (per seed)"] == "not scored"
+    fresh_frame = given_study.variant_frame(record["given"]["fresh_steps"])
+    assert "variant" not in fresh_frame and "trained rows right % (per seed)" not in fresh_frame
+    texts = given_study.given_texts(record["given"])
+    assert texts["given_draw_seed"] == "7777" and texts["given_backends"] == "tensorflow"
+    assert box.box_texts(record["box"])["box_operators"] == "40"
 
 
 def test_the_claim_box_is_the_largest_value_each_axis_reached():
@@ -168,28 +171,25 @@ def test_the_claim_box_is_the_largest_value_each_axis_reached():
     }
 
 
-def test_every_claim_of_reach_states_the_measured_box_and_the_full_phrase_its_refusal_limits():
-    from predcalc.calculator.box import box_phrase
-
+def test_the_glued_box_gives_the_drawn_reach_the_joint_family_the_adversarial_one_and_the_limits():
     boxes = {
         "digits_21_50": {"digits": [23, 50], "operators": [1, 4], "depth": [0, 2], "answer_digits": 100},
         "all_axes": {"digits": [14, 20], "operators": [5, 40], "depth": [3, 10], "answer_digits": 100},
     }
     held_out = {**boxes, "adversarial": {"digits": [10, 65], "operators": [1, 1], "depth": [0, 0], "answer_digits": 9}}
-    phrase = box_phrase({"calculator": {"boxes": boxes}, "held_out": {"boxes": held_out}})
-    assert phrase.startswith(
-        "operands of up to 50 digits, up to 40 operators of `+ - * /` and parenthesis depth up to 10"
+    measured = box.record_box({"calculator": {"boxes": boxes}, "held_out": {"boxes": held_out}})
+    texts = box.box_texts(measured)
+    assert (texts["box_digits"], texts["box_operators"], texts["box_depth"]) == ("50", "40", "10")
+    assert (texts["box_joint_digits"], texts["box_joint_operators"], texts["box_joint_depth"]) == (
+        "14-20",
+        "5-40",
+        "3-10",
     )
-    assert "(all three at once only in `all_axes`: 14-20 digits, 5-40 operators, depth 3-10)" in phrase
-    assert "operands of up to 65 digits and 1 operator;" in phrase
-    assert "more than 100,000,000" in phrase and "longer than 1,000,000 characters" in phrase
-    assert "nothing is claimed for them" in phrase  # the limits are not the box
-    assert "adversarial" not in box_phrase({"calculator": {"boxes": boxes}})
-    short = box_phrase({"calculator": {"boxes": boxes}, "held_out": {"boxes": held_out}}, short=True)
-    assert short == (
-        "up to 50 digits, 40 operators and depth 10, each in its own family (together: 14-20 digits, 5-40 "
-        "operators, depth 3-10), adversarial digit patterns to 65 digits"
-    )  # the bullet's short phrase names the measured box only: the refusal limits lie far beyond it
+    assert texts["box_adversarial_digits"] == "65"  # the fixed patterns apart from the drawn families
+    assert texts["box_refused_product"] == "100,000,000" and texts["box_refused_characters"] == "1,000,000"
+    frame = box.box_frame(measured)
+    assert frame.loc["digits", "drawn families (largest)"] == 50 and frame.loc["depth", "all_axes (range)"] == "3-10"
+    assert box.box_texts(box.record_box({"calculator": {"boxes": boxes}}))["box_adversarial_digits"] == "not scored"
 
 
 @pytest.mark.slow

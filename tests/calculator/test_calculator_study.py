@@ -47,27 +47,33 @@ def test_ablation_rows_split_inside_and_beyond_and_order_the_models():
     assert pick["worst_family"] == "depth_3_4" and abs(pick["worst_seed"] - 0.6) < 1e-12
 
 
-def test_carriers_weighs_each_swap_inside_and_beyond_and_against_the_seed_spread():
+def test_carrier_rows_weigh_each_swap_inside_and_beyond_and_against_the_seed_spread():
     record = _record()
-    text = study.carriers(record)
-    # swaps below 90 % inside their own training world are not compared beyond it
-    for kind, inside in (("answers_only", "50.0"), ("continuous_state", "60.0")):
-        label = study.ABLATION_LABELS[kind]
-        assert f"{label}: {inside} % inside the training world, below 90 %, so not trained to competence" in text
-    assert "points lost beyond it and 10.0 inside" not in text and "75.0 points lost" not in text
-    assert "20.0 points lost beyond it and 0.0 inside" in text  # the competent swap (pick) is compared
-    assert "Not resolved" not in text  # without per-seed ranges nothing is called unresolved
+    rows = {row["kind"]: row for row in study.carrier_rows(record)}
+    # swaps below 90 % inside their own training world are flagged: not compared beyond it
+    assert not rows["answers_only"]["competent"] and not rows["continuous_state"]["competent"]
+    assert rows["pick"]["competent"] and rows["calculator"]["competent"]
+    assert rows["answers_only"]["against"] == "continuous_state" and rows["pick"]["against"] == "calculator"
+    assert abs(rows["answers_only"]["lost_inside_against"] - 0.1) < 1e-12
+    assert abs(rows["pick"]["lost_beyond_against"] - 0.2) < 1e-12 and rows["pick"]["lost_inside_against"] == 0
+    assert rows["pick"]["learns_step"] and rows["pick"]["resolved"] is None  # no per-seed ranges: not judged
+    assert "against" not in rows["calculator"] and "against" not in rows["untrained"]
+    texts = study.carrier_texts(record)
+    assert texts["ablation_pick_lost_beyond"] == "20.0" and texts["ablation_pick_lost_inside"] == "0.0"
+    assert texts["ablation_answers_only_inside"] == "50.0\u00a0%" and texts["ablation_competent"] == "90\u00a0%"
+    assert "ablation_untrained_lost_beyond" not in texts and texts["ablation_lost_inside"] == "5"
     record["calculator"]["summary"]["pick"] = {
         k: {**v, "mean": 0.9} for k, v in record["calculator"]["summary"]["pick"].items()
     }
-    assert "fails to learn the step itself" in study.carriers(record)  # competent, but 10 points lost inside
+    assert not study.carrier_rows(record)[2]["learns_step"]  # competent, but 10 points lost inside
     record["calculator"]["per_seed"] = {
         "calculator": [{"inside": 1.0, "beyond": b} for b in (1.0, 0.99)],
         "pick": [{"inside": 1.0, "beyond": b} for b in (0.98, 0.995)],  # overlaps the calculator's range
         "continuous_state": [{"inside": 0.6, "beyond": b} for b in (0.2, 0.3)],
     }
-    text = study.carriers(record)
-    assert "Not resolved by the seeds' min-max ranges: " + study.ABLATION_LABELS["pick"] + "." in text
+    frame = study.carrier_frame(record)
+    assert frame.loc["pick", "resolved"] == "no" and frame.loc["continuous_state", "resolved"] == "yes"
+    assert frame.loc["continuous_state", "competent"] == "no" and frame.loc["calculator", "resolved"] == ""
 
 
 def test_cached_parts_are_keyed_by_every_parameter_they_read(tmp_path):
@@ -128,7 +134,7 @@ def test_cached_parts_are_recomputed_after_the_calculators_code_changes(tmp_path
     assert fingerprint("def f(x):\n    return x + 2\n") != plain
 
 
-def test_the_step_record_keeps_the_worst_seed_and_the_facts_read_it():
+def test_the_step_record_keeps_the_worst_seed_and_the_glued_values_read_it():
     def seed(trained_on, held_out_wrong, exact):
         steps = {
             "addsub": {
@@ -163,9 +169,9 @@ def test_the_step_record_keeps_the_worst_seed_and_the_facts_read_it():
         "forward": {"integers": 8.0, "division": 8.0},
         "cache": {"integers": 5.0, "division": 5.0},
     }
-    facts = "\n".join(study.ladder_facts(fields))
-    assert "`addsub` 133 of 400 (33 %), 2 wrong on the rest" in facts and "`xor` (4 rows)" in facts
-    assert "exact on 95.00 % or more of every family" in facts
+    texts = study.family_texts(fields["ladder"]["rules"], "rules")
+    assert texts["rules_lowest"] == "95.00\u00a0%" and texts["rules_worst_seed"] == "90.00\u00a0%"
+    assert texts["rules_wrong"] == "1" and texts["rules_seeds"] == "2" and texts["rules_n"] == "10"
 
 
 def test_the_adversarial_family_is_scored_on_every_seed_of_a_rung(monkeypatch):
@@ -189,10 +195,6 @@ def test_the_adversarial_family_is_scored_on_every_seed_of_a_rung(monkeypatch):
     assert scores["rules"]["seeds"] == 2 and scores["rules"]["per_seed"] == [1.0, 0.5]
     assert scores["rules"]["exact"] == 0.75 and scores["rules"]["min"] == 0.5 and scores["rules"]["n"] == 8
     assert scores["memorised"]["seeds"] == 1 and scores["memorised"]["exact"] == 1.0
-    steps = {"addsub": {"trained_on": 133, "reachable": 400, "held_out_wrong": 0, "memorised": False, "seeds": 2}}
-    ladder = {"rules": {"iid": {"mean": 1.0, "min": 1.0}}, "adversarial": scores}
-    facts = "\n".join(study.ladder_facts({"steps": steps, "ladder": ladder}))
-    assert "rules 75.0 % of 8 (mean of 2 seeds, worst 50.0 %)" in facts and "memorised 100.0 % of 8." in facts
 
 
 def test_the_held_out_draw_is_fresh_and_scored_on_every_seed(monkeypatch):
@@ -222,13 +224,9 @@ def test_the_held_out_draw_is_fresh_and_scored_on_every_seed(monkeypatch):
     again = study.held_out_scores(["a.tflite"], n=4, seed=1000, development=development)
     assert again["shared_with_development"] == 8  # the same seed draws the same iid and digits_6_10
     assert held_out["shared_with_development"] < 8
-    sentence = study.held_out_sentence(held_out)
-    assert "family seed 7777" in sentence and "worst seed on any family 0.00 % (iid)" in sentence
-    steps = {"addsub": {"trained_on": 133, "reachable": 400, "held_out_wrong": 0, "memorised": False, "seeds": 2}}
-    facts = study.ladder_facts(
-        {"steps": steps, "ladder": {"rules": {"iid": {"mean": 1.0, "min": 1.0}}}, "held_out": held_out}
-    )
-    assert sentence in "\n".join(facts)
+    texts = study.family_texts(scores, "held_out")
+    assert texts["held_out_worst_seed"] == "0.00\u00a0%" and texts["held_out_lowest"] == "50.00\u00a0%"
+    assert texts["held_out_wrong"] == str(4 * len(scores)) and texts["held_out_families"] == str(len(scores))
 
 
 def test_code_versions_lists_each_fingerprint_of_the_parts_once(tmp_path):
@@ -253,17 +251,19 @@ def test_speed_verdicts_need_every_round_on_one_side_of_the_goal():
         "forward": {"integers": "not resolved", "with_division": "not met"},
         "cache": {"integers": "met", "with_division": "not met"},
     }
-    text = study.speed_summary(bench)
-    assert "9.5x (rounds 9.0-10.5) Python's time on integers" in text and "(Python 0.050 ms)" in text
-    assert "is not resolved on integers and not met with division" in text
+    texts = study.speed_texts(bench)
+    assert texts["speed_forward_integers"] == "9.5x" and texts["speed_forward_integers_rounds"] == "9.0-10.5"
+    assert texts["speed_latency_python"] == "0.050" and texts["speed_goal"] == "10x"
+    assert texts["speed_forward_integers_verdict"] == "not resolved"
+    assert texts["speed_forward_division_verdict"] == "not met"
+    frame = study.speed_frame(bench)
+    assert frame.loc[("cache", "integers"), "within 10x"] == "met"
+    assert frame.loc[("forward", "with_division"), "highest round"] == 45.0
 
 
 def test_zero_wrong_answers_bound_the_error_rate():
     assert abs(study.error_bound(0, 500) - (1 - 0.05 ** (1 / 500))) < 1e-9  # the exact one-sided bound
-    exact = {"iid": {"mean": 1.0, "min": 1.0, "seeds": 5, "n": 500}}
-    held_out = {"family_seed": 7, "expressions": 500, "shared_with_development": 0, "families": exact}
-    assert "every answer exact on every seed" in study.held_out_sentence(held_out)
-    assert "below 0.60 % per family and seed" in study.held_out_sentence(held_out)  # no pooled bound
+    assert study.CONFIDENCE == 0.95 and f"{100 * study.error_bound(0, 500):.2f}" == "0.60"  # per family and seed
 
 
 def test_the_axis_figure_gives_every_model_its_own_cell_with_its_worst_seed(tmp_path, monkeypatch):

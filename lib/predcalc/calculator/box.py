@@ -1,8 +1,8 @@
 """The box of the calculator's claims: how far the measured families reach, and what it refuses.
 
 Read from the record (each family's box, :func:`predcalc.calculator.study.family_boxes`, on the
-development draw and on the draw no choice touched) and from the code (the refusal limits), so a
-sentence about reach states the box it was measured in, not "any length" or "any depth".
+development draw and on notebook 40's second draw) and from the code (the refusal limits), so a
+claim about reach states the box it was measured in, not "any length" or "any depth".
 """
 
 from __future__ import annotations
@@ -68,17 +68,46 @@ def claim_box(draws: dict[str, dict]) -> dict:
 
 
 def record_box(record: dict) -> dict:
-    """:func:`claim_box` of a calculator metrics.json: the development draw and the untouched one."""
+    """:func:`claim_box` of a calculator metrics.json: the development draw and the second draw."""
     draws = {"development": record["calculator"]["boxes"]}
     if "held_out" in record:
         draws["held_out"] = record["held_out"]["boxes"]
     return claim_box(draws)
 
 
-def box_phrase(record: dict, short: bool = False) -> str:
-    """The measured box of a calculator claim, in one phrase (``templates/box_claim.md.j2``): the reach
-    of the drawn families, the adversarial family's apart, the joint box and the refusal limits. Every
-    sentence that claims the calculator's reach states it (``short``: the same numbers in fewer words)."""
-    from predcalc.calculator.templates import render  # Jinja2 only when text is rendered
+def _span(value) -> str:
+    return f"{value[0]}-{value[1]}" if isinstance(value, (list, tuple)) else str(value)
 
-    return " ".join(render("box_claim.md.j2", box=record_box(record), short=short).split())
+
+def box_frame(box: dict):
+    """A :func:`claim_box` as a table, one row per axis: the largest value of the families drawn at
+    random, the range of the family that varies every axis at once (``all_axes``, first draw) and the
+    largest value of the adversarial family."""
+    import pandas as pd  # tables only when the notebook shows them
+
+    joint = next(iter(box["joint"].values()), {})
+    adversarial = box["adversarial"] or {}
+    return pd.DataFrame(
+        {
+            axis: {
+                "drawn families (largest)": box["drawn"].get(axis),
+                "all_axes (range)": _span(joint[axis]) if axis in joint else "",
+                "adversarial (largest)": adversarial.get(axis),
+            }
+            for axis in AXES
+        }
+    ).T
+
+
+def box_texts(box: dict) -> dict[str, str]:
+    """The values the notebook glues from a :func:`claim_box`, by name (``box_...``): the drawn families'
+    reach per axis, the ``all_axes`` family's ranges, the adversarial family's reach, and the refusal
+    limits; "not scored" where the box has no such family."""
+    joint = next(iter(box["joint"].values()), {})
+    adversarial = box["adversarial"] or {}
+    out = {f"box_{axis}": str(box["drawn"].get(axis, "not scored")) for axis in AXES}
+    out |= {f"box_joint_{axis}": _span(joint[axis]) if axis in joint else "not scored" for axis in AXES}
+    out |= {f"box_adversarial_{axis}": str(adversarial.get(axis, "not scored")) for axis in AXES}
+    out["box_refused_product"] = f"{box['refused']['digit_product']:,}"
+    out["box_refused_characters"] = f"{box['refused']['characters']:,}"
+    return out

@@ -6,22 +6,19 @@ of its step and compared with the code's features, so a changed encoding fails h
 leaving a stale row), the staircases (above, below, period, centred), the control's kind features
 (:data:`~predcalc.calculator.rules.KIND_FEATURES`) and relations, the schedule's constants
 (:mod:`predcalc.calculator.engine`, :mod:`predcalc.calculator.tokens`) and the trainable weights of
-each step network (their names and sizes, from a built model). :func:`given_markdown` renders the
-tables with ``templates/given.md.j2``.
+each step network (their names and sizes, from a built model).
 """
 
 from __future__ import annotations
 
 import inspect
 import re
-from pathlib import Path
 
 import numpy as np
 
 from predcalc.calculator import engine, rules, tokens
 from predcalc.calculator.steps import STEPS, TARGETS
 
-TEMPLATES = Path(__file__).parent / "templates"
 # rules.py's NumPy stand-in for keras.ops (private there; see given_ablations on why it stays so)
 _NUMPY_OPS = rules._NumpyOps
 
@@ -182,15 +179,3 @@ def given_table(steps_record: dict | None = None) -> list[dict]:
             row["trained_on"] = f"{steps_record[name]['trained_on']} of {steps_record[name]['reachable']}"
         rows.append(row)
     return rows
-
-
-def given_markdown(steps_record: dict | None = None) -> str:
-    """The tables of what is given and what is learned, as markdown (``templates/given.md.j2``)."""
-    from predcalc.calculator.templates import render  # Jinja2 only when text is rendered
-
-    return render(
-        "given.md.j2",
-        steps=given_table(steps_record),
-        kinds=kind_features(),
-        schedule=schedule(),
-    )

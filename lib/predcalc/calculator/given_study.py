@@ -10,7 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from predcalc.calculator import given_ablations
-from predcalc.calculator.box import box_phrase, record_box
+from predcalc.calculator.box import record_box
 from predcalc.calculator.cache import FINGERPRINTED, cached
 from predcalc.calculator.given import given_table, kind_features, schedule
 
@@ -173,32 +173,48 @@ def given_fields(record: dict, parts: dict, control_fresh: dict, parameters: dic
     }
 
 
-def given_markdown(record: dict) -> str:
-    """The tables of what the calculator is given, the ablations of each given piece on fresh seeds,
-    every rule step on fresh seeds and the box of its claims, from a metrics.json that has the
-    ``"given"`` and ``"box"`` fields (``templates/given.md.j2`` and ``templates/given_ablations.md.j2``)."""
-    from predcalc.calculator.templates import render  # Jinja2 only when text is rendered
+def _shares(values) -> str:
+    from predcalc.readable import percent_number  # the one formatting rule of shares
 
-    given = record["given"]
-    return (
-        render("given.md.j2", steps=given["table"], kinds=given["kinds"], schedule=given["schedule"])
-        + render(
-            "given_ablations.md.j2",
-            ablations=given["ablations"],
-            fresh=given["fresh_steps"],
-            labels=given["labels"],
-            parameters=given["parameters"],
-            backends=given["backends"],
-            code_versions=given.get("code_versions", []),
-        )
-        + "\n"
-        + box_markdown(record)
-    )
+    return ", ".join("?" if v is None else percent_number(v) for v in values)
 
 
-def box_markdown(record: dict) -> str:
-    """The box the calculator's claims were measured in and its refusal limits, from the record's
-    ``"box"`` field (``templates/box.md.j2``): the sentence to state wherever a claim of reach is made."""
-    from predcalc.calculator.templates import render  # Jinja2 only when text is rendered
+def variant_frame(rows: list[dict], labels: dict | None = None):
+    """Rows of :func:`variant_table` as a table, one per (step, variant): the seeds, how many are exact
+    on the held-out inputs and on every input, the wrong held-out decisions and the share of training
+    rows right of each seed, and each seed's end-to-end share (%) where scored. ``labels`` names the
+    variants (without it the variant column is left out)."""
+    import pandas as pd  # tables only when the notebook shows them
 
-    return render("box.md.j2", phrase=box_phrase(record))
+    table = []
+    for row in rows:
+        entry = {"step": row["step"]}
+        if labels is not None:
+            entry["variant"] = labels.get(row["variant"], row["variant"])
+        entry |= {
+            "seeds": ", ".join(str(s) for s in row["seeds"]),
+            "exact seeds (held-out)": row["exact_seeds"],
+            "exact seeds (all inputs)": row["exact_everywhere"],
+            "of": len(row["seeds"]),
+            "held-out inputs": row["held_out"],
+            "wrong on held-out (per seed)": ", ".join(str(w) for w in row["held_out_wrong"]),
+        }
+        if labels is not None:
+            entry["trained rows right % (per seed)"] = _shares(row["train_exact"])
+        entry["end to end % (per seed)"] = _shares(row["end_to_end"]) if "end_to_end" in row else "not scored"
+        table.append(entry)
+    return pd.DataFrame(table)
+
+
+def given_texts(given: dict) -> dict[str, str]:
+    """The values the notebook glues from the record's ``"given"`` field, by name (``given_...``): the
+    training expressions, the end-to-end draw's size and family seed, the backends and the parts' code
+    fingerprints."""
+    parameters = given["parameters"]
+    return {
+        "given_expressions": str(parameters["expressions"]),
+        "given_draw_n": str(parameters["draw_n"]),
+        "given_draw_seed": str(parameters["draw_seed"]),
+        "given_backends": ", ".join(given["backends"]) or "none",
+        "given_code_versions": ", ".join(given.get("code_versions", [])) or "none",
+    }

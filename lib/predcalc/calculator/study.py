@@ -3,8 +3,8 @@
 Every function returns plain JSON-able records; :func:`predcalc.calculator.cache.cached` stores each
 one under the run's ``parts/`` folder so a long study resumes where it stopped. The study's other jobs
 live beside it: the cache (:mod:`~predcalc.calculator.cache`), its tables
-(:mod:`~predcalc.calculator.tables`), figure (:mod:`~predcalc.calculator.plots`), sentences
-(:mod:`~predcalc.calculator.prose`) and the given pieces (:mod:`~predcalc.calculator.given_study`);
+(:mod:`~predcalc.calculator.tables`: also the values the notebook glues into its markdown), figure
+(:mod:`~predcalc.calculator.plots`) and the given pieces (:mod:`~predcalc.calculator.given_study`);
 their names are re-exported here, where the notebook and the report find them.
 """
 
@@ -22,30 +22,31 @@ from predcalc.calculator.cache import FINGERPRINTED, cached, code_fingerprint, c
 from predcalc.calculator.engine import Engine, answer_text
 from predcalc.calculator.nets import DenseStep, build_step, check_step, numpy_step
 from predcalc.calculator.plots import plot_axes
-from predcalc.calculator.prose import (
-    LOST_INSIDE,
-    SPEED_GOAL,
-    carriers,
-    conclusion,
-    error_bound,
-    held_out_sentence,
-    ladder_facts,
-    speed_summary,
-    speed_verdicts,
-)
 from predcalc.calculator.rules import train_control
 from predcalc.calculator.steps import STEPS
 from predcalc.calculator.tables import (
     ABLATION_LABELS,
     AXIS_FAMILIES,
     CHOICES,
+    COMPETENT,
+    CONFIDENCE,
+    LOST_INSIDE,
+    SPEED_GOAL,
     TRAINING_BOX,
     ablation_rows,
+    carrier_frame,
+    carrier_rows,
+    carrier_texts,
     check_frame,
     comparison_frame,
+    error_bound,
     family_frame,
+    family_texts,
     inside_world,
     order,
+    speed_frame,
+    speed_texts,
+    speed_verdicts,
 )
 from predcalc.calculator.train import Recipe, engine_from, rule_training_rows, trace, train_calculator, train_rules
 from predcalc.data.calculator_families import FAMILIES, INTEGER_WORLD, TRAINING_WORLD, axes, draw, families
@@ -256,9 +257,11 @@ def control_on_seeds(seeds, expressions: int) -> dict:
 
 
 def held_out_scores(files: list, n: int, seed: int, development: dict | None = None) -> dict:
-    """The rule calculator on a second draw that no choice touched: every family drawn afresh with
-    ``seed`` (the reference protocol's fixed sets left out: they do not change with the seed) and an
-    adversarial draw of the same seed, scored through each seed's exported file with forward passes.
+    """The rule calculator on a second draw: every family drawn afresh with ``seed`` (the reference
+    protocol's fixed sets left out: they do not change with the seed) and an adversarial draw of the
+    same seed, scored through each seed's exported file with forward passes. Notebook 40's second draw
+    (family seed 7777) was scored again later, so the findings' claim uses another
+    (:mod:`predcalc.calculator.untouched`).
 
     Returns ``{"family_seed", "n", "expressions", "shared_with_development", "families", "boxes"}``:
     per family the mean and worst seed (:func:`summary`) and its box (:func:`family_boxes`);
@@ -286,7 +289,7 @@ def ladder_fields(
 ) -> dict:
     """The record's top-level ``"steps"`` (per step: reachable, trained_on, held_out_wrong, worst seed)
     and ``"speed"`` (each path's time over Python's), the rule rung's family summary, each rung's
-    adversarial score (:func:`adversarial_scores`) and the rule rung on the untouched draw
+    adversarial score (:func:`adversarial_scores`) and the rule rung on the second draw
     (:func:`held_out_scores`)."""
 
     out = {"steps": step_record(rules_records), "ladder": {"rules": summary(rules_records)}}
@@ -481,6 +484,8 @@ __all__ = [
     "ABLATION_LABELS",
     "AXIS_FAMILIES",
     "CHOICES",
+    "COMPETENT",
+    "CONFIDENCE",
     "FAMILIES",
     "FINGERPRINTED",
     "LOST_INSIDE",
@@ -490,24 +495,25 @@ __all__ = [
     "ablation_rows",
     "bench",
     "cached",
-    "carriers",
+    "carrier_frame",
+    "carrier_rows",
+    "carrier_texts",
     "check_frame",
     "code_fingerprint",
     "code_versions",
     "comparison_frame",
-    "conclusion",
     "end_to_end",
     "error_bound",
     "families",
     "family_boxes",
     "family_frame",
-    "held_out_sentence",
+    "family_texts",
     "inside_world",
-    "ladder_facts",
     "order",
     "plot_axes",
+    "speed_frame",
     "speed_record",
-    "speed_summary",
+    "speed_texts",
     "speed_verdicts",
     "summary",
     "train_seed",

@@ -121,3 +121,176 @@ def ablation_rows(record: dict) -> list[dict]:
     for row in rows:
         row["lost_beyond"] = calculator["beyond"] - row["beyond"]
     return rows
+
+
+#: The in-world exact share a model needs before its score beyond the world says anything about
+#: extrapolation (below it, it has not learned its own world).
+COMPETENT = 0.9
+#: A swap that loses at least this much inside the training world fails to learn its step there,
+#: so its loss beyond the world says nothing specific about extrapolation.
+LOST_INSIDE = 0.05
+#: The speed goal of the calculator: forward passes within this many times Python's time.
+SPEED_GOAL = 10.0
+#: The confidence of the study's error bounds (one-sided, exact binomial).
+CONFIDENCE = 0.95
+
+
+def error_bound(wrong: int, n: int, confidence: float = CONFIDENCE) -> float:
+    """One-sided exact (Clopper-Pearson) upper bound on the error rate after ``wrong`` of ``n``."""
+    from statsmodels.stats.proportion import proportion_confint  # statsmodels only when a bound is computed
+
+    return float(proportion_confint(wrong, n, alpha=2 * (1 - confidence), method="beta")[1])
+
+
+def _separated(a: list[dict], b: list[dict]) -> bool:
+    """Whether two models' per-seed means beyond the training world have disjoint min-max ranges."""
+    first, second = [r["beyond"] for r in a], [r["beyond"] for r in b]
+    return max(first) < min(second) or max(second) < min(first)
+
+
+def carrier_rows(record: dict) -> list[dict]:
+    """:func:`ablation_rows`, each with ``competent`` (at least :data:`COMPETENT` inside the training
+    world) and, for a swap of :data:`CHOICES`, the model it is compared with (``against``: the one that
+    keeps the choice), the points it loses beyond and inside against that model, ``learns_step`` (less
+    than :data:`LOST_INSIDE` lost inside) and ``resolved`` (the two models' per-seed means beyond have
+    disjoint min-max ranges; None without per-seed records). The calculator and the swaps score
+    different draws of the families."""
+    rows = ablation_rows(record)
+    by_kind = {row["kind"]: row for row in rows}
+    seeds = record["calculator"].get("per_seed", {})
+    for row in rows:
+        row["competent"] = row["inside"] >= COMPETENT
+        against = CHOICES.get(row["kind"])
+        if against not in by_kind:
+            continue
+        reference = by_kind[against]
+        row["against"] = against
+        row["lost_beyond_against"] = reference["beyond"] - row["beyond"]
+        row["lost_inside_against"] = reference["inside"] - row["inside"]
+        row["learns_step"] = row["lost_inside_against"] < LOST_INSIDE
+        row["resolved"] = (
+            _separated(seeds[row["kind"]], seeds[against]) if row["kind"] in seeds and against in seeds else None
+        )
+    return rows
+
+
+def _flag(value) -> str:
+    return "" if value is None else "yes" if value else "no"
+
+
+def carrier_frame(record: dict):
+    """:func:`carrier_rows` as a table: shares and points lost in percent, flags as yes or no."""
+    import pandas as pd  # tables only when the notebook shows them
+
+    return pd.DataFrame(
+        {
+            row["kind"]: {
+                "seeds": row["seeds"],
+                "n": row["n"],
+                "inside %": round(100 * row["inside"], 1),
+                "beyond %": round(100 * row["beyond"], 1),
+                "worst family": row["worst_family"],
+                "worst seed %": round(100 * row["worst_seed"], 1),
+                "competent": _flag(row["competent"]),
+                "compared with": row.get("against", ""),
+                "lost beyond (points)": round(100 * row["lost_beyond_against"], 1) if "against" in row else None,
+                "lost inside (points)": round(100 * row["lost_inside_against"], 1) if "against" in row else None,
+                "learns the step": _flag(row.get("learns_step")),
+                "resolved": _flag(row.get("resolved")),
+            }
+            for row in carrier_rows(record)
+        }
+    ).T
+
+
+def carrier_texts(record: dict) -> dict[str, str]:
+    """The values the notebook glues from :func:`carrier_rows`, by name: ``ablation_KIND_inside``,
+    ``_beyond`` and ``_n`` for every model, ``_lost_beyond`` and ``_lost_inside`` (points) for each
+    swap, and the two thresholds."""
+    from predcalc.readable import percent  # the one formatting rule of shares
+
+    out = {"ablation_competent": percent(COMPETENT, 0), "ablation_lost_inside": f"{100 * LOST_INSIDE:.0f}"}
+    for row in carrier_rows(record):
+        kind = row["kind"]
+        out[f"ablation_{kind}_inside"] = percent(row["inside"])
+        out[f"ablation_{kind}_beyond"] = percent(row["beyond"])
+        out[f"ablation_{kind}_n"] = f"{row['n']:,}"
+        if "against" in row:
+            out[f"ablation_{kind}_lost_beyond"] = f"{100 * row['lost_beyond_against']:.1f}"
+            out[f"ablation_{kind}_lost_inside"] = f"{100 * row['lost_inside_against']:.1f}"
+    return out
+
+
+def family_texts(summary_of: dict, prefix: str) -> dict[str, str]:
+    """The values the notebook glues from a family summary (:func:`predcalc.calculator.study.summary`),
+    each named ``PREFIX_...``: the lowest family mean (``_lowest``), the worst seed on any family
+    (``_worst_seed``), the wrong answers over every seed and family (``_wrong``), and the seeds,
+    families and expressions a family (``_seeds``, ``_families``, ``_n``: the smallest)."""
+    from predcalc.readable import percent  # the one formatting rule of shares
+
+    wrong = sum(round((1 - v["mean"]) * v["n"] * v["seeds"]) for v in summary_of.values())
+    return {
+        f"{prefix}_lowest": percent(min(v["mean"] for v in summary_of.values()), 2),
+        f"{prefix}_worst_seed": percent(min(v["min"] for v in summary_of.values()), 2),
+        f"{prefix}_wrong": f"{wrong:,}",
+        f"{prefix}_seeds": str(next(iter(summary_of.values()))["seeds"]),
+        f"{prefix}_families": str(len(summary_of)),
+        f"{prefix}_n": f"{min(v['n'] for v in summary_of.values()):,}",
+    }
+
+
+def speed_verdicts(bench_record: dict, goal: float = SPEED_GOAL) -> dict:
+    """Per path and set: ``"met"`` where every round's ratio is at most ``goal``, ``"not met"`` where
+    every one is above it, else ``"not resolved"`` (the rounds straddle the goal)."""
+    out: dict = {}
+    for path in ("forward", "cache"):
+        for label in ("integers", "with_division"):
+            entry = bench_record[label][path]
+            ratios = entry.get("ratios") or [entry["ratio"]]
+            out.setdefault(path, {})[label] = (
+                "met" if max(ratios) <= goal else "not met" if min(ratios) > goal else "not resolved"
+            )
+    return out
+
+
+def speed_frame(bench_record: dict, goal: float = SPEED_GOAL):
+    """Per path and set: the median time over Python's, the lowest and highest round, and the verdict
+    of :func:`speed_verdicts`."""
+    import pandas as pd  # tables only when the notebook shows them
+
+    verdicts = speed_verdicts(bench_record, goal)
+    rows = {}
+    for path in ("forward", "cache"):
+        for label in ("integers", "with_division"):
+            entry = bench_record[label][path]
+            ratios = entry.get("ratios") or [entry["ratio"]]
+            rows[(path, label)] = {
+                "x Python's time (median)": round(entry["ratio"], 1),
+                "lowest round": round(min(ratios), 1),
+                "highest round": round(max(ratios), 1),
+                f"within {goal:g}x": verdicts[path][label],
+            }
+    return pd.DataFrame(rows).T
+
+
+def speed_texts(bench_record: dict, goal: float = SPEED_GOAL) -> dict[str, str]:
+    """The values the notebook glues from a bench record, by name (``speed_...``): its size, each path's
+    median ratio and range of rounds on integers and with division, the latencies and the verdicts."""
+    verdicts = speed_verdicts(bench_record, goal)
+    latency = bench_record["latency_ms"]
+    out = {
+        "speed_n": f"{bench_record['n']:,}",
+        "speed_operators": str(bench_record["operators"]),
+        "speed_repeats": str(bench_record.get("repeats", 1)),
+        "speed_goal": f"{goal:g}x",
+        "speed_latency_forward": f"{latency['forward']:.1f}",
+        "speed_latency_python": f"{latency['python']:.3f}" if "python" in latency else "not measured",
+    }
+    for path in ("forward", "cache"):
+        for label, short in (("integers", "integers"), ("with_division", "division")):
+            entry = bench_record[label][path]
+            ratios = entry.get("ratios") or [entry["ratio"]]
+            out[f"speed_{path}_{short}"] = f"{entry['ratio']:.1f}x"
+            out[f"speed_{path}_{short}_rounds"] = f"{min(ratios):.1f}-{max(ratios):.1f}"
+            out[f"speed_{path}_{short}_verdict"] = verdicts[path][label]
+    return out

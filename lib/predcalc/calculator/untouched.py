@@ -28,9 +28,9 @@ from pathlib import Path
 from predcalc.calculator.cache import cached, code_versions
 from predcalc.calculator.fresh import DRAW_N, FRESH_MODULES, FRESH_SEEDS, RECORD, held_out_draw
 from predcalc.calculator.fresh import PARTS as FRESH_PARTS
-from predcalc.calculator.prose import error_bound
 from predcalc.calculator.restarts import RECIPE, covering_rows, seed_part, train_step_with_recipe
 from predcalc.calculator.steps import STEPS
+from predcalc.calculator.tables import error_bound
 from predcalc.calculator.train import trace
 from predcalc.data.calculator_families import TRAINING_WORLD
 from predcalc.paths import REPORTS, relative
@@ -136,7 +136,7 @@ def per_seed_rows(parts: dict, stored: dict) -> dict:
 
 def summary(rows: dict, confidence: float = 0.95) -> dict:
     """Over seeds: how many answer the whole draw exactly, the lowest and highest share, the one-sided
-    Clopper-Pearson lower bound on the share of seeds exact on all (:func:`~predcalc.calculator.prose.error_bound`,
+    Clopper-Pearson lower bound on the share of seeds exact on all (:func:`~predcalc.calculator.tables.error_bound`,
     as the fresh study's), how many have every step exact on every input and how many reproduced."""
     seeds = sorted(rows, key=int)
     exact = [rows[s]["exact"] for s in seeds]
