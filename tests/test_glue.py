@@ -46,7 +46,7 @@ def test_a_name_without_its_glue_is_found():
     assert glue_gaps(notebook) == {"worst"}
 
 
-EXECUTED = sorted(RUNS.glob("*/*.ipynb"))
+EXECUTED = sorted(p for p in RUNS.glob("*/*.ipynb") if not p.parent.name.startswith("."))  # not a run in progress
 
 
 @pytest.mark.parametrize("path", EXECUTED, ids=[p.stem for p in EXECUTED])

@@ -27,6 +27,8 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from predcalc.data.expressions import running_totals
+
 if TYPE_CHECKING:
     from predcalc.data import Split
 
@@ -133,8 +135,6 @@ def answer_response(value) -> str:
 def scratchpad_response(expression: str) -> str:
     """The running total after each term from the second on, the last being the answer:
     ``"-3 + 4 - 2"`` -> ``" 1 = -1"`` (the prompt's ``=`` before it: ``-3 + 4 - 2 = 1 = -1``)."""
-    from predcalc.data.expressions import running_totals
-
     return " " + " = ".join(answer_text(total) for total in running_totals(expression))
 
 

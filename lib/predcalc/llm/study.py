@@ -137,51 +137,6 @@ class Plateau:
                 raise FineTuneError(f"{name} must be a positive integer. Received: {name}={value!r}")
 
 
-class _Checkpoint:
-    """LoRA weights, optimizer state and the step reached, in one ``.npz`` (written atomically)."""
-
-    def __init__(self, path: Path, variables, optimizer):
-        self.path, self.variables, self.optimizer = Path(path), list(variables), optimizer
-
-    def save(self, step: int, losses: list, state: dict | None = None) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        arrays = {f"w{i}": np.asarray(v) for i, v in enumerate(self.variables)}
-        arrays.update({f"o{i}": np.asarray(v) for i, v in enumerate(self.optimizer.variables)})
-        tmp = self.path.with_name(self.path.name + ".tmp.npz")
-        state = json.dumps(state or {})
-        np.savez(tmp, step=step, losses=np.asarray(losses, dtype="float32"), state=np.asarray(state), **arrays)
-        tmp.replace(self.path)
-
-    def restore(self) -> tuple[int, list, dict]:
-        if not self.path.is_file():
-            return 0, [], {}
-        with np.load(self.path) as data:
-            for i, v in enumerate(self.variables):
-                if tuple(data[f"w{i}"].shape) != tuple(v.shape):
-                    raise FineTuneError(f"checkpoint {self.path} does not fit this recipe (weight {i})")
-                v.assign(data[f"w{i}"])
-            for i, v in enumerate(self.optimizer.variables):
-                v.assign(data[f"o{i}"])
-            state = json.loads(str(data["state"])) if "state" in data.files else {}
-            return int(data["step"]), [float(x) for x in data["losses"]], state
-
-
-def _best_path(checkpoint: Path) -> Path:
-    return Path(checkpoint).with_name(Path(checkpoint).stem + ".best.npz")
-
-
-def _save_weights(path: Path, variables) -> None:
-    tmp = path.with_name(path.name + ".tmp.npz")
-    np.savez(tmp, **{f"w{i}": np.asarray(v) for i, v in enumerate(variables)})
-    tmp.replace(path)
-
-
-def _load_weights(path: Path, variables) -> None:
-    with np.load(path) as data:
-        for i, v in enumerate(variables):
-            v.assign(data[f"w{i}"])
-
-
 @dataclasses.dataclass
 class Training:
     recipe: dict
@@ -229,12 +184,12 @@ def train(
     variables = backbone.trainable_variables
     optimizer = keras.optimizers.Adam(learning_rate(recipe))
     optimizer.build(variables)
-    saver = _Checkpoint(checkpoint, variables, optimizer)
+    saver = weights.Checkpoint(checkpoint, variables, optimizer)
     start_step, losses, state = saver.restore()
     state = {"cpu_seconds": 0.0, "stretches": [], "validation": [], "best": None, "stopped_by": None, **state}
     data = deploy.pack(model.preprocessor.tokenizer, train_split, template, response=recipe.response)
     order = batch_order(len(train_split), recipe.steps, recipe.batch_size, seed)
-    best_file = _best_path(checkpoint)
+    best_file = weights.best_path(checkpoint)
 
     @tf.function(reduce_retracing=True)
     def step(token_ids, padding_mask, positions, targets, weights):
@@ -252,7 +207,7 @@ def train(
         state["validation"].append({"step": at, "accuracy": accuracy, "loss": float(np.mean(losses[-plateau.every :]))})
         if state["best"] is None or accuracy > state["best"]["accuracy"]:
             state["best"] = {"step": at, "accuracy": accuracy}
-            _save_weights(best_file, variables)
+            weights.save_weights(best_file, variables)
         since = sum(1 for v in state["validation"] if v["step"] > state["best"]["step"])
         return since >= plateau.patience
 
@@ -286,7 +241,7 @@ def train(
     if state["stopped_by"] is None and s == start_step and start_step >= recipe.steps:
         state["stopped_by"] = "steps"
     if plateau is not None and state["stopped_by"] and best_file.is_file():
-        _load_weights(best_file, variables)
+        weights.load_weights(best_file, variables)
     tokens = int(data.padding_mask[order[:s].ravel()].sum()) if s else 0
     return Training(
         recipe=recipe.as_dict(),

@@ -21,6 +21,7 @@ labelled so. The preset folder (about 1.1 GB of float32) is cached outside the r
 
 The way back: :func:`write_gguf` writes the fine-tuned model, LoRA merged, as a GGUF with the source
 file's metadata, and :func:`gguf_stage` (the study's ``gguf.json``) runs each file with llama.cpp.
+In between, a LoRA run's weights and optimizer state go to :class:`Checkpoint` files.
 Light at import (standard library and NumPy).
 """
 
@@ -62,6 +63,57 @@ BLOCK_TENSORS = {
 
 class GemmaWeightsError(RuntimeError):
     """The GGUF package is missing, or the file does not fit the backbone."""
+
+
+# ---------------------------------------------------------------------------------------------
+# A LoRA run's checkpoints (NumPy only)
+
+
+class Checkpoint:
+    """LoRA weights, optimizer state and the step reached, in one ``.npz`` (written atomically)."""
+
+    def __init__(self, path: Path, variables, optimizer):
+        self.path, self.variables, self.optimizer = Path(path), list(variables), optimizer
+
+    def save(self, step: int, losses: list, state: dict | None = None) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        arrays = {f"w{i}": np.asarray(v) for i, v in enumerate(self.variables)}
+        arrays.update({f"o{i}": np.asarray(v) for i, v in enumerate(self.optimizer.variables)})
+        tmp = self.path.with_name(self.path.name + ".tmp.npz")
+        state = json.dumps(state or {})
+        np.savez(tmp, step=step, losses=np.asarray(losses, dtype="float32"), state=np.asarray(state), **arrays)
+        tmp.replace(self.path)
+
+    def restore(self) -> tuple[int, list, dict]:
+        if not self.path.is_file():
+            return 0, [], {}
+        with np.load(self.path) as data:
+            for i, v in enumerate(self.variables):
+                if tuple(data[f"w{i}"].shape) != tuple(v.shape):
+                    raise GemmaWeightsError(f"checkpoint {self.path} does not fit this recipe (weight {i})")
+                v.assign(data[f"w{i}"])
+            for i, v in enumerate(self.optimizer.variables):
+                v.assign(data[f"o{i}"])
+            state = json.loads(str(data["state"])) if "state" in data.files else {}
+            return int(data["step"]), [float(x) for x in data["losses"]], state
+
+
+def best_path(checkpoint: Path) -> Path:
+    """Where a run keeps the weights of its best validation score, beside its checkpoint."""
+    return Path(checkpoint).with_name(Path(checkpoint).stem + ".best.npz")
+
+
+def save_weights(path: Path, variables) -> None:
+    """``variables`` (the LoRA weights) in one ``.npz``, written atomically."""
+    tmp = path.with_name(path.name + ".tmp.npz")
+    np.savez(tmp, **{f"w{i}": np.asarray(v) for i, v in enumerate(variables)})
+    tmp.replace(path)
+
+
+def load_weights(path: Path, variables) -> None:
+    with np.load(path) as data:
+        for i, v in enumerate(variables):
+            v.assign(data[f"w{i}"])
 
 
 def _require_packages():
