@@ -294,3 +294,42 @@ def speed_texts(bench_record: dict, goal: float = SPEED_GOAL) -> dict[str, str]:
             out[f"speed_{path}_{short}_rounds"] = f"{min(ratios):.1f}-{max(ratios):.1f}"
             out[f"speed_{path}_{short}_verdict"] = verdicts[path][label]
     return out
+
+
+def held_out_texts(held_out: dict, untouched_seed: int) -> dict[str, str]:
+    """The values notebook 40's second-draw paragraph glues (:func:`study.held_out_scores`)."""
+    from predcalc.readable import percent  # the one formatting rule of shares
+
+    smallest = min(v["n"] for v in held_out["families"].values())
+    return {
+        **family_texts(held_out["families"], "held_out"),
+        "held_out_family_seed": str(held_out["family_seed"]),
+        "held_out_expressions": f"{held_out['expressions']:,}",
+        "held_out_shared": f"{held_out['shared_with_development']:,}",
+        "held_out_bound": percent(error_bound(0, smallest), 2),
+        "confidence": percent(CONFIDENCE, 0),
+        "untouched_seed": str(untouched_seed),
+    }
+
+
+def rung_texts(records: list, summary_of: dict) -> dict[str, str]:
+    """The values of notebook 40's first rung: its size, training time, file and family scores."""
+    return {
+        "rung1_parameters": f"{records[0]['parameters']['total']:,}",
+        "rung1_train_seconds": f"{max(r['train_seconds'] for r in records):.0f}",
+        "rung1_file_kib": f"{records[0]['size_bytes'] / 1024:.0f}",
+        **family_texts(summary_of, "rung1"),
+    }
+
+
+def rule_texts(rule_steps: dict, summary_of: dict) -> dict[str, str]:
+    """The values of notebook 40's rule rung: the largest share of a learned step's inputs it was
+    trained on, its held-out wrong answers, and its family scores."""
+    from predcalc.readable import percent  # the one formatting rule of shares
+
+    learned = [v for v in rule_steps.values() if not v["memorised"]]
+    return {
+        "rules_share": percent(max(v["trained_on"] / v["reachable"] for v in learned), 0),
+        "rules_held_out_wrong": f"{sum(v['held_out_wrong'] for v in learned)}",
+        **family_texts(summary_of, "rules"),
+    }

@@ -23,6 +23,7 @@ from predcalc.report.edges import edge_cell
 from predcalc.report.findings import comparison_table, export_table, markdown_table
 from predcalc.report.studies import shown_label
 from predcalc.studies.edges import edge_scores
+from predcalc.training import fit
 from predcalc.training.metrics import exact_accuracy
 
 
@@ -285,3 +286,24 @@ def edge_table(results, sets: dict, path=None) -> pd.DataFrame:
             for name, by_set in scores.items()
         ]
     )
+
+
+def glue_all(values: dict) -> None:
+    """Glue each value under its name (myst-nb), shown only where the markdown names it."""
+    from myst_nb import glue  # the notebooks' kernel has it; the library's tests need not
+
+    for name, value in values.items():
+        glue(name, value, display=False)
+
+
+def to_parallel_form(name: str, trained, split, tolerance: float = 1e-3) -> float:
+    """Put a model trained with the step loop into its parallel form (the same function, the
+    weights copied) before export; the largest output gap on ``split`` must stay under ``tolerance``."""
+    _, parallel_model, _ = fit.build(name, parallel=True)
+    parallel_model.set_weights(trained.model.get_weights())
+    x = trained.tokenizer.encode_batch(split.expressions)
+    gap = float(np.abs(parallel_model.predict(x, verbose=0) - trained.model.predict(x, verbose=0)).max())
+    if gap >= tolerance:
+        raise ValueError(f"{name}: the parallel form differs from the trained step loop by {gap:.2g} on {split.name}")
+    trained.model = parallel_model
+    return gap

@@ -334,3 +334,38 @@ def recipe_record(recipe: ExactRecipe) -> dict:
 
 
 NOTEBOOK = "33_trained_exact_scan"
+
+
+def heldout_texts(records: dict, fresh: dict, heldout: dict, seeds, fresh_seeds, training: int) -> dict[str, str]:
+    """The values notebook 33's held-out conclusion glues: fresh and choosing seeds exact on every
+    held-out set through each file format, the seeds stuck in range, and the training size."""
+    out = {}
+    for fmt in ("onnx", "litert"):
+        out[f"fresh_{fmt}"] = f"{len(exact_on_every_set(fresh['heldout'][fmt]))} of {len(fresh_seeds)}"
+        out[f"fresh_development_{fmt}"] = f"{len(exact_on_every_set(fresh['development'][fmt]))} of {len(fresh_seeds)}"
+        out[f"choosing_{fmt}"] = f"{len(exact_on_every_set(heldout[fmt]))} of {len(seeds)}"
+    in_exact = [seed for seed, r in records.items() if r["scores"]["in"] == 1.0]
+    stuck = [str(s) for s, r in fresh["records"].items() if r["scores"]["in"] < 1.0]
+    return {
+        **out,
+        "fresh_seeds": ", ".join(map(str, fresh_seeds)) or "none",
+        "choosing_seeds": ", ".join(map(str, seeds)),
+        "training": f"{training:,}",
+        "fresh_stuck": ", ".join(stuck) or "none",
+        "in_exact": f"{len(in_exact)}",
+        "in_exact_heldout": f"{len(set(in_exact) & set(exact_on_every_set(heldout['onnx'])))}",
+    }
+
+
+def long_texts(long: dict, bound: dict) -> dict[str, str]:
+    """The values of notebook 33's long-expression and float32 paragraph."""
+    probe = f"{bound['bound']} + 1"  # 2^24 + 1: the first integer float32 cannot hold
+    return {
+        "long_exact": f"{long['exact']:.0f}",
+        "long_onnx": f"{long['answers']['onnx']:.0f}",
+        "long_litert": f"{long['answers']['litert']:.0f}",
+        "float32_bound": f"{bound['bound']:,}",
+        "float32_probe": probe,
+        "float32_answer": f"{bound['answers'][probe]:.0f}",
+        "float32_exact": f"{bound['exact'][probe]:.0f}",
+    }
