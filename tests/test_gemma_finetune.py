@@ -222,3 +222,18 @@ def test_the_stopping_rule_needs_a_validation_split(protocol, tmp_path):
         gemma_study.Plateau(patience=0)
     with pytest.raises(gemma_study.FineTuneError, match="schedule"):
         gemma_study.Recipe(schedule="linear")
+
+
+@pytest.mark.slow  # trains two tiny candidates to their stopping rule
+def test_a_candidate_whose_row_is_stored_leaves_no_checkpoint(protocol, tmp_path, monkeypatch):
+    monkeypatch.setattr(gemma_study, "_fresh_model", lambda: _tiny(protocol))
+    settings = gemma_study.Settings(
+        max_passes=0.05, every=2, patience=1, stop_validation=8, search=(("rank", ({"rank": 2},)),)
+    )
+    record = gemma_study.search(protocol, settings, tmp_path, progress=False)
+    assert sorted(p.name for p in (tmp_path / "search").iterdir()) == sorted(
+        f"{row['recipe']['name']}.json" for row in record["rows"]
+    )
+    assert len(record["rows"]) == 2 and not list((tmp_path / "runs").iterdir())  # checkpoints dropped
+    monkeypatch.setattr(gemma_study, "_fresh_model", lambda: pytest.fail("a stored row was trained again"))
+    assert gemma_study.search(protocol, settings, tmp_path, progress=False)["chosen"] == record["chosen"]

@@ -3,7 +3,9 @@
 The training loop is written out rather than ``fit``: the output head (262,144 x 640) runs only at
 the answer positions (``finetune.answer_logits``; the prompt is masked, so the loss and its gradient are
 the same), a run is checkpointed every few steps (``runs/<recipe>_seed<k>.npz``) and resumes where
-it stopped with the same batches, and a stopping rule on validation ends it. Stages, each stored as
+it stopped with the same batches, and a stopping rule on validation ends it. Checkpoints are not
+committed (rank 16 on attention and MLP makes 45 MB); a run's record is, and its checkpoints are then
+deleted. Stages, each stored as
 JSON in a work folder as it finishes (``run`` skips what is stored): ``base`` (the model before
 fine-tuning, zero-shot and few-shot), ``search`` (``SEARCH_STAGES`` on seed 0, chosen on the whole
 validation split into ``choices.json``), ``seed_K`` (the chosen recipe per seed, scored on the full
@@ -366,9 +368,19 @@ def _train(recipe, seed, protocol, settings, work, progress):
     """A fresh base model, LoRA-trained by the stopping rule (resuming its checkpoint)."""
     model = _fresh_model()
     stop_set = finetune.subsample(protocol.validation, settings.stop_validation, settings.sample_seed)
-    checkpoint = work / "runs" / f"{recipe.name}_seed{seed}.npz"
     kwargs = dict(every=settings.checkpoint_every, progress=progress, plateau=settings.plateau, validation=stop_set)
-    return model, train(model, protocol.train, recipe, seed, checkpoint, **kwargs)
+    return model, train(model, protocol.train, recipe, seed, _checkpoint(work, recipe, seed), **kwargs)
+
+
+def _checkpoint(work: Path, recipe: Recipe, seed: int) -> Path:
+    return work / "runs" / f"{recipe.name}_seed{seed}.npz"
+
+
+def _drop_checkpoints(work: Path, recipe: Recipe, seed: int) -> None:
+    """A run's record is stored: its checkpoint and best weights (up to 45 MB at rank 16) go."""
+    checkpoint = _checkpoint(work, recipe, seed)
+    for path in (checkpoint, weights.best_path(checkpoint)):
+        path.unlink(missing_ok=True)
 
 
 def _training_record(training: Training) -> dict:
@@ -416,6 +428,7 @@ def search(protocol: Protocol, settings: Settings, work: Path, progress: bool = 
                         **_training_record(training),
                     },
                 )
+                _drop_checkpoints(work, recipe, 0)
             rows[recipe.name] = row
         ranked = [rows[r.name] for r in dict.fromkeys(candidates)]
         winner = max(ranked, key=lambda r: (r["validation"]["accuracy"], -r["trainable_params"]))
@@ -471,7 +484,7 @@ def run_seed(protocol, recipe, seed, settings, work, adapters: Path, progress=Tr
             for name, split in sets.items()
         }
     del model
-    return store_stage(
+    record = store_stage(
         stored,
         {
             "seed": seed,
@@ -486,6 +499,8 @@ def run_seed(protocol, recipe, seed, settings, work, adapters: Path, progress=Tr
             **_training_record(training),
         },
     )
+    _drop_checkpoints(work, recipe, seed)
+    return record
 
 
 def run(protocol: Protocol, settings: Settings, work, adapters, progress: bool = True, stages=None) -> dict:

@@ -105,6 +105,7 @@ def best_path(checkpoint: Path) -> Path:
 
 def save_weights(path: Path, variables) -> None:
     """``variables`` (the LoRA weights) in one ``.npz``, written atomically."""
+    path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".tmp.npz")
     np.savez(tmp, **{f"w{i}": np.asarray(v) for i, v in enumerate(variables)})
     tmp.replace(path)
