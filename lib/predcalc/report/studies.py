@@ -15,17 +15,12 @@ FINISHES = {
 
 
 def shown_label(name: str, label: str) -> str:
-    """A model's label as the report shows it: a closed-form finish is marked partly built, and
-    "seed" keeps its one meaning, a random seed (the prior report is named as such)."""
+    """A model's label as the report shows it (a closed-form finish marked partly built)."""
     return display_label(label, partly_built=name in FINISHES)
 
 
 def extended_best(entry: dict, built: bool = False) -> dict | None:
-    """The model of an extended-suite study with the highest exact accuracy averaged over its families:
-    its label, parameters, seeds, that mean, its accuracy per family (mean over seeds), the families it
-    gets at least 99 % right and its worst family. Trained models only, or with ``built`` only the
-    partly built ones (:data:`FINISHES`); None where there is none. ``entry``: the study's
-    ``"extended"`` entry."""
+    """The trained (or, with ``built``, partly built) model of an extended-suite ``entry`` with the best mean."""
     best = None
     for name, model in entry["models"].items():
         if (name in FINISHES) != built:
