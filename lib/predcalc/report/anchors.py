@@ -1,7 +1,6 @@
-"""The published results of the prior report ("Neural Predictive Calculator: Findings", its later
-version), copied from its results tables (means of 5 runs; the LLM rows single runs). Its public code
-(``GetXY.py``, ``FNN1_1.py``, ``FNN_FNN2.py``, ``get_p-value.py``, ``transformer_transformer4.py``,
-``transformer_transformer5.py``) defines how each column was computed."""
+"""The published results of the prior report ("Neural Predictive Calculator: Findings", its later version),
+copied from its results tables (means of 5 runs; the LLM rows single runs); its public code (``GetXY.py``,
+``FNN_FNN2.py``, ``transformer_transformer4.py`` and the rest) defines how each column was computed."""
 
 # "long": how the code behind a row computes its "MAE long": "signed", mean(|y| - prediction) (FNN_FNN2.py);
 # "absolute", mean |y - prediction| (transformer_transformer4.py). RNN2's and BiLSTM's code is not public.

@@ -127,7 +127,6 @@ def appendix(records, reports: Path, runs: Path, full: bool = True) -> str:
 
 
 def page(records, reports: Path, runs: Path, full: bool = True) -> str:
-    """The findings page: the hand-written part, the marker and the Appendix (a quick page: its heading and the Appendix)."""
     head = f"{written.read()}\n{written.MARKER}" if full else QUICK
     return f"{head}\n\n{appendix(records, reports, runs, full)}"
 

@@ -1,8 +1,5 @@
-"""The report as a browsable book (``make book``, ``python -m predcalc.report.book``).
-
-Sphinx pages from the findings, the Appendix, every notebook (executed copy, else its source) and
-``docs/``; nothing is executed. The source (``build/book_src/``) mirrors ``reports/`` so relative links work.
-"""
+"""The report as a browsable book (``make book``, ``python -m predcalc.report.book``): Sphinx pages from
+the findings, the Appendix, every notebook and ``docs/``, nothing executed, its source mirroring ``reports/``."""
 
 from __future__ import annotations
 

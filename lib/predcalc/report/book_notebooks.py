@@ -33,7 +33,6 @@ def png_size(data: bytes) -> tuple[int, int]:
 
 
 def fit(data: bytes, side: int = MAX_SIDE) -> bytes:
-    """The PNG as it is when its longer side is at most ``side`` pixels, else scaled down to it."""
     width, height = png_size(data)
     if max(width, height) <= side:
         return data
@@ -187,12 +186,8 @@ def _shown(output: dict) -> dict | None:
     if output.get("output_type") == "stream":
         if output.get("name") == "stderr":
             return None
-        text = output.get("text", "")
-        kept = [
-            line
-            for line in (text if isinstance(text, str) else "".join(text)).splitlines(True)
-            if not NOISE.search(line)
-        ]
+        text = "".join(output.get("text", ""))  # a string, or its lines
+        kept = [line for line in text.splitlines(True) if not NOISE.search(line)]
         if not "".join(kept).strip():
             return None
         output["text"] = "".join(kept)
@@ -220,11 +215,8 @@ def reader_copy(path: Path) -> nbformat.NotebookNode:
         c.outputs = [o for o in (_shown(o) for o in c.get("outputs", [])) if o is not None]
         tags = set(c.metadata.get("tags", []))
         source = c.source.strip()
-        if (
-            tags & {"parameters", "injected-parameters"}
-            or source.startswith(("import ", "from "))
-            or source.count("\n") >= 15
-        ):
+        setup = source.startswith(("import ", "from ")) or source.count("\n") >= 15
+        if setup or tags & {"parameters", "injected-parameters"}:
             tags.add("hide-input")  # setup: *Show code* opens it
         if any(png_size(base64.b64decode(o.get("data", {}).get("image/png", "")))[0] > WIDE_FIGURE for o in c.outputs):
             tags.add("full-width")  # over the margin: a wide figure keeps its labels readable

@@ -1,6 +1,5 @@
-"""The families table, read from the model registry and the stored runs: one row per family and
-kind of choice, its trained models chosen by mean validation loss, its partly built ones by the
-extended suite's mean (development data); a model with no stored runs has no row."""
+"""The families table from the registry and the stored runs: per family and kind of choice, the trained
+model with the lowest mean validation loss or the partly built one with the best extended-suite mean."""
 
 from __future__ import annotations
 
@@ -43,8 +42,9 @@ def extended_means(records) -> dict[str, float]:
     for record in records:
         entry = record.entries.get("extended") or {}
         for name, model in (entry.get("models") or {}).items():
-            runs = model["runs"]
-            out[name] = float(np.mean([[r["metrics"][f]["accuracy"] for f in entry["families"]] for r in runs]))
+            out[name] = float(
+                np.mean([[r["metrics"][f]["accuracy"] for f in entry["families"]] for r in model["runs"]])
+            )
     return out
 
 
@@ -111,22 +111,18 @@ def families_table(records, suite: dict | None = None, specs: dict | None = None
 
 
 def models_table(records, specs: dict | None = None) -> pd.DataFrame:
-    """Every stored model with a short name or a family: its names, family, label, size, kind and notebook."""
     specs = registry() if specs is None else specs
-    rows = []
-    for record, name, model, _ in unique_models(records):
-        spec = specs.get(name)
-        if spec is None or not (spec.short_name or spec.findings_family):
-            continue
-        rows.append(
-            {
-                "name in the text": spec.shown_name,
-                "registry name": f"`{name}`",
-                "family": spec.findings_family or spec.family,
-                "what it is": model.label,
-                "params": f"{model.params:,}",
-                "kind": spec.shown_kind,
-                "notebook": record.notebook,
-            }
-        )
+    rows = [
+        {
+            "name in the text": spec.shown_name,
+            "registry name": f"`{name}`",
+            "family": spec.findings_family or spec.family,
+            "what it is": model.label,
+            "params": f"{model.params:,}",
+            "kind": spec.shown_kind,
+            "notebook": record.notebook,
+        }
+        for record, name, model, _ in unique_models(records)
+        if (spec := specs.get(name)) is not None and (spec.short_name or spec.findings_family)
+    ]
     return pd.DataFrame(rows)

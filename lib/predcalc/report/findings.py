@@ -1,6 +1,5 @@
-"""The stored runs as tables: every ``reports/runs/*/metrics.json`` read once, each trained model
-listed once, and the tables the notebooks and the command line print. Every number comes from a
-run's metrics or, in rows marked "published", from :mod:`predcalc.report.anchors`."""
+"""The stored runs as tables: every ``reports/runs/*/metrics.json`` read once, each trained model listed
+once; every number from a run's metrics or, in rows marked "published", :mod:`predcalc.report.anchors`."""
 
 from __future__ import annotations
 
@@ -178,7 +177,6 @@ def export_frame(exports, test_sets=("in", "out", "long")) -> pd.DataFrame:
 
 
 def llm_table(records) -> pd.DataFrame:
-    """Fine-tuned language models beside the prior report's published LLM rows."""
     rows = []
     for record in typed(records):
         entry = record.entries.get("llm")

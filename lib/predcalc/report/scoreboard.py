@@ -16,7 +16,6 @@ RANKED = (("MAE in", "mae_in"), ("MRE in", "mre_in"), ("MAE out", "mae_out"), ("
 
 
 def compared_metrics(published: dict) -> list[tuple[str, str]]:
-    """(reference-way column, published key) pairs that rank a published row."""
     long = [("MAE long", "mae_long")] if published.get("long") == "absolute" else []
     return [*RANKED, *long]
 

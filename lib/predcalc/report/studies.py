@@ -1,9 +1,10 @@
 """What the notebooks' steps read of the studies' records: the partly built models (the scan's
-closed-form finishes), a model's label as tables show it, and an extended suite's best model."""
+closed-form finishes), a model's label as tables show it, an extended suite's best model, an edge cell."""
 
 from __future__ import annotations
 
 from predcalc.models.registry import display_label
+from predcalc.readable import share
 
 # The scan's closed-form finishes (models/syntax_gated_scan.py: the models whose ModelSpec has a
 # ``finish``) and what each sets by hand or solves: partly built, so the answer never names them as a
@@ -45,3 +46,7 @@ def extended_best(entry: dict, built: bool = False) -> dict | None:
                 "worst_seeds": [r["metrics"][worst]["accuracy"] for r in runs],
             }
     return best
+
+
+def edge_cell(score: dict | None) -> str:
+    return "-" if score is None else f"{share(score['accuracy'], 1)} ({score['mae']:.3g})"

@@ -31,7 +31,6 @@ def metric_cell(value, column: str) -> str:
 
 
 def plain_cell(value, column: str) -> str:
-    """Text as it is, Python integers with separators, nothing for ``None``."""
     return "" if value is None else f"{value:,}" if isinstance(value, int) else str(value)
 
 
