@@ -72,7 +72,6 @@ def heldout_sets(length: int = 15) -> dict:
 
 
 def heldout_summary(model: dict) -> list[dict]:
-    """Per held-out set a model was scored on: the suite, the set, the exact seeds and the lowest and highest seed."""
     runs = model["runs"]
     names = [k for k in runs[0]["metrics"] if k.split("/")[0] in HELDOUT_PREFIXES] if runs else []
     return [
@@ -140,7 +139,6 @@ def weight_table(record: dict, show_up_to: int = 16) -> pd.DataFrame:
 
 
 def model_summary(model: dict) -> dict:
-    """Per test set the exact seeds and the seeds' range; the seeds on the grid; the held-out sets."""
     runs = model["runs"]
     sets = {key: {"label": label, **_counts(runs, key)} for key, label in SETS}
     on_grid = [

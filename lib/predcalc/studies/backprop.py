@@ -1,10 +1,6 @@
-"""Backpropagation through time in float64 NumPy: reference document 004's 2-unit recurrent network,
-``s_t = tanh(I_t W_s + s_{t-1} U + B_s)``, ``o_t = sigmoid(s_t W_o + B_o)`` (row vectors, as it writes them).
-
-Inputs 1, 3, 5 in binary, then three zeros; the outputs at steps 4, 5, 6 should read 5, 3, 1. Its loss
-``L_t = -sum_k y_tk log o_tk`` is back-propagated per loss (:func:`per_loss_gradients`) as the article
-does; :func:`bptt` is the usual single sweep. ``loss="binary"``: the binary cross-entropy instead.
-"""
+"""Backpropagation through time in float64 NumPy: reference document 004's 2-unit recurrent network
+(inputs 1, 3, 5 in binary, then zeros; outputs 5, 3, 1 at steps 4-6), back-propagated per loss as the
+article does (:func:`per_loss_gradients`) and in the usual single sweep (:func:`bptt`)."""
 
 from __future__ import annotations
 

@@ -67,7 +67,6 @@ WEIGHT_NAMES = ("W_s", "U", "B_s", "W_o", "B_o")  # order of the Keras network's
 
 
 def show(values, decimals: int = 4) -> str:
-    """An array as the article writes it (-0.0 printed as 0.0)."""
     return np.array2string(
         np.round(np.asarray(values, dtype=float), decimals) + 0.0,
         precision=decimals,
@@ -113,7 +112,6 @@ def article_losses(outputs, targets: dict) -> dict:
 
 
 def keras_gradients(network, x, targets: dict):
-    """The total loss and the gradients of ``L`` and of each ``L_t`` by ``tf.GradientTape``."""
     with tf.GradientTape(persistent=True) as tape:
         losses = article_losses(network(x), targets)
         total = sum(losses.values())
@@ -139,15 +137,8 @@ def autodiff_deltas(parameters, x, targets: dict) -> dict:
             states_list.append(state)
         outputs = ops.stack([ops.sigmoid(ops.matmul(s, weights["W_o"]) + weights["B_o"]) for s in states_list], axis=1)
         loop_losses = article_losses(outputs, targets)
-    deltas = {
-        t: np.concatenate(
-            [
-                ops.convert_to_numpy(g)
-                for g in tape.gradient(loop_losses[t], pre_activations, unconnected_gradients="zero")
-            ]
-        )
-        for t in targets
-    }
+    gradients = {t: tape.gradient(loop_losses[t], pre_activations, unconnected_gradients="zero") for t in targets}
+    deltas = {t: np.concatenate([ops.convert_to_numpy(g) for g in grads]) for t, grads in gradients.items()}
     del tape
     return deltas
 

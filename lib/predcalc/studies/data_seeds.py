@@ -85,7 +85,6 @@ def summary(out=DATA_SEEDS) -> dict:
 
 
 def main(argv=None) -> int:
-    """``python -m predcalc.studies.data_seeds [MODEL ...]``: run the missing runs, print the summary."""
     parser = argparse.ArgumentParser(prog="python -m predcalc.studies.data_seeds")
     parser.add_argument("models", nargs="*", default=list(MODELS))
     args = parser.parse_args(argv)

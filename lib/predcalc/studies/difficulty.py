@@ -70,14 +70,8 @@ def plot_by_difficulty(table: pd.DataFrame, axes_spec, seeds: int, path=None, re
     rows = 2 if relative_error else 1
     models = list(dict.fromkeys(table.model))
     offsets = dict(zip(models, np.linspace(-0.15, 0.15, len(models)) if len(models) > 1 else [0.0]))
-    figure, axes = plt.subplots(
-        rows,
-        len(axes_spec),
-        figsize=(5.5 * len(axes_spec), 3.8 * rows + 0.25 * len(models)),
-        sharex="col",
-        squeeze=False,
-        layout="constrained",
-    )
+    size = (5.5 * len(axes_spec), 3.8 * rows + 0.25 * len(models))
+    figure, axes = plt.subplots(rows, len(axes_spec), figsize=size, sharex="col", squeeze=False, layout="constrained")
     for column, axis_spec in enumerate(axes_spec):
         chosen = table[table.family.str.startswith(axis_spec.prefix)]
         levels = sorted({int(f.removeprefix(axis_spec.prefix)) for f in chosen.family})
@@ -103,14 +97,8 @@ def plot_by_difficulty(table: pd.DataFrame, axes_spec, seeds: int, path=None, re
         axes[1, 0].set_ylabel("MRE")
     handles, labels = axes[0, 0].get_legend_handles_labels()
     order = sorted(range(len(labels)), key=lambda i: labels[i] == TRAINED)  # the models first, the shading last
-    figure.legend(
-        [handles[i] for i in order],
-        [labels[i] for i in order],
-        loc="outside lower center",
-        ncol=2,
-        fontsize=8,
-        frameon=False,
-    )
+    shown = [handles[i] for i in order], [labels[i] for i in order]
+    figure.legend(*shown, loc="outside lower center", ncol=2, fontsize=8, frameon=False)
     if path is not None:
         save_figure(figure, path)
     return figure

@@ -110,7 +110,6 @@ def seed_folder(models, name: str, seed: int) -> Path:
 
 
 def _kept(folder: Path) -> dict | None:
-    """A finished seed's record (written last), or None."""
     path = folder / "record.json"
     return json.loads(path.read_text()) if path.is_file() and (folder / "model.keras").is_file() else None
 
@@ -267,13 +266,8 @@ def export_at_length(
         if runtime == "onnx":
             record.update(batch=onnx["batch"], converter=onnx.get("converter", "tf2onnx"))
         report[runtime] = record
-    return E.write_export_record(
-        directory,
-        spec,
-        report,
-        {"data_seed": data_seed, **(label or {}), "trained_length": tokenizer.length, "input_length": length},
-        source=source,
-    )
+    about = {"data_seed": data_seed, **(label or {}), "trained_length": tokenizer.length, "input_length": length}
+    return E.write_export_record(directory, spec, report, about, source=source)
 
 
 def export_seeds(
@@ -288,15 +282,9 @@ def export_seeds(
             records[seed] = json.loads((target / "export.json").read_text())
             continue
         source = seed_folder(models, name, seed) / "model.keras"
+        about = {"label": {"seed": seed}, "source": source, "model_kwargs": model_kwargs}
         records[seed] = export_at_length(
-            keras.saving.load_model(source),
-            spec,
-            make_tokenizer(spec),
-            target,
-            length,
-            label={"seed": seed},
-            source=source,
-            model_kwargs=model_kwargs,
+            keras.saving.load_model(source), spec, make_tokenizer(spec), target, length, **about
         )
     return records
 
@@ -460,7 +448,6 @@ def write_suite_records(names=tuple(SCORED), models=MODELS, out=EDGES, runs=RUNS
 
 
 def main(argv=None) -> int:
-    """``python -m predcalc.studies.edge_seeds {train,export,first,write} [NAME ...] [--seeds 0,1,2,3,4]``."""
     parser = argparse.ArgumentParser(prog="python -m predcalc.studies.edge_seeds")
     parser.add_argument("step", choices=["train", "export", "first", "write"])
     parser.add_argument("names", nargs="*", default=list(SCORED))
@@ -472,11 +459,10 @@ def main(argv=None) -> int:
         for path in write_suite_records(args.names):
             print(f"wrote {relative(path)}")
         return 0
-    suites = None
+    suites = draw_suites() if args.step in ("first", "export") else None
     for name in args.names:
         if args.step == "train":
-            fitted = FINISHED_FROM.get(name)
-            if fitted:
+            if fitted := FINISHED_FROM.get(name):
                 finish_seeds(name, fitted, MODELS, seeds=seeds)
             else:
                 retrain_seeds(name, notebook_of(name), MODELS, seeds=seeds)
@@ -484,10 +470,8 @@ def main(argv=None) -> int:
             if not args.score_only:
                 record = reexport_first_seed(name)
                 print(name, {fmt: r.get("verdict") for fmt, r in record["formats"].items()})
-            suites = suites or draw_suites()
             score_seed(name, None, suites)
         else:
-            suites = suites or draw_suites()
             for seed in seeds:  # files written now: every suite is scored through them again
                 fresh = not (seeds_folder(name) / f"seed_{seed}" / "export.json").is_file()
                 export_seeds(name, MODELS, seeds=[seed], progress=False)

@@ -156,9 +156,8 @@ def run_ablation(
     """Each ablation on the same ``seeds``: ``{ablation: {seed: {set: exact accuracy}}}``."""
     runs = {}
     jobs = [(name, seed) for name in names for seed in seeds if not (name == "full" and full)]
-    results = _run_jobs(
-        protocol, [(seed, ablated(recipe, name)) for name, seed in jobs], sets, workers, "ablation", progress
-    )
+    recipes = [(seed, ablated(recipe, name)) for name, seed in jobs]
+    results = _run_jobs(protocol, recipes, sets, workers, "ablation", progress)
     for (name, seed), result in zip(jobs, results):
         runs.setdefault(name, {})[int(seed)] = result["record"]["scores"]
     if full:
@@ -193,7 +192,6 @@ def export_seed(trained, directory, protocol, check: int = 0) -> dict:
 
 
 def file_scores(directory, suite: dict[str, Split]) -> dict[str, dict[str, float]]:
-    """Exact accuracy of each exported file on each set, read through :class:`predcalc.deploy.predictor.Predictor`."""
     predictors = {fmt: Predictor(Path(directory) / filename) for fmt, filename in FILES.items()}
     return {
         fmt: {name: exact_accuracy(split.values, predictor.predict(split.expressions)) for name, split in suite.items()}
@@ -203,13 +201,8 @@ def file_scores(directory, suite: dict[str, Split]) -> dict[str, dict[str, float
 
 def fresh_seed_run(protocol, seeds, recipe: ExactRecipe, suite, development, output, check=0, workers=1) -> dict:
     """The frozen recipe on fresh ``seeds``, each exported and scored through its files: the ``fresh`` entry."""
-    record = {
-        "seeds": [int(s) for s in seeds],
-        "records": {},
-        "exports": {},
-        "heldout": {fmt: {} for fmt in FILES},
-        "development": {fmt: {} for fmt in FILES},
-    }
+    record = {"seeds": [int(s) for s in seeds], "records": {}, "exports": {}}
+    record |= {key: {fmt: {} for fmt in FILES} for key in ("heldout", "development")}
     if not seeds:
         return record
     trained, records = train_seeds(protocol, seeds, recipe, development, workers=workers)

@@ -306,18 +306,12 @@ def accuracies(results: dict) -> dict[str, dict[str, float]]:
 
 
 def per_set(by_seed: dict, sets) -> dict[str, dict]:
-    """Per set: each seed's accuracy, mean, min, max and exact seeds of n."""
     summary = {}
     for name in sets:
         values = [by_seed[s][name] for s in sorted(by_seed, key=int) if by_seed[s].get(name) is not None]
-        summary[name] = {
-            "values": values,
-            "mean": float(np.mean(values)) if values else None,
-            "min": min(values) if values else None,
-            "max": max(values) if values else None,
-            "exact": sum(v == 1.0 for v in values),
-            "n": len(values),
-        }
+        empty = dict.fromkeys(("mean", "min", "max"))
+        spread = {"mean": float(np.mean(values)), "min": min(values), "max": max(values)} if values else empty
+        summary[name] = {"values": values, **spread, "exact": sum(v == 1.0 for v in values), "n": len(values)}
     return summary
 
 

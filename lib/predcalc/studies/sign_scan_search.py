@@ -1,15 +1,5 @@
 """Every discrete pattern of the trained sign scan (``scan_exact``), scored through its Keras layer:
-which token types open the gate, and a sign in {-1, 0, 1} for each entry of ``W_h``, ``s_0`` and ``r``.
-
-Example:
-    >>> from predcalc.data import reference_protocol
-    >>> patterns = enumerate_patterns(3)
-    >>> len(patterns)
-    1944
-    >>> scores = score_patterns([SOLUTION], {"t": reference_protocol(0).train})
-    >>> float(scores["t"][0])
-    1.0
-"""
+which token types open the gate, and a sign in {-1, 0, 1} for each entry of ``W_h``, ``s_0`` and ``r``."""
 
 from __future__ import annotations
 
@@ -104,7 +94,6 @@ def scan_model(recipe: ExactRecipe | None = None):
 
 
 def pattern_weights(layer, pattern: Pattern) -> list[np.ndarray]:
-    """``pattern`` as the layer's gate kernel, candidate kernel, initial state and readout (float64)."""
     types = int(layer.gate_kernel.shape[0])
     if len(pattern.gates) != types or len(pattern.candidate) != types:
         raise ValueError(f"the pattern has {len(pattern.gates)} types; the layer reads {types}")
@@ -366,7 +355,6 @@ def seed_table(record: dict) -> list[dict]:
 
 
 def trained_summary(record: dict) -> dict:
-    """The trained seeds of ``record`` counted: how many round to a training-exact pattern, and more."""
     runs = [run for group in (record.get("trained") or {}).values() for run in group.values()]
     landed = [run for run in runs if run["training_exact"]]
     return {

@@ -1,7 +1,6 @@
-"""Timing helpers for the speed study (notebook 21): minGRU / minLSTM (scan and step loop) against
-Keras GRU / LSTM. Timings are interleaved in a rotating order, so a slow-down of the shared machine hits
-all alike. :func:`peak_memory`: ``tracemalloc_peak`` misses TensorFlow's allocator, ``rss_peak_growth``
-is a process-wide high-water mark (a lower bound)."""
+"""Timing helpers for the speed study (notebook 21): minGRU / minLSTM (scan and step loop) against Keras
+GRU / LSTM, interleaved in a rotating order so a slow-down of the shared machine hits all alike.
+:func:`peak_memory` gives lower bounds (tracemalloc misses TensorFlow's allocator; RSS is a high-water mark)."""
 
 from __future__ import annotations
 
@@ -208,23 +207,17 @@ FAMILY_COLOURS = {"min_gru": "tab:blue", "min_lstm": "tab:red"}
 
 
 def plot_speed(records: list[dict], batch: int, units: int, path=None):
-    """Time against sequence length per kind (left) and the training-step speed-up beside the paper's GPU numbers (right)."""
     import matplotlib.pyplot as plt  # plotting only when a figure is drawn
 
     figure = plt.figure(figsize=(15, 6), layout="constrained")
     left, right = figure.subfigures(1, 2, width_ratios=[2, 1])
+    log = {"xscale": "log", "yscale": "log", "xlabel": "sequence length"}
     for axis, phase in zip(left.subplots(1, 2), PHASES):
         for kind in KINDS:
             rows = [r for r in records if r["kind"] == kind]
             style = STYLES["keras" if kind.startswith("keras") else kind.rsplit("_", 1)[1]]
             axis.plot([r["length"] for r in rows], [r[phase] for r in rows], style, label=LABELS[kind])
-        axis.set(
-            xscale="log",
-            yscale="log",
-            xlabel="sequence length",
-            ylabel="median seconds",
-            title=f"{phase.replace('_', ' ')} (batch {batch}, {units} units, CPU)",
-        )
+        axis.set(**log, ylabel="median seconds", title=f"{phase.replace('_', ' ')} (batch {batch}, {units} units, CPU)")
         axis.grid(True, which="both", alpha=0.3)
     handles, labels = axis.get_legend_handles_labels()
     left.legend(handles, labels, loc="outside lower center", ncol=4, fontsize=8, frameon=False)
@@ -240,24 +233,10 @@ def plot_speed(records: list[dict], batch: int, units: int, path=None):
         ):
             axis.plot(lengths, [r[key] for r in rows], marker + line, mfc=face, color=colour, label=label)
         paper = PAPER_SPEEDUP[family]
-        axis.plot(
-            list(paper),
-            list(paper.values()),
-            marker,
-            mfc="none",
-            ms=11,
-            mew=1.8,
-            color=colour,
-            label=f"{name}: paper, T4 GPU ({', '.join(f'{v}x @ {k}' for k, v in paper.items())})",
-        )
+        label = f"{name}: paper, T4 GPU ({', '.join(f'{v}x @ {k}' for k, v in paper.items())})"
+        axis.plot(list(paper), list(paper.values()), marker, mfc="none", ms=11, mew=1.8, color=colour, label=label)
     axis.axhline(1, color="grey", lw=0.8)
-    axis.set(
-        xscale="log",
-        yscale="log",
-        xlabel="sequence length",
-        ylabel="training-step speed-up over Keras",
-        title="speed-up: this CPU vs the paper's GPU",
-    )
+    axis.set(**log, ylabel="training-step speed-up over Keras", title="speed-up: this CPU vs the paper's GPU")
     axis.grid(True, which="both", alpha=0.3)
     right.legend(*axis.get_legend_handles_labels(), loc="outside lower center", ncol=1, fontsize=8, frameon=False)
     if path is not None:

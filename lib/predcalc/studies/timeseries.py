@@ -80,9 +80,6 @@ class Windows:
         index = getattr(self, f"{part}_index")
         return self.unscale(getattr(self, f"y_{part}")) if self.series is None else self.series[index]
 
-    def scale(self, values):
-        return (np.asarray(values, dtype="float64") - self.mean) / self.std
-
     def unscale(self, values):
         return np.asarray(values, dtype="float64") * self.std + self.mean
 
@@ -121,15 +118,9 @@ def chronological_split(series, k: int, train: float = 0.7, validation: float = 
         "val": (index >= n_train) & (index < n_train + n_val),
         "test": index >= n_train + n_val,
     }
-    return Windows(
-        k=int(k),
-        mean=mean,
-        std=std,
-        **{f"{axis}_{part}": arr[mask] for part, mask in parts.items() for axis, arr in (("x", x), ("y", y))},
-        **{f"{part}_index": index[mask] for part, mask in parts.items()},
-        target=target,
-        series=series.copy(),
-    )
+    arrays = {f"{axis}_{part}": arr[mask] for part, mask in parts.items() for axis, arr in (("x", x), ("y", y))}
+    arrays |= {f"{part}_index": index[mask] for part, mask in parts.items()}
+    return Windows(k=int(k), mean=mean, std=std, **arrays, target=target, series=series.copy())
 
 
 SEASONS = {"sunspots": 11, "co2": 12}  # the solar cycle in years, the year in months
@@ -224,23 +215,14 @@ def fit_all(data: dict, models, seeds, **fit_kwargs) -> list[dict]:
     return runs
 
 
+SPREAD = (("", "mean"), ("_min", "min"), ("_max", "max"))  # a summary column's suffix and aggregation
+
+
 def summarise(runs: list[dict]) -> pd.DataFrame:
-    """Per (series, model): the test MAE and RMSE (mean, lowest, highest seed), epochs and parameters."""
     frame = pd.DataFrame([{key: value for key, value in run.items() if key != "forecast"} for run in runs])
-    summary = (
-        frame.groupby(["series", "model"], sort=False)
-        .agg(
-            MAE=("mae", "mean"),
-            MAE_min=("mae", "min"),
-            MAE_max=("mae", "max"),
-            RMSE=("rmse", "mean"),
-            RMSE_min=("rmse", "min"),
-            RMSE_max=("rmse", "max"),
-            epochs=("epochs", "mean"),
-            params=("params", "first"),
-        )
-        .reset_index()
-    )
+    spread = {f"{column}{end}": (column.lower(), how) for column in ("MAE", "RMSE") for end, how in SPREAD}
+    grouped = frame.groupby(["series", "model"], sort=False)
+    summary = grouped.agg(**spread, epochs=("epochs", "mean"), params=("params", "first")).reset_index()
     summary["model"] = summary["model"].map(MODELS)
     return summary
 
@@ -270,9 +252,8 @@ def plot_forecasts(data: dict, summary, runs: list[dict]):
         axis.plot(windows.test_index, windows.truth("test"), "k-", lw=1.5, label="observed")
         axis.plot(windows.test_index, windows.series[windows.test_index - 1], ":", label="naive (last value)")
         axis.plot(windows.test_index, forecast, "-", label=f"{best} (first seed)")
-        axis.set(
-            title=f"{name}: test segment, one step ahead", xlabel="position in the series (years / months)", ylabel=name
-        )
+        title = f"{name}: test segment, one step ahead"
+        axis.set(title=title, xlabel="position in the series (years / months)", ylabel=name)
         axis.legend(fontsize=8)
     return figure
 

@@ -69,18 +69,15 @@ def ratio_rows(at_init: dict, trained: dict, ks=(1, 10, 14)) -> list[dict]:
 
 def plot_ratios(at_init: dict, trained: dict, train_epochs: int):
     figure, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
-    for axis, (title, measured) in zip(
-        axes, (("at initialisation", at_init), (f"after {train_epochs} epochs", trained))
-    ):
+    panels = (("at initialisation", at_init), (f"after {train_epochs} epochs", trained))
+    for axis, (title, measured) in zip(axes, panels):
         for name, values in measured.items():
             length = len(values["h"])
             (line,) = axis.plot(range(length), values["h"], marker="o", markersize=3, label=f"{name}: h")
             if "c" in values:
                 axis.plot(range(length), values["c"], linestyle="--", color=line.get_color(), label=f"{name}: c")
         axis.axvspan(length - 5 - 0.5, length - 0.5, color="grey", alpha=0.12)
-        axis.set_yscale("log")
-        axis.set_xlabel("k (steps back from the last token)")
-        axis.set_title(title)
+        axis.set(yscale="log", xlabel="k (steps back from the last token)", title=title)
         axis.grid(alpha=0.3)
     axes[0].set_ylabel("median ||dL/ds_{T-k}|| / ||dL/ds_T||")
     axes[1].legend(fontsize=8)
@@ -144,8 +141,7 @@ def plot_cell_path(paths: dict, ks, probe_text: str):
         axis.plot(
             ks, [v[1] for v in values], color=line.get_color(), label=f"{label}: ||d c_T / d c_(T-k)|| (all paths)"
         )
-    axis.set_yscale("log")
-    axis.set_xlabel("k")
+    axis.set(yscale="log", xlabel="k")
     axis.set_title(f"LSTM memory gradient on {probe_text!r}", fontsize=10)
     axis.legend(fontsize=7)
     axis.grid(alpha=0.3)
