@@ -64,10 +64,6 @@ class EdgeSet:
     draw: Callable  # (rng, count) -> list of expressions
 
 
-def _terms(rng, terms) -> int:
-    return int(terms) if np.isscalar(terms) else int(rng.integers(terms[0], terms[1] + 1))
-
-
 def _uniform(terms, low: int, high: int) -> Callable:
     """``terms`` (a count or an inclusive (min, max)) integers from low..high, random + and -."""
 
@@ -76,7 +72,8 @@ def _uniform(terms, low: int, high: int) -> Callable:
             numbers = rng.integers(low, high + 1, size=(count, terms))
             operators = rng.choice(["+", "-"], size=(count, terms - 1))
             return [format_expression(n, o) for n, o in zip(numbers, operators)]
-        return [_join(rng, rng.integers(low, high + 1, size=_terms(rng, terms))) for _ in range(count)]
+        fewest, most = terms  # a count per expression from fewest..most
+        return [_join(rng, rng.integers(low, high + 1, size=int(rng.integers(fewest, most + 1)))) for _ in range(count)]
 
     return draw
 

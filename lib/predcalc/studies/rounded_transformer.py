@@ -229,7 +229,8 @@ def export_onnx(trained, folder, length: int = EXPORT_LENGTH, check: int = 64, d
     predictor = Predictor(folder / "model.onnx")
     diffs, change, scale = {}, {}, 1.0
     for name, split in sets.items():
-        keras_values = np.asarray(trained.predict(split.expressions), dtype=np.float64).reshape(-1)
+        inputs = trained.tokenizer.encode_batch(list(split.expressions))
+        keras_values = np.asarray(trained.spec.predict_values(trained.model, inputs), dtype=np.float64).reshape(-1)
         values = predict_chunked(predictor, split.expressions)
         scale = max(scale, float(np.max(np.abs(keras_values))))
         diffs[name] = float(np.max(np.abs(values - keras_values)))
