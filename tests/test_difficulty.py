@@ -5,7 +5,6 @@ import types
 
 import keras
 import numpy as np
-import pandas as pd
 import pytest
 
 from predcalc.data.extended import extended_suite, suite_protocol
@@ -39,7 +38,7 @@ def test_suite_protocol_trains_on_the_pool_and_tests_on_every_family(suite):
         suite_protocol({k: v for k, v in suite.items() if k != "train"}, seed=0)
 
 
-def test_the_figure_redrawn_from_a_stored_record_names_models_and_ticks_every_level(tmp_path):
+def test_the_figure_names_models_and_ticks_every_level(tmp_path):
     families = ["iid", "digits_1", "digits_2", "depth_0", "depth_1", "depth_2"]
 
     def runs(accuracy):
@@ -57,7 +56,6 @@ def test_the_figure_redrawn_from_a_stored_record_names_models_and_ticks_every_le
             },
         }
     }
-    table = difficulty.record_table(record)
     shown = {"char_lstm_tokens": "char LSTM 80", "scan_typed_solved": "scan, solved readout (partly built)"}
     trained = types.SimpleNamespace(  # the same table from training results, as the notebooks make it
         models={
@@ -65,7 +63,7 @@ def test_the_figure_redrawn_from_a_stored_record_names_models_and_ticks_every_le
             for name, model in record["extended"]["models"].items()
         }
     )
-    pd.testing.assert_frame_equal(difficulty.family_table(trained, families), table)
+    table = difficulty.family_table(trained, families)
     assert list(dict.fromkeys(table.name)) == ["char_lstm_tokens", "scan_typed_solved"]
     assert set(table.model) == {"char LSTM 80", "scan, solved readout (partly built)"}  # a finish is marked
     row = table[(table.name == "char_lstm_tokens") & (table.family == "depth_1")].iloc[0]

@@ -214,7 +214,7 @@ def test_the_per_term_arithmetic_units_are_rebuilt_longer_and_the_dense_ones_kee
     for 31 tokens they keep every weight, and with the exact solution's weights answer 16 numbers. The
     dense units' NMU reads every token, so they stay at their trained 15."""
     from predcalc.data.expressions import evaluate
-    from predcalc.studies.edge_models import at_length
+    from predcalc.studies.edge_seeds import at_length
 
     trained = _untrained("nau_nmu")
     # the exact solution (module docstring of predcalc.models.arithmetic_units): products o x, x, o x, 1

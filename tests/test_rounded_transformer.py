@@ -108,7 +108,6 @@ def test_the_answer_facts_of_a_record():
     assert fresh["train_seconds"] == [12.0, 14.0, 13.0]
     assert fresh["not_exact_in_box"] == []
     assert facts["choosing"]["exact_everywhere"] == 0 and facts["choosing"]["per_set"]["terms_300"]["max"] == 0.25
-    assert study.is_record(synthetic_record())
 
 
 def test_a_set_a_file_did_not_read_is_left_out_not_scored_zero():

@@ -19,9 +19,8 @@ from predcalc.models.recurrent import term_weights
 from predcalc.paths import ROOT, write_json_if_changed
 from predcalc.readable import percent
 from predcalc.record import write_study as write_record
-from predcalc.report.edges import edge_cell
 from predcalc.report.findings import comparison_table, export_table, markdown_table
-from predcalc.report.studies import shown_label
+from predcalc.report.studies import edge_cell, shown_label
 from predcalc.studies.edges import edge_scores
 from predcalc.training import fit
 from predcalc.training.metrics import exact_accuracy

@@ -1,20 +1,9 @@
-"""The published results of the prior report, the rows this project is compared to.
+"""The published results of the prior report ("Neural Predictive Calculator: Findings", its later version),
+copied from its results tables (means of 5 runs; the LLM rows single runs); its public code (``GetXY.py``,
+``FNN_FNN2.py``, ``transformer_transformer4.py`` and the rest) defines how each column was computed."""
 
-The prior report is "Neural Predictive Calculator: Findings" (its later version, with the
-transformer rows and the fine-tuned LLMs), a secondary-school research project whose public
-code (Jupyter notebooks: ``GetXY.py`` for the data split, ``FNN1_1.py`` and ``FNN_FNN2.py`` for the
-baseline, FNN2 and the score, ``get_p-value.py`` for its p-value, ``transformer_transformer4.py`` and
-``transformer_transformer5.py`` for the transformer rows) defines how each column was computed.
-The numbers below are copied from its results tables (means of 5 runs; the LLM rows single runs);
-they are published reference numbers, not measurements of this project.
-"""
-
-PRIOR_REPORT = 'the prior report (Anton Mukin, "Neural Predictive Calculator: Findings", 2025)'
-
-# "long": how the prior report's code behind a row computes its "MAE long" (and the long4 term of its score):
-# "signed", mean(|y| - prediction), in FNN_FNN2.py (the FNN rows); "absolute", the per-run mean of
-# |y - prediction|, in the transformer notebooks' per-run cell (transformer_transformer4.py, the cell
-# that also gives the score's p-value). The code behind RNN2 and BiLSTM + attention is not in its public repository.
+# "long": how the code behind a row computes its "MAE long": "signed", mean(|y| - prediction) (FNN_FNN2.py);
+# "absolute", mean |y - prediction| (transformer_transformer4.py). RNN2's and BiLSTM's code is not public.
 REFERENCE_ROWS = {
     "FNN2 (1 x 345 PReLU)": {
         "params": 6211,

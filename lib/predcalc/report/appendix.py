@@ -1,13 +1,5 @@
-"""``predcalc report``: ``reports/findings.md`` and its HTML, rebuilt from the stored runs.
-
-The page is the hand-written findings (:mod:`~predcalc.report.written`, kept as they are), the
-Appendix marker, then a small mechanical Appendix of tables: the families table and the models
-by name (:mod:`~predcalc.report.families`, from the registry), the claims (``reports/claims.csv``
-with each value read from its record), the published rows like for like
-(:mod:`~predcalc.report.scoreboard`), the recommended models (``reports/recommended.json``) and the
-notebooks (``notebooks/index.json``), each linked to its executed copy. Headings and captions are
-constants; every cell is data. A quick run's page (``build/``) has no hand-written part.
-"""
+"""``predcalc report``: ``reports/findings.md`` (the hand-written findings, the Appendix marker, then
+the Appendix's tables) and its HTML. Headings and captions are constants; every cell is data."""
 
 from __future__ import annotations
 
@@ -52,7 +44,6 @@ CAPTIONS = {
 
 
 def value_text(value) -> str:
-    """A claim's value as a cell shows it: numbers to 4 significant digits, text as it is."""
     return f"{value:.4g}" if isinstance(value, float) else str(value)
 
 
@@ -82,48 +73,43 @@ def link(path: Path, base: Path, text: str) -> str:
 
 
 def recommended_table(base: Path, runs: Path) -> pd.DataFrame:
-    rows = []
-    for model in recommended.recommended():
-        executed = Path(runs) / model.notebook / f"{model.notebook}.ipynb"
-        rows.append(
-            {
-                "model": f"`{model.name}`",
-                "kind": model.kind,
-                "notebook": link(executed, base, model.notebook) if executed.is_file() else model.notebook,
-                "export": f"`{model.export}`",
-                "headline": "yes" if model.headline else "",
-                "why": model.why,
-                "chosen on": model.chosen_on,
-            }
-        )
+    rows = [
+        {
+            "model": f"`{model.name}`",
+            "kind": model.kind,
+            "notebook": link(executed, base, model.notebook) if executed.is_file() else model.notebook,
+            "export": f"`{model.export}`",
+            "headline": "yes" if model.headline else "",
+            "why": model.why,
+            "chosen on": model.chosen_on,
+        }
+        for model in recommended.recommended()
+        for executed in [Path(runs) / model.notebook / f"{model.notebook}.ipynb"]
+    ]
     return pd.DataFrame(rows)
 
 
 def notebooks_table(base: Path, runs: Path, root: Path = ROOT) -> pd.DataFrame:
-    rows = []
-    for nb in notebooks(root, runs):
-        seconds = nb.run.get("seconds")
-        rows.append(
-            {
-                "group": nb.group,
-                "notebook": link(nb.path, base, nb.name) if nb.executed else f"{nb.name} (not run)",
-                "title": nb.title,
-                "profile": nb.profile,
-                "seconds": f"{seconds:,.0f}" if isinstance(seconds, int | float) else "",
-                "finished": str(nb.run.get("finished") or "")[:10],
-            }
-        )
+    rows = [
+        {
+            "group": nb.group,
+            "notebook": link(nb.path, base, nb.name) if nb.executed else f"{nb.name} (not run)",
+            "title": nb.title,
+            "profile": nb.profile,
+            "seconds": f"{seconds:,.0f}" if isinstance(seconds := nb.run.get("seconds"), int | float) else "",
+            "finished": str(nb.run.get("finished") or "")[:10],
+        }
+        for nb in notebooks(root, runs)
+    ]
     return pd.DataFrame(rows)
 
 
 def published_table(records) -> pd.DataFrame:
-    """The published rows against the models trained here (not a closed-form finish)."""
     models = [(name, model) for _, name, model, _ in findings.unique_models(records) if name not in FINISHES]
     return scoreboard.summary_table(scoreboard.candidates(models, findings.baseline_runs(records)))
 
 
 def appendix(records, reports: Path, runs: Path, full: bool = True) -> str:
-    """The Appendix in markdown: each section's heading, caption and table."""
     reports = Path(reports)
     tables = {
         "The families table": families.families_table(records, families.load_held_out(reports)),
@@ -141,15 +127,11 @@ def appendix(records, reports: Path, runs: Path, full: bool = True) -> str:
 
 
 def page(records, reports: Path, runs: Path, full: bool = True) -> str:
-    """The findings page: the hand-written part, the marker and the Appendix (a quick page: its
-    heading and the Appendix)."""
-    if full:
-        return f"{written.read()}\n{written.MARKER}\n\n{appendix(records, reports, runs)}"
-    return f"{QUICK}\n\n{appendix(records, reports, runs, full=False)}"
+    head = f"{written.read()}\n{written.MARKER}" if full else QUICK
+    return f"{head}\n\n{appendix(records, reports, runs, full)}"
 
 
 def html(text: str) -> str:
-    """A plain HTML rendering of the findings markdown (Python-Markdown, tables)."""
     body = markdown_lib.markdown(text, extensions=["tables"])
     return (
         "<!doctype html><meta charset='utf-8'><title>predcalc findings</title>"
@@ -159,9 +141,7 @@ def html(text: str) -> str:
 
 
 def build(runs: Path = RUNS, reports: Path = REPORTS, full: bool = True) -> dict:
-    """Write ``findings.md``, ``findings.html`` and ``protocol.json`` in ``reports`` from the runs
-    in ``runs`` (``full``: the hand-written findings above the Appendix). Returns the paths written
-    and the count of stored models."""
+    """Write ``findings.md``, ``findings.html`` and ``protocol.json`` in ``reports``: the paths and the count of models."""
     records = findings.load_runs(Path(runs))
     reports = Path(reports)
     reports.mkdir(parents=True, exist_ok=True)

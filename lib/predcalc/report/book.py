@@ -1,14 +1,5 @@
-"""The report as a browsable book (``make book``, ``python -m predcalc.report.book``).
-
-Builds a static site with Sphinx, MyST-NB and the Sphinx Book Theme. Its pages: the hand-written
-findings (``index``, the text of ``reports/findings.md`` above the Appendix marker), the Appendix
-(:func:`predcalc.report.appendix.appendix`, the same tables as the page), one page per notebook in
-the groups and order of ``notebooks/index.json`` (the executed copy in ``reports/runs/NAME/``, as a
-reader sees it, or its source where none was run), and the ``docs/`` pages. Nothing is executed.
-The book's source (``build/book_src/``, with ``book/conf.py`` and ``book/_static/``) mirrors
-``reports/``, so the findings' links, written relative to ``reports/``, work unchanged; the site goes
-to ``build/book/``.
-"""
+"""The report as a browsable book (``make book``, ``python -m predcalc.report.book``): Sphinx pages from
+the findings, the Appendix, every notebook and ``docs/``, nothing executed, its source mirroring ``reports/``."""
 
 from __future__ import annotations
 
@@ -41,13 +32,11 @@ def toctree(caption: str, pages) -> str:
 
 
 def group_page(title: str, pages: list[Notebook]) -> str:
-    """A group's page: its title, then its notebooks by title, linked."""
     items = "\n".join(f"- [{short_title(nb)}]({nb.doc}.ipynb)" for nb in pages)
     return f"# {title}\n\n{items}\n" + toctree(title, [nb.doc for nb in pages])
 
 
 def write_notebook(nb: Notebook, target: Path) -> None:
-    """The reader's copy of a notebook; a source not run says so under its title."""
     notebook = reader_copy(nb.path)
     if not nb.executed:
         first = next((i for i, c in enumerate(notebook.cells) if c.cell_type == "markdown"), -1)
@@ -57,7 +46,6 @@ def write_notebook(nb: Notebook, target: Path) -> None:
 
 
 def write(source: Path = SOURCE, root: Path = ROOT, config: Path = CONFIG) -> list[str]:
-    """The book's source in ``source`` from the repository at ``root``; returns its pages."""
     reports = root / "reports"
     if source.exists():
         shutil.rmtree(source)
@@ -94,9 +82,7 @@ _OUTSIDE_LINK = re.compile(r"(?<!!)\[([^\]]+)\]\((\.\./[^)\s]+)\)")
 
 
 def write_docs(docs: Path, target: Path) -> list[str]:
-    """The repository's ``docs/*.md`` pages into the book's source (``target``), in name order;
-    returns their names. A link out of ``docs/`` (to ``../reports/...``) becomes the path as code:
-    the book holds the docs and the reports, not the repository."""
+    """The ``docs/*.md`` pages into ``target`` (a link out of ``docs/`` becomes the path as code): their names."""
     pages = sorted(docs.glob("*.md")) if docs.is_dir() else []
     target.mkdir(parents=True, exist_ok=True)
 
@@ -110,8 +96,6 @@ def write_docs(docs: Path, target: Path) -> list[str]:
 
 
 def _mathjax() -> Path | None:
-    """MathJax 3 as the ``sphinx-mathjax-offline`` wheel ships it, so formulas render offline."""
-
     spec = importlib.util.find_spec("sphinx-mathjax-offline")  # the wheel's folder has a hyphen
     if spec is None or not spec.submodule_search_locations:
         return None
@@ -120,7 +104,6 @@ def _mathjax() -> Path | None:
 
 
 def build(out: Path = OUT, source: Path = SOURCE, root: Path = ROOT, quiet: bool = True) -> tuple[Path, list[str]]:
-    """Write the pages and run Sphinx; returns ``out/index.html`` and the pages (:func:`write`)."""
     pages = write(source, root)
     if out.exists():
         shutil.rmtree(out)

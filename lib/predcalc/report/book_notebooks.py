@@ -1,7 +1,5 @@
 """The book's notebook pages: which notebooks there are, in which group and order
-(``notebooks/index.json``), their titles, and each executed copy as a reader sees it
-(progress bars, stderr, runtime warnings, object reprs and nbval markers left out; figures scaled
-to fit)."""
+(``notebooks/index.json``), their titles, and each executed copy as a reader sees it."""
 
 from __future__ import annotations
 
@@ -29,14 +27,12 @@ MAX_SIDE = 2400  # pixels: a larger figure is shown scaled down to this on its l
 
 
 def png_size(data: bytes) -> tuple[int, int]:
-    """(width, height) of a PNG, from its header; (0, 0) for anything else."""
-    if data[:8] != b"\x89PNG\r\n\x1a\n":
+    if data[:8] != b"\x89PNG\r\n\x1a\n":  # not a PNG
         return 0, 0
     return int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
 
 
 def fit(data: bytes, side: int = MAX_SIDE) -> bytes:
-    """The PNG as it is when its longer side is at most ``side`` pixels, else scaled down to it."""
     width, height = png_size(data)
     if max(width, height) <= side:
         return data
@@ -53,9 +49,7 @@ EXPORT_COLUMNS = {"model", "format", "KB", "acc change in", "acc change out", "a
 
 
 def export_grid(frame: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """The export table as a model x format grid, each cell the file's size and its largest loss
-    of exact accuracy against Keras (worst test set); and a table of why files are unsuitable, with
-    how many files each reason holds."""
+    """The export table as a model x format grid (size, worst accuracy loss), and why files are unsuitable."""
     cells, why = {}, {}
     for row in frame.to_dict("records"):
         changes = [row[f"acc change {t}"] for t in ("in", "out", "long")]
@@ -85,17 +79,11 @@ class Notebook:
 
     @property
     def doc(self) -> str:
-        """The page's name in the book: where the notebook sits under ``reports/``."""
         return f"runs/{self.name}/{self.name}"
 
     @property
     def profile(self) -> str:
-        """The profile it ran at (``full``), without the parameters a run overrode."""
         return str(self.run.get("profile") or "").split(" with ")[0]
-
-    @property
-    def architecture(self) -> bool:
-        return self.group == "architectures"
 
 
 def _cells(path: Path) -> list[dict]:
@@ -103,7 +91,6 @@ def _cells(path: Path) -> list[dict]:
 
 
 def _title(path: Path) -> str:
-    """The notebook's ``# `` heading (its first markdown cell names it)."""
     for c in _cells(path):
         if c["cell_type"] == "markdown":
             for line in "".join(c["source"]).splitlines():
@@ -113,9 +100,7 @@ def _title(path: Path) -> str:
 
 
 def notebooks(root: Path = ROOT, runs: Path | None = None) -> list[Notebook]:
-    """Every notebook in ``root/notebooks/``, paired with its executed copy in ``runs`` (default
-    ``root/reports/runs``) when there is one, in the groups and order of ``notebooks/index.json``."""
-
+    """Every notebook in ``root/notebooks/`` with its executed copy in ``runs`` where there is one, in index order."""
     runs = root / "reports" / "runs" if runs is None else Path(runs)
     listed = {p.stem: p for p in discover(directory=root / "notebooks")}
     found = []
@@ -149,7 +134,6 @@ EXPORT_HEADER = "| model | format | KB |"  # the start of an export table (one r
 
 
 def _number(text: str) -> float | None:
-    """``191.7`` -> 191.7, ``-0.10 pt`` -> -0.001 (points as a share), blank -> None."""
     text = text.strip()
     if not text:
         return None
@@ -163,7 +147,6 @@ def _number(text: str) -> float | None:
 
 @functools.cache
 def _short_names() -> dict[str, str]:
-    """A model's label (as tables show it) -> its registered name, the short name a grid shows."""
     from predcalc.models import MODELS  # the registry's labels: Keras, only when a page has an export table
 
     names = {}
@@ -175,9 +158,7 @@ def _short_names() -> dict[str, str]:
 
 
 def compact_export_table(markdown: str) -> str:
-    """An export table (one row per file, long model labels) as the book's model x format grid with
-    each model's registered name: one short row per model instead of one tall row per file. Other
-    markdown comes back unchanged."""
+    """An export table as the book's model x format grid by registered name; other markdown as it is."""
     lines = markdown.strip().splitlines()
     if len(lines) < 3 or not lines[0].startswith(EXPORT_HEADER):
         return markdown
@@ -199,19 +180,14 @@ def compact_export_table(markdown: str) -> str:
 
 
 def _shown(output: dict) -> dict | None:
-    """An output as the book shows it, or None to leave it out."""
     data = output.get("data", {})
     if "application/vnd.jupyter.widget-view+json" in data:
         return None  # progress bars: their state is not saved, a browser shows nothing
     if output.get("output_type") == "stream":
         if output.get("name") == "stderr":
             return None
-        text = output.get("text", "")
-        kept = [
-            line
-            for line in (text if isinstance(text, str) else "".join(text)).splitlines(True)
-            if not NOISE.search(line)
-        ]
+        text = "".join(output.get("text", ""))  # a string, or its lines
+        kept = [line for line in text.splitlines(True) if not NOISE.search(line)]
         if not "".join(kept).strip():
             return None
         output["text"] = "".join(kept)
@@ -229,9 +205,7 @@ def _shown(output: dict) -> dict | None:
 
 
 def reader_copy(path: Path) -> nbformat.NotebookNode:
-    """The executed notebook as a reader sees it in the book: no progress bars, stderr, runtime log
-    lines, path reprs or nbval markers; figures at most :data:`MAX_SIDE` pixels on their longer side;
-    setup cells folded (*Show code*) and cells with a wide figure over the margin."""
+    """The executed notebook as a reader sees it: noise left out, figures scaled, setup cells folded."""
     notebook = nbformat.read(path, as_version=4)
     notebook.metadata.pop("widgets", None)
     for c in notebook.cells:
@@ -241,11 +215,8 @@ def reader_copy(path: Path) -> nbformat.NotebookNode:
         c.outputs = [o for o in (_shown(o) for o in c.get("outputs", [])) if o is not None]
         tags = set(c.metadata.get("tags", []))
         source = c.source.strip()
-        if (
-            tags & {"parameters", "injected-parameters"}
-            or source.startswith(("import ", "from "))
-            or source.count("\n") >= 15
-        ):
+        setup = source.startswith(("import ", "from ")) or source.count("\n") >= 15
+        if setup or tags & {"parameters", "injected-parameters"}:
             tags.add("hide-input")  # setup: *Show code* opens it
         if any(png_size(base64.b64decode(o.get("data", {}).get("image/png", "")))[0] > WIDE_FIGURE for o in c.outputs):
             tags.add("full-width")  # over the margin: a wide figure keeps its labels readable

@@ -1,16 +1,5 @@
-"""The families table, read from the model registry and the stored runs.
-
-Each registered model names the row it competes for (``findings_family``), its short name, its
-kind and the data its design was chosen on (:class:`predcalc.models.registry.ModelSpec`). The
-table has one row per family and kind of choice: the family's trained models compete on their
-mean validation loss (the protocol's validation split, development data), its partly built ones
-(a closed-form ``finish``) on their mean exact accuracy over the extended suite's families where
-a study scored them. A model with no stored runs has no row. Nothing here names a model: adding
-an architecture with ``findings_family`` set gives it a row.
-
-Each accuracy cell is ``mean, k/n exact, lowest-highest`` over seeds (%); the held-out cell reads
-the held-out suite every model is scored on through its exported files (``reports/edges/``).
-"""
+"""The families table from the registry and the stored runs: per family and kind of choice, the trained
+model with the lowest mean validation loss or the partly built one with the best extended-suite mean."""
 
 from __future__ import annotations
 
@@ -30,14 +19,12 @@ TRAINED, BUILT = "validation loss", "the extended suite"  # what chose among a f
 
 
 def registry() -> dict:
-    """The registered models by name (importing the models registers them: Keras)."""
     from predcalc.models import MODELS  # Keras: only when a table is built
 
     return dict(MODELS)
 
 
 def spread(values) -> str:
-    """``mean, k/n exact, lowest-highest`` of per-seed exact accuracies."""
     values = [float(v) for v in values]
     low, high = percent(min(values), 1, ""), percent(max(values), 1, "")
     exact = sum(v >= 1.0 for v in values)
@@ -45,32 +32,29 @@ def spread(values) -> str:
 
 
 def mean_val_loss(model) -> float:
-    """A model's mean best validation loss over its seeds (inf where none was stored)."""
     losses = [r.extra.get("best_val_loss") for r in model.runs]
     losses = [x for x in losses if x is not None and np.isfinite(x)]
     return float(np.mean(losses)) if losses else float("inf")
 
 
 def extended_means(records) -> dict[str, float]:
-    """Mean exact accuracy over an extended-suite study's families and seeds, per model it scored."""
     out = {}
     for record in records:
         entry = record.entries.get("extended") or {}
         for name, model in (entry.get("models") or {}).items():
-            runs = model["runs"]
-            out[name] = float(np.mean([[r["metrics"][f]["accuracy"] for f in entry["families"]] for r in runs]))
+            out[name] = float(
+                np.mean([[r["metrics"][f]["accuracy"] for f in entry["families"]] for r in model["runs"]])
+            )
     return out
 
 
 def load_held_out(reports: Path) -> dict:
-    """The stored held-out suite's record (``{}`` before it was scored)."""
     path = Path(reports) / "edges" / f"{HELD_OUT_SUITE}.json"
     return json.loads(path.read_text()) if path.is_file() else {}
 
 
 def held_out_cell(suite: dict, name: str) -> str:
-    """A model on the held-out suite: the seeds' mean over the sets its files read, the seeds exact
-    on all of them and the spread, then how many sets were read."""
+    """A model on the held-out suite: mean, seeds exact on all sets, spread, and how many sets were read."""
     by_seed = (suite.get("models") or {}).get(name)
     if not by_seed:
         return "-"
@@ -83,8 +67,6 @@ def held_out_cell(suite: dict, name: str) -> str:
 
 
 def candidates(models: dict, specs: dict) -> dict[tuple[str, bool], list[str]]:
-    """``{(family, partly built): [names]}`` of the stored models that compete for a row, in the
-    order the records first hold them."""
     out: dict[tuple[str, bool], list[str]] = {}
     for name in models:
         spec = specs.get(name)
@@ -94,9 +76,7 @@ def candidates(models: dict, specs: dict) -> dict[tuple[str, bool], list[str]]:
 
 
 def choices(records, specs: dict | None = None) -> list[tuple[str, bool, str, int]]:
-    """``(family, partly built, chosen model, candidates)`` per row, in the order of the notebooks
-    that trained them: trained models by lowest mean validation loss, partly built ones by highest
-    extended-suite mean (development data the table does not show)."""
+    """``(family, partly built, chosen model, candidates)`` per row, in the notebooks' order."""
     specs = registry() if specs is None else specs
     models = {name: model for _, name, model, _ in unique_models(records)}
     scores = extended_means(records)
@@ -111,7 +91,6 @@ def choices(records, specs: dict | None = None) -> list[tuple[str, bool, str, in
 
 
 def family_rows(records, suite: dict | None = None, specs: dict | None = None) -> list[dict]:
-    """One row per family and kind of choice (:func:`choices`)."""
     specs = registry() if specs is None else specs
     models = {name: model for _, name, model, _ in unique_models(records)}
     rows = []
@@ -132,23 +111,18 @@ def families_table(records, suite: dict | None = None, specs: dict | None = None
 
 
 def models_table(records, specs: dict | None = None) -> pd.DataFrame:
-    """Every stored model that has a short name or competes for a row: the name the findings use,
-    its registry name, family, label, size, kind and notebook."""
     specs = registry() if specs is None else specs
-    rows = []
-    for record, name, model, _ in unique_models(records):
-        spec = specs.get(name)
-        if spec is None or not (spec.short_name or spec.findings_family):
-            continue
-        rows.append(
-            {
-                "name in the text": spec.shown_name,
-                "registry name": f"`{name}`",
-                "family": spec.findings_family or spec.family,
-                "what it is": model.label,
-                "params": f"{model.params:,}",
-                "kind": spec.shown_kind,
-                "notebook": record.notebook,
-            }
-        )
+    rows = [
+        {
+            "name in the text": spec.shown_name,
+            "registry name": f"`{name}`",
+            "family": spec.findings_family or spec.family,
+            "what it is": model.label,
+            "params": f"{model.params:,}",
+            "kind": spec.shown_kind,
+            "notebook": record.notebook,
+        }
+        for record, name, model, _ in unique_models(records)
+        if (spec := specs.get(name)) is not None and (spec.short_name or spec.findings_family)
+    ]
     return pd.DataFrame(rows)

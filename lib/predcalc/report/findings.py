@@ -1,9 +1,5 @@
-"""The stored runs as tables: every ``reports/runs/*/metrics.json`` read once, each trained model
-listed once, and the tables the notebooks and the command line print (a notebook's own models
-beside the prior report's published rows, the exported files, the fine-tuned language models).
-No number is typed by hand: each comes from a run's metrics, or, in the rows marked "published",
-from :mod:`predcalc.report.anchors`. ``predcalc report`` itself is :mod:`predcalc.report.appendix`.
-"""
+"""The stored runs as tables: every ``reports/runs/*/metrics.json`` read once, each trained model listed
+once; every number from a run's metrics or, in rows marked "published", :mod:`predcalc.report.anchors`."""
 
 from __future__ import annotations
 
@@ -18,6 +14,7 @@ from predcalc.paths import RUNS
 from predcalc.record import ModelRecord, SeedRun
 from predcalc.report.anchors import REFERENCE_LLM_ROWS, REFERENCE_ROWS
 from predcalc.report.records import StoredRecord
+from predcalc.report.scoreboard import RANKED
 from predcalc.report.studies import shown_label
 from predcalc.report.tables import markdown_table  # noqa: F401 (notebooks import it from here)
 from predcalc.training import metrics as M
@@ -25,20 +22,17 @@ from predcalc.training.experiment import BASELINE
 
 
 def load_runs(runs: Path = RUNS) -> list[StoredRecord]:
-    """Every notebook's stored record, typed, in notebook order (not a run still being written, whose
-    folder is hidden: ``.<notebook>.*.partial``)."""
+    """Every notebook's stored record in notebook order (not a hidden run still being written)."""
     return [
         StoredRecord.load(path) for path in sorted(runs.glob("*/metrics.json")) if not path.parent.name.startswith(".")
     ]
 
 
 def typed(records) -> list[StoredRecord]:
-    """``records`` as stored records: a notebook passes its own record in its JSON form."""
     return [StoredRecord.of(record) for record in records]
 
 
 def baseline_runs(records) -> list[dict] | None:
-    """The baseline FNN's per-seed metrics (from the notebook that trained it)."""
     for record in typed(records):
         if BASELINE in record.models:
             return [run.metrics for run in record.models[BASELINE].runs]
@@ -46,7 +40,6 @@ def baseline_runs(records) -> list[dict] | None:
 
 
 def _same_runs(a: list[SeedRun], b: list[SeedRun], rel: float = 1e-5) -> bool:
-    """Same seeds and every metric equal to ``rel`` (float32 predictions may differ in the last bits)."""
     if [r.seed for r in a] != [r.seed for r in b]:
         return False
     for x, y in zip(a, b):
@@ -64,10 +57,7 @@ def _same_runs(a: list[SeedRun], b: list[SeedRun], rel: float = 1e-5) -> bool:
 
 
 def unique_models(records) -> list[tuple[StoredRecord, str, ModelRecord, list[str]]]:
-    """``(record, name, model, repeats)`` for every trained model, once: a model that a later
-    notebook trained again with the same per-seed metrics (same data, seeds and code: a
-    reproduction, equal to 5 significant digits) is listed under the first notebook, with the
-    later ones in ``repeats``."""
+    """``(record, name, model, repeats)`` per trained model, once; a later equal run is a repeat."""
     out = []
     for record in typed(records):
         for name, model in record.models.items():  # a study record may train none
@@ -86,8 +76,6 @@ def _source(record: StoredRecord, repeats: list[str], detail: str) -> str:
 
 
 def _profile_of(record: StoredRecord, model: ModelRecord) -> str:
-    """The profile a model's runs came from: the record's, or the earlier run's for a kept model."""
-
     def short(profile) -> str:  # "full with models=[...], ..." -> "full" (the parameters are in Runs)
         return str(profile).split(" with ")[0]
 
@@ -102,7 +90,6 @@ def _mean(runs, test_set, metric):
 
 
 def _mean_and_range(runs, test_set, metric, percent: bool = False) -> str:
-    """ "mean [min-max]" over seeds (accuracies in %), one value alone for one seed or equal seeds."""
     values = [r.metrics[test_set][metric] for r in runs]
     scale, unit = (100, " %") if percent else (1, "")
     text = f"{scale * np.mean(values):.2f}{unit}" if percent else f"{np.mean(values):.4g}"
@@ -115,16 +102,13 @@ def _mean_and_range(runs, test_set, metric, percent: bool = False) -> str:
 def model_table(
     records, reference_runs: list[dict] | None = None, score: bool = False, ranges: bool = False
 ) -> pd.DataFrame:
-    """One row per trained model (means over seeds), with its published row beside it.
-
-    With ``ranges``, each metric is written "mean [min-max]" over seeds (text, for the findings).
-    With ``score``, the prior report's benchmark score and its p-value are added (a notebook's
-    own comparison shows them; the findings keep them to the reference-way table, as the prior
-    report's definitions). The score needs the baseline FNN's runs: taken from ``records`` when
-    one of them trained it, else from ``reference_runs``; without either it is left out.
-    """
+    """One row per trained model (means over seeds, or ``ranges``), its published row beside it; ``score``: the benchmark."""
     reference_runs = baseline_runs(records) or reference_runs
     reference = M.mean_baseline(reference_runs) if reference_runs and score else None
+
+    def cell(runs, test_set, metric, percent=False):
+        return _mean_and_range(runs, test_set, metric, percent) if ranges else _mean(runs, test_set, metric)
+
     rows = []
     for record, _, model, repeats in unique_models(records):
         runs = model.runs
@@ -135,17 +119,10 @@ def model_table(
             "source": _source(record, repeats, f"{_profile_of(record, model)}, {seeds}"),
         }
         for test_set in ("in", "out", "long"):
-            row[f"MAE {test_set}"] = _mean_and_range(runs, test_set, "mae") if ranges else _mean(runs, test_set, "mae")
+            row[f"MAE {test_set}"] = cell(runs, test_set, "mae")
             if test_set != "long":
-                row[f"MRE {test_set}"] = (
-                    _mean_and_range(runs, test_set, "mre") if ranges else _mean(runs, test_set, "mre")
-                )
-        for test_set in ("in", "out", "long"):
-            row[f"acc {test_set}"] = (
-                _mean_and_range(runs, test_set, "accuracy", percent=True)
-                if ranges
-                else _mean(runs, test_set, "accuracy")
-            )
+                row[f"MRE {test_set}"] = cell(runs, test_set, "mre")
+        row.update({f"acc {test_set}": cell(runs, test_set, "accuracy", True) for test_set in ("in", "out", "long")})
         if reference is not None:
             scores = [M.benchmark_score(r.metrics, reference) for r in runs]
             row["score"] = float(np.mean(scores))
@@ -156,52 +133,25 @@ def model_table(
         if published and not any(r["model"] == model.reference_row and r["source"] == "published" for r in rows):
             # only the columns the prior report defines as this table does; its signed "MAE long", its score
             # and p are in reference_way_table, beside the same quantities computed its way
-            rows.append(
-                {
-                    "model": model.reference_row,
-                    "source": "published",
-                    "params": published["params"],
-                    "MAE in": published["mae_in"],
-                    "MRE in": published["mre_in"],
-                    "MAE out": published["mae_out"],
-                    "MRE out": published["mre_out"],
-                }
-            )
-    columns = [
-        "model",
-        "source",
-        "params",
-        "MAE in",
-        "MRE in",
-        "MAE out",
-        "MRE out",
-        "MAE long",
-        "acc in",
-        "acc out",
-        "acc long",
-        "score",
-        "p",
-        "epochs",
-    ]
+            shown = {column: published[key] for column, key in RANKED}
+            rows.append({"model": model.reference_row, "source": "published", "params": published["params"], **shown})
+    columns = ["model", "source", "params", "MAE in", "MRE in", "MAE out", "MRE out", "MAE long"]
+    columns += ["acc in", "acc out", "acc long", "score", "p", "epochs"]
     frame = pd.DataFrame(rows)
     return frame.reindex(columns=[c for c in columns if c in frame.columns])
 
 
 def comparison_table(record, runs: Path = RUNS) -> pd.DataFrame:
-    """A notebook's own table, scored against the stored baseline if it did not train one."""
     return model_table([record], reference_runs=baseline_runs(load_runs(runs)), score=True)
 
 
 def export_table(records, test_sets=("in", "out", "long")) -> pd.DataFrame:
-    """One row per exported artifact of the records' models (:func:`export_frame`)."""
     exports = [(name, model.label, model.export) for record in typed(records) for name, model in record.models.items()]
     return export_frame(exports, test_sets)
 
 
 def export_frame(exports, test_sets=("in", "out", "long")) -> pd.DataFrame:
-    """One row per exported artifact of ``exports`` (``(name, label, export entry)`` per model): size,
-    TF Select, largest difference from Keras, the change of exact accuracy on each of ``test_sets``,
-    and its verdict (use / unsuitable, and why)."""
+    """One row per exported artifact of ``(name, label, export entry)``: size, parity and verdict."""
     rows, seen = [], set()
     for name, label, export in exports:
         if (name, label) in seen:  # a model a later notebook reproduced: its export is listed once
@@ -227,11 +177,6 @@ def export_frame(exports, test_sets=("in", "out", "long")) -> pd.DataFrame:
 
 
 def llm_table(records) -> pd.DataFrame:
-    """Fine-tuned language models (a notebook's ``"llm"`` entry) beside the prior report's LLM rows.
-
-    The "pre-trained" column tells a tiny model trained from random weights here (a pipeline
-    check) from a pre-trained Gemma; the prior report's rows are its published single runs.
-    """
     rows = []
     for record in typed(records):
         entry = record.entries.get("llm")

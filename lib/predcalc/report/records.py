@@ -1,11 +1,5 @@
-"""The records the report reads: each notebook's typed ``metrics.json`` with where it lies and how it ran.
-
-A :class:`StoredRecord` is a :class:`predcalc.record.RunRecord` (its kind, models and entries) plus
-what the report needs beside it: the ``folder`` it was read from, the ``profile`` and ``overrides``
-its ``run.json`` names, and, for a record merged from a sweep's runs, the ``sweep``. The report
-passes these objects around; which section renders a record is decided by its kind
-(:attr:`~predcalc.record.RunRecord.study` for a study record), never by which keys a dict holds.
-"""
+"""The records the report reads: a :class:`predcalc.record.RunRecord` with the ``folder`` it was read
+from, the ``profile`` and ``overrides`` of its ``run.json`` and, for a sweep's merged record, the ``sweep``."""
 
 from __future__ import annotations
 
@@ -21,8 +15,6 @@ DEFAULT_PROFILE = "notebook defaults"  # a run with no run.json: the notebook's 
 
 @dataclass
 class StoredRecord(RunRecord):
-    """A run's record as the report reads it (see the module doc)."""
-
     folder: Path | None = None
     profile: str = "this run"  # a record a notebook passes in itself, not read from a folder
     overrides: dict = field(default_factory=dict)
@@ -30,7 +22,6 @@ class StoredRecord(RunRecord):
 
     @classmethod
     def load(cls, path) -> StoredRecord:
-        """``path`` (a metrics.json) checked against :class:`RunRecord`, with its folder's ``run.json``."""
         path = Path(path)
         info = path.parent / RUN_INFO
         run_info = json.loads(info.read_text()) if info.is_file() else {}
@@ -43,8 +34,7 @@ class StoredRecord(RunRecord):
 
     @classmethod
     def of(cls, record, **where) -> StoredRecord:
-        """``record`` (a :class:`RunRecord`, or its JSON form, as a notebook builds it) as a stored
-        record, with ``where`` (``folder``, ``profile``, ``overrides``, ``sweep``) set."""
+        """``record`` (a :class:`RunRecord` or its JSON form) as a stored record, with ``where`` set."""
         if isinstance(record, StoredRecord):
             return replace(record, **where) if where else record
         if not isinstance(record, RunRecord):

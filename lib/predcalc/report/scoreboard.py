@@ -1,11 +1,6 @@
-"""Every published row of the prior report against this project's trained models, metric by metric.
-
-Like for like only: each side is the prior report's published column computed the prior report's way
-(``metrics.reference_way``) on the protocol's fixed test sets, TF backend, means over seeds. A
-"signed" MAE long (``mean(|y| - prediction)``, the prior report's ``FNN_FNN2.py``) is not an error and is not
-ranked; the score is not ranked either, because its baseline FNN runs differ (the prior report's own
-``FNN1_1.py`` runs against this project's).
-"""
+"""Every published row of the prior report against this project's trained models, like for like: both
+sides computed its way (``metrics.reference_way``), means over seeds. Its "signed" MAE long is not an
+error and is not ranked; nor is the score, whose baseline runs differ."""
 
 from __future__ import annotations
 
@@ -21,7 +16,6 @@ RANKED = (("MAE in", "mae_in"), ("MRE in", "mre_in"), ("MAE out", "mae_out"), ("
 
 
 def compared_metrics(published: dict) -> list[tuple[str, str]]:
-    """(reference-way column, published key) pairs that rank a published row: its absolute MAE long too."""
     long = [("MAE long", "mae_long")] if published.get("long") == "absolute" else []
     return [*RANKED, *long]
 
@@ -39,16 +33,12 @@ REPLICAS = {
 
 
 def published_row(model: str) -> tuple[str, dict] | None:
-    """The published row a model replicates and its numbers (:data:`REPLICAS`), or None."""
     row = next((name for name, replica in REPLICAS.items() if replica == model), None)
     return None if row is None else (row, REFERENCE_ROWS[row])
 
 
 def candidates(models, base_runs: list[dict] | None) -> list[dict]:
-    """The reference-way values of every model in ``models`` (``(name, ModelRecord)`` pairs from the stored
-    records) that was trained here (at least one epoch a seed) and stored the prior report's
-    columns: per seed (``per_seed``, a list of dicts) and their means (``reference_way``);
-    ``base_runs``: the baseline FNN's per-seed metrics, whose means the score is taken against."""
+    """The reference-way values, per seed and mean, of every model trained here that stored the prior report's columns."""
     base = base_runs or []
     if not base or not all(M.has_reference_way(r) for r in base):
         return []
@@ -77,22 +67,19 @@ def candidates(models, base_runs: list[dict] | None) -> list[dict]:
 
 
 def _values(candidate: dict, column: str) -> list[float]:
-    """A candidate's per-seed values in a ranked column (the absolute MAE long for "MAE long")."""
     key = "MAE long (absolute)" if column == "MAE long" else column
     return [seed[key] for seed in candidate["per_seed"]]
 
 
 def comparison(candidate: dict, published: dict) -> dict[str, dict]:
-    """Per ranked metric of ``published``: the sign test of the candidate's seeds against it
-    (:func:`predcalc.training.metrics.sign_test`: "better", "worse" or "not resolved")."""
+    """Per ranked metric: the sign test of the candidate's seeds against the published value."""
     return {
         column: M.sign_test(_values(candidate, column), published[key]) for column, key in compared_metrics(published)
     }
 
 
 def _best_variant(pool: list[dict], published: dict) -> dict | None:
-    """The candidate that is better than ``published`` on the most ranked metrics (sign test), ties
-    broken by the geometric mean of its mean / published over those metrics."""
+    """The candidate better than ``published`` on the most ranked metrics, ties by the geometric mean ratio."""
     if not pool:
         return None
 
@@ -106,9 +93,7 @@ def _best_variant(pool: list[dict], published: dict) -> dict | None:
 
 
 def matches(pool: list[dict]):
-    """``(row, published, replica or None, best variant or None)`` per published row: the replica is
-    the faithful rebuild (:data:`REPLICAS`); the variant is the best other trained model of any
-    architecture."""
+    """``(row, published, replica or None, best variant or None)`` per published row."""
     for row, published in REFERENCE_ROWS.items():
         replica = next((c for c in pool if c["name"] == REPLICAS.get(row)), None)
         others = [c for c in pool if c is not replica]
@@ -119,8 +104,7 @@ VERDICTS = ("better", "not resolved", "worse")  # the sign test's verdicts, as t
 
 
 def tally(candidate: dict | None, published: dict) -> dict[str, int | str]:
-    """How many of a published row's ranked columns the candidate is better on (every seed), not
-    resolved on, and worse on (every seed); "-" for each where there is no candidate."""
+    """How many ranked columns the candidate is better, not resolved and worse on ("-" without a candidate)."""
     if candidate is None:
         return dict.fromkeys(VERDICTS, "-")
     verdicts = [test["verdict"] for test in comparison(candidate, published).values()]
@@ -128,8 +112,6 @@ def tally(candidate: dict | None, published: dict) -> dict[str, int | str]:
 
 
 def summary_table(pool: list[dict]) -> pd.DataFrame:
-    """One row per published row: the faithful replica and the best variant, each with its counts of
-    ranked columns by verdict."""
     if not pool:
         return pd.DataFrame()
     rows = []

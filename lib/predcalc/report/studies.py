@@ -1,9 +1,10 @@
 """What the notebooks' steps read of the studies' records: the partly built models (the scan's
-closed-form finishes), a model's label as tables show it, and an extended suite's best model."""
+closed-form finishes), a model's label as tables show it, an extended suite's best model, an edge cell."""
 
 from __future__ import annotations
 
 from predcalc.models.registry import display_label
+from predcalc.readable import share
 
 # The scan's closed-form finishes (models/syntax_gated_scan.py: the models whose ModelSpec has a
 # ``finish``) and what each sets by hand or solves: partly built, so the answer never names them as a
@@ -15,17 +16,12 @@ FINISHES = {
 
 
 def shown_label(name: str, label: str) -> str:
-    """A model's label as the report shows it: a closed-form finish is marked partly built, and
-    "seed" keeps its one meaning, a random seed (the prior report is named as such)."""
+    """A model's label as the report shows it (a closed-form finish marked partly built)."""
     return display_label(label, partly_built=name in FINISHES)
 
 
 def extended_best(entry: dict, built: bool = False) -> dict | None:
-    """The model of an extended-suite study with the highest exact accuracy averaged over its families:
-    its label, parameters, seeds, that mean, its accuracy per family (mean over seeds), the families it
-    gets at least 99 % right and its worst family. Trained models only, or with ``built`` only the
-    partly built ones (:data:`FINISHES`); None where there is none. ``entry``: the study's
-    ``"extended"`` entry."""
+    """The trained (or, with ``built``, partly built) model of an extended-suite ``entry`` with the best mean."""
     best = None
     for name, model in entry["models"].items():
         if (name in FINISHES) != built:
@@ -50,3 +46,7 @@ def extended_best(entry: dict, built: bool = False) -> dict | None:
                 "worst_seeds": [r["metrics"][worst]["accuracy"] for r in runs],
             }
     return best
+
+
+def edge_cell(score: dict | None) -> str:
+    return "-" if score is None else f"{share(score['accuracy'], 1)} ({score['mae']:.3g})"

@@ -31,10 +31,7 @@ def metric_cell(value, column: str) -> str:
 
 
 def plain_cell(value, column: str) -> str:
-    """Text as it is, Python integers with separators, nothing for ``None``."""
-    if value is None:
-        return ""
-    return f"{value:,}" if isinstance(value, int) else str(value)
+    return "" if value is None else f"{value:,}" if isinstance(value, int) else str(value)
 
 
 def markdown_table(
@@ -42,7 +39,6 @@ def markdown_table(
     cell: Callable[[object, str], str] = metric_cell,
     empty: str = "_no runs yet: `predcalc run` first._",
 ) -> str:
-    """A pipe table of ``frame``; ``cell(value, column)`` writes each cell."""
     if frame.empty:
         return empty
     header = "| " + " | ".join(frame.columns) + " |"

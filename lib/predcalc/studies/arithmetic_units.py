@@ -1,9 +1,5 @@
 """The arithmetic units' notebook (11): every seed's scores, the learned weights against the grid
-{-1, 0, 1}, and the counts its conclusion glues (:func:`model_summary`, :func:`comparison`).
-
-Everything here reads the record ``Results.to_json`` writes (``metrics.json``), whose runs carry
-each seed's learned NMU and NAU kernels (``learned_weights``).
-"""
+{-1, 0, 1}, and the counts its conclusion glues, read from the record ``Results.to_json`` writes."""
 
 from __future__ import annotations
 
@@ -23,7 +19,6 @@ RULE = {"o x": 2.0, "x": -1.0, "o": 0.0, "1": 0.0}
 
 
 def grid_distance(values) -> np.ndarray:
-    """Each value's distance to the nearest of -1, 0 and 1."""
     values = np.asarray(values, dtype=float).reshape(-1, 1)
     return np.abs(values - GRID).min(axis=1)
 
@@ -34,9 +29,7 @@ def _weights(run: dict) -> np.ndarray:
 
 
 def term_function(learned: dict) -> dict | None:
-    """The function a per-term model's units compute on one (operator ``o``, number ``x``) pair, as its
-    coefficients ``{"o x", "x", "o", "1"}`` (exact: each NMU factor is affine in ``o`` or in ``x``, so
-    the NAU's sum of products is bilinear); None for a model whose NMU reads more than a pair."""
+    """A per-term model's function on one (``o``, ``x``) pair as its bilinear coefficients; None for a dense one."""
     nmu, nau = np.asarray(learned["nmu"], dtype=float), np.asarray(learned["nau"], dtype=float)[:, 0]
     if nmu.shape[0] != 2:
         return None
@@ -48,31 +41,26 @@ def term_function(learned: dict) -> dict | None:
 
 
 def rule_distance(function: dict) -> float:
-    """The largest difference of a term function's coefficient from the rule's (:data:`RULE`)."""
     return max(abs(function[k] - v) for k, v in RULE.items())
 
 
 def seed_table(record: dict) -> pd.DataFrame:
-    """One row per model and seed: epochs, exact accuracy and MAE on each of the protocol's test sets."""
-    rows = []
-    for model in record["models"].values():
-        for run in model["runs"]:
-            row = {"model": model["label"], "seed": run["seed"], "epochs": run["epochs"]}
-            row |= {f"exact {label}": run["metrics"][key]["accuracy"] for key, label in SETS}
-            row |= {f"MAE {label}": run["metrics"][key]["mae"] for key, label in SETS}
-            rows.append(row)
+    rows = [
+        {"model": model["label"], "seed": run["seed"], "epochs": run["epochs"]}
+        | {f"exact {label}": run["metrics"][key]["accuracy"] for key, label in SETS}
+        | {f"MAE {label}": run["metrics"][key]["mae"] for key, label in SETS}
+        for model in record["models"].values()
+        for run in model["runs"]
+    ]
     return pd.DataFrame(rows)
 
 
-# The held-out suites scored beside the protocol (drawn after every choice in this notebook; prefix
-# ``heldout_SEED/`` in a run's metrics): the edge suite (seed 31) and the sign scan's suite (seed 5151).
+# the held-out suites scored beside the protocol, drawn after every choice here (``heldout_SEED/`` in metrics)
 HELDOUT_PREFIXES = {"heldout_31": "the held-out edge suite", "heldout_5151": "the sign scan's held-out suite"}
 
 
 def heldout_sets(length: int = 15) -> dict:
-    """The sets of both held-out suites that ``length`` numeric tokens can hold (3 numbers of up to 6
-    digits, carry and cancellation patterns), keyed ``heldout_SEED/SET``: extra test sets for
-    :func:`predcalc.training.experiment.run_seeds`, scored on every seed in Keras."""
+    """The held-out suites' sets that ``length`` numeric tokens hold, keyed ``heldout_SEED/SET``."""
     tokenizer = get_tokenizer("numeric", length=length)
     suites = {"heldout_31": heldout_suite(), "heldout_5151": third_heldout_suite()}
     return {
@@ -84,57 +72,48 @@ def heldout_sets(length: int = 15) -> dict:
 
 
 def heldout_summary(model: dict) -> list[dict]:
-    """Per held-out set a model's runs were scored on: the suite, the set, the seeds exact on every
-    expression, and the lowest and highest seed's exact accuracy."""
     runs = model["runs"]
     names = [k for k in runs[0]["metrics"] if k.split("/")[0] in HELDOUT_PREFIXES] if runs else []
-    rows = []
-    for key in names:
-        accuracies = [run["metrics"][key]["accuracy"] for run in runs]
-        prefix, name = key.split("/", 1)
-        rows.append(
-            {
-                "suite": HELDOUT_PREFIXES[prefix],
-                "set": name,
-                "exact_seeds": sum(a == 1.0 for a in accuracies),
-                "n": len(accuracies),
-                "low": min(accuracies),
-                "high": max(accuracies),
-            }
-        )
-    return rows
+    return [
+        {"suite": HELDOUT_PREFIXES[key.split("/")[0]], "set": key.split("/", 1)[1], **_counts(runs, key)}
+        for key in names
+    ]
+
+
+def _counts(runs: list[dict], key: str) -> dict:
+    accuracies = [run["metrics"][key]["accuracy"] for run in runs]
+    return {
+        "exact_seeds": sum(a == 1.0 for a in accuracies),
+        "n": len(accuracies),
+        "low": min(accuracies),
+        "high": max(accuracies),
+    }
 
 
 def heldout_table(record: dict) -> pd.DataFrame:
-    """One row per model and held-out set: the seeds exact on it and the lowest-highest seed."""
-    rows = []
-    for model in record["models"].values():
-        for row in heldout_summary(model):
-            spread = (
-                percent(row["low"]) if row["low"] == row["high"] else f"{percent(row['low'])} to {percent(row['high'])}"
-            )
-            rows.append(
-                {
-                    "model": model["label"],
-                    "suite": row["suite"],
-                    "set": row["set"],
-                    "exact seeds": f"{row['exact_seeds']} of {row['n']}",
-                    "seeds": spread,
-                }
-            )
+    rows = [
+        {
+            "model": model["label"],
+            "suite": row["suite"],
+            "set": row["set"],
+            "exact seeds": f"{row['exact_seeds']} of {row['n']}",
+            "seeds": percent(row["low"])
+            if row["low"] == row["high"]
+            else f"{percent(row['low'])} to {percent(row['high'])}",
+        }
+        for model in record["models"].values()
+        for row in heldout_summary(model)
+    ]
     return pd.DataFrame(rows)
 
 
 def _rounded(matrix) -> str:
-    """A kernel ``(inputs, units)`` as rows of numbers to 3 decimals (``-0.0`` written ``0``)."""
     rows = np.round(np.asarray(matrix, dtype=float), 3) + 0.0
     return " / ".join(" ".join(f"{v:g}" for v in row) for row in rows)
 
 
 def weight_table(record: dict, show_up_to: int = 16) -> pd.DataFrame:
-    """One row per model and seed: how many learned weights, the largest distance of one from the grid,
-    how many lie off it (farther than :data:`ON_GRID`), and the kernels themselves where a model has at
-    most ``show_up_to`` weights in a kernel (rows are inputs, separated by ``/``)."""
+    """One row per model and seed: the weights' distance from the grid, and the small kernels themselves."""
     rows = []
     for model in record["models"].values():
         for run in model["runs"]:
@@ -160,19 +139,8 @@ def weight_table(record: dict, show_up_to: int = 16) -> pd.DataFrame:
 
 
 def model_summary(model: dict) -> dict:
-    """Per test set: the seeds exact on every expression, the lowest and highest seed's accuracy; and the
-    seeds whose every learned weight lies on the grid."""
     runs = model["runs"]
-    sets = {}
-    for key, label in SETS:
-        accuracies = [run["metrics"][key]["accuracy"] for run in runs]
-        sets[key] = {
-            "label": label,
-            "exact_seeds": sum(a == 1.0 for a in accuracies),
-            "low": min(accuracies),
-            "high": max(accuracies),
-            "n": len(accuracies),
-        }
+    sets = {key: {"label": label, **_counts(runs, key)} for key, label in SETS}
     on_grid = [
         run["seed"] for run in runs if "learned_weights" in run and grid_distance(_weights(run)).max() <= ON_GRID
     ]
@@ -194,8 +162,7 @@ def model_summary(model: dict) -> dict:
 
 
 def comparison(record: dict, first: str, second: str, key: str) -> str | None:
-    """``"above"`` when every seed of ``first`` scores above every seed of ``second`` on test set ``key``,
-    ``"below"`` when every one below, ``"not resolved"`` otherwise (None when a model is missing)."""
+    """``above``/``below`` when every seed of ``first`` beats/trails every seed of ``second``, else ``not resolved``."""
     if first not in record["models"] or second not in record["models"]:
         return None
     a = [run["metrics"][key]["accuracy"] for run in record["models"][first]["runs"]]

@@ -1,35 +1,6 @@
-"""Backpropagation through time written out in NumPy: the worked example of reference document 004.
-
-Seed 004 ("Under the hood of neural networks, part 2: recurrent") trains a 2-unit recurrent
-network by hand. With row vectors, as the article writes them:
-
-```
-s_t^in = I_t W_s + s_{t-1} U + B_s          s_t = tanh(s_t^in)        (s_0 = 0)
-o_t^in = s_t W_o + B_o                      o_t = sigmoid(o_t^in)
-```
-
-The input sequence is 1, 3, 5 in binary (``[0 0 1], [0 1 1], [1 0 1]``) followed by three
-zero inputs; the outputs at steps 4, 5, 6 should read 5, 3, 1 (``[1 0 1], [0 1 1], [0 0 1]``).
-The article's loss is the cross-entropy of its part 1, ``L_t = -sum_k y_tk log o_tk``, whose
-derivative is ``dL_t/do_t^in = y_t * (o_t - 1)``; ``L = L_4 + L_5 + L_6``. It then
-back-propagates each ``L_t`` separately,
-
-```
-Delta_t     = y_t * (o_t - 1) W_o^T * (1 - s_t^2)          (the step of the output)
-Delta_{j-1} = Delta_j U^T * (1 - s_{j-1}^2)                 (back through time)
-dL_t/dW_o = s_t^T y_t * (o_t - 1)     dL_t/dB_o = y_t * (o_t - 1)
-dL_t/dW_s = sum_j I_j^T Delta_j       dL_t/dB_s = sum_j Delta_j     dL_t/dU = sum_j s_{j-1}^T Delta_j
-```
-
-sums the three losses' gradients and takes one gradient-descent step with learning rate 0.5.
-
-:func:`per_loss_gradients` follows the article's route (one backward sweep per loss, every
-``Delta`` kept); :func:`bptt` is the usual single backward sweep; both give the same totals.
-``loss="binary"`` uses the binary cross-entropy ``-sum_k y log o + (1 - y) log(1 - o)``
-instead (derivative ``o - y``), the loss a sigmoid output with several ones is usually trained
-with. Everything is float64 NumPy; there is no framework here, so the numbers can be checked
-against an autodiff framework independently.
-"""
+"""Backpropagation through time in float64 NumPy: reference document 004's 2-unit recurrent network
+(inputs 1, 3, 5 in binary, then zeros; outputs 5, 3, 1 at steps 4-6), back-propagated per loss as the
+article does (:func:`per_loss_gradients`) and in the usual single sweep (:func:`bptt`)."""
 
 from __future__ import annotations
 
@@ -43,8 +14,7 @@ LOSSES = ("article", "binary")
 
 @dataclasses.dataclass(frozen=True)
 class ElmanParameters:
-    """The article's variables: ``W_s`` (inputs, units), ``U`` (units, units), ``B_s`` (units,),
-    ``W_o`` (units, outputs), ``B_o`` (outputs,)."""
+    """The article's variables: ``W_s``, ``U``, ``B_s``, ``W_o``, ``B_o`` (row-vector shapes)."""
 
     W_s: np.ndarray
     U: np.ndarray
@@ -77,10 +47,7 @@ def binary_digits(value: int, width: int = 3) -> np.ndarray:
 
 
 def reference004_example():
-    """The article's problem: ``(parameters, inputs (6, 3), targets {step: y_t}, learning_rate)``.
-
-    Steps are numbered from 1 as in the article; the targets are at steps 4, 5 and 6.
-    """
+    """The article's problem: ``(parameters, inputs (6, 3), targets {step: y_t}, learning_rate)``, steps from 1."""
     parameters = ElmanParameters(
         W_s=[[-0.75, 0.50], [-0.25, 0.00], [0.25, 0.25]],
         U=[[0.10, -0.25], [0.50, 0.50]],
@@ -95,10 +62,7 @@ def reference004_example():
 
 @dataclasses.dataclass(frozen=True)
 class Forward:
-    """Every quantity of a forward pass, indexed by step ``t = 1..T`` (row ``t - 1``).
-
-    ``s`` has an extra first row, ``s_0 = 0``: ``s[t]`` is ``s_t``.
-    """
+    """Every quantity of a forward pass by step ``t = 1..T``; ``s[t]`` is ``s_t`` (``s[0] = 0``)."""
 
     s_in: np.ndarray  # (T, units), s_t^in
     s: np.ndarray  # (T + 1, units), s_0 .. s_T
@@ -107,7 +71,6 @@ class Forward:
 
 
 def forward(parameters: ElmanParameters, inputs, output_steps) -> Forward:
-    """The forward pass over ``inputs`` (T, input_dim), outputs at ``output_steps`` (1-based)."""
     inputs = np.asarray(inputs, dtype=np.float64)
     steps = len(inputs)
     for t in output_steps:
@@ -150,15 +113,12 @@ def output_error(o, y, loss: str = "article") -> np.ndarray:
 
 @dataclasses.dataclass(frozen=True)
 class LossGradients:
-    """One loss term's backward sweep: ``deltas[j - 1] = dL/ds_j^in`` and the parameter gradients."""
-
     deltas: np.ndarray  # (T, units); zero after the loss's own step
     output_error: np.ndarray  # (outputs,), dL/do^in
     gradients: dict  # {name: array}
 
 
 def _sweep(parameters, inputs, fwd, errors: dict) -> tuple[np.ndarray, dict]:
-    """Backward through time from output errors ``{t: dL/do_t^in}``: the deltas and gradients."""
     steps, units = fwd.s_in.shape
     deltas = np.zeros((steps, units))
     carried = np.zeros(units)  # dL/ds_t coming from step t + 1
@@ -177,11 +137,7 @@ def _sweep(parameters, inputs, fwd, errors: dict) -> tuple[np.ndarray, dict]:
 
 
 def per_loss_gradients(parameters: ElmanParameters, inputs, targets: dict, loss: str = "article"):
-    """The article's route: one backward sweep per loss term.
-
-    Returns:
-        ``(forward, {t: LossGradients}, totals)`` where ``totals`` sums the gradients.
-    """
+    """The article's route, one backward sweep per loss: ``(forward, {t: LossGradients}, totals)``."""
     fwd = forward(parameters, inputs, sorted(targets))
     per_loss = {}
     for t, y in sorted(targets.items()):
@@ -193,11 +149,7 @@ def per_loss_gradients(parameters: ElmanParameters, inputs, targets: dict, loss:
 
 
 def bptt(parameters: ElmanParameters, inputs, targets: dict, loss: str = "article"):
-    """Usual backpropagation through time: one sweep for ``L = sum_t L_t``.
-
-    Returns:
-        ``(total loss, deltas (T, units), gradients {name: array})``.
-    """
+    """One backward sweep for ``L = sum_t L_t``: ``(total loss, deltas (T, units), gradients)``."""
     fwd = forward(parameters, inputs, sorted(targets))
     errors = {t: output_error(fwd.o[t], y, loss) for t, y in targets.items()}
     deltas, gradients = _sweep(parameters, inputs, fwd, errors)
@@ -210,7 +162,6 @@ def total_loss(parameters: ElmanParameters, inputs, targets: dict, loss: str = "
 
 
 def gradient_descent(parameters: ElmanParameters, gradients: dict, learning_rate: float) -> ElmanParameters:
-    """One step ``theta - learning_rate * dL/dtheta`` on every variable."""
     return ElmanParameters(
         **{name: getattr(parameters, name) - learning_rate * gradients[name] for name in PARAMETER_NAMES}
     )
@@ -219,7 +170,7 @@ def gradient_descent(parameters: ElmanParameters, gradients: dict, learning_rate
 def numerical_gradients(
     parameters: ElmanParameters, inputs, targets: dict, loss: str = "article", epsilon: float = 1e-6
 ) -> dict:
-    """Central finite differences of the total loss, for checking the backward pass."""
+    """Central finite differences of the total loss."""
     gradients = {}
     for name in PARAMETER_NAMES:
         value = getattr(parameters, name)

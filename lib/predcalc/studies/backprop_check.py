@@ -1,9 +1,5 @@
-"""Checking seed 004's printed numbers (notebook 00): the article's values, a comparer, and the
-same network in Keras differentiated by ``tf.GradientTape``.
-
-``predcalc.studies.backprop`` holds the framework-free NumPy BPTT; this module sets the article's
-printed numbers (two decimals) beside it and repeats the computation with Keras layers and autodiff.
-"""
+"""Seed 004's printed numbers (notebook 00): the article's values, a comparer, and the same network
+in Keras differentiated by ``tf.GradientTape``."""
 
 from __future__ import annotations
 
@@ -71,7 +67,6 @@ WEIGHT_NAMES = ("W_s", "U", "B_s", "W_o", "B_o")  # order of the Keras network's
 
 
 def show(values, decimals: int = 4) -> str:
-    """An array as the article writes it (-0.0 printed as 0.0)."""
     return np.array2string(
         np.round(np.asarray(values, dtype=float), decimals) + 0.0,
         precision=decimals,
@@ -100,7 +95,6 @@ class Checker:
 
 def keras_network(parameters):
     """``SimpleRNN(2, tanh) + Dense(3, sigmoid)`` in float64 holding the article's matrices."""
-
     network_inputs = keras.Input((6, 3), dtype="float64")
     states = keras.layers.SimpleRNN(2, activation="tanh", return_sequences=True, dtype="float64", name="state")(
         network_inputs
@@ -114,14 +108,10 @@ def keras_network(parameters):
 
 
 def article_losses(outputs, targets: dict) -> dict:
-    """{t: L_t = -sum_k y_tk log o_tk} from the network's outputs (1, 6, 3)."""
-
     return {t: -ops.sum(y * ops.log(outputs[0, t - 1])) for t, y in targets.items()}
 
 
 def keras_gradients(network, x, targets: dict):
-    """The total loss and the gradients of ``L`` and of each ``L_t`` by ``tf.GradientTape``."""
-
     with tf.GradientTape(persistent=True) as tape:
         losses = article_losses(network(x), targets)
         total = sum(losses.values())
@@ -136,7 +126,6 @@ def keras_gradients(network, x, targets: dict):
 
 def autodiff_deltas(parameters, x, targets: dict) -> dict:
     """``Delta_j = dL_t/ds_j^in`` of each ``L_t``, by autodiff through a ``keras.ops`` loop."""
-
     weights = {name: tf.constant(value) for name, value in parameters.as_dict().items()}
     with tf.GradientTape(persistent=True) as tape:
         tape.watch(list(weights.values()))  # constants are recorded only when watched
@@ -148,22 +137,13 @@ def autodiff_deltas(parameters, x, targets: dict) -> dict:
             states_list.append(state)
         outputs = ops.stack([ops.sigmoid(ops.matmul(s, weights["W_o"]) + weights["B_o"]) for s in states_list], axis=1)
         loop_losses = article_losses(outputs, targets)
-    deltas = {
-        t: np.concatenate(
-            [
-                ops.convert_to_numpy(g)
-                for g in tape.gradient(loop_losses[t], pre_activations, unconnected_gradients="zero")
-            ]
-        )
-        for t in targets
-    }
+    gradients = {t: tape.gradient(loop_losses[t], pre_activations, unconnected_gradients="zero") for t in targets}
+    deltas = {t: np.concatenate([ops.convert_to_numpy(g) for g in grads]) for t, grads in gradients.items()}
     del tape
     return deltas
 
 
 def outputs_before_after(before, after, targets: dict):
-    """A table of every output (step, output, target, before, after) of two forward passes."""
-
     return pd.DataFrame(
         [
             {"step": t, "output": k, "target": int(y[k]), "before": before.o[t][k], "after": after.o[t][k]}

@@ -1,20 +1,6 @@
-"""Does a result hold on another draw of the protocol's data? The models exact on the protocol's
-three test sets, retrained on other data seeds.
-
-Every notebook uses data seed 0: one training draw and one set of test sets. This study retrains
-the cheap models of the families table that are exact there on data seeds 1 and 2 (the same
-protocol: 4,000 draws of ``a op b op c`` over -5..4, split 75/25; in-range and long test sets
-redrawn from the seed; the out-of-range set is every expression and the same for all), each with
-its notebook's stored parameters (``scan_exact``: its frozen recipe), 5 training seeds each, and
-scores the in-range, out-of-range and long test sets in Keras. Nothing is chosen from it.
-
-Each run's scores are a file ``data_K_seed_S.json`` in a folder per model under ``reports/data_seeds``,
-written when the run ends, so a stopped study resumes at the first missing run; :func:`summary` gathers them.
-
-Example:
-    >>> run_study(models=("scan_typed",), data_seeds=(1,), seeds=(0,))
-    >>> summary()["scan_typed"]["1"]["exact_seeds"]
-"""
+"""Does a result hold on another draw of the protocol's data? The models exact on the protocol's three
+test sets, retrained on data seeds 1 and 2 with their stored parameters, 5 seeds each, scored in Keras;
+nothing is chosen from it. Each run is one file under ``reports/data_seeds/MODEL/`` (resumable)."""
 
 from __future__ import annotations
 
@@ -31,14 +17,11 @@ from predcalc.training.exact import MODEL as EXACT_MODEL
 from predcalc.training.exact import ExactRecipe, train_exact
 from predcalc.training.fit import evaluate, train
 
-# the families table's models exact on the protocol that train in under a minute a seed, and the
-# notebook whose stored parameters train each (the sign scan: its recipe, ExactRecipe())
+# the protocol-exact models that train in under a minute a seed -> the notebook of their parameters
 MODELS = {"scan_typed": "30_beyond_reference", "nau_nmu": "11_arithmetic_units", EXACT_MODEL: None}
 DATA_SEEDS_STUDIED = (1, 2)
 SEEDS = (0, 1, 2, 3, 4)
 TEST_SETS = ("in", "out", "long")
-# not retrained: the bounded gated-sum transformer (about 8 minutes a seed on this CPU)
-NOT_RETRAINED = {"transformer4_local_bounded": "about 8 minutes a training seed on the 2-core CPU"}
 
 
 def run_path(model: str, data_seed: int, seed: int, out=DATA_SEEDS) -> Path:
@@ -46,8 +29,7 @@ def run_path(model: str, data_seed: int, seed: int, out=DATA_SEEDS) -> Path:
 
 
 def train_one(model: str, data_seed: int, seed: int) -> dict:
-    """One run: ``model`` trained on data seed ``data_seed`` with training seed ``seed``, scored on
-    that draw's test sets: ``{"accuracy": {set: share}, "epochs", "train_seconds"}``."""
+    """One run on data seed ``data_seed`` with training seed ``seed``, scored on that draw's test sets."""
     protocol = reference_protocol(data_seed)
     if model == EXACT_MODEL:
         trained = train_exact(protocol, seed=seed, recipe=ExactRecipe())
@@ -84,9 +66,7 @@ def run_study(models=tuple(MODELS), data_seeds=DATA_SEEDS_STUDIED, seeds=SEEDS, 
 
 
 def summary(out=DATA_SEEDS) -> dict:
-    """``{model: {data seed: {"seeds", "exact_seeds", "low", "high"}}}`` from the stored runs: per
-    data seed, the training seeds run, those exact on all three test sets, and the lowest and highest
-    per-seed accuracy on each set."""
+    """``{model: {data seed: {seeds, exact_seeds, low, high}}}`` from the stored runs."""
     result: dict = {}
     for path in sorted(Path(out).glob("*/data_*_seed_*.json")):
         record = json.loads(path.read_text())
@@ -105,7 +85,6 @@ def summary(out=DATA_SEEDS) -> dict:
 
 
 def main(argv=None) -> int:
-    """``python -m predcalc.studies.data_seeds [MODEL ...]``: run the missing runs, print the summary."""
     parser = argparse.ArgumentParser(prog="python -m predcalc.studies.data_seeds")
     parser.add_argument("models", nargs="*", default=list(MODELS))
     args = parser.parse_args(argv)

@@ -1,10 +1,5 @@
-"""Exact accuracy by difficulty on the extended suite (notebooks 31 and 32).
-
-A family is one test split of :func:`predcalc.data.extended_suite` (``digits_3``, ``terms_6``,
-``depth_2``, ...); its name is the difficulty axis and the level. These helpers turn a
-:class:`predcalc.training.experiment.Results` scored on the families into a table with the spread over
-seeds, a figure with one panel per axis, and the study record ``predcalc report`` reads.
-"""
+"""Exact accuracy by difficulty on the extended suite (notebooks 31 and 32): a family is one test
+split of :func:`predcalc.data.extended_suite` (``digits_3``, ``terms_6``, ...), named by its axis and level."""
 
 from __future__ import annotations
 
@@ -15,8 +10,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import pandas as pd
 
-from predcalc.models import get_spec  # importing the package registers every model
-from predcalc.models.registry import display_label
+import predcalc.models  # noqa: F401  (importing the package registers every model)
 from predcalc.paths import save_figure
 from predcalc.readable import percent_number, share
 from predcalc.training import metrics as M
@@ -24,31 +18,16 @@ from predcalc.training import metrics as M
 
 @dataclasses.dataclass(frozen=True)
 class Axis:
-    """One difficulty axis: the family prefix, the x label, and the levels seen in training."""
-
     prefix: str
     label: str
     trained: tuple[float, float]
 
 
 def family_table(results, families) -> pd.DataFrame:
-    """One row per (model, family): the model's registry name and label, mean exact accuracy over
-    seeds, worst and best seed, the 95 % confidence interval (text), mean MAE and mean relative
-    error. A model finished in closed form is labelled partly built."""
+    """One row per (model, family): exact accuracy (mean, worst, best seed, 95 % interval), MAE and MRE."""
     rows = []
     for name, result in results.models.items():
         rows += _family_rows(name, result.spec.shown_label, result.runs, families)
-    return pd.DataFrame(rows)
-
-
-def record_table(record: dict) -> pd.DataFrame:
-    """:func:`family_table` from a stored study record (the ``metrics.json`` :func:`study_record`
-    wrote), so that its figure can be drawn again without training."""
-    entry = record["extended"]
-    rows = []
-    for name, model in entry["models"].items():
-        label = display_label(model["label"], partly_built=get_spec(name).finish is not None)
-        rows += _family_rows(name, label, model["runs"], entry["families"])
     return pd.DataFrame(rows)
 
 
@@ -74,7 +53,6 @@ def _family_rows(name: str, label: str, runs: list[dict], families) -> list[dict
 
 
 def accuracy_grid(table: pd.DataFrame, families) -> pd.DataFrame:
-    """Families (rows) by models (columns), mean exact accuracy as text."""
     grid = table.pivot(index="family", columns="model", values="accuracy").reindex(list(families))
     return grid[list(dict.fromkeys(table.model))].map(lambda v: share(v, 1))
 
@@ -83,28 +61,17 @@ TRAINED = "levels seen in training"  # the shading's legend entry
 
 
 def legend_label(rows: pd.DataFrame) -> str:
-    """A model's legend entry: its registry name (as the text names it) and its label."""
     label = rows["model"].iloc[0]
     return f"{rows['name'].iloc[0]}: {label}" if "name" in rows else label
 
 
 def plot_by_difficulty(table: pd.DataFrame, axes_spec, seeds: int, path=None, relative_error: bool = True):
-    """Exact accuracy (top; bars from the worst to the best seed) and, with ``relative_error``, the
-    mean relative error (bottom, log scale) against each axis's level; the training levels shaded.
-    A tick at every level (the levels are counts); each model in the legend below the panels by its
-    registry name and label."""
-
+    """Exact accuracy and the mean relative error against each axis's level, the training levels shaded."""
     rows = 2 if relative_error else 1
     models = list(dict.fromkeys(table.model))
     offsets = dict(zip(models, np.linspace(-0.15, 0.15, len(models)) if len(models) > 1 else [0.0]))
-    figure, axes = plt.subplots(
-        rows,
-        len(axes_spec),
-        figsize=(5.5 * len(axes_spec), 3.8 * rows + 0.25 * len(models)),
-        sharex="col",
-        squeeze=False,
-        layout="constrained",
-    )
+    size = (5.5 * len(axes_spec), 3.8 * rows + 0.25 * len(models))
+    figure, axes = plt.subplots(rows, len(axes_spec), figsize=size, sharex="col", squeeze=False, layout="constrained")
     for column, axis_spec in enumerate(axes_spec):
         chosen = table[table.family.str.startswith(axis_spec.prefix)]
         levels = sorted({int(f.removeprefix(axis_spec.prefix)) for f in chosen.family})
@@ -130,14 +97,8 @@ def plot_by_difficulty(table: pd.DataFrame, axes_spec, seeds: int, path=None, re
         axes[1, 0].set_ylabel("MRE")
     handles, labels = axes[0, 0].get_legend_handles_labels()
     order = sorted(range(len(labels)), key=lambda i: labels[i] == TRAINED)  # the models first, the shading last
-    figure.legend(
-        [handles[i] for i in order],
-        [labels[i] for i in order],
-        loc="outside lower center",
-        ncol=2,
-        fontsize=8,
-        frameon=False,
-    )
+    shown = [handles[i] for i in order], [labels[i] for i in order]
+    figure.legend(*shown, loc="outside lower center", ncol=2, fontsize=8, frameon=False)
     if path is not None:
         save_figure(figure, path)
     return figure
@@ -146,9 +107,7 @@ def plot_by_difficulty(table: pd.DataFrame, axes_spec, seeds: int, path=None, re
 def study_record(
     results, notebook: str, parameters: dict, families, data: dict, scope: dict, keep=("in", "out", "long")
 ) -> dict:
-    """The ``metrics.json`` of an extended-suite study: per model and seed, the families' metrics
-    (and those of ``keep`` where the run has them). ``scope`` says what was trained and tested
-    (``trained_on``, ``operators``, ``parentheses``) for the report's text."""
+    """The ``metrics.json`` of an extended-suite study: per model and seed, the families' metrics."""
     record = results.to_json(notebook, parameters)
     models = {}
     for name, entry in record["models"].items():
@@ -177,8 +136,7 @@ ERROR_KINDS = ("correct", "units digit wrong", "higher digits or sign wrong", "u
 
 
 def error_kinds(values, predictions) -> dict[str, float]:
-    """Shares of answers that are correct, wrong in the units digit, wrong only in a higher digit or
-    the sign, or unparseable (NaN); the four add up to 1."""
+    """Shares of answers correct, wrong in the units digit, wrong only higher up or in the sign, or unparseable."""
     values = np.asarray(values, dtype=np.float64)
     predictions = np.asarray(predictions, dtype=np.float64)
     if values.shape != predictions.shape:

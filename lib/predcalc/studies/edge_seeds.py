@@ -1,16 +1,6 @@
-"""Every seed's model of a recommended model, retrained with its notebook's stored parameters.
-
-A notebook keeps only its first seed's model (``reports/runs/NB/export/NAME/model.keras``). To
-score all seeds on the edge suites through their exported files, :func:`retrain_seeds` trains
-each seed again through :func:`predcalc.training.fit.train` with the parameters stored in the
-notebook's ``metrics.json``, keeps each seed's ``model.keras`` and run record (one folder per seed,
-so a stopped run resumes at the first unfinished seed), and :func:`reproduction` compares the
-retrained records with the stored ones (is training deterministic here?).
-
-Example:
-    >>> retrain_seeds("scan_typed", "30_beyond_reference", "build/edges/models")
-    >>> reproduction("scan_typed", "30_beyond_reference", "build/edges/models")
-"""
+"""Every seed of each model the edge study scores (:data:`SCORED`) retrained with its notebook's stored
+parameters, exported at :data:`INPUT_LENGTH` tokens and scored through its files (resumable per seed);
+a set needing more tokens than the files read is recorded as not read, never as 0."""
 
 from __future__ import annotations
 
@@ -18,24 +8,20 @@ import argparse
 import json
 from pathlib import Path
 
+import keras
 import numpy as np
 from tqdm.auto import tqdm
 
+import predcalc.layers  # noqa: F401  (registers the custom layers)
 from predcalc.data import get_tokenizer, reference_protocol
 from predcalc.deploy import export as E
 from predcalc.deploy.export import SIDECAR, export_directory, write_sidecar
 from predcalc.deploy.predictor import Predictor
 from predcalc.models import get_spec
 from predcalc.paths import RUNS, relative, write_if_changed
-from predcalc.studies.edge_models import (  # noqa: F401  (RECOMMENDED, FINISHED_FROM: read through this module too)
-    FINISHED_FROM,
-    INPUT_LENGTH,
-    RECOMMENDED,
-    SCORED,
-    at_length,
-    notebook_of,
-)
+from predcalc.recommended import on_edges
 from predcalc.studies.edges import (
+    at_input_length,
     development_suite,
     heldout_suite,
     refusal,
@@ -44,20 +30,65 @@ from predcalc.studies.edges import (
     third_heldout_suite,
     tokens_needed,
 )
-from predcalc.training.fit import builder_arguments, evaluate, run_record, train
+from predcalc.training.fit import TrainedModel, build, builder_arguments, evaluate, make_tokenizer, run_record, train
 from predcalc.training.metrics import exact_accuracy, regression_metrics
+
+INPUT_LENGTH = 159  # tokens: 80 numbers and 79 operators, the held-out suite's longest expressions
+
+# the Answer's arithmetic units, scored like the recommended models but not recommended
+UNITS = {"nau_nmu": "11_arithmetic_units", "nau_nmu_dense": "11_arithmetic_units"}
+# the recommended models the edge study scores, and the notebook whose stored parameters train them
+RECOMMENDED = on_edges()
+SCORED = {**RECOMMENDED, **UNITS}
+# a partly built model -> the trained model whose fit it finishes (same builder, seed and parameters)
+FINISHED_FROM = {"scan_typed_solved": "scan_typed", "scan_typed_readout_solved": "scan_typed"}
+
+
+def notebook_of(name: str) -> str:
+    if name not in SCORED:
+        raise KeyError(f"the edge study does not score {name!r}; it scores {', '.join(SCORED)}")
+    return SCORED[name]
+
+
+def at_length(model, spec, tokenizer, length: int, model_kwargs: dict | None = None):
+    """``(model, length)``: ``model`` rebuilt for ``length`` tokens with the same weights, or as it is."""
+    try:
+        resized = at_input_length(model, length)
+        if _computes(resized):
+            return resized, length
+    except (ValueError, TypeError):
+        pass
+    longer = type(tokenizer)(**{**tokenizer.get_config(), "length": length})
+    try:
+        rebuilt = spec.build(longer, **(model_kwargs or {}))
+    except (ValueError, TypeError):
+        return model, tokenizer.length
+    old, new = model.get_weights(), rebuilt.get_weights()
+    if len(old) != len(new) or any(a.shape != b.shape for a, b in zip(old, new)):
+        return model, tokenizer.length
+    rebuilt.set_weights(old)
+    return (rebuilt, length) if _computes(rebuilt) else (model, tokenizer.length)
+
+
+def _computes(model) -> bool:
+    """Whether ``model`` runs on zeros of its input shape (a rebuild can keep a layer built for the old
+    length, which only fails when called)."""
+    try:
+        model(np.zeros((1, *model.inputs[0].shape[1:]), dtype="float32"))
+    except Exception:  # noqa: BLE001 - TensorFlow raises its own error types for mismatched shapes
+        return False
+    return True
+
 
 # the suites every seed's files are scored on: kind -> the function that draws it
 SUITES = {"development": development_suite, "heldout": heldout_suite, "third_heldout": third_heldout_suite}
 
 
 def draw_suites(kinds=tuple(SUITES)) -> dict:
-    """``{kind: {set: Split}}`` of the suites named (each drawn once, frozen by its seed)."""
     return {kind: SUITES[kind]() for kind in kinds}
 
 
 def stored_metrics(notebook: str, runs=RUNS) -> dict:
-    """The notebook's stored ``metrics.json``."""
     path = Path(runs) / notebook / "metrics.json"
     if not path.is_file():
         raise FileNotFoundError(f"no stored metrics for {notebook}: {path} does not exist")
@@ -65,54 +96,48 @@ def stored_metrics(notebook: str, runs=RUNS) -> dict:
 
 
 def training_parameters(name: str, notebook: str, runs=RUNS) -> dict:
-    """The keyword arguments of :func:`predcalc.training.fit.train` that the notebook's full run used
-    for ``name`` (epochs, patience, batch size, learning rate, model kwargs) and its ``data_seed``."""
+    """The :func:`predcalc.training.fit.train` arguments of ``name``'s full run, and its ``data_seed``."""
     stored = stored_metrics(notebook, runs)
     if name not in stored["models"]:
         raise KeyError(f"{notebook} stored no model {name!r}; it has {sorted(stored['models'])}")
     p = stored["parameters"]
-    return {
-        "epochs": p["epochs"],
-        "patience": p["patience"],
-        "batch_size": p["batch_size"],
-        "learning_rate": p["learning_rate"],
-        "model_kwargs": (p.get("model_kwargs") or {}).get(name),
-        "data_seed": p["data_seed"],
-    }
+    fit = {key: p[key] for key in ("epochs", "patience", "batch_size", "learning_rate")}
+    return {**fit, "model_kwargs": (p.get("model_kwargs") or {}).get(name), "data_seed": p["data_seed"]}
 
 
 def seed_folder(models, name: str, seed: int) -> Path:
     return Path(models) / name / f"seed_{seed}"
 
 
+def _kept(folder: Path) -> dict | None:
+    path = folder / "record.json"
+    return json.loads(path.read_text()) if path.is_file() and (folder / "model.keras").is_file() else None
+
+
+def _save(folder: Path, trained, protocol, **about) -> dict:
+    scores, _ = evaluate(trained, protocol.test_sets())
+    folder.mkdir(parents=True, exist_ok=True)
+    trained.model.save(folder / "model.keras")
+    record = {**run_record(trained, scores), **about}
+    write_if_changed(folder / "record.json", json.dumps(record, indent=1))  # last: a record means a finished seed
+    return record
+
+
 def retrain_seeds(
     name: str, notebook: str, models, seeds=(0, 1, 2, 3, 4), runs=RUNS, progress: bool = True
 ) -> list[dict]:
-    """Train ``name`` once per seed with the notebook's stored parameters; each seed's folder under
-    ``models/NAME/`` gets ``model.keras`` and ``record.json`` (the run record, scored on the seed
-    protocol's test sets). A seed whose record exists is not trained again. Returns the records."""
-
+    """Train ``name`` per seed with the notebook's stored parameters into ``models/NAME/seed_N`` (resumable)."""
     parameters = training_parameters(name, notebook, runs)
     data_seed = parameters.pop("data_seed")
     protocol = reference_protocol(data_seed)
     records = []
     for seed in tqdm(list(seeds), desc=f"train {name}", disable=not progress):
         folder = seed_folder(models, name, seed)
-        record_path = folder / "record.json"
-        if record_path.is_file() and (folder / "model.keras").is_file():
-            records.append(json.loads(record_path.read_text()))
-            continue
-        folder.mkdir(parents=True, exist_ok=True)
-        trained = train(name, protocol, seed=seed, **parameters)
-        scores, _ = evaluate(trained, protocol.test_sets())
-        trained.model.save(folder / "model.keras")
-        record = {
-            **run_record(trained, scores),
-            "model": name,
-            "notebook": notebook,
-            "parameters": {**parameters, "data_seed": data_seed},
-        }
-        write_if_changed(record_path, json.dumps(record, indent=1))  # last: a record means a finished seed
+        record = _kept(folder)
+        if record is None:
+            trained = train(name, protocol, seed=seed, **parameters)
+            about = {"model": name, "notebook": notebook, "parameters": {**parameters, "data_seed": data_seed}}
+            record = _save(folder, trained, protocol, **about)
         records.append(record)
     return records
 
@@ -120,16 +145,7 @@ def retrain_seeds(
 def finish_seeds(
     name: str, fitted: str, models, seeds=(0, 1, 2, 3, 4), runs=RUNS, notebook: str | None = None
 ) -> list[dict]:
-    """The seeds of a model whose spec only adds a ``finish`` step to ``fitted`` (the same builder,
-    fit and parameters, e.g. ``scan_typed_solved`` after ``scan_typed``): each retrained ``fitted``
-    seed's weights, finished by ``name``'s step on the training split, saved and scored like
-    :func:`retrain_seeds` (the fit is not run twice). Needs ``fitted``'s seeds in ``models``."""
-    import keras
-
-    import predcalc.layers  # noqa: F401  (registers the custom layers)
-    from predcalc.data import reference_protocol
-    from predcalc.training.fit import TrainedModel, build, evaluate, run_record
-
+    """A partly built model's seeds: each retrained ``fitted`` seed finished, saved and scored."""
     notebook = notebook or notebook_of(name)
     parameters = training_parameters(name, notebook, runs)
     if training_parameters(fitted, notebook, runs) != parameters:
@@ -138,8 +154,8 @@ def finish_seeds(
     records = []
     for seed in seeds:
         folder, source = seed_folder(models, name, seed), seed_folder(models, fitted, seed)
-        if (folder / "record.json").is_file() and (folder / "model.keras").is_file():
-            records.append(json.loads((folder / "record.json").read_text()))
+        if (record := _kept(folder)) is not None:
+            records.append(record)
             continue
         if not (source / "record.json").is_file():
             raise FileNotFoundError(f"{fitted} seed {seed} is not trained yet: {source} has no record.json")
@@ -150,34 +166,15 @@ def finish_seeds(
         x_train = tokenizer.encode_batch(protocol.train.expressions)
         spec.finish(model, x_train, spec.encode_targets(protocol.train.values, tokenizer))
         base = json.loads((source / "record.json").read_text())
-        trained = TrainedModel(
-            spec=spec,
-            model=model,
-            tokenizer=tokenizer,
-            seed=seed,
-            history={"val_loss": [base["best_val_loss"]]},
-            epochs=base["epochs"],
-            seconds=base["train_seconds"],
-        )
-        scores, _ = evaluate(trained, protocol.test_sets())
-        folder.mkdir(parents=True, exist_ok=True)
-        model.save(folder / "model.keras")
-        record = {
-            **run_record(trained, scores),
-            "model": name,
-            "notebook": notebook,
-            "finished_from": fitted,
-            "parameters": parameters,
-        }
-        write_if_changed(folder / "record.json", json.dumps(record, indent=1))
-        records.append(record)
+        history = {"val_loss": [base["best_val_loss"]]}
+        trained = TrainedModel(spec, model, tokenizer, seed, history, base["epochs"], base["train_seconds"])
+        about = {"model": name, "notebook": notebook, "finished_from": fitted, "parameters": parameters}
+        records.append(_save(folder, trained, protocol, **about))
     return records
 
 
 def reproduction(name: str, notebook: str, models, runs=RUNS) -> dict:
-    """Per seed, how far the retrained run lies from the stored one: epochs (stored, retrained),
-    best validation loss (both, relative difference) and, per test set, the accuracy and MAE of both
-    and their absolute and relative MAE difference. Seeds not yet retrained are left out."""
+    """Per retrained seed, how far its epochs, validation loss and test scores lie from the stored run."""
     stored = {run["seed"]: run for run in stored_metrics(notebook, runs)["models"][name]["runs"]}
     report = {}
     for seed, old in sorted(stored.items()):
@@ -185,17 +182,16 @@ def reproduction(name: str, notebook: str, models, runs=RUNS) -> dict:
         if not path.is_file():
             continue
         new = json.loads(path.read_text())
-        sets = {}
-        for test_set, before in old["metrics"].items():
-            after = new["metrics"].get(test_set)
-            if after is None:
-                continue
-            sets[test_set] = {
+        sets = {
+            test_set: {
                 "accuracy": [before["accuracy"], after["accuracy"]],
                 "mae": [before["mae"], after["mae"]],
                 "mae_difference": abs(after["mae"] - before["mae"]),
                 "mae_relative_difference": _relative(before["mae"], after["mae"]),
             }
+            for test_set, before in old["metrics"].items()
+            if (after := new["metrics"].get(test_set)) is not None
+        }
         report[seed] = {
             "epochs": [old["epochs"], new["epochs"]],
             "best_val_loss": [old["best_val_loss"], new["best_val_loss"]],
@@ -214,7 +210,6 @@ RUNTIME_FILES = {"onnx": "model.onnx", "litert": "model_float32.tflite"}
 
 
 def seeds_folder(name: str, runs=RUNS) -> Path:
-    """Where each seed's exported files of a scored model are written (git keeps their scores)."""
     return Path(runs) / notebook_of(name) / "export" / name / "seeds"
 
 
@@ -229,14 +224,7 @@ def export_at_length(
     source=None,
     model_kwargs: dict | None = None,
 ) -> dict:
-    """Write ``model_float32.tflite`` and ``model.onnx`` of ``model`` rebuilt for ``length`` tokens
-    (:func:`predcalc.studies.edge_models.at_length`: at its trained length where a weight depends on
-    the length; ``model_kwargs`` go to its builder) with their ``predcalc.json``, and check each file,
-    read through :class:`predcalc.deploy.predictor.Predictor`, against the Keras model at its trained
-    length on the reference protocol's test sets. Writes and returns ``export.json``'s record; raises
-    RuntimeError where a file does not match Keras (the export limits of
-    :mod:`predcalc.deploy.export`)."""
-
+    """``model``'s LiteRT and ONNX files at ``length`` tokens, each checked against Keras: ``export.json``'s record."""
     directory = Path(directory)
     directory.mkdir(parents=True, exist_ok=True)
     resized, length = at_length(model, spec, tokenizer, length, model_kwargs)
@@ -278,27 +266,13 @@ def export_at_length(
         if runtime == "onnx":
             record.update(batch=onnx["batch"], converter=onnx.get("converter", "tf2onnx"))
         report[runtime] = record
-    return E.write_export_record(
-        directory,
-        spec,
-        report,
-        {"data_seed": data_seed, **(label or {}), "trained_length": tokenizer.length, "input_length": length},
-        source=source,
-    )
+    about = {"data_seed": data_seed, **(label or {}), "trained_length": tokenizer.length, "input_length": length}
+    return E.write_export_record(directory, spec, report, about, source=source)
 
 
 def export_seeds(
     name: str, models, seeds=(0, 1, 2, 3, 4), runs=RUNS, length: int = INPUT_LENGTH, progress: bool = True
 ) -> dict:
-    """:func:`export_at_length` of each retrained seed into :func:`seeds_folder` ``/seed_N`` (skipping a
-    seed whose ``export.json`` exists). Returns ``{seed: record}``."""
-    import keras
-    from tqdm.auto import tqdm
-
-    import predcalc.layers  # noqa: F401  (registers the custom layers)
-    from predcalc.models import get_spec
-    from predcalc.training.fit import make_tokenizer
-
     spec = get_spec(name)
     model_kwargs, _ = builder_arguments(training_parameters(name, notebook_of(name), runs)["model_kwargs"])
     records = {}
@@ -308,26 +282,15 @@ def export_seeds(
             records[seed] = json.loads((target / "export.json").read_text())
             continue
         source = seed_folder(models, name, seed) / "model.keras"
+        about = {"label": {"seed": seed}, "source": source, "model_kwargs": model_kwargs}
         records[seed] = export_at_length(
-            keras.saving.load_model(source),
-            spec,
-            make_tokenizer(spec),
-            target,
-            length,
-            label={"seed": seed},
-            source=source,
-            model_kwargs=model_kwargs,
+            keras.saving.load_model(source), spec, make_tokenizer(spec), target, length, **about
         )
     return records
 
 
 def score_exported(directory, suite: dict) -> dict:
-    """Each set of ``suite`` (``{name: Split}``) answered by the exported files in ``directory``:
-    ``{set: {"accuracy", "mae", "mre", "n", "tokens", "input_length", "runtime": "onnx",
-    "litert": {"accuracy", "mae"}, "runtimes_max_abs_diff"}}``, or ``{set: {"not_in_input_language":
-    reason}}`` where the tokeniser cannot encode the set, or ``{"too_long": ...}`` where the files'
-    input length is too short."""
-
+    """Each set of ``suite`` answered by the files in ``directory``, or why it was not read."""
     directory = Path(directory)
     runners = {runtime: Predictor(directory / file) for runtime, file in RUNTIME_FILES.items()}
     tokenizer = runners["onnx"].tokenizer
@@ -345,10 +308,7 @@ def score_exported(directory, suite: dict) -> dict:
         values = {runtime: runner.predict(split.expressions) for runtime, runner in runners.items()}
         onnx, litert = (regression_metrics(split.values, values[r]) for r in ("onnx", "litert"))
         scores[name] = {
-            "accuracy": onnx["accuracy"],
-            "mae": onnx["mae"],
-            "mre": onnx["mre"],
-            "n": onnx["n"],
+            **{key: onnx[key] for key in ("accuracy", "mae", "mre", "n")},
             "tokens": tokens,
             "input_length": tokenizer.length,
             "runtime": "onnx",
@@ -359,13 +319,7 @@ def score_exported(directory, suite: dict) -> dict:
 
 
 def suite_scores(kind: str, suite: dict, scores: dict, models, runs=RUNS) -> dict:
-    """The stored record of one suite: its definition (:func:`predcalc.studies.edges.suite_record`)
-    and a sentence on it; under ``models`` each model's ``{seed: {set: score}}``
-    (``scores[model][seed][kind]``, from :func:`score_exported`); under ``about`` its label, kind
-    (trained, or partly built: a closed-form finish after training), notebook, files, whether unspaced
-    forms apply to its tokeniser (checked on the suite) and the retraining's :func:`reproduction` of
-    the stored runs."""
-
+    """One suite's stored record: its definition, each model's ``{seed: {set: score}}`` and ``about``."""
     record = {"suite": suite_record(kind, suite), "description": _description(kind, suite), "models": {}, "about": {}}
     for name, by_seed in scores.items():
         spec = get_spec(name)
@@ -387,8 +341,6 @@ def suite_scores(kind: str, suite: dict, scores: dict, models, runs=RUNS) -> dic
 
 
 def files_length(by_seed: dict) -> int:
-    """The input length (tokens) a model's exported files read, from their stored scores
-    (``{seed: {kind: {set: score}}}``); :data:`INPUT_LENGTH` where no set was read."""
     lengths = {
         score["input_length"]
         for by_kind in by_seed.values()
@@ -407,18 +359,7 @@ FIRST_SEED_FORMATS = ("float32", "float16", "int8_dynamic", "onnx")
 
 
 def reexport_first_seed(name: str, runs=RUNS, length: int = INPUT_LENGTH, formats=FIRST_SEED_FORMATS) -> dict:
-    """Rebuild the notebook's stored first-seed ``model.keras`` of ``name`` for ``length`` tokens (the
-    same function on every input it read before, :func:`predcalc.studies.edges.at_input_length`), save it
-    in place with its ``predcalc.json``, and re-export every format beside it with
-    :func:`predcalc.deploy.export.export_directory` (each file checked against Keras on the seed
-    protocol; ``export.json`` and the run's ``metrics.json`` updated). Returns the export record."""
-    import keras
-
-    import predcalc.layers  # noqa: F401  (registers the custom layers)
-    from predcalc.data import get_tokenizer
-    from predcalc.models import get_spec
-    from predcalc.studies.edges import at_input_length
-
+    """The stored first-seed model rebuilt for ``length`` tokens, saved in place, every format re-exported."""
     folder = Path(runs) / notebook_of(name) / "export" / name
     info = json.loads((folder / SIDECAR).read_text())
     tokenizer = get_tokenizer(info["tokenizer"], **info["tokenizer_config"])
@@ -440,10 +381,7 @@ EDGES = Path("reports") / "edges"  # development.json and heldout.json
 
 
 def score_seed(name: str, seed: int | None, suites: dict, runs=RUNS, refresh: bool = False) -> dict:
-    """:func:`score_exported` of one seed's exported files on each suite (``{kind: {set: Split}}``),
-    written to ``scores.json`` beside them; a suite it already holds is kept unless ``refresh`` (files
-    written again: every suite is scored through the new files). ``seed`` None: the notebook's stored
-    first seed, re-exported by :func:`reexport_first_seed`. Returns ``{kind: scores}``."""
+    """One seed's file scores on each suite ``scores.json`` lacks (``seed`` None: the stored first seed)."""
     folder = seeds_folder(name, runs).parent if seed is None else seeds_folder(name, runs) / f"seed_{seed}"
     path = folder / SCORES_FILE
     scores = {} if refresh or not path.is_file() else json.loads(path.read_text())
@@ -455,8 +393,6 @@ def score_seed(name: str, seed: int | None, suites: dict, runs=RUNS, refresh: bo
 
 
 def _description(kind: str, suite: dict) -> str:
-    """One sentence on the suite: its seed, size and boxes."""
-
     about = suite_record(kind)
     boxes = "; ".join(f"`{name}` {box}" for name, box in about["sets"].items())
     role = {
@@ -476,8 +412,7 @@ def _description(kind: str, suite: dict) -> str:
 
 
 def _keep_reproduction(record: dict, path: Path) -> None:
-    """Where the retrained seeds' records are not on this machine (``build/`` is not kept), keep the
-    reproduction the stored record at ``path`` already holds instead of writing an empty one."""
+    """Keep the stored reproduction where the retrained seeds (``build/``) are not on this machine."""
     if not Path(path).is_file():
         return
     before = json.loads(Path(path).read_text()).get("about") or {}
@@ -487,11 +422,7 @@ def _keep_reproduction(record: dict, path: Path) -> None:
 
 
 def write_suite_records(names=tuple(SCORED), models=MODELS, out=EDGES, runs=RUNS, suites=None) -> list[Path]:
-    """``development.json``, ``heldout.json`` and ``third_heldout.json`` in ``out`` (one per suite of
-    ``suites``, default :func:`draw_suites`): :func:`suite_scores` of every seed of ``names`` whose
-    ``scores.json`` exists, and under ``stored_first_seed`` the scores of each notebook's stored first
-    seed (the model its metrics describe) through its re-exported files, where they were scored."""
-
+    """One record per suite in ``out``: every scored seed, and the stored first seed's scores."""
     suites = suites or draw_suites()
     scores = {}
     for name in names:
@@ -517,12 +448,6 @@ def write_suite_records(names=tuple(SCORED), models=MODELS, out=EDGES, runs=RUNS
 
 
 def main(argv=None) -> int:
-    """``python -m predcalc.studies.edge_seeds STEP NAME [SEEDS]``: ``train`` (retrain, or finish a
-    partly built model from its fitted seeds), ``export`` (files at 159 tokens, then their scores),
-    ``first`` (re-export the notebook's stored first seed at 159 tokens, or only score its files on a
-    suite they miss with ``--score-only``) or ``write`` (the suite records). SEEDS: comma-separated,
-    default 0,1,2,3,4."""
-
     parser = argparse.ArgumentParser(prog="python -m predcalc.studies.edge_seeds")
     parser.add_argument("step", choices=["train", "export", "first", "write"])
     parser.add_argument("names", nargs="*", default=list(SCORED))
@@ -534,11 +459,10 @@ def main(argv=None) -> int:
         for path in write_suite_records(args.names):
             print(f"wrote {relative(path)}")
         return 0
-    suites = None
+    suites = draw_suites() if args.step in ("first", "export") else None
     for name in args.names:
         if args.step == "train":
-            fitted = FINISHED_FROM.get(name)
-            if fitted:
+            if fitted := FINISHED_FROM.get(name):
                 finish_seeds(name, fitted, MODELS, seeds=seeds)
             else:
                 retrain_seeds(name, notebook_of(name), MODELS, seeds=seeds)
@@ -546,10 +470,8 @@ def main(argv=None) -> int:
             if not args.score_only:
                 record = reexport_first_seed(name)
                 print(name, {fmt: r.get("verdict") for fmt, r in record["formats"].items()})
-            suites = suites or draw_suites()
             score_seed(name, None, suites)
         else:
-            suites = suites or draw_suites()
             for seed in seeds:  # files written now: every suite is scored through them again
                 fresh = not (seeds_folder(name) / f"seed_{seed}" / "export.json").is_file()
                 export_seeds(name, MODELS, seeds=[seed], progress=False)

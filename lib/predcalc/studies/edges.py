@@ -1,18 +1,8 @@
-"""Two frozen suites outside the reference protocol's box, and a model's scores on them.
+"""Frozen suites outside the reference protocol's box, and a model's scores on them.
 
-The reference protocol trains on 3 numbers from -5..4 joined by ``+`` and ``-``; its test sets reach
--8..8 and 8 numbers. Two suites step further out:
-
-- the **development** suite (:func:`development_suite`, seed 0): the probe that helped choose
-  the recommended models (:data:`CHOICES` says which probe chose which variant), so its scores
-  are not claims;
-- the **held-out edge** suite (:func:`heldout_suite`, seed :data:`HELDOUT_SEED`): boxes no
-  choice has seen, each set named by its box (:data:`HELDOUT`): more digits, more terms, both at
-  once, adversarial digit and sign patterns, and parentheses. Its expressions share none with the
-  development suite nor with the reference protocol's training and validation splits.
-
-A model is rebuilt with the same weights for inputs longer than it was built for
-(:func:`at_input_length`); one whose weights depend on the length is not scored there.
+The development suite (seed 0) helped choose the recommended models (:data:`CHOICES`); each held-out
+suite (seeds 31, 4040, 5151) was drawn after the choices it tests, excluding every earlier suite and
+the protocol's training and validation splits.
 
 Example:
     >>> suite = heldout_suite()
@@ -69,15 +59,9 @@ CHOICES = {
 
 @dataclasses.dataclass(frozen=True)
 class EdgeSet:
-    """One set of a suite: its name, its box in words and how its expressions are drawn."""
-
     name: str
     box: str
     draw: Callable  # (rng, count) -> list of expressions
-
-
-def _terms(rng, terms) -> int:
-    return int(terms) if np.isscalar(terms) else int(rng.integers(terms[0], terms[1] + 1))
 
 
 def _uniform(terms, low: int, high: int) -> Callable:
@@ -88,7 +72,8 @@ def _uniform(terms, low: int, high: int) -> Callable:
             numbers = rng.integers(low, high + 1, size=(count, terms))
             operators = rng.choice(["+", "-"], size=(count, terms - 1))
             return [format_expression(n, o) for n, o in zip(numbers, operators)]
-        return [_join(rng, rng.integers(low, high + 1, size=_terms(rng, terms))) for _ in range(count)]
+        fewest, most = terms  # a count per expression from fewest..most
+        return [_join(rng, rng.integers(low, high + 1, size=int(rng.integers(fewest, most + 1)))) for _ in range(count)]
 
     return draw
 
@@ -99,8 +84,6 @@ def _join(rng, numbers, operators=None) -> str:
 
 
 def _exact_digits(digits: int, terms: int = 3) -> Callable:
-    """``terms`` numbers of exactly ``digits`` digits, each of either sign."""
-
     def draw(rng, count):
         low, high = 10 ** (digits - 1), 10**digits - 1
         return [
@@ -110,44 +93,21 @@ def _exact_digits(digits: int, terms: int = 3) -> Callable:
     return draw
 
 
-def _nines(rng, count):
-    """3-8 numbers, each 9, 99, 999 or 9999 of either sign: every column carries or borrows."""
+def _alternating(rng, count):
+    drawn = [
+        rng.choice([-1, 1]) * rng.integers(1, 6, size=n) * (-1) ** np.arange(n) for n in rng.integers(3, 9, size=count)
+    ]
+    return [_join(rng, numbers, ["-" if i % 2 == 0 else "+" for i in range(len(numbers) - 1)]) for numbers in drawn]
+
+
+def _zero_runs(rng, count):
     return [
-        _join(rng, (10 ** rng.integers(1, 5, size=n) - 1) * rng.choice([-1, 1], size=n))
+        _join(rng, np.where(rng.random(n) < 0.75, 0, rng.integers(-5, 6, size=n)))
         for n in rng.integers(3, 9, size=count)
     ]
 
 
-def _alternating(rng, count):
-    """3-8 numbers from 1..5, signs alternating, joined by alternating - and +: ``3 - -4 + 2 - -5``."""
-    expressions = []
-    for n in rng.integers(3, 9, size=count):
-        start = rng.choice([-1, 1])
-        numbers = rng.integers(1, 6, size=n) * start * (-1) ** np.arange(n)
-        expressions.append(_join(rng, numbers, ["-" if i % 2 == 0 else "+" for i in range(n - 1)]))
-    return expressions
-
-
-def _zero_runs(rng, count):
-    """3-8 numbers, each 0 with probability 3/4, else from -5..5 (a 0 and ``-`` share a token in the
-    seed's numeric tokens)."""
-    expressions = []
-    for n in rng.integers(3, 9, size=count):
-        numbers = np.where(rng.random(n) < 0.75, 0, rng.integers(-5, 6, size=n))
-        expressions.append(_join(rng, numbers))
-    return expressions
-
-
-def _cancellation(rng, count):
-    """``x - y + z``: x and y of 4 digits at most 9 apart, z from -5..5, so the answer is small."""
-    x = rng.integers(1010, 9990, size=count)
-    y = x + rng.integers(-9, 10, size=count)
-    z = rng.integers(-5, 6, size=count)
-    return [_join(rng, [a, b, c], ["-", "+"]) for a, b, c in zip(x, y, z)]
-
-
 def _nested(rng, count):
-    """3-8 numbers from -5..5 with parentheses nested 1 to 3 deep, + and - only."""
     expressions = []
     for n, levels in zip(rng.integers(3, 9, size=count), rng.integers(1, 4, size=count)):
         numbers, operators = rng.integers(-5, 6, size=n), rng.choice(["+", "-"], size=n - 1)
@@ -161,6 +121,26 @@ def _nested(rng, count):
         parts = ["(" * opens[i] + str(int(numbers[i])) + ")" * closes[i] for i in range(n)]
         expressions.append(" ".join([parts[0], *(f"{op} {part}" for op, part in zip(operators, parts[1:]))]))
     return expressions
+
+
+def _nines_up_to(max_digits: int) -> Callable:
+    def draw(rng, count):
+        return [
+            _join(rng, (10 ** rng.integers(1, max_digits + 1, size=n) - 1) * rng.choice([-1, 1], size=n))
+            for n in rng.integers(3, 9, size=count)
+        ]
+
+    return draw
+
+
+def _close_pair(digits: int) -> Callable:
+    def draw(rng, count):
+        x = rng.integers(10 ** (digits - 1) + 10, 10**digits - 10, size=count)
+        y = x + rng.integers(-9, 10, size=count)
+        z = rng.integers(-5, 6, size=count)
+        return [_join(rng, [a, b, c], ["-", "+"]) for a, b, c in zip(x, y, z)]
+
+    return draw
 
 
 DEVELOPMENT = [
@@ -177,40 +157,16 @@ HELDOUT = [
     EdgeSet("terms_80", "80 numbers from -5..5", _uniform(80, -5, 5)),
     EdgeSet("terms_10_digits_2", "10 numbers from -99..99", _uniform(10, -99, 99)),
     EdgeSet("terms_30_digits_3", "30 numbers from -999..999", _uniform(30, -999, 999)),
-    EdgeSet("nines", "3-8 numbers, each 9, 99, 999 or 9,999 of either sign (carry and borrow chains)", _nines),
+    EdgeSet("nines", "3-8 numbers, each 9, 99, 999 or 9,999 of either sign (carry and borrow chains)", _nines_up_to(4)),
     EdgeSet(
         "alternating_signs",
         '3-8 numbers from 1..5 with alternating signs, joined by alternating - and + ("3 - -4 + 2 - -5")',
         _alternating,
     ),
     EdgeSet("zero_runs", "3-8 numbers, each 0 with probability 3/4, else from -5..5", _zero_runs),
-    EdgeSet("cancellation_4_digits", "x - y + z: x, y of 4 digits at most 9 apart, z from -5..5", _cancellation),
+    EdgeSet("cancellation_4_digits", "x - y + z: x, y of 4 digits at most 9 apart, z from -5..5", _close_pair(4)),
     EdgeSet("nesting_1_3", "3-8 numbers from -5..5 in parentheses nested 1 to 3 deep, + and -", _nested),
 ]
-
-
-def _nines_up_to(max_digits: int) -> Callable:
-    """3-8 numbers, each 9, 99, ... up to ``max_digits`` nines, of either sign (carry and borrow chains)."""
-
-    def draw(rng, count):
-        return [
-            _join(rng, (10 ** rng.integers(1, max_digits + 1, size=n) - 1) * rng.choice([-1, 1], size=n))
-            for n in rng.integers(3, 9, size=count)
-        ]
-
-    return draw
-
-
-def _close_pair(digits: int) -> Callable:
-    """``x - y + z``: x and y of ``digits`` digits at most 9 apart, z from -5..5 (the answer is small)."""
-
-    def draw(rng, count):
-        x = rng.integers(10 ** (digits - 1) + 10, 10**digits - 10, size=count)
-        y = x + rng.integers(-9, 10, size=count)
-        z = rng.integers(-5, 6, size=count)
-        return [_join(rng, [a, b, c], ["-", "+"]) for a, b, c in zip(x, y, z)]
-
-    return draw
 
 
 # The second held-out suite (issue 40), drawn once the trained exact scan's design was frozen: its
@@ -240,9 +196,7 @@ THIRD_HELDOUT = SECOND_HELDOUT
 
 
 def _suite(sets: list[EdgeSet], seed: int, count: int, exclude=frozenset()) -> dict[str, Split]:
-    """``count`` distinct expressions per set, drawn in order from one generator seeded with ``seed``;
-    an expression whose canonical form is in ``exclude`` (canonical forms) or already drawn (in any
-    set) is redrawn."""
+    """``count`` distinct expressions per set from one seeded generator, none in ``exclude``."""
     if count <= 0:
         raise ValueError(f"count must be positive. Received: count={count}")
     rng = np.random.default_rng(seed)
@@ -265,9 +219,8 @@ def _suite(sets: list[EdgeSet], seed: int, count: int, exclude=frozenset()) -> d
 
 
 def development_suite(seed: int = DEVELOPMENT_SEED, count: int = SET_SIZE) -> dict[str, Split]:
-    """The development suite: ``count`` expressions per set of :data:`EDGE_AXES` (the probe that chose
-    variants, :data:`CHOICES`). The same seed gives the same expressions as 06_transformer's stored
-    ``edges.json`` (drawn without deduplication, as then)."""
+    """The development suite: ``count`` expressions per set of :data:`EDGE_AXES`, the same as
+    06_transformer's stored ``edges.json`` (drawn without deduplication, as then)."""
     if count <= 0:
         raise ValueError(f"count must be positive. Received: count={count}")
     rng = np.random.default_rng(seed)
@@ -275,8 +228,7 @@ def development_suite(seed: int = DEVELOPMENT_SEED, count: int = SET_SIZE) -> di
 
 
 def edge_sets(seed: int = DEVELOPMENT_SEED, count: int = SET_SIZE) -> dict[str, Split]:
-    """:func:`development_suite` and :data:`NO_SPACES` (whose tokens equal the spaced form's for every
-    tokeniser here, :func:`spacing_check`), as 06_transformer scores them."""
+    """:func:`development_suite` and :data:`NO_SPACES`, as 06_transformer scores them."""
     sets = development_suite(seed, count)
     rng = np.random.default_rng(seed)
     for edge in DEVELOPMENT:  # replay the draws, so no_spaces stays the set it was
@@ -286,31 +238,23 @@ def edge_sets(seed: int = DEVELOPMENT_SEED, count: int = SET_SIZE) -> dict[str, 
 
 
 def heldout_suite(seed: int = HELDOUT_SEED, count: int = SET_SIZE, data_seed: int = 0) -> dict[str, Split]:
-    """The held-out edge suite: ``count`` expressions per set of :data:`HELDOUT`, none in the
-    development suite nor in the reference protocol's (``data_seed``) training and validation splits."""
+    """The held-out edge suite: :data:`HELDOUT`, outside the development suite and the protocol's training data."""
     return dict(_heldout_suite(seed, count, data_seed))
 
 
 def second_heldout_suite(
     seed: int = SECOND_HELDOUT_SEED, count: int = SET_SIZE, data_seed: int = 0
 ) -> dict[str, Split]:
-    """The second held-out suite: ``count`` expressions per set of :data:`SECOND_HELDOUT`, none in the
-    development suite, the first held-out suite nor the reference protocol's (``data_seed``) training and
-    validation splits. Drawn after the trained exact scan (``scan_exact``) was frozen; the first
-    held-out suite was development data for it."""
+    """The second held-out suite, drawn after ``scan_exact`` froze; it excludes the first too."""
     return dict(_second_heldout_suite(seed, count, data_seed))
 
 
 def third_heldout_suite(seed: int = THIRD_HELDOUT_SEED, count: int = SET_SIZE, data_seed: int = 0) -> dict[str, Split]:
-    """The third held-out suite: ``count`` expressions per set of :data:`THIRD_HELDOUT`, none in the
-    development suite, the first or second held-out suite (at ``count``) nor the reference protocol's
-    (``data_seed``) training and validation splits. Drawn after ``scan_exact``'s final design was
-    frozen; the second held-out suite was development data for that design."""
+    """The third held-out suite, drawn after ``scan_exact``'s final design froze; it excludes both earlier."""
     return dict(_third_heldout_suite(seed, count, data_seed))
 
 
-# Each suite is drawn once per process and arguments (the draws are deterministic; the third suite's
-# exclusions draw the first and second again): the callers get their own dict of the same frozen Splits.
+# each suite drawn once per process (the draws are deterministic); each caller gets its own dict of it
 @functools.lru_cache(maxsize=16)
 def _heldout_suite(seed: int, count: int, data_seed: int) -> dict[str, Split]:
     return _suite(HELDOUT, seed, count, exclude=_excluded(data_seed))
@@ -334,7 +278,7 @@ def _third_heldout_suite(seed: int, count: int, data_seed: int) -> dict[str, Spl
 
 @functools.lru_cache(maxsize=4)
 def _excluded(data_seed: int) -> frozenset:
-    """Canonical forms of the development suite and the reference protocol's training and validation splits."""
+    """Canonical forms of the development suite and the protocol's training and validation splits."""
     protocol = reference_protocol(data_seed)
     development = [e for split in development_suite().values() for e in split.expressions]
     return frozenset(
@@ -343,14 +287,11 @@ def _excluded(data_seed: int) -> frozenset:
 
 
 def fingerprint(suite: dict[str, Split]) -> str:
-    """A short hash of a suite's set names and expressions: the same suite, the same fingerprint."""
-
     text = json.dumps({name: list(split.expressions) for name, split in suite.items()})
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
-# Each suite's stored description: (its seed, its sets, what else the record says of it: the choices
-# a development suite made, or what a held-out suite's draw excluded).
+# each suite's stored description: its seed, its sets, and the choices it made or what its draw excluded
 _ABOUT = {
     "development": (DEVELOPMENT_SEED, DEVELOPMENT, "choices", CHOICES),
     "second_heldout": (
@@ -377,8 +318,7 @@ _ABOUT = {
 
 
 def suite_record(kind: str, suite: dict[str, Split] | None = None) -> dict:
-    """What a stored score file says about its suite: seed, set size, each set's box and, given the
-    drawn ``suite``, its :func:`fingerprint`."""
+    """What a stored score file says about its suite (with its :func:`fingerprint` given the drawn ``suite``)."""
     if kind not in _ABOUT:
         raise ValueError(
             f"kind must be 'development', 'heldout', 'second_heldout' or 'third_heldout'. Received: {kind!r}"
@@ -389,9 +329,7 @@ def suite_record(kind: str, suite: dict[str, Split] | None = None) -> dict:
 
 
 def spacing_check(tokenizer, expressions) -> dict:
-    """Whether writing ``expressions`` without spaces changes what ``tokenizer`` hands the network:
-    ``{"applies", "checked", "differ", "why"}``. The tokenisers here lex the text first (spacing and
-    stacked unary signs are folded before any token is made), so it does not apply to them."""
+    """Whether dropping the spaces changes what ``tokenizer`` hands the network (its lexer folds them)."""
     checked = differ = 0
     for expression in expressions:
         try:
@@ -414,19 +352,13 @@ def spacing_check(tokenizer, expressions) -> dict:
 
 def at_input_length(model, length: int):
     """The model rebuilt for ``length`` tokens with the same weights, computing the same function on
-    every input it read before (a scan that averages over all positions gets its readout rescaled,
-    :func:`predcalc.models.syntax_gated_scan.readout_for_length`). Raises ValueError or TypeError
-    where a weight depends on the length."""
-
+    every input it read before; ValueError or TypeError where a weight depends on the length."""
     trained = int(model.inputs[0].shape[1])
-    if length == trained:
-        return model
-    return readout_for_length(with_input_length(model, length), trained)
+    return model if length == trained else readout_for_length(with_input_length(model, length), trained)
 
 
 def tokens_needed(tokenizer, expressions, longest: int = 4096) -> int | None:
-    """The fewest tokens (at least ``tokenizer.length``) that hold every expression, or None where the
-    tokeniser cannot encode one at any length (:func:`refusal`, e.g. parentheses for numeric tokens)."""
+    """The fewest tokens (at least ``tokenizer.length``) that hold every expression; None if none does."""
     if refusal(tokenizer, expressions) is not None:
         return None
 
@@ -451,8 +383,6 @@ def tokens_needed(tokenizer, expressions, longest: int = 4096) -> int | None:
 
 
 def holds(tokenizer, expressions) -> bool:
-    """Whether ``tokenizer`` encodes every expression at its own length: ``tokens_needed`` is at
-    most ``tokenizer.length`` (not None), found with one encoding of the set instead of a search."""
     try:
         tokenizer.encode_batch(list(expressions))
     except TokenizerError:
@@ -461,8 +391,7 @@ def holds(tokenizer, expressions) -> bool:
 
 
 def refusal(tokenizer, expressions) -> str | None:
-    """Why ``tokenizer`` cannot encode the set at any length (its first refusal: the set is not in
-    the model's input language), or None."""
+    """Why ``tokenizer`` cannot encode the set at any length (its first refusal), or None."""
     long = type(tokenizer)(**{**tokenizer.get_config(), "length": 4096})  # longer than any set here
     for expression in expressions:
         try:
@@ -473,9 +402,7 @@ def refusal(tokenizer, expressions) -> str | None:
 
 
 def edge_scores(trained, sets: dict[str, Split]) -> dict[str, dict | None]:
-    """:func:`predcalc.training.metrics.regression_metrics` of ``trained`` (a TrainedModel) on each
-    set, with ``tokens`` (the input length it was scored at); None where the model cannot be
-    rebuilt for the longer input or its tokeniser cannot encode the set."""
+    """``trained``'s metrics on each set at the length it needs; None where it cannot read the set."""
     scores = {}
     for name, split in sets.items():
         length = tokens_needed(trained.tokenizer, split.expressions)

@@ -1,23 +1,6 @@
-"""The sign scan, trained signs in a built form (issue 40): ``scan_exact``, its ablation, and its
-exported files scored on a held-out suite drawn after its design was frozen.
-
-Which data chose what (:data:`CHOICES`): the recipe was found in a NumPy probe and fixed on the
-protocol's training split and the development data (the development edge suite, the first held-out
-edge suite, and the second held-out suite, whose scores had been seen before the soft write
-gradient and the fixed gate offset were added); the ablation is scored on the development data.
-The claim is made on :func:`predcalc.studies.edges.third_heldout_suite` (seed
-:data:`predcalc.studies.edges.THIRD_HELDOUT_SEED`), drawn after the final design was frozen and
-scored through each seed's exported ONNX and LiteRT files by
-:class:`predcalc.deploy.predictor.Predictor`, the same code as ``predcalc predict``.
-
-:func:`exact_counts` and :func:`exact_on_every_set` give the counts the notebook's conclusion
-glues.
-
-Example:
-    >>> record = json.loads(Path("reports/runs/33_trained_exact_scan/metrics.json").read_text())
-    >>> exact_on_every_set(record["fresh"]["heldout"]["onnx"])
-    ['10', '11', '12', '13', '14', '15', '16', '17', '18', '19']
-"""
+"""The sign scan, trained signs in a built form (issue 40): ``scan_exact``, its ablation, and its files
+scored on a held-out suite drawn after its design froze. :data:`CHOICES` says which data chose what;
+the claim is the third held-out suite (seed 5151), read only through each seed's ONNX and LiteRT files."""
 
 from __future__ import annotations
 
@@ -82,9 +65,7 @@ CHOICES = {
 
 
 def development_sets(protocol, count: int = 0) -> dict[str, Split]:
-    """The development data the ablation is scored on: the protocol's test sets and the first held-out
-    suite's sets in :data:`DEVELOPMENT_SETS`; ``count`` > 0: the first ``count`` expressions of each
-    (a cheap run's subset)."""
+    """The ablation's development data: the protocol's test sets and :data:`DEVELOPMENT_SETS`."""
     first = heldout_suite(data_seed=protocol.seed)
     sets = {**{n: protocol.test_sets()[n] for n in PROTOCOL_SETS}, **{n: first[n] for n in DEVELOPMENT_SETS}}
     if count > 0:
@@ -99,7 +80,6 @@ def encode_any_length(tokenizer, expressions) -> np.ndarray:
 
 
 def keras_scores(model, tokenizer, sets: dict[str, Split]) -> dict[str, float]:
-    """Exact accuracy of a ``scan_exact`` Keras model (any length) on each set."""
     scores = {}
     for name, split in sets.items():
         inputs = encode_any_length(tokenizer, split.expressions)
@@ -111,22 +91,17 @@ def keras_scores(model, tokenizer, sets: dict[str, Split]) -> dict[str, float]:
 
 
 def initial_scores(seeds, sets: dict[str, Split], recipe: ExactRecipe | None = None) -> dict[int, dict]:
-    """Each seed's model at its random initialisation (built, never trained), scored on ``sets``:
-    whether the exact weights are given at the start (its gates start shut by design)."""
+    """Each seed's model at its initialisation, never trained, scored on ``sets`` (its gates start shut)."""
     recipe = recipe or ExactRecipe()
     scores = {}
     for seed in seeds:
-        spec, model, tokenizer = build(MODEL, seed=seed, **recipe.layer_arguments())
-        scores[int(seed)] = {
-            "scores": keras_scores(model, tokenizer, sets),
-            "weights": signed_sum_weights(model),
-        }
+        _, model, tokenizer = build(MODEL, seed=seed, **recipe.layer_arguments())
+        scores[int(seed)] = {"scores": keras_scores(model, tokenizer, sets), "weights": signed_sum_weights(model)}
     return scores
 
 
 def _train_job(data_seed: int, seed: int, fields: dict, sets: dict[str, Split]) -> dict:
-    """One training run, scored on ``sets``: what a worker process returns (the weights as arrays, so
-    the parent rebuilds the model; the record of :func:`train_seeds`)."""
+    """One training run scored on ``sets``, as a worker process returns it (the weights as arrays)."""
     protocol = reference_protocol(data_seed)
     trained = train_exact(protocol, seed=seed, recipe=ExactRecipe(**fields))
     return {
@@ -143,8 +118,7 @@ def _train_job(data_seed: int, seed: int, fields: dict, sets: dict[str, Split]) 
 
 
 def _run_jobs(protocol, jobs, sets, workers: int, desc: str, progress: bool) -> list[dict]:
-    """:func:`_train_job` for each ``(seed, recipe)`` of ``jobs``, in order; ``workers`` > 1: that many
-    spawned processes at a time (each run is deterministic given its seed, so the results are the same)."""
+    """:func:`_train_job` per ``(seed, recipe)``, in order, in ``workers`` processes (each run is deterministic)."""
     arguments = [(protocol.seed, int(seed), dataclasses.asdict(recipe), sets) for seed, recipe in jobs]
     bar = tqdm(total=len(arguments), desc=desc, disable=not progress)
     if workers <= 1:
@@ -164,18 +138,14 @@ def _run_jobs(protocol, jobs, sets, workers: int, desc: str, progress: bool) -> 
 
 
 def train_seeds(protocol, seeds, recipe: ExactRecipe, sets: dict[str, Split], progress: bool = True, workers: int = 1):
-    """Train ``scan_exact`` once per seed (``workers`` processes at a time); returns
-    ``({seed: TrainedModel}, {seed: record})``, each record its training time, final loss, learned
-    weights and exact accuracy on ``sets``."""
+    """``scan_exact`` trained once per seed: ``({seed: TrainedModel}, {seed: record})``."""
     results = _run_jobs(protocol, [(seed, recipe) for seed in seeds], sets, workers, "train", progress)
     models, records = {}, {}
     for seed, result in zip(seeds, results):
         spec, model, tokenizer = build(MODEL, seed=int(seed), **recipe.layer_arguments())
         model.set_weights(result["arrays"])
-        epochs = recipe.steps // 100
-        models[int(seed)] = TrainedModel(
-            spec, model, tokenizer, int(seed), result["history"], epochs, result["seconds"]
-        )
+        history, epochs = result["history"], recipe.steps // 100
+        models[int(seed)] = TrainedModel(spec, model, tokenizer, int(seed), history, epochs, result["seconds"])
         records[int(seed)] = result["record"]
     return models, records
 
@@ -183,14 +153,11 @@ def train_seeds(protocol, seeds, recipe: ExactRecipe, sets: dict[str, Split], pr
 def run_ablation(
     protocol, seeds, recipe: ExactRecipe, sets, names=tuple(ABLATIONS), full=None, progress=True, workers=1
 ):
-    """Each ablation of :data:`predcalc.training.exact.ABLATIONS` on the same ``seeds``, scored on
-    ``sets``: ``{ablation: {seed: {set: exact accuracy}}}``; ``full``: the full recipe's records already
-    trained; ``workers``: processes at a time."""
+    """Each ablation on the same ``seeds``: ``{ablation: {seed: {set: exact accuracy}}}``."""
     runs = {}
     jobs = [(name, seed) for name in names for seed in seeds if not (name == "full" and full)]
-    results = _run_jobs(
-        protocol, [(seed, ablated(recipe, name)) for name, seed in jobs], sets, workers, "ablation", progress
-    )
+    recipes = [(seed, ablated(recipe, name)) for name, seed in jobs]
+    results = _run_jobs(protocol, recipes, sets, workers, "ablation", progress)
     for (name, seed), result in zip(jobs, results):
         runs.setdefault(name, {})[int(seed)] = result["record"]["scores"]
     if full:
@@ -198,25 +165,17 @@ def run_ablation(
     return {name: runs[name] for name in names if name in runs}
 
 
-def is_record(record: dict) -> bool:
-    """Whether a stored notebook record is this study's (found by its keys, not a notebook name)."""
-    return "ablation" in record and "heldout" in record and "float32_bound" in record
-
-
 def exact_on_every_set(per_seed: dict) -> list:
-    """The seeds of ``{seed: {set: accuracy}}`` that are exact (100 %) on every one of their sets."""
     return [seed for seed, scores in per_seed.items() if all(v == 1.0 for v in scores.values())]
 
 
 def exact_counts(per_seed: dict) -> dict[str, int]:
-    """``{set: number of seeds exact (100 %) on it}`` of ``{seed: {set: accuracy}}``."""
     sets = next(iter(per_seed.values()), {})
     return {name: sum(scores[name] == 1.0 for scores in per_seed.values()) for name in sets}
 
 
 def export_seed(trained, directory, protocol, check: int = 0) -> dict:
-    """Write one seed's ``model.keras``, ONNX and float32 LiteRT files into ``directory``, each checked
-    against Keras on the protocol's test sets (the first ``check`` expressions of each; 0: all)."""
+    """One seed's ``model.keras``, ONNX and float32 LiteRT files, each checked against Keras."""
     directory = Path(directory)
     test_sets = protocol.test_sets()
     if check:
@@ -233,29 +192,17 @@ def export_seed(trained, directory, protocol, check: int = 0) -> dict:
 
 
 def file_scores(directory, suite: dict[str, Split]) -> dict[str, dict[str, float]]:
-    """Exact accuracy of each exported file (:data:`FILES`) on each set, read through
-    :class:`predcalc.deploy.predictor.Predictor` (what ``predcalc predict`` runs)."""
-    scores = {}
-    for fmt, filename in FILES.items():
-        predictor = Predictor(Path(directory) / filename)
-        scores[fmt] = {
-            name: exact_accuracy(split.values, predictor.predict(split.expressions)) for name, split in suite.items()
-        }
-    return scores
+    predictors = {fmt: Predictor(Path(directory) / filename) for fmt, filename in FILES.items()}
+    return {
+        fmt: {name: exact_accuracy(split.values, predictor.predict(split.expressions)) for name, split in suite.items()}
+        for fmt, predictor in predictors.items()
+    }
 
 
 def fresh_seed_run(protocol, seeds, recipe: ExactRecipe, suite, development, output, check=0, workers=1) -> dict:
-    """The shipped recipe, unchanged, trained on ``seeds`` that played no part in choosing it: each
-    seed exported (``output/export/scan_exact_fresh_seed_<seed>``, ONNX float64 and float32 LiteRT,
-    as the choosing seeds) and scored through its files on the held-out ``suite`` and on the
-    ``development`` sets. Returns the record's ``fresh`` entry."""
-    record = {
-        "seeds": [int(s) for s in seeds],
-        "records": {},
-        "exports": {},
-        "heldout": {fmt: {} for fmt in FILES},
-        "development": {fmt: {} for fmt in FILES},
-    }
+    """The frozen recipe on fresh ``seeds``, each exported and scored through its files: the ``fresh`` entry."""
+    record = {"seeds": [int(s) for s in seeds], "records": {}, "exports": {}}
+    record |= {key: {fmt: {} for fmt in FILES} for key in ("heldout", "development")}
     if not seeds:
         return record
     trained, records = train_seeds(protocol, seeds, recipe, development, workers=workers)
@@ -270,20 +217,16 @@ def fresh_seed_run(protocol, seeds, recipe: ExactRecipe, suite, development, out
 
 
 def long_expression(terms: int = LONG_TERMS, seed: int = LONG_SEED) -> str:
-    """``terms`` numbers from -5..5 joined by random ``+`` and ``-``."""
     rng = np.random.default_rng(seed)
     return format_expression(rng.integers(-5, 6, size=terms).tolist(), rng.choice(["+", "-"], size=terms - 1).tolist())
 
 
 def long_answers(directory, expression: str) -> dict:
-    """Each exported file's answer to ``expression`` (a :data:`LONG_TERMS`-term one)."""
     return {fmt: float(Predictor(Path(directory) / f).predict([expression])[0]) for fmt, f in FILES.items()}
 
 
 def float32_bound(directory) -> dict:
-    """Where float32 stops being exact: the float32 LiteRT file run directly (past the predictor's
-    refusal) on ``2^24 + 1`` written as ``2^24 + 1`` and ``2^24 - 1 + 2``, and the predictor's one-line
-    refusal of the first."""
+    """The float32 LiteRT file on ``2^24 + 1`` written two ways, and the predictor's refusal of it."""
     directory = Path(directory)
     path = directory / FILES["litert"]
     info = json.loads((directory / "predcalc.json").read_text())
@@ -292,24 +235,17 @@ def float32_bound(directory) -> dict:
     bound = int(info["float32_exact_below"])
     probes = [f"{bound - 1} + 2", f"{bound} + 1", f"{bound // 2} + {bound // 2 - 1}"]
     answers = {e: float(np.asarray(runner(tokenizer.encode_batch([e]))).reshape(-1)[0]) for e in probes}
+    refusal = None
     try:
         Predictor(path).predict([probes[0]])
-        refusal = None
     except ValueError as error:
         refusal = str(error)
-    return {
-        "bound": bound,
-        "answers": answers,
-        "exact": {e: float(sum(map(int, e.split(" + ")))) for e in probes},
-        "refusal": refusal,
-    }
+    exact = {e: float(sum(map(int, e.split(" + ")))) for e in probes}
+    return {"bound": bound, "answers": answers, "exact": exact, "refusal": refusal}
 
 
 def transformer_probe(protocol, names, seeds, epochs: int, sets: dict[str, Split], progress=True) -> dict:
-    """The gated-readout transformer with and without the exact scan's elements on its readout
-    (``transformer4_local_bounded``, ``transformer4_local_rounded``), trained with its own recipe at a
-    small budget (``epochs``): ``{model: {seed: {set: exact accuracy}}}`` on the sets of ``sets`` in
-    :data:`TRANSFORMER_SETS`."""
+    """The gated-readout transformer with and without the scan's readout elements, at a small budget."""
     runs = {}
     sets = {n: split for n, split in sets.items() if n in TRANSFORMER_SETS}
     for name, seed in tqdm([(n, s) for n in names for s in seeds], desc="transformer", disable=not progress):
@@ -320,12 +256,10 @@ def transformer_probe(protocol, names, seeds, epochs: int, sets: dict[str, Split
 
 
 def heldout(count: int, data_seed: int = 0) -> dict[str, Split]:
-    """The suite the claim is made on: :func:`predcalc.studies.edges.third_heldout_suite`."""
     return third_heldout_suite(count=count, data_seed=data_seed)
 
 
 def suite_description(suite: dict[str, Split]) -> dict:
-    """The held-out suite's record: seed, boxes, fingerprint."""
     return suite_record("third_heldout", suite)
 
 
@@ -337,8 +271,6 @@ NOTEBOOK = "33_trained_exact_scan"
 
 
 def heldout_texts(records: dict, fresh: dict, heldout: dict, seeds, fresh_seeds, training: int) -> dict[str, str]:
-    """The values notebook 33's held-out conclusion glues: fresh and choosing seeds exact on every
-    held-out set through each file format, the seeds stuck in range, and the training size."""
     out = {}
     for fmt in ("onnx", "litert"):
         out[f"fresh_{fmt}"] = f"{len(exact_on_every_set(fresh['heldout'][fmt]))} of {len(fresh_seeds)}"
@@ -358,7 +290,6 @@ def heldout_texts(records: dict, fresh: dict, heldout: dict, seeds, fresh_seeds,
 
 
 def long_texts(long: dict, bound: dict) -> dict[str, str]:
-    """The values of notebook 33's long-expression and float32 paragraph."""
     probe = f"{bound['bound']} + 1"  # 2^24 + 1: the first integer float32 cannot hold
     return {
         "long_exact": f"{long['exact']:.0f}",

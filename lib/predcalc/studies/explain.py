@@ -1,15 +1,5 @@
-"""Explanations of trained models (notebook 23): integrated gradients per input token.
-
-Integrated gradients (Sundararajan et al. 2017) attribute ``f(x) - f(x')`` to the input
-features along the straight path from a baseline ``x'`` to ``x``:
-
-    IG_i(x) = (x_i - x'_i) * integral_0^1 df/dx_i (x' + a (x - x')) da
-
-The integral is approximated with the trapezoid rule over ``steps`` equal intervals, so the
-*completeness* property ``sum_i IG_i = f(x) - f(x')`` holds up to the quadrature error
-(exactly for a function whose gradient is linear along the path). Gradients come from
-TensorFlow's ``tf.GradientTape`` (the project's backend); the path is built with ``keras.ops``.
-"""
+"""Explanations of trained models (notebook 23): integrated gradients (Sundararajan et al. 2017, the
+path integral by the trapezoid rule, so completeness holds up to its error), attention and gates."""
 
 from __future__ import annotations
 
@@ -35,18 +25,7 @@ def _require_tensorflow():
 
 
 def integrated_gradients(fn: Callable, inputs, baseline=None, steps: int = 64) -> np.ndarray:
-    """Integrated-gradients attributions of the scalar outputs of ``fn``.
-
-    Args:
-        fn: maps a float tensor of shape ``(batch, *features)`` to outputs of shape
-            ``(batch,)`` or ``(batch, 1)`` (e.g. a regression ``keras.Model``).
-        inputs: array ``(batch, *features)``.
-        baseline: array broadcastable to ``inputs`` (default zeros), the reference input.
-        steps: number of trapezoid intervals on the path (``steps + 1`` gradient evaluations).
-
-    Returns:
-        float64 array shaped like ``inputs``.
-    """
+    """Integrated gradients of ``fn``'s scalar outputs, shaped like ``inputs`` (baseline: zeros)."""
     tf = _require_tensorflow()
     if not isinstance(steps, (int, np.integer)) or isinstance(steps, bool) or steps < 1:
         raise ValueError(f"steps must be a positive integer. Received: steps={steps!r}")
@@ -81,14 +60,7 @@ def integrated_gradients(fn: Callable, inputs, baseline=None, steps: int = 64) -
     return (x.astype("float64") - b.astype("float64")) * mean_grad
 
 
-def token_attributions(attributions) -> np.ndarray:
-    """Sums the attributions of each token's features: ``(batch, time, *f) -> (batch, time)``."""
-    a = np.asarray(attributions)
-    return a.reshape(a.shape[0], a.shape[1], -1).sum(axis=-1) if a.ndim > 2 else a
-
-
 def completeness_gap(fn: Callable, inputs, baseline, attributions) -> np.ndarray:
-    """``sum(attributions) - (f(x) - f(x'))`` per example; near 0 when the integral is accurate."""
     x = np.asarray(inputs, dtype="float32")
     b = np.broadcast_to(np.asarray(baseline, dtype="float32"), x.shape)
 
@@ -99,18 +71,14 @@ def completeness_gap(fn: Callable, inputs, baseline, attributions) -> np.ndarray
     return a.reshape(len(x), -1).sum(axis=1) - (f(x).astype("float64") - f(b).astype("float64"))
 
 
-# -- the study of notebook 23: statistics of attributions, attention and gates ------------------
-
 NUMBER_POS, OPERATOR_POS = [0, 2, 4], [1, 3]  # token classes of ``a op b op c`` (seed protocol)
 
 
 def token_classes(length: int) -> dict[str, list[int]]:
-    """Positions of numbers, operators and padding in a padded ``a op b op c`` of ``length`` tokens."""
     return {"numbers": NUMBER_POS, "operators": OPERATOR_POS, "padding": list(range(5, length))}
 
 
 def ig_statistics(model, x, baseline, attributions, plus: float) -> dict:
-    """Completeness, attribution shares per token class and sign-following correlations."""
     a, x = np.asarray(attributions), np.asarray(x)
     classes = token_classes(x.shape[1])
     gap = completeness_gap(model, x, baseline, a)
@@ -136,7 +104,6 @@ def ig_statistics(model, x, baseline, attributions, plus: float) -> dict:
 
 
 def attention_statistics(alpha) -> dict:
-    """Attention mass on the five expression tokens and on the padding, and the top position."""
     alpha = np.asarray(alpha)
     return {
         "mass_expression": float(alpha[:, :5].sum(1).mean()),
@@ -152,12 +119,7 @@ def _layer_input(model, layer_name, inputs):
 
 
 def reference_cell_gates(model, kind: str, x) -> tuple[dict, float]:
-    """Gate sequences of a trained Keras ``lstm``/``gru`` layer, read through the reference cell.
-
-    The layer's weights are loaded into ``ReferenceLSTMCell``/``ReferenceGRUCell``; returns the gates (numpy,
-    ``(batch, time, units)`` each, plus ``h``) and the max difference of the final hidden states.
-    """
-
+    """A Keras ``lstm``/``gru`` layer's gates through its reference cell, and the final states' gap."""
     layer = model.get_layer(kind)
     cell = {"lstm": ReferenceLSTMCell, "gru": ReferenceGRUCell}[kind](layer.units)
     cell.set_keras_weights(layer)
@@ -168,7 +130,6 @@ def reference_cell_gates(model, kind: str, x) -> tuple[dict, float]:
 
 
 def min_gru_update_gate(model, x, layer_name: str = "min_gru_1") -> np.ndarray:
-    """minGRU's update gate ``z_t = sigmoid(Linear(x_t))`` from its kernel, ``(batch, time, units)``."""
     layer = model.get_layer(layer_name)
     seq = keras.ops.convert_to_numpy(_layer_input(model, layer_name, x))  # (n, time, embedding)
     kernel, bias = (keras.ops.convert_to_numpy(w) for w in (layer.kernel, layer.bias))
@@ -176,10 +137,7 @@ def min_gru_update_gate(model, x, layer_name: str = "min_gru_1") -> np.ndarray:
 
 
 def trained_gates(models: dict, x) -> tuple[dict, dict]:
-    """Gates of the trained ``lstm``, ``gru`` and ``min_gru`` among ``models`` (name -> keras.Model).
-
-    Returns ``gates`` (label -> gate name -> array) and ``parity`` (name -> max |h_T difference|).
-    """
+    """Gates of the trained ``lstm``, ``gru`` and ``min_gru`` among ``models``: ``(gates, parity)``."""
     gates, parity = {}, {}
     if "lstm" in models:
         g, parity["lstm"] = reference_cell_gates(models["lstm"], "lstm", x)
@@ -193,7 +151,6 @@ def trained_gates(models: dict, x) -> tuple[dict, dict]:
 
 
 def gate_statistics(gates: dict, length: int) -> dict:
-    """Mean gate value on numbers, operators and padding for each model's gate."""
     classes = token_classes(length)
     stats = {}
     for model_name, named in gates.items():
@@ -204,10 +161,7 @@ def gate_statistics(gates: dict, length: int) -> dict:
 
 
 def state_retention(gates: dict, length: int) -> dict:
-    """Share of the position-4 state that survives the pads, per unit: median and best unit.
-
-    LSTM cell state: ``prod f_t``; GRU and minGRU (reference eq. (10)): ``prod (1 - z_t)``.
-    """
+    """Share of the position-4 state surviving the pads per unit (LSTM ``prod f``, GRUs ``prod (1 - z)``)."""
     pad_pos = token_classes(length)["padding"]
     keep = {
         "LSTM": ("forget f", lambda g: g),
@@ -223,8 +177,6 @@ def state_retention(gates: dict, length: int) -> dict:
 
 
 def quality_table(trained: dict, protocol, labels: dict):
-    """Parameters, epochs and in-range / long MAE of each trained model (``fit.TrainedModel``)."""
-
     rows = []
     for name, t in trained.items():
         metrics, _ = fit.evaluate(t, {"in": protocol.test_in, "long": protocol.test_long})

@@ -1,27 +1,6 @@
-"""The gated-sum transformer with rounded gates followed up (notebook 35): its training budget chosen on
-development data, then fresh seeds scored on the held-out suite 5151 through exported ONNX files.
-
-``transformer4_local_rounded`` (:mod:`predcalc.models.exact_scan`) is ``transformer4_local_bounded``
-with its gated readout's gates clipped to [-1, 1] and rounded straight through, and no output bias
-(:class:`predcalc.layers.RoundedGatedValueSum`). Notebook 33's side probe trained it 8 epochs on two
-seeds and scored it on development sets only. Here:
-
-1. **Choosing** (:func:`choosing_run`): seeds :data:`CHOOSING_SEEDS` are trained at each budget of
-   :data:`BUDGETS` in turn and scored in Keras on the development data (the protocol's test sets and
-   the second held-out suite, seed 4040); :func:`choose_budget` applies the rule :data:`RULE`. Only
-   the number of epochs is chosen; the model and the rest of the recipe (:func:`recipe`) are fixed.
-2. **Claim** (:func:`heldout_run`): fresh seeds, trained with the frozen recipe, each exported to
-   ONNX at :data:`EXPORT_LENGTH` tokens (300 numbers and 299 operators, the suite's longest sets) and
-   scored through that file on every set of :func:`predcalc.studies.edges.third_heldout_suite`.
-
-Every seed's model, export and scores are kept under a work folder (``build/``), so a stopped run
-resumes at the first unfinished seed. :func:`answer_facts` gives the numbers the notebook's
-conclusion glues.
-
-Example:
-    >>> record = json.loads(Path("reports/runs/35_rounded_transformer/metrics.json").read_text())
-    >>> answer_facts(record)["fresh"]["exact_everywhere"]
-"""
+"""The gated-sum transformer with rounded gates (notebook 35): its budget chosen on development data by
+:data:`RULE`, then fresh seeds trained with the frozen recipe and scored through ONNX files on the
+held-out suite 5151. Every seed's work stays in a work folder, so a stopped run resumes."""
 
 from __future__ import annotations
 
@@ -40,7 +19,7 @@ from predcalc.deploy import export as E
 from predcalc.deploy.predictor import Predictor
 from predcalc.models import get_spec
 from predcalc.paths import write_if_changed
-from predcalc.studies.edge_models import at_length
+from predcalc.studies.edge_seeds import at_length
 from predcalc.studies.edges import (
     edge_scores,
     refusal,
@@ -106,7 +85,6 @@ CHOICES = {
 
 
 def recipe(epochs: int, data_seed: int = 0) -> dict:
-    """The training recipe at a budget of ``epochs`` (everything else fixed)."""
     return {
         "model": MODEL,
         "epochs": int(epochs),
@@ -119,13 +97,11 @@ def recipe(epochs: int, data_seed: int = 0) -> dict:
 
 
 def params() -> int:
-    """The model's number of weights (all trainable but the readout's unused bias)."""
     return int(build(MODEL)[1].count_params())
 
 
 def development_sets(protocol, names=None, count: int = 0) -> dict[str, Split]:
-    """The protocol's in/out/long test sets and the second held-out suite's sets; ``names``: only
-    these; ``count`` > 0: the first ``count`` expressions of each."""
+    """The protocol's in/out/long sets and the second held-out suite (``names``: only these; ``count``: the first of each)."""
     second = second_heldout_suite(data_seed=protocol.seed)
     sets = {**{n: protocol.test_sets()[n] for n in PROTOCOL_SETS}, **second}
     if names:
@@ -137,7 +113,6 @@ def development_sets(protocol, names=None, count: int = 0) -> dict[str, Split]:
 
 
 def heldout(count: int = 300, names=None, data_seed: int = 0) -> dict[str, Split]:
-    """The claim's suite: :func:`predcalc.studies.edges.third_heldout_suite` (``names``: only these sets)."""
     suite = third_heldout_suite(count=count, data_seed=data_seed)
     return {n: suite[n] for n in names} if names else suite
 
@@ -147,8 +122,7 @@ def suite_description(suite: dict[str, Split]) -> dict:
 
 
 def largest_size(sets: dict[str, Split]) -> int:
-    """The largest sum of the numbers' sizes of any expression in ``sets``: a bound on every partial sum
-    and answer (float32 holds every integer below 2^24)."""
+    """The largest sum of the numbers' sizes in any expression of ``sets`` (a bound on every partial sum)."""
     sizes = [
         sum(abs(int(t)) for t in signed_terms(e) if t.lstrip("-").isdigit())
         for split in sets.values()
@@ -158,9 +132,7 @@ def largest_size(sets: dict[str, Split]) -> int:
 
 
 def _first(sets: dict[str, Split], count: int) -> dict[str, Split]:
-    if count <= 0:
-        return sets
-    return {n: s.subset(np.arange(len(s)) < count, s.name) for n, s in sets.items()}
+    return sets if count <= 0 else {n: s.subset(np.arange(len(s)) < count, s.name) for n, s in sets.items()}
 
 
 def _key(sets: dict[str, Split]) -> str:
@@ -169,8 +141,7 @@ def _key(sets: dict[str, Split]) -> str:
 
 
 def train_seed(protocol, seed: int, epochs: int, folder):
-    """``transformer4_local_rounded`` trained with :func:`recipe` on the protocol's training split,
-    kept in ``folder`` (``model.keras``, ``train.json``); a folder that holds both is loaded instead."""
+    """``MODEL`` trained with :func:`recipe`, kept in ``folder``; a folder that holds it is loaded instead."""
     folder = Path(folder)
     info_path, model_path = folder / "train.json", folder / "model.keras"
     if info_path.is_file() and model_path.is_file():
@@ -190,8 +161,7 @@ def train_seed(protocol, seed: int, epochs: int, folder):
 
 
 def keras_scores(trained, sets: dict[str, Split], folder=None) -> dict[str, float | None]:
-    """Exact accuracy in Keras on each set (the model rebuilt for a longer input where a set needs
-    it, :func:`predcalc.studies.edges.edge_scores`); kept in ``folder`` under the sets' fingerprint."""
+    """Exact accuracy in Keras on each set (:func:`predcalc.studies.edges.edge_scores`), kept in ``folder``."""
     path = None if folder is None else Path(folder) / f"keras_scores_{_key(sets)}.json"
     if path is not None and path.is_file():
         return json.loads(path.read_text())
@@ -202,8 +172,7 @@ def keras_scores(trained, sets: dict[str, Split], folder=None) -> dict[str, floa
 
 
 def choose_budget(runs: dict) -> dict:
-    """The rule :data:`RULE` on ``{epochs: {seed: {set: exact accuracy}}}``: the chosen epochs and, per
-    budget, the seeds exact on every set, the exact (seed, set) pairs and the mean accuracy."""
+    """The rule :data:`RULE` on ``{epochs: {seed: {set: exact accuracy}}}``: the chosen epochs and each budget's counts."""
     if not runs:
         raise ValueError("no budget was trained")
     order = sorted(runs, key=int)
@@ -228,10 +197,7 @@ def choose_budget(runs: dict) -> dict:
 
 
 def choosing_run(protocol, seeds, budgets, sets: dict[str, Split], work, progress: bool = True) -> dict:
-    """Train ``seeds`` at each budget in turn, score them on the development ``sets`` and stop at the
-    first budget where every seed is exact on every set (:data:`RULE`). Returns ``{"runs": {epochs:
-    {seed: {set: accuracy}}}, "train_seconds": {epochs: {seed: s}}, "epochs_run": ..., "choice":
-    :func:`choose_budget`}``."""
+    """Train ``seeds`` at each budget in turn and stop at the first where :data:`RULE` is met."""
     runs, seconds, epochs_run = {}, {}, {}
     for epochs in budgets:
         for seed in tqdm(list(seeds), desc=f"choosing, {epochs} epochs", disable=not progress):
@@ -246,10 +212,7 @@ def choosing_run(protocol, seeds, budgets, sets: dict[str, Split], work, progres
 
 
 def export_onnx(trained, folder, length: int = EXPORT_LENGTH, check: int = 64, data_seed: int = 0) -> dict:
-    """``model.onnx`` of ``trained`` rebuilt for ``length`` tokens with the same weights
-    (:func:`predcalc.studies.edge_models.at_length`), with its ``predcalc.json``, checked against Keras
-    at the trained length on the first ``check`` expressions of each protocol test set; raises
-    RuntimeError where the file does not match. Kept: a folder with ``export.json`` is not redone."""
+    """``model.onnx`` at ``length`` tokens, checked against Keras on each protocol test set; kept."""
     folder = Path(folder)
     record_path = folder / "export.json"
     if record_path.is_file():
@@ -266,10 +229,8 @@ def export_onnx(trained, folder, length: int = EXPORT_LENGTH, check: int = 64, d
     predictor = Predictor(folder / "model.onnx")
     diffs, change, scale = {}, {}, 1.0
     for name, split in sets.items():
-        keras_values = np.asarray(
-            trained.spec.predict_values(trained.model, trained.tokenizer.encode_batch(list(split.expressions))),
-            dtype=np.float64,
-        ).reshape(-1)
+        inputs = trained.tokenizer.encode_batch(list(split.expressions))
+        keras_values = np.asarray(trained.spec.predict_values(trained.model, inputs), dtype=np.float64).reshape(-1)
         values = predict_chunked(predictor, split.expressions)
         scale = max(scale, float(np.max(np.abs(keras_values))))
         diffs[name] = float(np.max(np.abs(values - keras_values)))
@@ -291,17 +252,14 @@ def export_onnx(trained, folder, length: int = EXPORT_LENGTH, check: int = 64, d
 
 
 def predict_chunked(predictor, expressions, chunk: int = CHUNK) -> np.ndarray:
-    """``predictor.predict`` in chunks of ``chunk`` expressions (one call on thousands of expressions
-    at 599 tokens would hold every attention matrix at once)."""
+    """``predictor.predict`` in chunks (at 599 tokens one call would hold every attention matrix at once)."""
     expressions = list(expressions)
-    if not expressions:
-        return np.zeros(0)
-    return np.concatenate([predictor.predict(expressions[i : i + chunk]) for i in range(0, len(expressions), chunk)])
+    chunks = [predictor.predict(expressions[i : i + chunk]) for i in range(0, len(expressions), chunk)]
+    return np.concatenate(chunks) if chunks else np.zeros(0)
 
 
 def file_scores(path, suite: dict[str, Split]) -> dict[str, dict]:
-    """Each set answered by the exported file at ``path``: ``{set: {"accuracy", "tokens"}}``, or
-    ``{set: {"not_read": reason}}`` where the file's tokeniser cannot hold the set."""
+    """Each set's accuracy through the file at ``path``, or ``not_read`` where its tokeniser cannot hold the set."""
     predictor = Predictor(path)
     base = type(predictor.tokenizer)(**{**predictor.tokenizer.get_config(), "length": 1})
     scores = {}
@@ -319,10 +277,7 @@ def file_scores(path, suite: dict[str, Split]) -> dict[str, dict]:
 def heldout_run(
     protocol, seeds, epochs: int, suite, work, group: str, length=EXPORT_LENGTH, check=64, progress=True
 ) -> dict:
-    """Per seed of ``seeds``: train (or load) with the frozen budget ``epochs``, score the protocol's
-    in/out/long sets in Keras, export to ONNX at ``length`` tokens and score every set of ``suite``
-    through that file. Each seed's result is kept in ``work/group/seed_N/scores_<suite>.json``.
-    Returns ``{seed: {"train_seconds", "epochs_run", "protocol", "export", "heldout"}}``."""
+    """Per seed: train at the frozen budget, score in Keras, export to ONNX and score ``suite`` through it."""
     results = {}
     protocol_sets = {n: protocol.test_sets()[n] for n in PROTOCOL_SETS}
     for seed in tqdm(list(seeds), desc=f"{group} seeds", disable=not progress):
@@ -337,21 +292,14 @@ def heldout_run(
             "epochs_run": trained.epochs,
             "protocol": keras_scores(trained, protocol_sets, folder),
         }
-        if suite:
-            result["export"] = export_onnx(trained, folder / "export", length, check, protocol.seed)
-            result["heldout"] = file_scores(folder / "export" / "model.onnx", suite)
-        else:
-            result["export"], result["heldout"] = None, {}
+        result["export"] = export_onnx(trained, folder / "export", length, check, protocol.seed) if suite else None
+        result["heldout"] = file_scores(folder / "export" / "model.onnx", suite) if suite else {}
         write_if_changed(done, json.dumps(result, indent=1))
         results[int(seed)] = result
     return results
 
 
-# ---- summaries of a stored record (what the notebook's conclusion glues)
-
-
 def accuracies(results: dict) -> dict[str, dict[str, float]]:
-    """``{seed: {set: accuracy}}`` of :func:`heldout_run`'s results (sets the file could not read left out)."""
     return {
         str(seed): {n: s["accuracy"] for n, s in r.get("heldout", {}).items() if "accuracy" in s}
         for seed, r in results.items()
@@ -359,29 +307,21 @@ def accuracies(results: dict) -> dict[str, dict[str, float]]:
 
 
 def per_set(by_seed: dict, sets) -> dict[str, dict]:
-    """Per set of ``sets``: each seed's accuracy (seed order), mean, min, max and exact seeds of n."""
     summary = {}
     for name in sets:
         values = [by_seed[s][name] for s in sorted(by_seed, key=int) if by_seed[s].get(name) is not None]
-        summary[name] = {
-            "values": values,
-            "mean": float(np.mean(values)) if values else None,
-            "min": min(values) if values else None,
-            "max": max(values) if values else None,
-            "exact": sum(v == 1.0 for v in values),
-            "n": len(values),
-        }
+        empty = dict.fromkeys(("mean", "min", "max"))
+        spread = {"mean": float(np.mean(values)), "min": min(values), "max": max(values)} if values else empty
+        summary[name] = {"values": values, **spread, "exact": sum(v == 1.0 for v in values), "n": len(values)}
     return summary
 
 
 def exact_everywhere(by_seed: dict, sets) -> list[str]:
-    """The seeds exact (100 %) on every one of ``sets`` (a seed missing a set is not)."""
     return [s for s in sorted(by_seed, key=int) if all(by_seed[s].get(n) == 1.0 for n in sets)]
 
 
 def share_lower_bound(exact: int, n: int, confidence: float = CONFIDENCE) -> float | None:
-    """One-sided exact (Clopper-Pearson) lower bound on the share of seeds exact, after ``exact`` of
-    ``n`` (the same bound as the calculator's fresh seeds); None without seeds."""
+    """One-sided Clopper-Pearson lower bound on the share of exact seeds; None without seeds."""
     if n <= 0:
         return None
     from statsmodels.stats.proportion import proportion_confint  # statsmodels only when a bound is computed
@@ -390,7 +330,6 @@ def share_lower_bound(exact: int, n: int, confidence: float = CONFIDENCE) -> flo
 
 
 def group_facts(results: dict, sets) -> dict:
-    """One group of seeds on the held-out suite: per set, exact on every set, the bound."""
     by_seed = accuracies(results)
     everywhere = exact_everywhere(by_seed, sets)
     return {
@@ -402,27 +341,18 @@ def group_facts(results: dict, sets) -> dict:
         "lower_bound": share_lower_bound(len(everywhere), len(results)),
         # seeds not exact even on the protocol's in-range test set (Keras): training failed inside the box
         "not_exact_in_box": [
-            s for s in sorted((str(s) for s in results), key=int) if results[_at(results, s)]["protocol"]["in"] < 1.0
+            str(s) for s, r in sorted(results.items(), key=lambda i: int(i[0])) if r["protocol"]["in"] < 1.0
         ],
         "train_seconds": [results[s]["train_seconds"] for s in sorted(results, key=int)],
     }
 
 
-def _at(results: dict, seed: str):
-    """``seed``'s key in ``results`` (an int before the record is stored, a string after)."""
-    return seed if seed in results else int(seed)
-
-
 def development_row(results: dict) -> dict:
-    """The protocol's in/out/long sets (Keras) of a group: per set mean, min, max, exact seeds of n."""
     by_seed = {str(s): r["protocol"] for s, r in results.items()}
     return per_set(by_seed, PROTOCOL_SETS)
 
 
 def answer_facts(record: dict) -> dict:
-    """The numbers the notebook's conclusion glues: the frozen recipe, params, the fresh seeds on each set
-    of suite 5151 (mean, exact seeds of n, min-max) and on every set, the one-sided 95 % lower bound on the
-    share of exact seeds, and the development row (the fresh seeds on the protocol's in/out/long sets)."""
     sets = list(record["data"]["heldout"]["sets"])
     fresh, choosing = record["heldout"]["fresh"], record["heldout"]["choosing"]
     return {
@@ -434,8 +364,3 @@ def answer_facts(record: dict) -> dict:
         "fresh": {**group_facts(fresh, sets), "development": development_row(fresh)},
         "choosing": {**group_facts(choosing, sets), "development": development_row(choosing)} if choosing else None,
     }
-
-
-def is_record(record: dict) -> bool:
-    """Whether a stored notebook record is this study's (found by its keys)."""
-    return record.get("model") == MODEL and "choosing" in record and "heldout" in record

@@ -1,22 +1,6 @@
-"""When gradient descent reaches the sign scan's exact pattern, in full-batch steps: the unit a random
-search's draws are counted in.
-
-:func:`descent_trace` retrains ``scan_exact`` with its shipped recipe on one seed (the sign scan's own
-training run: it is deterministic given the seed, which :func:`descent_runs` checks against the
-stored weights) and, every :data:`predcalc.training.exact.LOG_EVERY` steps, records the pattern its
-weights round to (:func:`predcalc.studies.sign_scan_search.nearest_pattern`) and whether the model
-itself, as it stands, is exact on the training split; then it reruns the same steps one at a time up
-to the first logged exact step (at most :data:`FINE_LIMIT`), which gives the first exact step itself,
-and checks that rerun's weights there against the first run's.
-
-Example:
-    >>> import dataclasses
-    >>> from predcalc.data import reference_protocol
-    >>> recipe = dataclasses.replace(ExactRecipe(), steps=200, decay=False)
-    >>> trace = descent_trace(reference_protocol(0), seed=10, recipe=recipe)
-    >>> trace["first_model_exact"] is None or trace["first_model_exact"] <= 200
-    True
-"""
+"""When gradient descent reaches the sign scan's exact pattern, in full-batch steps (the unit a random
+search's draws are counted in): each seed's run traced every :data:`predcalc.training.exact.LOG_EVERY`
+steps, then rerun step by step up to the first exact step (at most :data:`FINE_LIMIT`)."""
 
 from __future__ import annotations
 
@@ -34,9 +18,7 @@ FINE_LIMIT = 2_000  # the step-by-step rerun goes no further than this (longer: 
 
 
 class _Trace(keras.callbacks.Callback):
-    """Every epoch (``every`` steps): the rounded pattern, whether the model is exact on the training
-    split, and the weights; reads the model only (an inference call counts no training step), and stops
-    training after step ``stop_at`` (None: never)."""
+    """Every ``every`` steps: the rounded pattern, whether the model is exact, the weights; stops at ``stop_at``."""
 
     def __init__(self, inputs, values, exact_codes, every: int, stop_at: int | None = None):
         super().__init__()
@@ -68,7 +50,6 @@ def _first(rows, key) -> int | None:
 
 
 def _stays(rows, key) -> int | None:
-    """The first logged step from which ``key`` holds at every later log to the end."""
     step = None
     for row in rows:
         step = (step or row["step"]) if row[key] else None
@@ -80,11 +61,7 @@ def _difference(a: dict, b: dict) -> float:
 
 
 def descent_trace(protocol, seed: int, recipe: ExactRecipe | None = None, exact_codes=frozenset()) -> dict:
-    """One seed's training run, traced: every :data:`LOG_EVERY` steps over the whole run (the first
-    logged step at which the model is exact on the training split, the step from which it stays exact,
-    the first at which its weights round to one of ``exact_codes``, the final pattern and weights);
-    then, where that first exact step is at most :data:`FINE_LIMIT`, the same run again step by step up
-    to it, for the first exact step itself, its weights there checked against the coarse run's."""
+    """One seed's run traced every :data:`LOG_EVERY` steps, then step by step up to its first exact step."""
     recipe = recipe or ExactRecipe()
     tokens = type(make_tokenizer(get_spec(MODEL)))(length=TRAINING_TOKENS)
     inputs = tokens.encode_batch(protocol.train.expressions).astype(np.float64)
@@ -115,10 +92,7 @@ def descent_trace(protocol, seed: int, recipe: ExactRecipe | None = None, exact_
 
 
 def descent_runs(protocol, seeds, exact_codes, exact_record: dict | None = None, recipe=None, progress=True) -> dict:
-    """:func:`descent_trace` for each of ``seeds``: ``{seed: trace}``, each with ``record_difference``,
-    the largest difference of its final weights from those the sign scan's record stored for that
-    seed (its ``seeds`` or ``fresh`` runs; None where the record has none): 0 says the retrained run
-    is the recorded one."""
+    """:func:`descent_trace` per seed, with its final weights' difference from the stored run's."""
     stored = {**((exact_record or {}).get("seeds") or {})}
     stored.update(((exact_record or {}).get("fresh") or {}).get("records") or {})
     runs = {}
@@ -133,8 +107,7 @@ def descent_runs(protocol, seeds, exact_codes, exact_record: dict | None = None,
 
 
 def descent_summary(runs: dict, patterns: int, exact: int) -> dict:
-    """Across the traced seeds: the first exact step of each, and the chance that a uniform random
-    search over ``patterns`` (``exact`` of them exact) finds one within as many draws."""
+    """The first exact step of each traced seed, and a random search's chance within as many draws."""
     steps = [
         run["first_model_exact"] if run["first_model_exact"] is not None else run["first_model_exact_coarse"]
         for run in runs.values()
@@ -150,9 +123,6 @@ def descent_summary(runs: dict, patterns: int, exact: int) -> dict:
 
 
 def descent_record(runs: dict, search: dict) -> dict:
-    """The record's ``descent`` entry: the traced ``runs`` (:func:`descent_runs`), the logging interval,
-    the largest difference from the stored weights, and :func:`descent_summary` against the patterns
-    of ``search`` (the record of :func:`predcalc.studies.sign_scan_search.search_record`)."""
     differences = [run["record_difference"] for run in runs.values() if run["record_difference"] is not None]
     checks = [run["fine_check_difference"] for run in runs.values() if run["fine_check_difference"] is not None]
     return {

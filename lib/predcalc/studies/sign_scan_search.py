@@ -1,25 +1,5 @@
-"""Every discrete pattern of the trained sign scan (``scan_exact``), scored through its Keras layer.
-
-With straight-through gates, the gate offset fixed at -1 and the candidate ``W_h``, the initial state
-``s_0`` and the readout ``r`` clamped to [-1, 1] and pulled to -1, 0 or 1, what training chooses is
-discrete: which token types open the gate (a type's gate opens iff its logit ``W_z`` is above 1,
-``sigmoid(W_z - 1) > 0.5``; here ``W_z`` = 2 open, 0 shut) and a sign in {-1, 0, 1} for every entry of
-``W_h``, for ``s_0`` and for ``r``: ``2^types * 3^types * 3 * 3`` patterns (:func:`enumerate_patterns`).
-:func:`score_patterns` sets each into the real layer, built as the recipe builds it (float64), and
-scores it on the given sets; :func:`search_odds` turns the count of exact ones into what a plain
-random search over the patterns costs, in full-batch passes over the training split (the unit
-gradient descent's steps are counted in too); :func:`trained_patterns` rounds each trained seed of
-the sign scan's record to its pattern.
-
-Example:
-    >>> from predcalc.data import reference_protocol
-    >>> patterns = enumerate_patterns(3)
-    >>> len(patterns)
-    1944
-    >>> scores = score_patterns([SOLUTION], {"t": reference_protocol(0).train})
-    >>> float(scores["t"][0])
-    1.0
-"""
+"""Every discrete pattern of the trained sign scan (``scan_exact``), scored through its Keras layer:
+which token types open the gate, and a sign in {-1, 0, 1} for each entry of ``W_h``, ``s_0`` and ``r``."""
 
 from __future__ import annotations
 
@@ -53,8 +33,7 @@ HELDOUT = f"heldout_{THIRD_HELDOUT_SEED}/"  # prefix of the held-out suite's set
 
 @dataclasses.dataclass(frozen=True)
 class Pattern:
-    """One discrete pattern: the gate of each type open (1) or shut (0), the sign of each entry of the
-    candidate ``W_h``, of the initial state ``s_0`` and of the readout ``r``."""
+    """One discrete pattern: each type's gate open (1) or shut (0), and the signs of ``W_h``, ``s_0``, ``r``."""
 
     gates: tuple[int, ...]
     candidate: tuple[int, ...]
@@ -70,22 +49,17 @@ class Pattern:
         )
 
     def function(self) -> str:
-        """What the layer computes, ``y = sum_t v_t (s_t r)``, written by the products it reads: each
-        open gate's ``W_h r`` (``.`` where the gate is shut: nothing reads that candidate) and
-        ``s_0 r``. Patterns with one function answer every input alike (e.g. ``W_h``, ``s_0`` and ``r``
-        all negated)."""
+        """What the layer computes (patterns with one function answer every input alike)."""
         sign = {-1: "-", 0: "0", 1: "+"}
         products = "".join(sign[h * self.readout] if g else "." for g, h in zip(self.gates, self.candidate))
         return f"gates {''.join(map(str, self.gates))} | W_h r {products} | s0 r {sign[self.initial * self.readout]}"
 
 
 def pattern_count(types: int) -> int:
-    """``2^types * 3^types * 3 * 3``: gates open or shut, and a sign for each of ``W_h``, ``s_0``, ``r``."""
     return 2**types * 3**types * 9
 
 
 def enumerate_patterns(types: int) -> list[Pattern]:
-    """Every :class:`Pattern` of a scan with ``types`` token types, in a fixed order."""
     if isinstance(types, bool) or not isinstance(types, int | np.integer) or types < 1:
         raise ValueError(f"types must be a positive integer (the number of type features). Received: types={types!r}")
     return [
@@ -103,13 +77,11 @@ SOLUTION = Pattern(gates=(1, 1, 0), candidate=(1, -1, 0), initial=1, readout=1)
 
 
 def type_names() -> list[str]:
-    """The typed tokens' type features, in the layer's order (what each gate and candidate entry reads)."""
     return [TYPE_NAMES.get(name, name) for name in TypedTokenizer.FEATURES[1:]]
 
 
 def scan_model(recipe: ExactRecipe | None = None):
-    """``scan_exact`` built with the recipe's layer arguments, as training builds it: ``(model, layer,
-    tokenizer)``. Its gate offset must be the fixed constant, so a gate opens through its logit alone."""
+    """``scan_exact`` built as training builds it: ``(model, layer, tokenizer)``, its gate offset fixed."""
     recipe = recipe or ExactRecipe()
     if recipe.learn_offset or not recipe.straight_through or recipe.units != 1:
         raise ValueError(
@@ -122,8 +94,6 @@ def scan_model(recipe: ExactRecipe | None = None):
 
 
 def pattern_weights(layer, pattern: Pattern) -> list[np.ndarray]:
-    """``pattern`` as the values of ``layer``'s gate kernel, candidate kernel, initial state and
-    readout (a built :class:`predcalc.layers.SignedSumScan` of one unit), float64."""
     types = int(layer.gate_kernel.shape[0])
     if len(pattern.gates) != types or len(pattern.candidate) != types:
         raise ValueError(f"the pattern has {len(pattern.gates)} types; the layer reads {types}")
@@ -137,15 +107,12 @@ def _variables(layer) -> list:
 
 
 def set_pattern(layer, pattern: Pattern) -> None:
-    """Write ``pattern`` into ``layer`` (a built :class:`predcalc.layers.SignedSumScan`, one unit)."""
     for variable, value in zip(_variables(layer), pattern_weights(layer, pattern)):
         variable.assign(value)
 
 
 def _batches(tokenizer, sets: dict[str, Split]) -> list[tuple[np.ndarray, dict[str, slice]]]:
-    """The sets' typed tokens (float64) in a few padded batches, each with where each set's rows lie in
-    it: sets of one length share a batch, and neighbouring lengths are merged while the padding costs
-    less than a call (:data:`CALL_COST`); padding adds nothing while its gate is shut."""
+    """The sets' tokens in few padded batches (lengths merged while padding costs less than a call)."""
     lengths: dict[int, list[str]] = {}
     for name, split in sets.items():
         lengths.setdefault(max(tokenizer.length, *(len(signed_terms(e)) for e in split.expressions)), []).append(name)
@@ -169,9 +136,7 @@ def _batches(tokenizer, sets: dict[str, Split]) -> list[tuple[np.ndarray, dict[s
 
 
 def _runner(model, layer, inputs: list[np.ndarray]):
-    """``run(pattern) -> [predictions per batch]``: the pattern written into the layer, then the whole
-    model on each batch. On TensorFlow both happen in one call compiled once (XLA) for any batch and
-    length (the layer's loop over an unknown time axis, as in its exported files); eager elsewhere."""
+    """``run(pattern) -> [predictions per batch]``: one XLA call on TensorFlow, eager elsewhere."""
     if keras.backend.backend() != "tensorflow":
 
         def run(pattern):
@@ -219,9 +184,7 @@ def score_patterns(
 
 
 def scored_sets(protocol, development_count: int = 0, heldout_count: int = 300) -> dict[str, Split]:
-    """What every pattern is scored on: the protocol's training split (:data:`TRAINING`), the sign
-    scan's development sets (``development/<set>``; ``development_count`` > 0: the first that many of
-    each) and its held-out suite (``heldout_5151/<set>``, ``heldout_count`` expressions a set)."""
+    """The training split, the development sets and the held-out suite, by prefixed name."""
     sets = {TRAINING: protocol.train}
     sets.update({DEVELOPMENT + n: split for n, split in development_sets(protocol, development_count).items()})
     sets.update({HELDOUT + n: split for n, split in heldout(heldout_count, protocol.seed).items()})
@@ -229,9 +192,7 @@ def scored_sets(protocol, development_count: int = 0, heldout_count: int = 300) 
 
 
 def search_odds(patterns: int, exact: int, draws=SEARCH_DRAWS) -> dict:
-    """A uniform random search over ``patterns`` of which ``exact`` are exact: the share ``q``, the
-    expected draws to the first exact one (``patterns / exact`` with replacement, ``(patterns + 1) /
-    (exact + 1)`` without), and the chance of at least one in ``D`` draws, ``1 - (1 - q)^D``."""
+    """A uniform random search over ``patterns``, ``exact`` of them exact: its share and odds."""
     if patterns < 1 or not 0 <= exact <= patterns:
         raise ValueError(f"need 0 <= exact <= patterns and patterns >= 1. Received: {exact} of {patterns}")
     share = exact / patterns
@@ -245,10 +206,7 @@ def search_odds(patterns: int, exact: int, draws=SEARCH_DRAWS) -> dict:
 
 
 def nearest_pattern(weights: dict, gate_offset: float = -1.0) -> tuple[Pattern, float]:
-    """The pattern a trained layer's weights (``signed_sum_weights``: ``gate_kernel``,
-    ``candidate_kernel``, ``initial_state``, ``readout``) round to: a gate open where its logit plus
-    the offset is above 0, every other weight to the nearest of -1, 0 and 1; and the largest distance
-    of a weight the function reads (the candidate of an open gate, ``s_0``, ``r``) from its sign."""
+    """The pattern trained weights round to, and the largest distance of a read weight from it."""
     missing = [k for k in ("gate_kernel", "candidate_kernel", "initial_state", "readout") if k not in weights]
     if missing:
         raise ValueError(f"the weights lack {', '.join(missing)}")
@@ -261,9 +219,7 @@ def nearest_pattern(weights: dict, gate_offset: float = -1.0) -> tuple[Pattern, 
 
 
 def trained_patterns(exact_record: dict, gate_offset: float = -1.0) -> dict[str, dict[str, dict]]:
-    """Each trained seed of the sign scan's record (its ``seeds`` and ``fresh`` runs) rounded to its
-    pattern: ``{"choosing" | "fresh": {seed: {"pattern", "function", "distance", "development_exact"}}}``;
-    ``development_exact``: the seed's own Keras scores in that record are 100 % on every development set."""
+    """Each trained seed of the sign scan's record rounded to its pattern, by group."""
     groups = {"choosing": exact_record.get("seeds") or {}, "fresh": (exact_record.get("fresh") or {}).get("records")}
     out = {}
     for group, runs in groups.items():
@@ -279,7 +235,6 @@ def trained_patterns(exact_record: dict, gate_offset: float = -1.0) -> dict[str,
 
 
 def _all_exact(scores: dict[str, np.ndarray], prefix: str) -> np.ndarray:
-    """Per pattern: exact (100 %) on every set whose name starts with ``prefix``."""
     names = [n for n in scores if n.startswith(prefix)]
     return np.all([scores[n] == 1.0 for n in names], axis=0) if names else np.ones(len(scores[TRAINING]), bool)
 
@@ -287,13 +242,10 @@ def _all_exact(scores: dict[str, np.ndarray], prefix: str) -> np.ndarray:
 def search_record(
     patterns: list[Pattern], scores: dict[str, np.ndarray], exact_record: dict | None = None, gate_offset=-1.0
 ) -> dict:
-    """The study's results: the count of patterns, those exact on the training split and, of them,
-    those exact on every development and every held-out set, grouped by the function they compute;
-    the random search's odds; each trained seed of ``exact_record`` (the sign scan's record) rounded
-    to its pattern, with the recipe's step count beside them."""
+    """The study's results: the exact patterns by function, the search's odds, the seeds' patterns."""
     training = scores[TRAINING] == 1.0
     development, held = _all_exact(scores, DEVELOPMENT), _all_exact(scores, HELDOUT)
-    exact = [i for i in np.flatnonzero(training)]
+    exact = list(np.flatnonzero(training))
     functions: dict[str, dict] = {}
     for i in exact:
         entry = functions.setdefault(patterns[i].function(), {"patterns": [], "development": True, "heldout": True})
@@ -321,7 +273,7 @@ def search_record(
             {
                 "pattern": patterns[i].code(),
                 "function": patterns[i].function(),
-                **{"scores": {name: float(values[i]) for name, values in scores.items()}},
+                "scores": {name: float(values[i]) for name, values in scores.items()},
             }
             for i in exact
         ],
@@ -346,9 +298,7 @@ def search_record(
 def run_search(
     protocol, development_count: int = 0, heldout_count: int = 300, exact_record=None, recipe=None, progress=True
 ) -> tuple[dict, dict[str, np.ndarray]]:
-    """Enumerate every pattern of ``scan_exact`` (its type count read from the built layer), score each
-    on :func:`scored_sets` through the layer, and return ``(record, scores)``: the record without
-    ``parameters`` or ``notebook``, which the notebook adds."""
+    """Every pattern scored on :func:`scored_sets`: ``(record, scores)``, the record without the notebook's keys."""
     _, layer, _ = scan_model(recipe)
     types, gate_offset = int(layer.gate_kernel.shape[0]), float(layer.gate_offset)
     if types != len(type_names()):
@@ -369,14 +319,11 @@ def run_search(
 
 
 def stored_exact_record(runs=None) -> dict | None:
-    """The sign scan's stored full run (its trained seeds' weights), or None where there is none."""
     path = Path(runs or RUNS) / EXACT_NOTEBOOK / "metrics.json"
     return json.loads(path.read_text()) if path.is_file() else None
 
 
 def pattern_table(record: dict) -> list[dict]:
-    """The training-exact patterns, one row each: the pattern, its function, and its lowest score over
-    the development sets and over the held-out sets."""
     rows = []
     for entry in record["training_exact"]:
         scores = entry["scores"]
@@ -392,8 +339,6 @@ def pattern_table(record: dict) -> list[dict]:
 
 
 def seed_table(record: dict) -> list[dict]:
-    """Each trained seed's rounded pattern, whether it is training-exact and exact everywhere, and how
-    far its read weights lie from the pattern's signs."""
     return [
         {
             "seeds": group,
@@ -410,10 +355,6 @@ def seed_table(record: dict) -> list[dict]:
 
 
 def trained_summary(record: dict) -> dict:
-    """The trained seeds of ``record`` (:func:`search_record`) counted: how many there are, how many
-    round to a training-exact pattern and how many of those are exact on every set, the largest distance
-    of such a seed's read weights from its pattern's signs, the functions they compute, and the seeds
-    that round to a pattern that is not training-exact."""
     runs = [run for group in (record.get("trained") or {}).values() for run in group.values()]
     landed = [run for run in runs if run["training_exact"]]
     return {
@@ -429,8 +370,3 @@ def trained_summary(record: dict) -> dict:
             if not run["training_exact"]
         ],
     }
-
-
-def is_record(record: dict) -> bool:
-    """Whether a stored notebook record is this study's (found by its keys, not a notebook name)."""
-    return "training_exact" in record and "search" in record and "functions" in record

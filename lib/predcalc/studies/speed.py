@@ -1,20 +1,6 @@
-"""Timing helpers for the speed study (notebook 21): training-step and inference time of
-minGRU / minLSTM (parallel scan and step loop) against ``keras.layers.GRU`` / ``LSTM``.
-
-Timings of the candidates are *interleaved* (repeat ``r`` times every candidate once, in a
-rotating order) so a slow-down of the shared machine hits all of them alike; the summary is
-the median. Ratios are always taken between medians measured in the same call.
-
-Memory: ``peak_memory`` reports two numbers, each with a known blind spot:
-
-* ``tracemalloc_peak`` - peak bytes allocated through Python's allocator while the call ran
-  (NumPy arrays, Python objects). TensorFlow's tensors live in its own C++ allocator and are
-  *not* counted.
-* ``rss_peak_growth`` - growth of the process's peak resident set size
-  (``resource.getrusage(RUSAGE_SELF).ru_maxrss``) during the call. It counts every allocator
-  but is a high-water mark for the whole process: a call that stays below an earlier peak
-  reports 0, so it is a lower bound that depends on what ran before.
-"""
+"""Timing helpers for the speed study (notebook 21): minGRU / minLSTM (scan and step loop) against Keras
+GRU / LSTM, interleaved in a rotating order so a slow-down of the shared machine hits all alike.
+:func:`peak_memory` gives lower bounds (tracemalloc misses TensorFlow's allocator; RSS is a high-water mark)."""
 
 from __future__ import annotations
 
@@ -41,22 +27,14 @@ PATHS = ("parallel", "scan", "step")
 KINDS = ("keras_gru", "keras_lstm", *(f"{family}_{path}" for family in ("min_gru", "min_lstm") for path in PATHS))
 PHASES = ("train_step", "inference")
 
-# arXiv 2410.01201 (Feng et al. 2024, minGRU / minLSTM): speed-up of minGRU / minLSTM training steps over
-# GRU / LSTM on a T4 GPU.
+# arXiv 2410.01201 (Feng et al. 2024): minGRU / minLSTM training-step speed-up over GRU / LSTM on a T4 GPU
 PAPER_SPEEDUP = {"min_gru": {512: 175, 4096: 1324}, "min_lstm": {512: 235, 4096: 1361}}
 
 
 def interleaved_timings(
     candidates: Mapping[str, Callable[[], object]], repeats: int = 5, warmup: int = 1
 ) -> dict[str, list[float]]:
-    """Times each zero-argument callable ``repeats`` times, interleaved.
-
-    Every callable first runs ``warmup`` times untimed (tracing, caches). Then round ``r``
-    calls every candidate once, starting at a rotating offset so no candidate is always first.
-
-    Returns:
-        ``{name: [seconds, ...]}`` with ``repeats`` wall-clock times per name.
-    """
+    """``{name: [seconds] * repeats}``, interleaved in a rotating order after ``warmup`` calls."""
     if repeats < 1:
         raise ValueError(f"repeats must be at least 1. Received: repeats={repeats}")
     if warmup < 0:
@@ -78,7 +56,6 @@ def interleaved_timings(
 
 
 def medians(times: Mapping[str, list[float]]) -> dict[str, float]:
-    """``{name: median seconds}``."""
     return {name: float(statistics.median(values)) for name, values in times.items()}
 
 
@@ -88,10 +65,7 @@ def _maxrss_bytes() -> int:
 
 
 def peak_memory(fn: Callable[[], object]) -> dict[str, int]:
-    """Runs ``fn`` once; returns ``{"tracemalloc_peak": bytes, "rss_peak_growth": bytes}``.
-
-    See the module docstring for what each number misses.
-    """
+    """Runs ``fn`` once: ``{"tracemalloc_peak", "rss_peak_growth"}`` in bytes (see the module docstring)."""
     rss_before = _maxrss_bytes()
     already = tracemalloc.is_tracing()
     if not already:
@@ -107,8 +81,6 @@ def peak_memory(fn: Callable[[], object]) -> dict[str, int]:
 
 
 def build_layer(kind: str, units: int):
-    """The recurrent layer of ``kind`` (one of ``KINDS``) returning its last state."""
-
     if kind == "keras_gru":
         return keras.layers.GRU(units)
     if kind == "keras_lstm":
@@ -127,8 +99,6 @@ def build_layer(kind: str, units: int):
 
 @dataclasses.dataclass
 class Bench:
-    """A small regression model around one recurrent layer, with data, ready to time."""
-
     kind: str
     length: int
     model: object
@@ -143,8 +113,6 @@ class Bench:
 
 
 def make_bench(kind: str, length: int, batch: int = 8, units: int = 32, features: int = 4, seed: int = 0) -> Bench:
-    """``Input((length, features)) -> layer(units) -> Dense(1)``, Adam + MSE, no XLA."""
-
     if length < 1 or batch < 1:
         raise ValueError(f"length and batch must be positive. Received: length={length}, batch={batch}")
     keras.utils.set_random_seed(seed)
@@ -167,19 +135,9 @@ def profile(
     memory: bool = True,
     progress: bool = False,
 ) -> list[dict]:
-    """Median train-step and inference seconds of every kind at every length.
-
-    At each length the kinds' timings are interleaved (``interleaved_timings``), so the
-    ratios within one length come from one measurement. Returns one record per
-    (length, kind): ``{"length", "kind", "train_step", "inference"`` (median s),
-    ``"train_step_times", "inference_times"`` (all repeats), and with ``memory`` the
-    ``peak_memory`` of one training step under ``"memory"``}.
-    """
+    """Median train-step and inference seconds of every kind at every length, interleaved per length."""
     records = []
-    iterator = lengths
-    if progress:
-        iterator = tqdm(lengths, desc="lengths")
-    for length in iterator:
+    for length in tqdm(lengths, desc="lengths", disable=not progress):
         benches = {kind: make_bench(kind, length, batch, units, features) for kind in kinds}
         train = interleaved_timings({k: b.train_step for k, b in benches.items()}, repeats, warmup)
         infer = interleaved_timings({k: b.inference for k, b in benches.items()}, repeats, warmup)
@@ -200,9 +158,7 @@ def profile(
 
 
 def speedups(records: list[dict], phase: str = "train_step") -> list[dict]:
-    """Per length, the speed-up of each min* path over its Keras counterpart (GRU / LSTM):
-    ``keras median / min* median`` for each of :data:`PATHS` (above 1: the min* layer is faster), and
-    parallel over step."""
+    """Per length, each min* path's speed-up over its Keras counterpart (above 1: faster), and parallel over step."""
     if phase not in PHASES:
         raise ValueError(f"phase must be one of {PHASES}. Received: phase={phase!r}")
     by_key = {(r["length"], r["kind"]): r[phase] for r in records}
@@ -221,9 +177,7 @@ def speedups(records: list[dict], phase: str = "train_step") -> list[dict]:
 
 
 def parallel_vs_loop_step(model_name: str, x, y, repeats: int = 15) -> dict[bool, float]:
-    """Median seconds of one ``train_on_batch`` of a registered model built with ``parallel=True``
-    (the scan) and ``parallel=False`` (the step loop), timed interleaved so both see the same load."""
-
+    """Median seconds of one ``train_on_batch`` of a registered model with the scan and the step loop, interleaved."""
     timed, step_seconds = {}, {}
     for parallel in (True, False):
         _, model, _ = fit.build(model_name, parallel=parallel)
@@ -238,7 +192,6 @@ def parallel_vs_loop_step(model_name: str, x, y, repeats: int = 15) -> dict[bool
     return {parallel: float(np.median(s)) for parallel, s in step_seconds.items()}
 
 
-# How the figure and the notebook's tables name each kind, and the line style of each path.
 LABELS = {
     "keras_gru": "Keras GRU",
     "keras_lstm": "Keras LSTM",
@@ -254,26 +207,17 @@ FAMILY_COLOURS = {"min_gru": "tab:blue", "min_lstm": "tab:red"}
 
 
 def plot_speed(records: list[dict], batch: int, units: int, path=None):
-    """Training-step and inference time against sequence length (left, one line per kind, their
-    legend below both panels) and the training-step speed-up over Keras beside the paper's GPU
-    numbers (right, its legend below it, so that no legend covers a point). ``records`` as
-    :func:`profile` returns them (and ``metrics.json`` stores them)."""
     import matplotlib.pyplot as plt  # plotting only when a figure is drawn
 
     figure = plt.figure(figsize=(15, 6), layout="constrained")
     left, right = figure.subfigures(1, 2, width_ratios=[2, 1])
+    log = {"xscale": "log", "yscale": "log", "xlabel": "sequence length"}
     for axis, phase in zip(left.subplots(1, 2), PHASES):
         for kind in KINDS:
             rows = [r for r in records if r["kind"] == kind]
             style = STYLES["keras" if kind.startswith("keras") else kind.rsplit("_", 1)[1]]
             axis.plot([r["length"] for r in rows], [r[phase] for r in rows], style, label=LABELS[kind])
-        axis.set(
-            xscale="log",
-            yscale="log",
-            xlabel="sequence length",
-            ylabel="median seconds",
-            title=f"{phase.replace('_', ' ')} (batch {batch}, {units} units, CPU)",
-        )
+        axis.set(**log, ylabel="median seconds", title=f"{phase.replace('_', ' ')} (batch {batch}, {units} units, CPU)")
         axis.grid(True, which="both", alpha=0.3)
     handles, labels = axis.get_legend_handles_labels()
     left.legend(handles, labels, loc="outside lower center", ncol=4, fontsize=8, frameon=False)
@@ -283,40 +227,16 @@ def plot_speed(records: list[dict], batch: int, units: int, path=None):
         colour, name = FAMILY_COLOURS[family], LABELS[f"{family}_step"].split()[0]
         rows = [r for r in speedups(records, "train_step") if r["family"] == family]
         lengths = [r["length"] for r in rows]
-        axis.plot(
-            lengths,
-            [r["parallel_vs_keras"] for r in rows],
-            marker + "-",
-            color=colour,
-            label=f"{name}: parallel (last state), this CPU",
-        )
-        axis.plot(
-            lengths,
-            [r["scan_vs_keras"] for r in rows],
-            marker + "-.",
-            mfc="none",
-            color=colour,
-            label=f"{name}: scan of the sequence, this CPU",
-        )
+        for key, line, face, label in (
+            ("parallel_vs_keras", "-", None, f"{name}: parallel (last state), this CPU"),
+            ("scan_vs_keras", "-.", "none", f"{name}: scan of the sequence, this CPU"),
+        ):
+            axis.plot(lengths, [r[key] for r in rows], marker + line, mfc=face, color=colour, label=label)
         paper = PAPER_SPEEDUP[family]
-        axis.plot(
-            list(paper),
-            list(paper.values()),
-            marker,
-            mfc="none",
-            ms=11,
-            mew=1.8,
-            color=colour,
-            label=f"{name}: paper, T4 GPU ({', '.join(f'{v}x @ {k}' for k, v in paper.items())})",
-        )
+        label = f"{name}: paper, T4 GPU ({', '.join(f'{v}x @ {k}' for k, v in paper.items())})"
+        axis.plot(list(paper), list(paper.values()), marker, mfc="none", ms=11, mew=1.8, color=colour, label=label)
     axis.axhline(1, color="grey", lw=0.8)
-    axis.set(
-        xscale="log",
-        yscale="log",
-        xlabel="sequence length",
-        ylabel="training-step speed-up over Keras",
-        title="speed-up: this CPU vs the paper's GPU",
-    )
+    axis.set(**log, ylabel="training-step speed-up over Keras", title="speed-up: this CPU vs the paper's GPU")
     axis.grid(True, which="both", alpha=0.3)
     right.legend(*axis.get_legend_handles_labels(), loc="outside lower center", ncol=1, fontsize=8, frameon=False)
     if path is not None:

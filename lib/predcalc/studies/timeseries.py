@@ -1,20 +1,6 @@
-"""One-step-ahead forecasting of real time series with the project's recurrent layers
-(notebook 22).
-
-The series ship inside statsmodels (no download): yearly sunspot numbers 1700-2008 and the
-Mauna Loa CO2 record (weekly 1958-2001, averaged per month, gaps interpolated). A model reads
-the past ``k`` values and predicts the next one. Splits are chronological by the index of the
-predicted value: every training target comes before every validation target, which comes
-before every test target; inputs may reach back into the previous segment (they are the past,
-known at forecast time). The scaler (mean, std) is fitted on the training segment only.
-
-``target="change"`` forecasts the change ``y_t - y_{t-1}`` instead of the level (inputs: the
-past ``k`` changes, scaled by the training changes' mean and std), the usual remedy when the
-test values lie beyond the training range (a trend, as in CO2); the level forecast is the last
-value plus the predicted change. Baselines (no training on test values): the naive last value,
-the seasonal naive (the value one season earlier) and an autoregressive model fitted by
-statsmodels on the training segment (``ar_forecast``).
-"""
+"""One-step-ahead forecasting of statsmodels' sunspot and Mauna Loa CO2 series with the project's
+recurrent layers (notebook 22). Splits are chronological by the predicted value and the scaler sees the
+training segment only; ``target="change"`` forecasts ``y_t - y_{t-1}`` (the remedy for CO2's trend)."""
 
 from __future__ import annotations
 
@@ -42,8 +28,6 @@ MODELS = {
 
 
 def load_series(name: str) -> np.ndarray:
-    """The named series (one of ``SERIES``) as a float64 array, from the installed statsmodels."""
-
     if name == "sunspots":
         return datasets.sunspots.load_pandas().data["SUNACTIVITY"].to_numpy(dtype="float64")
     if name == "co2":
@@ -67,8 +51,7 @@ def make_windows(series, k: int) -> tuple[np.ndarray, np.ndarray]:
 
 @dataclasses.dataclass
 class Windows:
-    """Scaled windows of one series, split chronologically; ``*_index`` are the positions of
-    the predicted values in the series."""
+    """Scaled windows of one series, split chronologically; ``*_index``: the predicted values' positions."""
 
     k: int
     mean: float
@@ -86,7 +69,7 @@ class Windows:
     series: np.ndarray | None = None  # the raw series (levels), to map forecasts back
 
     def levels(self, scaled, part: str = "test") -> np.ndarray:
-        """Scaled model outputs for ``part`` as level forecasts in the series' units."""
+        """Scaled model outputs for ``part`` as levels in the series' units."""
         values = self.unscale(scaled)
         if self.target == "level":
             return values
@@ -94,13 +77,8 @@ class Windows:
         return self.series[index - 1] + values
 
     def truth(self, part: str = "test") -> np.ndarray:
-        """The true levels of ``part``'s targets."""
-        if self.series is None:
-            return self.unscale(getattr(self, f"y_{part}"))
-        return self.series[getattr(self, f"{part}_index")]
-
-    def scale(self, values):
-        return (np.asarray(values, dtype="float64") - self.mean) / self.std
+        index = getattr(self, f"{part}_index")
+        return self.unscale(getattr(self, f"y_{part}")) if self.series is None else self.series[index]
 
     def unscale(self, values):
         return np.asarray(values, dtype="float64") * self.std + self.mean
@@ -110,12 +88,7 @@ class Windows:
 
 
 def chronological_split(series, k: int, train: float = 0.7, validation: float = 0.15, target: str = "level") -> Windows:
-    """Windows of ``k`` past values; targets split in time order ``train | validation | test``.
-
-    The boundaries are on the series: values ``[0, n_train)`` are training targets (and the
-    only values the scaler sees), ``[n_train, n_train + n_val)`` validation targets, the rest
-    test targets.
-    """
+    """Windows of ``k`` past values, split in time order; the scaler sees training targets only."""
     series = np.asarray(series, dtype="float64")
     if not (0 < train < 1 and 0 <= validation < 1 and train + validation < 1):
         raise ValueError(
@@ -145,20 +118,9 @@ def chronological_split(series, k: int, train: float = 0.7, validation: float = 
         "val": (index >= n_train) & (index < n_train + n_val),
         "test": index >= n_train + n_val,
     }
-    return Windows(
-        k=int(k),
-        mean=mean,
-        std=std,
-        **{f"{axis}_{part}": arr[mask] for part, mask in parts.items() for axis, arr in (("x", x), ("y", y))},
-        **{f"{part}_index": index[mask] for part, mask in parts.items()},
-        target=target,
-        series=series.copy(),
-    )
-
-
-def naive_forecast(x) -> np.ndarray:
-    """The last-value baseline: the forecast of ``y[i]`` is ``x[i, -1]``."""
-    return np.asarray(x)[:, -1]
+    arrays = {f"{axis}_{part}": arr[mask] for part, mask in parts.items() for axis, arr in (("x", x), ("y", y))}
+    arrays |= {f"{part}_index": index[mask] for part, mask in parts.items()}
+    return Windows(k=int(k), mean=mean, std=std, **arrays, target=target, series=series.copy())
 
 
 SEASONS = {"sunspots": 11, "co2": 12}  # the solar cycle in years, the year in months
@@ -170,14 +132,7 @@ def seasonal_naive_forecast(series, index, season: int) -> np.ndarray:
 
 
 def ar_forecast(series, n_train: int, index, max_lag: int = 24, difference: bool = False) -> tuple[np.ndarray, dict]:
-    """One-step forecasts of ``series[index]`` by an AR(p) model fitted on ``series[:n_train]``.
-
-    The order p (1..``max_lag``) is chosen by BIC with statsmodels' ``ar_select_order`` on the
-    training segment only; the fitted coefficients then forecast each target from the true past
-    values (as the neural models do). ``difference=True`` fits it on first differences and
-    adds the forecast change to the last value (ARIMA(p, 1, 0) with a constant).
-    """
-
+    """One-step AR(p) forecasts (p by BIC on ``series[:n_train]``); ``difference``: ARIMA(p, 1, 0)."""
     series = np.asarray(series, dtype="float64")
     values = np.diff(series) if difference else series
     fit_on = values[: n_train - 1] if difference else values[:n_train]
@@ -194,15 +149,10 @@ def ar_forecast(series, n_train: int, index, max_lag: int = 24, difference: bool
 
 
 def baselines(name: str, windows: Windows, n_train: int) -> dict:
-    """Test metrics of the naive, seasonal-naive and AR (levels and changes) forecasts."""
-    truth = windows.truth("test")
-    index = windows.test_index
-    series = windows.series
+    truth, index, series, season = windows.truth("test"), windows.test_index, windows.series, SEASONS[name]
     out = {
         "naive (last value)": forecast_metrics(truth, series[index - 1]),
-        f"seasonal naive ({SEASONS[name]})": forecast_metrics(
-            truth, seasonal_naive_forecast(series, index, SEASONS[name])
-        ),
+        f"seasonal naive ({season})": forecast_metrics(truth, seasonal_naive_forecast(series, index, season)),
     }
     for difference, label in ((False, "AR on levels"), (True, "AR on changes")):
         forecast, info = ar_forecast(series, n_train, index, difference=difference)
@@ -211,32 +161,18 @@ def baselines(name: str, windows: Windows, n_train: int) -> dict:
 
 
 def forecast_metrics(truth, prediction) -> dict[str, float]:
-    """``{"mae", "rmse"}`` of a forecast."""
     error = np.asarray(prediction, dtype="float64") - np.asarray(truth, dtype="float64")
     return {"mae": float(np.mean(np.abs(error))), "rmse": float(np.sqrt(np.mean(error**2)))}
 
 
 def build_model(name: str, k: int, units: int = 32, seed: int = 0, learning_rate: float = 3e-3):
-    """``Input((k, 1)) -> recurrent layer -> Dense(1)``, compiled with Adam and MSE (no XLA).
-
-    Mamba runs its step loop: the same function as its parallel scan (tested equal), and at
-    a dozen steps on a CPU the faster one (``10_mamba`` times both).
-
-    ``name`` is a key of ``MODELS``.
-    """
-
-    layers = {
-        "lstm": lambda: keras.layers.LSTM(units),
-        "gru": lambda: keras.layers.GRU(units),
-        "simple_rnn": lambda: keras.layers.SimpleRNN(units),
-        "min_gru": lambda: MinGRU(units),
-        "min_lstm": lambda: MinLSTM(units),
-        "mamba": lambda: Mamba(units, parallel=False),
-    }
+    """``Input((k, 1)) -> layer -> Dense(1)``, Adam and MSE (Mamba's step loop: faster at a dozen steps)."""
+    layers = {"lstm": keras.layers.LSTM, "gru": keras.layers.GRU, "simple_rnn": keras.layers.SimpleRNN}
+    layers |= {"min_gru": MinGRU, "min_lstm": MinLSTM, "mamba": lambda units: Mamba(units, parallel=False)}
     if name not in layers:
         raise ValueError(f"unknown model; choose one of {', '.join(MODELS)}. Received: name={name!r}")
     keras.utils.set_random_seed(seed)
-    model = keras.Sequential([keras.Input((k, 1)), layers[name](), keras.layers.Dense(1)], name=name)
+    model = keras.Sequential([keras.Input((k, 1)), layers[name](units), keras.layers.Dense(1)], name=name)
     model.compile(optimizer=keras.optimizers.Adam(learning_rate), loss="mse", jit_compile=False)
     return model
 
@@ -250,21 +186,12 @@ def fit_and_evaluate(
     units: int = 32,
     patience: int = 10,
 ) -> dict:
-    """Trains one model on the training windows (early stopping on validation loss) and
-    returns its test metrics in the series' units plus the test forecast."""
-
+    """One model trained with early stopping: its test metrics in the series' units and its forecast."""
     model = build_model(name, windows.k, units, seed)
     callbacks = [keras.callbacks.EarlyStopping(patience=patience, restore_best_weights=True)]
-    history = model.fit(
-        windows.x_train[..., None],
-        windows.y_train,
-        epochs=epochs,
-        batch_size=batch_size,
-        validation_data=(windows.x_val[..., None], windows.y_val),
-        callbacks=callbacks,
-        verbose=0,
-        shuffle=True,
-    )
+    validation = (windows.x_val[..., None], windows.y_val)
+    fit = {"epochs": epochs, "batch_size": batch_size, "callbacks": callbacks, "verbose": 0, "shuffle": True}
+    history = model.fit(windows.x_train[..., None], windows.y_train, validation_data=validation, **fit)
     prediction = windows.levels(model.predict(windows.x_test[..., None], verbose=0)[:, 0], "test")
     return {
         "model": name,
@@ -278,8 +205,6 @@ def fit_and_evaluate(
 
 
 def fit_all(data: dict, models, seeds, **fit_kwargs) -> list[dict]:
-    """:func:`fit_and_evaluate` for every (series, model, seed), with a progress bar; each run's
-    record names its series. ``data``: ``{series name: Windows}``."""
     runs = []
     with tqdm(total=len(data) * len(models) * len(seeds), desc="fits") as bar:
         for name, windows in data.items():
@@ -290,31 +215,20 @@ def fit_all(data: dict, models, seeds, **fit_kwargs) -> list[dict]:
     return runs
 
 
+SPREAD = (("", "mean"), ("_min", "min"), ("_max", "max"))  # a summary column's suffix and aggregation
+
+
 def summarise(runs: list[dict]) -> pd.DataFrame:
-    """Per (series, model): mean, lowest and highest seed of the test MAE and RMSE, mean epochs and the
-    parameter count; models by their display name."""
     frame = pd.DataFrame([{key: value for key, value in run.items() if key != "forecast"} for run in runs])
-    summary = (
-        frame.groupby(["series", "model"], sort=False)
-        .agg(
-            MAE=("mae", "mean"),
-            MAE_min=("mae", "min"),
-            MAE_max=("mae", "max"),
-            RMSE=("rmse", "mean"),
-            RMSE_min=("rmse", "min"),
-            RMSE_max=("rmse", "max"),
-            epochs=("epochs", "mean"),
-            params=("params", "first"),
-        )
-        .reset_index()
-    )
+    spread = {f"{column}{end}": (column.lower(), how) for column in ("MAE", "RMSE") for end, how in SPREAD}
+    grouped = frame.groupby(["series", "model"], sort=False)
+    summary = grouped.agg(**spread, epochs=("epochs", "mean"), params=("params", "first")).reset_index()
     summary["model"] = summary["model"].map(MODELS)
     return summary
 
 
 def results_table(summary, baselines: dict) -> pd.DataFrame:
-    """The networks' ``summary`` and every baseline per series, best MAE first, with the MAE as a
-    share of the naive last-value forecast's."""
+    """The networks and every baseline per series, best MAE first, with the MAE as a share of the naive one."""
     naive_rows = pd.DataFrame(
         [
             {"series": s, "model": f"baseline: {label}", "MAE": m["mae"], "RMSE": m["rmse"], "params": 0}
@@ -330,8 +244,6 @@ def results_table(summary, baselines: dict) -> pd.DataFrame:
 
 
 def plot_forecasts(data: dict, summary, runs: list[dict]):
-    """The test segment of each series with the naive forecast and the first seed of the network with
-    the lowest mean test MAE."""
     keys = {label: key for key, label in MODELS.items()}
     figure, axes = plt.subplots(1, len(data), figsize=(7 * len(data), 4), squeeze=False, layout="constrained")
     for axis, (name, windows) in zip(axes[0], data.items()):
@@ -340,17 +252,14 @@ def plot_forecasts(data: dict, summary, runs: list[dict]):
         axis.plot(windows.test_index, windows.truth("test"), "k-", lw=1.5, label="observed")
         axis.plot(windows.test_index, windows.series[windows.test_index - 1], ":", label="naive (last value)")
         axis.plot(windows.test_index, forecast, "-", label=f"{best} (first seed)")
-        axis.set(
-            title=f"{name}: test segment, one step ahead", xlabel="position in the series (years / months)", ylabel=name
-        )
+        title = f"{name}: test segment, one step ahead"
+        axis.set(title=title, xlabel="position in the series (years / months)", ylabel=name)
         axis.legend(fontsize=8)
     return figure
 
 
 def series_result(table, baselines: dict, name: str) -> dict:
-    """What the study shows on series ``name``: the naive forecast's test MAE, the strongest baseline
-    (label and MAE), the best network (label, mean MAE and its lowest and highest seed), the number of
-    networks, and those that beat every baseline on every seed (otherwise not resolved)."""
+    """What the study shows on series ``name``: the baselines, the best network and those that beat every baseline."""
     rows = table[table.series == name]
     strongest_label, strongest = min(baselines[name].items(), key=lambda item: item[1]["mae"])
     networks = rows[~rows.model.str.startswith("baseline: ")]
@@ -369,13 +278,10 @@ def series_result(table, baselines: dict, name: str) -> dict:
 
 
 def extrapolated(data: dict) -> list[str]:
-    """The series every test value of which lies above every training target."""
     return [name for name, w in data.items() if w.truth("test").min() > w.truth("train").max()]
 
 
 def study_entry(data: dict, baselines: dict, target: str, runs: list[dict], summary) -> tuple[dict, dict]:
-    """The study's ``timeseries`` entry of ``metrics.json`` (every run with its forecast, the summary,
-    the baselines, the windows per split) and its ``data`` (the windows per series and split)."""
     entry = {
         "naive": {name: named["naive (last value)"] for name, named in baselines.items()},
         "baselines": baselines,

@@ -1,11 +1,5 @@
-"""Vanishing gradients, measured (notebook 20): gradients reaching earlier states of a cell.
-
-Every network reads ``T`` numeric tokens through one recurrent cell and one linear neuron reads the
-last state. ``state_gradients`` steps the cell by hand inside a ``tf.GradientTape`` and returns the
-per-expression norms ``||dL_i/dh_{T-k}||`` (and ``||dL_i/dc_{T-k}||`` for an LSTM). The LSTM checks
-compare ``dc_t/dc_{t-1}`` with ``diag(f_t)`` (partial and total Jacobians) and the forget-gate
-product with the full ``dc_T/dc_{T-k}``. Needs the TensorFlow backend (``tf.GradientTape``).
-"""
+"""Vanishing gradients, measured (notebook 20): the gradients reaching earlier states of a cell, stepped
+by hand in a ``tf.GradientTape``, and the LSTM's ``dc_t/dc_{t-1}`` against ``diag(f_t)``."""
 
 from __future__ import annotations
 
@@ -19,8 +13,6 @@ from predcalc.layers import PReLURNNCell, ReferenceGRUCell, ReferenceLSTMCell
 
 
 def make_cells(units: int) -> dict:
-    """The four cells of the study, as factories: tanh RNN, PReLU RNN, seed LSTM, seed GRU."""
-
     return {
         "RNN (tanh)": lambda: keras.layers.SimpleRNNCell(units),
         "RNN (PReLU)": lambda: PReLURNNCell(units),
@@ -30,7 +22,6 @@ def make_cells(units: int) -> dict:
 
 
 def build(make_cell, length: int) -> keras.Model:
-    """``tokens (length,) -> RNN(cell) -> Dense(1)``, the layers named ``recurrence`` and ``value``."""
     inputs = keras.Input((length,), name="tokens")
     sequence = keras.layers.Reshape((length, 1), name="token_values")(inputs)
     state = keras.layers.RNN(make_cell(), name="recurrence")(sequence)
@@ -39,7 +30,6 @@ def build(make_cell, length: int) -> keras.Model:
 
 def state_gradients(network, x, y) -> dict:
     """Per-expression norms ||dL_i/dh_{T-k}|| (and ||dL_i/dc_{T-k}|| for an LSTM), k = 0..T-1."""
-
     cell = network.get_layer("recurrence").cell
     readout = network.get_layer("value")
     x = ops.convert_to_tensor(np.asarray(x)[:, :, None])  # (batch, T, 1)
@@ -67,7 +57,6 @@ def ratios(norms: dict) -> dict:
 
 
 def ratio_rows(at_init: dict, trained: dict, ks=(1, 10, 14)) -> list[dict]:
-    """One row per cell and state: the ratios at ``ks`` at initialisation and after training."""
     rows = []
     for name in at_init:
         for label in at_init[name]:
@@ -80,18 +69,15 @@ def ratio_rows(at_init: dict, trained: dict, ks=(1, 10, 14)) -> list[dict]:
 
 def plot_ratios(at_init: dict, trained: dict, train_epochs: int):
     figure, axes = plt.subplots(1, 2, figsize=(11, 4), sharey=True)
-    for axis, (title, measured) in zip(
-        axes, (("at initialisation", at_init), (f"after {train_epochs} epochs", trained))
-    ):
+    panels = (("at initialisation", at_init), (f"after {train_epochs} epochs", trained))
+    for axis, (title, measured) in zip(axes, panels):
         for name, values in measured.items():
             length = len(values["h"])
             (line,) = axis.plot(range(length), values["h"], marker="o", markersize=3, label=f"{name}: h")
             if "c" in values:
                 axis.plot(range(length), values["c"], linestyle="--", color=line.get_color(), label=f"{name}: c")
         axis.axvspan(length - 5 - 0.5, length - 0.5, color="grey", alpha=0.12)
-        axis.set_yscale("log")
-        axis.set_xlabel("k (steps back from the last token)")
-        axis.set_title(title)
+        axis.set(yscale="log", xlabel="k (steps back from the last token)", title=title)
         axis.grid(alpha=0.3)
     axes[0].set_ylabel("median ||dL/ds_{T-k}|| / ||dL/ds_T||")
     axes[1].legend(fontsize=8)
@@ -101,12 +87,7 @@ def plot_ratios(at_init: dict, trained: dict, train_epochs: int):
 
 
 def lstm_step_jacobians(lstm_cell, x_one) -> dict:
-    """Partial and total ``dc_t/dc_{t-1}`` of a ``ReferenceLSTMCell`` against ``diag(f_t)``, t = 2..T.
-
-    Returns the lists ``partial_gap`` (max |diag - f_t|), ``partial_offdiag`` (max |off-diagonal|),
-    ``total_offdiag`` (||total - diag(f_t)|| / ||f_t||) and the ``sequence`` of gates.
-    """
-
+    """Partial and total ``dc_t/dc_{t-1}`` of a ``ReferenceLSTMCell`` against ``diag(f_t)``."""
     sequence = lstm_cell.gate_sequence(x_one)  # every f, i, C_tilde, o, C, h: (1, T, units)
     length, units = x_one.shape[1], sequence["h"].shape[-1]
     zeros = ops.zeros((1, units))
@@ -140,7 +121,6 @@ def lstm_step_jacobians(lstm_cell, x_one) -> dict:
 
 def cell_path_and_total(cell, x, k: int) -> tuple[float, float]:
     """(||prod f||, ||d c_T / d c_{T-k}||) for one expression, running the cell on from step T - k (k >= 1)."""
-
     seq = cell.gate_sequence(x)
     start = x.shape[1] - k
     c = seq["C"][:, start - 1]
@@ -161,8 +141,7 @@ def plot_cell_path(paths: dict, ks, probe_text: str):
         axis.plot(
             ks, [v[1] for v in values], color=line.get_color(), label=f"{label}: ||d c_T / d c_(T-k)|| (all paths)"
         )
-    axis.set_yscale("log")
-    axis.set_xlabel("k")
+    axis.set(yscale="log", xlabel="k")
     axis.set_title(f"LSTM memory gradient on {probe_text!r}", fontsize=10)
     axis.legend(fontsize=7)
     axis.grid(alpha=0.3)
@@ -171,8 +150,7 @@ def plot_cell_path(paths: dict, ks, probe_text: str):
 
 
 def states_where(measured: dict, k: int = 14, above: bool = False) -> list[str]:
-    """The states (``"cell (state)"``) whose median gradient ratio at ``k`` (:func:`ratios`) is below
-    1 (the gradient shrinks with ``k``), or with ``above`` above 1 (it grows)."""
+    """The states whose median gradient ratio at ``k`` is below 1 (with ``above``: above 1)."""
     return [
         f"{name} ({state})"
         for name in measured
