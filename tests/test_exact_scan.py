@@ -153,7 +153,9 @@ def test_the_final_recipe_has_the_soft_write_gradient_and_a_fixed_offset(protoco
 
 @pytest.mark.slow
 def test_training_finds_the_exact_solution(protocol):
-    trained = train_exact(protocol, seed=0)
+    # the recipe over 2,000 steps, its ramp and decay at the same fractions of training: exact on seed 0
+    # as over the full 10,000 (also at 1,000), in a fifth of the time (the full profile of notebook 33 trains 10,000)
+    trained = train_exact(protocol, seed=0, recipe=ExactRecipe().scaled(2_000))
     weights = signed_sum_weights(trained.model)
     assert sorted(abs(w) for w in weights["readout"] + weights["initial_state"]) == [1.0, 1.0]
     suite = second_heldout_suite(count=20)

@@ -137,8 +137,9 @@ def test_multiplication_in_blocks_equals_one_block(monkeypatch, reference_engine
 
 @pytest.mark.slow
 def test_long_inputs_take_linear_time_and_bounded_memory(tmp_path):
-    """160k-term lexing, a 100,000-term chain, two 10,000-digit factors (under 2 GB) and a 1 MB
-    expression file, each in a fresh process with the reference steps tabulated."""
+    """160k-term lexing, a 100,000-term chain, two 5,000-digit factors (under 0.5 GB: their partial
+    products taken in blocks, 0.13 GB here; all at once they took 1.35 GB) and a 1 MB expression file
+    (each under 2 GB), each in a fresh process with the reference steps tabulated."""
     import subprocess
     import sys
 
@@ -159,7 +160,7 @@ if case == "lex":
 elif case == "chain":
     assert answer_text(engine.evaluate(["+".join(["1"] * 100_000)])[0]) == "100000"
 elif case == "multiply":
-    a, b = ("".join(map(str, rng.integers(1, 10, 10_000))) for _ in range(2))
+    a, b = ("".join(map(str, rng.integers(1, 10, 5_000))) for _ in range(2))
     assert answer_text(engine.evaluate([a + "*" + b])[0]) == str(int(a) * int(b))
 else:
     text = "+".join(["12*3-4"] * (1_000_000 // 7))
@@ -169,11 +170,12 @@ else:
 peak = next(int(line.split()[1]) for line in open("/proc/self/status") if line.startswith("VmHWM:"))
 print(time.perf_counter() - started, peak / 2 ** 20)
 """)
-    limits = {"lex": 20, "chain": 10, "multiply": None, "file": 60}
-    for case, seconds in limits.items():
+    # case: (seconds, gigabytes); 10,000-digit factors proved the same bound in 20 s instead of 1.6 s
+    limits = {"lex": (20, 2), "chain": (10, 2), "multiply": (None, 0.5), "file": (60, 2)}
+    for case, (seconds, bound) in limits.items():
         done = subprocess.run([sys.executable, str(script), case], capture_output=True, text=True, check=True)
         took, gigabytes = map(float, done.stdout.split())
-        assert gigabytes < 2, (case, gigabytes)
+        assert gigabytes < bound, (case, gigabytes)
         assert seconds is None or took < seconds, (case, took)
 
 

@@ -169,6 +169,8 @@ def test_the_control_is_exact_on_every_window_after_a_third_of_them(seed):
 
     rows = rule_training_rows(trace(TRAINING_WORLD, 200, seed), seed)["control"]
     assert len(rows) <= len(STEPS["control"].reachable()) // 3
-    model, info = train_control(rows, seed=seed)
+    # 2,000 of the recipe's 10,000 full-batch steps: on both seeds already exact on every window, margin
+    # 0.93 (0.96 after 10,000), in a third of the time; the longer steps only widen the margin
+    model, info = train_control(rows, seed=seed, steps=2_000)
     assert info["train_exact"] == 1.0 and info["margin"] > 0
     assert check_step("control", numpy_step(model))["wrong"] == 0  # all 669 windows, the unseen two thirds included
