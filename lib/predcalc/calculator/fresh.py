@@ -157,24 +157,22 @@ def run_seeds(
 def step_rows(parts: dict) -> list[dict]:
     """Per step over seeds: training-row exactness, held-out wrong decisions, starts taken."""
     seeds = sorted(parts, key=int)
-    rows = []
-    for name in parts[seeds[0]]["steps"]:
-        per = [parts[s]["steps"][name] for s in seeds]
-        rows.append(
-            {
-                "step": name,
-                "seeds": [int(s) for s in seeds],
-                "train_exact": [p["train_exact"] for p in per],
-                "held_out_wrong": [p["held_out_wrong"] for p in per],
-                "wrong": [p["wrong"] for p in per],
-                "held_out": per[0]["reachable"] - per[0]["trained_on"],
-                "starts": [p["chosen"] + 1 for p in per],
-                "tries": [len(p["tries"]) for p in per],
-                "draws": [p.get("draws", 1) for p in per],  # row draws (1: the shipped draw covered)
-                "exact_seeds": sum(p["wrong"] == 0 for p in per),
-            }
-        )
-    return rows
+    return [
+        {
+            "step": name,
+            "seeds": [int(s) for s in seeds],
+            "train_exact": [p["train_exact"] for p in per],
+            "held_out_wrong": [p["held_out_wrong"] for p in per],
+            "wrong": [p["wrong"] for p in per],
+            "held_out": per[0]["reachable"] - per[0]["trained_on"],
+            "starts": [p["chosen"] + 1 for p in per],
+            "tries": [len(p["tries"]) for p in per],
+            "draws": [p.get("draws", 1) for p in per],  # row draws (1: the shipped draw covered)
+            "exact_seeds": sum(p["wrong"] == 0 for p in per),
+        }
+        for name in parts[seeds[0]]["steps"]
+        for per in [[parts[s]["steps"][name] for s in seeds]]
+    ]
 
 
 def summary(parts: dict) -> dict:
@@ -199,22 +197,20 @@ def first_start_rows(parts: dict) -> list[dict]:
     """The shipped recipe (each seed's first start) beside the recipe, per rule step, from the starts
     recorded: the training-row-exact seeds of each (development evidence for :data:`CHOICES`)."""
     seeds = sorted(parts, key=int)
-    rows = []
-    for name in parts[seeds[0]]["steps"]:
-        per = [parts[s]["steps"][name] for s in seeds]
-        rows.append(
-            {
-                "step": name,
-                "seeds": [int(s) for s in seeds],
-                "first_start_train_exact": [p["tries"][0]["train_exact"] for p in per],
-                "recipe_train_exact": [p["train_exact"] for p in per],
-                "first_start_fits": sum(p["tries"][0]["train_exact"] == 1.0 for p in per),
-                "recipe_fits": sum(p["train_exact"] == 1.0 for p in per),
-                "failed_starts": sum(t["train_exact"] < 1.0 for p in per for t in p["tries"]),
-                "starts": sum(len(p["tries"]) for p in per),
-            }
-        )
-    return rows
+    return [
+        {
+            "step": name,
+            "seeds": [int(s) for s in seeds],
+            "first_start_train_exact": [p["tries"][0]["train_exact"] for p in per],
+            "recipe_train_exact": [p["train_exact"] for p in per],
+            "first_start_fits": sum(p["tries"][0]["train_exact"] == 1.0 for p in per),
+            "recipe_fits": sum(p["train_exact"] == 1.0 for p in per),
+            "failed_starts": sum(t["train_exact"] < 1.0 for p in per for t in p["tries"]),
+            "starts": sum(len(p["tries"]) for p in per),
+        }
+        for name in parts[seeds[0]]["steps"]
+        for per in [[parts[s]["steps"][name] for s in seeds]]
+    ]
 
 
 def record(parts: dict, kind: str, folder: Path | None, recipe: Restarts | None = RECIPE, options=None) -> dict:

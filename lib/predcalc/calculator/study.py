@@ -467,17 +467,14 @@ def study_record(records, comparison, ablation_records, control, speed, boxes, p
 def per_seed(records: list[dict], boxes: dict) -> list[dict]:
     """Per seed: mean exact accuracy over the families inside the training world and beyond it."""
     inside = inside_world(boxes)
-    out = []
-    for record in records:
-        scores = record["families"]
-        out.append(
-            {
-                "seed": record.get("seed"),
-                "inside": float(np.mean([v["exact"] for name, v in scores.items() if name in inside])),
-                "beyond": float(np.mean([v["exact"] for name, v in scores.items() if name not in inside])),
-            }
-        )
-    return out
+    return [
+        {
+            "seed": record.get("seed"),
+            "inside": float(np.mean([v["exact"] for name, v in record["families"].items() if name in inside])),
+            "beyond": float(np.mean([v["exact"] for name, v in record["families"].items() if name not in inside])),
+        }
+        for record in records
+    ]
 
 
 __all__ = [

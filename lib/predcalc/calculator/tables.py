@@ -239,60 +239,61 @@ def family_texts(summary_of: dict, prefix: str) -> dict[str, str]:
     }
 
 
-def speed_verdicts(bench_record: dict, goal: float = SPEED_GOAL) -> dict:
-    """Per path and set: ``"met"`` where every round's ratio is at most ``goal``, ``"not met"`` where
-    every one is above it, else ``"not resolved"`` (the rounds straddle the goal)."""
-    out: dict = {}
+def _rounds(bench_record: dict):
+    """Each path and set of a bench record: ``(path, label, entry, its rounds' ratios)``."""
     for path in ("forward", "cache"):
         for label in ("integers", "with_division"):
             entry = bench_record[label][path]
-            ratios = entry.get("ratios") or [entry["ratio"]]
-            out.setdefault(path, {})[label] = (
-                "met" if max(ratios) <= goal else "not met" if min(ratios) > goal else "not resolved"
-            )
+            yield path, label, entry, entry.get("ratios") or [entry["ratio"]]
+
+
+def speed_verdicts(bench_record: dict) -> dict:
+    """Per path and set: ``"met"`` where every round's ratio is at most :data:`SPEED_GOAL`, ``"not met"``
+    where every one is above it, else ``"not resolved"`` (the rounds straddle the goal)."""
+    out: dict = {}
+    for path, label, _, ratios in _rounds(bench_record):
+        out.setdefault(path, {})[label] = (
+            "met" if max(ratios) <= SPEED_GOAL else "not met" if min(ratios) > SPEED_GOAL else "not resolved"
+        )
     return out
 
 
-def speed_frame(bench_record: dict, goal: float = SPEED_GOAL):
+def speed_frame(bench_record: dict):
     """Per path and set: the median time over Python's, the lowest and highest round, and the verdict
     of :func:`speed_verdicts`."""
     import pandas as pd  # tables only when the notebook shows them
 
-    verdicts = speed_verdicts(bench_record, goal)
-    rows = {}
-    for path in ("forward", "cache"):
-        for label in ("integers", "with_division"):
-            entry = bench_record[label][path]
-            ratios = entry.get("ratios") or [entry["ratio"]]
-            rows[(path, label)] = {
-                "x Python's time (median)": round(entry["ratio"], 1),
-                "lowest round": round(min(ratios), 1),
-                "highest round": round(max(ratios), 1),
-                f"within {goal:g}x": verdicts[path][label],
-            }
+    verdicts = speed_verdicts(bench_record)
+    rows = {
+        (path, label): {
+            "x Python's time (median)": round(entry["ratio"], 1),
+            "lowest round": round(min(ratios), 1),
+            "highest round": round(max(ratios), 1),
+            f"within {SPEED_GOAL:g}x": verdicts[path][label],
+        }
+        for path, label, entry, ratios in _rounds(bench_record)
+    }
     return pd.DataFrame(rows).T
 
 
-def speed_texts(bench_record: dict, goal: float = SPEED_GOAL) -> dict[str, str]:
+def speed_texts(bench_record: dict) -> dict[str, str]:
     """The values the notebook glues from a bench record, by name (``speed_...``): its size, each path's
     median ratio and range of rounds on integers and with division, the latencies and the verdicts."""
-    verdicts = speed_verdicts(bench_record, goal)
+    verdicts = speed_verdicts(bench_record)
     latency = bench_record["latency_ms"]
     out = {
         "speed_n": f"{bench_record['n']:,}",
         "speed_operators": str(bench_record["operators"]),
         "speed_repeats": str(bench_record.get("repeats", 1)),
-        "speed_goal": f"{goal:g}x",
+        "speed_goal": f"{SPEED_GOAL:g}x",
         "speed_latency_forward": f"{latency['forward']:.1f}",
         "speed_latency_python": f"{latency['python']:.3f}" if "python" in latency else "not measured",
     }
-    for path in ("forward", "cache"):
-        for label, short in (("integers", "integers"), ("with_division", "division")):
-            entry = bench_record[label][path]
-            ratios = entry.get("ratios") or [entry["ratio"]]
-            out[f"speed_{path}_{short}"] = f"{entry['ratio']:.1f}x"
-            out[f"speed_{path}_{short}_rounds"] = f"{min(ratios):.1f}-{max(ratios):.1f}"
-            out[f"speed_{path}_{short}_verdict"] = verdicts[path][label]
+    for path, label, entry, ratios in _rounds(bench_record):
+        short = "division" if label == "with_division" else label
+        out[f"speed_{path}_{short}"] = f"{entry['ratio']:.1f}x"
+        out[f"speed_{path}_{short}_rounds"] = f"{min(ratios):.1f}-{max(ratios):.1f}"
+        out[f"speed_{path}_{short}_verdict"] = verdicts[path][label]
     return out
 
 

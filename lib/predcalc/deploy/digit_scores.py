@@ -148,16 +148,6 @@ def suite_sets(names=None, count: int | None = None, seed: int = digit_suite.SUI
     return out
 
 
-def exact_table(scores: dict) -> dict:
-    """``{model: {set: [exact of each seed, in seed order]}}`` from ``{model: {seed: scores}}``."""
-    table: dict = {}
-    for model, seeds in scores.items():
-        for seed in sorted(seeds):
-            for name, row in seeds[seed]["sets"].items():
-                table.setdefault(model, {}).setdefault(name, []).append(row["exact"])
-    return table
-
-
 def exact_seeds(values, threshold: float = 1.0) -> int:
     """How many seeds reach ``threshold`` (1.0: every expression exact)."""
     return int(np.sum(np.asarray(values) >= threshold - 1e-12))

@@ -242,9 +242,7 @@ def write_export_record(directory, spec, report: dict, data_label: dict, source=
     return result
 
 
-def export_directory(
-    model_path, formats=FORMATS, data_seed: int | None = None, progress=None, update_metrics: bool = True
-) -> dict:
+def export_directory(model_path, formats=FORMATS, data_seed: int | None = None, progress=None) -> dict:
     """Re-export a stored ``model.keras`` in every format beside it and check each artifact.
 
     The tokeniser comes from ``predcalc.json`` beside the file; the test sets and calibration
@@ -282,7 +280,7 @@ def export_directory(
     )
     result = write_export_record(directory, spec, report, data_label, source=model_path)
     models = (record or {}).get("models", {}) or (record or {}).get("extended", {}).get("models", {})
-    if update_metrics and directory.name in models:
+    if directory.name in models:
         models[directory.name]["export"] = report
         write_if_changed(metrics_path, json.dumps(record, indent=1))
     return result

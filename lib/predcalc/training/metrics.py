@@ -229,19 +229,6 @@ def spread(values) -> tuple[float, float, float]:
     return float(values.mean()), float(values.min()), float(values.max())
 
 
-def bootstrap_interval(values, level: float = 0.95, resamples: int = 10_000, seed: int = 0) -> tuple[float, float]:
-    """Percentile bootstrap interval of the mean over seeds (resampled with a fixed generator);
-    (nan, nan) with fewer than 2 values. With every value equal it is that value twice: the seeds
-    agree, which the report says as such rather than as an interval."""
-    values = np.asarray(values, dtype=np.float64)
-    if values.size < 2:
-        return float("nan"), float("nan")
-    rng = np.random.default_rng(seed)
-    means = values[rng.integers(0, values.size, size=(resamples, values.size))].mean(axis=1)
-    tail = (1 - level) / 2
-    return float(np.quantile(means, tail)), float(np.quantile(means, 1 - tail))
-
-
 def sign_test(values, reference: float, lower_is_better: bool = True, alpha: float = 0.05) -> dict:
     """Exact one-sided sign test of per-seed ``values`` against a published mean ``reference``.
 

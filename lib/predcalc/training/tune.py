@@ -137,7 +137,7 @@ class Search:
         means = {key: float(np.mean([row[key] for row in rows])) for key in rows[0]}
         return {key: (value if math.isfinite(value) else 1e30) for key, value in means.items()}
 
-    def tuner(self, overwrite: bool = False):
+    def tuner(self):
         """The keras-tuner tuner over ``search/`` (reloaded when it exists: a stopped search resumes)."""
         import keras_tuner  # only when a search runs: checking a config needs no tuner
 
@@ -180,7 +180,7 @@ class Search:
             )
         self.folder.mkdir(parents=True, exist_ok=True)
         with contextlib.redirect_stdout(io.StringIO()):  # "Reloading Tuner from ..."
-            tuner = ProtocolTuner(oracle=oracle, directory=str(self.folder), project_name=PROJECT, overwrite=overwrite)
+            tuner = ProtocolTuner(oracle=oracle, directory=str(self.folder), project_name=PROJECT)
         # keras-tuner reloads the oracle only with the tuner of the same id (tuner0 here, chief or a worker's
         # name in a distributed search): read it whichever process wrote it, unless the chief serves it
         if (

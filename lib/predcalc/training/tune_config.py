@@ -10,7 +10,6 @@ from predcalc import paths
 from predcalc.training.sweep import SweepConfigError, check_keys, is_int, read_config_file
 
 TUNE_BUILD = paths.SCRATCH / "tune"
-TUNE_REPORTS = paths.REPORTS / "tune"
 TUNERS = ("bayesian", "random", "hyperband")
 OBJECTIVES = {"val_loss": "min", "val_mae": "min", "val_mre": "min", "val_accuracy": "max"}
 TRAINING_HYPERPARAMETERS = ("learning_rate", "batch_size", "peak_learning_rate")
@@ -35,7 +34,6 @@ CONFIG_KEYS = (
 FINAL_KEYS = ("seeds", "epochs", "patience")
 PROJECT = "search"
 RUNNER = "runner.json"  # in each trial's folder: the tuner (process) that ran it
-ROLE_VARIABLES = ("KERASTUNER_TUNER_ID", "KERASTUNER_ORACLE_IP", "KERASTUNER_ORACLE_PORT")
 
 
 class TuneConfigError(SweepConfigError):
